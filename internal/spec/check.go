@@ -1,0 +1,100 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// crossChecks finds problems that involve more than one key: names used
+// twice, payload columns that shadow bookkeeping or base columns, and Go
+// names that would collide in the generated package.
+func (p *parser) crossChecks(n *yaml.Node, s *Spec) {
+	at := func(pos Pos, key, format string, args ...any) {
+		p.errs = append(p.errs, &Error{File: p.file, Line: pos.Line, Column: pos.Column, Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	baseCols := map[string]bool{}
+	for _, c := range s.Base.Columns {
+		if slices.Contains(QueueColumns, c.Name) {
+			at(c.Pos, "base.columns."+c.Name, "%q is a queue bookkeeping column (%s); choose another name", c.Name, strings.Join(QueueColumns, ", "))
+		}
+		baseCols[c.Name] = true
+	}
+	names := map[string]*Queue{}
+	goNames := map[string]*Queue{}
+	tables := map[string]string{s.Base.Table: "the base table"}
+	for _, q := range s.Queues {
+		key := "queues[" + q.Name + "]"
+		if prev := names[q.Name]; prev != nil {
+			at(q.Pos, key+".name", "queue %q is declared twice (first at line %d)", q.Name, prev.Pos.Line)
+			continue
+		}
+		names[q.Name] = q
+		if prev := goNames[GoName(q.Name)]; prev != nil {
+			at(q.Pos, key+".name", "queue %q and queue %q both become the Go name %s; rename one", q.Name, prev.Name, GoName(q.Name))
+		}
+		goNames[GoName(q.Name)] = q
+		if what, ok := tables[q.Table]; ok && q.Table != "" {
+			at(q.Pos, key+".table", "table %q is already used by %s", q.Table, what)
+		}
+		tables[q.Table] = fmt.Sprintf("queue %q", q.Name)
+
+		cols := q.Payload.Columns
+		if j := q.Payload.JSON; j != nil {
+			cols = []*Column{{Pos: q.Pos, Name: j.Column}}
+			p.checkGoNames(j.Fields, key+".payload.json.fields", at)
+		}
+		for _, c := range cols {
+			ck := key + ".payload.columns." + c.Name
+			if q.Payload.JSON != nil {
+				ck = key + ".payload.json.column"
+			}
+			if slices.Contains(QueueColumns, c.Name) {
+				at(c.Pos, ck, "%q is a queue bookkeeping column (%s); choose another name", c.Name, strings.Join(QueueColumns, ", "))
+			}
+			if q.Inherits && baseCols[c.Name] {
+				at(c.Pos, ck, "%q is already a column of the base table %s", c.Name, s.Base.Table)
+			}
+		}
+		p.checkGoNames(q.Payload.Columns, key+".payload.columns", at)
+	}
+}
+
+// checkGoNames reports columns whose Go field names collide ("a_b" and
+// "a__b" are both AB).
+func (p *parser) checkGoNames(cols []*Column, key string, at func(Pos, string, string, ...any)) {
+	seen := map[string]string{}
+	for _, c := range cols {
+		g := GoName(c.Name)
+		if prev, ok := seen[g]; ok && prev != c.Name {
+			at(c.Pos, key+"."+c.Name, "%q and %q both become the Go field %s; rename one", c.Name, prev, g)
+		}
+		seen[g] = c.Name
+	}
+}
+
+// GoName is the exported Go name for an SQL identifier, spelled the way sqlc
+// spells struct and field names (so the accessors and sqlc's code agree):
+// each _-separated part capitalised, "id" as "ID".
+func GoName(ident string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(ident, "_") {
+		if part == "id" {
+			b.WriteString("ID")
+			continue
+		}
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	out := b.String()
+	if out != "" && out[0] >= '0' && out[0] <= '9' {
+		out = "_" + out
+	}
+	return out
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

@@ -1,0 +1,686 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults applied to keys a spec leaves out. They are documented in the
+// README's spec reference.
+const (
+	DefaultSchema      = "public"
+	DefaultBaseTable   = "base_queue"
+	DefaultLease       = 5 * time.Minute
+	DefaultMaxAttempts = 25
+	DefaultBackoffMin  = time.Second
+	DefaultBackoffMax  = time.Hour
+	DefaultFactor      = 2.0
+	DefaultJitter      = 0.1
+	DefaultJSONColumn  = "payload"
+	// MaxIdentifierLength is PostgreSQL's NAMEDATALEN-1: longer names are
+	// silently truncated by the server, so the spec refuses them.
+	MaxIdentifierLength = 63
+)
+
+// Load reads and parses the spec file at path.
+func Load(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse parses and validates a spec. file names the spec in error messages.
+// On failure the error is an Errors value listing every problem found.
+func Parse(file string, data []byte) (*Spec, error) {
+	p := &parser{file: file}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, Errors{p.yamlError(err)}
+	}
+	s := &Spec{File: file}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, Errors{{File: file, Line: 1, Column: 1, Msg: "the spec is empty: run `queuegen init` for a starter file"}}
+	}
+	p.spec(doc.Content[0], s)
+	if len(p.errs) > 0 {
+		return nil, p.errs.sorted()
+	}
+	return s, nil
+}
+
+type parser struct {
+	file string
+	errs Errors
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// yamlError turns a YAML syntax error into an Error with its line.
+func (p *parser) yamlError(err error) *Error {
+	e := &Error{File: p.file, Line: 1, Column: 1, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	var te *yaml.TypeError
+	msg := err.Error()
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		e.Line, _ = strconv.Atoi(m[1])
+	}
+	return e
+}
+
+func (p *parser) errorf(n *yaml.Node, key, format string, args ...any) {
+	p.errs = append(p.errs, &Error{File: p.file, Line: n.Line, Column: n.Column, Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// fields walks a mapping node, calling the handler registered for each key.
+// Unknown and repeated keys are errors that list what is allowed.
+func (p *parser) fields(n *yaml.Node, key string, handlers map[string]func(key string, v *yaml.Node)) {
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, key, "want a mapping with keys %s, got %s", known(handlers), describe(n))
+		return
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		sub := join(key, k.Value)
+		h, ok := handlers[k.Value]
+		switch {
+		case !ok:
+			p.errorf(k, sub, "unknown key (allowed here: %s)", known(handlers))
+		case seen[k.Value]:
+			p.errorf(k, sub, "key given twice")
+		default:
+			seen[k.Value] = true
+			h(sub, v)
+		}
+	}
+}
+
+// pairs walks a mapping whose keys are names chosen by the user.
+func (p *parser) pairs(n *yaml.Node, key string, each func(k, v *yaml.Node)) {
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, key, "want a mapping of name: value, got %s", describe(n))
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		each(n.Content[i], n.Content[i+1])
+	}
+}
+
+func known(handlers map[string]func(string, *yaml.Node)) string {
+	keys := make([]string, 0, len(handlers))
+	for k := range handlers {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	return strings.Join(keys, ", ")
+}
+
+func join(key, sub string) string {
+	if key == "" {
+		return sub
+	}
+	return key + "." + sub
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	if n.Tag == "!!null" {
+		return "nothing"
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
+func (p *parser) scalar(n *yaml.Node, key string) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.errorf(n, key, "want a value, got %s", describe(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// ident reads a name that will reach SQL: a plain lower-case identifier
+// that needs no quoting.
+func (p *parser) ident(n *yaml.Node, key string) string {
+	v, ok := p.scalar(n, key)
+	if !ok {
+		return ""
+	}
+	if msg := checkIdent(v); msg != "" {
+		p.errorf(n, key, "%s", msg)
+		return ""
+	}
+	return v
+}
+
+// checkIdent says what is wrong with a name that will reach SQL, or "".
+func checkIdent(v string) string {
+	switch {
+	case v == "":
+		return "a name cannot be empty"
+	case len(v) > MaxIdentifierLength:
+		return fmt.Sprintf("%q is %d bytes long; PostgreSQL names are at most %d", v, len(v), MaxIdentifierLength)
+	case !identRE.MatchString(v):
+		return fmt.Sprintf("%q is not a plain lower-case identifier: use letters a-z, digits and _, not starting with a digit", v)
+	case reservedWords[v]:
+		return fmt.Sprintf("%q is an SQL keyword; choose another name", v)
+	case strings.HasPrefix(v, "pg_"):
+		return fmt.Sprintf("%q starts with pg_, which PostgreSQL reserves for its own objects", v)
+	}
+	return ""
+}
+
+func (p *parser) boolean(n *yaml.Node, key string) bool {
+	v, ok := p.scalar(n, key)
+	if !ok {
+		return false
+	}
+	switch v {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	p.errorf(n, key, "want true or false, got %q", v)
+	return false
+}
+
+func (p *parser) integer(n *yaml.Node, key string, min, max int) int {
+	v, ok := p.scalar(n, key)
+	if !ok {
+		return 0
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil || i < min || i > max {
+		p.errorf(n, key, "want a whole number from %d to %d, got %q", min, max, v)
+		return 0
+	}
+	return i
+}
+
+func (p *parser) number(n *yaml.Node, key string, min, max float64) float64 {
+	v, ok := p.scalar(n, key)
+	if !ok {
+		return 0
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f < min || f > max {
+		p.errorf(n, key, "want a number from %g to %g, got %q", min, max, v)
+		return 0
+	}
+	return f
+}
+
+// duration reads a Go duration ("90s", "1h30m") or a number of days ("7d").
+func (p *parser) duration(n *yaml.Node, key string) time.Duration {
+	v, ok := p.scalar(n, key)
+	if !ok {
+		return 0
+	}
+	d, err := parseDuration(v)
+	if err != nil {
+		p.errorf(n, key, "bad duration %q: want a Go duration such as 30s, 5m, 1h30m, or days such as 7d", v)
+		return 0
+	}
+	if d < 0 {
+		p.errorf(n, key, "duration %q is negative", v)
+		return 0
+	}
+	return d
+}
+
+func parseDuration(v string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 || n > 36500 {
+			return 0, fmt.Errorf("bad days")
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(v)
+}
+
+// dir reads a directory path relative to the spec file.
+func (p *parser) dir(n *yaml.Node, key string) string {
+	v, ok := p.scalar(n, key)
+	if !ok {
+		return ""
+	}
+	clean := path.Clean(strings.ReplaceAll(v, `\`, "/"))
+	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		p.errorf(n, key, "%q must be a path relative to the spec file's directory and inside it", v)
+		return ""
+	}
+	return clean
+}
+
+func (p *parser) spec(n *yaml.Node, s *Spec) {
+	var haveVersion, havePackage, haveQueues bool
+	var queuesNode *yaml.Node
+	s.Schema = DefaultSchema
+	s.Base.Table = DefaultBaseTable
+	p.fields(n, "", map[string]func(string, *yaml.Node){
+		"version": func(k string, v *yaml.Node) {
+			haveVersion = true
+			s.Version = p.integer(v, k, 1, 1)
+		},
+		"package": func(k string, v *yaml.Node) {
+			havePackage = true
+			p.pkg(v, k, &s.Package)
+		},
+		"migrations": func(k string, v *yaml.Node) { s.Migrations = p.dir(v, k) },
+		"queries":    func(k string, v *yaml.Node) { s.Queries = p.dir(v, k) },
+		"schema":     func(k string, v *yaml.Node) { s.Schema = p.ident(v, k) },
+		"base":       func(k string, v *yaml.Node) { p.base(v, k, &s.Base) },
+		"queues": func(k string, v *yaml.Node) {
+			haveQueues = true
+			queuesNode = v
+			p.queues(v, k, s)
+		},
+	})
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	missing := func(key, what string) {
+		p.errs = append(p.errs, &Error{File: p.file, Line: n.Line, Column: n.Column, Key: key, Msg: "missing: " + what})
+	}
+	if !haveVersion {
+		missing("version", "set version: 1")
+	}
+	if !havePackage {
+		missing("package", "say where the Go code goes, e.g. package: {name: jobs, dir: internal/jobs}")
+	}
+	if s.Migrations == "" && !p.hasKey(n, "migrations") {
+		missing("migrations", "the directory for goose migrations, e.g. migrations: db/migrations")
+	}
+	if s.Queries == "" && !p.hasKey(n, "queries") {
+		missing("queries", "the directory for sqlc query files, e.g. queries: db/queries")
+	}
+	if !haveQueues {
+		missing("queues", "declare at least one queue")
+	} else if len(s.Queues) == 0 && queuesNode.Kind == yaml.SequenceNode {
+		p.errorf(queuesNode, "queues", "declare at least one queue")
+	}
+	p.crossChecks(n, s)
+}
+
+func (p *parser) hasKey(n *yaml.Node, key string) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+var goIdentRE = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+
+func (p *parser) pkg(n *yaml.Node, key string, pkg *Package) {
+	p.fields(n, key, map[string]func(string, *yaml.Node){
+		"name": func(k string, v *yaml.Node) {
+			name, ok := p.scalar(v, k)
+			if ok && (!goIdentRE.MatchString(name) || goKeywords[name]) {
+				p.errorf(v, k, "%q is not a good Go package name: use lower-case letters and digits", name)
+				return
+			}
+			pkg.Name = name
+		},
+		"dir": func(k string, v *yaml.Node) { pkg.Dir = p.dir(v, k) },
+	})
+	if n.Kind == yaml.MappingNode && (!p.hasKey(n, "name") || !p.hasKey(n, "dir")) {
+		p.errorf(n, key, "needs both name and dir")
+	}
+}
+
+func (p *parser) base(n *yaml.Node, key string, b *Base) {
+	p.fields(n, key, map[string]func(string, *yaml.Node){
+		"table":   func(k string, v *yaml.Node) { b.Table = p.ident(v, k) },
+		"columns": func(k string, v *yaml.Node) { b.Columns = p.columns(v, k) },
+	})
+}
+
+func (p *parser) queues(n *yaml.Node, key string, s *Spec) {
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, key, "want a list of queues (- name: …), got %s", describe(n))
+		return
+	}
+	for i, qn := range n.Content {
+		q := p.queue(qn, fmt.Sprintf("%s[%d]", key, i))
+		if q != nil {
+			s.Queues = append(s.Queues, q)
+		}
+	}
+}
+
+func (p *parser) queue(n *yaml.Node, key string) *Queue {
+	q := &Queue{
+		Pos:         Pos{n.Line, n.Column},
+		Inherits:    true,
+		Mode:        ModeLease,
+		Lock:        LockSkipLocked,
+		Lease:       DefaultLease,
+		MaxAttempts: DefaultMaxAttempts,
+		Backoff:     Backoff{Min: DefaultBackoffMin, Max: DefaultBackoffMax, Factor: DefaultFactor, Jitter: DefaultJitter},
+		OnSuccess:   OnSuccessDelete,
+	}
+	// Name the queue in keys as soon as it is known: "queues[email]" reads
+	// better than "queues[3]".
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "name" && n.Content[i+1].Kind == yaml.ScalarNode && n.Content[i+1].Value != "" {
+				key = fmt.Sprintf("queues[%s]", n.Content[i+1].Value)
+			}
+		}
+	}
+	var havePayload, haveLease bool
+	var leaseNode *yaml.Node
+	p.fields(n, key, map[string]func(string, *yaml.Node){
+		"name":     func(k string, v *yaml.Node) { q.Name = p.ident(v, k) },
+		"table":    func(k string, v *yaml.Node) { q.Table = p.ident(v, k) },
+		"inherits": func(k string, v *yaml.Node) { q.Inherits = p.boolean(v, k) },
+		"mode": func(k string, v *yaml.Node) {
+			q.Mode = Mode(p.oneOf(v, k, string(ModeLease), string(ModeTransaction)))
+		},
+		"lock": func(k string, v *yaml.Node) {
+			q.Lock = Lock(p.oneOf(v, k, string(LockSkipLocked), string(LockNowait)))
+		},
+		"lease": func(k string, v *yaml.Node) {
+			haveLease, leaseNode = true, v
+			q.Lease = p.duration(v, k)
+			if q.Lease > 0 && q.Lease < time.Second {
+				p.errorf(v, k, "a lease under 1s expires before a job can be worked; use at least 1s")
+			}
+		},
+		"max_attempts": func(k string, v *yaml.Node) { q.MaxAttempts = p.integer(v, k, 1, 10000) },
+		"backoff":      func(k string, v *yaml.Node) { p.backoff(v, k, &q.Backoff) },
+		"priority":     func(k string, v *yaml.Node) { q.Priority = p.boolean(v, k) },
+		"unique":       func(k string, v *yaml.Node) { q.Unique = p.boolean(v, k) },
+		"on_success": func(k string, v *yaml.Node) {
+			q.OnSuccess = OnSuccess(p.oneOf(v, k, string(OnSuccessDelete), string(OnSuccessKeep)))
+		},
+		"retention": func(k string, v *yaml.Node) {
+			p.fields(v, k, map[string]func(string, *yaml.Node){
+				"succeeded": func(k string, v *yaml.Node) { q.Retention.Succeeded = p.duration(v, k) },
+				"dead":      func(k string, v *yaml.Node) { q.Retention.Dead = p.duration(v, k) },
+			})
+		},
+		"payload": func(k string, v *yaml.Node) {
+			havePayload = true
+			p.payload(v, k, &q.Payload)
+		},
+	})
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	if q.Name == "" {
+		if !p.hasKey(n, "name") {
+			p.errorf(n, key, "missing: name")
+		}
+		return nil
+	}
+	if q.Table == "" && !p.hasKey(n, "table") {
+		q.Table = q.Name + "_queue"
+		if len(q.Table) > MaxIdentifierLength {
+			p.errorf(n, key+".name", "the default table name %q is too long; set table", q.Table)
+		}
+	}
+	if !havePayload {
+		p.errorf(n, key, "missing: payload (columns: or json:)")
+	}
+	if haveLease && q.Mode == ModeTransaction {
+		p.errorf(leaseNode, key+".lease", "a transaction-mode queue holds jobs by row lock, not by lease; remove lease or use mode: lease")
+	}
+	if q.Retention.Succeeded > 0 && q.OnSuccess == OnSuccessDelete {
+		p.errorf(n, key+".retention.succeeded", "completed jobs are deleted (on_success: delete), so there is nothing to retain; set on_success: keep")
+	}
+	if q.Backoff.Max < q.Backoff.Min {
+		p.errorf(n, key+".backoff", "max (%s) is less than min (%s)", q.Backoff.Max, q.Backoff.Min)
+	}
+	return q
+}
+
+func (p *parser) oneOf(n *yaml.Node, key string, allowed ...string) string {
+	v, ok := p.scalar(n, key)
+	if !ok {
+		return allowed[0]
+	}
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	p.errorf(n, key, "want one of %s, got %q", strings.Join(allowed, ", "), v)
+	return allowed[0]
+}
+
+func (p *parser) backoff(n *yaml.Node, key string, b *Backoff) {
+	p.fields(n, key, map[string]func(string, *yaml.Node){
+		"min":    func(k string, v *yaml.Node) { b.Min = p.duration(v, k) },
+		"max":    func(k string, v *yaml.Node) { b.Max = p.duration(v, k) },
+		"factor": func(k string, v *yaml.Node) { b.Factor = p.number(v, k, 1, 100) },
+		"jitter": func(k string, v *yaml.Node) { b.Jitter = p.number(v, k, 0, 1) },
+	})
+}
+
+func (p *parser) payload(n *yaml.Node, key string, pl *Payload) {
+	p.fields(n, key, map[string]func(string, *yaml.Node){
+		"columns": func(k string, v *yaml.Node) {
+			pl.Columns = p.columns(v, k)
+			if len(pl.Columns) == 0 && v.Kind == yaml.MappingNode {
+				p.errorf(v, k, "declare at least one column")
+			}
+		},
+		"json": func(k string, v *yaml.Node) { pl.JSON = p.jsonPayload(v, k) },
+	})
+	if n.Kind == yaml.MappingNode && p.hasKey(n, "columns") == p.hasKey(n, "json") {
+		p.errorf(n, key, "give exactly one of columns: or json:")
+	}
+}
+
+func (p *parser) jsonPayload(n *yaml.Node, key string) *JSONPayload {
+	j := &JSONPayload{Column: DefaultJSONColumn}
+	p.fields(n, key, map[string]func(string, *yaml.Node){
+		"column": func(k string, v *yaml.Node) { j.Column = p.ident(v, k) },
+		"go_type": func(k string, v *yaml.Node) {
+			j.GoType = &GoType{}
+			p.fields(v, k, map[string]func(string, *yaml.Node){
+				"import": func(k string, v *yaml.Node) {
+					if s, ok := p.scalar(v, k); ok {
+						if !importRE.MatchString(s) {
+							p.errorf(v, k, "%q is not a Go import path", s)
+						}
+						j.GoType.Import = s
+					}
+				},
+				"type": func(k string, v *yaml.Node) {
+					if s, ok := p.scalar(v, k); ok {
+						if !exportedRE.MatchString(s) {
+							p.errorf(v, k, "%q is not an exported Go type name", s)
+						}
+						j.GoType.Type = s
+					}
+				},
+			})
+			if v.Kind == yaml.MappingNode && (!p.hasKey(v, "import") || !p.hasKey(v, "type")) {
+				p.errorf(v, k, "needs both import and type")
+			}
+		},
+		"fields": func(k string, v *yaml.Node) {
+			j.Fields = p.columns(v, k)
+			if len(j.Fields) == 0 && v.Kind == yaml.MappingNode {
+				p.errorf(v, k, "declare at least one field")
+			}
+		},
+	})
+	if n.Kind == yaml.MappingNode && p.hasKey(n, "go_type") == p.hasKey(n, "fields") {
+		p.errorf(n, key, "give exactly one of go_type: or fields:")
+	}
+	return j
+}
+
+var (
+	importRE   = regexp.MustCompile(`^[A-Za-z0-9_.~+-]+(/[A-Za-z0-9_.~+-]+)*$`)
+	exportedRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9_]*$`)
+)
+
+// columns reads a mapping of column name to type, where the type is either
+// a type string ("text", "varchar(200)[]") or a mapping {type, nullable,
+// default}.
+func (p *parser) columns(n *yaml.Node, key string) []*Column {
+	var cols []*Column
+	seen := map[string]bool{}
+	p.pairs(n, key, func(k, v *yaml.Node) {
+		ck := join(key, k.Value)
+		c := &Column{Pos: Pos{k.Line, k.Column}}
+		c.Name = p.ident(k, ck)
+		if c.Name != "" && systemColumns[c.Name] {
+			p.errorf(k, ck, "%q is a PostgreSQL system column name", c.Name)
+			c.Name = ""
+		}
+		if c.Name != "" && seen[c.Name] {
+			p.errorf(k, ck, "column declared twice")
+		}
+		seen[c.Name] = true
+		var defaultNode *yaml.Node
+		switch v.Kind {
+		case yaml.ScalarNode:
+			c.Type = p.sqlType(v, ck)
+		case yaml.MappingNode:
+			p.fields(v, ck, map[string]func(string, *yaml.Node){
+				"type":     func(k string, v *yaml.Node) { c.Type = p.sqlType(v, k) },
+				"nullable": func(k string, v *yaml.Node) { c.Nullable = p.boolean(v, k) },
+				"default":  func(k string, v *yaml.Node) { defaultNode = v },
+			})
+			if !p.hasKey(v, "type") {
+				p.errorf(v, ck, "missing: type")
+			}
+		default:
+			p.errorf(v, ck, "want a type such as text, or {type: text, nullable: true}; got %s", describe(v))
+		}
+		if defaultNode != nil && c.Type.Name != "" {
+			c.Default = p.literal(defaultNode, ck+".default", c.Type)
+		}
+		if c.Name != "" {
+			cols = append(cols, c)
+		}
+	})
+	return cols
+}
+
+var typeRE = regexp.MustCompile(`^([a-z ]+?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(\[\])?$`)
+
+// typeNames maps each accepted spelling to the canonical type name.
+var typeNames = map[string]string{
+	"text": "text", "varchar": "varchar", "character varying": "varchar",
+	"smallint": "smallint", "int2": "smallint",
+	"integer": "integer", "int": "integer", "int4": "integer",
+	"bigint": "bigint", "int8": "bigint",
+	"boolean": "boolean", "bool": "boolean",
+	"numeric": "numeric", "decimal": "numeric",
+	"real": "real", "float4": "real",
+	"double precision": "double precision", "double": "double precision", "float8": "double precision",
+	"uuid": "uuid", "timestamptz": "timestamptz", "timestamp with time zone": "timestamptz",
+	"date": "date", "jsonb": "jsonb", "bytea": "bytea",
+}
+
+func (p *parser) sqlType(n *yaml.Node, key string) Type {
+	v, ok := p.scalar(n, key)
+	if !ok {
+		return Type{}
+	}
+	m := typeRE.FindStringSubmatch(strings.ToLower(strings.TrimSpace(v)))
+	name := ""
+	if m != nil {
+		name = typeNames[m[1]]
+	}
+	if name == "" {
+		p.errorf(n, key, "unknown type %q: use text, varchar(n), smallint, integer, bigint, boolean, numeric, real, double precision, uuid, timestamptz, date, jsonb or bytea, or an array of one (text[])", v)
+		return Type{}
+	}
+	t := Type{Name: name, Array: m[4] != ""}
+	for _, mod := range m[2:4] {
+		if mod != "" {
+			i, _ := strconv.Atoi(mod)
+			t.Mods = append(t.Mods, i)
+		}
+	}
+	switch {
+	case name == "varchar" && (len(t.Mods) != 1 || t.Mods[0] < 1 || t.Mods[0] > 10485760):
+		p.errorf(n, key, "varchar needs a length from 1 to 10485760, e.g. varchar(200); use text for no limit")
+	case name == "numeric" && len(t.Mods) > 0 && (t.Mods[0] < 1 || t.Mods[0] > 1000 || len(t.Mods) == 2 && t.Mods[1] > t.Mods[0]):
+		p.errorf(n, key, "numeric(precision, scale) needs 1 <= precision <= 1000 and scale <= precision")
+	case name != "varchar" && name != "numeric" && len(t.Mods) > 0:
+		p.errorf(n, key, "type %s takes no (…) modifier", name)
+	}
+	return t
+}
+
+// literal reads a column default and renders it as an SQL literal that is
+// valid for the type; anything else is an error. Values reach SQL only as
+// literals built here (quotes doubled), never as raw text.
+func (p *parser) literal(n *yaml.Node, key string, t Type) string {
+	v, ok := p.scalar(n, key)
+	if !ok {
+		return ""
+	}
+	if t.Array {
+		p.errorf(n, key, "defaults for array columns are not supported")
+		return ""
+	}
+	switch t.Name {
+	case "smallint", "integer", "bigint":
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+			p.errorf(n, key, "want a whole number for a %s default, got %q", t.Name, v)
+			return ""
+		}
+		return v
+	case "numeric", "real", "double precision":
+		if _, err := strconv.ParseFloat(v, 64); err != nil || strings.ContainsAny(v, "xXpP_") {
+			p.errorf(n, key, "want a number for a %s default, got %q", t.Name, v)
+			return ""
+		}
+		return v
+	case "boolean":
+		if v != "true" && v != "false" {
+			p.errorf(n, key, "want true or false, got %q", v)
+			return ""
+		}
+		return v
+	case "text", "varchar":
+		return quote(v)
+	}
+	return quote(v) + "::" + t.Name
+}
+
+// quote renders s as a standard-conforming SQL string literal.
+func quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+var goKeywords = map[string]bool{
+	"break": true, "case": true, "chan": true, "const": true, "continue": true, "default": true,
+	"defer": true, "else": true, "fallthrough": true, "for": true, "func": true, "go": true,
+	"goto": true, "if": true, "import": true, "interface": true, "map": true, "package": true,
+	"range": true, "return": true, "select": true, "struct": true, "switch": true, "type": true, "var": true,
+}

@@ -1,0 +1,220 @@
+// Package spec reads and validates queuegen.yaml, the file in which a Go team
+// declares its queues.
+//
+// Parse checks everything that can be checked without a database: unknown
+// keys, names that would reach SQL, types, durations and the combinations
+// that make no sense. Every problem is reported as an *Error that names the
+// file, line, column and key, so a bad spec is fixed in one pass and nothing
+// is generated from it.
+package spec
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Spec is a validated queuegen.yaml. Paths are relative to the directory
+// holding the spec file, use forward slashes and never leave that directory.
+type Spec struct {
+	// File is the path the spec was read from, as given to Parse.
+	File string
+	// Version is the spec format version; only 1 exists.
+	Version int
+	// Package says where the generated Go code goes.
+	Package Package
+	// Migrations is the directory for the goose migration files.
+	Migrations string
+	// Queries is the directory for the sqlc query files, the schema file
+	// sqlc reads and sqlc.yaml.
+	Queries string
+	// Schema is the PostgreSQL schema holding the queue tables.
+	Schema string
+	// Base is the parent table that inheriting queues are created from.
+	Base Base
+	// Queues are the declared queues, in the order of the file.
+	Queues []*Queue
+}
+
+// Package is the Go package that receives sqlc's code and the accessors.
+type Package struct {
+	Name string // Go package name, e.g. "jobs"
+	Dir  string // directory, e.g. "internal/jobs"
+}
+
+// Base is the shared parent table (seed 002's base_queue).
+type Base struct {
+	// Table is the parent table's name; "base_queue" unless set.
+	Table string
+	// Columns are extra columns every inheriting queue gets, after the
+	// queue bookkeeping columns.
+	Columns []*Column
+}
+
+// Mode is how a job is delivered to a worker.
+type Mode string
+
+const (
+	// ModeLease claims a job with a committed UPDATE that records the holder
+	// and a lease expiry; work happens outside any transaction and an
+	// expired lease makes the job claimable again (seeds 000, 001).
+	ModeLease Mode = "lease"
+	// ModeTransaction claims a job with SELECT … FOR UPDATE SKIP LOCKED
+	// inside the caller's transaction; a rollback returns the job (seed 002).
+	ModeTransaction Mode = "transaction"
+)
+
+// Lock is what a claim does when the row it wants is locked by another
+// transaction (seed 004).
+type Lock string
+
+const (
+	// LockSkipLocked passes over locked rows (FOR UPDATE SKIP LOCKED).
+	LockSkipLocked Lock = "skip_locked"
+	// LockNowait fails the claim at once (FOR UPDATE NOWAIT).
+	LockNowait Lock = "nowait"
+)
+
+// OnSuccess is what completing a job does to its row.
+type OnSuccess string
+
+const (
+	// OnSuccessDelete deletes the row (seed 000).
+	OnSuccessDelete OnSuccess = "delete"
+	// OnSuccessKeep keeps the row in state succeeded until retention
+	// removes it (seed 002).
+	OnSuccessKeep OnSuccess = "keep"
+)
+
+// Queue is one declared queue.
+type Queue struct {
+	Pos Pos
+	// Name is the queue's name; it names the Go type and the queries.
+	Name string
+	// Table is the queue's table; "<name>_queue" unless set.
+	Table string
+	// Inherits is true when the table is created INHERITS (base table);
+	// false makes a standalone table with the same bookkeeping columns.
+	Inherits bool
+	// Mode is the delivery mode.
+	Mode Mode
+	// Lock is the claim's lock behaviour.
+	Lock Lock
+	// Lease is how long a claim holds a job in lease mode.
+	Lease time.Duration
+	// MaxAttempts is how many times a job is tried before it is dead.
+	MaxAttempts int
+	// Backoff is the retry delay after a failed attempt.
+	Backoff Backoff
+	// Priority orders claims by priority (highest first) before run_after.
+	Priority bool
+	// Unique enables a unique key: among unfinished jobs of this queue, at
+	// most one has a given key.
+	Unique bool
+	// OnSuccess is what completing a job does.
+	OnSuccess OnSuccess
+	// Retention is how long finished jobs are kept.
+	Retention Retention
+	// Payload is the job's typed payload.
+	Payload Payload
+}
+
+// Backoff is an exponential retry delay: Min × Factor^(attempt-1), capped at
+// Max, with ±Jitter (a fraction) of randomness.
+type Backoff struct {
+	Min, Max time.Duration
+	Factor   float64
+	Jitter   float64
+}
+
+// Retention is how long finished jobs are kept before maintenance deletes
+// them. Zero keeps them forever.
+type Retention struct {
+	Succeeded time.Duration
+	Dead      time.Duration
+}
+
+// Payload is either table columns or one jsonb column.
+type Payload struct {
+	// Columns are the payload as real columns, in order. Empty when JSON
+	// is set.
+	Columns []*Column
+	// JSON is the payload as one jsonb column; nil when Columns is used.
+	JSON *JSONPayload
+}
+
+// JSONPayload is a payload stored in one jsonb column and decoded into a Go
+// type: a named type from another package, or a struct generated from
+// Fields.
+type JSONPayload struct {
+	// Column is the jsonb column's name; "payload" unless set.
+	Column string
+	// GoType names an existing Go type; nil when Fields is used.
+	GoType *GoType
+	// Fields declares the struct queuegen generates; empty with GoType.
+	Fields []*Column
+}
+
+// GoType is a Go type in another package.
+type GoType struct {
+	Import string // import path, e.g. "example.com/app/mail"
+	Type   string // type name, e.g. "Message"
+}
+
+// Column is a payload, base or JSON field declaration.
+type Column struct {
+	Pos      Pos
+	Name     string
+	Type     Type
+	Nullable bool
+	// Default is the column default as an SQL literal (already quoted),
+	// or "" for none.
+	Default string
+}
+
+// Type is a supported PostgreSQL type.
+type Type struct {
+	// Name is the canonical base type: text, varchar, smallint, integer,
+	// bigint, boolean, numeric, real, double precision, uuid, timestamptz,
+	// date, jsonb or bytea.
+	Name string
+	// Mods are the type modifiers: varchar's length, numeric's precision
+	// and scale.
+	Mods []int
+	// Array is true for a one-dimensional array of Name.
+	Array bool
+}
+
+// SQL renders the type as it appears in DDL, e.g. "varchar(200)[]".
+func (t Type) SQL() string {
+	var b strings.Builder
+	b.WriteString(t.Name)
+	if len(t.Mods) > 0 {
+		b.WriteByte('(')
+		for i, m := range t.Mods {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprint(&b, m)
+		}
+		b.WriteByte(')')
+	}
+	if t.Array {
+		b.WriteString("[]")
+	}
+	return b.String()
+}
+
+// Pos is a position in the spec file.
+type Pos struct {
+	Line, Column int
+}
+
+// QueueColumns are the bookkeeping columns every queue table has. Payload
+// and base columns may not reuse these names. The model package defines
+// their types.
+var QueueColumns = []string{
+	"id", "state", "attempt", "max_attempts", "priority", "run_after",
+	"created_at", "attempted_at", "finished_at", "locked_by", "locked_until",
+	"errors", "unique_key",
+}

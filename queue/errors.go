@@ -1,0 +1,37 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotHeld is returned by Complete, Fail, Snooze, Extend and Release when
+// the caller no longer holds the job's attempt: the job was claimed again
+// after the lease expired, or was already finished. Nothing was changed.
+var ErrNotHeld = errors.New("queue: job attempt is no longer held by this caller")
+
+// ErrNoUniqueKey is returned by Push when the UniqueKey option is given to a
+// queue whose spec does not set unique: true.
+var ErrNoUniqueKey = errors.New("queue: this queue has no unique key (set unique: true in the spec)")
+
+// NotHeldError wraps ErrNotHeld with the job it was about.
+type NotHeldError struct {
+	Queue   string
+	ID      int64
+	Attempt int32
+}
+
+func (e *NotHeldError) Error() string {
+	return fmt.Sprintf("queue %s: job %d attempt %d is no longer held by this caller", e.Queue, e.ID, e.Attempt)
+}
+
+// Unwrap makes errors.Is(err, ErrNotHeld) true.
+func (e *NotHeldError) Unwrap() error { return ErrNotHeld }
+
+// ErrorText is the text kept in a job's errors for a failed attempt.
+func ErrorText(err error) string {
+	if err == nil {
+		return "failed without an error"
+	}
+	return err.Error()
+}

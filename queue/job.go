@@ -1,0 +1,56 @@
+package queue
+
+import "time"
+
+// State is where a job is in its life.
+type State string
+
+// The states a job row can be in. They are the values of the state column.
+const (
+	// StateAvailable jobs wait for run_after to pass and a claimer to take
+	// them. A failed attempt that will be retried is available again.
+	StateAvailable State = "available"
+	// StateRunning jobs are leased to a worker until locked_until (lease
+	// mode only).
+	StateRunning State = "running"
+	// StateSucceeded jobs completed and are kept (on_success: keep).
+	StateSucceeded State = "succeeded"
+	// StateDead jobs used up their attempts or were discarded; their
+	// errors are kept.
+	StateDead State = "dead"
+)
+
+// Job is one claimed (or fetched) job of a queue whose payload is P.
+//
+// ID and Attempt together are the job's fencing token: Complete, Fail,
+// Extend and Release change the row only while it is still at this attempt,
+// so a worker whose lease expired cannot finish a later attempt.
+type Job[P any] struct {
+	ID          int64
+	State       State
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	CreatedAt   time.Time
+	RunAfter    time.Time
+	// AttemptedAt is when the current attempt was claimed.
+	AttemptedAt *time.Time
+	// LockedBy is the node holding the lease (lease mode), or "".
+	LockedBy string
+	// LockedUntil is when the lease expires (lease mode), or nil.
+	LockedUntil *time.Time
+	// Errors are the errors of the failed attempts, oldest first.
+	Errors  []string
+	Payload P
+}
+
+// PushResult says what Push did.
+type PushResult struct {
+	// ID is the new job's id; 0 when Duplicate.
+	ID int64
+	// RunAfter is when the job becomes claimable.
+	RunAfter time.Time
+	// Duplicate is true when the queue has a unique key and an unfinished
+	// job already holds it: nothing was inserted.
+	Duplicate bool
+}

@@ -1,0 +1,15 @@
+// Package schema holds queuegen's own tables, as SQL. sqlc compiles the
+// project's queries against them (see sqlc.yaml and package generated), and
+// the generator copies them into the first migration it emits, so the two
+// cannot drift apart.
+package schema
+
+import _ "embed"
+
+// Registry is the DDL of the queue registry table, queuegen_queues.
+//
+//go:embed queuegen_queues.sql
+var Registry string
+
+// RegistryTable is the registry table's name as written in Registry.
+const RegistryTable = "queuegen_queues"
