@@ -71,3 +71,13 @@ func (o PushOptions) CheckPushMany() error {
 	}
 	return nil
 }
+
+// EmptyIfNil returns s, or an empty slice when s is nil. Generated code
+// uses it for NOT NULL array, bytea and jsonb columns: pgx sends a nil
+// slice as NULL, which such a column refuses.
+func EmptyIfNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

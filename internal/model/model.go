@@ -70,6 +70,12 @@ type Column struct {
 	Payload bool
 }
 
+// EmptyIfNil is true for a NOT NULL column whose Go type is a slice: pgx
+// sends a nil slice as NULL, so the accessor sends an empty one instead.
+func (c *Column) EmptyIfNil() bool {
+	return c.NotNull && strings.HasPrefix(c.GoType, "[]")
+}
+
 // Check is a named CHECK constraint.
 type Check struct {
 	Name, Expr string
@@ -288,11 +294,12 @@ func goType(t spec.Type, nullable bool) string {
 	default:
 		panic("model: unhandled type " + t.Name)
 	}
+	if t.Array {
+		// sqlc maps a NULL array to a nil slice, never to pointer elements.
+		return "[]" + strings.TrimPrefix(inner, "*")
+	}
 	if pointer {
 		inner = "*" + inner
-	}
-	if t.Array {
-		return "[]" + inner
 	}
 	return inner
 }
@@ -406,6 +413,7 @@ func (m *Model) queue(sq *spec.Queue) (*Queue, error) {
 		t.All = append(append([]*Column{}, m.Base.All...), payload...)
 	} else {
 		t.Own = bookkeeping()
+		t.Own[0].Comment = "job id"
 		for _, c := range t.Own {
 			goField(c)
 		}

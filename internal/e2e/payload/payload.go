@@ -1,0 +1,11 @@
+// Package payload holds a payload type defined outside the generated
+// package, for the e2e spec's go_type queue.
+package payload
+
+import "encoding/json"
+
+// Webhook is the payload of the e2e webhook queue.
+type Webhook struct {
+	URL  string          `json:"url"`
+	Body json.RawMessage `json:"body,omitempty"`
+}
