@@ -173,14 +173,47 @@ func Build(s *spec.Spec) (*Model, error) {
 	if inherits {
 		m.Base = m.baseTable(s.Base)
 	}
+	owner := map[string]*Queue{}
+	for _, name := range []string{"BaseRow", "QueueRegistryRow", "Queries", "New", "DBTX"} {
+		owner[name] = nil
+	}
+	var errs spec.Errors
 	for _, sq := range s.Queues {
 		q, err := m.queue(sq)
 		if err != nil {
 			return nil, err
 		}
 		m.Queues = append(m.Queues, q)
+		for _, name := range GoNames(q.GoName) {
+			prev, taken := owner[name]
+			if !taken {
+				owner[name] = q
+				continue
+			}
+			what := "queuegen's own code"
+			if prev != nil {
+				what = fmt.Sprintf("queue %q", prev.Name)
+			}
+			errs = append(errs, &spec.Error{File: s.File, Line: sq.Pos.Line, Column: sq.Pos.Column, Key: "queues[" + sq.Name + "].name",
+				Msg: fmt.Sprintf("the generated Go name %s is also generated for %s; rename the queue", name, what)})
+			break
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	return m, nil
+}
+
+// GoNames are the package-level Go names generated for a queue whose Go
+// name is g: the accessor's types and constants, and sqlc's query methods
+// with their parameter and row types.
+func GoNames(g string) []string {
+	names := []string{g + "Queue", g + "Payload", g + "Row", g + "MaxAttempts", g + "Lease", g + "Backoff"}
+	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get"} {
+		names = append(names, op+g, op+g+"Params", op+g+"Row")
+	}
+	return append(names, "PushMany"+g+"At", "PushMany"+g+"AtParams")
 }
 
 func (m *Model) qualify(name string) string {

@@ -97,7 +97,7 @@ func Render(m *model.Model) ([]File, error) {
 		Spec:        path.Base(strings.ReplaceAll(m.Spec.File, `\`, "/")),
 		Model:       m,
 		Registry:    m.Registry,
-		RegistryDDL: strings.TrimSpace(strings.ReplaceAll(schema.Registry, schema.RegistryTable, m.Registry)),
+		RegistryDDL: strings.TrimSpace(strings.Replace(schema.Registry, "CREATE TABLE "+schema.RegistryTable+" ", "CREATE TABLE "+m.Registry+" ", 1)),
 		UniqueWhere: model.UniqueWhere,
 		GoOut:       relPath(m.QueriesDir, m.GoDir),
 	}

@@ -55,6 +55,9 @@ func (p *parser) crossChecks(n *yaml.Node, s *Spec) {
 			if slices.Contains(QueueColumns, c.Name) {
 				at(c.Pos, ck, "%q is a queue bookkeeping column (%s); choose another name", c.Name, strings.Join(QueueColumns, ", "))
 			}
+			if slices.Contains(QueryParams, c.Name) {
+				at(c.Pos, ck, "%q is the name of a parameter of the generated queries (%s); choose another name", c.Name, strings.Join(QueryParams, ", "))
+			}
 			if q.Inherits && baseCols[c.Name] {
 				at(c.Pos, ck, "%q is already a column of the base table %s", c.Name, s.Base.Table)
 			}

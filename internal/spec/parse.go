@@ -181,8 +181,8 @@ func checkIdent(v string) string {
 		return "a name cannot be empty"
 	case len(v) > MaxIdentifierLength:
 		return fmt.Sprintf("%q is %d bytes long; PostgreSQL names are at most %d", v, len(v), MaxIdentifierLength)
-	case !identRE.MatchString(v):
-		return fmt.Sprintf("%q is not a plain lower-case identifier: use letters a-z, digits and _, not starting with a digit", v)
+	case !identRE.MatchString(v) || strings.Trim(v, "_0123456789") == "":
+		return fmt.Sprintf("%q is not a plain lower-case identifier: use letters a-z, digits and _, starting with a letter or _ and with at least one letter", v)
 	case reservedWords[v]:
 		return fmt.Sprintf("%q is an SQL keyword; choose another name", v)
 	case strings.HasPrefix(v, "pg_"):
@@ -283,7 +283,10 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 	p.fields(n, "", map[string]func(string, *yaml.Node){
 		"version": func(k string, v *yaml.Node) {
 			haveVersion = true
-			s.Version = p.integer(v, k, 1, 1)
+			if val, ok := p.scalar(v, k); ok && val != "1" {
+				p.errorf(v, k, "unsupported version %q: this queuegen reads version 1", val)
+			}
+			s.Version = 1
 		},
 		"package": func(k string, v *yaml.Node) {
 			havePackage = true
@@ -319,7 +322,7 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 	}
 	if !haveQueues {
 		missing("queues", "declare at least one queue")
-	} else if len(s.Queues) == 0 && queuesNode.Kind == yaml.SequenceNode {
+	} else if queuesNode.Kind == yaml.SequenceNode && len(queuesNode.Content) == 0 {
 		p.errorf(queuesNode, "queues", "declare at least one queue")
 	}
 	p.crossChecks(n, s)
@@ -487,7 +490,7 @@ func (p *parser) payload(n *yaml.Node, key string, pl *Payload) {
 	p.fields(n, key, map[string]func(string, *yaml.Node){
 		"columns": func(k string, v *yaml.Node) {
 			pl.Columns = p.columns(v, k)
-			if len(pl.Columns) == 0 && v.Kind == yaml.MappingNode {
+			if v.Kind == yaml.MappingNode && len(v.Content) == 0 {
 				p.errorf(v, k, "declare at least one column")
 			}
 		},
@@ -528,7 +531,7 @@ func (p *parser) jsonPayload(n *yaml.Node, key string) *JSONPayload {
 		},
 		"fields": func(k string, v *yaml.Node) {
 			j.Fields = p.columns(v, k)
-			if len(j.Fields) == 0 && v.Kind == yaml.MappingNode {
+			if v.Kind == yaml.MappingNode && len(v.Content) == 0 {
 				p.errorf(v, k, "declare at least one field")
 			}
 		},
@@ -651,13 +654,13 @@ func (p *parser) literal(n *yaml.Node, key string, t Type) string {
 	switch t.Name {
 	case "smallint", "integer", "bigint":
 		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
-			p.errorf(n, key, "want a whole number for a %s default, got %q", t.Name, v)
+			p.errorf(n, key, "defaults of %s columns must be whole numbers, got %q", t.Name, v)
 			return ""
 		}
 		return v
 	case "numeric", "real", "double precision":
 		if _, err := strconv.ParseFloat(v, 64); err != nil || strings.ContainsAny(v, "xXpP_") {
-			p.errorf(n, key, "want a number for a %s default, got %q", t.Name, v)
+			p.errorf(n, key, "defaults of %s columns must be numbers, got %q", t.Name, v)
 			return ""
 		}
 		return v

@@ -218,3 +218,7 @@ var QueueColumns = []string{
 	"created_at", "attempted_at", "finished_at", "locked_by", "locked_until",
 	"errors", "unique_key",
 }
+
+// QueryParams are the names the generated queries use for their own
+// parameters beside the payload columns; a payload column may not take one.
+var QueryParams = []string{"now", "delay"}

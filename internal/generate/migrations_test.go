@@ -1,0 +1,80 @@
+package generate_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/queuegen/queuegen/internal/generate"
+	"github.com/queuegen/queuegen/internal/migrate"
+	"github.com/queuegen/queuegen/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.RunMain(m)) }
+
+// TestGoldenMigrationsApply applies each golden case's migrations with
+// goose to a fresh database, rolls every one back, and applies them again:
+// Up and Down both run, and Down leaves nothing behind.
+func TestGoldenMigrationsApply(t *testing.T) {
+	for _, specPath := range goldenCases(t) {
+		name := filepath.Base(filepath.Dir(specPath))
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			out, err := generate.Generate(specPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := pgtest.URL(t)
+			m, err := migrate.Open(url, filepath.Join(filepath.Dir(specPath), out.Model.MigrationsDir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if err := m.Up(ctx, io.Discard); err != nil {
+				t.Fatalf("up: %v", err)
+			}
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			tables := func() int {
+				var n int
+				if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename <> 'goose_db_version' AND schemaname NOT IN ('pg_catalog', 'information_schema')`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			want := len(out.Model.Queues) + 1 // queues and the registry
+			if out.Model.Base != nil {
+				want++
+			}
+			if got := tables(); got != want {
+				t.Errorf("after up: %d tables, want %d", got, want)
+			}
+			for {
+				v, err := m.Version(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v == 0 {
+					break
+				}
+				if err := m.Down(ctx, io.Discard); err != nil {
+					t.Fatalf("down from %d: %v", v, err)
+				}
+			}
+			if got := tables(); got != 0 {
+				t.Errorf("after every down: %d tables left", got)
+			}
+			if err := m.Up(ctx, io.Discard); err != nil {
+				t.Fatalf("up again: %v", err)
+			}
+		})
+	}
+}
