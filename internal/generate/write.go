@@ -70,7 +70,7 @@ func (o *Output) Plan() ([]Change, error) {
 	var refused []string
 	for _, c := range changes {
 		if c.Kind != "add" && o.isMigration(c.Path) {
-			refused = append(refused, fmt.Sprintf("  %s would be %sd", c.Path, strings.TrimSuffix(c.Kind, "e")))
+			refused = append(refused, fmt.Sprintf("  %s would be %s", c.Path, map[string]string{"update": "updated", "remove": "removed"}[c.Kind]))
 		}
 	}
 	if len(refused) > 0 {

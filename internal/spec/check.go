@@ -43,6 +43,15 @@ func (p *parser) crossChecks(n *yaml.Node, s *Spec) {
 		tables[q.Table] = fmt.Sprintf("queue %q", q.Name)
 
 		cols := q.Payload.Columns
+		if j := q.Payload.JSON; j != nil && q.Inherits {
+			// A JSON payload cannot carry the base table's extra columns:
+			// they take their default, so they must have one.
+			for _, c := range s.Base.Columns {
+				if !c.Nullable && c.Default == "" {
+					at(q.Pos, key+".payload.json", "base column %q is NOT NULL without a default, and a JSON-payload queue cannot set it; give it a default or make it nullable, or set inherits: false", c.Name)
+				}
+			}
+		}
 		if j := q.Payload.JSON; j != nil {
 			cols = []*Column{{Pos: q.Pos, Name: j.Column}}
 			p.checkGoNames(j.Fields, key+".payload.json.fields", at)
