@@ -21,6 +21,7 @@ type NotHeldError struct {
 	Attempt int32
 }
 
+// Error names the queue, job and attempt that are no longer held.
 func (e *NotHeldError) Error() string {
 	return fmt.Sprintf("queue %s: job %d attempt %d is no longer held by this caller", e.Queue, e.ID, e.Attempt)
 }

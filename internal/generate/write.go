@@ -83,6 +83,7 @@ func (o *Output) Plan() ([]Change, error) {
 // would rewrite or remove an emitted migration.
 type MigrationChangeError struct{ Lines []string }
 
+// Error lists the migrations that would change and what to do instead.
 func (e *MigrationChangeError) Error() string {
 	return "queuegen never rewrites or removes a migration it emitted (it may already be applied somewhere), and this spec change would:\n" +
 		strings.Join(e.Lines, "\n") +

@@ -17,6 +17,7 @@ type Error struct {
 	Msg string
 }
 
+// Error formats the problem as file:line:col: key: message.
 func (e *Error) Error() string {
 	if e.Key == "" {
 		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
@@ -27,6 +28,7 @@ func (e *Error) Error() string {
 // Errors is every problem found in a spec, in file order.
 type Errors []*Error
 
+// Error is one problem per line, in file order.
 func (es Errors) Error() string {
 	lines := make([]string, len(es))
 	for i, e := range es {
