@@ -26,7 +26,9 @@ const usage = `queuegen generates PostgreSQL job queues: goose migrations, sqlc 
 and typed Go accessors, from one spec file.
 
 Usage:
-  queuegen generate [-f queuegen.yaml]   write every generated file, list what changed
+  queuegen generate [-f queuegen.yaml] [--allow-drop] [--manual]
+                                         write every generated file, list what changed;
+                                         a spec change becomes one new migration
   queuegen check    [-f queuegen.yaml]   validate the spec; fail with a diff if files are stale
   queuegen migrate  up|down|status --db URL [-f queuegen.yaml]
                                          apply the migrations with goose
@@ -94,13 +96,15 @@ func parse(fs *flag.FlagSet, args []string) error {
 
 func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs, file := flags("generate", stderr)
+	allowDrop := fs.Bool("allow-drop", false, "let spec changes drop queues and columns, with their data")
+	manual := fs.Bool("manual", false, "for changes queuegen refuses, write a migration to fill in by hand")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
-	out, err := generate.Generate(*file)
+	out, err := generate.Generate(*file, generate.Options{AllowDrop: *allowDrop, Manual: *manual})
 	if err != nil {
 		return err
 	}
@@ -124,7 +128,7 @@ func runCheck(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	out, err := generate.Generate(*file)
+	out, err := generate.Generate(*file, generate.Options{})
 	if err != nil {
 		return err
 	}

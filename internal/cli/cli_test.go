@@ -92,28 +92,47 @@ func TestCheckReportsStaleFilesAndGenerateFixesThem(t *testing.T) {
 	}
 }
 
-// TestGenerateNeverRewritesAMigration: a spec change that would alter an
-// emitted migration is refused, and nothing at all is written.
-func TestGenerateNeverRewritesAMigration(t *testing.T) {
+// TestSpecChangeBecomesANewMigration: a spec change adds one migration
+// and leaves the emitted ones alone; running generate again adds nothing;
+// an emitted migration edited or deleted by hand is refused.
+func TestSpecChangeBecomesANewMigration(t *testing.T) {
 	dir := copyTree(t, "../../testdata/minimal")
 	spec := filepath.Join(dir, "queuegen.yaml")
+	migrations := filepath.Join(dir, "migrations")
+	before := map[string][]byte{}
+	for _, name := range []string{"00001_queuegen_init.sql", "00002_create_ping_queue.sql"} {
+		before[name], _ = os.ReadFile(filepath.Join(migrations, name))
+	}
 	data, _ := os.ReadFile(spec)
 	os.WriteFile(spec, bytes.Replace(data, []byte("  - name: ping\n"), []byte("  - name: ping\n    priority: true\n"), 1), 0o644)
-	before, _ := os.ReadFile(filepath.Join(dir, "queries", "ping.sql"))
 
-	code, _, errs := run(t, "generate", "-f", spec)
-	if code != 1 || !strings.Contains(errs, "never rewrites or removes a migration") || !strings.Contains(errs, "00002_create_ping_queue.sql would be updated") {
-		t.Fatalf("generate = %d, stderr:\n%s", code, errs)
+	if code, out, _ := run(t, "check", "-f", spec); code != 1 || !strings.Contains(out, "00003_alter_ping_queue.sql: missing") {
+		t.Errorf("check after a spec change = %d; want the missing migration named:\n%s", code, out)
 	}
-	after, _ := os.ReadFile(filepath.Join(dir, "queries", "ping.sql"))
-	if !bytes.Equal(before, after) {
-		t.Errorf("a refused generate still rewrote queries/ping.sql")
+	code, out, errs := run(t, "generate", "-f", spec)
+	if code != 0 || !strings.Contains(out, "00003_alter_ping_queue.sql") {
+		t.Fatalf("generate = %d:\n%s%s", code, out, errs)
 	}
-	// Deleting a migration by hand is noticed too.
-	os.WriteFile(spec, data, 0o644)
-	os.Remove(filepath.Join(dir, "migrations", "00002_create_ping_queue.sql"))
-	if code, out, _ := run(t, "check", "-f", spec); code != 1 || !strings.Contains(out, "00002_create_ping_queue.sql: missing") {
-		t.Errorf("check with a deleted migration = %d:\n%s", code, out)
+	for name, want := range before {
+		if got, _ := os.ReadFile(filepath.Join(migrations, name)); !bytes.Equal(got, want) {
+			t.Errorf("generate changed %s", name)
+		}
+	}
+	if code, out, _ := run(t, "generate", "-f", spec); code != 0 || !strings.Contains(out, "up to date") {
+		t.Errorf("second generate = %d, %q; want nothing new", code, out)
+	}
+	entries, _ := os.ReadDir(migrations)
+	if len(entries) != 4 {
+		t.Errorf("%d files in migrations, want 3 migrations and the state", len(entries))
+	}
+
+	os.WriteFile(filepath.Join(migrations, "00002_create_ping_queue.sql"), append(before["00002_create_ping_queue.sql"], "-- edited\n"...), 0o644)
+	if code, _, errs := run(t, "generate", "-f", spec); code != 1 || !strings.Contains(errs, "00002_create_ping_queue.sql was edited after queuegen emitted it") {
+		t.Errorf("generate after editing a migration = %d, %q", code, errs)
+	}
+	os.Remove(filepath.Join(migrations, "00002_create_ping_queue.sql"))
+	if code, _, errs := run(t, "check", "-f", spec); code != 1 || !strings.Contains(errs, "00002_create_ping_queue.sql was deleted") {
+		t.Errorf("check after deleting a migration = %d, %q", code, errs)
 	}
 }
 
@@ -180,5 +199,27 @@ func TestExampleRuns(t *testing.T) {
 				t.Errorf("mailer output lacks %q:\n%s", want, out)
 			}
 		}
+	}
+}
+
+func TestAllowDropFlag(t *testing.T) {
+	dir := copyTree(t, "../../testdata/schema_qualified")
+	spec := filepath.Join(dir, "queuegen.yaml")
+	data, _ := os.ReadFile(spec)
+	i := bytes.Index(data, []byte("  - name: bill"))
+	os.WriteFile(spec, data[:i], 0o644)
+	if code, _, errs := run(t, "generate", "-f", spec); code != 1 || !strings.Contains(errs, "drop queue bill") || !strings.Contains(errs, "--allow-drop") {
+		t.Fatalf("generate without --allow-drop = %d, %q", code, errs)
+	}
+	code, out, errs := run(t, "generate", "--allow-drop", "-f", spec)
+	if code != 0 || !strings.Contains(out, "00004_drop_bill_queue.sql") {
+		t.Fatalf("generate --allow-drop = %d:\n%s%s", code, out, errs)
+	}
+	drop, _ := os.ReadFile(filepath.Join(dir, "migrations", "00004_drop_bill_queue.sql"))
+	if !strings.Contains(string(drop), "DROP TABLE jobs.bill_queue;") || !strings.Contains(string(drop), "DELETE FROM jobs.queuegen_queues WHERE name = 'bill';") {
+		t.Errorf("drop migration:\n%s", drop)
+	}
+	if code, out, _ := run(t, "check", "-f", spec); code != 0 {
+		t.Errorf("check after the drop = %d:\n%s", code, out)
 	}
 }

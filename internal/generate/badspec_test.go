@@ -32,7 +32,7 @@ func TestBadSpecs(t *testing.T) {
 			if err := os.WriteFile(specPath, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err = generate.Generate(specPath)
+			_, err = generate.Generate(specPath, generate.Options{})
 			if err == nil {
 				t.Fatal("no error")
 			}

@@ -20,6 +20,7 @@ import (
 
 	sqlc "github.com/sqlc-dev/sqlc/pkg/cli"
 
+	"github.com/queuegen/queuegen/internal/evolve"
 	"github.com/queuegen/queuegen/internal/model"
 	"github.com/queuegen/queuegen/internal/render"
 	"github.com/queuegen/queuegen/internal/spec"
@@ -34,9 +35,21 @@ type Output struct {
 	Files []render.File
 }
 
+// Options change what Generate may emit.
+type Options struct {
+	// AllowDrop lets a spec change drop queues and columns (their data
+	// with them). Without it such a change is refused.
+	AllowDrop bool
+	// Manual writes a migration stub to fill in by hand for changes
+	// queuegen refuses to write, recording the spec's schema as its result.
+	Manual bool
+}
+
 // Generate parses the spec at specPath and produces every file, writing
-// nothing.
-func Generate(specPath string) (*Output, error) {
+// nothing. Migrations already emitted are never among the files: a first
+// run emits the initial migrations, and later runs one new migration for
+// what changed in the spec (see package evolve).
+func Generate(specPath string, opts Options) (*Output, error) {
 	s, err := spec.Load(specPath)
 	if err != nil {
 		return nil, err
@@ -53,9 +66,22 @@ func Generate(specPath string) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	files = append(files, goFiles...)
+	root := filepath.Dir(specPath)
+	var initial, rest []render.File
+	for _, f := range files {
+		if path.Dir(f.Path) == path.Clean(m.MigrationsDir) {
+			initial = append(initial, f)
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	migrations, state, err := evolve.Next(root, m, initial, evolve.NextOptions{Options: evolve.Options{AllowDrop: opts.AllowDrop}, Manual: opts.Manual})
+	if err != nil {
+		return nil, err
+	}
+	files = append(append(append(rest, goFiles...), migrations...), state)
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
-	return &Output{Root: filepath.Dir(specPath), Model: m, Files: files}, nil
+	return &Output{Root: root, Model: m, Files: files}, nil
 }
 
 // sqlcMu serialises in-process sqlc runs: sqlc was written as a program and

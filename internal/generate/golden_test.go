@@ -31,7 +31,7 @@ func TestGolden(t *testing.T) {
 	for _, specPath := range goldenCases(t) {
 		name := filepath.Base(filepath.Dir(specPath))
 		t.Run(name, func(t *testing.T) {
-			out, err := generate.Generate(specPath)
+			out, err := generate.Generate(specPath, generate.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,11 +55,11 @@ func TestGolden(t *testing.T) {
 // TestGoldenIsDeterministic generates every case twice: byte-identical.
 func TestGoldenIsDeterministic(t *testing.T) {
 	for _, specPath := range goldenCases(t) {
-		a, err := generate.Generate(specPath)
+		a, err := generate.Generate(specPath, generate.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := generate.Generate(specPath)
+		b, err := generate.Generate(specPath, generate.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestGoldenIsDeterministic(t *testing.T) {
 // TestGoldenHeaders: every emitted file says it is generated.
 func TestGoldenHeaders(t *testing.T) {
 	for _, specPath := range goldenCases(t) {
-		out, err := generate.Generate(specPath)
+		out, err := generate.Generate(specPath, generate.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestGoldenCompiles(t *testing.T) {
 	write(filepath.Join(mod, "go.mod"), "module example.com/golden\n\ngo 1.26\n\nrequire github.com/queuegen/queuegen v0.0.0\n\nreplace github.com/queuegen/queuegen => "+root+"\n")
 	write(filepath.Join(mod, "go.sum"), string(goSum))
 	for _, specPath := range goldenCases(t) {
-		out, err := generate.Generate(specPath)
+		out, err := generate.Generate(specPath, generate.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,7 @@ func TestGoldenMigrationsApply(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			out, err := generate.Generate(specPath)
+			out, err := generate.Generate(specPath, generate.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

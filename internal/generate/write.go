@@ -43,8 +43,12 @@ func (o *Output) Plan() ([]Change, error) {
 			changes = append(changes, Change{Path: f.Path, Kind: "update", Old: old, New: f.Data})
 		}
 	}
-	// Files queuegen generated earlier that it no longer generates.
-	for _, dir := range []string{o.Model.GoDir, o.Model.QueriesDir, o.Model.MigrationsDir} {
+	// Files queuegen generated earlier that it no longer generates. The
+	// migrations directory is not swept: migrations are never removed.
+	for _, dir := range []string{o.Model.GoDir, o.Model.QueriesDir} {
+		if path.Clean(dir) == path.Clean(o.Model.MigrationsDir) {
+			continue
+		}
 		entries, err := os.ReadDir(o.abs(dir))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -87,7 +91,7 @@ type MigrationChangeError struct{ Lines []string }
 func (e *MigrationChangeError) Error() string {
 	return "queuegen never rewrites or removes a migration it emitted (it may already be applied somewhere), and this spec change would:\n" +
 		strings.Join(e.Lines, "\n") +
-		"\nqueuegen does not yet turn spec changes into new migrations; until it does, restore the spec, or write a new goose migration by hand. Nothing was written."
+		"\nRestore them from version control; spec changes become new migrations. Nothing was written."
 }
 
 func (o *Output) isMigration(p string) bool {

@@ -93,3 +93,9 @@ func report(w io.Writer, res []*goose.MigrationResult) {
 		fmt.Fprintf(w, "%-5s %s (%s)\n", r.Direction, r.Source.Path, r.Duration.Round(1e6))
 	}
 }
+
+// UpTo applies pending migrations up to and including version.
+func (m *Migrator) UpTo(ctx context.Context, version int64) error {
+	_, err := m.provider.UpTo(ctx, version)
+	return err
+}

@@ -68,6 +68,8 @@ type Column struct {
 	GoName, GoType string
 	// Payload is true for payload columns.
 	Payload bool
+	// RenamedFrom is the column's previous name, from the spec.
+	RenamedFrom string
 }
 
 // EmptyIfNil is true for a NOT NULL column whose Go type is a slice: pgx
@@ -266,7 +268,7 @@ func (m *Model) baseTable(b spec.Base) *Table {
 }
 
 func column(c *spec.Column, payload bool) *Column {
-	return &Column{Name: c.Name, SQLType: c.Type.SQL(), NotNull: !c.Nullable, Default: c.Default, Payload: payload, GoType: goType(c.Type, c.Nullable)}
+	return &Column{Name: c.Name, SQLType: c.Type.SQL(), NotNull: !c.Nullable, Default: c.Default, Payload: payload, GoType: goType(c.Type, c.Nullable), RenamedFrom: c.RenamedFrom}
 }
 
 // goField fills in the Go name and, for bookkeeping columns, the Go type.

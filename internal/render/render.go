@@ -199,3 +199,33 @@ func relPath(from, to string) string {
 	}
 	return strings.Join(parts, "/")
 }
+
+// CreateTable renders a table's CREATE TABLE statement, as in the initial
+// migrations.
+func CreateTable(t *model.Table) (string, error) {
+	return block("create_table", t)
+}
+
+// CreateIndexes renders a table's CREATE INDEX statements (not the primary
+// key, which CreateTable declares), each with its comment.
+func CreateIndexes(t *model.Table) (string, error) {
+	return block("create_indexes", t)
+}
+
+func block(name string, t *model.Table) (string, error) {
+	var b bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&b, name, t); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+// Execute renders the named template with data, for files rendered outside
+// Render (the change migrations of package evolve).
+func Execute(name string, data any) ([]byte, error) {
+	var b bytes.Buffer
+	if err := tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		return nil, err
+	}
+	return append(bytes.TrimRight(b.Bytes(), "\n"), '\n'), nil
+}

@@ -399,9 +399,10 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	var havePayload, haveLease bool
 	var leaseNode *yaml.Node
 	p.fields(n, key, map[string]func(string, *yaml.Node){
-		"name":     func(k string, v *yaml.Node) { q.Name = p.ident(v, k) },
-		"table":    func(k string, v *yaml.Node) { q.Table = p.ident(v, k) },
-		"inherits": func(k string, v *yaml.Node) { q.Inherits = p.boolean(v, k) },
+		"name":         func(k string, v *yaml.Node) { q.Name = p.ident(v, k) },
+		"renamed_from": func(k string, v *yaml.Node) { q.RenamedFrom = p.ident(v, k) },
+		"table":        func(k string, v *yaml.Node) { q.Table = p.ident(v, k) },
+		"inherits":     func(k string, v *yaml.Node) { q.Inherits = p.boolean(v, k) },
 		"mode": func(k string, v *yaml.Node) {
 			q.Mode = Mode(p.oneOf(v, k, string(ModeLease), string(ModeTransaction)))
 		},
@@ -571,9 +572,10 @@ func (p *parser) columns(n *yaml.Node, key string) []*Column {
 			c.Type = p.sqlType(v, ck)
 		case yaml.MappingNode:
 			p.fields(v, ck, map[string]func(string, *yaml.Node){
-				"type":     func(k string, v *yaml.Node) { c.Type = p.sqlType(v, k) },
-				"nullable": func(k string, v *yaml.Node) { c.Nullable = p.boolean(v, k) },
-				"default":  func(k string, v *yaml.Node) { defaultNode = v },
+				"type":         func(k string, v *yaml.Node) { c.Type = p.sqlType(v, k) },
+				"nullable":     func(k string, v *yaml.Node) { c.Nullable = p.boolean(v, k) },
+				"default":      func(k string, v *yaml.Node) { defaultNode = v },
+				"renamed_from": func(k string, v *yaml.Node) { c.RenamedFrom = p.ident(v, k) },
 			})
 			if !p.hasKey(v, "type") {
 				p.errorf(v, ck, "missing: type")

@@ -91,6 +91,9 @@ type Queue struct {
 	Pos Pos
 	// Name is the queue's name; it names the Go type and the queries.
 	Name string
+	// RenamedFrom is the queue's previous name, when it was renamed: the
+	// next migration renames its table instead of dropping and creating.
+	RenamedFrom string
 	// Table is the queue's table; "<name>_queue" unless set.
 	Table string
 	// Inherits is true when the table is created INHERITS (base table);
@@ -170,6 +173,8 @@ type Column struct {
 	// Default is the column default as an SQL literal (already quoted),
 	// or "" for none.
 	Default string
+	// RenamedFrom is the column's previous name, when it was renamed.
+	RenamedFrom string
 }
 
 // Type is a supported PostgreSQL type.
