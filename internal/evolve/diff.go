@@ -150,6 +150,11 @@ func (d *differ) diff() {
 			"moving every table to another schema is not a change queuegen writes", manualPath+", e.g. ALTER TABLE … SET SCHEMA for each table")
 		return
 	}
+	hadFunction := slices.Contains(d.old.Functions, model.NotifyFunction)
+	if d.m.NotifyFunction != "" && !hadFunction {
+		d.add(d.block("notify_function", d.m.NotifyFunction), "DROP FUNCTION "+d.m.NotifyFunction+"();")
+		d.note("create_"+model.NotifyFunction, "create function "+model.NotifyFunction+" (push notifications)")
+	}
 	d.base()
 	matched := map[string]bool{}
 	oldByName := map[string]*Queue{}
@@ -177,6 +182,10 @@ func (d *differ) diff() {
 			d.dropQueue(oq)
 		}
 	}
+	if d.m.NotifyFunction == "" && hadFunction {
+		d.add("DROP FUNCTION "+d.q(model.NotifyFunction)+"();", d.block("notify_function", d.q(model.NotifyFunction)))
+		d.note("drop_"+model.NotifyFunction, "drop function "+model.NotifyFunction+" (no queue notifies)")
+	}
 	if d.old.Base != nil && d.m.Base == nil {
 		if !d.opts.AllowDrop {
 			d.refuse("drop base table "+d.old.Base.Name, "no queue inherits it any more, and dropping a table loses its rows",
@@ -203,6 +212,14 @@ func (d *differ) base() {
 	default:
 		d.columns(ob.Name, nb.QName, ob.Columns, nb.Own, "base table "+nb.Name)
 	}
+}
+
+func (d *differ) block(name string, data any) string {
+	s, err := render.Block(name, data)
+	if err != nil {
+		panic(err) // the templates are fixed and tested; a failure is a bug
+	}
+	return s
 }
 
 // createTableSQL renders CREATE TABLE and its indexes. On a new table the
@@ -294,6 +311,15 @@ func (d *differ) alterQueue(oq *Queue, nq *model.Queue) {
 	d.columns(ot.Name, nt.QName, ot.Columns, nt.Own, label)
 	d.checks(ot, nt, label)
 	d.indexes(ot, nt, label)
+	switch {
+	case ot.NotifyTrigger == nt.NotifyTrigger:
+	case ot.NotifyTrigger == "":
+		d.add(d.block("notify_trigger", nt), fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s;", nt.NotifyTrigger, nt.QName))
+		d.note("alter_"+nt.Name, fmt.Sprintf("queue %s: notify on push", nq.Name))
+	case nt.NotifyTrigger == "":
+		d.add(fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s;", ot.NotifyTrigger, nt.QName), d.block("notify_trigger", toModel(ot, d.schema, nil)))
+		d.note("alter_"+nt.Name, fmt.Sprintf("queue %s: no longer notify on push", nq.Name))
+	}
 }
 
 func cloneTable(t *Table) *Table {
@@ -340,6 +366,12 @@ func (d *differ) renameTable(ot *Table, newName string) {
 	if ot.Inherits == "" && slices.ContainsFunc(ot.Columns, func(c *Column) bool { return c.Name == "id" && c.Type == "bigserial" }) {
 		d.add(fmt.Sprintf("ALTER SEQUENCE %s RENAME TO %s;", d.q(oldName+"_id_seq"), newName+"_id_seq"),
 			fmt.Sprintf("ALTER SEQUENCE %s RENAME TO %s;", d.q(newName+"_id_seq"), oldName+"_id_seq"))
+	}
+	if ot.NotifyTrigger != "" {
+		nn, _ := rename(ot.NotifyTrigger)
+		d.add(fmt.Sprintf("ALTER TRIGGER %s ON %s RENAME TO %s;", ot.NotifyTrigger, d.q(newName), nn),
+			fmt.Sprintf("ALTER TRIGGER %s ON %s RENAME TO %s;", nn, d.q(newName), ot.NotifyTrigger))
+		ot.NotifyTrigger = nn
 	}
 	for _, k := range ot.Checks {
 		if nn, ok := rename(k.Name); ok {

@@ -29,6 +29,8 @@ const StateFile = "queuegen.state.yaml"
 type State struct {
 	// Schema is the PostgreSQL schema of every table.
 	Schema string `yaml:"schema"`
+	// Functions are the functions the migrations create.
+	Functions []string `yaml:"functions,omitempty"`
 	// Base is the INHERITS parent, or nil.
 	Base *Table `yaml:"base,omitempty"`
 	// Queues are the queue tables and their registry rows.
@@ -52,6 +54,8 @@ type Table struct {
 	Columns  []*Column `yaml:"columns"`
 	Checks   []*Check  `yaml:"checks,omitempty"`
 	Indexes  []*Index  `yaml:"indexes"`
+	// NotifyTrigger is the trigger that notifies on push, or "".
+	NotifyTrigger string `yaml:"notify_trigger,omitempty"`
 }
 
 // Column is a column the table itself declares (a child's inherited
@@ -141,6 +145,9 @@ func ParseState(data []byte) (*State, error) {
 // FromModel is the state the spec's model asks for (without migrations).
 func FromModel(m *model.Model) *State {
 	s := &State{Schema: m.Schema}
+	if m.NotifyFunction != "" {
+		s.Functions = []string{model.NotifyFunction}
+	}
 	if m.Base != nil {
 		s.Base = fromTable(m.Base)
 	}
@@ -151,7 +158,7 @@ func FromModel(m *model.Model) *State {
 }
 
 func fromTable(t *model.Table) *Table {
-	out := &Table{Name: t.Name}
+	out := &Table{Name: t.Name, NotifyTrigger: t.NotifyTrigger}
 	if t.Parent != nil {
 		out.Inherits = t.Parent.Name
 	}
@@ -177,6 +184,9 @@ func toModel(t *Table, schemaName string, parent *model.Table) *model.Table {
 		return n
 	}
 	out := &model.Table{Name: t.Name, QName: q(t.Name), Parent: parent}
+	if t.NotifyTrigger != "" {
+		out.NotifyTrigger, out.NotifyFunction = t.NotifyTrigger, q(model.NotifyFunction)
+	}
 	for _, c := range t.Columns {
 		out.Own = append(out.Own, &model.Column{Name: c.Name, SQLType: c.Type, NotNull: c.NotNull, Default: c.Default})
 	}

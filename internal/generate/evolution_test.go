@@ -247,7 +247,7 @@ func upTo(ctx context.Context, url, dir string, version int64) error {
 // catalog is what a schema comparison looks at, by name (column order is
 // not compared: ALTER TABLE ADD COLUMN appends).
 type catalog struct {
-	Columns, Indexes, Constraints, Inherits, Registry []string
+	Columns, Indexes, Constraints, Inherits, Triggers, Functions, Registry []string
 }
 
 func snapshot(t *testing.T, conn *pgx.Conn) catalog {
@@ -282,8 +282,10 @@ func snapshot(t *testing.T, conn *pgx.Conn) catalog {
 		Indexes: list(`SELECT indexdef FROM pg_indexes WHERE schemaname NOT IN ('pg_catalog', 'information_schema') AND tablename <> 'goose_db_version'`),
 		Constraints: list(`SELECT c.relname || ' ' || k.conname || ' ' || pg_get_constraintdef(k.oid)
 			FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid WHERE ` + userTables),
-		Inherits: list(`SELECT inhrelid::regclass || ' INHERITS ' || inhparent::regclass FROM pg_inherits`),
-		Registry: list(`SELECT name || ' ' || table_name || ' ' || mode FROM queuegen_queues`),
+		Inherits:  list(`SELECT inhrelid::regclass || ' INHERITS ' || inhparent::regclass FROM pg_inherits`),
+		Triggers:  list(`SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal`),
+		Functions: list(`SELECT p.oid::regprocedure::text || ' ' || md5(p.prosrc) FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)`),
+		Registry:  list(`SELECT name || ' ' || table_name || ' ' || mode FROM queuegen_queues`),
 	}
 }
 

@@ -32,6 +32,9 @@ type Model struct {
 	Registry string
 	// Base is the parent table; nil when no queue inherits it.
 	Base *Table
+	// NotifyFunction is the qualified name of the trigger function that
+	// sends push notifications, or "" when no queue notifies.
+	NotifyFunction string
 	// Queues in spec order.
 	Queues []*Queue
 }
@@ -52,6 +55,10 @@ type Table struct {
 	Indexes []*Index
 	// Checks are the table's CHECK constraints (not inherited ones).
 	Checks []Check
+	// NotifyTrigger is the name of the trigger that notifies on push, and
+	// NotifyFunction the function it runs; "" when the queue does not
+	// notify.
+	NotifyTrigger, NotifyFunction string
 }
 
 // Column is one table column.
@@ -117,6 +124,8 @@ type Queue struct {
 	// Delete is true when completing deletes the row.
 	Delete bool
 	Unique bool
+	// NotifyChannel is the channel pushes notify, or "".
+	NotifyChannel string
 
 	// Payload: exactly one of Columns or JSON is set.
 	PayloadColumns []*Column
@@ -181,6 +190,11 @@ func Build(s *spec.Spec) (*Model, error) {
 	}
 	var errs spec.Errors
 	for _, sq := range s.Queues {
+		if sq.Notify {
+			m.NotifyFunction = m.qualify(NotifyFunction)
+		}
+	}
+	for _, sq := range s.Queues {
 		q, err := m.queue(sq)
 		if err != nil {
 			return nil, err
@@ -212,7 +226,7 @@ func Build(s *spec.Spec) (*Model, error) {
 // with their parameter and row types.
 func GoNames(g string) []string {
 	names := []string{g + "Queue", g + "Payload", g + "Row", g + "MaxAttempts", g + "Lease", g + "Backoff"}
-	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get"} {
+	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth"} {
 		names = append(names, op+g, op+g+"Params", op+g+"Row")
 	}
 	return append(names, "PushMany"+g+"At", "PushMany"+g+"AtParams")
@@ -477,6 +491,10 @@ func (m *Model) queue(sq *spec.Queue) (*Queue, error) {
 		t.Indexes = append(t.Indexes, &Index{Name: sq.Table + "_unique_key_idx", Unique: true, Columns: []string{"unique_key"}, Where: UniqueWhere,
 			Comment: "At most one unfinished job per unique key; push uses it with ON CONFLICT DO NOTHING."})
 	}
+	if sq.Notify {
+		q.NotifyChannel = "queuegen_" + sq.Table
+		t.NotifyTrigger, t.NotifyFunction = sq.Table+"_notify", m.NotifyFunction
+	}
 	t.Indexes = append(t.Indexes, &Index{Name: sq.Table + "_finished_idx", Columns: []string{"finished_at"}, Where: "state IN ('succeeded', 'dead')",
 		Comment: "Finds finished jobs for retention and for listing dead jobs."})
 
@@ -500,6 +518,10 @@ func (m *Model) queue(sq *spec.Queue) (*Queue, error) {
 	sort.Strings(q.Imports)
 	return q, nil
 }
+
+// NotifyFunction is the trigger function's name: it notifies channel
+// queuegen_<table> (from TG_TABLE_NAME, so a renamed table needs nothing).
+const NotifyFunction = "queuegen_notify"
 
 // UniqueWhere is the predicate of the unique-key index and of push's ON
 // CONFLICT clause; they must match for PostgreSQL to infer the index.

@@ -212,9 +212,13 @@ func CreateIndexes(t *model.Table) (string, error) {
 	return block("create_indexes", t)
 }
 
-func block(name string, t *model.Table) (string, error) {
+// Block renders one of the named DDL blocks of ddl.sql.tmpl
+// ("notify_function", "notify_trigger", …).
+func Block(name string, data any) (string, error) { return block(name, data) }
+
+func block(name string, data any) (string, error) {
 	var b bytes.Buffer
-	if err := tmpl.ExecuteTemplate(&b, name, t); err != nil {
+	if err := tmpl.ExecuteTemplate(&b, name, data); err != nil {
 		return "", err
 	}
 	return strings.TrimSpace(b.String()), nil

@@ -420,6 +420,7 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 		"backoff":      func(k string, v *yaml.Node) { p.backoff(v, k, &q.Backoff) },
 		"priority":     func(k string, v *yaml.Node) { q.Priority = p.boolean(v, k) },
 		"unique":       func(k string, v *yaml.Node) { q.Unique = p.boolean(v, k) },
+		"notify":       func(k string, v *yaml.Node) { q.Notify = p.boolean(v, k) },
 		"on_success": func(k string, v *yaml.Node) {
 			q.OnSuccess = OnSuccess(p.oneOf(v, k, string(OnSuccessDelete), string(OnSuccessKeep)))
 		},
@@ -457,6 +458,9 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	}
 	if q.Retention.Succeeded > 0 && q.OnSuccess == OnSuccessDelete {
 		p.errorf(n, key+".retention.succeeded", "completed jobs are deleted (on_success: delete), so there is nothing to retain; set on_success: keep")
+	}
+	if q.Notify && len(q.Table) > MaxIdentifierLength-len("queuegen_") {
+		p.errorf(n, key+".notify", "the notification channel queuegen_%s would be longer than %d bytes; use a shorter table name", q.Table, MaxIdentifierLength)
 	}
 	if q.Backoff.Max < q.Backoff.Min {
 		p.errorf(n, key+".backoff", "max (%s) is less than min (%s)", q.Backoff.Max, q.Backoff.Min)

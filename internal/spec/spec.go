@@ -114,6 +114,9 @@ type Queue struct {
 	// Unique enables a unique key: among unfinished jobs of this queue, at
 	// most one has a given key.
 	Unique bool
+	// Notify makes every push NOTIFY the queue's channel, so listening
+	// workers wake at once instead of at their next poll.
+	Notify bool
 	// OnSuccess is what completing a job does.
 	OnSuccess OnSuccess
 	// Retention is how long finished jobs are kept.

@@ -130,6 +130,19 @@ func (q *Queries) CompleteStatement(ctx context.Context, arg CompleteStatementPa
 	return result.RowsAffected(), nil
 }
 
+const depthStatement = `-- name: DepthStatement :one
+SELECT count(*) FROM statement_queue
+WHERE state = 'available' AND run_after <= now()
+`
+
+// DepthStatement counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+func (q *Queries) DepthStatement(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, depthStatement)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const discardStatement = `-- name: DiscardStatement :execrows
 UPDATE statement_queue
 SET state = 'dead',
@@ -182,7 +195,7 @@ type FailManyStatementRow struct {
 	State string
 }
 
-// FailManyStatement fails many jobs in one statement, each fenced like FailStatement; it returns the ids it changed with their new state.
+// FailManyStatement fails many jobs in one statement, each fenced like FailStatement and retried after its own delay; it returns the ids it changed with their new state.
 func (q *Queries) FailManyStatement(ctx context.Context, arg FailManyStatementParams) ([]FailManyStatementRow, error) {
 	rows, err := q.db.Query(ctx, failManyStatement,
 		arg.Ids,
@@ -266,6 +279,19 @@ func (q *Queries) GetStatement(ctx context.Context, id int64) (StatementRow, err
 	return i, err
 }
 
+const pausedStatement = `-- name: PausedStatement :one
+SELECT paused FROM queuegen_queues
+WHERE name = 'statement'
+`
+
+// PausedStatement reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+func (q *Queries) PausedStatement(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, pausedStatement)
+	var paused bool
+	err := row.Scan(&paused)
+	return paused, err
+}
+
 type PushManyStatementParams struct {
 	Payload     []byte
 	Priority    int16
@@ -322,6 +348,21 @@ func (q *Queries) PushStatement(ctx context.Context, arg PushStatementParams) (P
 	var i PushStatementRow
 	err := row.Scan(&i.ID, &i.RunAfter)
 	return i, err
+}
+
+const setPausedStatement = `-- name: SetPausedStatement :execrows
+UPDATE queuegen_queues
+SET paused = $1
+WHERE name = 'statement'
+`
+
+// SetPausedStatement pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+func (q *Queries) SetPausedStatement(ctx context.Context, paused bool) (int64, error) {
+	result, err := q.db.Exec(ctx, setPausedStatement, paused)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const snoozeStatement = `-- name: SnoozeStatement :execrows

@@ -130,6 +130,19 @@ func (q *Queries) CompleteManyInvoice(ctx context.Context, arg CompleteManyInvoi
 	return items, nil
 }
 
+const depthInvoice = `-- name: DepthInvoice :one
+SELECT count(*) FROM invoice_queue
+WHERE state = 'available' AND run_after <= now()
+`
+
+// DepthInvoice counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+func (q *Queries) DepthInvoice(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, depthInvoice)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const discardInvoice = `-- name: DiscardInvoice :execrows
 UPDATE invoice_queue
 SET state = 'dead',
@@ -212,7 +225,7 @@ type FailManyInvoiceRow struct {
 	State string
 }
 
-// FailManyInvoice fails many jobs in one statement, each fenced like FailInvoice; it returns the ids it changed with their new state.
+// FailManyInvoice fails many jobs in one statement, each fenced like FailInvoice and retried after its own delay; it returns the ids it changed with their new state.
 func (q *Queries) FailManyInvoice(ctx context.Context, arg FailManyInvoiceParams) ([]FailManyInvoiceRow, error) {
 	rows, err := q.db.Query(ctx, failManyInvoice,
 		arg.Ids,
@@ -266,6 +279,19 @@ func (q *Queries) GetInvoice(ctx context.Context, id int64) (InvoiceRow, error) 
 		&i.Amount,
 	)
 	return i, err
+}
+
+const pausedInvoice = `-- name: PausedInvoice :one
+SELECT paused FROM queuegen_queues
+WHERE name = 'invoice'
+`
+
+// PausedInvoice reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+func (q *Queries) PausedInvoice(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, pausedInvoice)
+	var paused bool
+	err := row.Scan(&paused)
+	return paused, err
 }
 
 const pushInvoice = `-- name: PushInvoice :one
@@ -332,6 +358,21 @@ type PushManyInvoiceAtParams struct {
 	Priority    int16
 	MaxAttempts int32
 	RunAfter    time.Time
+}
+
+const setPausedInvoice = `-- name: SetPausedInvoice :execrows
+UPDATE queuegen_queues
+SET paused = $1
+WHERE name = 'invoice'
+`
+
+// SetPausedInvoice pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+func (q *Queries) SetPausedInvoice(ctx context.Context, paused bool) (int64, error) {
+	result, err := q.db.Exec(ctx, setPausedInvoice, paused)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const snoozeInvoice = `-- name: SnoozeInvoice :execrows

@@ -154,21 +154,29 @@ func (q *InvoiceQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[Invoi
 }
 
 // FailMany fails many jobs in one statement, causes[i] being jobs[i]'s
-// error, and returns the new state of each job it changed, by id; the
-// others were no longer held by the caller.
+// error, each retried after q.Backoff's delay, and returns the new state of
+// each job it changed, by id; the others were no longer held by the caller.
 func (q *InvoiceQueue) FailMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[InvoicePayload], causes []error) (map[int64]queue.State, error) {
-	if len(causes) != len(jobs) {
-		return nil, errors.New("queue invoice: FailMany needs one cause per job")
+	delays := make([]time.Duration, len(jobs))
+	for i, job := range jobs {
+		delays[i] = q.Backoff.Delay(job.Attempt)
+	}
+	return q.FailManyAfter(ctx, tx, jobs, causes, delays)
+}
+
+// FailManyAfter is FailMany with each job's retry delay given.
+func (q *InvoiceQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[InvoicePayload], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(delays) != len(jobs) {
+		return nil, errors.New("queue invoice: FailMany needs one cause and delay per job")
 	}
 	arg := FailManyInvoiceParams{
 		Ids:         make([]int64, len(jobs)),
 		Attempts:    make([]int32, len(jobs)),
 		Messages:    make([]string, len(jobs)),
-		RetryDelays: make([]time.Duration, len(jobs)),
+		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-		arg.Messages[i], arg.RetryDelays[i] = queue.ErrorText(causes[i]), q.Backoff.Delay(job.Attempt)
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
 	}
 	rows, err := q.WithTx(tx).q.FailManyInvoice(ctx, arg)
 	if err != nil {
@@ -191,6 +199,32 @@ func (q *InvoiceQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[Inv
 func (q *InvoiceQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[InvoicePayload], cause error) error {
 	n, err := q.WithTx(tx).q.DiscardInvoice(ctx, DiscardInvoiceParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
+}
+
+// QueueName is the queue's name, "invoice".
+func (q *InvoiceQueue) QueueName() string { return "invoice" }
+
+// Paused reports whether the queue is paused.
+func (q *InvoiceQueue) Paused(ctx context.Context) (bool, error) {
+	return q.q.PausedInvoice(ctx)
+}
+
+// Pause stops every worker of the queue from claiming, on every node,
+// until Resume; jobs already running finish. It persists in the database.
+func (q *InvoiceQueue) Pause(ctx context.Context) error {
+	_, err := q.q.SetPausedInvoice(ctx, true)
+	return err
+}
+
+// Resume undoes Pause.
+func (q *InvoiceQueue) Resume(ctx context.Context) error {
+	_, err := q.q.SetPausedInvoice(ctx, false)
+	return err
+}
+
+// Depth counts the jobs due now.
+func (q *InvoiceQueue) Depth(ctx context.Context) (int64, error) {
+	return q.q.DepthInvoice(ctx)
 }
 
 // Get reads one job by id, whatever its state; pgx.ErrNoRows if there is

@@ -130,6 +130,19 @@ func (q *Queries) CompleteReport(ctx context.Context, arg CompleteReportParams) 
 	return result.RowsAffected(), nil
 }
 
+const depthReport = `-- name: DepthReport :one
+SELECT count(*) FROM report_queue
+WHERE state = 'available' AND run_after <= now()
+`
+
+// DepthReport counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+func (q *Queries) DepthReport(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, depthReport)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const discardReport = `-- name: DiscardReport :execrows
 UPDATE report_queue
 SET state = 'dead',
@@ -182,7 +195,7 @@ type FailManyReportRow struct {
 	State string
 }
 
-// FailManyReport fails many jobs in one statement, each fenced like FailReport; it returns the ids it changed with their new state.
+// FailManyReport fails many jobs in one statement, each fenced like FailReport and retried after its own delay; it returns the ids it changed with their new state.
 func (q *Queries) FailManyReport(ctx context.Context, arg FailManyReportParams) ([]FailManyReportRow, error) {
 	rows, err := q.db.Query(ctx, failManyReport,
 		arg.Ids,
@@ -266,6 +279,19 @@ func (q *Queries) GetReport(ctx context.Context, id int64) (ReportRow, error) {
 	return i, err
 }
 
+const pausedReport = `-- name: PausedReport :one
+SELECT paused FROM queuegen_queues
+WHERE name = 'report'
+`
+
+// PausedReport reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+func (q *Queries) PausedReport(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, pausedReport)
+	var paused bool
+	err := row.Scan(&paused)
+	return paused, err
+}
+
 type PushManyReportParams struct {
 	Payload     []byte
 	Priority    int16
@@ -322,6 +348,21 @@ func (q *Queries) PushReport(ctx context.Context, arg PushReportParams) (PushRep
 	var i PushReportRow
 	err := row.Scan(&i.ID, &i.RunAfter)
 	return i, err
+}
+
+const setPausedReport = `-- name: SetPausedReport :execrows
+UPDATE queuegen_queues
+SET paused = $1
+WHERE name = 'report'
+`
+
+// SetPausedReport pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+func (q *Queries) SetPausedReport(ctx context.Context, paused bool) (int64, error) {
+	result, err := q.db.Exec(ctx, setPausedReport, paused)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const snoozeReport = `-- name: SnoozeReport :execrows

@@ -186,6 +186,19 @@ func (q *Queries) CompleteTyped(ctx context.Context, arg CompleteTypedParams) (i
 	return result.RowsAffected(), nil
 }
 
+const depthTyped = `-- name: DepthTyped :one
+SELECT count(*) FROM typed_queue
+WHERE state = 'available' AND run_after <= now()
+`
+
+// DepthTyped counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+func (q *Queries) DepthTyped(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, depthTyped)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const discardTyped = `-- name: DiscardTyped :execrows
 UPDATE typed_queue
 SET state = 'dead',
@@ -263,7 +276,7 @@ type FailManyTypedRow struct {
 	State string
 }
 
-// FailManyTyped fails many jobs in one statement, each fenced like FailTyped; it returns the ids it changed with their new state.
+// FailManyTyped fails many jobs in one statement, each fenced like FailTyped and retried after its own delay; it returns the ids it changed with their new state.
 func (q *Queries) FailManyTyped(ctx context.Context, arg FailManyTypedParams) ([]FailManyTypedRow, error) {
 	rows, err := q.db.Query(ctx, failManyTyped,
 		arg.Ids,
@@ -373,6 +386,19 @@ func (q *Queries) GetTyped(ctx context.Context, id int64) (TypedRow, error) {
 		&i.DCount,
 	)
 	return i, err
+}
+
+const pausedTyped = `-- name: PausedTyped :one
+SELECT paused FROM queuegen_queues
+WHERE name = 'typed'
+`
+
+// PausedTyped reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+func (q *Queries) PausedTyped(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, pausedTyped)
+	var paused bool
+	err := row.Scan(&paused)
+	return paused, err
 }
 
 type PushManyTypedParams struct {
@@ -590,6 +616,21 @@ type ReleaseTypedParams struct {
 // ReleaseTyped gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompleteTyped.
 func (q *Queries) ReleaseTyped(ctx context.Context, arg ReleaseTypedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseTyped, arg.ID, arg.Attempt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const setPausedTyped = `-- name: SetPausedTyped :execrows
+UPDATE queuegen_queues
+SET paused = $1
+WHERE name = 'typed'
+`
+
+// SetPausedTyped pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+func (q *Queries) SetPausedTyped(ctx context.Context, paused bool) (int64, error) {
+	result, err := q.db.Exec(ctx, setPausedTyped, paused)
 	if err != nil {
 		return 0, err
 	}

@@ -158,6 +158,19 @@ func (q *Queries) CompleteWebhook(ctx context.Context, arg CompleteWebhookParams
 	return result.RowsAffected(), nil
 }
 
+const depthWebhook = `-- name: DepthWebhook :one
+SELECT count(*) FROM webhook_queue
+WHERE state = 'available' AND run_after <= now()
+`
+
+// DepthWebhook counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+func (q *Queries) DepthWebhook(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, depthWebhook)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const discardWebhook = `-- name: DiscardWebhook :execrows
 UPDATE webhook_queue
 SET state = 'dead',
@@ -235,7 +248,7 @@ type FailManyWebhookRow struct {
 	State string
 }
 
-// FailManyWebhook fails many jobs in one statement, each fenced like FailWebhook; it returns the ids it changed with their new state.
+// FailManyWebhook fails many jobs in one statement, each fenced like FailWebhook and retried after its own delay; it returns the ids it changed with their new state.
 func (q *Queries) FailManyWebhook(ctx context.Context, arg FailManyWebhookParams) ([]FailManyWebhookRow, error) {
 	rows, err := q.db.Query(ctx, failManyWebhook,
 		arg.Ids,
@@ -319,6 +332,19 @@ func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookRow, error) 
 		&i.Body,
 	)
 	return i, err
+}
+
+const pausedWebhook = `-- name: PausedWebhook :one
+SELECT paused FROM queuegen_queues
+WHERE name = 'webhook'
+`
+
+// PausedWebhook reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+func (q *Queries) PausedWebhook(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, pausedWebhook)
+	var paused bool
+	err := row.Scan(&paused)
+	return paused, err
 }
 
 type PushManyWebhookParams struct {
@@ -432,6 +458,21 @@ type ReleaseWebhookParams struct {
 // ReleaseWebhook gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompleteWebhook.
 func (q *Queries) ReleaseWebhook(ctx context.Context, arg ReleaseWebhookParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseWebhook, arg.ID, arg.Attempt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const setPausedWebhook = `-- name: SetPausedWebhook :execrows
+UPDATE queuegen_queues
+SET paused = $1
+WHERE name = 'webhook'
+`
+
+// SetPausedWebhook pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+func (q *Queries) SetPausedWebhook(ctx context.Context, paused bool) (int64, error) {
+	result, err := q.db.Exec(ctx, setPausedWebhook, paused)
 	if err != nil {
 		return 0, err
 	}

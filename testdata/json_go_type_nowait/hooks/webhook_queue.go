@@ -151,21 +151,29 @@ func (q *WebhookQueue) Fail(ctx context.Context, job *queue.Job[mail.Address], c
 }
 
 // FailMany fails many jobs in one statement, causes[i] being jobs[i]'s
-// error, and returns the new state of each job it changed, by id; the
-// others were no longer held by the caller.
+// error, each retried after q.Backoff's delay, and returns the new state of
+// each job it changed, by id; the others were no longer held by the caller.
 func (q *WebhookQueue) FailMany(ctx context.Context, jobs []*queue.Job[mail.Address], causes []error) (map[int64]queue.State, error) {
-	if len(causes) != len(jobs) {
-		return nil, errors.New("queue webhook: FailMany needs one cause per job")
+	delays := make([]time.Duration, len(jobs))
+	for i, job := range jobs {
+		delays[i] = q.Backoff.Delay(job.Attempt)
+	}
+	return q.FailManyAfter(ctx, jobs, causes, delays)
+}
+
+// FailManyAfter is FailMany with each job's retry delay given.
+func (q *WebhookQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[mail.Address], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(delays) != len(jobs) {
+		return nil, errors.New("queue webhook: FailMany needs one cause and delay per job")
 	}
 	arg := FailManyWebhookParams{
 		Ids:         make([]int64, len(jobs)),
 		Attempts:    make([]int32, len(jobs)),
 		Messages:    make([]string, len(jobs)),
-		RetryDelays: make([]time.Duration, len(jobs)),
+		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-		arg.Messages[i], arg.RetryDelays[i] = queue.ErrorText(causes[i]), q.Backoff.Delay(job.Attempt)
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
 	}
 	rows, err := q.q.FailManyWebhook(ctx, arg)
 	if err != nil {
@@ -221,6 +229,50 @@ func (q *WebhookQueue) ReleaseNode(ctx context.Context, node string) (int64, err
 // returns how many. Claims re-deliver other expired jobs by themselves.
 func (q *WebhookQueue) Reap(ctx context.Context) (int64, error) {
 	return q.q.ReapWebhook(ctx)
+}
+
+// QueueName is the queue's name, "webhook".
+func (q *WebhookQueue) QueueName() string { return "webhook" }
+
+// Paused reports whether the queue is paused.
+func (q *WebhookQueue) Paused(ctx context.Context) (bool, error) {
+	return q.q.PausedWebhook(ctx)
+}
+
+// Pause stops every worker of the queue from claiming, on every node,
+// until Resume; jobs already running finish. It persists in the database.
+func (q *WebhookQueue) Pause(ctx context.Context) error {
+	_, err := q.q.SetPausedWebhook(ctx, true)
+	return err
+}
+
+// Resume undoes Pause.
+func (q *WebhookQueue) Resume(ctx context.Context) error {
+	_, err := q.q.SetPausedWebhook(ctx, false)
+	return err
+}
+
+// Depth counts the jobs due now.
+func (q *WebhookQueue) Depth(ctx context.Context) (int64, error) {
+	return q.q.DepthWebhook(ctx)
+}
+
+// NotifyChannel is the channel pushes notify ("" unless the spec says
+// notify: true); a Listener wakes the queue's workers on it.
+func (q *WebhookQueue) NotifyChannel() string { return "queuegen_webhook_queue" }
+
+// RetryDelay is how long a job waits after failed attempt number attempt:
+// q.Backoff's delay.
+func (q *WebhookQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+
+// LeaseDuration is the queue's lease, WebhookLease.
+func (q *WebhookQueue) LeaseDuration() time.Duration { return WebhookLease }
+
+// Worker returns a worker that claims jobs of queue webhook and runs
+// handler on each, with the options given (concurrency, node id, …). Run
+// it with its Run method.
+func (q *WebhookQueue) Worker(handler queue.Handler[mail.Address], opts ...queue.WorkerOption) *queue.Worker[mail.Address] {
+	return queue.NewWorker[mail.Address](q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; pgx.ErrNoRows if there is

@@ -150,6 +150,19 @@ func (q *Queries) CompletePing(ctx context.Context, arg CompletePingParams) (int
 	return result.RowsAffected(), nil
 }
 
+const depthPing = `-- name: DepthPing :one
+SELECT count(*) FROM ping_queue
+WHERE state = 'available' AND run_after <= now()
+`
+
+// DepthPing counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+func (q *Queries) DepthPing(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, depthPing)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const discardPing = `-- name: DiscardPing :execrows
 UPDATE ping_queue
 SET state = 'dead',
@@ -227,7 +240,7 @@ type FailManyPingRow struct {
 	State string
 }
 
-// FailManyPing fails many jobs in one statement, each fenced like FailPing; it returns the ids it changed with their new state.
+// FailManyPing fails many jobs in one statement, each fenced like FailPing and retried after its own delay; it returns the ids it changed with their new state.
 func (q *Queries) FailManyPing(ctx context.Context, arg FailManyPingParams) ([]FailManyPingRow, error) {
 	rows, err := q.db.Query(ctx, failManyPing,
 		arg.Ids,
@@ -311,6 +324,19 @@ func (q *Queries) GetPing(ctx context.Context, id int64) (PingRow, error) {
 		&i.Host,
 	)
 	return i, err
+}
+
+const pausedPing = `-- name: PausedPing :one
+SELECT paused FROM queuegen_queues
+WHERE name = 'ping'
+`
+
+// PausedPing reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+func (q *Queries) PausedPing(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, pausedPing)
+	var paused bool
+	err := row.Scan(&paused)
+	return paused, err
 }
 
 type PushManyPingParams struct {
@@ -424,6 +450,21 @@ type ReleasePingParams struct {
 // ReleasePing gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompletePing.
 func (q *Queries) ReleasePing(ctx context.Context, arg ReleasePingParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releasePing, arg.ID, arg.Attempt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const setPausedPing = `-- name: SetPausedPing :execrows
+UPDATE queuegen_queues
+SET paused = $1
+WHERE name = 'ping'
+`
+
+// SetPausedPing pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+func (q *Queries) SetPausedPing(ctx context.Context, paused bool) (int64, error) {
+	result, err := q.db.Exec(ctx, setPausedPing, paused)
 	if err != nil {
 		return 0, err
 	}

@@ -146,21 +146,29 @@ func (q *PingQueue) Fail(ctx context.Context, job *queue.Job[PingPayload], cause
 }
 
 // FailMany fails many jobs in one statement, causes[i] being jobs[i]'s
-// error, and returns the new state of each job it changed, by id; the
-// others were no longer held by the caller.
+// error, each retried after q.Backoff's delay, and returns the new state of
+// each job it changed, by id; the others were no longer held by the caller.
 func (q *PingQueue) FailMany(ctx context.Context, jobs []*queue.Job[PingPayload], causes []error) (map[int64]queue.State, error) {
-	if len(causes) != len(jobs) {
-		return nil, errors.New("queue ping: FailMany needs one cause per job")
+	delays := make([]time.Duration, len(jobs))
+	for i, job := range jobs {
+		delays[i] = q.Backoff.Delay(job.Attempt)
+	}
+	return q.FailManyAfter(ctx, jobs, causes, delays)
+}
+
+// FailManyAfter is FailMany with each job's retry delay given.
+func (q *PingQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[PingPayload], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(delays) != len(jobs) {
+		return nil, errors.New("queue ping: FailMany needs one cause and delay per job")
 	}
 	arg := FailManyPingParams{
 		Ids:         make([]int64, len(jobs)),
 		Attempts:    make([]int32, len(jobs)),
 		Messages:    make([]string, len(jobs)),
-		RetryDelays: make([]time.Duration, len(jobs)),
+		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-		arg.Messages[i], arg.RetryDelays[i] = queue.ErrorText(causes[i]), q.Backoff.Delay(job.Attempt)
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
 	}
 	rows, err := q.q.FailManyPing(ctx, arg)
 	if err != nil {
@@ -216,6 +224,50 @@ func (q *PingQueue) ReleaseNode(ctx context.Context, node string) (int64, error)
 // returns how many. Claims re-deliver other expired jobs by themselves.
 func (q *PingQueue) Reap(ctx context.Context) (int64, error) {
 	return q.q.ReapPing(ctx)
+}
+
+// QueueName is the queue's name, "ping".
+func (q *PingQueue) QueueName() string { return "ping" }
+
+// Paused reports whether the queue is paused.
+func (q *PingQueue) Paused(ctx context.Context) (bool, error) {
+	return q.q.PausedPing(ctx)
+}
+
+// Pause stops every worker of the queue from claiming, on every node,
+// until Resume; jobs already running finish. It persists in the database.
+func (q *PingQueue) Pause(ctx context.Context) error {
+	_, err := q.q.SetPausedPing(ctx, true)
+	return err
+}
+
+// Resume undoes Pause.
+func (q *PingQueue) Resume(ctx context.Context) error {
+	_, err := q.q.SetPausedPing(ctx, false)
+	return err
+}
+
+// Depth counts the jobs due now.
+func (q *PingQueue) Depth(ctx context.Context) (int64, error) {
+	return q.q.DepthPing(ctx)
+}
+
+// NotifyChannel is the channel pushes notify ("" unless the spec says
+// notify: true); a Listener wakes the queue's workers on it.
+func (q *PingQueue) NotifyChannel() string { return "" }
+
+// RetryDelay is how long a job waits after failed attempt number attempt:
+// q.Backoff's delay.
+func (q *PingQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+
+// LeaseDuration is the queue's lease, PingLease.
+func (q *PingQueue) LeaseDuration() time.Duration { return PingLease }
+
+// Worker returns a worker that claims jobs of queue ping and runs
+// handler on each, with the options given (concurrency, node id, …). Run
+// it with its Run method.
+func (q *PingQueue) Worker(handler queue.Handler[PingPayload], opts ...queue.WorkerOption) *queue.Worker[PingPayload] {
+	return queue.NewWorker[PingPayload](q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; pgx.ErrNoRows if there is

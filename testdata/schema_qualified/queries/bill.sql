@@ -69,7 +69,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'available'
 RETURNING state;
 
 -- name: FailManyBill :many
--- FailManyBill fails many jobs in one statement, each fenced like FailBill; it returns the ids it changed with their new state.
+-- FailManyBill fails many jobs in one statement, each fenced like FailBill and retried after its own delay; it returns the ids it changed with their new state.
 WITH failed AS (
     SELECT unnest(@ids::bigint[]) AS id,
            unnest(@attempts::integer[]) AS attempt,
@@ -100,6 +100,22 @@ SET state = 'dead',
     errors = array_append(errors, @message::text),
     finished_at = now()
 WHERE id = @id AND attempt = @attempt AND state = 'available';
+
+-- name: PausedBill :one
+-- PausedBill reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+SELECT paused FROM jobs.queuegen_queues
+WHERE name = 'bill';
+
+-- name: SetPausedBill :execrows
+-- SetPausedBill pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+UPDATE jobs.queuegen_queues
+SET paused = @paused
+WHERE name = 'bill';
+
+-- name: DepthBill :one
+-- DepthBill counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+SELECT count(*) FROM jobs.bill_queue
+WHERE state = 'available' AND run_after <= now();
 
 -- name: GetBill :one
 -- GetBill reads one job by id; a plain read that locks nothing.

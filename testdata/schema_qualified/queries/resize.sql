@@ -88,7 +88,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running'
 RETURNING state;
 
 -- name: FailManyResize :many
--- FailManyResize fails many jobs in one statement, each fenced like FailResize; it returns the ids it changed with their new state.
+-- FailManyResize fails many jobs in one statement, each fenced like FailResize and retried after its own delay; it returns the ids it changed with their new state.
 WITH failed AS (
     SELECT unnest(@ids::bigint[]) AS id,
            unnest(@attempts::integer[]) AS attempt,
@@ -159,6 +159,22 @@ SET state = 'dead',
     locked_by = NULL,
     locked_until = NULL
 WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts;
+
+-- name: PausedResize :one
+-- PausedResize reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+SELECT paused FROM jobs.queuegen_queues
+WHERE name = 'resize';
+
+-- name: SetPausedResize :execrows
+-- SetPausedResize pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+UPDATE jobs.queuegen_queues
+SET paused = @paused
+WHERE name = 'resize';
+
+-- name: DepthResize :one
+-- DepthResize counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+SELECT count(*) FROM jobs.resize_jobs
+WHERE state = 'available' AND run_after <= now();
 
 -- name: GetResize :one
 -- GetResize reads one job by id; a plain read that locks nothing.

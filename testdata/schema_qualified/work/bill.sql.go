@@ -127,6 +127,19 @@ func (q *Queries) CompleteManyBill(ctx context.Context, arg CompleteManyBillPara
 	return items, nil
 }
 
+const depthBill = `-- name: DepthBill :one
+SELECT count(*) FROM jobs.bill_queue
+WHERE state = 'available' AND run_after <= now()
+`
+
+// DepthBill counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+func (q *Queries) DepthBill(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, depthBill)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const discardBill = `-- name: DiscardBill :execrows
 UPDATE jobs.bill_queue
 SET state = 'dead',
@@ -209,7 +222,7 @@ type FailManyBillRow struct {
 	State string
 }
 
-// FailManyBill fails many jobs in one statement, each fenced like FailBill; it returns the ids it changed with their new state.
+// FailManyBill fails many jobs in one statement, each fenced like FailBill and retried after its own delay; it returns the ids it changed with their new state.
 func (q *Queries) FailManyBill(ctx context.Context, arg FailManyBillParams) ([]FailManyBillRow, error) {
 	rows, err := q.db.Query(ctx, failManyBill,
 		arg.Ids,
@@ -262,6 +275,19 @@ func (q *Queries) GetBill(ctx context.Context, id int64) (BillRow, error) {
 		&i.AmountCents,
 	)
 	return i, err
+}
+
+const pausedBill = `-- name: PausedBill :one
+SELECT paused FROM jobs.queuegen_queues
+WHERE name = 'bill'
+`
+
+// PausedBill reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+func (q *Queries) PausedBill(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, pausedBill)
+	var paused bool
+	err := row.Scan(&paused)
+	return paused, err
 }
 
 const pushBill = `-- name: PushBill :one
@@ -324,6 +350,21 @@ type PushManyBillAtParams struct {
 	Priority    int16
 	MaxAttempts int32
 	RunAfter    time.Time
+}
+
+const setPausedBill = `-- name: SetPausedBill :execrows
+UPDATE jobs.queuegen_queues
+SET paused = $1
+WHERE name = 'bill'
+`
+
+// SetPausedBill pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+func (q *Queries) SetPausedBill(ctx context.Context, paused bool) (int64, error) {
+	result, err := q.db.Exec(ctx, setPausedBill, paused)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const snoozeBill = `-- name: SnoozeBill :execrows

@@ -150,6 +150,19 @@ func (q *Queries) CompleteResize(ctx context.Context, arg CompleteResizeParams) 
 	return result.RowsAffected(), nil
 }
 
+const depthResize = `-- name: DepthResize :one
+SELECT count(*) FROM jobs.resize_jobs
+WHERE state = 'available' AND run_after <= now()
+`
+
+// DepthResize counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+func (q *Queries) DepthResize(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, depthResize)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const discardResize = `-- name: DiscardResize :execrows
 UPDATE jobs.resize_jobs
 SET state = 'dead',
@@ -227,7 +240,7 @@ type FailManyResizeRow struct {
 	State string
 }
 
-// FailManyResize fails many jobs in one statement, each fenced like FailResize; it returns the ids it changed with their new state.
+// FailManyResize fails many jobs in one statement, each fenced like FailResize and retried after its own delay; it returns the ids it changed with their new state.
 func (q *Queries) FailManyResize(ctx context.Context, arg FailManyResizeParams) ([]FailManyResizeRow, error) {
 	rows, err := q.db.Query(ctx, failManyResize,
 		arg.Ids,
@@ -311,6 +324,19 @@ func (q *Queries) GetResize(ctx context.Context, id int64) (ResizeRow, error) {
 		&i.Path,
 	)
 	return i, err
+}
+
+const pausedResize = `-- name: PausedResize :one
+SELECT paused FROM jobs.queuegen_queues
+WHERE name = 'resize'
+`
+
+// PausedResize reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+func (q *Queries) PausedResize(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, pausedResize)
+	var paused bool
+	err := row.Scan(&paused)
+	return paused, err
 }
 
 type PushManyResizeParams struct {
@@ -424,6 +450,21 @@ type ReleaseResizeParams struct {
 // ReleaseResize gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompleteResize.
 func (q *Queries) ReleaseResize(ctx context.Context, arg ReleaseResizeParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseResize, arg.ID, arg.Attempt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const setPausedResize = `-- name: SetPausedResize :execrows
+UPDATE jobs.queuegen_queues
+SET paused = $1
+WHERE name = 'resize'
+`
+
+// SetPausedResize pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+func (q *Queries) SetPausedResize(ctx context.Context, paused bool) (int64, error) {
+	result, err := q.db.Exec(ctx, setPausedResize, paused)
 	if err != nil {
 		return 0, err
 	}

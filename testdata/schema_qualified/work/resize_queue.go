@@ -146,21 +146,29 @@ func (q *ResizeQueue) Fail(ctx context.Context, job *queue.Job[ResizePayload], c
 }
 
 // FailMany fails many jobs in one statement, causes[i] being jobs[i]'s
-// error, and returns the new state of each job it changed, by id; the
-// others were no longer held by the caller.
+// error, each retried after q.Backoff's delay, and returns the new state of
+// each job it changed, by id; the others were no longer held by the caller.
 func (q *ResizeQueue) FailMany(ctx context.Context, jobs []*queue.Job[ResizePayload], causes []error) (map[int64]queue.State, error) {
-	if len(causes) != len(jobs) {
-		return nil, errors.New("queue resize: FailMany needs one cause per job")
+	delays := make([]time.Duration, len(jobs))
+	for i, job := range jobs {
+		delays[i] = q.Backoff.Delay(job.Attempt)
+	}
+	return q.FailManyAfter(ctx, jobs, causes, delays)
+}
+
+// FailManyAfter is FailMany with each job's retry delay given.
+func (q *ResizeQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[ResizePayload], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(delays) != len(jobs) {
+		return nil, errors.New("queue resize: FailMany needs one cause and delay per job")
 	}
 	arg := FailManyResizeParams{
 		Ids:         make([]int64, len(jobs)),
 		Attempts:    make([]int32, len(jobs)),
 		Messages:    make([]string, len(jobs)),
-		RetryDelays: make([]time.Duration, len(jobs)),
+		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-		arg.Messages[i], arg.RetryDelays[i] = queue.ErrorText(causes[i]), q.Backoff.Delay(job.Attempt)
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
 	}
 	rows, err := q.q.FailManyResize(ctx, arg)
 	if err != nil {
@@ -216,6 +224,50 @@ func (q *ResizeQueue) ReleaseNode(ctx context.Context, node string) (int64, erro
 // returns how many. Claims re-deliver other expired jobs by themselves.
 func (q *ResizeQueue) Reap(ctx context.Context) (int64, error) {
 	return q.q.ReapResize(ctx)
+}
+
+// QueueName is the queue's name, "resize".
+func (q *ResizeQueue) QueueName() string { return "resize" }
+
+// Paused reports whether the queue is paused.
+func (q *ResizeQueue) Paused(ctx context.Context) (bool, error) {
+	return q.q.PausedResize(ctx)
+}
+
+// Pause stops every worker of the queue from claiming, on every node,
+// until Resume; jobs already running finish. It persists in the database.
+func (q *ResizeQueue) Pause(ctx context.Context) error {
+	_, err := q.q.SetPausedResize(ctx, true)
+	return err
+}
+
+// Resume undoes Pause.
+func (q *ResizeQueue) Resume(ctx context.Context) error {
+	_, err := q.q.SetPausedResize(ctx, false)
+	return err
+}
+
+// Depth counts the jobs due now.
+func (q *ResizeQueue) Depth(ctx context.Context) (int64, error) {
+	return q.q.DepthResize(ctx)
+}
+
+// NotifyChannel is the channel pushes notify ("" unless the spec says
+// notify: true); a Listener wakes the queue's workers on it.
+func (q *ResizeQueue) NotifyChannel() string { return "" }
+
+// RetryDelay is how long a job waits after failed attempt number attempt:
+// q.Backoff's delay.
+func (q *ResizeQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+
+// LeaseDuration is the queue's lease, ResizeLease.
+func (q *ResizeQueue) LeaseDuration() time.Duration { return ResizeLease }
+
+// Worker returns a worker that claims jobs of queue resize and runs
+// handler on each, with the options given (concurrency, node id, …). Run
+// it with its Run method.
+func (q *ResizeQueue) Worker(handler queue.Handler[ResizePayload], opts ...queue.WorkerOption) *queue.Worker[ResizePayload] {
+	return queue.NewWorker[ResizePayload](q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; pgx.ErrNoRows if there is

@@ -159,21 +159,29 @@ func (q *ReportQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[Report
 }
 
 // FailMany fails many jobs in one statement, causes[i] being jobs[i]'s
-// error, and returns the new state of each job it changed, by id; the
-// others were no longer held by the caller.
+// error, each retried after q.Backoff's delay, and returns the new state of
+// each job it changed, by id; the others were no longer held by the caller.
 func (q *ReportQueue) FailMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[ReportPayload], causes []error) (map[int64]queue.State, error) {
-	if len(causes) != len(jobs) {
-		return nil, errors.New("queue report: FailMany needs one cause per job")
+	delays := make([]time.Duration, len(jobs))
+	for i, job := range jobs {
+		delays[i] = q.Backoff.Delay(job.Attempt)
+	}
+	return q.FailManyAfter(ctx, tx, jobs, causes, delays)
+}
+
+// FailManyAfter is FailMany with each job's retry delay given.
+func (q *ReportQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[ReportPayload], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(delays) != len(jobs) {
+		return nil, errors.New("queue report: FailMany needs one cause and delay per job")
 	}
 	arg := FailManyReportParams{
 		Ids:         make([]int64, len(jobs)),
 		Attempts:    make([]int32, len(jobs)),
 		Messages:    make([]string, len(jobs)),
-		RetryDelays: make([]time.Duration, len(jobs)),
+		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-		arg.Messages[i], arg.RetryDelays[i] = queue.ErrorText(causes[i]), q.Backoff.Delay(job.Attempt)
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
 	}
 	rows, err := q.WithTx(tx).q.FailManyReport(ctx, arg)
 	if err != nil {
@@ -196,6 +204,32 @@ func (q *ReportQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[Repo
 func (q *ReportQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[ReportPayload], cause error) error {
 	n, err := q.WithTx(tx).q.DiscardReport(ctx, DiscardReportParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
+}
+
+// QueueName is the queue's name, "report".
+func (q *ReportQueue) QueueName() string { return "report" }
+
+// Paused reports whether the queue is paused.
+func (q *ReportQueue) Paused(ctx context.Context) (bool, error) {
+	return q.q.PausedReport(ctx)
+}
+
+// Pause stops every worker of the queue from claiming, on every node,
+// until Resume; jobs already running finish. It persists in the database.
+func (q *ReportQueue) Pause(ctx context.Context) error {
+	_, err := q.q.SetPausedReport(ctx, true)
+	return err
+}
+
+// Resume undoes Pause.
+func (q *ReportQueue) Resume(ctx context.Context) error {
+	_, err := q.q.SetPausedReport(ctx, false)
+	return err
+}
+
+// Depth counts the jobs due now.
+func (q *ReportQueue) Depth(ctx context.Context) (int64, error) {
+	return q.q.DepthReport(ctx)
 }
 
 // Get reads one job by id, whatever its state; pgx.ErrNoRows if there is

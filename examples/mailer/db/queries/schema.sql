@@ -19,6 +19,21 @@ CREATE TABLE queuegen_queues (
     CONSTRAINT queuegen_queues_mode_check CHECK (mode IN ('lease', 'transaction'))
 );
 
+-- queuegen_notify wakes the workers of queues declared with notify: true.
+-- After each INSERT or COPY into such a queue's table it sends one
+-- notification on channel queuegen_<table> (PostgreSQL folds repeats
+-- within a transaction into one). NOTIFY takes a cluster-wide lock at
+-- commit, which serialises committing pushers: enable it where wake-up
+-- latency matters more than peak push rate.
+-- +goose StatementBegin
+CREATE FUNCTION queuegen_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('queuegen_' || TG_TABLE_NAME, '');
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+
 CREATE TABLE base_queue (
     id           bigserial NOT NULL,                 -- job id, from one sequence shared by every child table
     state        text NOT NULL DEFAULT 'available',  -- available, running (leased), succeeded or dead
@@ -45,6 +60,10 @@ CREATE TABLE email_queue (
     body      text NOT NULL,
     CONSTRAINT email_queue_pkey PRIMARY KEY (id)
 ) INHERITS (base_queue);
+
+-- Notifies listening workers once per statement that pushes jobs.
+CREATE TRIGGER email_queue_notify AFTER INSERT ON email_queue
+    FOR EACH STATEMENT EXECUTE FUNCTION queuegen_notify();
 
 -- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
 CREATE INDEX email_queue_claim_idx ON email_queue (priority DESC, run_after, id)

@@ -89,7 +89,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running'
 RETURNING state;
 
 -- name: FailManyEmail :many
--- FailManyEmail fails many jobs in one statement, each fenced like FailEmail; it returns the ids it changed with their new state.
+-- FailManyEmail fails many jobs in one statement, each fenced like FailEmail and retried after its own delay; it returns the ids it changed with their new state.
 WITH failed AS (
     SELECT unnest(@ids::bigint[]) AS id,
            unnest(@attempts::integer[]) AS attempt,
@@ -160,6 +160,22 @@ SET state = 'dead',
     locked_by = NULL,
     locked_until = NULL
 WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts;
+
+-- name: PausedEmail :one
+-- PausedEmail reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+SELECT paused FROM queuegen_queues
+WHERE name = 'email';
+
+-- name: SetPausedEmail :execrows
+-- SetPausedEmail pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+UPDATE queuegen_queues
+SET paused = @paused
+WHERE name = 'email';
+
+-- name: DepthEmail :one
+-- DepthEmail counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+SELECT count(*) FROM email_queue
+WHERE state = 'available' AND run_after <= now();
 
 -- name: GetEmail :one
 -- GetEmail reads one job by id; a plain read that locks nothing.

@@ -69,7 +69,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'available'
 RETURNING state;
 
 -- name: FailManyInvoice :many
--- FailManyInvoice fails many jobs in one statement, each fenced like FailInvoice; it returns the ids it changed with their new state.
+-- FailManyInvoice fails many jobs in one statement, each fenced like FailInvoice and retried after its own delay; it returns the ids it changed with their new state.
 WITH failed AS (
     SELECT unnest(@ids::bigint[]) AS id,
            unnest(@attempts::integer[]) AS attempt,
@@ -100,6 +100,22 @@ SET state = 'dead',
     errors = array_append(errors, @message::text),
     finished_at = now()
 WHERE id = @id AND attempt = @attempt AND state = 'available';
+
+-- name: PausedInvoice :one
+-- PausedInvoice reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+SELECT paused FROM queuegen_queues
+WHERE name = 'invoice';
+
+-- name: SetPausedInvoice :execrows
+-- SetPausedInvoice pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+UPDATE queuegen_queues
+SET paused = @paused
+WHERE name = 'invoice';
+
+-- name: DepthInvoice :one
+-- DepthInvoice counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+SELECT count(*) FROM invoice_queue
+WHERE state = 'available' AND run_after <= now();
 
 -- name: GetInvoice :one
 -- GetInvoice reads one job by id; a plain read that locks nothing.

@@ -73,7 +73,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'available'
 RETURNING state;
 
 -- name: FailManyReport :many
--- FailManyReport fails many jobs in one statement, each fenced like FailReport; it returns the ids it changed with their new state.
+-- FailManyReport fails many jobs in one statement, each fenced like FailReport and retried after its own delay; it returns the ids it changed with their new state.
 WITH failed AS (
     SELECT unnest(@ids::bigint[]) AS id,
            unnest(@attempts::integer[]) AS attempt,
@@ -104,6 +104,22 @@ SET state = 'dead',
     errors = array_append(errors, @message::text),
     finished_at = now()
 WHERE id = @id AND attempt = @attempt AND state = 'available';
+
+-- name: PausedReport :one
+-- PausedReport reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+SELECT paused FROM queuegen_queues
+WHERE name = 'report';
+
+-- name: SetPausedReport :execrows
+-- SetPausedReport pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+UPDATE queuegen_queues
+SET paused = @paused
+WHERE name = 'report';
+
+-- name: DepthReport :one
+-- DepthReport counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+SELECT count(*) FROM report_queue
+WHERE state = 'available' AND run_after <= now();
 
 -- name: GetReport :one
 -- GetReport reads one job by id; a plain read that locks nothing.

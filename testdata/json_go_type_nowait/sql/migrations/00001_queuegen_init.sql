@@ -18,5 +18,21 @@ CREATE TABLE queuegen_queues (
     CONSTRAINT queuegen_queues_mode_check CHECK (mode IN ('lease', 'transaction'))
 );
 
+-- queuegen_notify wakes the workers of queues declared with notify: true.
+-- After each INSERT or COPY into such a queue's table it sends one
+-- notification on channel queuegen_<table> (PostgreSQL folds repeats
+-- within a transaction into one). NOTIFY takes a cluster-wide lock at
+-- commit, which serialises committing pushers: enable it where wake-up
+-- latency matters more than peak push rate.
+-- +goose StatementBegin
+CREATE FUNCTION queuegen_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('queuegen_' || TG_TABLE_NAME, '');
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP FUNCTION queuegen_notify();
 DROP TABLE queuegen_queues;

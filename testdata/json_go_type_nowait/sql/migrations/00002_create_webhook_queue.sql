@@ -24,6 +24,10 @@ CREATE TABLE webhook_queue (
     CONSTRAINT webhook_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 );
 
+-- Notifies listening workers once per statement that pushes jobs.
+CREATE TRIGGER webhook_queue_notify AFTER INSERT ON webhook_queue
+    FOR EACH STATEMENT EXECUTE FUNCTION queuegen_notify();
+
 -- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
 CREATE INDEX webhook_queue_claim_idx ON webhook_queue (run_after, id)
     WHERE state = 'available';

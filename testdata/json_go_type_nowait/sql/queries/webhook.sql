@@ -96,7 +96,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running'
 RETURNING state;
 
 -- name: FailManyWebhook :many
--- FailManyWebhook fails many jobs in one statement, each fenced like FailWebhook; it returns the ids it changed with their new state.
+-- FailManyWebhook fails many jobs in one statement, each fenced like FailWebhook and retried after its own delay; it returns the ids it changed with their new state.
 WITH failed AS (
     SELECT unnest(@ids::bigint[]) AS id,
            unnest(@attempts::integer[]) AS attempt,
@@ -167,6 +167,22 @@ SET state = 'dead',
     locked_by = NULL,
     locked_until = NULL
 WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts;
+
+-- name: PausedWebhook :one
+-- PausedWebhook reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+SELECT paused FROM queuegen_queues
+WHERE name = 'webhook';
+
+-- name: SetPausedWebhook :execrows
+-- SetPausedWebhook pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+UPDATE queuegen_queues
+SET paused = @paused
+WHERE name = 'webhook';
+
+-- name: DepthWebhook :one
+-- DepthWebhook counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+SELECT count(*) FROM webhook_queue
+WHERE state = 'available' AND run_after <= now();
 
 -- name: GetWebhook :one
 -- GetWebhook reads one job by id; a plain read that locks nothing.

@@ -155,6 +155,19 @@ func (q *Queries) CompleteManyEmail(ctx context.Context, arg CompleteManyEmailPa
 	return items, nil
 }
 
+const depthEmail = `-- name: DepthEmail :one
+SELECT count(*) FROM email_queue
+WHERE state = 'available' AND run_after <= now()
+`
+
+// DepthEmail counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+func (q *Queries) DepthEmail(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, depthEmail)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const discardEmail = `-- name: DiscardEmail :execrows
 UPDATE email_queue
 SET state = 'dead',
@@ -264,7 +277,7 @@ type FailManyEmailRow struct {
 	State string
 }
 
-// FailManyEmail fails many jobs in one statement, each fenced like FailEmail; it returns the ids it changed with their new state.
+// FailManyEmail fails many jobs in one statement, each fenced like FailEmail and retried after its own delay; it returns the ids it changed with their new state.
 func (q *Queries) FailManyEmail(ctx context.Context, arg FailManyEmailParams) ([]FailManyEmailRow, error) {
 	rows, err := q.db.Query(ctx, failManyEmail,
 		arg.Ids,
@@ -321,6 +334,19 @@ func (q *Queries) GetEmail(ctx context.Context, id int64) (EmailRow, error) {
 		&i.SentOn,
 	)
 	return i, err
+}
+
+const pausedEmail = `-- name: PausedEmail :one
+SELECT paused FROM queuegen_queues
+WHERE name = 'email'
+`
+
+// PausedEmail reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+func (q *Queries) PausedEmail(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, pausedEmail)
+	var paused bool
+	err := row.Scan(&paused)
+	return paused, err
 }
 
 const pushEmail = `-- name: PushEmail :one
@@ -457,6 +483,21 @@ WHERE state = 'running' AND locked_by = $1::text
 // ReleaseNodeEmail makes every job @node holds claimable again, for a node restarting after a crash (seed 001); the attempt counts, as the crash may have been the job's doing.
 func (q *Queries) ReleaseNodeEmail(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeEmail, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const setPausedEmail = `-- name: SetPausedEmail :execrows
+UPDATE queuegen_queues
+SET paused = $1
+WHERE name = 'email'
+`
+
+// SetPausedEmail pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+func (q *Queries) SetPausedEmail(ctx context.Context, paused bool) (int64, error) {
+	result, err := q.db.Exec(ctx, setPausedEmail, paused)
 	if err != nil {
 		return 0, err
 	}

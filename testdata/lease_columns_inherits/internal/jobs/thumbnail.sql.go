@@ -155,6 +155,19 @@ func (q *Queries) CompleteThumbnail(ctx context.Context, arg CompleteThumbnailPa
 	return result.RowsAffected(), nil
 }
 
+const depthThumbnail = `-- name: DepthThumbnail :one
+SELECT count(*) FROM thumbnail_queue
+WHERE state = 'available' AND run_after <= now()
+`
+
+// DepthThumbnail counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+func (q *Queries) DepthThumbnail(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, depthThumbnail)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const discardThumbnail = `-- name: DiscardThumbnail :execrows
 UPDATE thumbnail_queue
 SET state = 'dead',
@@ -232,7 +245,7 @@ type FailManyThumbnailRow struct {
 	State string
 }
 
-// FailManyThumbnail fails many jobs in one statement, each fenced like FailThumbnail; it returns the ids it changed with their new state.
+// FailManyThumbnail fails many jobs in one statement, each fenced like FailThumbnail and retried after its own delay; it returns the ids it changed with their new state.
 func (q *Queries) FailManyThumbnail(ctx context.Context, arg FailManyThumbnailParams) ([]FailManyThumbnailRow, error) {
 	rows, err := q.db.Query(ctx, failManyThumbnail,
 		arg.Ids,
@@ -319,6 +332,19 @@ func (q *Queries) GetThumbnail(ctx context.Context, id int64) (ThumbnailRow, err
 		&i.Sizes,
 	)
 	return i, err
+}
+
+const pausedThumbnail = `-- name: PausedThumbnail :one
+SELECT paused FROM queuegen_queues
+WHERE name = 'thumbnail'
+`
+
+// PausedThumbnail reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+func (q *Queries) PausedThumbnail(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, pausedThumbnail)
+	var paused bool
+	err := row.Scan(&paused)
+	return paused, err
 }
 
 type PushManyThumbnailParams struct {
@@ -444,6 +470,21 @@ type ReleaseThumbnailParams struct {
 // ReleaseThumbnail gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompleteThumbnail.
 func (q *Queries) ReleaseThumbnail(ctx context.Context, arg ReleaseThumbnailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseThumbnail, arg.ID, arg.Attempt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const setPausedThumbnail = `-- name: SetPausedThumbnail :execrows
+UPDATE queuegen_queues
+SET paused = $1
+WHERE name = 'thumbnail'
+`
+
+// SetPausedThumbnail pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+func (q *Queries) SetPausedThumbnail(ctx context.Context, paused bool) (int64, error) {
+	result, err := q.db.Exec(ctx, setPausedThumbnail, paused)
 	if err != nil {
 		return 0, err
 	}

@@ -159,21 +159,29 @@ func (q *ThumbnailQueue) Fail(ctx context.Context, job *queue.Job[ThumbnailPaylo
 }
 
 // FailMany fails many jobs in one statement, causes[i] being jobs[i]'s
-// error, and returns the new state of each job it changed, by id; the
-// others were no longer held by the caller.
+// error, each retried after q.Backoff's delay, and returns the new state of
+// each job it changed, by id; the others were no longer held by the caller.
 func (q *ThumbnailQueue) FailMany(ctx context.Context, jobs []*queue.Job[ThumbnailPayload], causes []error) (map[int64]queue.State, error) {
-	if len(causes) != len(jobs) {
-		return nil, errors.New("queue thumbnail: FailMany needs one cause per job")
+	delays := make([]time.Duration, len(jobs))
+	for i, job := range jobs {
+		delays[i] = q.Backoff.Delay(job.Attempt)
+	}
+	return q.FailManyAfter(ctx, jobs, causes, delays)
+}
+
+// FailManyAfter is FailMany with each job's retry delay given.
+func (q *ThumbnailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[ThumbnailPayload], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(delays) != len(jobs) {
+		return nil, errors.New("queue thumbnail: FailMany needs one cause and delay per job")
 	}
 	arg := FailManyThumbnailParams{
 		Ids:         make([]int64, len(jobs)),
 		Attempts:    make([]int32, len(jobs)),
 		Messages:    make([]string, len(jobs)),
-		RetryDelays: make([]time.Duration, len(jobs)),
+		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-		arg.Messages[i], arg.RetryDelays[i] = queue.ErrorText(causes[i]), q.Backoff.Delay(job.Attempt)
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
 	}
 	rows, err := q.q.FailManyThumbnail(ctx, arg)
 	if err != nil {
@@ -229,6 +237,50 @@ func (q *ThumbnailQueue) ReleaseNode(ctx context.Context, node string) (int64, e
 // returns how many. Claims re-deliver other expired jobs by themselves.
 func (q *ThumbnailQueue) Reap(ctx context.Context) (int64, error) {
 	return q.q.ReapThumbnail(ctx)
+}
+
+// QueueName is the queue's name, "thumbnail".
+func (q *ThumbnailQueue) QueueName() string { return "thumbnail" }
+
+// Paused reports whether the queue is paused.
+func (q *ThumbnailQueue) Paused(ctx context.Context) (bool, error) {
+	return q.q.PausedThumbnail(ctx)
+}
+
+// Pause stops every worker of the queue from claiming, on every node,
+// until Resume; jobs already running finish. It persists in the database.
+func (q *ThumbnailQueue) Pause(ctx context.Context) error {
+	_, err := q.q.SetPausedThumbnail(ctx, true)
+	return err
+}
+
+// Resume undoes Pause.
+func (q *ThumbnailQueue) Resume(ctx context.Context) error {
+	_, err := q.q.SetPausedThumbnail(ctx, false)
+	return err
+}
+
+// Depth counts the jobs due now.
+func (q *ThumbnailQueue) Depth(ctx context.Context) (int64, error) {
+	return q.q.DepthThumbnail(ctx)
+}
+
+// NotifyChannel is the channel pushes notify ("" unless the spec says
+// notify: true); a Listener wakes the queue's workers on it.
+func (q *ThumbnailQueue) NotifyChannel() string { return "" }
+
+// RetryDelay is how long a job waits after failed attempt number attempt:
+// q.Backoff's delay.
+func (q *ThumbnailQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+
+// LeaseDuration is the queue's lease, ThumbnailLease.
+func (q *ThumbnailQueue) LeaseDuration() time.Duration { return ThumbnailLease }
+
+// Worker returns a worker that claims jobs of queue thumbnail and runs
+// handler on each, with the options given (concurrency, node id, …). Run
+// it with its Run method.
+func (q *ThumbnailQueue) Worker(handler queue.Handler[ThumbnailPayload], opts ...queue.WorkerOption) *queue.Worker[ThumbnailPayload] {
+	return queue.NewWorker[ThumbnailPayload](q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; pgx.ErrNoRows if there is

@@ -1,0 +1,72 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Handler works one job. Its result decides what happens to the job:
+//   - nil: the job is completed;
+//   - an error: the attempt failed; the job is retried after the queue's
+//     backoff, or is dead once it has used its attempts;
+//   - SnoozeFor(d): the job is put back for d without using up an attempt;
+//   - RetryAt(t, err): the attempt failed and the job is retried at t;
+//   - Discard(err): the job is dead now, whatever attempts remain.
+//
+// A panic is recovered and fails the attempt with the panic value and the
+// stack. The context is cancelled when the job's lease is lost, or when the
+// worker shuts down and its grace period ends.
+type Handler[P any] func(ctx context.Context, job *Job[P]) error
+
+// SnoozeFor returns the handler result that puts the job back for d without
+// using up an attempt.
+func SnoozeFor(d time.Duration) error { return &snoozeError{d: d} }
+
+// RetryAt returns the handler result that fails the attempt with err and
+// retries the job at t rather than after the backoff.
+func RetryAt(t time.Time, err error) error { return &retryAtError{at: t, err: err} }
+
+// Discard returns the handler result that makes the job dead now, keeping
+// err's text, whatever attempts remain.
+func Discard(err error) error { return &discardError{err: err} }
+
+type snoozeError struct{ d time.Duration }
+
+func (e *snoozeError) Error() string { return fmt.Sprintf("snoozed for %s", e.d) }
+
+type retryAtError struct {
+	at  time.Time
+	err error
+}
+
+func (e *retryAtError) Error() string {
+	return fmt.Sprintf("%s (retry at %s)", ErrorText(e.err), e.at.Format(time.RFC3339))
+}
+func (e *retryAtError) Unwrap() error { return e.err }
+
+type discardError struct{ err error }
+
+func (e *discardError) Error() string { return "discarded: " + ErrorText(e.err) }
+func (e *discardError) Unwrap() error { return e.err }
+
+// Outcome is what became of one run of a handler.
+type Outcome string
+
+// The outcomes reported to Hooks.JobFinished.
+const (
+	OutcomeCompleted Outcome = "completed"
+	OutcomeFailed    Outcome = "failed" // will be retried
+	OutcomeDead      Outcome = "dead"
+	OutcomeSnoozed   Outcome = "snoozed"
+	OutcomeReleased  Outcome = "released" // given back at shutdown
+	OutcomeLost      Outcome = "lost"     // the lease was lost; another claim owns the job
+)
+
+func classify(err error) (snooze *snoozeError, retryAt *retryAtError, discard *discardError) {
+	errors.As(err, &snooze)
+	errors.As(err, &retryAt)
+	errors.As(err, &discard)
+	return
+}

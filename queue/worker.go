@@ -1,0 +1,372 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// LeaseQueue is what a Worker needs of a queue: the methods every
+// generated lease-mode accessor has.
+type LeaseQueue[P any] interface {
+	QueueName() string
+	LeaseDuration() time.Duration
+	NotifyChannel() string
+	RetryDelay(attempt int32) time.Duration
+	Claim(ctx context.Context, node string, max int, opts ...ClaimOption) ([]*Job[P], error)
+	CompleteMany(ctx context.Context, jobs []*Job[P]) ([]int64, error)
+	FailManyAfter(ctx context.Context, jobs []*Job[P], causes []error, delays []time.Duration) (map[int64]State, error)
+	Snooze(ctx context.Context, job *Job[P], at time.Time) error
+	Discard(ctx context.Context, job *Job[P], cause error) error
+	Extend(ctx context.Context, job *Job[P], d time.Duration) error
+	Release(ctx context.Context, job *Job[P]) error
+	ReleaseNode(ctx context.Context, node string) (int64, error)
+	Paused(ctx context.Context) (bool, error)
+	Depth(ctx context.Context) (int64, error)
+}
+
+// Worker claims jobs of one queue and runs a handler on each, at most
+// Concurrency at a time. It claims in batches sized to its free capacity,
+// completes and fails jobs in batches (one statement for many, flushed
+// within FlushInterval), keeps each running job's lease alive with a
+// heartbeat, and on shutdown lets running jobs finish, releases those that
+// cannot, and flushes what is pending. Create one with a generated
+// accessor's Worker method.
+type Worker[P any] struct {
+	q       LeaseQueue[P]
+	handler Handler[P]
+	cfg     workerConfig
+	lease   time.Duration
+	name    string
+
+	slots   chan struct{} // one per running handler
+	wake    chan struct{} // capacity 1: coalesces wake-ups
+	handles sync.WaitGroup
+
+	mu      sync.Mutex
+	running map[int64]*runningJob[P]
+
+	done chan finish[P] // to the completer
+	stop chan struct{}  // closed when the completer stops taking work
+}
+
+type runningJob[P any] struct {
+	job    *Job[P]
+	cancel context.CancelCauseFunc
+	timer  *time.Timer // cancels the job when its lease runs out
+}
+
+var (
+	errLeaseLost    = errors.New("queue: the job's lease was lost (it was claimed again or finished elsewhere)")
+	errLeaseExpired = errors.New("queue: the job's lease expired before the heartbeat could extend it")
+	errShutdown     = errors.New("queue: the worker is shutting down")
+)
+
+// NewWorker returns a worker for q. Generated accessors call it from their
+// Worker method, which fixes P to the queue's payload type.
+func NewWorker[P any](q LeaseQueue[P], handler Handler[P], opts ...WorkerOption) *Worker[P] {
+	cfg := newWorkerConfig(opts)
+	lease := cfg.lease
+	if lease <= 0 {
+		lease = q.LeaseDuration()
+	}
+	return &Worker[P]{
+		q: q, handler: handler, cfg: cfg, lease: lease, name: q.QueueName(),
+		slots:   make(chan struct{}, cfg.concurrency),
+		wake:    make(chan struct{}, 1),
+		running: map[int64]*runningJob[P]{},
+		done:    make(chan finish[P], cfg.concurrency),
+		stop:    make(chan struct{}),
+	}
+}
+
+// Node is the node id this worker records in its leases.
+func (w *Worker[P]) Node() string { return w.cfg.node }
+
+// Run works the queue until ctx is cancelled, then shuts down gracefully:
+// it stops claiming, gives running handlers ShutdownTimeout to finish,
+// cancels the rest and releases their jobs, and flushes every pending
+// completion. It returns nil after a clean shutdown.
+func (w *Worker[P]) Run(ctx context.Context) error {
+	log := w.cfg.logger.With("queue", w.name, "node", w.cfg.node)
+	if w.cfg.stableNode {
+		n, err := w.q.ReleaseNode(ctx, w.cfg.node)
+		if err != nil {
+			return fmt.Errorf("queue %s: releasing what node %s left claimed: %w", w.name, w.cfg.node, err)
+		}
+		if n > 0 {
+			log.Info("released jobs a previous run of this node left claimed", "jobs", n)
+		}
+	}
+
+	// Handlers and the completer outlive ctx: they get their own contexts,
+	// ended by the shutdown sequence below.
+	jobsCtx, cancelJobs := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelJobs(nil)
+	flushCtx, cancelFlush := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelFlush()
+	completerDone := make(chan struct{})
+	go func() { defer close(completerDone); w.completer(flushCtx) }()
+
+	bg, cancelBG := context.WithCancel(ctx)
+	var bgWG sync.WaitGroup
+	bgWG.Go(func() { w.heartbeat(bg) })
+	if w.cfg.hooks.Depth != nil {
+		bgWG.Go(func() { w.stats(bg) })
+	}
+	if l := w.cfg.listener; l != nil {
+		if ch := w.q.NotifyChannel(); ch != "" {
+			unsubscribe := l.Subscribe(ch, w.wake)
+			defer unsubscribe()
+		} else {
+			log.Warn("a Listener was given but the queue does not notify on push (set notify: true in the spec); polling only")
+		}
+	}
+
+	w.claimLoop(ctx, jobsCtx, log)
+	cancelBG()
+	bgWG.Wait()
+
+	// Shutdown: let running handlers finish, then cancel them.
+	finished := make(chan struct{})
+	go func() { w.handles.Wait(); close(finished) }()
+	var err error
+	select {
+	case <-finished:
+	case <-time.After(w.cfg.shutdownTimeout):
+		log.Warn("shutdown timeout: cancelling running jobs", "jobs", w.runningCount())
+		cancelJobs(errShutdown)
+		select {
+		case <-finished:
+		case <-time.After(w.cfg.shutdownTimeout):
+			err = fmt.Errorf("queue %s: %d handlers ignored cancellation; their jobs come back when their leases expire", w.name, w.runningCount())
+		}
+	}
+	// Flush what is pending, retrying a failing database for up to
+	// ShutdownTimeout; what still cannot be written comes back when its
+	// lease expires (at-least-once).
+	close(w.stop)
+	select {
+	case <-completerDone:
+	case <-time.After(w.cfg.shutdownTimeout):
+		cancelFlush()
+		<-completerDone
+	}
+	return err
+}
+
+// claimLoop claims while ctx lasts.
+func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
+	var pausedUntil time.Time
+	failures := 0
+	for ctx.Err() == nil {
+		if time.Now().After(pausedUntil) {
+			paused, err := w.q.Paused(ctx)
+			if err == nil && paused {
+				pausedUntil = time.Now().Add(w.cfg.pauseInterval)
+			}
+		}
+		if time.Now().Before(pausedUntil) {
+			sleep(ctx, time.Until(pausedUntil))
+			continue
+		}
+		// Wait for one free slot, then take every other free one.
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+	more:
+		for n < w.cfg.maxClaim {
+			select {
+			case w.slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		// The claim must not be cut off by ctx: a claim that commits but
+		// whose answer is lost would leave jobs leased to nobody.
+		claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		jobs, err := w.q.Claim(claimCtx, w.cfg.node, n, LeaseFor(w.lease))
+		cancel()
+		for range n - len(jobs) {
+			<-w.slots
+		}
+		if err != nil {
+			failures++
+			log.Warn("claim failed", "err", err, "failures", failures)
+			sleep(ctx, min(w.cfg.pollInterval, time.Duration(failures)*100*time.Millisecond))
+			continue
+		}
+		failures = 0
+		if h := w.cfg.hooks.Batch; h != nil && len(jobs) > 0 {
+			h(w.name, "claim", len(jobs))
+		}
+		for _, job := range jobs {
+			w.start(jobsCtx, job)
+		}
+		if len(jobs) == n {
+			continue // a full batch: there may be more
+		}
+		select {
+		case <-ctx.Done():
+		case <-w.wake:
+		case <-time.After(w.cfg.pollInterval):
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func (w *Worker[P]) runningCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.running)
+}
+
+// start runs the handler on job in its own goroutine, holding one slot.
+func (w *Worker[P]) start(jobsCtx context.Context, job *Job[P]) {
+	ctx, cancel := context.WithCancelCause(jobsCtx)
+	r := &runningJob[P]{job: job, cancel: cancel}
+	r.timer = time.AfterFunc(w.lease, func() { cancel(errLeaseExpired) })
+	w.mu.Lock()
+	w.running[job.ID] = r
+	w.mu.Unlock()
+	w.handles.Add(1)
+	go func() {
+		defer w.handles.Done()
+		defer func() { <-w.slots }()
+		info := JobInfo{Queue: w.name, ID: job.ID, Attempt: job.Attempt, MaxAttempts: job.MaxAttempts}
+		if h := w.cfg.hooks.JobStarted; h != nil {
+			ctx = h(ctx, info)
+		}
+		began := time.Now()
+		err := w.call(ctx, job)
+		r.timer.Stop()
+		w.mu.Lock()
+		delete(w.running, job.ID)
+		w.mu.Unlock()
+		cause := context.Cause(ctx)
+		cancel(nil)
+		outcome := w.settle(job, err, cause)
+		if h := w.cfg.hooks.JobFinished; h != nil {
+			h(ctx, info, outcome, time.Since(began), err)
+		}
+	}()
+}
+
+// call runs the handler, turning a panic into an error with the stack.
+func (w *Worker[P]) call(ctx context.Context, job *Job[P]) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return w.handler(ctx, job)
+}
+
+// settle decides what the handler's result does to the job.
+func (w *Worker[P]) settle(job *Job[P], err, cause error) Outcome {
+	log := w.cfg.logger.With("queue", w.name, "job", job.ID, "attempt", job.Attempt)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	snooze, retryAt, discard := classify(err)
+	switch {
+	case err == nil:
+		w.finish(finish[P]{job: job, complete: true})
+		return OutcomeCompleted
+	case errors.Is(cause, errLeaseLost), errors.Is(cause, errLeaseExpired):
+		// Another claim may own the job now; fencing would refuse
+		// anything we did. It comes back if nobody has it.
+		log.Warn("job abandoned: lease lost", "cause", cause, "err", err)
+		return OutcomeLost
+	case errors.Is(cause, errShutdown):
+		if rerr := w.q.Release(ctx, job); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
+			log.Error("releasing a job at shutdown failed; it comes back when its lease expires", "err", rerr)
+		}
+		return OutcomeReleased
+	case snooze != nil:
+		if serr := w.q.Snooze(ctx, job, time.Now().Add(snooze.d)); serr != nil {
+			log.Error("snooze failed", "err", serr)
+		}
+		return OutcomeSnoozed
+	case discard != nil:
+		if derr := w.q.Discard(ctx, job, discard.err); derr != nil {
+			log.Error("discard failed", "err", derr)
+		}
+		log.Error("job discarded", "err", err)
+		return OutcomeDead
+	}
+	delay := w.q.RetryDelay(job.Attempt)
+	if retryAt != nil {
+		delay = max(0, time.Until(retryAt.at))
+		err = retryAt.err
+	}
+	w.finish(finish[P]{job: job, cause: err, delay: delay})
+	if job.Attempt >= job.MaxAttempts {
+		log.Error("job failed its last attempt: dead", "err", err)
+		return OutcomeDead
+	}
+	log.Warn("job failed; will retry", "err", err, "in", delay)
+	return OutcomeFailed
+}
+
+// heartbeat extends the leases of running jobs every third of a lease.
+func (w *Worker[P]) heartbeat(ctx context.Context) {
+	t := time.NewTicker(w.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		jobs := make([]*runningJob[P], 0, len(w.running))
+		for _, r := range w.running {
+			jobs = append(jobs, r)
+		}
+		w.mu.Unlock()
+		for _, r := range jobs {
+			copy := *r.job // Extend writes LockedUntil; the handler may be reading the job
+			err := w.q.Extend(ctx, &copy, w.lease)
+			switch {
+			case err == nil:
+				r.timer.Reset(w.lease)
+			case errors.Is(err, ErrNotHeld):
+				r.cancel(errLeaseLost)
+			default:
+				// The database is unreachable: the job runs on until its
+				// lease runs out locally, then stops.
+				w.cfg.logger.Warn("lease heartbeat failed", "queue", w.name, "job", r.job.ID, "err", err)
+			}
+		}
+	}
+}
+
+// stats feeds Hooks.Depth.
+func (w *Worker[P]) stats(ctx context.Context) {
+	t := time.NewTicker(w.cfg.statsInterval)
+	defer t.Stop()
+	for {
+		if n, err := w.q.Depth(ctx); err == nil {
+			w.cfg.hooks.Depth(w.name, n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

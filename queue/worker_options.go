@@ -1,0 +1,107 @@
+package queue
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// WorkerOption configures a Worker.
+type WorkerOption func(*workerConfig)
+
+type workerConfig struct {
+	node            string
+	stableNode      bool
+	concurrency     int
+	maxClaim        int
+	pollInterval    time.Duration
+	pauseInterval   time.Duration
+	flushInterval   time.Duration
+	flushSize       int
+	shutdownTimeout time.Duration
+	lease           time.Duration
+	statsInterval   time.Duration
+	logger          *slog.Logger
+	hooks           Hooks
+	listener        *Listener
+}
+
+func newWorkerConfig(opts []WorkerOption) workerConfig {
+	host, _ := os.Hostname()
+	c := workerConfig{
+		node:            fmt.Sprintf("%s-%d", host, os.Getpid()),
+		concurrency:     10,
+		maxClaim:        100,
+		pollInterval:    time.Second,
+		pauseInterval:   time.Second,
+		flushInterval:   5 * time.Millisecond,
+		flushSize:       200,
+		shutdownTimeout: 30 * time.Second,
+		statsInterval:   10 * time.Second,
+		logger:          slog.Default(),
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// Node names this worker process in the leases it takes (seed 001's lock
+// key). Give a name that stays the same across restarts (a pod or host
+// name) and the worker releases, on start, the jobs a previous run of the
+// same node left claimed. The default, host name and process id, is new
+// on every start: a crashed run's jobs then come back when their leases
+// expire.
+func Node(id string) WorkerOption {
+	return func(c *workerConfig) { c.node, c.stableNode = id, true }
+}
+
+// Concurrency is how many handlers run at once (default 10).
+func Concurrency(n int) WorkerOption {
+	return func(c *workerConfig) { c.concurrency = max(1, n) }
+}
+
+// MaxClaim caps how many jobs one claim takes (default 100); a claim takes
+// at most the free capacity.
+func MaxClaim(n int) WorkerOption { return func(c *workerConfig) { c.maxClaim = max(1, n) } }
+
+// PollInterval is how often an idle worker looks for due jobs (default
+// 1s). With a Listener, pushes wake it at once and polling only finds
+// scheduled and retried jobs.
+func PollInterval(d time.Duration) WorkerOption { return func(c *workerConfig) { c.pollInterval = d } }
+
+// FlushInterval bounds how long a finished job waits to be completed or
+// failed in a batch (default 5ms).
+func FlushInterval(d time.Duration) WorkerOption {
+	return func(c *workerConfig) { c.flushInterval = d }
+}
+
+// FlushSize is the most jobs one complete or fail statement holds (default
+// 200).
+func FlushSize(n int) WorkerOption { return func(c *workerConfig) { c.flushSize = max(1, n) } }
+
+// ShutdownTimeout is how long Run lets running handlers finish after its
+// context is cancelled (default 30s); then their contexts are cancelled
+// and the jobs still unfinished are released.
+func ShutdownTimeout(d time.Duration) WorkerOption {
+	return func(c *workerConfig) { c.shutdownTimeout = d }
+}
+
+// Lease overrides the queue's lease for the jobs this worker claims.
+func Lease(d time.Duration) WorkerOption { return func(c *workerConfig) { c.lease = d } }
+
+// StatsInterval is how often Hooks.Depth is fed (default 10s).
+func StatsInterval(d time.Duration) WorkerOption {
+	return func(c *workerConfig) { c.statsInterval = d }
+}
+
+// Logger sets the worker's logger (default slog.Default()).
+func Logger(l *slog.Logger) WorkerOption { return func(c *workerConfig) { c.logger = l } }
+
+// WithHooks sets the worker's hooks.
+func WithHooks(h Hooks) WorkerOption { return func(c *workerConfig) { c.hooks = h } }
+
+// WithListener wakes the worker when jobs are pushed (queues declared with
+// notify: true), instead of waiting for the next poll.
+func WithListener(l *Listener) WorkerOption { return func(c *workerConfig) { c.listener = l } }
