@@ -145,12 +145,13 @@ type Queue struct {
 	// RowType is the Go name sqlc gives the table's row struct.
 	RowType string
 
-	LeaseSeconds    int64
-	LeaseGo         string // Go expression for the lease, e.g. "5 * time.Minute"
-	MaxAttempts     int
-	BackoffGo       string // Go composite literal of queue.Backoff
-	Retention       spec.Retention
-	ModeDescription string
+	RetainSucceededGo, RetainDeadGo string // Go expressions of the retentions
+	LeaseSeconds                    int64
+	LeaseGo                         string // Go expression for the lease, e.g. "5 * time.Minute"
+	MaxAttempts                     int
+	BackoffGo                       string // Go composite literal of queue.Backoff
+	Retention                       spec.Retention
+	ModeDescription                 string
 }
 
 // JSONPayload is a payload kept in one jsonb column.
@@ -225,8 +226,8 @@ func Build(s *spec.Spec) (*Model, error) {
 // name is g: the accessor's types and constants, and sqlc's query methods
 // with their parameter and row types.
 func GoNames(g string) []string {
-	names := []string{g + "Queue", g + "Payload", g + "Row", g + "MaxAttempts", g + "Lease", g + "Backoff"}
-	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth"} {
+	names := []string{g + "Queue", g + "Payload", g + "Row", g + "MaxAttempts", g + "Lease", g + "Backoff", g + "RetainSucceeded", g + "RetainDead"}
+	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth", "Purge"} {
 		names = append(names, op+g, op+g+"Params", op+g+"Row")
 	}
 	return append(names, "PushMany"+g+"At", "PushMany"+g+"AtParams")
@@ -393,18 +394,20 @@ func jsonGoType(t spec.Type, nullable bool) string {
 
 func (m *Model) queue(sq *spec.Queue) (*Queue, error) {
 	q := &Queue{
-		Spec:         sq,
-		Name:         sq.Name,
-		GoName:       spec.GoName(sq.Name),
-		Lease:        sq.Mode == spec.ModeLease,
-		Delete:       sq.OnSuccess == spec.OnSuccessDelete,
-		Unique:       sq.Unique,
-		MaxAttempts:  sq.MaxAttempts,
-		Retention:    sq.Retention,
-		QueriesFile:  sq.Name + ".sql",
-		AccessorFile: sq.Name + "_queue.go",
-		LeaseSeconds: int64(sq.Lease / time.Second),
-		LeaseGo:      goDuration(sq.Lease),
+		Spec:              sq,
+		Name:              sq.Name,
+		GoName:            spec.GoName(sq.Name),
+		Lease:             sq.Mode == spec.ModeLease,
+		Delete:            sq.OnSuccess == spec.OnSuccessDelete,
+		Unique:            sq.Unique,
+		MaxAttempts:       sq.MaxAttempts,
+		Retention:         sq.Retention,
+		QueriesFile:       sq.Name + ".sql",
+		AccessorFile:      sq.Name + "_queue.go",
+		LeaseSeconds:      int64(sq.Lease / time.Second),
+		LeaseGo:           goDuration(sq.Lease),
+		RetainSucceededGo: goDuration(sq.Retention.Succeeded),
+		RetainDeadGo:      goDuration(sq.Retention.Dead),
 		BackoffGo: fmt.Sprintf("queue.Backoff{Min: %s, Max: %s, Factor: %s, Jitter: %s}",
 			goDuration(sq.Backoff.Min), goDuration(sq.Backoff.Max), goFloat(sq.Backoff.Factor), goFloat(sq.Backoff.Jitter)),
 	}

@@ -292,6 +292,36 @@ func (q *Queries) PausedStatement(ctx context.Context) (bool, error) {
 	return paused, err
 }
 
+const purgeStatement = `-- name: PurgeStatement :execrows
+WITH doomed AS (
+    SELECT id
+    FROM statement_queue
+    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
+       OR (state = 'dead' AND finished_at < now() - $2::interval)
+    ORDER BY finished_at
+    LIMIT $3::integer
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM statement_queue AS job
+USING doomed
+WHERE job.id = doomed.id
+`
+
+type PurgeStatementParams struct {
+	SucceededRetention *time.Duration
+	DeadRetention      *time.Duration
+	Max                int32
+}
+
+// PurgeStatement deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+func (q *Queries) PurgeStatement(ctx context.Context, arg PurgeStatementParams) (int64, error) {
+	result, err := q.db.Exec(ctx, purgeStatement, arg.SucceededRetention, arg.DeadRetention, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 type PushManyStatementParams struct {
 	Payload     []byte
 	Priority    int16

@@ -25,6 +25,10 @@ type StatementPayload struct {
 const (
 	// StatementMaxAttempts is how many attempts a job gets before it is dead.
 	StatementMaxAttempts = 25
+	// StatementRetainSucceeded is how long succeeded jobs are kept.
+	StatementRetainSucceeded = 720 * time.Hour
+	// StatementRetainDead is how long dead jobs are kept.
+	StatementRetainDead = 2160 * time.Hour
 )
 
 // StatementBackoff is the retry delay of queue statement after a failed attempt.
@@ -223,6 +227,17 @@ func (q *StatementQueue) Pause(ctx context.Context) error {
 func (q *StatementQueue) Resume(ctx context.Context) error {
 	_, err := q.q.SetPausedStatement(ctx, false)
 	return err
+}
+
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *StatementQueue) Purge(ctx context.Context, max int) (int64, error) {
+	arg := PurgeStatementParams{Max: int32(max)}
+	succeeded := StatementRetainSucceeded
+	arg.SucceededRetention = &succeeded
+	dead := StatementRetainDead
+	arg.DeadRetention = &dead
+	return q.q.PurgeStatement(ctx, arg)
 }
 
 // Depth counts the jobs due now.

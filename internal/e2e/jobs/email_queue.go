@@ -256,6 +256,13 @@ func (q *EmailQueue) Resume(ctx context.Context) error {
 	return err
 }
 
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *EmailQueue) Purge(ctx context.Context, max int) (int64, error) {
+	arg := PurgeEmailParams{Max: int32(max)}
+	return q.q.PurgeEmail(ctx, arg)
+}
+
 // Depth counts the jobs due now.
 func (q *EmailQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthEmail(ctx)

@@ -294,6 +294,36 @@ func (q *Queries) PausedInvoice(ctx context.Context) (bool, error) {
 	return paused, err
 }
 
+const purgeInvoice = `-- name: PurgeInvoice :execrows
+WITH doomed AS (
+    SELECT id
+    FROM invoice_queue
+    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
+       OR (state = 'dead' AND finished_at < now() - $2::interval)
+    ORDER BY finished_at
+    LIMIT $3::integer
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM invoice_queue AS job
+USING doomed
+WHERE job.id = doomed.id
+`
+
+type PurgeInvoiceParams struct {
+	SucceededRetention *time.Duration
+	DeadRetention      *time.Duration
+	Max                int32
+}
+
+// PurgeInvoice deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+func (q *Queries) PurgeInvoice(ctx context.Context, arg PurgeInvoiceParams) (int64, error) {
+	result, err := q.db.Exec(ctx, purgeInvoice, arg.SucceededRetention, arg.DeadRetention, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const pushInvoice = `-- name: PushInvoice :one
 
 INSERT INTO invoice_queue (

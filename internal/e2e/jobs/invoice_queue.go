@@ -222,6 +222,13 @@ func (q *InvoiceQueue) Resume(ctx context.Context) error {
 	return err
 }
 
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *InvoiceQueue) Purge(ctx context.Context, max int) (int64, error) {
+	arg := PurgeInvoiceParams{Max: int32(max)}
+	return q.q.PurgeInvoice(ctx, arg)
+}
+
 // Depth counts the jobs due now.
 func (q *InvoiceQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthInvoice(ctx)

@@ -25,6 +25,10 @@ type ReportPayload struct {
 const (
 	// ReportMaxAttempts is how many attempts a job gets before it is dead.
 	ReportMaxAttempts = 2
+	// ReportRetainSucceeded is how long succeeded jobs are kept.
+	ReportRetainSucceeded = 168 * time.Hour
+	// ReportRetainDead is how long dead jobs are kept.
+	ReportRetainDead = 720 * time.Hour
 )
 
 // ReportBackoff is the retry delay of queue report after a failed attempt.
@@ -223,6 +227,17 @@ func (q *ReportQueue) Pause(ctx context.Context) error {
 func (q *ReportQueue) Resume(ctx context.Context) error {
 	_, err := q.q.SetPausedReport(ctx, false)
 	return err
+}
+
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *ReportQueue) Purge(ctx context.Context, max int) (int64, error) {
+	arg := PurgeReportParams{Max: int32(max)}
+	succeeded := ReportRetainSucceeded
+	arg.SucceededRetention = &succeeded
+	dead := ReportRetainDead
+	arg.DeadRetention = &dead
+	return q.q.PurgeReport(ctx, arg)
 }
 
 // Depth counts the jobs due now.

@@ -401,6 +401,36 @@ func (q *Queries) PausedTyped(ctx context.Context) (bool, error) {
 	return paused, err
 }
 
+const purgeTyped = `-- name: PurgeTyped :execrows
+WITH doomed AS (
+    SELECT id
+    FROM typed_queue
+    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
+       OR (state = 'dead' AND finished_at < now() - $2::interval)
+    ORDER BY finished_at
+    LIMIT $3::integer
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM typed_queue AS job
+USING doomed
+WHERE job.id = doomed.id
+`
+
+type PurgeTypedParams struct {
+	SucceededRetention *time.Duration
+	DeadRetention      *time.Duration
+	Max                int32
+}
+
+// PurgeTyped deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+func (q *Queries) PurgeTyped(ctx context.Context, arg PurgeTypedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, purgeTyped, arg.SucceededRetention, arg.DeadRetention, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 type PushManyTypedParams struct {
 	TenantID     *int64
 	CText        string

@@ -352,6 +352,13 @@ func (q *TypedQueue) Resume(ctx context.Context) error {
 	return err
 }
 
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *TypedQueue) Purge(ctx context.Context, max int) (int64, error) {
+	arg := PurgeTypedParams{Max: int32(max)}
+	return q.q.PurgeTyped(ctx, arg)
+}
+
 // Depth counts the jobs due now.
 func (q *TypedQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthTyped(ctx)

@@ -347,6 +347,36 @@ func (q *Queries) PausedWebhook(ctx context.Context) (bool, error) {
 	return paused, err
 }
 
+const purgeWebhook = `-- name: PurgeWebhook :execrows
+WITH doomed AS (
+    SELECT id
+    FROM webhook_queue
+    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
+       OR (state = 'dead' AND finished_at < now() - $2::interval)
+    ORDER BY finished_at
+    LIMIT $3::integer
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM webhook_queue AS job
+USING doomed
+WHERE job.id = doomed.id
+`
+
+type PurgeWebhookParams struct {
+	SucceededRetention *time.Duration
+	DeadRetention      *time.Duration
+	Max                int32
+}
+
+// PurgeWebhook deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+func (q *Queries) PurgeWebhook(ctx context.Context, arg PurgeWebhookParams) (int64, error) {
+	result, err := q.db.Exec(ctx, purgeWebhook, arg.SucceededRetention, arg.DeadRetention, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 type PushManyWebhookParams struct {
 	Body        []byte
 	Priority    int16

@@ -252,6 +252,13 @@ func (q *WebhookQueue) Resume(ctx context.Context) error {
 	return err
 }
 
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *WebhookQueue) Purge(ctx context.Context, max int) (int64, error) {
+	arg := PurgeWebhookParams{Max: int32(max)}
+	return q.q.PurgeWebhook(ctx, arg)
+}
+
 // Depth counts the jobs due now.
 func (q *WebhookQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthWebhook(ctx)

@@ -20,6 +20,8 @@ const (
 	WebhookMaxAttempts = 25
 	// WebhookLease is how long a claim holds a job.
 	WebhookLease = time.Minute
+	// WebhookRetainSucceeded is how long succeeded jobs are kept.
+	WebhookRetainSucceeded = time.Hour
 )
 
 // WebhookBackoff is the retry delay of queue webhook after a failed attempt.
@@ -250,6 +252,15 @@ func (q *WebhookQueue) Pause(ctx context.Context) error {
 func (q *WebhookQueue) Resume(ctx context.Context) error {
 	_, err := q.q.SetPausedWebhook(ctx, false)
 	return err
+}
+
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *WebhookQueue) Purge(ctx context.Context, max int) (int64, error) {
+	arg := PurgeWebhookParams{Max: int32(max)}
+	succeeded := WebhookRetainSucceeded
+	arg.SucceededRetention = &succeeded
+	return q.q.PurgeWebhook(ctx, arg)
 }
 
 // Depth counts the jobs due now.

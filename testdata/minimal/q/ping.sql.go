@@ -339,6 +339,36 @@ func (q *Queries) PausedPing(ctx context.Context) (bool, error) {
 	return paused, err
 }
 
+const purgePing = `-- name: PurgePing :execrows
+WITH doomed AS (
+    SELECT id
+    FROM ping_queue
+    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
+       OR (state = 'dead' AND finished_at < now() - $2::interval)
+    ORDER BY finished_at
+    LIMIT $3::integer
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM ping_queue AS job
+USING doomed
+WHERE job.id = doomed.id
+`
+
+type PurgePingParams struct {
+	SucceededRetention *time.Duration
+	DeadRetention      *time.Duration
+	Max                int32
+}
+
+// PurgePing deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+func (q *Queries) PurgePing(ctx context.Context, arg PurgePingParams) (int64, error) {
+	result, err := q.db.Exec(ctx, purgePing, arg.SucceededRetention, arg.DeadRetention, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 type PushManyPingParams struct {
 	Host        string
 	Priority    int16

@@ -247,6 +247,13 @@ func (q *PingQueue) Resume(ctx context.Context) error {
 	return err
 }
 
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *PingQueue) Purge(ctx context.Context, max int) (int64, error) {
+	arg := PurgePingParams{Max: int32(max)}
+	return q.q.PurgePing(ctx, arg)
+}
+
 // Depth counts the jobs due now.
 func (q *PingQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthPing(ctx)

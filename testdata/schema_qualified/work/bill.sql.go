@@ -290,6 +290,36 @@ func (q *Queries) PausedBill(ctx context.Context) (bool, error) {
 	return paused, err
 }
 
+const purgeBill = `-- name: PurgeBill :execrows
+WITH doomed AS (
+    SELECT id
+    FROM jobs.bill_queue
+    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
+       OR (state = 'dead' AND finished_at < now() - $2::interval)
+    ORDER BY finished_at
+    LIMIT $3::integer
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM jobs.bill_queue AS job
+USING doomed
+WHERE job.id = doomed.id
+`
+
+type PurgeBillParams struct {
+	SucceededRetention *time.Duration
+	DeadRetention      *time.Duration
+	Max                int32
+}
+
+// PurgeBill deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+func (q *Queries) PurgeBill(ctx context.Context, arg PurgeBillParams) (int64, error) {
+	result, err := q.db.Exec(ctx, purgeBill, arg.SucceededRetention, arg.DeadRetention, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const pushBill = `-- name: PushBill :one
 
 INSERT INTO jobs.bill_queue (

@@ -217,6 +217,13 @@ func (q *BillQueue) Resume(ctx context.Context) error {
 	return err
 }
 
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *BillQueue) Purge(ctx context.Context, max int) (int64, error) {
+	arg := PurgeBillParams{Max: int32(max)}
+	return q.q.PurgeBill(ctx, arg)
+}
+
 // Depth counts the jobs due now.
 func (q *BillQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthBill(ctx)

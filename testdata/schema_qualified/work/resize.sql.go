@@ -339,6 +339,36 @@ func (q *Queries) PausedResize(ctx context.Context) (bool, error) {
 	return paused, err
 }
 
+const purgeResize = `-- name: PurgeResize :execrows
+WITH doomed AS (
+    SELECT id
+    FROM jobs.resize_jobs
+    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
+       OR (state = 'dead' AND finished_at < now() - $2::interval)
+    ORDER BY finished_at
+    LIMIT $3::integer
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM jobs.resize_jobs AS job
+USING doomed
+WHERE job.id = doomed.id
+`
+
+type PurgeResizeParams struct {
+	SucceededRetention *time.Duration
+	DeadRetention      *time.Duration
+	Max                int32
+}
+
+// PurgeResize deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+func (q *Queries) PurgeResize(ctx context.Context, arg PurgeResizeParams) (int64, error) {
+	result, err := q.db.Exec(ctx, purgeResize, arg.SucceededRetention, arg.DeadRetention, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 type PushManyResizeParams struct {
 	Path        string
 	Priority    int16

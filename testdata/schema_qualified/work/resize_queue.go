@@ -247,6 +247,13 @@ func (q *ResizeQueue) Resume(ctx context.Context) error {
 	return err
 }
 
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *ResizeQueue) Purge(ctx context.Context, max int) (int64, error) {
+	arg := PurgeResizeParams{Max: int32(max)}
+	return q.q.PurgeResize(ctx, arg)
+}
+
 // Depth counts the jobs due now.
 func (q *ResizeQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthResize(ctx)

@@ -101,6 +101,21 @@ SET state = 'dead',
     finished_at = now()
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 
+-- name: PurgeInvoice :execrows
+-- PurgeInvoice deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+WITH doomed AS (
+    SELECT id
+    FROM invoice_queue
+    WHERE (state = 'succeeded' AND finished_at < now() - sqlc.narg('succeeded_retention')::interval)
+       OR (state = 'dead' AND finished_at < now() - sqlc.narg('dead_retention')::interval)
+    ORDER BY finished_at
+    LIMIT sqlc.arg('max')::integer
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM invoice_queue AS job
+USING doomed
+WHERE job.id = doomed.id;
+
 -- name: PausedInvoice :one
 -- PausedInvoice reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
 SELECT paused FROM queuegen_queues

@@ -160,6 +160,21 @@ SET state = 'dead',
     locked_until = NULL
 WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts;
 
+-- name: PurgeThumbnail :execrows
+-- PurgeThumbnail deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+WITH doomed AS (
+    SELECT id
+    FROM thumbnail_queue
+    WHERE (state = 'succeeded' AND finished_at < now() - sqlc.narg('succeeded_retention')::interval)
+       OR (state = 'dead' AND finished_at < now() - sqlc.narg('dead_retention')::interval)
+    ORDER BY finished_at
+    LIMIT sqlc.arg('max')::integer
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM thumbnail_queue AS job
+USING doomed
+WHERE job.id = doomed.id;
+
 -- name: PausedThumbnail :one
 -- PausedThumbnail reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
 SELECT paused FROM queuegen_queues

@@ -349,6 +349,36 @@ func (q *Queries) PausedEmail(ctx context.Context) (bool, error) {
 	return paused, err
 }
 
+const purgeEmail = `-- name: PurgeEmail :execrows
+WITH doomed AS (
+    SELECT id
+    FROM email_queue
+    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
+       OR (state = 'dead' AND finished_at < now() - $2::interval)
+    ORDER BY finished_at
+    LIMIT $3::integer
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM email_queue AS job
+USING doomed
+WHERE job.id = doomed.id
+`
+
+type PurgeEmailParams struct {
+	SucceededRetention *time.Duration
+	DeadRetention      *time.Duration
+	Max                int32
+}
+
+// PurgeEmail deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+func (q *Queries) PurgeEmail(ctx context.Context, arg PurgeEmailParams) (int64, error) {
+	result, err := q.db.Exec(ctx, purgeEmail, arg.SucceededRetention, arg.DeadRetention, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const pushEmail = `-- name: PushEmail :one
 
 INSERT INTO email_queue (

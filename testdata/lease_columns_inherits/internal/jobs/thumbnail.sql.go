@@ -347,6 +347,36 @@ func (q *Queries) PausedThumbnail(ctx context.Context) (bool, error) {
 	return paused, err
 }
 
+const purgeThumbnail = `-- name: PurgeThumbnail :execrows
+WITH doomed AS (
+    SELECT id
+    FROM thumbnail_queue
+    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
+       OR (state = 'dead' AND finished_at < now() - $2::interval)
+    ORDER BY finished_at
+    LIMIT $3::integer
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM thumbnail_queue AS job
+USING doomed
+WHERE job.id = doomed.id
+`
+
+type PurgeThumbnailParams struct {
+	SucceededRetention *time.Duration
+	DeadRetention      *time.Duration
+	Max                int32
+}
+
+// PurgeThumbnail deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+func (q *Queries) PurgeThumbnail(ctx context.Context, arg PurgeThumbnailParams) (int64, error) {
+	result, err := q.db.Exec(ctx, purgeThumbnail, arg.SucceededRetention, arg.DeadRetention, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 type PushManyThumbnailParams struct {
 	TenantID    *int64
 	Region      string

@@ -260,6 +260,13 @@ func (q *ThumbnailQueue) Resume(ctx context.Context) error {
 	return err
 }
 
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *ThumbnailQueue) Purge(ctx context.Context, max int) (int64, error) {
+	arg := PurgeThumbnailParams{Max: int32(max)}
+	return q.q.PurgeThumbnail(ctx, arg)
+}
+
 // Depth counts the jobs due now.
 func (q *ThumbnailQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthThumbnail(ctx)
