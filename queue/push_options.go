@@ -81,3 +81,7 @@ func EmptyIfNil[T any](s []T) []T {
 	}
 	return s
 }
+
+// Ptr returns a pointer to v; generated code uses it for fixed values of
+// nullable fields.
+func Ptr[T any](v T) *T { return &v }

@@ -13,3 +13,12 @@ var Registry string
 
 // RegistryTable is the registry table's name as written in Registry.
 const RegistryTable = "queuegen_queues"
+
+// Periodic is the DDL of the periodic-ticks table, queuegen_periodic,
+// created when a queue declares periodic jobs.
+//
+//go:embed queuegen_periodic.sql
+var Periodic string
+
+// PeriodicTable is the periodic-ticks table's name as written in Periodic.
+const PeriodicTable = "queuegen_periodic"

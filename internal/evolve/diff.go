@@ -150,6 +150,10 @@ func (d *differ) diff() {
 			"moving every table to another schema is not a change queuegen writes", manualPath+", e.g. ALTER TABLE … SET SCHEMA for each table")
 		return
 	}
+	if d.m.Periodic != "" && !d.old.PeriodicTable {
+		d.add(render.PeriodicDDL(d.m.Periodic), "DROP TABLE "+d.m.Periodic+";")
+		d.note("create_"+model.PeriodicTable, "create table "+model.PeriodicTable+" (periodic jobs)")
+	}
 	hadFunction := slices.Contains(d.old.Functions, model.NotifyFunction)
 	if d.m.NotifyFunction != "" && !hadFunction {
 		d.add(d.block("notify_function", d.m.NotifyFunction), "DROP FUNCTION "+d.m.NotifyFunction+"();")
@@ -185,6 +189,10 @@ func (d *differ) diff() {
 	if d.m.NotifyFunction == "" && hadFunction {
 		d.add("DROP FUNCTION "+d.q(model.NotifyFunction)+"();", d.block("notify_function", d.q(model.NotifyFunction)))
 		d.note("drop_"+model.NotifyFunction, "drop function "+model.NotifyFunction+" (no queue notifies)")
+	}
+	if d.m.Periodic == "" && d.old.PeriodicTable {
+		d.add("DROP TABLE "+d.q(model.PeriodicTable)+";", render.PeriodicDDL(d.q(model.PeriodicTable)))
+		d.note("drop_"+model.PeriodicTable, "drop table "+model.PeriodicTable+" (no periodic jobs left)")
 	}
 	if d.old.Base != nil && d.m.Base == nil {
 		if !d.opts.AllowDrop {

@@ -29,6 +29,8 @@ const StateFile = "queuegen.state.yaml"
 type State struct {
 	// Schema is the PostgreSQL schema of every table.
 	Schema string `yaml:"schema"`
+	// PeriodicTable is true when the migrations create queuegen_periodic.
+	PeriodicTable bool `yaml:"periodic_table,omitempty"`
 	// Functions are the functions the migrations create.
 	Functions []string `yaml:"functions,omitempty"`
 	// Base is the INHERITS parent, or nil.
@@ -148,6 +150,7 @@ func FromModel(m *model.Model) *State {
 	if m.NotifyFunction != "" {
 		s.Functions = []string{model.NotifyFunction}
 	}
+	s.PeriodicTable = m.Periodic != ""
 	if m.Base != nil {
 		s.Base = fromTable(m.Base)
 	}

@@ -32,6 +32,9 @@ type Model struct {
 	Registry string
 	// Base is the parent table; nil when no queue inherits it.
 	Base *Table
+	// Periodic is the qualified name of the periodic-ticks table, or ""
+	// when no queue has periodic jobs.
+	Periodic string
 	// NotifyFunction is the qualified name of the trigger function that
 	// sends push notifications, or "" when no queue notifies.
 	NotifyFunction string
@@ -146,12 +149,22 @@ type Queue struct {
 	RowType string
 
 	RetainSucceededGo, RetainDeadGo string // Go expressions of the retentions
-	LeaseSeconds                    int64
-	LeaseGo                         string // Go expression for the lease, e.g. "5 * time.Minute"
-	MaxAttempts                     int
-	BackoffGo                       string // Go composite literal of queue.Backoff
-	Retention                       spec.Retention
-	ModeDescription                 string
+	// Periodic are the queue's periodic jobs.
+	Periodic        []*Periodic
+	LeaseSeconds    int64
+	LeaseGo         string // Go expression for the lease, e.g. "5 * time.Minute"
+	MaxAttempts     int
+	BackoffGo       string // Go composite literal of queue.Backoff
+	Retention       spec.Retention
+	ModeDescription string
+}
+
+// Periodic is a periodic job, with its schedule and payload as Go
+// expressions.
+type Periodic struct {
+	Name, ScheduleGo, PayloadGo string
+	// JSON is the payload document of a go_type queue, decoded at start.
+	JSON string
 }
 
 // JSONPayload is a payload kept in one jsonb column.
@@ -186,7 +199,7 @@ func Build(s *spec.Spec) (*Model, error) {
 		m.Base = m.baseTable(s.Base)
 	}
 	owner := map[string]*Queue{}
-	for _, name := range []string{"BaseRow", "QueueRegistryRow", "Queries", "New", "DBTX"} {
+	for _, name := range []string{"BaseRow", "QueueRegistryRow", "PeriodicTickRow", "Queries", "New", "DBTX"} {
 		owner[name] = nil
 	}
 	var errs spec.Errors
@@ -227,7 +240,7 @@ func Build(s *spec.Spec) (*Model, error) {
 // with their parameter and row types.
 func GoNames(g string) []string {
 	names := []string{g + "Queue", g + "Payload", g + "Row", g + "MaxAttempts", g + "Lease", g + "Backoff", g + "RetainSucceeded", g + "RetainDead"}
-	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth", "Purge"} {
+	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth", "Purge", "AdvanceTick"} {
 		names = append(names, op+g, op+g+"Params", op+g+"Row")
 	}
 	return append(names, "PushMany"+g+"At", "PushMany"+g+"AtParams")
@@ -501,6 +514,13 @@ func (m *Model) queue(sq *spec.Queue) (*Queue, error) {
 	t.Indexes = append(t.Indexes, &Index{Name: sq.Table + "_finished_idx", Columns: []string{"finished_at"}, Where: "state IN ('succeeded', 'dead')",
 		Comment: "Finds finished jobs for retention and for listing dead jobs."})
 
+	for _, pj := range sq.Periodic {
+		q.Periodic = append(q.Periodic, periodic(q, sq, pj))
+	}
+	if len(q.Periodic) > 0 {
+		m.Periodic = m.qualify(PeriodicTable)
+	}
+
 	imports := map[string]bool{}
 	for _, c := range q.Inputs {
 		switch {
@@ -520,6 +540,55 @@ func (m *Model) queue(sq *spec.Queue) (*Queue, error) {
 	}
 	sort.Strings(q.Imports)
 	return q, nil
+}
+
+// PeriodicTable records the last tick of each periodic job.
+const PeriodicTable = "queuegen_periodic"
+
+// periodic builds a periodic job's Go expressions; the spec has checked
+// its values.
+func periodic(q *Queue, sq *spec.Queue, pj *spec.Periodic) *Periodic {
+	out := &Periodic{Name: pj.Name}
+	if pj.Cron != "" {
+		out.ScheduleGo = fmt.Sprintf("queue.MustParseCron(%q)", pj.Cron)
+	} else {
+		out.ScheduleGo = fmt.Sprintf("queue.Every(%s)", goDuration(pj.Every))
+	}
+	if sq.Payload.JSON != nil && sq.Payload.JSON.GoType != nil {
+		out.JSON = pj.JSON
+		return out
+	}
+	type field struct{ name, goName, goType string }
+	var fields []field
+	if q.JSON != nil {
+		for _, f := range q.JSON.Fields {
+			fields = append(fields, field{f.Name, f.GoName, f.GoType})
+		}
+	} else {
+		for _, c := range q.PayloadColumns {
+			fields = append(fields, field{c.Name, c.GoName, c.GoType})
+		}
+	}
+	var parts []string
+	for _, f := range fields {
+		v, ok := pj.Payload[f.name]
+		if !ok {
+			continue
+		}
+		lit := v
+		base := strings.TrimPrefix(f.goType, "*")
+		if base == "string" {
+			lit = fmt.Sprintf("%q", v)
+		} else if base != "bool" {
+			lit = base + "(" + v + ")"
+		}
+		if strings.HasPrefix(f.goType, "*") {
+			lit = "queue.Ptr(" + lit + ")"
+		}
+		parts = append(parts, f.goName+": "+lit)
+	}
+	out.PayloadGo = q.PayloadType + "{" + strings.Join(parts, ", ") + "}"
+	return out
 }
 
 // NotifyFunction is the trigger function's name: it notifies channel

@@ -83,6 +83,7 @@ type data struct {
 	Queue       *model.Queue
 	Registry    string
 	RegistryDDL string
+	PeriodicDDL string
 	UniqueWhere string
 	PushColumns []*model.Column
 	GoOut       string
@@ -98,10 +99,14 @@ func Render(m *model.Model) ([]File, error) {
 		Model:       m,
 		Registry:    m.Registry,
 		RegistryDDL: strings.TrimSpace(strings.Replace(schema.Registry, "CREATE TABLE "+schema.RegistryTable+" ", "CREATE TABLE "+m.Registry+" ", 1)),
+		PeriodicDDL: PeriodicDDL(m.Periodic),
 		UniqueWhere: model.UniqueWhere,
 		GoOut:       relPath(m.QueriesDir, m.GoDir),
 	}
 	d.Renames = append(d.Renames, rename{sqlcTableKey(m, schema.RegistryTable), "QueueRegistryRow"})
+	if m.Periodic != "" {
+		d.Renames = append(d.Renames, rename{sqlcTableKey(m, schema.PeriodicTable), "PeriodicTickRow"})
+	}
 	if m.Base != nil {
 		d.Renames = append(d.Renames, rename{sqlcTableKey(m, m.Base.Name), "BaseRow"})
 	}
@@ -232,4 +237,13 @@ func Execute(name string, data any) ([]byte, error) {
 		return nil, err
 	}
 	return append(bytes.TrimRight(b.Bytes(), "\n"), '\n'), nil
+}
+
+// PeriodicDDL is the periodic-ticks table's DDL under its qualified name,
+// or "" when qname is "".
+func PeriodicDDL(qname string) string {
+	if qname == "" {
+		return ""
+	}
+	return strings.TrimSpace(strings.Replace(schema.Periodic, "CREATE TABLE "+schema.PeriodicTable+" ", "CREATE TABLE "+qname+" ", 1))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -72,7 +73,85 @@ func (p *parser) crossChecks(n *yaml.Node, s *Spec) {
 			}
 		}
 		p.checkGoNames(q.Payload.Columns, key+".payload.columns", at)
+		p.checkPeriodic(s, q, key, at)
 	}
+}
+
+// checkPeriodic checks each periodic job's fixed payload against the
+// queue's payload: known fields, and values of a type queuegen can write
+// as Go constants.
+func (p *parser) checkPeriodic(s *Spec, q *Queue, key string, at func(Pos, string, string, ...any)) {
+	if len(q.Periodic) == 0 {
+		return
+	}
+	fields := map[string]*Column{}
+	switch {
+	case q.Payload.JSON != nil && q.Payload.JSON.GoType != nil:
+		return // any JSON document; decoded into the Go type when the scheduler starts
+	case q.Payload.JSON != nil:
+		for _, c := range q.Payload.JSON.Fields {
+			fields[c.Name] = c
+		}
+	default:
+		if q.Inherits {
+			for _, c := range s.Base.Columns {
+				fields[c.Name] = c
+			}
+		}
+		for _, c := range q.Payload.Columns {
+			fields[c.Name] = c
+		}
+	}
+	for _, pj := range q.Periodic {
+		names := make([]string, 0, len(pj.Payload))
+		for name := range pj.Payload {
+			names = append(names, name)
+		}
+		sortStrings(names)
+		for _, name := range names {
+			k := fmt.Sprintf("%s.periodic[%s].payload.%s", key, pj.Name, name)
+			c := fields[name]
+			if c == nil {
+				at(pj.Pos, k, "the payload of queue %s has no field %q", q.Name, name)
+				continue
+			}
+			if msg := checkConstant(c.Type, pj.Payload[name]); msg != "" {
+				at(pj.Pos, k, "%s", msg)
+			}
+		}
+	}
+}
+
+// checkConstant says what is wrong with v as a fixed value of type t.
+func checkConstant(t Type, v string) string {
+	if t.Array {
+		return "fixed values of array fields are not supported; leave the field out"
+	}
+	switch t.Name {
+	case "text", "varchar":
+		if v == "\x00" {
+			return "want a single value"
+		}
+		if len(t.Mods) == 1 && len([]rune(v)) > t.Mods[0] {
+			return fmt.Sprintf("%q is longer than varchar(%d)", v, t.Mods[0])
+		}
+	case "smallint", "integer", "bigint":
+		bits := map[string]int{"smallint": 16, "integer": 32, "bigint": 64}[t.Name]
+		if _, err := strconv.ParseInt(v, 10, bits); err != nil {
+			return fmt.Sprintf("want a whole number that fits %s, got %q", t.Name, v)
+		}
+	case "boolean":
+		if v != "true" && v != "false" {
+			return fmt.Sprintf("want true or false, got %q", v)
+		}
+	case "real", "double precision":
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			return fmt.Sprintf("want a number, got %q", v)
+		}
+	default:
+		return fmt.Sprintf("fixed values of type %s are not supported; leave the field out (it gets its zero value)", t.Name)
+	}
+	return ""
 }
 
 // checkGoNames reports columns whose Go field names collide ("a_b" and

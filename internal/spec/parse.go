@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/queuegen/queuegen/queue"
 )
 
 // Defaults applied to keys a spec leaves out. They are documented in the
@@ -434,6 +437,7 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 			havePayload = true
 			p.payload(v, k, &q.Payload)
 		},
+		"periodic": func(k string, v *yaml.Node) { q.Periodic = p.periodic(v, k) },
 	})
 	if n.Kind != yaml.MappingNode {
 		return nil
@@ -466,6 +470,74 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 		p.errorf(n, key+".backoff", "max (%s) is less than min (%s)", q.Backoff.Max, q.Backoff.Min)
 	}
 	return q
+}
+
+func (p *parser) periodic(n *yaml.Node, key string) []*Periodic {
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, key, "want a list of periodic jobs (- name: …), got %s", describe(n))
+		return nil
+	}
+	var out []*Periodic
+	seen := map[string]bool{}
+	for i, item := range n.Content {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		pj := &Periodic{Pos: Pos{item.Line, item.Column}}
+		p.fields(item, k, map[string]func(string, *yaml.Node){
+			"name": func(k string, v *yaml.Node) { pj.Name = p.ident(v, k) },
+			"every": func(k string, v *yaml.Node) {
+				pj.Every = p.duration(v, k)
+				if pj.Every > 0 && pj.Every < time.Second {
+					p.errorf(v, k, "a periodic job runs at most every second")
+				}
+			},
+			"cron": func(k string, v *yaml.Node) {
+				if c, ok := p.scalar(v, k); ok {
+					if _, err := queue.ParseCron(c); err != nil {
+						p.errorf(v, k, "%v", err)
+					}
+					pj.Cron = c
+				}
+			},
+			"payload": func(k string, v *yaml.Node) {
+				if v.Kind != yaml.MappingNode {
+					p.errorf(v, k, "want a mapping of field: value, got %s", describe(v))
+					return
+				}
+				var doc any
+				if err := v.Decode(&doc); err == nil {
+					if data, err := json.Marshal(doc); err == nil {
+						pj.JSON = string(data)
+					}
+				}
+				pj.Payload = map[string]string{}
+				p.pairs(v, k, func(fk, fv *yaml.Node) {
+					if fv.Kind != yaml.ScalarNode {
+						pj.Payload[fk.Value] = "\x00" // not a scalar: only a go_type payload takes it
+						return
+					}
+					pj.Payload[fk.Value] = fv.Value
+				})
+			},
+		})
+		if item.Kind != yaml.MappingNode {
+			continue
+		}
+		if (pj.Every > 0) == (pj.Cron != "") && (p.hasKey(item, "every") == p.hasKey(item, "cron")) {
+			p.errorf(item, k, "give exactly one of every: or cron:")
+		}
+		if pj.Name == "" {
+			if !p.hasKey(item, "name") {
+				p.errorf(item, k, "missing: name")
+			}
+			continue
+		}
+		if seen[pj.Name] {
+			p.errorf(item, k+".name", "periodic job %q is declared twice", pj.Name)
+		}
+		seen[pj.Name] = true
+		out = append(out, pj)
+	}
+	return out
 }
 
 func (p *parser) oneOf(n *yaml.Node, key string, allowed ...string) string {

@@ -123,6 +123,24 @@ type Queue struct {
 	Retention Retention
 	// Payload is the job's typed payload.
 	Payload Payload
+	// Periodic are jobs pushed on a schedule.
+	Periodic []*Periodic
+}
+
+// Periodic is a job pushed on a schedule with a fixed payload, once per
+// tick however many nodes run a scheduler.
+type Periodic struct {
+	Pos  Pos
+	Name string
+	// Every or Cron: exactly one is set.
+	Every time.Duration
+	Cron  string
+	// Payload is the fixed payload: field or column name → value, as
+	// written in the spec (YAML scalars), or, for a go_type payload, the
+	// JSON document of it.
+	Payload map[string]string
+	// JSON is the payload as a JSON document (go_type payloads).
+	JSON string
 }
 
 // Backoff is an exponential retry delay: Min × Factor^(attempt-1), capped at

@@ -11,6 +11,27 @@ import (
 	"time"
 )
 
+const advanceTickEmail = `-- name: AdvanceTickEmail :execrows
+INSERT INTO queuegen_periodic (queue, name, last_tick)
+VALUES ('email', $1, $2)
+ON CONFLICT (queue, name) DO UPDATE SET last_tick = EXCLUDED.last_tick
+WHERE queuegen_periodic.last_tick < EXCLUDED.last_tick
+`
+
+type AdvanceTickEmailParams struct {
+	Name string
+	Tick time.Time
+}
+
+// AdvanceTickEmail records @tick as the last pushed tick of periodic job @name when it is later than the recorded one; of callers racing for one tick the row lock lets exactly one succeed (1 row), and it pushes the job in the same transaction.
+func (q *Queries) AdvanceTickEmail(ctx context.Context, arg AdvanceTickEmailParams) (int64, error) {
+	result, err := q.db.Exec(ctx, advanceTickEmail, arg.Name, arg.Tick)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const claimEmail = `-- name: ClaimEmail :many
 WITH expired AS (
     SELECT id

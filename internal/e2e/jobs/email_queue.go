@@ -34,7 +34,8 @@ var EmailBackoff = queue.Backoff{Min: time.Second, Max: time.Minute, Factor: 2, 
 // EmailQueue is the typed accessor of queue email (table email_queue),
 // in lease mode: a claim is committed at once and holds the job until its lease expires.
 type EmailQueue struct {
-	q *Queries
+	db DBTX
+	q  *Queries
 	// Backoff decides the retry delay after Fail; EmailBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -43,13 +44,13 @@ type EmailQueue struct {
 // NewEmailQueue returns the accessor of queue email over a pgx pool,
 // connection or transaction.
 func NewEmailQueue(db DBTX) *EmailQueue {
-	return &EmailQueue{q: New(db), Backoff: EmailBackoff}
+	return &EmailQueue{db: db, q: New(db), Backoff: EmailBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *EmailQueue) WithTx(tx pgx.Tx) *EmailQueue {
-	return &EmailQueue{q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &EmailQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -261,6 +262,40 @@ func (q *EmailQueue) Resume(ctx context.Context) error {
 func (q *EmailQueue) Purge(ctx context.Context, max int) (int64, error) {
 	arg := PurgeEmailParams{Max: int32(max)}
 	return q.q.PurgeEmail(ctx, arg)
+}
+
+// PeriodicJobs are queue email's periodic jobs, from the spec, for a
+// queue.Scheduler: each tick is pushed once, however many nodes schedule.
+func (q *EmailQueue) PeriodicJobs() []queue.PeriodicJob {
+	return []queue.PeriodicJob{
+		{Queue: "email", Name: "digest", Schedule: queue.MustParseCron("0 8 * * 1"), Push: func(ctx context.Context, tick time.Time) (bool, error) {
+			return q.pushTick(ctx, "digest", tick, EmailPayload{Recipient: "team@example.com", Subject: queue.Ptr("Weekly digest")})
+		}},
+	}
+}
+
+// pushTick pushes one tick of a periodic job, unless another node pushed
+// it: the tick is advanced and the job pushed in one transaction.
+func (q *EmailQueue) pushTick(ctx context.Context, name string, tick time.Time, p EmailPayload) (bool, error) {
+	b, ok := q.db.(interface {
+		Begin(context.Context) (pgx.Tx, error)
+	})
+	if !ok {
+		return false, errors.New("queue email: periodic jobs need an accessor over a pool or connection")
+	}
+	tx, err := b.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(ctx)
+	n, err := q.q.WithTx(tx).AdvanceTickEmail(ctx, AdvanceTickEmailParams{Name: name, Tick: tick})
+	if err != nil || n == 0 {
+		return false, err
+	}
+	if _, err := q.WithTx(tx).Push(ctx, p); err != nil {
+		return false, err
+	}
+	return true, tx.Commit(ctx)
 }
 
 // Depth counts the jobs due now.

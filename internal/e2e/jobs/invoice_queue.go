@@ -33,7 +33,8 @@ var InvoiceBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, 
 // InvoiceQueue is the typed accessor of queue invoice (table invoice_queue),
 // in transaction mode: a claim holds the job by row lock until the caller's transaction ends.
 type InvoiceQueue struct {
-	q *Queries
+	db DBTX
+	q  *Queries
 	// Backoff decides the retry delay after Fail; InvoiceBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -42,13 +43,13 @@ type InvoiceQueue struct {
 // NewInvoiceQueue returns the accessor of queue invoice over a pgx pool,
 // connection or transaction.
 func NewInvoiceQueue(db DBTX) *InvoiceQueue {
-	return &InvoiceQueue{q: New(db), Backoff: InvoiceBackoff}
+	return &InvoiceQueue{db: db, q: New(db), Backoff: InvoiceBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *InvoiceQueue) WithTx(tx pgx.Tx) *InvoiceQueue {
-	return &InvoiceQueue{q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &InvoiceQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -227,9 +228,7 @@ func (q *InvoiceQueue) Resume(ctx context.Context) error {
 func (q *InvoiceQueue) Purge(ctx context.Context, max int) (int64, error) {
 	arg := PurgeInvoiceParams{Max: int32(max)}
 	return q.q.PurgeInvoice(ctx, arg)
-}
-
-// Depth counts the jobs due now.
+} // Depth counts the jobs due now.
 func (q *InvoiceQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthInvoice(ctx)
 }

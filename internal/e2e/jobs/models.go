@@ -66,6 +66,12 @@ type InvoiceRow struct {
 	Amount      pgtype.Numeric
 }
 
+type PeriodicTickRow struct {
+	Queue    string
+	Name     string
+	LastTick time.Time
+}
+
 type QueueRegistryRow struct {
 	Name         string
 	TableName    string

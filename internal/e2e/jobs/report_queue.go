@@ -37,7 +37,8 @@ var ReportBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // ReportQueue is the typed accessor of queue report (table report_queue),
 // in transaction mode: a claim holds the job by row lock until the caller's transaction ends.
 type ReportQueue struct {
-	q *Queries
+	db DBTX
+	q  *Queries
 	// Backoff decides the retry delay after Fail; ReportBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -46,13 +47,13 @@ type ReportQueue struct {
 // NewReportQueue returns the accessor of queue report over a pgx pool,
 // connection or transaction.
 func NewReportQueue(db DBTX) *ReportQueue {
-	return &ReportQueue{q: New(db), Backoff: ReportBackoff}
+	return &ReportQueue{db: db, q: New(db), Backoff: ReportBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *ReportQueue) WithTx(tx pgx.Tx) *ReportQueue {
-	return &ReportQueue{q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &ReportQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -238,6 +239,40 @@ func (q *ReportQueue) Purge(ctx context.Context, max int) (int64, error) {
 	dead := ReportRetainDead
 	arg.DeadRetention = &dead
 	return q.q.PurgeReport(ctx, arg)
+}
+
+// PeriodicJobs are queue report's periodic jobs, from the spec, for a
+// queue.Scheduler: each tick is pushed once, however many nodes schedule.
+func (q *ReportQueue) PeriodicJobs() []queue.PeriodicJob {
+	return []queue.PeriodicJob{
+		{Queue: "report", Name: "tick", Schedule: queue.Every(time.Second), Push: func(ctx context.Context, tick time.Time) (bool, error) {
+			return q.pushTick(ctx, "tick", tick, ReportPayload{ReportID: int64(0), Format: queue.Ptr("pdf")})
+		}},
+	}
+}
+
+// pushTick pushes one tick of a periodic job, unless another node pushed
+// it: the tick is advanced and the job pushed in one transaction.
+func (q *ReportQueue) pushTick(ctx context.Context, name string, tick time.Time, p ReportPayload) (bool, error) {
+	b, ok := q.db.(interface {
+		Begin(context.Context) (pgx.Tx, error)
+	})
+	if !ok {
+		return false, errors.New("queue report: periodic jobs need an accessor over a pool or connection")
+	}
+	tx, err := b.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(ctx)
+	n, err := q.q.WithTx(tx).AdvanceTickReport(ctx, AdvanceTickReportParams{Name: name, Tick: tick})
+	if err != nil || n == 0 {
+		return false, err
+	}
+	if _, err := q.WithTx(tx).Push(ctx, p); err != nil {
+		return false, err
+	}
+	return true, tx.Commit(ctx)
 }
 
 // Depth counts the jobs due now.

@@ -59,7 +59,8 @@ var TypedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Ji
 // TypedQueue is the typed accessor of queue typed (table typed_queue),
 // in lease mode: a claim is committed at once and holds the job until its lease expires.
 type TypedQueue struct {
-	q *Queries
+	db DBTX
+	q  *Queries
 	// Backoff decides the retry delay after Fail; TypedBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -68,13 +69,13 @@ type TypedQueue struct {
 // NewTypedQueue returns the accessor of queue typed over a pgx pool,
 // connection or transaction.
 func NewTypedQueue(db DBTX) *TypedQueue {
-	return &TypedQueue{q: New(db), Backoff: TypedBackoff}
+	return &TypedQueue{db: db, q: New(db), Backoff: TypedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *TypedQueue) WithTx(tx pgx.Tx) *TypedQueue {
-	return &TypedQueue{q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &TypedQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -357,9 +358,7 @@ func (q *TypedQueue) Resume(ctx context.Context) error {
 func (q *TypedQueue) Purge(ctx context.Context, max int) (int64, error) {
 	arg := PurgeTypedParams{Max: int32(max)}
 	return q.q.PurgeTyped(ctx, arg)
-}
-
-// Depth counts the jobs due now.
+} // Depth counts the jobs due now.
 func (q *TypedQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthTyped(ctx)
 }

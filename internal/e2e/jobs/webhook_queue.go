@@ -28,7 +28,8 @@ var WebhookBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, 
 // WebhookQueue is the typed accessor of queue webhook (table webhook_queue),
 // in lease mode: a claim is committed at once and holds the job until its lease expires.
 type WebhookQueue struct {
-	q *Queries
+	db DBTX
+	q  *Queries
 	// Backoff decides the retry delay after Fail; WebhookBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -37,13 +38,13 @@ type WebhookQueue struct {
 // NewWebhookQueue returns the accessor of queue webhook over a pgx pool,
 // connection or transaction.
 func NewWebhookQueue(db DBTX) *WebhookQueue {
-	return &WebhookQueue{q: New(db), Backoff: WebhookBackoff}
+	return &WebhookQueue{db: db, q: New(db), Backoff: WebhookBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *WebhookQueue) WithTx(tx pgx.Tx) *WebhookQueue {
-	return &WebhookQueue{q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &WebhookQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -257,9 +258,7 @@ func (q *WebhookQueue) Resume(ctx context.Context) error {
 func (q *WebhookQueue) Purge(ctx context.Context, max int) (int64, error) {
 	arg := PurgeWebhookParams{Max: int32(max)}
 	return q.q.PurgeWebhook(ctx, arg)
-}
-
-// Depth counts the jobs due now.
+} // Depth counts the jobs due now.
 func (q *WebhookQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthWebhook(ctx)
 }

@@ -30,7 +30,8 @@ var WebhookBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, 
 // WebhookQueue is the typed accessor of queue webhook (table webhook_queue),
 // in lease mode: a claim is committed at once and holds the job until its lease expires.
 type WebhookQueue struct {
-	q *Queries
+	db DBTX
+	q  *Queries
 	// Backoff decides the retry delay after Fail; WebhookBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -39,13 +40,13 @@ type WebhookQueue struct {
 // NewWebhookQueue returns the accessor of queue webhook over a pgx pool,
 // connection or transaction.
 func NewWebhookQueue(db DBTX) *WebhookQueue {
-	return &WebhookQueue{q: New(db), Backoff: WebhookBackoff}
+	return &WebhookQueue{db: db, q: New(db), Backoff: WebhookBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *WebhookQueue) WithTx(tx pgx.Tx) *WebhookQueue {
-	return &WebhookQueue{q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &WebhookQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -261,9 +262,7 @@ func (q *WebhookQueue) Purge(ctx context.Context, max int) (int64, error) {
 	succeeded := WebhookRetainSucceeded
 	arg.SucceededRetention = &succeeded
 	return q.q.PurgeWebhook(ctx, arg)
-}
-
-// Depth counts the jobs due now.
+} // Depth counts the jobs due now.
 func (q *WebhookQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthWebhook(ctx)
 }

@@ -32,7 +32,8 @@ var PingBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jit
 // PingQueue is the typed accessor of queue ping (table ping_queue),
 // in lease mode: a claim is committed at once and holds the job until its lease expires.
 type PingQueue struct {
-	q *Queries
+	db DBTX
+	q  *Queries
 	// Backoff decides the retry delay after Fail; PingBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -41,13 +42,13 @@ type PingQueue struct {
 // NewPingQueue returns the accessor of queue ping over a pgx pool,
 // connection or transaction.
 func NewPingQueue(db DBTX) *PingQueue {
-	return &PingQueue{q: New(db), Backoff: PingBackoff}
+	return &PingQueue{db: db, q: New(db), Backoff: PingBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *PingQueue) WithTx(tx pgx.Tx) *PingQueue {
-	return &PingQueue{q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &PingQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -252,9 +253,7 @@ func (q *PingQueue) Resume(ctx context.Context) error {
 func (q *PingQueue) Purge(ctx context.Context, max int) (int64, error) {
 	arg := PurgePingParams{Max: int32(max)}
 	return q.q.PurgePing(ctx, arg)
-}
-
-// Depth counts the jobs due now.
+} // Depth counts the jobs due now.
 func (q *PingQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthPing(ctx)
 }

@@ -31,7 +31,8 @@ var BillBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jit
 // BillQueue is the typed accessor of queue bill (table jobs.bill_queue),
 // in transaction mode: a claim holds the job by row lock until the caller's transaction ends.
 type BillQueue struct {
-	q *Queries
+	db DBTX
+	q  *Queries
 	// Backoff decides the retry delay after Fail; BillBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -40,13 +41,13 @@ type BillQueue struct {
 // NewBillQueue returns the accessor of queue bill over a pgx pool,
 // connection or transaction.
 func NewBillQueue(db DBTX) *BillQueue {
-	return &BillQueue{q: New(db), Backoff: BillBackoff}
+	return &BillQueue{db: db, q: New(db), Backoff: BillBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *BillQueue) WithTx(tx pgx.Tx) *BillQueue {
-	return &BillQueue{q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &BillQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -222,9 +223,7 @@ func (q *BillQueue) Resume(ctx context.Context) error {
 func (q *BillQueue) Purge(ctx context.Context, max int) (int64, error) {
 	arg := PurgeBillParams{Max: int32(max)}
 	return q.q.PurgeBill(ctx, arg)
-}
-
-// Depth counts the jobs due now.
+} // Depth counts the jobs due now.
 func (q *BillQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthBill(ctx)
 }

@@ -32,7 +32,8 @@ var ResizeBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // ResizeQueue is the typed accessor of queue resize (table jobs.resize_jobs),
 // in lease mode: a claim is committed at once and holds the job until its lease expires.
 type ResizeQueue struct {
-	q *Queries
+	db DBTX
+	q  *Queries
 	// Backoff decides the retry delay after Fail; ResizeBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -41,13 +42,13 @@ type ResizeQueue struct {
 // NewResizeQueue returns the accessor of queue resize over a pgx pool,
 // connection or transaction.
 func NewResizeQueue(db DBTX) *ResizeQueue {
-	return &ResizeQueue{q: New(db), Backoff: ResizeBackoff}
+	return &ResizeQueue{db: db, q: New(db), Backoff: ResizeBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *ResizeQueue) WithTx(tx pgx.Tx) *ResizeQueue {
-	return &ResizeQueue{q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &ResizeQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -252,9 +253,7 @@ func (q *ResizeQueue) Resume(ctx context.Context) error {
 func (q *ResizeQueue) Purge(ctx context.Context, max int) (int64, error) {
 	arg := PurgeResizeParams{Max: int32(max)}
 	return q.q.PurgeResize(ctx, arg)
-}
-
-// Depth counts the jobs due now.
+} // Depth counts the jobs due now.
 func (q *ResizeQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthResize(ctx)
 }

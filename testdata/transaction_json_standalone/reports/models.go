@@ -9,6 +9,12 @@ import (
 	"time"
 )
 
+type PeriodicTickRow struct {
+	Queue    string
+	Name     string
+	LastTick time.Time
+}
+
 type QueueRegistryRow struct {
 	Name         string
 	TableName    string

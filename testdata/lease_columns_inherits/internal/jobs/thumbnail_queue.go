@@ -36,7 +36,8 @@ var ThumbnailBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2
 // ThumbnailQueue is the typed accessor of queue thumbnail (table thumbnail_queue),
 // in lease mode: a claim is committed at once and holds the job until its lease expires.
 type ThumbnailQueue struct {
-	q *Queries
+	db DBTX
+	q  *Queries
 	// Backoff decides the retry delay after Fail; ThumbnailBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -45,13 +46,13 @@ type ThumbnailQueue struct {
 // NewThumbnailQueue returns the accessor of queue thumbnail over a pgx pool,
 // connection or transaction.
 func NewThumbnailQueue(db DBTX) *ThumbnailQueue {
-	return &ThumbnailQueue{q: New(db), Backoff: ThumbnailBackoff}
+	return &ThumbnailQueue{db: db, q: New(db), Backoff: ThumbnailBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *ThumbnailQueue) WithTx(tx pgx.Tx) *ThumbnailQueue {
-	return &ThumbnailQueue{q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &ThumbnailQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -265,9 +266,7 @@ func (q *ThumbnailQueue) Resume(ctx context.Context) error {
 func (q *ThumbnailQueue) Purge(ctx context.Context, max int) (int64, error) {
 	arg := PurgeThumbnailParams{Max: int32(max)}
 	return q.q.PurgeThumbnail(ctx, arg)
-}
-
-// Depth counts the jobs due now.
+} // Depth counts the jobs due now.
 func (q *ThumbnailQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthThumbnail(ctx)
 }
