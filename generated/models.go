@@ -8,6 +8,12 @@ import (
 	"time"
 )
 
+type QueuegenPeriodic struct {
+	Queue    string
+	Name     string
+	LastTick time.Time
+}
+
 type QueuegenQueue struct {
 	Name         string
 	TableName    string

@@ -54,6 +54,9 @@ func TestGoldenMigrationsApply(t *testing.T) {
 			if out.Model.Base != nil {
 				want++
 			}
+			if out.Model.Periodic != "" {
+				want++
+			}
 			if got := tables(); got != want {
 				t.Errorf("after up: %d tables, want %d", got, want)
 			}

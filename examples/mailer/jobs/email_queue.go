@@ -35,7 +35,8 @@ var EmailBackoff = queue.Backoff{Min: 5 * time.Second, Max: 30 * time.Minute, Fa
 // EmailQueue is the typed accessor of queue email (table email_queue),
 // in lease mode: a claim is committed at once and holds the job until its lease expires.
 type EmailQueue struct {
-	q *Queries
+	db DBTX
+	q  *Queries
 	// Backoff decides the retry delay after Fail; EmailBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -44,13 +45,13 @@ type EmailQueue struct {
 // NewEmailQueue returns the accessor of queue email over a pgx pool,
 // connection or transaction.
 func NewEmailQueue(db DBTX) *EmailQueue {
-	return &EmailQueue{q: New(db), Backoff: EmailBackoff}
+	return &EmailQueue{db: db, q: New(db), Backoff: EmailBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *EmailQueue) WithTx(tx pgx.Tx) *EmailQueue {
-	return &EmailQueue{q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &EmailQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -265,9 +266,7 @@ func (q *EmailQueue) Resume(ctx context.Context) error {
 func (q *EmailQueue) Purge(ctx context.Context, max int) (int64, error) {
 	arg := PurgeEmailParams{Max: int32(max)}
 	return q.q.PurgeEmail(ctx, arg)
-}
-
-// Depth counts the jobs due now.
+} // Depth counts the jobs due now.
 func (q *EmailQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthEmail(ctx)
 }

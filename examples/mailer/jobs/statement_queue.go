@@ -37,7 +37,8 @@ var StatementBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2
 // StatementQueue is the typed accessor of queue statement (table statement_queue),
 // in transaction mode: a claim holds the job by row lock until the caller's transaction ends.
 type StatementQueue struct {
-	q *Queries
+	db DBTX
+	q  *Queries
 	// Backoff decides the retry delay after Fail; StatementBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -46,13 +47,13 @@ type StatementQueue struct {
 // NewStatementQueue returns the accessor of queue statement over a pgx pool,
 // connection or transaction.
 func NewStatementQueue(db DBTX) *StatementQueue {
-	return &StatementQueue{q: New(db), Backoff: StatementBackoff}
+	return &StatementQueue{db: db, q: New(db), Backoff: StatementBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *StatementQueue) WithTx(tx pgx.Tx) *StatementQueue {
-	return &StatementQueue{q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &StatementQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -238,9 +239,7 @@ func (q *StatementQueue) Purge(ctx context.Context, max int) (int64, error) {
 	dead := StatementRetainDead
 	arg.DeadRetention = &dead
 	return q.q.PurgeStatement(ctx, arg)
-}
-
-// Depth counts the jobs due now.
+} // Depth counts the jobs due now.
 func (q *StatementQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthStatement(ctx)
 }

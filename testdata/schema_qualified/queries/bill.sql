@@ -114,7 +114,9 @@ WITH doomed AS (
 )
 DELETE FROM jobs.bill_queue AS job
 USING doomed
-WHERE job.id = doomed.id;-- name: PausedBill :one
+WHERE job.id = doomed.id;
+
+-- name: PausedBill :one
 -- PausedBill reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
 SELECT paused FROM jobs.queuegen_queues
 WHERE name = 'bill';

@@ -173,7 +173,9 @@ WITH doomed AS (
 )
 DELETE FROM jobs.resize_jobs AS job
 USING doomed
-WHERE job.id = doomed.id;-- name: PausedResize :one
+WHERE job.id = doomed.id;
+
+-- name: PausedResize :one
 -- PausedResize reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
 SELECT paused FROM jobs.queuegen_queues
 WHERE name = 'resize';

@@ -119,6 +119,7 @@ WITH doomed AS (
 DELETE FROM report_queue AS job
 USING doomed
 WHERE job.id = doomed.id;
+
 -- name: AdvanceTickReport :execrows
 -- AdvanceTickReport records @tick as the last pushed tick of periodic job @name when it is later than the recorded one; of callers racing for one tick the row lock lets exactly one succeed (1 row), and it pushes the job in the same transaction.
 INSERT INTO queuegen_periodic (queue, name, last_tick)

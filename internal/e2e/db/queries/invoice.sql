@@ -114,7 +114,9 @@ WITH doomed AS (
 )
 DELETE FROM invoice_queue AS job
 USING doomed
-WHERE job.id = doomed.id;-- name: PausedInvoice :one
+WHERE job.id = doomed.id;
+
+-- name: PausedInvoice :one
 -- PausedInvoice reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
 SELECT paused FROM queuegen_queues
 WHERE name = 'invoice';

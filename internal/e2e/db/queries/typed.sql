@@ -181,7 +181,9 @@ WITH doomed AS (
 )
 DELETE FROM typed_queue AS job
 USING doomed
-WHERE job.id = doomed.id;-- name: PausedTyped :one
+WHERE job.id = doomed.id;
+
+-- name: PausedTyped :one
 -- PausedTyped reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
 SELECT paused FROM queuegen_queues
 WHERE name = 'typed';

@@ -181,7 +181,9 @@ WITH doomed AS (
 )
 DELETE FROM webhook_queue AS job
 USING doomed
-WHERE job.id = doomed.id;-- name: PausedWebhook :one
+WHERE job.id = doomed.id;
+
+-- name: PausedWebhook :one
 -- PausedWebhook reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
 SELECT paused FROM queuegen_queues
 WHERE name = 'webhook';

@@ -174,7 +174,9 @@ WITH doomed AS (
 )
 DELETE FROM email_queue AS job
 USING doomed
-WHERE job.id = doomed.id;-- name: PausedEmail :one
+WHERE job.id = doomed.id;
+
+-- name: PausedEmail :one
 -- PausedEmail reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
 SELECT paused FROM queuegen_queues
 WHERE name = 'email';

@@ -173,7 +173,9 @@ WITH doomed AS (
 )
 DELETE FROM thumbnail_queue AS job
 USING doomed
-WHERE job.id = doomed.id;-- name: PausedThumbnail :one
+WHERE job.id = doomed.id;
+
+-- name: PausedThumbnail :one
 -- PausedThumbnail reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
 SELECT paused FROM queuegen_queues
 WHERE name = 'thumbnail';
