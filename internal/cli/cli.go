@@ -18,6 +18,7 @@ import (
 	"github.com/queuegen/queuegen/generated"
 	"github.com/queuegen/queuegen/internal/generate"
 	"github.com/queuegen/queuegen/internal/migrate"
+	"github.com/queuegen/queuegen/internal/ops"
 	"github.com/queuegen/queuegen/internal/spec"
 	"github.com/queuegen/queuegen/templates"
 )
@@ -33,6 +34,15 @@ Usage:
   queuegen migrate  up|down|status --db URL [-f queuegen.yaml]
                                          apply the migrations with goose
   queuegen init     [-f queuegen.yaml]   write a commented starter spec
+
+Operations (--db URL; the schema comes from -f's spec, or --schema):
+  queuegen stats  [--json]                       per queue: ready, scheduled, retrying, running,
+                                                 succeeded, dead, oldest ready age, claims/s
+  queuegen jobs   --queue Q [--state failed] [--limit 50] [--json]
+  queuegen retry  --queue Q (--id N | --state S) [--yes]   make jobs available now
+  queuegen cancel --queue Q (--id N | --state S) [--yes]   make unfinished jobs dead
+  queuegen purge  --queue Q (--id N | --state S) [--yes]   delete jobs
+  queuegen pause  --queue Q  /  queuegen resume --queue Q
 
 The database URL may also come from $DATABASE_URL.
 `
@@ -50,6 +60,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		"check":    runCheck,
 		"migrate":  runMigrate,
 		"init":     runInit,
+		"stats":    runStats,
+		"jobs":     runJobs,
+		"retry":    runAction(ops.Retry),
+		"cancel":   runAction(ops.Cancel),
+		"purge":    runAction(ops.Purge),
+		"pause":    runPause(true),
+		"resume":   runPause(false),
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
