@@ -44,7 +44,7 @@ func count(t *testing.T, db *pgxpool.Pool, sql string, args ...any) int {
 
 // runWorker runs w until the test ends (or stop is called) and reports
 // Run's error.
-func runWorker[P any](t *testing.T, w *queue.Worker[P]) (stop func() error) {
+func runWorker(t *testing.T, w interface{ Run(context.Context) error }) (stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)

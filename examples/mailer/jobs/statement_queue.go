@@ -244,6 +244,22 @@ func (q *StatementQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthStatement(ctx)
 }
 
+// NotifyChannel is the channel pushes notify ("" unless the spec says
+// notify: true); a Listener wakes the queue's workers on it.
+func (q *StatementQueue) NotifyChannel() string { return "" }
+
+// RetryDelay is how long a job waits after failed attempt number attempt:
+// q.Backoff's delay.
+func (q *StatementQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+
+// Worker returns a worker that claims jobs of queue statement, each in a
+// transaction of its own, and runs handler on each inside it, with the
+// options given (concurrency, …). The accessor must be over a pool or a
+// connection. Run it with its Run method.
+func (q *StatementQueue) Worker(handler queue.TxHandler[StatementPayload], opts ...queue.WorkerOption) *queue.TxWorker[StatementPayload] {
+	return queue.NewTxWorker[StatementPayload](q.db, q, handler, opts...)
+}
+
 // Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
 // none.
 func (q *StatementQueue) Get(ctx context.Context, id int64) (*queue.Job[StatementPayload], error) {

@@ -233,6 +233,22 @@ func (q *InvoiceQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthInvoice(ctx)
 }
 
+// NotifyChannel is the channel pushes notify ("" unless the spec says
+// notify: true); a Listener wakes the queue's workers on it.
+func (q *InvoiceQueue) NotifyChannel() string { return "" }
+
+// RetryDelay is how long a job waits after failed attempt number attempt:
+// q.Backoff's delay.
+func (q *InvoiceQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+
+// Worker returns a worker that claims jobs of queue invoice, each in a
+// transaction of its own, and runs handler on each inside it, with the
+// options given (concurrency, …). The accessor must be over a pool or a
+// connection. Run it with its Run method.
+func (q *InvoiceQueue) Worker(handler queue.TxHandler[InvoicePayload], opts ...queue.WorkerOption) *queue.TxWorker[InvoicePayload] {
+	return queue.NewTxWorker[InvoicePayload](q.db, q, handler, opts...)
+}
+
 // Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
 // none.
 func (q *InvoiceQueue) Get(ctx context.Context, id int64) (*queue.Job[InvoicePayload], error) {

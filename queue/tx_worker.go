@@ -1,0 +1,224 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TxQueue is what a TxWorker needs of a queue: the methods every generated
+// transaction-mode accessor has.
+type TxQueue[P any] interface {
+	QueueName() string
+	NotifyChannel() string
+	RetryDelay(attempt int32) time.Duration
+	Claim(ctx context.Context, tx pgx.Tx, max int, opts ...ClaimOption) ([]*Job[P], error)
+	Complete(ctx context.Context, tx pgx.Tx, job *Job[P]) error
+	FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*Job[P], causes []error, delays []time.Duration) (map[int64]State, error)
+	Snooze(ctx context.Context, tx pgx.Tx, job *Job[P], at time.Time) error
+	Discard(ctx context.Context, tx pgx.Tx, job *Job[P], cause error) error
+	Paused(ctx context.Context) (bool, error)
+	Depth(ctx context.Context) (int64, error)
+}
+
+// Beginner starts transactions: a *pgxpool.Pool or a *pgx.Conn.
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// TxHandler works one job of a transaction-mode queue inside tx, the
+// transaction that claimed it: what the handler writes with tx commits
+// together with the job's completion, or not at all. Its result means what
+// a Handler's does; on an error (or panic) the handler's writes are rolled
+// back and the failure is recorded.
+type TxHandler[P any] func(ctx context.Context, tx pgx.Tx, job *Job[P]) error
+
+// TxWorker works a transaction-mode queue: Concurrency loops, each
+// claiming one job in a transaction of its own, running the handler in it,
+// and committing the job's outcome with the handler's writes. A crash or a
+// shutdown rolls back: the job simply returns (seed 002). Create one with a
+// generated accessor's Worker method.
+type TxWorker[P any] struct {
+	db      any
+	q       TxQueue[P]
+	handler TxHandler[P]
+	cfg     workerConfig
+	name    string
+	wake    chan struct{}
+}
+
+// NewTxWorker returns a worker for q whose transactions db begins (it must
+// be a Beginner). Generated accessors call it from their Worker method.
+func NewTxWorker[P any](db any, q TxQueue[P], handler TxHandler[P], opts ...WorkerOption) *TxWorker[P] {
+	return &TxWorker[P]{db: db, q: q, handler: handler, cfg: newWorkerConfig(opts), name: q.QueueName(), wake: make(chan struct{}, 1)}
+}
+
+// Run works the queue until ctx is cancelled, then lets running handlers
+// finish for up to ShutdownTimeout before cancelling them (their
+// transactions roll back and their jobs return).
+func (w *TxWorker[P]) Run(ctx context.Context) error {
+	db, ok := w.db.(Beginner)
+	if !ok {
+		return fmt.Errorf("queue %s: a transaction-mode worker needs an accessor over a pool or connection, not %T", w.name, w.db)
+	}
+	if l := w.cfg.listener; l != nil && w.q.NotifyChannel() != "" {
+		defer l.Subscribe(w.q.NotifyChannel(), w.wake)()
+	}
+	jobsCtx, cancelJobs := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelJobs(nil)
+	var wg sync.WaitGroup
+	for range w.cfg.concurrency {
+		wg.Go(func() { w.loop(ctx, jobsCtx, db) })
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	<-ctx.Done()
+	select {
+	case <-finished:
+	case <-time.After(w.cfg.shutdownTimeout):
+		cancelJobs(errShutdown)
+		<-finished
+	}
+	return nil
+}
+
+func (w *TxWorker[P]) loop(ctx, jobsCtx context.Context, db Beginner) {
+	log := w.cfg.logger.With("queue", w.name)
+	failures := 0
+	for ctx.Err() == nil {
+		if paused, err := w.q.Paused(ctx); err == nil && paused {
+			sleep(ctx, w.cfg.pauseInterval)
+			continue
+		}
+		worked, err := w.one(jobsCtx, db)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			failures++
+			log.Warn("transaction-mode claim failed", "err", err, "failures", failures)
+			sleep(ctx, min(w.cfg.pollInterval, time.Duration(failures)*100*time.Millisecond))
+		case worked:
+			failures = 0
+			select { // more may be due: pass the wake-up on to an idle peer
+			case w.wake <- struct{}{}:
+			default:
+			}
+		default:
+			failures = 0
+			select {
+			case <-ctx.Done():
+			case <-w.wake:
+			case <-time.After(w.cfg.pollInterval):
+			}
+		}
+	}
+}
+
+// one claims and works one job in one transaction; it reports whether
+// there was a job.
+func (w *TxWorker[P]) one(ctx context.Context, db Beginner) (bool, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	jobs, err := w.q.Claim(ctx, tx, 1)
+	if err != nil || len(jobs) == 0 {
+		return false, err
+	}
+	job := jobs[0]
+	if h := w.cfg.hooks.Batch; h != nil {
+		h(w.name, "claim", 1)
+	}
+	info := JobInfo{Queue: w.name, ID: job.ID, Attempt: job.Attempt, MaxAttempts: job.MaxAttempts}
+	hctx := ctx
+	if h := w.cfg.hooks.JobStarted; h != nil {
+		hctx = h(ctx, info)
+	}
+	began := time.Now()
+	// The handler works in a savepoint: on failure its writes are undone
+	// while the claim (the row lock, the attempt count) stays, and the
+	// failure is recorded in the same transaction.
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return true, err
+	}
+	herr := w.call(hctx, sp, job)
+	var outcome Outcome
+	if herr == nil {
+		if err := sp.Commit(ctx); err != nil {
+			return true, err
+		}
+		outcome = OutcomeCompleted
+		err = w.q.Complete(ctx, tx, job)
+	} else {
+		if err := sp.Rollback(ctx); err != nil {
+			return true, err
+		}
+		if errors.Is(context.Cause(ctx), errShutdown) {
+			outcome = OutcomeReleased // the deferred rollback returns the job
+			w.finished(hctx, info, outcome, began, herr)
+			return true, nil
+		}
+		outcome, err = w.fail(ctx, tx, job, herr)
+	}
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if err != nil {
+		return true, err // rolled back: the job returns as it was
+	}
+	if h := w.cfg.hooks.Batch; h != nil {
+		kind := "fail"
+		if outcome == OutcomeCompleted {
+			kind = "complete"
+		}
+		h(w.name, kind, 1)
+	}
+	w.finished(hctx, info, outcome, began, herr)
+	return true, nil
+}
+
+func (w *TxWorker[P]) finished(ctx context.Context, info JobInfo, o Outcome, began time.Time, err error) {
+	if h := w.cfg.hooks.JobFinished; h != nil {
+		h(ctx, info, o, time.Since(began), err)
+	}
+}
+
+// fail records a handler's error in tx, as Worker does.
+func (w *TxWorker[P]) fail(ctx context.Context, tx pgx.Tx, job *Job[P], err error) (Outcome, error) {
+	snooze, retryAt, discard := classify(err)
+	switch {
+	case snooze != nil:
+		return OutcomeSnoozed, w.q.Snooze(ctx, tx, job, time.Now().Add(snooze.d))
+	case discard != nil:
+		return OutcomeDead, w.q.Discard(ctx, tx, job, discard.err)
+	}
+	delay := w.q.RetryDelay(job.Attempt)
+	if retryAt != nil {
+		delay, err = max(0, time.Until(retryAt.at)), retryAt.err
+	}
+	states, ferr := w.q.FailManyAfter(ctx, tx, []*Job[P]{job}, []error{err}, []time.Duration{delay})
+	if ferr != nil {
+		return "", ferr
+	}
+	if states[job.ID] == StateDead {
+		w.cfg.logger.Error("job failed its last attempt: dead", "queue", w.name, "job", job.ID, "err", err)
+		return OutcomeDead, nil
+	}
+	w.cfg.logger.Warn("job failed; will retry", "queue", w.name, "job", job.ID, "err", err, "in", delay)
+	return OutcomeFailed, nil
+}
+
+func (w *TxWorker[P]) call(ctx context.Context, tx pgx.Tx, job *Job[P]) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return w.handler(ctx, tx, job)
+}
