@@ -1,6 +1,9 @@
-// Command mailer is queuegen's example: it applies its queue migrations,
-// pushes a few emails and a statement job, and works them with the
-// generated accessors.
+// Command mailer is queuegen's example: a small mail service. It applies
+// its queue migrations, pushes a few emails and a statement job, and works
+// them with the runtime: a lease-mode worker for emails and a
+// transaction-mode worker for statements, woken by LISTEN/NOTIFY, with
+// maintenance, a periodic job scheduler, and hooks wired to OpenTelemetry
+// metrics (printed at exit).
 //
 //	go run ./examples/mailer -db postgres://localhost:5432/mailer
 package main
@@ -13,12 +16,16 @@ import (
 	"fmt"
 	"io/fs"
 	"log"
+	"log/slog"
 	"os"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/queuegen/queuegen/examples/mailer/jobs"
 	"github.com/queuegen/queuegen/queue"
@@ -44,6 +51,7 @@ func run(ctx context.Context, url string) error {
 	if err := migrate(ctx, pool); err != nil {
 		return err
 	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	// Push: three emails (one deduped by its unique key) and a statement.
 	emails := jobs.NewEmailQueue(pool)
@@ -64,51 +72,72 @@ func run(ctx context.Context, url string) error {
 		return err
 	}
 
-	// Work the emails: claim a batch under a lease, send, complete.
-	node, _ := os.Hostname()
-	claimed, err := emails.Claim(ctx, node, 10)
-	if err != nil {
-		return err
-	}
-	for _, job := range claimed {
-		if err := send(job.Payload); err != nil {
-			if _, err := emails.Fail(ctx, job, err); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := emails.Complete(ctx, job); err != nil {
-			return err
-		}
-		fmt.Printf("sent email %d to %s (attempt %d)\n", job.ID, job.Payload.Recipient, job.Attempt)
-	}
+	// Work: the runtime pieces a service runs, until the demo's jobs are done.
+	reader := sdkmetric.NewManualReader()
+	hooks := otelHooks(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("mailer"))
+	listener := queue.NewListener(pool, logger)
+	defer listener.Close()
+	common := []queue.WorkerOption{queue.WithListener(listener), queue.WithHooks(hooks), queue.Logger(logger)}
+	host, _ := os.Hostname()
 
-	// Work the statement inside a transaction: the job and the work it
-	// records commit together, or neither does.
-	tx, err := pool.Begin(ctx)
+	emailWorker := emails.Worker(send, append(common, queue.Node(host), queue.Concurrency(4))...)
+	statementWorker := statements.Worker(render, append(common, queue.Concurrency(2))...)
+	maintainer := queue.NewMaintainer(pool, []queue.Maintained{emails, statements}, queue.MaintainerLogger(logger))
+	scheduler := queue.NewScheduler(statements.PeriodicJobs(), logger)
+
+	workCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, r := range []interface{ Run(context.Context) error }{emailWorker, statementWorker, maintainer, scheduler} {
+		wg.Go(func() {
+			if err := r.Run(workCtx); err != nil {
+				logger.Error("stopped", "err", err)
+			}
+		})
+	}
+	err = waitDone(ctx, pool, 30*time.Second)
+	stop() // graceful: running jobs finish, pending completions are flushed
+	wg.Wait()
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(ctx)
-	got, err := statements.Claim(ctx, tx, 1)
-	if err != nil {
-		return err
-	}
-	for _, job := range got {
-		fmt.Printf("rendered statement for account %d, %s\n", job.Payload.AccountID, job.Payload.Month)
-		if err := statements.Complete(ctx, tx, job); err != nil {
-			return err
-		}
-	}
-	return tx.Commit(ctx)
+	return printMetrics(ctx, reader, os.Stdout)
 }
 
-func send(p jobs.EmailPayload) error {
+// send is the email handler: outside any transaction, under a lease.
+func send(ctx context.Context, job *queue.Job[jobs.EmailPayload]) error {
+	p := job.Payload
 	if p.Recipient == "" {
-		return errors.New("no recipient")
+		return queue.Discard(errors.New("no recipient"))
 	}
 	time.Sleep(time.Millisecond) // an SMTP call would go here
+	fmt.Printf("sent email %d to %s (attempt %d)\n", job.ID, p.Recipient, job.Attempt)
 	return nil
+}
+
+// render is the statement handler: its writes (here none) commit with the
+// job's completion.
+func render(ctx context.Context, tx pgx.Tx, job *queue.Job[jobs.StatementPayload]) error {
+	fmt.Printf("rendered statement for account %d, %s\n", job.Payload.AccountID, job.Payload.Month)
+	return nil
+}
+
+// waitDone waits until no email is left and the statement has succeeded.
+func waitDone(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var left int
+		err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM email_queue) + (SELECT count(*) FROM statement_queue WHERE state <> 'succeeded')`).Scan(&left)
+		if err != nil {
+			return err
+		}
+		if left == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d jobs still not done after %s", left, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // migrate applies the embedded queue migrations with goose, as an

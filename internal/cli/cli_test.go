@@ -194,7 +194,8 @@ func TestExampleRuns(t *testing.T) {
 		if err != nil {
 			t.Fatalf("mailer: %v\n%s", err, out)
 		}
-		for _, want := range []string{"sent email", "email to ada@example.com already queued", "rendered statement for account 42"} {
+		for _, want := range []string{"sent email", "email to ada@example.com already queued", "rendered statement for account 42",
+			"metric queuegen.jobs.finished{outcome=completed,queue=email} 2", "metric queuegen.jobs.finished{outcome=completed,queue=statement} 1"} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("mailer output lacks %q:\n%s", want, out)
 			}

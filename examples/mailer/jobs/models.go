@@ -46,6 +46,12 @@ type EmailRow struct {
 	Body        string
 }
 
+type PeriodicTickRow struct {
+	Queue    string
+	Name     string
+	LastTick time.Time
+}
+
 type QueueRegistryRow struct {
 	Name         string
 	TableName    string

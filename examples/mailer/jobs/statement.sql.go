@@ -11,6 +11,27 @@ import (
 	"time"
 )
 
+const advanceTickStatement = `-- name: AdvanceTickStatement :execrows
+INSERT INTO queuegen_periodic (queue, name, last_tick)
+VALUES ('statement', $1, $2)
+ON CONFLICT (queue, name) DO UPDATE SET last_tick = EXCLUDED.last_tick
+WHERE queuegen_periodic.last_tick < EXCLUDED.last_tick
+`
+
+type AdvanceTickStatementParams struct {
+	Name string
+	Tick time.Time
+}
+
+// AdvanceTickStatement records @tick as the last pushed tick of periodic job @name when it is later than the recorded one; of callers racing for one tick the row lock lets exactly one succeed (1 row), and it pushes the job in the same transaction.
+func (q *Queries) AdvanceTickStatement(ctx context.Context, arg AdvanceTickStatementParams) (int64, error) {
+	result, err := q.db.Exec(ctx, advanceTickStatement, arg.Name, arg.Tick)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const claimStatement = `-- name: ClaimStatement :many
 WITH due AS (
     SELECT id

@@ -239,14 +239,50 @@ func (q *StatementQueue) Purge(ctx context.Context, max int) (int64, error) {
 	dead := StatementRetainDead
 	arg.DeadRetention = &dead
 	return q.q.PurgeStatement(ctx, arg)
-} // Depth counts the jobs due now.
+}
+
+// PeriodicJobs are queue statement's periodic jobs, from the spec, for a
+// queue.Scheduler: each tick is pushed once, however many nodes schedule.
+func (q *StatementQueue) PeriodicJobs() []queue.PeriodicJob {
+	return []queue.PeriodicJob{
+		{Queue: "statement", Name: "monthly", Schedule: queue.MustParseCron("0 6 1 * *"), Push: func(ctx context.Context, tick time.Time) (bool, error) {
+			return q.pushTick(ctx, "monthly", tick, StatementPayload{AccountID: int64(0), Format: queue.Ptr("pdf")})
+		}},
+	}
+}
+
+// pushTick pushes one tick of a periodic job, unless another node pushed
+// it: the tick is advanced and the job pushed in one transaction.
+func (q *StatementQueue) pushTick(ctx context.Context, name string, tick time.Time, p StatementPayload) (bool, error) {
+	b, ok := q.db.(interface {
+		Begin(context.Context) (pgx.Tx, error)
+	})
+	if !ok {
+		return false, errors.New("queue statement: periodic jobs need an accessor over a pool or connection")
+	}
+	tx, err := b.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(ctx)
+	n, err := q.q.WithTx(tx).AdvanceTickStatement(ctx, AdvanceTickStatementParams{Name: name, Tick: tick})
+	if err != nil || n == 0 {
+		return false, err
+	}
+	if _, err := q.WithTx(tx).Push(ctx, p); err != nil {
+		return false, err
+	}
+	return true, tx.Commit(ctx)
+}
+
+// Depth counts the jobs due now.
 func (q *StatementQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthStatement(ctx)
 }
 
 // NotifyChannel is the channel pushes notify ("" unless the spec says
 // notify: true); a Listener wakes the queue's workers on it.
-func (q *StatementQueue) NotifyChannel() string { return "" }
+func (q *StatementQueue) NotifyChannel() string { return "queuegen_statement_queue" }
 
 // RetryDelay is how long a job waits after failed attempt number attempt:
 // q.Backoff's delay.

@@ -19,6 +19,17 @@ CREATE TABLE queuegen_queues (
     CONSTRAINT queuegen_queues_mode_check CHECK (mode IN ('lease', 'transaction'))
 );
 
+-- queuegen_periodic records the last tick pushed of each periodic job, so
+-- that any number of nodes push each tick exactly once: a node advances the
+-- tick and pushes the job in one transaction, and of nodes racing for one
+-- tick only one advances it.
+CREATE TABLE queuegen_periodic (
+    queue     text        NOT NULL,
+    name      text        NOT NULL,
+    last_tick timestamptz NOT NULL,
+    CONSTRAINT queuegen_periodic_pkey PRIMARY KEY (queue, name)
+);
+
 -- queuegen_notify wakes the workers of queues declared with notify: true.
 -- After each INSERT or COPY into such a queue's table it sends one
 -- notification on channel queuegen_<table> (PostgreSQL folds repeats
@@ -99,6 +110,10 @@ CREATE TABLE statement_queue (
     CONSTRAINT statement_queue_pkey PRIMARY KEY (id),
     CONSTRAINT statement_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 );
+
+-- Notifies listening workers once per statement that pushes jobs.
+CREATE TRIGGER statement_queue_notify AFTER INSERT ON statement_queue
+    FOR EACH STATEMENT EXECUTE FUNCTION queuegen_notify();
 
 -- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
 CREATE INDEX statement_queue_claim_idx ON statement_queue (run_after, id)

@@ -120,6 +120,13 @@ DELETE FROM statement_queue AS job
 USING doomed
 WHERE job.id = doomed.id;
 
+-- name: AdvanceTickStatement :execrows
+-- AdvanceTickStatement records @tick as the last pushed tick of periodic job @name when it is later than the recorded one; of callers racing for one tick the row lock lets exactly one succeed (1 row), and it pushes the job in the same transaction.
+INSERT INTO queuegen_periodic (queue, name, last_tick)
+VALUES ('statement', @name, @tick)
+ON CONFLICT (queue, name) DO UPDATE SET last_tick = EXCLUDED.last_tick
+WHERE queuegen_periodic.last_tick < EXCLUDED.last_tick;
+
 -- name: PausedStatement :one
 -- PausedStatement reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
 SELECT paused FROM queuegen_queues
