@@ -70,6 +70,20 @@ func (o *opsFlags) open(ctx context.Context, args []string) (*pgxpool.Pool, stri
 	return pool, schema, nil
 }
 
+// openQueue is open, then the registered queue --queue names.
+func (o *opsFlags) openQueue(ctx context.Context, args []string) (*pgxpool.Pool, string, ops.Queue, error) {
+	pool, schema, err := o.open(ctx, args)
+	if err != nil {
+		return nil, "", ops.Queue{}, err
+	}
+	q, err := ops.Find(ctx, pool, schema, *o.queue)
+	if err != nil {
+		pool.Close()
+		return nil, "", ops.Queue{}, err
+	}
+	return pool, schema, q, nil
+}
+
 func runStats(args []string, stdout, stderr io.Writer) error {
 	o := newOpsFlags("stats", stderr, false)
 	asJSON := o.fs.Bool("json", false, "print JSON")
@@ -114,15 +128,11 @@ func runJobs(args []string, stdout, stderr io.Writer) error {
 	limit := o.fs.Int("limit", 50, "list at most this many jobs")
 	asJSON := o.fs.Bool("json", false, "print JSON")
 	ctx := context.Background()
-	pool, schema, err := o.open(ctx, args)
+	pool, schema, q, err := o.openQueue(ctx, args)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	q, err := ops.Find(ctx, pool, schema, *o.queue)
-	if err != nil {
-		return err
-	}
 	jobs, err := ops.Jobs(ctx, pool, schema, q, ops.Filter{State: *state}, *limit)
 	if err != nil {
 		return err
@@ -157,17 +167,13 @@ func runAction(action ops.Action) func([]string, io.Writer, io.Writer) error {
 		state := o.fs.String("state", "", "every job in this state (see queuegen jobs)")
 		yes := o.fs.Bool("yes", false, "do it when more than one job matches")
 		ctx := context.Background()
-		pool, schema, err := o.open(ctx, args)
+		pool, schema, q, err := o.openQueue(ctx, args)
 		if err != nil {
 			return err
 		}
 		defer pool.Close()
 		if (*id == 0) == (*state == "") {
 			return usageError{errors.New("give --id or --state")}
-		}
-		q, err := ops.Find(ctx, pool, schema, *o.queue)
-		if err != nil {
-			return err
 		}
 		f := ops.Filter{ID: *id, State: *state}
 		n, err := ops.Count(ctx, pool, schema, q, f)
@@ -208,15 +214,11 @@ func runPause(paused bool) func([]string, io.Writer, io.Writer) error {
 		name := map[bool]string{true: "pause", false: "resume"}[paused]
 		o := newOpsFlags(name, stderr, true)
 		ctx := context.Background()
-		pool, schema, err := o.open(ctx, args)
+		pool, schema, q, err := o.openQueue(ctx, args)
 		if err != nil {
 			return err
 		}
 		defer pool.Close()
-		q, err := ops.Find(ctx, pool, schema, *o.queue)
-		if err != nil {
-			return err
-		}
 		if err := ops.SetPaused(ctx, pool, schema, q, paused); err != nil {
 			return err
 		}
