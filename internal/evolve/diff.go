@@ -2,6 +2,7 @@ package evolve
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -318,6 +319,7 @@ func (d *differ) alterQueue(oq *Queue, nq *model.Queue) {
 	}
 	d.columns(ot.Name, nt.QName, ot.Columns, nt.Own, label)
 	d.checks(ot, nt, label)
+	d.options(ot, nt, label)
 	d.indexes(ot, nt, label)
 	switch {
 	case ot.NotifyTrigger == nt.NotifyTrigger:
@@ -514,6 +516,56 @@ func widensInPlace(from, to string) bool {
 		return f[2] != "" && num(t[2]) >= num(f[2]) && num(t[3]) == num(f[3])
 	}
 	return false
+}
+
+// options sets and resets storage parameters; ALTER TABLE … SET changes
+// only the catalog (a brief lock, no rewrite).
+func (d *differ) options(ot *Table, nt *model.Table, label string) {
+	old := map[string]string{}
+	for _, o := range ot.Options {
+		name, value, _ := strings.Cut(o, "=")
+		old[name] = value
+	}
+	var set, reset, undoSet, undoReset []string
+	for _, o := range nt.Options {
+		prev, had := old[o.Name]
+		delete(old, o.Name)
+		switch {
+		case had && prev == o.Value:
+			continue
+		case had:
+			undoSet = append(undoSet, o.Name+" = "+prev)
+		default:
+			undoReset = append(undoReset, o.Name)
+		}
+		set = append(set, o.Name+" = "+o.Value)
+	}
+	for _, name := range slices.Sorted(maps.Keys(old)) {
+		reset = append(reset, name)
+		undoSet = append(undoSet, name+" = "+old[name])
+	}
+	if len(set)+len(reset) == 0 {
+		return
+	}
+	alter := func(verb string, items []string) []string {
+		if len(items) == 0 {
+			return nil
+		}
+		return []string{fmt.Sprintf("ALTER TABLE %s %s (%s);", nt.QName, verb, strings.Join(items, ", "))}
+	}
+	up := append(alter("SET", set), alter("RESET", reset)...)
+	down := append(alter("SET", undoSet), alter("RESET", undoReset)...)
+	d.add("-- Storage parameters (see QueueTableOptions in queuegen): catalog only, no rewrite.\n"+strings.Join(up, "\n"), strings.Join(down, "\n"))
+	var names []string
+	for _, kv := range set {
+		name, _, _ := strings.Cut(kv, " ")
+		names = append(names, name)
+	}
+	summary := "set " + strings.Join(names, ", ")
+	if len(reset) > 0 {
+		summary = strings.TrimPrefix(summary+"; ", "set ; ") + "reset " + strings.Join(reset, ", ")
+	}
+	d.note("alter_"+nt.Name, fmt.Sprintf("%s: storage parameters: %s", label, summary))
 }
 
 func (d *differ) checks(ot *Table, nt *model.Table, label string) {

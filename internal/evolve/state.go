@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -58,6 +59,8 @@ type Table struct {
 	Indexes  []*Index  `yaml:"indexes"`
 	// NotifyTrigger is the trigger that notifies on push, or "".
 	NotifyTrigger string `yaml:"notify_trigger,omitempty"`
+	// Options are the storage parameters, as name=value.
+	Options []string `yaml:"options,flow,omitempty"`
 }
 
 // Column is a column the table itself declares (a child's inherited
@@ -162,6 +165,9 @@ func FromModel(m *model.Model) *State {
 
 func fromTable(t *model.Table) *Table {
 	out := &Table{Name: t.Name, NotifyTrigger: t.NotifyTrigger}
+	for _, o := range t.Options {
+		out.Options = append(out.Options, o.Name+"="+o.Value)
+	}
 	if t.Parent != nil {
 		out.Inherits = t.Parent.Name
 	}
@@ -189,6 +195,10 @@ func toModel(t *Table, schemaName string, parent *model.Table) *model.Table {
 	out := &model.Table{Name: t.Name, QName: q(t.Name), Parent: parent}
 	if t.NotifyTrigger != "" {
 		out.NotifyTrigger, out.NotifyFunction = t.NotifyTrigger, q(model.NotifyFunction)
+	}
+	for _, o := range t.Options {
+		name, value, _ := strings.Cut(o, "=")
+		out.Options = append(out.Options, model.Option{Name: name, Value: value})
 	}
 	for _, c := range t.Columns {
 		out.Own = append(out.Own, &model.Column{Name: c.Name, SQLType: c.Type, NotNull: c.NotNull, Default: c.Default})

@@ -247,7 +247,7 @@ func upTo(ctx context.Context, url, dir string, version int64) error {
 // catalog is what a schema comparison looks at, by name (column order is
 // not compared: ALTER TABLE ADD COLUMN appends).
 type catalog struct {
-	Columns, Indexes, Constraints, Inherits, Triggers, Functions, Registry []string
+	Columns, Indexes, Constraints, Inherits, Triggers, Functions, Options, Registry []string
 }
 
 func snapshot(t *testing.T, conn *pgx.Conn) catalog {
@@ -284,6 +284,7 @@ func snapshot(t *testing.T, conn *pgx.Conn) catalog {
 			FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid WHERE ` + userTables),
 		Inherits:  list(`SELECT inhrelid::regclass || ' INHERITS ' || inhparent::regclass FROM pg_inherits`),
 		Triggers:  list(`SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal`),
+		Options:   list(`SELECT c.relname || ' ' || array_to_string(c.reloptions, ',') FROM pg_class c WHERE c.reloptions IS NOT NULL AND ` + userTables),
 		Functions: list(`SELECT p.oid::regprocedure::text || ' ' || md5(p.prosrc) FROM pg_proc p WHERE p.pronamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)`),
 		Registry:  list(`SELECT name || ' ' || table_name || ' ' || mode FROM queuegen_queues`),
 	}

@@ -58,6 +58,8 @@ type Table struct {
 	Indexes []*Index
 	// Checks are the table's CHECK constraints (not inherited ones).
 	Checks []Check
+	// Options are the table's storage parameters (WITH (…)), in order.
+	Options []Option
 	// NotifyTrigger is the name of the trigger that notifies on push, and
 	// NotifyFunction the function it runs; "" when the queue does not
 	// notify.
@@ -86,6 +88,34 @@ type Column struct {
 // sends a nil slice as NULL, so the accessor sends an empty one instead.
 func (c *Column) EmptyIfNil() bool {
 	return c.NotNull && strings.HasPrefix(c.GoType, "[]")
+}
+
+// Option is one storage parameter of a table.
+type Option struct {
+	Name, Value string
+}
+
+// QueueTableOptions are the storage parameters of every queue table. A
+// queue table is small but churns: each job is inserted, updated two or
+// three times, then deleted or finished, so it makes dead tuples as fast
+// as it works jobs.
+//   - fillfactor 100: every update of a job changes an indexed column
+//     (state is in the partial indexes' predicates; run_after and
+//     locked_until are index keys), so no update can be HOT and space kept
+//     free on a page would go unused.
+//   - autovacuum_vacuum_scale_factor 0 and threshold 1000: vacuum after a
+//     fixed number of dead tuples, not a fraction of a table whose size
+//     swings; autovacuum_vacuum_cost_delay 0: the table is small and hot,
+//     so vacuum it at full speed rather than throttled.
+//   - analyze after 1000 changed rows, so that the planner's estimates of
+//     the claim index stay current as the backlog grows and shrinks.
+var QueueTableOptions = []Option{
+	{"fillfactor", "100"},
+	{"autovacuum_vacuum_scale_factor", "0"},
+	{"autovacuum_vacuum_threshold", "1000"},
+	{"autovacuum_vacuum_cost_delay", "0"},
+	{"autovacuum_analyze_scale_factor", "0"},
+	{"autovacuum_analyze_threshold", "1000"},
 }
 
 // Check is a named CHECK constraint.
@@ -433,7 +463,7 @@ func (m *Model) queue(sq *spec.Queue) (*Queue, error) {
 		q.ModeDescription = "transaction mode: a claim holds the job by row lock until the caller's transaction ends"
 	}
 
-	t := &Table{Name: sq.Table, QName: m.qualify(sq.Table)}
+	t := &Table{Name: sq.Table, QName: m.qualify(sq.Table), Options: QueueTableOptions}
 	q.Table = t
 	q.RowType = q.GoName + "Row"
 	var payload []*Column

@@ -10,7 +10,11 @@ CREATE TABLE email_queue (
     recipient text NOT NULL,
     subject   varchar(100),
     CONSTRAINT email_queue_pkey PRIMARY KEY (id)
-) INHERITS (base_queue);
+) INHERITS (base_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
+-- (each changes an indexed column). See QueueTableOptions in queuegen.
+WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 
 -- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
 CREATE INDEX email_queue_claim_idx ON email_queue (run_after, id)

@@ -2,7 +2,7 @@
 -- Source: queuegen.yaml. Once applied anywhere, this migration must not change:
 -- queuegen adds new migrations for later spec changes.
 --
--- What changed in the spec:
+-- What changed (in the spec, or in the tables queuegen makes for it):
 --   - table email_queue: add column cc text
 
 -- +goose Up

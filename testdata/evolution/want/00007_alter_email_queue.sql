@@ -2,7 +2,7 @@
 -- Source: queuegen.yaml. Once applied anywhere, this migration must not change:
 -- queuegen adds new migrations for later spec changes.
 --
--- What changed in the spec:
+-- What changed (in the spec, or in the tables queuegen makes for it):
 --   - table email_queue: change index email_queue_claim_idx to (priority DESC, run_after, id) WHERE state = 'available'
 --   - table email_queue: add index email_queue_unique_key_idx
 --

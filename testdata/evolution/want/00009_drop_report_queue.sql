@@ -2,7 +2,7 @@
 -- Source: queuegen.yaml. Once applied anywhere, this migration must not change:
 -- queuegen adds new migrations for later spec changes.
 --
--- What changed in the spec:
+-- What changed (in the spec, or in the tables queuegen makes for it):
 --   - drop queue report (table report_queue)
 
 -- +goose Up
@@ -30,7 +30,11 @@ CREATE TABLE report_queue (
     payload      jsonb NOT NULL,
     CONSTRAINT report_queue_pkey PRIMARY KEY (id),
     CONSTRAINT report_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
-);
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
+-- (each changes an indexed column). See QueueTableOptions in queuegen.
+WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 
 CREATE INDEX report_queue_claim_idx ON report_queue (run_after, id)
     WHERE state = 'available';

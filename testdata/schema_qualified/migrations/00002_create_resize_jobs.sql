@@ -9,7 +9,11 @@
 CREATE TABLE jobs.resize_jobs (
     path text NOT NULL,
     CONSTRAINT resize_jobs_pkey PRIMARY KEY (id)
-) INHERITS (jobs.job_base);
+) INHERITS (jobs.job_base)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
+-- (each changes an indexed column). See QueueTableOptions in queuegen.
+WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 
 -- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
 CREATE INDEX resize_jobs_claim_idx ON jobs.resize_jobs (run_after, id)

@@ -70,7 +70,11 @@ CREATE TABLE email_queue (
     subject   varchar(200) NOT NULL,
     body      text NOT NULL,
     CONSTRAINT email_queue_pkey PRIMARY KEY (id)
-) INHERITS (base_queue);
+) INHERITS (base_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
+-- (each changes an indexed column). See QueueTableOptions in queuegen.
+WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 
 -- Notifies listening workers once per statement that pushes jobs.
 CREATE TRIGGER email_queue_notify AFTER INSERT ON email_queue
@@ -109,7 +113,11 @@ CREATE TABLE statement_queue (
     payload      jsonb NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT statement_queue_pkey PRIMARY KEY (id),
     CONSTRAINT statement_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
-);
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
+-- (each changes an indexed column). See QueueTableOptions in queuegen.
+WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 
 -- Notifies listening workers once per statement that pushes jobs.
 CREATE TRIGGER statement_queue_notify AFTER INSERT ON statement_queue

@@ -69,7 +69,11 @@ CREATE TABLE email_queue (
     recipient text NOT NULL,
     subject   varchar(200),
     CONSTRAINT email_queue_pkey PRIMARY KEY (id)
-) INHERITS (base_queue);
+) INHERITS (base_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
+-- (each changes an indexed column). See QueueTableOptions in queuegen.
+WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 
 -- Notifies listening workers once per statement that pushes jobs.
 CREATE TRIGGER email_queue_notify AFTER INSERT ON email_queue
@@ -119,7 +123,11 @@ CREATE TABLE typed_queue (
     n_text_array  text[],
     d_count       integer NOT NULL DEFAULT 7,
     CONSTRAINT typed_queue_pkey PRIMARY KEY (id)
-) INHERITS (base_queue);
+) INHERITS (base_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
+-- (each changes an indexed column). See QueueTableOptions in queuegen.
+WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 
 -- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
 CREATE INDEX typed_queue_claim_idx ON typed_queue (run_after, id)
@@ -150,7 +158,11 @@ CREATE TABLE report_queue (
     payload      jsonb NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT report_queue_pkey PRIMARY KEY (id),
     CONSTRAINT report_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
-);
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
+-- (each changes an indexed column). See QueueTableOptions in queuegen.
+WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 
 -- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
 CREATE INDEX report_queue_claim_idx ON report_queue (run_after, id)
@@ -177,7 +189,11 @@ CREATE TABLE webhook_queue (
     body         jsonb NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT webhook_queue_pkey PRIMARY KEY (id),
     CONSTRAINT webhook_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
-);
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
+-- (each changes an indexed column). See QueueTableOptions in queuegen.
+WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 
 -- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
 CREATE INDEX webhook_queue_claim_idx ON webhook_queue (run_after, id)
@@ -195,7 +211,11 @@ CREATE TABLE invoice_queue (
     invoice_id bigint NOT NULL,
     amount     numeric NOT NULL,
     CONSTRAINT invoice_queue_pkey PRIMARY KEY (id)
-) INHERITS (base_queue);
+) INHERITS (base_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
+-- (each changes an indexed column). See QueueTableOptions in queuegen.
+WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 
 -- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
 CREATE INDEX invoice_queue_claim_idx ON invoice_queue (priority DESC, run_after, id)

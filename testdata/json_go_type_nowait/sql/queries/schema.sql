@@ -51,7 +51,11 @@ CREATE TABLE webhook_queue (
     message      jsonb NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT webhook_queue_pkey PRIMARY KEY (id),
     CONSTRAINT webhook_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
-);
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
+-- (each changes an indexed column). See QueueTableOptions in queuegen.
+WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 
 -- Notifies listening workers once per statement that pushes jobs.
 CREATE TRIGGER webhook_queue_notify AFTER INSERT ON webhook_queue

@@ -10,7 +10,11 @@ CREATE TABLE thumbnail_queue (
     image_id uuid NOT NULL,
     sizes    integer[] NOT NULL,
     CONSTRAINT thumbnail_queue_pkey PRIMARY KEY (id)
-) INHERITS (base_queue);
+) INHERITS (base_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
+-- (each changes an indexed column). See QueueTableOptions in queuegen.
+WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 
 -- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
 CREATE INDEX thumbnail_queue_claim_idx ON thumbnail_queue (run_after, id)
