@@ -127,7 +127,11 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 		}
 	}
 
-	w.claimLoop(ctx, jobsCtx, log)
+	var claimers sync.WaitGroup
+	for range w.cfg.claimers {
+		claimers.Go(func() { w.claimLoop(ctx, jobsCtx, log) })
+	}
+	claimers.Wait()
 	cancelBG()
 	bgWG.Wait()
 

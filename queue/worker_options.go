@@ -14,6 +14,7 @@ type workerConfig struct {
 	node            string
 	stableNode      bool
 	concurrency     int
+	claimers        int
 	maxClaim        int
 	pollInterval    time.Duration
 	pauseInterval   time.Duration
@@ -32,6 +33,7 @@ func newWorkerConfig(opts []WorkerOption) workerConfig {
 	c := workerConfig{
 		node:            fmt.Sprintf("%s-%d", host, os.Getpid()),
 		concurrency:     10,
+		claimers:        1,
 		maxClaim:        100,
 		pollInterval:    time.Second,
 		pauseInterval:   time.Second,
@@ -61,6 +63,12 @@ func Node(id string) WorkerOption {
 func Concurrency(n int) WorkerOption {
 	return func(c *workerConfig) { c.concurrency = max(1, n) }
 }
+
+// Claimers is how many claim loops a worker runs at once (default 1).
+// Each claims for the free capacity it finds; several keep a busy worker
+// fed while one claim is in flight, which matters when handlers are short
+// and the database is some way off.
+func Claimers(n int) WorkerOption { return func(c *workerConfig) { c.claimers = max(1, n) } }
 
 // MaxClaim caps how many jobs one claim takes (default 100); a claim takes
 // at most the free capacity.

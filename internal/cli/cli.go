@@ -44,6 +44,10 @@ Operations (--db URL; the schema comes from -f's spec, or --schema):
   queuegen purge  --queue Q (--id N | --state S) [--yes]   delete jobs
   queuegen pause  --queue Q  /  queuegen resume --queue Q
 
+Benchmarks (see BENCHMARKS.md):
+  queuegen bench --db URL --workload push|push-many|drain|latency|latency-poll|steady|all
+                 [--jobs N] [--duration D] [--workers C] [--batch B] [--rate R]
+
 The database URL may also come from $DATABASE_URL.
 `
 
@@ -67,6 +71,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		"purge":    runAction(ops.Purge),
 		"pause":    runPause(true),
 		"resume":   runPause(false),
+		"bench":    runBench,
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)

@@ -530,8 +530,12 @@ func (m *Model) queue(sq *spec.Queue) (*Queue, error) {
 		Comment: "Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops."}
 	t.Indexes = append(t.Indexes, q.ClaimIndex)
 	if q.Lease {
-		t.Indexes = append(t.Indexes, &Index{Name: sq.Table + "_lease_idx", Columns: []string{"locked_until"}, Where: "state = 'running'",
-			Comment: "Finds running jobs whose lease expired (claimed again) and a node's jobs (released on restart)."})
+		// The predicate is locked_until IS NOT NULL (true exactly while a job
+		// is leased), not state = 'running': the planner would otherwise take
+		// this index for the running rows of a fenced complete or fail and
+		// compare each with every id of the batch.
+		t.Indexes = append(t.Indexes, &Index{Name: sq.Table + "_lease_idx", Columns: []string{"locked_until"}, Where: "locked_until IS NOT NULL",
+			Comment: "Finds leases that expired (claimed again, or reaped on their last attempt)."})
 	}
 	if sq.Unique {
 		t.Indexes = append(t.Indexes, &Index{Name: sq.Table + "_unique_key_idx", Unique: true, Columns: []string{"unique_key"}, Where: UniqueWhere,

@@ -20,9 +20,9 @@ WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_th
 CREATE INDEX email_queue_claim_idx ON email_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds running jobs whose lease expired (claimed again) and a node's jobs (released on restart).
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
 CREATE INDEX email_queue_lease_idx ON email_queue (locked_until)
-    WHERE state = 'running';
+    WHERE locked_until IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX email_queue_finished_idx ON email_queue (finished_at)

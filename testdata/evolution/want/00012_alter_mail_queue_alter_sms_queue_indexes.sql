@@ -23,4 +23,4 @@ DROP INDEX CONCURRENTLY IF EXISTS sms_queue_lease_idx;
 -- +goose Down
 
 DROP INDEX CONCURRENTLY IF EXISTS sms_queue_lease_idx;
-CREATE INDEX CONCURRENTLY sms_queue_lease_idx ON sms_queue (locked_until) WHERE state = 'running';
+CREATE INDEX CONCURRENTLY sms_queue_lease_idx ON sms_queue (locked_until) WHERE locked_until IS NOT NULL;

@@ -19,9 +19,9 @@ WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_th
 CREATE INDEX resize_jobs_claim_idx ON jobs.resize_jobs (run_after, id)
     WHERE state = 'available';
 
--- Finds running jobs whose lease expired (claimed again) and a node's jobs (released on restart).
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
 CREATE INDEX resize_jobs_lease_idx ON jobs.resize_jobs (locked_until)
-    WHERE state = 'running';
+    WHERE locked_until IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX resize_jobs_finished_idx ON jobs.resize_jobs (finished_at)

@@ -84,9 +84,9 @@ CREATE TRIGGER email_queue_notify AFTER INSERT ON email_queue
 CREATE INDEX email_queue_claim_idx ON email_queue (priority DESC, run_after, id)
     WHERE state = 'available';
 
--- Finds running jobs whose lease expired (claimed again) and a node's jobs (released on restart).
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
 CREATE INDEX email_queue_lease_idx ON email_queue (locked_until)
-    WHERE state = 'running';
+    WHERE locked_until IS NOT NULL;
 
 -- At most one unfinished job per unique key; push uses it with ON CONFLICT DO NOTHING.
 CREATE UNIQUE INDEX email_queue_unique_key_idx ON email_queue (unique_key)

@@ -83,9 +83,9 @@ CREATE TRIGGER email_queue_notify AFTER INSERT ON email_queue
 CREATE INDEX email_queue_claim_idx ON email_queue (priority DESC, run_after, id)
     WHERE state = 'available';
 
--- Finds running jobs whose lease expired (claimed again) and a node's jobs (released on restart).
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
 CREATE INDEX email_queue_lease_idx ON email_queue (locked_until)
-    WHERE state = 'running';
+    WHERE locked_until IS NOT NULL;
 
 -- At most one unfinished job per unique key; push uses it with ON CONFLICT DO NOTHING.
 CREATE UNIQUE INDEX email_queue_unique_key_idx ON email_queue (unique_key)
@@ -133,9 +133,9 @@ WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_th
 CREATE INDEX typed_queue_claim_idx ON typed_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds running jobs whose lease expired (claimed again) and a node's jobs (released on restart).
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
 CREATE INDEX typed_queue_lease_idx ON typed_queue (locked_until)
-    WHERE state = 'running';
+    WHERE locked_until IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX typed_queue_finished_idx ON typed_queue (finished_at)
@@ -199,9 +199,9 @@ WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_th
 CREATE INDEX webhook_queue_claim_idx ON webhook_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds running jobs whose lease expired (claimed again) and a node's jobs (released on restart).
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
 CREATE INDEX webhook_queue_lease_idx ON webhook_queue (locked_until)
-    WHERE state = 'running';
+    WHERE locked_until IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX webhook_queue_finished_idx ON webhook_queue (finished_at)

@@ -36,9 +36,9 @@ CREATE TRIGGER webhook_queue_notify AFTER INSERT ON webhook_queue
 CREATE INDEX webhook_queue_claim_idx ON webhook_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds running jobs whose lease expired (claimed again) and a node's jobs (released on restart).
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
 CREATE INDEX webhook_queue_lease_idx ON webhook_queue (locked_until)
-    WHERE state = 'running';
+    WHERE locked_until IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX webhook_queue_finished_idx ON webhook_queue (finished_at)

@@ -1,0 +1,199 @@
+package bench
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
+)
+
+//go:embed db/migrations/*.sql
+var migrations embed.FS
+
+// Config is one bench run.
+type Config struct {
+	// Workload is push, push-many, drain, latency, latency-poll, steady or
+	// all.
+	Workload string
+	// Jobs is how many jobs a workload works (push, push-many, drain,
+	// latency).
+	Jobs int
+	// Duration is how long steady runs.
+	Duration time.Duration
+	// Workers is the pushers' concurrency (push, push-many, steady) or the
+	// worker's (drain, steady).
+	Workers int
+	// Batch is PushMany's batch size (push-many, drain's fill, steady).
+	Batch int
+	// Rate is steady's push rate, in jobs/s.
+	Rate int
+	// Claimers is the worker's number of claim loops (drain, steady).
+	Claimers int
+	// Out receives progress and the summary lines.
+	Out io.Writer
+}
+
+// Workloads are the workloads in the order "all" runs them.
+var Workloads = []string{"push", "push-many", "drain", "latency", "latency-poll", "steady"}
+
+// Schema is the schema the bench creates, fills and drops.
+const Schema = "queuegen_bench"
+
+// Run runs cfg's workloads against the database at url: it creates the
+// bench schema, runs, and drops the schema again.
+func Run(ctx context.Context, url string, cfg Config) error {
+	names := []string{cfg.Workload}
+	if cfg.Workload == "all" {
+		names = Workloads
+	}
+	for _, n := range names {
+		if !slices.Contains(Workloads, n) {
+			return fmt.Errorf("unknown workload %q: want one of %v or all", n, Workloads)
+		}
+	}
+	poolCfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	poolCfg.MaxConns = int32(max(16, cfg.Workers+8))
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	for _, name := range names {
+		if err := setup(ctx, pool); err != nil {
+			return fmt.Errorf("bench setup: %w", err)
+		}
+		err := workloads[name](ctx, pool, withDefaults(name, cfg))
+		teardown(pool)
+		if err != nil {
+			return fmt.Errorf("bench %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+var workloads = map[string]func(context.Context, *pgxpool.Pool, Config) error{
+	"push":         runPush,
+	"push-many":    runPushMany,
+	"drain":        runDrain,
+	"latency":      func(ctx context.Context, p *pgxpool.Pool, c Config) error { return runLatency(ctx, p, c, true) },
+	"latency-poll": func(ctx context.Context, p *pgxpool.Pool, c Config) error { return runLatency(ctx, p, c, false) },
+	"steady":       runSteady,
+}
+
+// withDefaults fills in what cfg leaves zero, per workload.
+func withDefaults(workload string, cfg Config) Config {
+	jobs := map[string]int{"push": 100000, "push-many": 1000000, "drain": 200000, "latency": 1000, "latency-poll": 20, "steady": 0}
+	workers := map[string]int{"push": 8, "push-many": 8, "drain": 200, "latency": 1, "latency-poll": 1, "steady": 200}
+	if cfg.Jobs == 0 {
+		cfg.Jobs = jobs[workload]
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = workers[workload]
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 100
+	}
+	if cfg.Duration == 0 {
+		cfg.Duration = time.Minute
+	}
+	if cfg.Rate == 0 {
+		cfg.Rate = 5000
+	}
+	if cfg.Claimers == 0 {
+		cfg.Claimers = 4
+	}
+	return cfg
+}
+
+// setup applies the bench queue's migrations to a fresh schema, with
+// goose's version table inside it.
+func setup(ctx context.Context, pool *pgxpool.Pool) error {
+	teardown(pool)
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+Schema); err != nil {
+		return err
+	}
+	dir, err := fs.Sub(migrations, "db/migrations")
+	if err != nil {
+		return err
+	}
+	store, err := database.NewStore(database.DialectPostgres, Schema+".goose_db_version")
+	if err != nil {
+		return err
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider("", db, dir, goose.WithStore(store))
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(ctx)
+	return err
+}
+
+func teardown(pool *pgxpool.Pool) {
+	pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+Schema+" CASCADE")
+}
+
+// quiet discards the runtime's logs: the bench prints its own.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// summary prints the one line each workload ends with.
+func summary(w io.Writer, workload string, jobs int64, took time.Duration, lat *latencies) {
+	line := fmt.Sprintf("bench %s: %d jobs in %.3f s = %.0f jobs/s", workload, jobs, took.Seconds(), float64(jobs)/took.Seconds())
+	if lat != nil && len(lat.d) > 0 {
+		line += fmt.Sprintf(" p50=%.3f p99=%.3f", ms(lat.quantile(0.5)), ms(lat.quantile(0.99)))
+	}
+	fmt.Fprintln(w, line)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// latencies collects durations from many goroutines.
+type latencies struct {
+	d []time.Duration
+}
+
+func (l *latencies) quantile(q float64) time.Duration {
+	s := slices.Clone(l.d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// progress prints a line a second while a workload runs, until stop is
+// called.
+func progress(w io.Writer, workload string, done *atomic.Int64) (stop func()) {
+	start := time.Now()
+	ticker := time.NewTicker(time.Second)
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-quit:
+				ticker.Stop()
+				return
+			case <-ticker.C:
+				n := done.Load()
+				fmt.Fprintf(w, "  %s %4.0fs: %d jobs, %.0f jobs/s\n", workload, time.Since(start).Seconds(), n, float64(n)/time.Since(start).Seconds())
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}
+
+var errTimeout = errors.New("timed out")
