@@ -166,6 +166,7 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 // claimLoop claims while ctx lasts.
 func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 	var pausedUntil time.Time
+	var wait time.Duration
 	failures := 0
 	for ctx.Err() == nil {
 		if time.Now().After(pausedUntil) {
@@ -215,13 +216,18 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 		for _, job := range jobs {
 			w.start(jobsCtx, job)
 		}
-		if len(jobs) == n {
-			continue // a full batch: there may be more
+		switch {
+		case len(jobs) == n:
+			continue // a full batch: there may be more at once
+		case len(jobs) > 0:
+			wait = w.cfg.cooldown // jobs are arriving: look again soon
+		default:
+			wait = w.cfg.pollInterval
 		}
 		select {
 		case <-ctx.Done():
 		case <-w.wake:
-		case <-time.After(w.cfg.pollInterval):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -282,14 +288,15 @@ func (w *Worker[P]) call(ctx context.Context, job *Job[P]) (err error) {
 
 // settle decides what the handler's result does to the job.
 func (w *Worker[P]) settle(job *Job[P], err, cause error) Outcome {
+	if err == nil { // the hot path: no logger, no context
+		w.finish(finish[P]{job: job, complete: true})
+		return OutcomeCompleted
+	}
 	log := w.cfg.logger.With("queue", w.name, "job", job.ID, "attempt", job.Attempt)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	snooze, retryAt, discard := classify(err)
 	switch {
-	case err == nil:
-		w.finish(finish[P]{job: job, complete: true})
-		return OutcomeCompleted
 	case errors.Is(cause, errLeaseLost), errors.Is(cause, errLeaseExpired):
 		// Another claim may own the job now; fencing would refuse
 		// anything we did. It comes back if nobody has it.

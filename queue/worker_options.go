@@ -17,6 +17,7 @@ type workerConfig struct {
 	claimers        int
 	maxClaim        int
 	pollInterval    time.Duration
+	cooldown        time.Duration
 	pauseInterval   time.Duration
 	flushInterval   time.Duration
 	flushSize       int
@@ -36,6 +37,7 @@ func newWorkerConfig(opts []WorkerOption) workerConfig {
 		claimers:        1,
 		maxClaim:        100,
 		pollInterval:    time.Second,
+		cooldown:        10 * time.Millisecond,
 		pauseInterval:   time.Second,
 		flushInterval:   5 * time.Millisecond,
 		flushSize:       200,
@@ -78,6 +80,12 @@ func MaxClaim(n int) WorkerOption { return func(c *workerConfig) { c.maxClaim = 
 // 1s). With a Listener, pushes wake it at once and polling only finds
 // scheduled and retried jobs.
 func PollInterval(d time.Duration) WorkerOption { return func(c *workerConfig) { c.pollInterval = d } }
+
+// FetchCooldown is how long a worker waits before claiming again after a
+// claim that found some jobs but fewer than it asked for (default 10ms):
+// jobs are still arriving, so it looks again soon, without spinning. Only
+// a claim that finds nothing waits PollInterval.
+func FetchCooldown(d time.Duration) WorkerOption { return func(c *workerConfig) { c.cooldown = d } }
 
 // FlushInterval bounds how long a finished job waits to be completed or
 // failed in a batch (default 5ms).

@@ -97,7 +97,8 @@ var workloads = map[string]func(context.Context, *pgxpool.Pool, Config) error{
 // withDefaults fills in what cfg leaves zero, per workload.
 func withDefaults(workload string, cfg Config) Config {
 	jobs := map[string]int{"push": 100000, "push-many": 1000000, "drain": 200000, "latency": 1000, "latency-poll": 20, "steady": 0}
-	workers := map[string]int{"push": 8, "push-many": 8, "drain": 200, "latency": 1, "latency-poll": 1, "steady": 200}
+	workers := map[string]int{"push": 8, "push-many": 8, "drain": 1000, "latency": 1, "latency-poll": 1, "steady": 1000}
+	batch := map[string]int{"push-many": 100, "drain": 500, "steady": 500}
 	if cfg.Jobs == 0 {
 		cfg.Jobs = jobs[workload]
 	}
@@ -105,7 +106,7 @@ func withDefaults(workload string, cfg Config) Config {
 		cfg.Workers = workers[workload]
 	}
 	if cfg.Batch == 0 {
-		cfg.Batch = 100
+		cfg.Batch = max(1, batch[workload])
 	}
 	if cfg.Duration == 0 {
 		cfg.Duration = time.Minute
@@ -114,7 +115,7 @@ func withDefaults(workload string, cfg Config) Config {
 		cfg.Rate = 5000
 	}
 	if cfg.Claimers == 0 {
-		cfg.Claimers = 4
+		cfg.Claimers = 2
 	}
 	return cfg
 }

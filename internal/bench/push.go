@@ -18,7 +18,17 @@ func payload(n int64) jobs.BenchPayload {
 // runPush: Jobs single pushes from Workers goroutines, one transaction
 // each; p50/p99 of a push.
 func runPush(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
-	q := jobs.NewBenchQueue(pool)
+	// Each pusher holds a connection of its own, as pgbench's clients do:
+	// a pool's acquire and release per push would be measured too.
+	conns := make([]*jobs.BenchQueue, cfg.Workers)
+	for i := range conns {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Release()
+		conns[i] = jobs.NewBenchQueue(c.Conn())
+	}
 	var next, done atomic.Int64
 	lat := make([]latencies, cfg.Workers)
 	var wg sync.WaitGroup
@@ -30,7 +40,7 @@ func runPush(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 		wg.Go(func() {
 			for n := next.Add(1); n <= int64(cfg.Jobs); n = next.Add(1) {
 				t := time.Now()
-				if _, err := q.Push(ctx, payload(n)); err != nil {
+				if _, err := conns[w].Push(ctx, payload(n)); err != nil {
 					once.Do(func() { firstErr = err })
 					return
 				}

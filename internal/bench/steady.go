@@ -21,7 +21,7 @@ func runSteady(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 	q := jobs.NewBenchQueue(pool)
 	var pushed, completed atomic.Int64
 	w := q.Worker(func(context.Context, *queue.Job[jobs.BenchPayload]) error { return nil },
-		queue.Concurrency(cfg.Workers), queue.Claimers(cfg.Claimers), queue.MaxClaim(cfg.Batch), queue.Logger(quiet),
+		queue.Concurrency(cfg.Workers), queue.Claimers(cfg.Claimers), queue.MaxClaim(cfg.Batch), queue.FlushSize(cfg.Batch), queue.Logger(quiet),
 		queue.WithHooks(queue.Hooks{Batch: func(_ string, kind string, n int) {
 			if kind == "complete" {
 				completed.Add(int64(n))
@@ -90,6 +90,10 @@ FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'bench_queue'`, Sch
 	}
 	fmt.Fprintf(cfg.Out, "steady: pushed %d at %d jobs/s; depth %v; dead tuples %d, live %d, table with indexes %.1f MB\n",
 		pushed.Load(), cfg.Rate, depths, dead, live, float64(size)/(1<<20))
+	var autovacuum string
+	if err := pool.QueryRow(ctx, "SHOW autovacuum").Scan(&autovacuum); err == nil && autovacuum != "on" {
+		fmt.Fprintln(cfg.Out, "steady: WARNING: autovacuum is off on this server, so nothing removes dead tuples and the table grows without bound; the queue tables' autovacuum settings need it on")
+	}
 	summary(cfg.Out, "steady", done, took, nil)
 	return nil
 }

@@ -49,7 +49,7 @@ func copyTree(t *testing.T, src string) string {
 // TestCommittedTreesAreFresh is `queuegen check` over every spec whose
 // output is committed: the example, the e2e fixture and the golden cases.
 func TestCommittedTreesAreFresh(t *testing.T) {
-	specs := []string{"../../examples/mailer/queuegen.yaml", "../e2e/queuegen.yaml"}
+	specs := []string{"../../examples/mailer/queuegen.yaml", "../e2e/queuegen.yaml", "../bench/queuegen.yaml"}
 	golden, _ := filepath.Glob("../../testdata/*/queuegen.yaml")
 	for _, spec := range append(specs, golden...) {
 		code, out, errs := run(t, "check", "-f", spec)

@@ -94,13 +94,10 @@ func (q *Queries) CompleteInvoice(ctx context.Context, arg CompleteInvoiceParams
 }
 
 const completeManyInvoice = `-- name: CompleteManyInvoice :many
-WITH done AS (
-    SELECT unnest($1::bigint[]) AS id,
-           unnest($2::integer[]) AS attempt
-)
 DELETE FROM invoice_queue AS job
-USING done
-WHERE job.id = done.id AND job.attempt = done.attempt AND job.state = 'available'
+WHERE job.id = ANY($1::bigint[])
+  AND job.state = 'available'
+  AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
 RETURNING job.id
 `
 
@@ -109,7 +106,7 @@ type CompleteManyInvoiceParams struct {
 	Attempts []int32
 }
 
-// CompleteManyInvoice completes many jobs in one statement, each fenced by its attempt like CompleteInvoice; it returns the ids it completed.
+// CompleteManyInvoice completes many jobs in one statement, each fenced by its attempt like CompleteInvoice; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
 func (q *Queries) CompleteManyInvoice(ctx context.Context, arg CompleteManyInvoiceParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyInvoice, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -197,27 +194,23 @@ func (q *Queries) FailInvoice(ctx context.Context, arg FailInvoiceParams) (strin
 }
 
 const failManyInvoice = `-- name: FailManyInvoice :many
-WITH failed AS (
-    SELECT unnest($1::bigint[]) AS id,
-           unnest($2::integer[]) AS attempt,
-           unnest($3::text[]) AS message,
-           unnest($4::interval[]) AS retry_delay
-)
 UPDATE invoice_queue AS job
-SET errors = array_append(job.errors, failed.message),
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
-    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE now() + failed.retry_delay END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END
-FROM failed
-WHERE job.id = failed.id AND job.attempt = failed.attempt AND job.state = 'available'
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'available'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
 RETURNING job.id, job.state
 `
 
 type FailManyInvoiceParams struct {
-	Ids         []int64
-	Attempts    []int32
 	Messages    []string
+	Ids         []int64
 	RetryDelays []time.Duration
+	Attempts    []int32
 }
 
 type FailManyInvoiceRow struct {
@@ -225,13 +218,13 @@ type FailManyInvoiceRow struct {
 	State string
 }
 
-// FailManyInvoice fails many jobs in one statement, each fenced like FailInvoice and retried after its own delay; it returns the ids it changed with their new state.
+// FailManyInvoice fails many jobs in one statement, each fenced like FailInvoice and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyInvoice.
 func (q *Queries) FailManyInvoice(ctx context.Context, arg FailManyInvoiceParams) ([]FailManyInvoiceRow, error) {
 	rows, err := q.db.Query(ctx, failManyInvoice,
-		arg.Ids,
-		arg.Attempts,
 		arg.Messages,
+		arg.Ids,
 		arg.RetryDelays,
+		arg.Attempts,
 	)
 	if err != nil {
 		return nil, err

@@ -123,17 +123,14 @@ func (q *Queries) ClaimTyped(ctx context.Context, arg ClaimTypedParams) ([]Typed
 }
 
 const completeManyTyped = `-- name: CompleteManyTyped :many
-WITH done AS (
-    SELECT unnest($1::bigint[]) AS id,
-           unnest($2::integer[]) AS attempt
-)
 UPDATE typed_queue AS job
 SET state = 'succeeded',
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
-FROM done
-WHERE job.id = done.id AND job.attempt = done.attempt AND job.state = 'running'
+WHERE job.id = ANY($1::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
 RETURNING job.id
 `
 
@@ -142,7 +139,7 @@ type CompleteManyTypedParams struct {
 	Attempts []int32
 }
 
-// CompleteManyTyped completes many jobs in one statement, each fenced by its attempt like CompleteTyped; it returns the ids it completed.
+// CompleteManyTyped completes many jobs in one statement, each fenced by its attempt like CompleteTyped; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
 func (q *Queries) CompleteManyTyped(ctx context.Context, arg CompleteManyTypedParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyTyped, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -246,29 +243,25 @@ func (q *Queries) ExtendTyped(ctx context.Context, arg ExtendTypedParams) (*time
 }
 
 const failManyTyped = `-- name: FailManyTyped :many
-WITH failed AS (
-    SELECT unnest($1::bigint[]) AS id,
-           unnest($2::integer[]) AS attempt,
-           unnest($3::text[]) AS message,
-           unnest($4::interval[]) AS retry_delay
-)
 UPDATE typed_queue AS job
-SET errors = array_append(job.errors, failed.message),
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
-    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE now() + failed.retry_delay END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
     locked_by = NULL,
     locked_until = NULL
-FROM failed
-WHERE job.id = failed.id AND job.attempt = failed.attempt AND job.state = 'running'
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
 RETURNING job.id, job.state
 `
 
 type FailManyTypedParams struct {
-	Ids         []int64
-	Attempts    []int32
 	Messages    []string
+	Ids         []int64
 	RetryDelays []time.Duration
+	Attempts    []int32
 }
 
 type FailManyTypedRow struct {
@@ -276,13 +269,13 @@ type FailManyTypedRow struct {
 	State string
 }
 
-// FailManyTyped fails many jobs in one statement, each fenced like FailTyped and retried after its own delay; it returns the ids it changed with their new state.
+// FailManyTyped fails many jobs in one statement, each fenced like FailTyped and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyTyped.
 func (q *Queries) FailManyTyped(ctx context.Context, arg FailManyTypedParams) ([]FailManyTypedRow, error) {
 	rows, err := q.db.Query(ctx, failManyTyped,
-		arg.Ids,
-		arg.Attempts,
 		arg.Messages,
+		arg.Ids,
 		arg.RetryDelays,
+		arg.Attempts,
 	)
 	if err != nil {
 		return nil, err

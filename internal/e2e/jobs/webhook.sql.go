@@ -95,17 +95,14 @@ func (q *Queries) ClaimWebhook(ctx context.Context, arg ClaimWebhookParams) ([]W
 }
 
 const completeManyWebhook = `-- name: CompleteManyWebhook :many
-WITH done AS (
-    SELECT unnest($1::bigint[]) AS id,
-           unnest($2::integer[]) AS attempt
-)
 UPDATE webhook_queue AS job
 SET state = 'succeeded',
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
-FROM done
-WHERE job.id = done.id AND job.attempt = done.attempt AND job.state = 'running'
+WHERE job.id = ANY($1::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
 RETURNING job.id
 `
 
@@ -114,7 +111,7 @@ type CompleteManyWebhookParams struct {
 	Attempts []int32
 }
 
-// CompleteManyWebhook completes many jobs in one statement, each fenced by its attempt like CompleteWebhook; it returns the ids it completed.
+// CompleteManyWebhook completes many jobs in one statement, each fenced by its attempt like CompleteWebhook; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
 func (q *Queries) CompleteManyWebhook(ctx context.Context, arg CompleteManyWebhookParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyWebhook, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -218,29 +215,25 @@ func (q *Queries) ExtendWebhook(ctx context.Context, arg ExtendWebhookParams) (*
 }
 
 const failManyWebhook = `-- name: FailManyWebhook :many
-WITH failed AS (
-    SELECT unnest($1::bigint[]) AS id,
-           unnest($2::integer[]) AS attempt,
-           unnest($3::text[]) AS message,
-           unnest($4::interval[]) AS retry_delay
-)
 UPDATE webhook_queue AS job
-SET errors = array_append(job.errors, failed.message),
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
-    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE now() + failed.retry_delay END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
     locked_by = NULL,
     locked_until = NULL
-FROM failed
-WHERE job.id = failed.id AND job.attempt = failed.attempt AND job.state = 'running'
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
 RETURNING job.id, job.state
 `
 
 type FailManyWebhookParams struct {
-	Ids         []int64
-	Attempts    []int32
 	Messages    []string
+	Ids         []int64
 	RetryDelays []time.Duration
+	Attempts    []int32
 }
 
 type FailManyWebhookRow struct {
@@ -248,13 +241,13 @@ type FailManyWebhookRow struct {
 	State string
 }
 
-// FailManyWebhook fails many jobs in one statement, each fenced like FailWebhook and retried after its own delay; it returns the ids it changed with their new state.
+// FailManyWebhook fails many jobs in one statement, each fenced like FailWebhook and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyWebhook.
 func (q *Queries) FailManyWebhook(ctx context.Context, arg FailManyWebhookParams) ([]FailManyWebhookRow, error) {
 	rows, err := q.db.Query(ctx, failManyWebhook,
-		arg.Ids,
-		arg.Attempts,
 		arg.Messages,
+		arg.Ids,
 		arg.RetryDelays,
+		arg.Attempts,
 	)
 	if err != nil {
 		return nil, err

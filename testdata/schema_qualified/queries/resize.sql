@@ -65,14 +65,11 @@ DELETE FROM jobs.resize_jobs
 WHERE id = @id AND attempt = @attempt AND state = 'running';
 
 -- name: CompleteManyResize :many
--- CompleteManyResize completes many jobs in one statement, each fenced by its attempt like CompleteResize; it returns the ids it completed.
-WITH done AS (
-    SELECT unnest(@ids::bigint[]) AS id,
-           unnest(@attempts::integer[]) AS attempt
-)
+-- CompleteManyResize completes many jobs in one statement, each fenced by its attempt like CompleteResize; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
 DELETE FROM jobs.resize_jobs AS job
-USING done
-WHERE job.id = done.id AND job.attempt = done.attempt AND job.state = 'running'
+WHERE job.id = ANY(@ids::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
 RETURNING job.id;
 
 -- name: FailResize :one
@@ -88,22 +85,18 @@ WHERE id = @id AND attempt = @attempt AND state = 'running'
 RETURNING state;
 
 -- name: FailManyResize :many
--- FailManyResize fails many jobs in one statement, each fenced like FailResize and retried after its own delay; it returns the ids it changed with their new state.
-WITH failed AS (
-    SELECT unnest(@ids::bigint[]) AS id,
-           unnest(@attempts::integer[]) AS attempt,
-           unnest(@messages::text[]) AS message,
-           unnest(@retry_delays::interval[]) AS retry_delay
-)
+-- FailManyResize fails many jobs in one statement, each fenced like FailResize and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyResize.
 UPDATE jobs.resize_jobs AS job
-SET errors = array_append(job.errors, failed.message),
+SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
-    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE now() + failed.retry_delay END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE now() + (@retry_delays::interval[])[array_position(@ids::bigint[], job.id)] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
     locked_by = NULL,
     locked_until = NULL
-FROM failed
-WHERE job.id = failed.id AND job.attempt = failed.attempt AND job.state = 'running'
+WHERE job.id = ANY(@ids::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
 RETURNING job.id, job.state;
 
 -- name: SnoozeResize :execrows

@@ -91,13 +91,10 @@ func (q *Queries) CompleteBill(ctx context.Context, arg CompleteBillParams) (int
 }
 
 const completeManyBill = `-- name: CompleteManyBill :many
-WITH done AS (
-    SELECT unnest($1::bigint[]) AS id,
-           unnest($2::integer[]) AS attempt
-)
 DELETE FROM jobs.bill_queue AS job
-USING done
-WHERE job.id = done.id AND job.attempt = done.attempt AND job.state = 'available'
+WHERE job.id = ANY($1::bigint[])
+  AND job.state = 'available'
+  AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
 RETURNING job.id
 `
 
@@ -106,7 +103,7 @@ type CompleteManyBillParams struct {
 	Attempts []int32
 }
 
-// CompleteManyBill completes many jobs in one statement, each fenced by its attempt like CompleteBill; it returns the ids it completed.
+// CompleteManyBill completes many jobs in one statement, each fenced by its attempt like CompleteBill; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
 func (q *Queries) CompleteManyBill(ctx context.Context, arg CompleteManyBillParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyBill, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -194,27 +191,23 @@ func (q *Queries) FailBill(ctx context.Context, arg FailBillParams) (string, err
 }
 
 const failManyBill = `-- name: FailManyBill :many
-WITH failed AS (
-    SELECT unnest($1::bigint[]) AS id,
-           unnest($2::integer[]) AS attempt,
-           unnest($3::text[]) AS message,
-           unnest($4::interval[]) AS retry_delay
-)
 UPDATE jobs.bill_queue AS job
-SET errors = array_append(job.errors, failed.message),
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
-    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE now() + failed.retry_delay END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END
-FROM failed
-WHERE job.id = failed.id AND job.attempt = failed.attempt AND job.state = 'available'
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'available'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
 RETURNING job.id, job.state
 `
 
 type FailManyBillParams struct {
-	Ids         []int64
-	Attempts    []int32
 	Messages    []string
+	Ids         []int64
 	RetryDelays []time.Duration
+	Attempts    []int32
 }
 
 type FailManyBillRow struct {
@@ -222,13 +215,13 @@ type FailManyBillRow struct {
 	State string
 }
 
-// FailManyBill fails many jobs in one statement, each fenced like FailBill and retried after its own delay; it returns the ids it changed with their new state.
+// FailManyBill fails many jobs in one statement, each fenced like FailBill and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyBill.
 func (q *Queries) FailManyBill(ctx context.Context, arg FailManyBillParams) ([]FailManyBillRow, error) {
 	rows, err := q.db.Query(ctx, failManyBill,
-		arg.Ids,
-		arg.Attempts,
 		arg.Messages,
+		arg.Ids,
 		arg.RetryDelays,
+		arg.Attempts,
 	)
 	if err != nil {
 		return nil, err

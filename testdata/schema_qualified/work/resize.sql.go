@@ -95,13 +95,10 @@ func (q *Queries) ClaimResize(ctx context.Context, arg ClaimResizeParams) ([]Res
 }
 
 const completeManyResize = `-- name: CompleteManyResize :many
-WITH done AS (
-    SELECT unnest($1::bigint[]) AS id,
-           unnest($2::integer[]) AS attempt
-)
 DELETE FROM jobs.resize_jobs AS job
-USING done
-WHERE job.id = done.id AND job.attempt = done.attempt AND job.state = 'running'
+WHERE job.id = ANY($1::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
 RETURNING job.id
 `
 
@@ -110,7 +107,7 @@ type CompleteManyResizeParams struct {
 	Attempts []int32
 }
 
-// CompleteManyResize completes many jobs in one statement, each fenced by its attempt like CompleteResize; it returns the ids it completed.
+// CompleteManyResize completes many jobs in one statement, each fenced by its attempt like CompleteResize; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
 func (q *Queries) CompleteManyResize(ctx context.Context, arg CompleteManyResizeParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyResize, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -210,29 +207,25 @@ func (q *Queries) ExtendResize(ctx context.Context, arg ExtendResizeParams) (*ti
 }
 
 const failManyResize = `-- name: FailManyResize :many
-WITH failed AS (
-    SELECT unnest($1::bigint[]) AS id,
-           unnest($2::integer[]) AS attempt,
-           unnest($3::text[]) AS message,
-           unnest($4::interval[]) AS retry_delay
-)
 UPDATE jobs.resize_jobs AS job
-SET errors = array_append(job.errors, failed.message),
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
-    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE now() + failed.retry_delay END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
     locked_by = NULL,
     locked_until = NULL
-FROM failed
-WHERE job.id = failed.id AND job.attempt = failed.attempt AND job.state = 'running'
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
 RETURNING job.id, job.state
 `
 
 type FailManyResizeParams struct {
-	Ids         []int64
-	Attempts    []int32
 	Messages    []string
+	Ids         []int64
 	RetryDelays []time.Duration
+	Attempts    []int32
 }
 
 type FailManyResizeRow struct {
@@ -240,13 +233,13 @@ type FailManyResizeRow struct {
 	State string
 }
 
-// FailManyResize fails many jobs in one statement, each fenced like FailResize and retried after its own delay; it returns the ids it changed with their new state.
+// FailManyResize fails many jobs in one statement, each fenced like FailResize and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyResize.
 func (q *Queries) FailManyResize(ctx context.Context, arg FailManyResizeParams) ([]FailManyResizeRow, error) {
 	rows, err := q.db.Query(ctx, failManyResize,
-		arg.Ids,
-		arg.Attempts,
 		arg.Messages,
+		arg.Ids,
 		arg.RetryDelays,
+		arg.Attempts,
 	)
 	if err != nil {
 		return nil, err

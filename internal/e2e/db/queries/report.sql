@@ -50,16 +50,13 @@ SET state = 'succeeded',
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 
 -- name: CompleteManyReport :many
--- CompleteManyReport completes many jobs in one statement, each fenced by its attempt like CompleteReport; it returns the ids it completed.
-WITH done AS (
-    SELECT unnest(@ids::bigint[]) AS id,
-           unnest(@attempts::integer[]) AS attempt
-)
+-- CompleteManyReport completes many jobs in one statement, each fenced by its attempt like CompleteReport; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
 UPDATE report_queue AS job
 SET state = 'succeeded',
     finished_at = now()
-FROM done
-WHERE job.id = done.id AND job.attempt = done.attempt AND job.state = 'available'
+WHERE job.id = ANY(@ids::bigint[])
+  AND job.state = 'available'
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
 RETURNING job.id;
 
 -- name: FailReport :one
@@ -73,20 +70,16 @@ WHERE id = @id AND attempt = @attempt AND state = 'available'
 RETURNING state;
 
 -- name: FailManyReport :many
--- FailManyReport fails many jobs in one statement, each fenced like FailReport and retried after its own delay; it returns the ids it changed with their new state.
-WITH failed AS (
-    SELECT unnest(@ids::bigint[]) AS id,
-           unnest(@attempts::integer[]) AS attempt,
-           unnest(@messages::text[]) AS message,
-           unnest(@retry_delays::interval[]) AS retry_delay
-)
+-- FailManyReport fails many jobs in one statement, each fenced like FailReport and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyReport.
 UPDATE report_queue AS job
-SET errors = array_append(job.errors, failed.message),
+SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
-    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE now() + failed.retry_delay END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE now() + (@retry_delays::interval[])[array_position(@ids::bigint[], job.id)] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END
-FROM failed
-WHERE job.id = failed.id AND job.attempt = failed.attempt AND job.state = 'available'
+WHERE job.id = ANY(@ids::bigint[])
+  AND job.state = 'available'
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
 RETURNING job.id, job.state;
 
 -- name: SnoozeReport :execrows

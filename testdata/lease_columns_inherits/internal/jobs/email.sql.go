@@ -119,13 +119,10 @@ func (q *Queries) CompleteEmail(ctx context.Context, arg CompleteEmailParams) (i
 }
 
 const completeManyEmail = `-- name: CompleteManyEmail :many
-WITH done AS (
-    SELECT unnest($1::bigint[]) AS id,
-           unnest($2::integer[]) AS attempt
-)
 DELETE FROM email_queue AS job
-USING done
-WHERE job.id = done.id AND job.attempt = done.attempt AND job.state = 'running'
+WHERE job.id = ANY($1::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
 RETURNING job.id
 `
 
@@ -134,7 +131,7 @@ type CompleteManyEmailParams struct {
 	Attempts []int32
 }
 
-// CompleteManyEmail completes many jobs in one statement, each fenced by its attempt like CompleteEmail; it returns the ids it completed.
+// CompleteManyEmail completes many jobs in one statement, each fenced by its attempt like CompleteEmail; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
 func (q *Queries) CompleteManyEmail(ctx context.Context, arg CompleteManyEmailParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyEmail, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -247,29 +244,25 @@ func (q *Queries) FailEmail(ctx context.Context, arg FailEmailParams) (string, e
 }
 
 const failManyEmail = `-- name: FailManyEmail :many
-WITH failed AS (
-    SELECT unnest($1::bigint[]) AS id,
-           unnest($2::integer[]) AS attempt,
-           unnest($3::text[]) AS message,
-           unnest($4::interval[]) AS retry_delay
-)
 UPDATE email_queue AS job
-SET errors = array_append(job.errors, failed.message),
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
-    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE now() + failed.retry_delay END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
     locked_by = NULL,
     locked_until = NULL
-FROM failed
-WHERE job.id = failed.id AND job.attempt = failed.attempt AND job.state = 'running'
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
 RETURNING job.id, job.state
 `
 
 type FailManyEmailParams struct {
-	Ids         []int64
-	Attempts    []int32
 	Messages    []string
+	Ids         []int64
 	RetryDelays []time.Duration
+	Attempts    []int32
 }
 
 type FailManyEmailRow struct {
@@ -277,13 +270,13 @@ type FailManyEmailRow struct {
 	State string
 }
 
-// FailManyEmail fails many jobs in one statement, each fenced like FailEmail and retried after its own delay; it returns the ids it changed with their new state.
+// FailManyEmail fails many jobs in one statement, each fenced like FailEmail and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyEmail.
 func (q *Queries) FailManyEmail(ctx context.Context, arg FailManyEmailParams) ([]FailManyEmailRow, error) {
 	rows, err := q.db.Query(ctx, failManyEmail,
-		arg.Ids,
-		arg.Attempts,
 		arg.Messages,
+		arg.Ids,
 		arg.RetryDelays,
+		arg.Attempts,
 	)
 	if err != nil {
 		return nil, err

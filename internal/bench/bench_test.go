@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/queuegen/queuegen/internal/bench/jobs"
+	"github.com/queuegen/queuegen/internal/pgtest"
+	"github.com/queuegen/queuegen/queue"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.RunMain(m)) }
+
+var summaryLine = regexp.MustCompile(`(?m)^bench (\S+): (\d+) jobs in \d+\.\d{3} s = \d+ jobs/s( p50=\d+\.\d{3} p99=\d+\.\d{3})?$`)
+
+// TestEveryWorkloadSmoke runs each workload once on a small N: a smoke
+// test of the bench (it asserts the output's form, never a speed).
+func TestEveryWorkloadSmoke(t *testing.T) {
+	var out bytes.Buffer
+	cfg := Config{Workload: "all", Jobs: 300, Duration: 2 * time.Second, Out: &out}
+	if err := Run(context.Background(), pgtest.URL(t), cfg); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	got := map[string]string{}
+	for _, m := range summaryLine.FindAllStringSubmatch(out.String(), -1) {
+		got[m[1]] = m[0]
+	}
+	for _, w := range Workloads {
+		if got[w] == "" {
+			t.Errorf("no summary line for %s in:\n%s", w, out.String())
+		}
+	}
+	for _, w := range []string{"push", "push-many", "latency", "latency-poll"} {
+		if !regexp.MustCompile(`p50=`).MatchString(got[w]) {
+			t.Errorf("%s summary lacks p50/p99: %q", w, got[w])
+		}
+	}
+	if !regexp.MustCompile(`(?m)^steady: pushed \d+ at \d+ jobs/s; depth \[.*\]; dead tuples \d+, live \d+, table with indexes`).MatchString(out.String()) {
+		t.Errorf("steady lacks its table-health line:\n%s", out.String())
+	}
+}
+
+// prepared returns a pool on a bench schema holding n due jobs.
+func prepared(b *testing.B, n int) *jobs.BenchQueue {
+	b.Helper()
+	ctx := context.Background()
+	pool := pgtest.Pool(b)
+	if err := setup(ctx, pool); err != nil {
+		b.Fatal(err)
+	}
+	if err := fill(ctx, pool, n); err != nil {
+		b.Fatal(err)
+	}
+	return jobs.NewBenchQueue(pool)
+}
+
+// BenchmarkClaim100 claims 100 jobs at a time (one statement), the
+// worker's hot path.
+func BenchmarkClaim100(b *testing.B) {
+	q := prepared(b, 100*b.N+100)
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := q.Claim(ctx, "bench", 100)
+		if err != nil || len(got) != 100 {
+			b.Fatalf("claimed %d: %v", len(got), err)
+		}
+	}
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkCompleteMany100 completes 100 claimed jobs in one statement.
+func BenchmarkCompleteMany100(b *testing.B) {
+	q := prepared(b, 100*b.N+100)
+	ctx := context.Background()
+	batches := make([][]*queue.Job[jobs.BenchPayload], 0, b.N)
+	for range b.N {
+		got, err := q.Claim(ctx, "bench", 100)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batches = append(batches, got)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		ids, err := q.CompleteMany(ctx, batches[i])
+		if err != nil || len(ids) != 100 {
+			b.Fatalf("completed %d: %v", len(ids), err)
+		}
+	}
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkPush pushes one job per statement (one transaction each).
+func BenchmarkPush(b *testing.B) {
+	q := prepared(b, 0)
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		if _, err := q.Push(ctx, payload(int64(i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
