@@ -70,3 +70,9 @@ func classify(err error) (snooze *snoozeError, retryAt *retryAtError, discard *d
 	errors.As(err, &discard)
 	return
 }
+
+// TimeoutError is the error kept for an attempt whose handler ran longer
+// than the worker's JobTimeout.
+type TimeoutError struct{ After time.Duration }
+
+func (e *TimeoutError) Error() string { return fmt.Sprintf("job timed out after %s", e.After) }

@@ -20,7 +20,7 @@ type TxQueue[P any] interface {
 	Claim(ctx context.Context, tx pgx.Tx, max int, opts ...ClaimOption) ([]*Job[P], error)
 	Complete(ctx context.Context, tx pgx.Tx, job *Job[P]) error
 	FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*Job[P], causes []error, delays []time.Duration) (map[int64]State, error)
-	Snooze(ctx context.Context, tx pgx.Tx, job *Job[P], at time.Time) error
+	SnoozeFor(ctx context.Context, tx pgx.Tx, job *Job[P], d time.Duration) error
 	Discard(ctx context.Context, tx pgx.Tx, job *Job[P], cause error) error
 	Paused(ctx context.Context) (bool, error)
 	Depth(ctx context.Context) (int64, error)
@@ -28,7 +28,7 @@ type TxQueue[P any] interface {
 
 // Beginner starts transactions: a *pgxpool.Pool or a *pgx.Conn.
 type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 
 // TxHandler works one job of a transaction-mode queue inside tx, the
@@ -121,7 +121,7 @@ func (w *TxWorker[P]) loop(ctx, jobsCtx context.Context, db Beginner) {
 // one claims and works one job in one transaction; it reports whether
 // there was a job.
 func (w *TxWorker[P]) one(ctx context.Context, db Beginner) (bool, error) {
-	tx, err := db.Begin(ctx)
+	tx, err := db.BeginTx(ctx, w.cfg.txOptions)
 	if err != nil {
 		return false, err
 	}
@@ -194,7 +194,7 @@ func (w *TxWorker[P]) fail(ctx context.Context, tx pgx.Tx, job *Job[P], err erro
 	snooze, retryAt, discard := classify(err)
 	switch {
 	case snooze != nil:
-		return OutcomeSnoozed, w.q.Snooze(ctx, tx, job, time.Now().Add(snooze.d))
+		return OutcomeSnoozed, w.q.SnoozeFor(ctx, tx, job, snooze.d)
 	case discard != nil:
 		return OutcomeDead, w.q.Discard(ctx, tx, job, discard.err)
 	}

@@ -20,7 +20,7 @@ type LeaseQueue[P any] interface {
 	Claim(ctx context.Context, node string, max int, opts ...ClaimOption) ([]*Job[P], error)
 	CompleteMany(ctx context.Context, jobs []*Job[P]) ([]int64, error)
 	FailManyAfter(ctx context.Context, jobs []*Job[P], causes []error, delays []time.Duration) (map[int64]State, error)
-	Snooze(ctx context.Context, job *Job[P], at time.Time) error
+	SnoozeFor(ctx context.Context, job *Job[P], d time.Duration) error
 	Discard(ctx context.Context, job *Job[P], cause error) error
 	Extend(ctx context.Context, job *Job[P], d time.Duration) error
 	Release(ctx context.Context, job *Job[P]) error
@@ -248,6 +248,12 @@ func (w *Worker[P]) runningCount() int {
 // start runs the handler on job in its own goroutine, holding one slot.
 func (w *Worker[P]) start(jobsCtx context.Context, job *Job[P]) {
 	ctx, cancel := context.WithCancelCause(jobsCtx)
+	if w.cfg.jobTimeout > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, w.cfg.jobTimeout, &TimeoutError{After: w.cfg.jobTimeout})
+		cancelCause := cancel
+		cancel = func(err error) { cancelCause(err); stop() }
+	}
 	r := &runningJob[P]{job: job, cancel: cancel}
 	r.timer = time.AfterFunc(w.lease, func() { cancel(errLeaseExpired) })
 	w.mu.Lock()
@@ -263,6 +269,9 @@ func (w *Worker[P]) start(jobsCtx context.Context, job *Job[P]) {
 		}
 		began := time.Now()
 		err := w.call(ctx, job)
+		if te := (*TimeoutError)(nil); err != nil && errors.As(context.Cause(ctx), &te) {
+			err = te // the handler gave up because it ran out of time: say so
+		}
 		r.timer.Stop()
 		w.mu.Lock()
 		delete(w.running, job.ID)
@@ -308,7 +317,7 @@ func (w *Worker[P]) settle(job *Job[P], err, cause error) Outcome {
 		}
 		return OutcomeReleased
 	case snooze != nil:
-		if serr := w.q.Snooze(ctx, job, time.Now().Add(snooze.d)); serr != nil {
+		if serr := w.q.SnoozeFor(ctx, job, snooze.d); serr != nil {
 			log.Error("snooze failed", "err", serr)
 		}
 		return OutcomeSnoozed

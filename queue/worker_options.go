@@ -2,6 +2,8 @@ package queue
 
 import (
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 	"log/slog"
 	"os"
 	"time"
@@ -23,6 +25,8 @@ type workerConfig struct {
 	flushSize       int
 	shutdownTimeout time.Duration
 	lease           time.Duration
+	jobTimeout      time.Duration
+	txOptions       pgx.TxOptions
 	statsInterval   time.Duration
 	logger          *slog.Logger
 	hooks           Hooks
@@ -106,6 +110,21 @@ func ShutdownTimeout(d time.Duration) WorkerOption {
 
 // Lease overrides the queue's lease for the jobs this worker claims.
 func Lease(d time.Duration) WorkerOption { return func(c *workerConfig) { c.lease = d } }
+
+// JobTimeout bounds how long a handler may run (default: no bound but
+// the lease, which the heartbeat keeps extending). The handler's context
+// is cancelled at the deadline; when the handler then returns, the attempt
+// fails with a TimeoutError. A handler that ignores its context keeps its
+// slot until it returns.
+func JobTimeout(d time.Duration) WorkerOption { return func(c *workerConfig) { c.jobTimeout = d } }
+
+// TxIsolation sets the options of a TxWorker's transactions, e.g.
+// pgx.TxOptions{IsoLevel: pgx.Serializable}. Serialization failures and
+// deadlocks roll the transaction back, and the job is claimed again
+// (seed 004).
+func TxIsolation(opts pgx.TxOptions) WorkerOption {
+	return func(c *workerConfig) { c.txOptions = opts }
+}
 
 // StatsInterval is how often Hooks.Depth is fed (default 10s).
 func StatsInterval(d time.Duration) WorkerOption {

@@ -199,7 +199,14 @@ func (q *StatementQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*q
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *StatementQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[StatementPayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, SnoozeStatementParams{RunAfter: at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, SnoozeStatementParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	return q.held(job, n, err)
+}
+
+// SnoozeFor puts a held job back for d, by the database clock, without
+// using up an attempt.
+func (q *StatementQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[StatementPayload], d time.Duration) error {
+	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, SnoozeStatementParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 

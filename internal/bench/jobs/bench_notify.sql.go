@@ -503,22 +503,28 @@ func (q *Queries) SetPausedBenchNotify(ctx context.Context, paused bool) (int64,
 const snoozeBenchNotify = `-- name: SnoozeBenchNotify :execrows
 UPDATE queuegen_bench.bench_notify_queue
 SET state = 'available',
-    run_after = $1,
+    run_after = coalesce($1::timestamptz, now() + $2::interval),
     max_attempts = max_attempts + 1,
     locked_by = NULL,
     locked_until = NULL
-WHERE id = $2 AND attempt = $3 AND state = 'running'
+WHERE id = $3 AND attempt = $4 AND state = 'running'
 `
 
 type SnoozeBenchNotifyParams struct {
-	RunAfter time.Time
+	RunAfter *time.Time
+	Delay    time.Duration
 	ID       int64
 	Attempt  int32
 }
 
-// SnoozeBenchNotify puts a job back until @run_after without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteBenchNotify.
+// SnoozeBenchNotify puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteBenchNotify.
 func (q *Queries) SnoozeBenchNotify(ctx context.Context, arg SnoozeBenchNotifyParams) (int64, error) {
-	result, err := q.db.Exec(ctx, snoozeBenchNotify, arg.RunAfter, arg.ID, arg.Attempt)
+	result, err := q.db.Exec(ctx, snoozeBenchNotify,
+		arg.RunAfter,
+		arg.Delay,
+		arg.ID,
+		arg.Attempt,
+	)
 	if err != nil {
 		return 0, err
 	}

@@ -188,7 +188,14 @@ func (q *BenchNotifyQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchNotifyQueue) Snooze(ctx context.Context, job *queue.Job[BenchNotifyPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchNotify(ctx, SnoozeBenchNotifyParams{RunAfter: at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchNotify(ctx, SnoozeBenchNotifyParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	return q.held(job, n, err)
+}
+
+// SnoozeFor puts a held job back for d, by the database clock, without
+// using up an attempt.
+func (q *BenchNotifyQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchNotifyPayload], d time.Duration) error {
+	n, err := q.q.SnoozeBenchNotify(ctx, SnoozeBenchNotifyParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 

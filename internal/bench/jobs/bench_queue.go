@@ -188,7 +188,14 @@ func (q *BenchQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[BenchP
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchQueue) Snooze(ctx context.Context, job *queue.Job[BenchPayload], at time.Time) error {
-	n, err := q.q.SnoozeBench(ctx, SnoozeBenchParams{RunAfter: at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBench(ctx, SnoozeBenchParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	return q.held(job, n, err)
+}
+
+// SnoozeFor puts a held job back for d, by the database clock, without
+// using up an attempt.
+func (q *BenchQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchPayload], d time.Duration) error {
+	n, err := q.q.SnoozeBench(ctx, SnoozeBenchParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 

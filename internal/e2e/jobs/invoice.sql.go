@@ -401,20 +401,26 @@ func (q *Queries) SetPausedInvoice(ctx context.Context, paused bool) (int64, err
 const snoozeInvoice = `-- name: SnoozeInvoice :execrows
 UPDATE invoice_queue
 SET state = 'available',
-    run_after = $1,
+    run_after = coalesce($1::timestamptz, now() + $2::interval),
     max_attempts = max_attempts + 1
-WHERE id = $2 AND attempt = $3 AND state = 'available'
+WHERE id = $3 AND attempt = $4 AND state = 'available'
 `
 
 type SnoozeInvoiceParams struct {
-	RunAfter time.Time
+	RunAfter *time.Time
+	Delay    time.Duration
 	ID       int64
 	Attempt  int32
 }
 
-// SnoozeInvoice puts a job back until @run_after without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteInvoice.
+// SnoozeInvoice puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteInvoice.
 func (q *Queries) SnoozeInvoice(ctx context.Context, arg SnoozeInvoiceParams) (int64, error) {
-	result, err := q.db.Exec(ctx, snoozeInvoice, arg.RunAfter, arg.ID, arg.Attempt)
+	result, err := q.db.Exec(ctx, snoozeInvoice,
+		arg.RunAfter,
+		arg.Delay,
+		arg.ID,
+		arg.Attempt,
+	)
 	if err != nil {
 		return 0, err
 	}

@@ -192,7 +192,14 @@ func (q *InvoiceQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*que
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *InvoiceQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[InvoicePayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeInvoice(ctx, SnoozeInvoiceParams{RunAfter: at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeInvoice(ctx, SnoozeInvoiceParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	return q.held(job, n, err)
+}
+
+// SnoozeFor puts a held job back for d, by the database clock, without
+// using up an attempt.
+func (q *InvoiceQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[InvoicePayload], d time.Duration) error {
+	n, err := q.WithTx(tx).q.SnoozeInvoice(ctx, SnoozeInvoiceParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 

@@ -199,7 +199,14 @@ func (q *ReportQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ReportQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[ReportPayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeReport(ctx, SnoozeReportParams{RunAfter: at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeReport(ctx, SnoozeReportParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	return q.held(job, n, err)
+}
+
+// SnoozeFor puts a held job back for d, by the database clock, without
+// using up an attempt.
+func (q *ReportQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[ReportPayload], d time.Duration) error {
+	n, err := q.WithTx(tx).q.SnoozeReport(ctx, SnoozeReportParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 

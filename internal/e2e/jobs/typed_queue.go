@@ -289,7 +289,14 @@ func (q *TypedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[TypedP
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *TypedQueue) Snooze(ctx context.Context, job *queue.Job[TypedPayload], at time.Time) error {
-	n, err := q.q.SnoozeTyped(ctx, SnoozeTypedParams{RunAfter: at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeTyped(ctx, SnoozeTypedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	return q.held(job, n, err)
+}
+
+// SnoozeFor puts a held job back for d, by the database clock, without
+// using up an attempt.
+func (q *TypedQueue) SnoozeFor(ctx context.Context, job *queue.Job[TypedPayload], d time.Duration) error {
+	n, err := q.q.SnoozeTyped(ctx, SnoozeTypedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 

@@ -189,7 +189,14 @@ func (q *WebhookQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[payl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *WebhookQueue) Snooze(ctx context.Context, job *queue.Job[payload.Webhook], at time.Time) error {
-	n, err := q.q.SnoozeWebhook(ctx, SnoozeWebhookParams{RunAfter: at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeWebhook(ctx, SnoozeWebhookParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	return q.held(job, n, err)
+}
+
+// SnoozeFor puts a held job back for d, by the database clock, without
+// using up an attempt.
+func (q *WebhookQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Webhook], d time.Duration) error {
+	n, err := q.q.SnoozeWebhook(ctx, SnoozeWebhookParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 

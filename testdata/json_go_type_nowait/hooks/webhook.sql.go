@@ -505,22 +505,28 @@ func (q *Queries) SetPausedWebhook(ctx context.Context, paused bool) (int64, err
 const snoozeWebhook = `-- name: SnoozeWebhook :execrows
 UPDATE webhook_queue
 SET state = 'available',
-    run_after = $1,
+    run_after = coalesce($1::timestamptz, now() + $2::interval),
     max_attempts = max_attempts + 1,
     locked_by = NULL,
     locked_until = NULL
-WHERE id = $2 AND attempt = $3 AND state = 'running'
+WHERE id = $3 AND attempt = $4 AND state = 'running'
 `
 
 type SnoozeWebhookParams struct {
-	RunAfter time.Time
+	RunAfter *time.Time
+	Delay    time.Duration
 	ID       int64
 	Attempt  int32
 }
 
-// SnoozeWebhook puts a job back until @run_after without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteWebhook.
+// SnoozeWebhook puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteWebhook.
 func (q *Queries) SnoozeWebhook(ctx context.Context, arg SnoozeWebhookParams) (int64, error) {
-	result, err := q.db.Exec(ctx, snoozeWebhook, arg.RunAfter, arg.ID, arg.Attempt)
+	result, err := q.db.Exec(ctx, snoozeWebhook,
+		arg.RunAfter,
+		arg.Delay,
+		arg.ID,
+		arg.Attempt,
+	)
 	if err != nil {
 		return 0, err
 	}

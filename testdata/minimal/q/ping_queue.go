@@ -184,7 +184,14 @@ func (q *PingQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[PingPay
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *PingQueue) Snooze(ctx context.Context, job *queue.Job[PingPayload], at time.Time) error {
-	n, err := q.q.SnoozePing(ctx, SnoozePingParams{RunAfter: at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozePing(ctx, SnoozePingParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	return q.held(job, n, err)
+}
+
+// SnoozeFor puts a held job back for d, by the database clock, without
+// using up an attempt.
+func (q *PingQueue) SnoozeFor(ctx context.Context, job *queue.Job[PingPayload], d time.Duration) error {
+	n, err := q.q.SnoozePing(ctx, SnoozePingParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 

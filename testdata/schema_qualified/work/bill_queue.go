@@ -187,7 +187,14 @@ func (q *BillQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queue.
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BillQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[BillPayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeBill(ctx, SnoozeBillParams{RunAfter: at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeBill(ctx, SnoozeBillParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	return q.held(job, n, err)
+}
+
+// SnoozeFor puts a held job back for d, by the database clock, without
+// using up an attempt.
+func (q *BillQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[BillPayload], d time.Duration) error {
+	n, err := q.WithTx(tx).q.SnoozeBill(ctx, SnoozeBillParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 

@@ -497,22 +497,28 @@ func (q *Queries) SetPausedResize(ctx context.Context, paused bool) (int64, erro
 const snoozeResize = `-- name: SnoozeResize :execrows
 UPDATE jobs.resize_jobs
 SET state = 'available',
-    run_after = $1,
+    run_after = coalesce($1::timestamptz, now() + $2::interval),
     max_attempts = max_attempts + 1,
     locked_by = NULL,
     locked_until = NULL
-WHERE id = $2 AND attempt = $3 AND state = 'running'
+WHERE id = $3 AND attempt = $4 AND state = 'running'
 `
 
 type SnoozeResizeParams struct {
-	RunAfter time.Time
+	RunAfter *time.Time
+	Delay    time.Duration
 	ID       int64
 	Attempt  int32
 }
 
-// SnoozeResize puts a job back until @run_after without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteResize.
+// SnoozeResize puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteResize.
 func (q *Queries) SnoozeResize(ctx context.Context, arg SnoozeResizeParams) (int64, error) {
-	result, err := q.db.Exec(ctx, snoozeResize, arg.RunAfter, arg.ID, arg.Attempt)
+	result, err := q.db.Exec(ctx, snoozeResize,
+		arg.RunAfter,
+		arg.Delay,
+		arg.ID,
+		arg.Attempt,
+	)
 	if err != nil {
 		return 0, err
 	}

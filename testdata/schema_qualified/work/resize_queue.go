@@ -184,7 +184,14 @@ func (q *ResizeQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Resiz
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ResizeQueue) Snooze(ctx context.Context, job *queue.Job[ResizePayload], at time.Time) error {
-	n, err := q.q.SnoozeResize(ctx, SnoozeResizeParams{RunAfter: at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeResize(ctx, SnoozeResizeParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	return q.held(job, n, err)
+}
+
+// SnoozeFor puts a held job back for d, by the database clock, without
+// using up an attempt.
+func (q *ResizeQueue) SnoozeFor(ctx context.Context, job *queue.Job[ResizePayload], d time.Duration) error {
+	n, err := q.q.SnoozeResize(ctx, SnoozeResizeParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 

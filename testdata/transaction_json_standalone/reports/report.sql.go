@@ -412,20 +412,26 @@ func (q *Queries) SetPausedReport(ctx context.Context, paused bool) (int64, erro
 const snoozeReport = `-- name: SnoozeReport :execrows
 UPDATE report_queue
 SET state = 'available',
-    run_after = $1,
+    run_after = coalesce($1::timestamptz, now() + $2::interval),
     max_attempts = max_attempts + 1
-WHERE id = $2 AND attempt = $3 AND state = 'available'
+WHERE id = $3 AND attempt = $4 AND state = 'available'
 `
 
 type SnoozeReportParams struct {
-	RunAfter time.Time
+	RunAfter *time.Time
+	Delay    time.Duration
 	ID       int64
 	Attempt  int32
 }
 
-// SnoozeReport puts a job back until @run_after without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteReport.
+// SnoozeReport puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteReport.
 func (q *Queries) SnoozeReport(ctx context.Context, arg SnoozeReportParams) (int64, error) {
-	result, err := q.db.Exec(ctx, snoozeReport, arg.RunAfter, arg.ID, arg.Attempt)
+	result, err := q.db.Exec(ctx, snoozeReport,
+		arg.RunAfter,
+		arg.Delay,
+		arg.ID,
+		arg.Attempt,
+	)
 	if err != nil {
 		return 0, err
 	}

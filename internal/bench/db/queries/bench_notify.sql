@@ -100,10 +100,10 @@ WHERE job.id = ANY(@ids::bigint[])
 RETURNING job.id, job.state;
 
 -- name: SnoozeBenchNotify :execrows
--- SnoozeBenchNotify puts a job back until @run_after without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteBenchNotify.
+-- SnoozeBenchNotify puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteBenchNotify.
 UPDATE queuegen_bench.bench_notify_queue
 SET state = 'available',
-    run_after = @run_after,
+    run_after = coalesce(sqlc.narg('run_after')::timestamptz, now() + @delay::interval),
     max_attempts = max_attempts + 1,
     locked_by = NULL,
     locked_until = NULL

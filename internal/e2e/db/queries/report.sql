@@ -83,10 +83,10 @@ WHERE job.id = ANY(@ids::bigint[])
 RETURNING job.id, job.state;
 
 -- name: SnoozeReport :execrows
--- SnoozeReport puts a job back until @run_after without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteReport.
+-- SnoozeReport puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteReport.
 UPDATE report_queue
 SET state = 'available',
-    run_after = @run_after,
+    run_after = coalesce(sqlc.narg('run_after')::timestamptz, now() + @delay::interval),
     max_attempts = max_attempts + 1
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 

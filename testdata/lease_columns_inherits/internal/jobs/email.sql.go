@@ -530,22 +530,28 @@ func (q *Queries) SetPausedEmail(ctx context.Context, paused bool) (int64, error
 const snoozeEmail = `-- name: SnoozeEmail :execrows
 UPDATE email_queue
 SET state = 'available',
-    run_after = $1,
+    run_after = coalesce($1::timestamptz, now() + $2::interval),
     max_attempts = max_attempts + 1,
     locked_by = NULL,
     locked_until = NULL
-WHERE id = $2 AND attempt = $3 AND state = 'running'
+WHERE id = $3 AND attempt = $4 AND state = 'running'
 `
 
 type SnoozeEmailParams struct {
-	RunAfter time.Time
+	RunAfter *time.Time
+	Delay    time.Duration
 	ID       int64
 	Attempt  int32
 }
 
-// SnoozeEmail puts a job back until @run_after without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteEmail.
+// SnoozeEmail puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteEmail.
 func (q *Queries) SnoozeEmail(ctx context.Context, arg SnoozeEmailParams) (int64, error) {
-	result, err := q.db.Exec(ctx, snoozeEmail, arg.RunAfter, arg.ID, arg.Attempt)
+	result, err := q.db.Exec(ctx, snoozeEmail,
+		arg.RunAfter,
+		arg.Delay,
+		arg.ID,
+		arg.Attempt,
+	)
 	if err != nil {
 		return 0, err
 	}

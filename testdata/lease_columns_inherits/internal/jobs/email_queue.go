@@ -205,7 +205,14 @@ func (q *EmailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EmailP
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *EmailQueue) Snooze(ctx context.Context, job *queue.Job[EmailPayload], at time.Time) error {
-	n, err := q.q.SnoozeEmail(ctx, SnoozeEmailParams{RunAfter: at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeEmail(ctx, SnoozeEmailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	return q.held(job, n, err)
+}
+
+// SnoozeFor puts a held job back for d, by the database clock, without
+// using up an attempt.
+func (q *EmailQueue) SnoozeFor(ctx context.Context, job *queue.Job[EmailPayload], d time.Duration) error {
+	n, err := q.q.SnoozeEmail(ctx, SnoozeEmailParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 

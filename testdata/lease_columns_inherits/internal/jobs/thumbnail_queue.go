@@ -197,7 +197,14 @@ func (q *ThumbnailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Th
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ThumbnailQueue) Snooze(ctx context.Context, job *queue.Job[ThumbnailPayload], at time.Time) error {
-	n, err := q.q.SnoozeThumbnail(ctx, SnoozeThumbnailParams{RunAfter: at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeThumbnail(ctx, SnoozeThumbnailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	return q.held(job, n, err)
+}
+
+// SnoozeFor puts a held job back for d, by the database clock, without
+// using up an attempt.
+func (q *ThumbnailQueue) SnoozeFor(ctx context.Context, job *queue.Job[ThumbnailPayload], d time.Duration) error {
+	n, err := q.q.SnoozeThumbnail(ctx, SnoozeThumbnailParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
