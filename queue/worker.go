@@ -95,6 +95,9 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 	log := w.cfg.logger.With("queue", w.name, "node", w.cfg.node)
 	if w.cfg.stableNode {
 		n, err := w.q.ReleaseNode(ctx, w.cfg.node)
+		if err != nil && ctx.Err() != nil {
+			return nil // shut down before it started: nothing was claimed
+		}
 		if err != nil {
 			return fmt.Errorf("queue %s: releasing what node %s left claimed: %w", w.name, w.cfg.node, err)
 		}

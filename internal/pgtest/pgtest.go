@@ -676,7 +676,7 @@ func (c *Cluster) Restart(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), clusterStartTimeout)
 	defer cancel()
-	if out, err := c.c.run(ctx, c.c.pgCtl, "-D", c.c.data, "-w", "-m", "fast", "restart"); err != nil {
+	if out, err := c.c.run(ctx, c.c.pgCtl, "-D", c.c.data, "-l", filepath.Join(c.c.dir, "postgres.log"), "-w", "-m", "fast", "restart"); err != nil {
 		t.Fatalf("pgtest: pg_ctl restart: %v\n%s", err, out)
 	}
 	if err := waitReady(ctx, c.c.url); err != nil {
