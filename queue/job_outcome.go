@@ -62,6 +62,10 @@ const (
 	OutcomeSnoozed   Outcome = "snoozed"
 	OutcomeReleased  Outcome = "released" // given back at shutdown
 	OutcomeLost      Outcome = "lost"     // the lease was lost; another claim owns the job
+	// OutcomeRolledBack: a transaction-mode handler hit a serialization
+	// failure or deadlock; the transaction was rolled back and the job
+	// returned, its attempt untouched, to be claimed again.
+	OutcomeRolledBack Outcome = "rolled back"
 )
 
 func classify(err error) (snooze *snoozeError, retryAt *retryAtError, discard *discardError) {

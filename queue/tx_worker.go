@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TxQueue is what a TxWorker needs of a queue: the methods every generated
@@ -164,6 +165,13 @@ func (w *TxWorker[P]) one(ctx context.Context, db Beginner) (bool, error) {
 			w.finished(hctx, info, outcome, began, herr)
 			return true, nil
 		}
+		if retryable(herr) {
+			// A serialization failure or deadlock is the transaction's, not
+			// the job's: roll everything back (the deferred rollback) and
+			// let the job be claimed again, attempt untouched (seed 004).
+			w.finished(hctx, info, OutcomeRolledBack, began, herr)
+			return true, nil
+		}
 		outcome, err = w.fail(ctx, tx, job, herr)
 	}
 	if err == nil {
@@ -221,4 +229,10 @@ func (w *TxWorker[P]) call(ctx context.Context, tx pgx.Tx, job *Job[P]) (err err
 		}
 	}()
 	return w.handler(ctx, tx, job)
+}
+
+// retryable reports a serialization failure (40001) or deadlock (40P01).
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
