@@ -1,6 +1,7 @@
 package reliability_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -55,8 +56,17 @@ func TestWorkersKilled(t *testing.T) {
 		p := &proc{instance: fmt.Sprintf("slot%d-%d", slot, incarnation)}
 		p.cmd = exec.Command(bin, "-db", url, "-node", fmt.Sprintf("slot%d", slot), "-instance", p.instance)
 		p.cmd.Stderr = os.Stderr
+		stdout, err := p.cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)
+		}
+		// Wait for its signal handler, so that SIGTERM means a graceful stop.
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil || line != "ready\n" {
+			t.Fatalf("worker %s did not start: %q, %v", p.instance, line, err)
 		}
 		return p
 	}

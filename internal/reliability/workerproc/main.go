@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -31,6 +32,7 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	fmt.Println("ready") // SIGTERM now shuts down gracefully
 	pool, err := pgxpool.New(ctx, *db)
 	if err != nil {
 		log.Fatal(err)
