@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.RunMain(m)) }
 
 // migrated returns a pool on a fresh database with the e2e migrations
 // applied by goose.
-func migrated(t *testing.T) *pgxpool.Pool {
+func migrated(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	url := pgtest.URL(t)
 	m, err := migrate.Open(url, "db/migrations")
