@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 )
 
@@ -80,3 +81,24 @@ func classify(err error) (snooze *snoozeError, retryAt *retryAtError, discard *d
 type TimeoutError struct{ After time.Duration }
 
 func (e *TimeoutError) Error() string { return fmt.Sprintf("job timed out after %s", e.After) }
+
+// recovered runs f, turning a panic into an error with the panic value and
+// the stack, so that a panicking handler fails its attempt and the worker
+// goes on.
+func recovered(f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return f()
+}
+
+// retryPlan is the delay and the error to record for a failed attempt:
+// the time RetryAt asked for, or the queue's backoff.
+func retryPlan(q interface{ RetryDelay(int32) time.Duration }, attempt int32, err error, retryAt *retryAtError) (time.Duration, error) {
+	if retryAt != nil {
+		return max(0, time.Until(retryAt.at)), retryAt.err
+	}
+	return q.RetryDelay(attempt), err
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -51,12 +50,15 @@ type TxWorker[P any] struct {
 	cfg     workerConfig
 	name    string
 	wake    chan struct{}
+	pause   *pauseGate // shared by the Concurrency loops
 }
 
 // NewTxWorker returns a worker for q whose transactions db begins (it must
 // be a Beginner). Generated accessors call it from their Worker method.
 func NewTxWorker[P any](db any, q TxQueue[P], handler TxHandler[P], opts ...WorkerOption) *TxWorker[P] {
-	return &TxWorker[P]{db: db, q: q, handler: handler, cfg: newWorkerConfig(opts), name: q.QueueName(), wake: make(chan struct{}, 1)}
+	cfg := newWorkerConfig(opts)
+	return &TxWorker[P]{db: db, q: q, handler: handler, cfg: cfg, name: q.QueueName(), wake: make(chan struct{}, 1),
+		pause: &pauseGate{read: q.Paused, interval: cfg.pauseInterval}}
 }
 
 // Run works the queue until ctx is cancelled, then lets running handlers
@@ -92,8 +94,7 @@ func (w *TxWorker[P]) loop(ctx, jobsCtx context.Context, db Beginner) {
 	log := w.cfg.logger.With("queue", w.name)
 	failures := 0
 	for ctx.Err() == nil {
-		if paused, err := w.q.Paused(ctx); err == nil && paused {
-			sleep(ctx, w.cfg.pauseInterval)
+		if w.pause.hold(ctx) {
 			continue
 		}
 		worked, err := w.one(jobsCtx, db)
@@ -206,10 +207,7 @@ func (w *TxWorker[P]) fail(ctx context.Context, tx pgx.Tx, job *Job[P], err erro
 	case discard != nil:
 		return OutcomeDead, w.q.Discard(ctx, tx, job, discard.err)
 	}
-	delay := w.q.RetryDelay(job.Attempt)
-	if retryAt != nil {
-		delay, err = max(0, time.Until(retryAt.at)), retryAt.err
-	}
+	delay, err := retryPlan(w.q, job.Attempt, err, retryAt)
 	states, ferr := w.q.FailManyAfter(ctx, tx, []*Job[P]{job}, []error{err}, []time.Duration{delay})
 	if ferr != nil {
 		return "", ferr
@@ -222,13 +220,8 @@ func (w *TxWorker[P]) fail(ctx context.Context, tx pgx.Tx, job *Job[P], err erro
 	return OutcomeFailed, nil
 }
 
-func (w *TxWorker[P]) call(ctx context.Context, tx pgx.Tx, job *Job[P]) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
-		}
-	}()
-	return w.handler(ctx, tx, job)
+func (w *TxWorker[P]) call(ctx context.Context, tx pgx.Tx, job *Job[P]) error {
+	return recovered(func() error { return w.handler(ctx, tx, job) })
 }
 
 // retryable reports a serialization failure (40001) or deadlock (40P01).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -50,8 +49,9 @@ type Worker[P any] struct {
 	mu      sync.Mutex
 	running map[int64]*runningJob[P]
 
-	done chan finish[P] // to the completer
-	stop chan struct{}  // closed when the completer stops taking work
+	done  chan finish[P] // to the completer
+	stop  chan struct{}  // closed when the completer stops taking work
+	pause *pauseGate
 }
 
 type runningJob[P any] struct {
@@ -81,6 +81,7 @@ func NewWorker[P any](q LeaseQueue[P], handler Handler[P], opts ...WorkerOption)
 		running: map[int64]*runningJob[P]{},
 		done:    make(chan finish[P], cfg.concurrency),
 		stop:    make(chan struct{}),
+		pause:   &pauseGate{read: q.Paused, interval: cfg.pauseInterval},
 	}
 }
 
@@ -168,18 +169,10 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 
 // claimLoop claims while ctx lasts.
 func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
-	var pausedUntil time.Time
 	var wait time.Duration
 	failures := 0
 	for ctx.Err() == nil {
-		if time.Now().After(pausedUntil) {
-			paused, err := w.q.Paused(ctx)
-			if err == nil && paused {
-				pausedUntil = time.Now().Add(w.cfg.pauseInterval)
-			}
-		}
-		if time.Now().Before(pausedUntil) {
-			sleep(ctx, time.Until(pausedUntil))
+		if w.pause.hold(ctx) {
 			continue
 		}
 		// Wait for one free slot, then take every other free one.
@@ -289,13 +282,8 @@ func (w *Worker[P]) start(jobsCtx context.Context, job *Job[P]) {
 }
 
 // call runs the handler, turning a panic into an error with the stack.
-func (w *Worker[P]) call(ctx context.Context, job *Job[P]) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
-		}
-	}()
-	return w.handler(ctx, job)
+func (w *Worker[P]) call(ctx context.Context, job *Job[P]) error {
+	return recovered(func() error { return w.handler(ctx, job) })
 }
 
 // settle decides what the handler's result does to the job.
@@ -331,11 +319,7 @@ func (w *Worker[P]) settle(job *Job[P], err, cause error) Outcome {
 		log.Error("job discarded", "err", err)
 		return OutcomeDead
 	}
-	delay := w.q.RetryDelay(job.Attempt)
-	if retryAt != nil {
-		delay = max(0, time.Until(retryAt.at))
-		err = retryAt.err
-	}
+	delay, err := retryPlan(w.q, job.Attempt, err, retryAt)
 	w.finish(finish[P]{job: job, cause: err, delay: delay})
 	if job.Attempt >= job.MaxAttempts {
 		log.Error("job failed its last attempt: dead", "err", err)
