@@ -16,20 +16,8 @@ type ClaimOptions struct {
 
 // ClaimAt uses t instead of the database clock. Leases are best judged by
 // the one database clock; use this only when every claimer passes the same
-// notion of time (seed 003).
+// notion of time, such as a simulation or a test.
 func ClaimAt(t time.Time) ClaimOption { return func(o *ClaimOptions) { o.Now = &t } }
 
 // LeaseFor overrides the queue's lease duration for this claim.
 func LeaseFor(d time.Duration) ClaimOption { return func(o *ClaimOptions) { o.Lease = d } }
-
-// ResolveClaim applies opts over the queue's default lease.
-func ResolveClaim(defaultLease time.Duration, opts []ClaimOption) ClaimOptions {
-	o := ClaimOptions{Lease: defaultLease}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.Lease <= 0 {
-		o.Lease = defaultLease
-	}
-	return o
-}

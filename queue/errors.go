@@ -28,11 +28,3 @@ func (e *NotHeldError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrNotHeld) true.
 func (e *NotHeldError) Unwrap() error { return ErrNotHeld }
-
-// ErrorText is the text kept in a job's errors for a failed attempt.
-func ErrorText(err error) string {
-	if err == nil {
-		return "failed without an error"
-	}
-	return err.Error()
-}

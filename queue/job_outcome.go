@@ -43,13 +43,13 @@ type retryAtError struct {
 }
 
 func (e *retryAtError) Error() string {
-	return fmt.Sprintf("%s (retry at %s)", ErrorText(e.err), e.at.Format(time.RFC3339))
+	return fmt.Sprintf("%s (retry at %s)", errorText(e.err), e.at.Format(time.RFC3339))
 }
 func (e *retryAtError) Unwrap() error { return e.err }
 
 type discardError struct{ err error }
 
-func (e *discardError) Error() string { return "discarded: " + ErrorText(e.err) }
+func (e *discardError) Error() string { return "discarded: " + errorText(e.err) }
 func (e *discardError) Unwrap() error { return e.err }
 
 // Outcome is what became of one run of a handler.
@@ -101,4 +101,12 @@ func retryPlan(q interface{ RetryDelay(int32) time.Duration }, attempt int32, er
 		return max(0, time.Until(retryAt.at)), retryAt.err
 	}
 	return q.RetryDelay(attempt), err
+}
+
+// errorText is the text of err, or a stand-in for a nil error.
+func errorText(err error) string {
+	if err == nil {
+		return "failed without an error"
+	}
+	return err.Error()
 }

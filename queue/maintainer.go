@@ -10,17 +10,23 @@ import (
 	"github.com/queuegen/queuegen/generated"
 )
 
-// Maintained is what a Maintainer needs of a queue: every generated
-// accessor has these methods.
+// Maintained is a queue a Maintainer looks after: any generated accessor.
+// A Maintainer purges the queues that have a Purge method (those whose spec
+// sets a retention) and reaps those that have a Reap method (lease mode).
 type Maintained interface {
 	QueueName() string
-	// Purge deletes up to max finished jobs past their retention.
+}
+
+// purger is the accessor's Purge, generated where the spec sets a
+// retention: it deletes up to max finished jobs past it.
+type purger interface {
 	Purge(ctx context.Context, max int) (int64, error)
 }
 
-// reaper is the lease-mode accessor's Reap.
+// reaper is the lease-mode accessor's Reap: it makes dead up to max jobs
+// whose lease expired on their last attempt.
 type reaper interface {
-	Reap(ctx context.Context) (int64, error)
+	Reap(ctx context.Context, max int) (int64, error)
 }
 
 // Maintainer keeps queues tidy: it deletes finished jobs past their
@@ -43,8 +49,9 @@ type MaintainerOption func(*Maintainer)
 // MaintainEvery sets how often the Maintainer runs (default 1 minute).
 func MaintainEvery(d time.Duration) MaintainerOption { return func(m *Maintainer) { m.interval = d } }
 
-// PurgeBatch sets how many jobs one DELETE removes (default 1000) and how
-// many one pass removes at most per queue (default 100 batches).
+// PurgeBatch sets how many jobs one purge or reap statement changes
+// (default 1000) and how many batches one pass runs at most per queue
+// (default 100).
 func PurgeBatch(size, batchesPerPass int) MaintainerOption {
 	return func(m *Maintainer) { m.batch, m.maxPass = max(1, size), max(1, batchesPerPass) }
 }
@@ -116,22 +123,31 @@ func (m *Maintainer) maintain(ctx context.Context, q Maintained) (MaintenanceRep
 	}
 	defer lock.MaintenanceUnlock(context.WithoutCancel(ctx), name)
 	if rq, ok := q.(reaper); ok {
-		if r.Reaped, err = rq.Reap(ctx); err != nil {
+		if r.Reaped, err = m.batches(ctx, rq.Reap); err != nil {
 			return r, err
 		}
 	}
-	for range m.maxPass {
-		n, err := q.Purge(ctx, m.batch)
-		r.Purged += n
-		if err != nil {
+	if pq, ok := q.(purger); ok {
+		if r.Purged, err = m.batches(ctx, pq.Purge); err != nil {
 			return r, err
-		}
-		if n < int64(m.batch) {
-			break
 		}
 	}
 	if r.Purged > 0 || r.Reaped > 0 {
 		m.logger.Info("queue maintenance", "queue", r.Queue, "purged", r.Purged, "reaped", r.Reaped)
 	}
 	return r, nil
+}
+
+// batches runs a bounded statement until it changes fewer rows than a
+// batch, or maxPass times.
+func (m *Maintainer) batches(ctx context.Context, stmt func(context.Context, int) (int64, error)) (int64, error) {
+	var total int64
+	for range m.maxPass {
+		n, err := stmt(ctx, m.batch)
+		total += n
+		if err != nil || n < int64(m.batch) {
+			return total, err
+		}
+	}
+	return total, nil
 }

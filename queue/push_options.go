@@ -16,7 +16,7 @@ type PushOptions struct {
 	// Delay is added to the database's now() when RunAfter is not set.
 	Delay time.Duration
 	// Now, when set, replaces the database clock for created_at and as the
-	// base of Delay (seed 003 passes the caller's time on purpose).
+	// base of Delay: the caller's clock, where every pusher shares one.
 	Now *time.Time
 	// Priority orders claims on queues with priority: true, highest first.
 	Priority int16
@@ -47,41 +47,7 @@ func MaxAttempts(n int32) PushOption { return func(o *PushOptions) { o.MaxAttemp
 // with unique: true.
 func UniqueKey(key string) PushOption { return func(o *PushOptions) { o.UniqueKey = &key } }
 
-// ResolvePush applies opts over the queue's default max attempts.
-func ResolvePush(defaultMaxAttempts int32, opts []PushOption) PushOptions {
-	o := PushOptions{MaxAttempts: defaultMaxAttempts}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = defaultMaxAttempts
-	}
-	return o
-}
-
-// ErrPushManyOption is returned by PushMany for options that COPY cannot
-// honour: it has no ON CONFLICT (UniqueKey) and no database clock to add a
-// Delay to (use RunAfter).
-var ErrPushManyOption = errors.New("queue: PushMany takes RunAfter, Priority and MaxAttempts only (COPY cannot dedupe or compute times; use Push for UniqueKey, RunAfter instead of Delay)")
-
-// CheckPushMany reports options PushMany cannot honour.
-func (o PushOptions) CheckPushMany() error {
-	if o.UniqueKey != nil || o.Delay != 0 || o.Now != nil {
-		return ErrPushManyOption
-	}
-	return nil
-}
-
-// EmptyIfNil returns s, or an empty slice when s is nil. Generated code
-// uses it for NOT NULL array, bytea and jsonb columns: pgx sends a nil
-// slice as NULL, which such a column refuses.
-func EmptyIfNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-// Ptr returns a pointer to v; generated code uses it for fixed values of
-// nullable fields.
-func Ptr[T any](v T) *T { return &v }
+// ErrPushManyOption is returned by PushMany for options that a bulk insert
+// cannot honour: it has no ON CONFLICT (UniqueKey) and no database clock to
+// add a Delay to (use RunAfter).
+var ErrPushManyOption = errors.New("queue: PushMany takes RunAfter, Priority and MaxAttempts only (a bulk insert cannot dedupe or compute times; use Push for UniqueKey, and RunAfter instead of Delay)")

@@ -3,32 +3,23 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// TxQueue is what a TxWorker needs of a queue: the methods every generated
-// transaction-mode accessor has.
-type TxQueue[P any] interface {
+// TxQueue is what a TxWorker needs of a queue whose transactions are of
+// type Tx: the methods every generated transaction-mode accessor has.
+type TxQueue[P, Tx any] interface {
 	QueueName() string
 	NotifyChannel() string
 	RetryDelay(attempt int32) time.Duration
-	Claim(ctx context.Context, tx pgx.Tx, max int, opts ...ClaimOption) ([]*Job[P], error)
-	Complete(ctx context.Context, tx pgx.Tx, job *Job[P]) error
-	FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*Job[P], causes []error, delays []time.Duration) (map[int64]State, error)
-	SnoozeFor(ctx context.Context, tx pgx.Tx, job *Job[P], d time.Duration) error
-	Discard(ctx context.Context, tx pgx.Tx, job *Job[P], cause error) error
+	Claim(ctx context.Context, tx Tx, max int, opts ...ClaimOption) ([]*Job[P], error)
+	Complete(ctx context.Context, tx Tx, job *Job[P]) error
+	FailManyAfter(ctx context.Context, tx Tx, jobs []*Job[P], causes []error, delays []time.Duration) (map[int64]State, error)
+	SnoozeFor(ctx context.Context, tx Tx, job *Job[P], d time.Duration) error
+	Discard(ctx context.Context, tx Tx, job *Job[P], cause error) error
 	Paused(ctx context.Context) (bool, error)
 	Depth(ctx context.Context) (int64, error)
-}
-
-// Beginner starts transactions: a *pgxpool.Pool or a *pgx.Conn.
-type Beginner interface {
-	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 
 // TxHandler works one job of a transaction-mode queue inside tx, the
@@ -36,39 +27,35 @@ type Beginner interface {
 // together with the job's completion, or not at all. Its result means what
 // a Handler's does; on an error (or panic) the handler's writes are rolled
 // back and the failure is recorded.
-type TxHandler[P any] func(ctx context.Context, tx pgx.Tx, job *Job[P]) error
+type TxHandler[P, Tx any] func(ctx context.Context, tx Tx, job *Job[P]) error
 
 // TxWorker works a transaction-mode queue: Concurrency loops, each
 // claiming one job in a transaction of its own, running the handler in it,
 // and committing the job's outcome with the handler's writes. A crash or a
-// shutdown rolls back: the job simply returns (seed 002). Create one with a
-// generated accessor's Worker method.
-type TxWorker[P any] struct {
-	db      any
-	q       TxQueue[P]
-	handler TxHandler[P]
+// shutdown rolls back: the job simply returns. Create one with a generated
+// accessor's Worker method.
+type TxWorker[P, Tx any] struct {
+	driver  TxDriver[Tx]
+	q       TxQueue[P, Tx]
+	handler TxHandler[P, Tx]
 	cfg     workerConfig
 	name    string
 	wake    chan struct{}
 	pause   *pauseGate // shared by the Concurrency loops
 }
 
-// NewTxWorker returns a worker for q whose transactions db begins (it must
-// be a Beginner). Generated accessors call it from their Worker method.
-func NewTxWorker[P any](db any, q TxQueue[P], handler TxHandler[P], opts ...WorkerOption) *TxWorker[P] {
+// NewTxWorker returns a worker for q whose transactions driver begins.
+// Generated accessors call it from their Worker method.
+func NewTxWorker[P, Tx any](driver TxDriver[Tx], q TxQueue[P, Tx], handler TxHandler[P, Tx], opts ...WorkerOption) *TxWorker[P, Tx] {
 	cfg := newWorkerConfig(opts)
-	return &TxWorker[P]{db: db, q: q, handler: handler, cfg: cfg, name: q.QueueName(), wake: make(chan struct{}, 1),
+	return &TxWorker[P, Tx]{driver: driver, q: q, handler: handler, cfg: cfg, name: q.QueueName(), wake: make(chan struct{}, 1),
 		pause: &pauseGate{read: q.Paused, interval: cfg.pauseInterval}}
 }
 
 // Run works the queue until ctx is cancelled, then lets running handlers
 // finish for up to ShutdownTimeout before cancelling them (their
 // transactions roll back and their jobs return).
-func (w *TxWorker[P]) Run(ctx context.Context) error {
-	db, ok := w.db.(Beginner)
-	if !ok {
-		return fmt.Errorf("queue %s: a transaction-mode worker needs an accessor over a pool or connection, not %T", w.name, w.db)
-	}
+func (w *TxWorker[P, Tx]) Run(ctx context.Context) error {
 	if l := w.cfg.listener; l != nil && w.q.NotifyChannel() != "" {
 		defer l.Subscribe(w.q.NotifyChannel(), w.wake)()
 	}
@@ -76,7 +63,7 @@ func (w *TxWorker[P]) Run(ctx context.Context) error {
 	defer cancelJobs(nil)
 	var wg sync.WaitGroup
 	for range w.cfg.concurrency {
-		wg.Go(func() { w.loop(ctx, jobsCtx, db) })
+		wg.Go(func() { w.loop(ctx, jobsCtx) })
 	}
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
@@ -90,14 +77,14 @@ func (w *TxWorker[P]) Run(ctx context.Context) error {
 	return nil
 }
 
-func (w *TxWorker[P]) loop(ctx, jobsCtx context.Context, db Beginner) {
+func (w *TxWorker[P, Tx]) loop(ctx, jobsCtx context.Context) {
 	log := w.cfg.logger.With("queue", w.name)
 	failures := 0
 	for ctx.Err() == nil {
 		if w.pause.hold(ctx) {
 			continue
 		}
-		worked, err := w.one(jobsCtx, db)
+		worked, err := w.one(jobsCtx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			failures++
@@ -122,12 +109,12 @@ func (w *TxWorker[P]) loop(ctx, jobsCtx context.Context, db Beginner) {
 
 // one claims and works one job in one transaction; it reports whether
 // there was a job.
-func (w *TxWorker[P]) one(ctx context.Context, db Beginner) (bool, error) {
-	tx, err := db.BeginTx(ctx, w.cfg.txOptions)
+func (w *TxWorker[P, Tx]) one(ctx context.Context) (bool, error) {
+	tx, err := w.driver.Begin(ctx, w.cfg.isolation)
 	if err != nil {
 		return false, err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer w.driver.Rollback(context.WithoutCancel(ctx), tx)
 	jobs, err := w.q.Claim(ctx, tx, 1)
 	if err != nil || len(jobs) == 0 {
 		return false, err
@@ -145,20 +132,20 @@ func (w *TxWorker[P]) one(ctx context.Context, db Beginner) (bool, error) {
 	// The handler works in a savepoint: on failure its writes are undone
 	// while the claim (the row lock, the attempt count) stays, and the
 	// failure is recorded in the same transaction.
-	sp, err := tx.Begin(ctx)
+	sp, release, rollback, err := w.driver.Savepoint(ctx, tx)
 	if err != nil {
 		return true, err
 	}
-	herr := w.call(hctx, sp, job)
+	herr := recovered(func() error { return w.handler(hctx, sp, job) })
 	var outcome Outcome
 	if herr == nil {
-		if err := sp.Commit(ctx); err != nil {
+		if err := release(ctx); err != nil {
 			return true, err
 		}
 		outcome = OutcomeCompleted
 		err = w.q.Complete(ctx, tx, job)
 	} else {
-		if err := sp.Rollback(ctx); err != nil {
+		if err := rollback(ctx); err != nil {
 			return true, err
 		}
 		if errors.Is(context.Cause(ctx), errShutdown) {
@@ -166,17 +153,17 @@ func (w *TxWorker[P]) one(ctx context.Context, db Beginner) (bool, error) {
 			w.finished(hctx, info, outcome, began, herr)
 			return true, nil
 		}
-		if retryable(herr) {
+		if w.driver.Retryable(herr) {
 			// A serialization failure or deadlock is the transaction's, not
 			// the job's: roll everything back (the deferred rollback) and
-			// let the job be claimed again, attempt untouched (seed 004).
+			// let the job be claimed again, attempt untouched.
 			w.finished(hctx, info, OutcomeRolledBack, began, herr)
 			return true, nil
 		}
 		outcome, err = w.fail(ctx, tx, job, herr)
 	}
 	if err == nil {
-		err = tx.Commit(ctx)
+		err = w.driver.Commit(ctx, tx)
 	}
 	if err != nil {
 		return true, err // rolled back: the job returns as it was
@@ -192,14 +179,14 @@ func (w *TxWorker[P]) one(ctx context.Context, db Beginner) (bool, error) {
 	return true, nil
 }
 
-func (w *TxWorker[P]) finished(ctx context.Context, info JobInfo, o Outcome, began time.Time, err error) {
+func (w *TxWorker[P, Tx]) finished(ctx context.Context, info JobInfo, o Outcome, began time.Time, err error) {
 	if h := w.cfg.hooks.JobFinished; h != nil {
 		h(ctx, info, o, time.Since(began), err)
 	}
 }
 
 // fail records a handler's error in tx, as Worker does.
-func (w *TxWorker[P]) fail(ctx context.Context, tx pgx.Tx, job *Job[P], err error) (Outcome, error) {
+func (w *TxWorker[P, Tx]) fail(ctx context.Context, tx Tx, job *Job[P], err error) (Outcome, error) {
 	snooze, retryAt, discard := classify(err)
 	switch {
 	case snooze != nil:
@@ -218,14 +205,4 @@ func (w *TxWorker[P]) fail(ctx context.Context, tx pgx.Tx, job *Job[P], err erro
 	}
 	w.cfg.logger.Warn("job failed; will retry", "queue", w.name, "job", job.ID, "err", err, "in", delay)
 	return OutcomeFailed, nil
-}
-
-func (w *TxWorker[P]) call(ctx context.Context, tx pgx.Tx, job *Job[P]) error {
-	return recovered(func() error { return w.handler(ctx, tx, job) })
-}
-
-// retryable reports a serialization failure (40001) or deadlock (40P01).
-func retryable(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }

@@ -2,8 +2,6 @@ package queue
 
 import (
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 	"log/slog"
 	"os"
 	"time"
@@ -26,7 +24,7 @@ type workerConfig struct {
 	shutdownTimeout time.Duration
 	lease           time.Duration
 	jobTimeout      time.Duration
-	txOptions       pgx.TxOptions
+	isolation       Isolation
 	statsInterval   time.Duration
 	logger          *slog.Logger
 	hooks           Hooks
@@ -55,8 +53,8 @@ func newWorkerConfig(opts []WorkerOption) workerConfig {
 	return c
 }
 
-// Node names this worker process in the leases it takes (seed 001's lock
-// key). Give a name that stays the same across restarts (a pod or host
+// Node names this worker process in the leases it takes (the lock key of
+// the lease design: which node holds a job). Give a name that stays the same across restarts (a pod or host
 // name) and the worker releases, on start, the jobs a previous run of the
 // same node left claimed. The default, host name and process id, is new
 // on every start: a crashed run's jobs then come back when their leases
@@ -118,12 +116,11 @@ func Lease(d time.Duration) WorkerOption { return func(c *workerConfig) { c.leas
 // slot until it returns.
 func JobTimeout(d time.Duration) WorkerOption { return func(c *workerConfig) { c.jobTimeout = d } }
 
-// TxIsolation sets the options of a TxWorker's transactions, e.g.
-// pgx.TxOptions{IsoLevel: pgx.Serializable}. Serialization failures and
-// deadlocks roll the transaction back, and the job is claimed again
-// (seed 004).
-func TxIsolation(opts pgx.TxOptions) WorkerOption {
-	return func(c *workerConfig) { c.txOptions = opts }
+// TxIsolation sets the isolation level of a TxWorker's transactions
+// (default: the database's). Serialization failures and deadlocks roll the
+// transaction back, and the job is claimed again without using an attempt.
+func TxIsolation(level Isolation) WorkerOption {
+	return func(c *workerConfig) { c.isolation = level }
 }
 
 // StatsInterval is how often Hooks.Depth is fed (default 10s).

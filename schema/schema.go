@@ -1,7 +1,8 @@
 // Package schema holds queuegen's own tables, as SQL. sqlc compiles the
-// project's queries against them (see sqlc.yaml and package generated), and
-// the generator copies them into the first migration it emits, so the two
-// cannot drift apart.
+// project's queries against them (see sqlc.yaml and package generated). The
+// migrations queuegen emits create the same tables through the engine's DDL
+// builder; a test checks that it writes exactly this SQL, so the two cannot
+// drift apart.
 package schema
 
 import _ "embed"

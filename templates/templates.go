@@ -1,11 +1,13 @@
-// Package templates holds the text/template files for everything queuegen
-// emits: migrations, the schema sqlc reads, queries, sqlc.yaml and the Go
-// accessors. They are embedded in the binary; package render executes them.
+// Package templates holds the text/template files of what queuegen renders
+// itself: the Go accessor of a queue (queue.go.tmpl, shared by every
+// engine), the starter spec, and each engine's query, sqlc and package
+// templates in a directory named after the engine. They are embedded in
+// the binary; package render executes them.
 package templates
 
 import "embed"
 
-// FS holds every template, by file name.
+// FS holds every template, by path.
 //
-//go:embed *.tmpl
+//go:embed *.tmpl */*.tmpl
 var FS embed.FS

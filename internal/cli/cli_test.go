@@ -100,17 +100,17 @@ func TestSpecChangeBecomesANewMigration(t *testing.T) {
 	spec := filepath.Join(dir, "queuegen.yaml")
 	migrations := filepath.Join(dir, "migrations")
 	before := map[string][]byte{}
-	for _, name := range []string{"00001_queuegen_init.sql", "00002_create_ping_queue.sql"} {
+	for _, name := range []string{"00001_queuegen_init.sql"} {
 		before[name], _ = os.ReadFile(filepath.Join(migrations, name))
 	}
 	data, _ := os.ReadFile(spec)
 	os.WriteFile(spec, bytes.Replace(data, []byte("  - name: ping\n"), []byte("  - name: ping\n    priority: true\n"), 1), 0o644)
 
-	if code, out, _ := run(t, "check", "-f", spec); code != 1 || !strings.Contains(out, "00003_alter_ping_queue.sql: missing") {
+	if code, out, _ := run(t, "check", "-f", spec); code != 1 || !strings.Contains(out, "00002_alter_ping_queue.sql: missing") {
 		t.Errorf("check after a spec change = %d; want the missing migration named:\n%s", code, out)
 	}
 	code, out, errs := run(t, "generate", "-f", spec)
-	if code != 0 || !strings.Contains(out, "00003_alter_ping_queue.sql") {
+	if code != 0 || !strings.Contains(out, "00002_alter_ping_queue.sql") {
 		t.Fatalf("generate = %d:\n%s%s", code, out, errs)
 	}
 	for name, want := range before {
@@ -122,16 +122,16 @@ func TestSpecChangeBecomesANewMigration(t *testing.T) {
 		t.Errorf("second generate = %d, %q; want nothing new", code, out)
 	}
 	entries, _ := os.ReadDir(migrations)
-	if len(entries) != 4 {
-		t.Errorf("%d files in migrations, want 3 migrations and the state", len(entries))
+	if len(entries) != 3 {
+		t.Errorf("%d files in migrations, want the first migration, the change (an online index swap) and the state", len(entries))
 	}
 
-	os.WriteFile(filepath.Join(migrations, "00002_create_ping_queue.sql"), append(before["00002_create_ping_queue.sql"], "-- edited\n"...), 0o644)
-	if code, _, errs := run(t, "generate", "-f", spec); code != 1 || !strings.Contains(errs, "00002_create_ping_queue.sql was edited after queuegen emitted it") {
+	os.WriteFile(filepath.Join(migrations, "00001_queuegen_init.sql"), append(before["00001_queuegen_init.sql"], "-- edited\n"...), 0o644)
+	if code, _, errs := run(t, "generate", "-f", spec); code != 1 || !strings.Contains(errs, "00001_queuegen_init.sql was edited after queuegen emitted it") {
 		t.Errorf("generate after editing a migration = %d, %q", code, errs)
 	}
-	os.Remove(filepath.Join(migrations, "00002_create_ping_queue.sql"))
-	if code, _, errs := run(t, "check", "-f", spec); code != 1 || !strings.Contains(errs, "00002_create_ping_queue.sql was deleted") {
+	os.Remove(filepath.Join(migrations, "00001_queuegen_init.sql"))
+	if code, _, errs := run(t, "check", "-f", spec); code != 1 || !strings.Contains(errs, "00001_queuegen_init.sql was deleted") {
 		t.Errorf("check after deleting a migration = %d, %q", code, errs)
 	}
 }
@@ -165,15 +165,15 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	spec := filepath.Join(dir, "queuegen.yaml")
 	url := pgtest.URL(t)
 	code, out, errs := run(t, "migrate", "up", "--db", url, "-f", spec)
-	if code != 0 || !strings.Contains(out, "00002_create_ping_queue.sql") {
+	if code != 0 || !strings.Contains(out, "00001_queuegen_init.sql") {
 		t.Fatalf("migrate up = %d:\n%s%s", code, out, errs)
 	}
 	code, out, errs = run(t, "migrate", "status", "--db", url, "-f", spec)
-	if code != 0 || strings.Count(out, "applied") != 2 || !strings.Contains(out, "ping") || !strings.Contains(out, "ping_queue") {
+	if code != 0 || strings.Count(out, "applied") != 1 || !strings.Contains(out, "ping") || !strings.Contains(out, "ping_queue") {
 		t.Fatalf("migrate status = %d:\n%s%s", code, out, errs)
 	}
 	code, out, errs = run(t, "migrate", "down", "--db", url, "-f", spec)
-	if code != 0 || !strings.Contains(out, "down  00002_create_ping_queue.sql") {
+	if code != 0 || !strings.Contains(out, "down  00001_queuegen_init.sql") {
 		t.Fatalf("migrate down = %d:\n%s%s", code, out, errs)
 	}
 	if code, _, errs := run(t, "migrate", "up", "-f", spec); code != 2 || !strings.Contains(errs, "--db") {
@@ -213,10 +213,10 @@ func TestAllowDropFlag(t *testing.T) {
 		t.Fatalf("generate without --allow-drop = %d, %q", code, errs)
 	}
 	code, out, errs := run(t, "generate", "--allow-drop", "-f", spec)
-	if code != 0 || !strings.Contains(out, "00004_drop_bill_queue.sql") {
+	if code != 0 || !strings.Contains(out, "00002_drop_bill_queue.sql") {
 		t.Fatalf("generate --allow-drop = %d:\n%s%s", code, out, errs)
 	}
-	drop, _ := os.ReadFile(filepath.Join(dir, "migrations", "00004_drop_bill_queue.sql"))
+	drop, _ := os.ReadFile(filepath.Join(dir, "migrations", "00002_drop_bill_queue.sql"))
 	if !strings.Contains(string(drop), "DROP TABLE jobs.bill_queue;") || !strings.Contains(string(drop), "DELETE FROM jobs.queuegen_queues WHERE name = 'bill';") {
 		t.Errorf("drop migration:\n%s", drop)
 	}

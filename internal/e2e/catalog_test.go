@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/queuegen/queuegen/internal/e2e/jobs"
-	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // TestCatalog checks what the migrations built: the INHERITS children,
@@ -148,7 +148,7 @@ func TestEveryColumnTypeRoundTrips(t *testing.T) {
 		}
 		got.Payload.CJsonb, p.CJsonb = nil, nil
 		// NOT NULL slices go in empty when nil, and come back empty.
-		p.CBytea, p.CTextArray, p.CIntArray = queue.EmptyIfNil(p.CBytea), queue.EmptyIfNil(p.CTextArray), queue.EmptyIfNil(p.CIntArray)
+		p.CBytea, p.CTextArray, p.CIntArray = queueimpl.EmptyIfNil(p.CBytea), queueimpl.EmptyIfNil(p.CTextArray), queueimpl.EmptyIfNil(p.CIntArray)
 		if diff := cmp.Diff(p, got.Payload, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) }), cmp.Comparer(numericEqual)); diff != "" {
 			t.Errorf("%s: payload round trip (-want +got):\n%s", name, diff)
 		}

@@ -3,13 +3,11 @@ package evolve
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/queuegen/queuegen/internal/model"
-	"github.com/queuegen/queuegen/internal/render"
+	"github.com/queuegen/queuegen/internal/catalog"
+	"github.com/queuegen/queuegen/internal/engine"
 )
 
 // Options change what Diff may do.
@@ -24,12 +22,14 @@ type Change struct {
 	// Name is the migration file's name after the version, e.g.
 	// "create_sms_queue".
 	Name string
+	// Initial is true for the first migration, the diff from nothing.
+	Initial bool
 	// Summary is one line per change, for the file header.
 	Summary []string
 	// NoTransaction is true when the migration builds or drops indexes
-	// CONCURRENTLY on existing tables, which cannot run in a transaction.
-	// Such a migration holds nothing else, and each of its statements can
-	// run again, so a failed run can be re-run.
+	// online on existing tables, which on some engines cannot run in a
+	// transaction. Such a migration holds nothing else, and each of its
+	// statements can run again, so a failed run can be re-run.
 	NoTransaction bool
 	// Up and Down are the statements, each with its comment, in order.
 	Up, Down []string
@@ -54,21 +54,22 @@ func (e *RefusedError) Error() string {
 	return b.String()
 }
 
-// Diff compares the recorded state with the spec's model and returns the
-// migrations that take a database from one to the other: none when they
-// agree, one in a transaction, or (when indexes on existing tables change)
-// that one followed by a NO TRANSACTION one that only builds and drops
-// indexes CONCURRENTLY.
-func Diff(old *State, m *model.Model, opts Options) ([]*Change, error) {
-	d := &differ{old: old, m: m, opts: opts, schema: m.Schema}
+// Diff compares the catalog the migrations so far produce (old) with the
+// spec's (now) and returns the migrations that take a database from one to
+// the other, written by ddl: none when they agree, one in a transaction,
+// or (when indexes of existing tables change) that one followed by one
+// that only builds and drops indexes online. From an empty old catalog the
+// result is the first migration, which creates everything.
+func Diff(old, now *catalog.Catalog, ddl engine.DDL, opts Options) ([]*Change, error) {
+	d := &differ{old: old, now: now, ddl: ddl, opts: opts}
 	d.diff()
 	if len(d.refusals) > 0 {
 		return nil, &RefusedError{Refusals: d.refusals}
 	}
-	var tx, conc []step
+	var tx, online []step
 	for _, s := range d.steps {
-		if s.concurrent {
-			conc = append(conc, s)
+		if s.online {
+			online = append(online, s)
 		} else {
 			tx = append(tx, s)
 		}
@@ -78,11 +79,14 @@ func Diff(old *State, m *model.Model, opts Options) ([]*Change, error) {
 	if len(tx) > 0 {
 		changes = append(changes, change(name, d.summary, tx, false))
 	}
-	if len(conc) > 0 {
+	if len(online) > 0 {
 		if len(tx) > 0 {
 			name += "_indexes"
 		}
-		changes = append(changes, change(name, d.summary, conc, true))
+		changes = append(changes, change(name, d.summary, online, ddl.OnlineIndexesNeedNoTransaction()))
+	}
+	for _, c := range changes {
+		c.Initial = d.initial()
 	}
 	return changes, nil
 }
@@ -93,39 +97,45 @@ func change(name string, summary []string, steps []step, noTx bool) *Change {
 		c.Up = append(c.Up, s.up)
 	}
 	for i := len(steps) - 1; i >= 0; i-- {
-		c.Down = append(c.Down, steps[i].down)
+		if steps[i].down != "" {
+			c.Down = append(c.Down, steps[i].down)
+		}
 	}
 	return c
 }
 
+// step is one statement (or a few that belong together) and its undo.
 type step struct {
-	up, down   string
-	concurrent bool
+	up, down string
+	// online marks an index built or dropped on an existing table.
+	online bool
+	// data marks a statement that writes rows (the registry), which the
+	// schema file sqlc reads leaves out.
+	data bool
 }
 
 type differ struct {
-	renamed  map[string]bool // new names of renamed tables
-	old      *State
-	m        *model.Model
+	old, now *catalog.Catalog
+	ddl      engine.DDL
 	opts     Options
-	schema   string
+	renamed  map[string]bool // new names of renamed tables
 	steps    []step
 	summary  []string
 	actions  []string
 	refusals []Refusal
 }
 
-func (d *differ) q(name string) string {
-	if d.schema != "public" {
-		return d.schema + "." + name
-	}
-	return name
-}
+// initial reports whether this is the first migration.
+func (d *differ) initial() bool { return d.old.Registry == nil }
 
 func (d *differ) add(up, down string) { d.steps = append(d.steps, step{up: up, down: down}) }
 
-func (d *differ) addConcurrent(up, down string) {
-	d.steps = append(d.steps, step{up: up, down: down, concurrent: true})
+func (d *differ) addData(up, down string) {
+	d.steps = append(d.steps, step{up: up, down: down, data: true})
+}
+
+func (d *differ) addOnline(up, down string) {
+	d.steps = append(d.steps, step{up: up, down: down, online: true})
 }
 
 func (d *differ) note(action, summary string) {
@@ -146,34 +156,41 @@ func (d *differ) refuse(what, why, manual string) {
 const manualPath = "write this migration by hand: run `queuegen generate --manual` for a new migration file to fill in (the spec's schema is recorded as its result)"
 
 func (d *differ) diff() {
-	if d.old.Schema != d.m.Schema {
-		d.refuse(fmt.Sprintf("schema %s → %s", d.old.Schema, d.m.Schema),
+	if !d.initial() && d.old.Schema != d.now.Schema {
+		d.refuse(fmt.Sprintf("schema %s → %s", d.old.Schema, d.now.Schema),
 			"moving every table to another schema is not a change queuegen writes", manualPath+", e.g. ALTER TABLE … SET SCHEMA for each table")
 		return
 	}
-	if d.m.Periodic != "" && !d.old.PeriodicTable {
-		d.add(render.PeriodicDDL(d.m.Periodic), "DROP TABLE "+d.m.Periodic+";")
-		d.note("create_"+model.PeriodicTable, "create table "+model.PeriodicTable+" (periodic jobs)")
+	if d.initial() {
+		if s := d.ddl.CreateSchema(); s != "" {
+			d.add(s, "")
+			d.note("", "create schema "+d.now.Schema)
+		}
+		d.createTable(d.now.Registry, "the queue registry")
 	}
-	hadFunction := slices.Contains(d.old.Functions, model.NotifyFunction)
-	if d.m.NotifyFunction != "" && !hadFunction {
-		d.add(d.block("notify_function", d.m.NotifyFunction), "DROP FUNCTION "+d.m.NotifyFunction+"();")
-		d.note("create_"+model.NotifyFunction, "create function "+model.NotifyFunction+" (push notifications)")
+	if d.now.Periodic != nil && d.old.Periodic == nil {
+		d.createTable(d.now.Periodic, "periodic jobs")
+	}
+	for _, f := range d.now.Functions {
+		if !slices.Contains(d.old.Functions, f) {
+			d.add(d.ddl.CreateFunction(f), d.ddl.DropFunction(f))
+			d.note("create_"+f, "create function "+f+" (push notifications)")
+		}
 	}
 	d.base()
 	matched := map[string]bool{}
-	oldByName := map[string]*Queue{}
+	oldByName := map[string]*catalog.Queue{}
 	for _, q := range d.old.Queues {
 		oldByName[q.Name] = q
 	}
 	newNames := map[string]bool{}
-	for _, q := range d.m.Queues {
+	for _, q := range d.now.Queues {
 		newNames[q.Name] = true
 	}
-	for _, nq := range d.m.Queues {
+	for _, nq := range d.now.Queues {
 		oq := oldByName[nq.Name]
-		if oq == nil && nq.Spec.RenamedFrom != "" && !newNames[nq.Spec.RenamedFrom] {
-			oq = oldByName[nq.Spec.RenamedFrom]
+		if oq == nil && nq.RenamedFrom != "" && !newNames[nq.RenamedFrom] {
+			oq = oldByName[nq.RenamedFrom]
 		}
 		if oq == nil {
 			d.createQueue(nq)
@@ -187,110 +204,92 @@ func (d *differ) diff() {
 			d.dropQueue(oq)
 		}
 	}
-	if d.m.NotifyFunction == "" && hadFunction {
-		d.add("DROP FUNCTION "+d.q(model.NotifyFunction)+"();", d.block("notify_function", d.q(model.NotifyFunction)))
-		d.note("drop_"+model.NotifyFunction, "drop function "+model.NotifyFunction+" (no queue notifies)")
+	for _, f := range d.old.Functions {
+		if !slices.Contains(d.now.Functions, f) {
+			d.add(d.ddl.DropFunction(f), d.ddl.CreateFunction(f))
+			d.note("drop_"+f, "drop function "+f+" (no queue notifies)")
+		}
 	}
-	if d.m.Periodic == "" && d.old.PeriodicTable {
-		d.add("DROP TABLE "+d.q(model.PeriodicTable)+";", render.PeriodicDDL(d.q(model.PeriodicTable)))
-		d.note("drop_"+model.PeriodicTable, "drop table "+model.PeriodicTable+" (no periodic jobs left)")
+	if d.now.Periodic == nil && d.old.Periodic != nil {
+		d.add(d.ddl.DropTable(d.old.Periodic), d.ddl.CreateTable(d.old.Periodic))
+		d.note("drop_"+d.old.Periodic.Name, "drop table "+d.old.Periodic.Name+" (no periodic jobs left)")
 	}
-	if d.old.Base != nil && d.m.Base == nil {
+	if d.old.Base != nil && d.now.Base == nil {
 		if !d.opts.AllowDrop {
 			d.refuse("drop base table "+d.old.Base.Name, "no queue inherits it any more, and dropping a table loses its rows",
 				"run queuegen generate --allow-drop to drop it")
 			return
 		}
-		d.add("DROP TABLE "+d.q(d.old.Base.Name)+";", d.createTableSQL(toModel(d.old.Base, d.schema, nil), false))
+		d.add(d.ddl.DropTable(d.old.Base), d.ddl.CreateTable(d.old.Base))
 		d.note("drop_"+d.old.Base.Name, "drop base table "+d.old.Base.Name)
 	}
 }
 
+// createTable creates one of queuegen's own tables.
+func (d *differ) createTable(t *catalog.Table, what string) {
+	d.add(d.ddl.CreateTable(t), d.ddl.DropTable(t))
+	d.note("create_"+t.Name, "create table "+t.Name+" ("+what+")")
+}
+
 func (d *differ) base() {
-	ob, nb := d.old.Base, d.m.Base
+	ob, nb := d.old.Base, d.now.Base
 	switch {
 	case ob == nil && nb == nil:
 	case ob == nil:
-		d.add(d.createTableSQL(nb, false), "DROP TABLE "+nb.QName+";")
+		d.add(d.ddl.CreateTable(nb), d.ddl.DropTable(nb))
 		d.note("create_"+nb.Name, "create base table "+nb.Name)
 	case nb == nil:
 		// Dropped after the queues that inherit it (see diff).
 	case ob.Name != nb.Name:
 		d.refuse(fmt.Sprintf("base table %s → %s", ob.Name, nb.Name), "renaming the base table is not a change queuegen writes",
-			manualPath+", e.g. ALTER TABLE "+d.q(ob.Name)+" RENAME TO "+nb.Name)
+			manualPath+", e.g. ALTER TABLE "+ob.Name+" RENAME TO "+nb.Name)
 	default:
-		d.columns(ob.Name, nb.QName, ob.Columns, nb.Own, "base table "+nb.Name)
+		d.columns(ob, nb, "base table "+nb.Name)
 	}
 }
 
-func (d *differ) block(name string, data any) string {
-	s, err := render.Block(name, data)
-	if err != nil {
-		panic(err) // the templates are fixed and tested; a failure is a bug
+// buildTable creates a queue table with its trigger and indexes (built in
+// the migration's transaction: the table is new and empty).
+func (d *differ) buildTable(t *catalog.Table) []string {
+	out := []string{d.ddl.CreateTable(t)}
+	if t.NotifyTrigger != "" {
+		out = append(out, d.ddl.CreateTrigger(t))
 	}
-	return s
+	for _, i := range t.Indexes {
+		if !i.InTable() {
+			out = append(out, d.ddl.CreateIndex(t, i))
+		}
+	}
+	return out
 }
 
-// createTableSQL renders CREATE TABLE and its indexes. On a new table the
-// indexes are built in the same transaction (the table is empty).
-func (d *differ) createTableSQL(t *model.Table, withIndexes bool) string {
-	create, err := render.CreateTable(t)
-	if err != nil {
-		panic(err) // the templates are fixed and tested; a failure is a bug
+func (d *differ) createQueue(q *catalog.Queue) {
+	build := d.buildTable(q.Table)
+	d.add(build[0], d.ddl.DropTable(q.Table))
+	for _, s := range build[1:] {
+		d.add(s, "")
 	}
-	if !withIndexes {
-		return create
-	}
-	idx, err := render.CreateIndexes(t)
-	if err != nil {
-		panic(err)
-	}
-	if idx == "" {
-		return create
-	}
-	return create + "\n\n" + idx
-}
-
-func (d *differ) registryInsert(q *model.Queue) string {
-	return fmt.Sprintf("INSERT INTO %s (name, table_name, mode)\nVALUES ('%s', '%s', '%s');", d.q(registryTable), q.Name, q.Table.Name, q.Spec.Mode)
-}
-
-func (d *differ) registryDelete(name string) string {
-	return fmt.Sprintf("DELETE FROM %s WHERE name = '%s';", d.q(registryTable), name)
-}
-
-func (d *differ) createQueue(q *model.Queue) {
-	d.add("-- Queue "+q.Name+": "+q.ModeDescription+".\n"+d.createTableSQL(q.Table, true)+"\n\n"+d.registryInsert(q),
-		d.registryDelete(q.Name)+"\nDROP TABLE "+q.Table.QName+";")
+	d.addData(d.ddl.Register(q), d.ddl.Unregister(q.Name))
 	d.note("create_"+q.Table.Name, fmt.Sprintf("add queue %s (table %s)", q.Name, q.Table.Name))
 }
 
-func (d *differ) dropQueue(oq *Queue) {
+func (d *differ) dropQueue(oq *catalog.Queue) {
 	if !d.opts.AllowDrop {
 		d.refuse("drop queue "+oq.Name, fmt.Sprintf("the spec no longer has it, and dropping table %s loses its jobs", oq.Table.Name),
 			"run queuegen generate --allow-drop to drop it; if the queue was renamed, say so with renamed_from: "+oq.Name+" on the new queue")
 		return
 	}
-	var parent *model.Table
-	if oq.Table.Inherits != "" && d.old.Base != nil {
-		parent = toModel(d.old.Base, d.schema, nil)
-	}
-	t := toModel(oq.Table, d.schema, parent)
-	d.add(d.registryDelete(oq.Name)+"\nDROP TABLE "+t.QName+";",
-		"-- The table comes back empty: Down cannot bring back the jobs Up dropped.\n"+d.createTableSQL(t, true)+"\n\n"+
-			fmt.Sprintf("INSERT INTO %s (name, table_name, mode)\nVALUES ('%s', '%s', '%s');", d.q(registryTable), oq.Name, oq.Table.Name, oq.Mode))
+	d.addData(d.ddl.Unregister(oq.Name), d.ddl.Register(oq))
+	d.add(d.ddl.DropTable(oq.Table),
+		"-- The table comes back empty: Down cannot bring back the jobs Up dropped.\n"+strings.Join(d.buildTable(oq.Table), "\n\n"))
 	d.note("drop_"+oq.Table.Name, fmt.Sprintf("drop queue %s (table %s)", oq.Name, oq.Table.Name))
 }
 
-func (d *differ) alterQueue(oq *Queue, nq *model.Queue) {
-	ot, nt := cloneTable(oq.Table), nq.Table
+func (d *differ) alterQueue(oq, nq *catalog.Queue) {
+	ot, nt := oq.Table.Clone(), nq.Table
 	label := "table " + nt.Name
-	newInherits := ""
-	if nt.Parent != nil {
-		newInherits = nt.Parent.Name
-	}
-	if ot.Inherits != newInherits {
-		d.refuse(fmt.Sprintf("queue %s: inherits %t → %t", nq.Name, ot.Inherits != "", newInherits != ""),
+	if ot.Inherits != nt.Inherits {
+		d.refuse(fmt.Sprintf("queue %s: inherits %t → %t", nq.Name, ot.Inherits != "", nt.Inherits != ""),
 			"moving a table into or out of INHERITS needs its rows copied to a new table",
 			manualPath+": create the new table, copy the rows, drop the old one")
 		return
@@ -307,52 +306,35 @@ func (d *differ) alterQueue(oq *Queue, nq *model.Queue) {
 		}
 		d.renamed[nt.Name] = true
 	}
-	if oq.Name != nq.Name || oq.Table.Name != nt.Name || oq.Mode != string(nq.Spec.Mode) {
-		d.add(fmt.Sprintf("UPDATE %s\nSET name = '%s', table_name = '%s', mode = '%s'\nWHERE name = '%s';", d.q(registryTable), nq.Name, nt.Name, nq.Spec.Mode, oq.Name),
-			fmt.Sprintf("UPDATE %s\nSET name = '%s', table_name = '%s', mode = '%s'\nWHERE name = '%s';", d.q(registryTable), oq.Name, oq.Table.Name, oq.Mode, nq.Name))
+	if oq.Name != nq.Name || oq.Table.Name != nt.Name || oq.Mode != nq.Mode {
+		d.addData(d.ddl.Reregister(oq, nq), d.ddl.Reregister(nq, oq))
 		if oq.Name != nq.Name {
 			d.note("rename_"+oq.Name+"_to_"+nq.Name, fmt.Sprintf("rename queue %s to %s", oq.Name, nq.Name))
 		}
-		if oq.Mode != string(nq.Spec.Mode) {
-			d.note("alter_"+nt.Name, fmt.Sprintf("queue %s: mode %s → %s", nq.Name, oq.Mode, nq.Spec.Mode))
+		if oq.Mode != nq.Mode {
+			d.note("alter_"+nt.Name, fmt.Sprintf("queue %s: mode %s → %s", nq.Name, oq.Mode, nq.Mode))
 		}
 	}
-	d.columns(ot.Name, nt.QName, ot.Columns, nt.Own, label)
+	d.columns(ot, nt, label)
 	d.checks(ot, nt, label)
 	d.options(ot, nt, label)
 	d.indexes(ot, nt, label)
 	switch {
 	case ot.NotifyTrigger == nt.NotifyTrigger:
 	case ot.NotifyTrigger == "":
-		d.add(d.block("notify_trigger", nt), fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s;", nt.NotifyTrigger, nt.QName))
+		d.add(d.ddl.CreateTrigger(nt), d.ddl.DropTrigger(nt, nt.NotifyTrigger))
 		d.note("alter_"+nt.Name, fmt.Sprintf("queue %s: notify on push", nq.Name))
 	case nt.NotifyTrigger == "":
-		d.add(fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s;", ot.NotifyTrigger, nt.QName), d.block("notify_trigger", toModel(ot, d.schema, nil)))
+		d.add(d.ddl.DropTrigger(nt, ot.NotifyTrigger), d.ddl.CreateTrigger(ot))
 		d.note("alter_"+nt.Name, fmt.Sprintf("queue %s: no longer notify on push", nq.Name))
 	}
 }
 
-func cloneTable(t *Table) *Table {
-	c := *t
-	c.Columns = slices.Clone(t.Columns)
-	c.Checks = nil
-	for _, k := range t.Checks {
-		k2 := *k
-		c.Checks = append(c.Checks, &k2)
-	}
-	c.Indexes = nil
-	for _, i := range t.Indexes {
-		i2 := *i
-		c.Indexes = append(c.Indexes, &i2)
-	}
-	return &c
-}
-
-// renameTable renames the table and the indexes and constraints named
-// after it, and updates ot to the new names.
-func (d *differ) renameTable(ot *Table, newName string) {
+// renameTable renames the table and the indexes, constraints, sequence and
+// trigger named after it, and updates ot to the new names.
+func (d *differ) renameTable(ot *catalog.Table, newName string) {
 	oldName := ot.Name
-	d.add(fmt.Sprintf("ALTER TABLE %s RENAME TO %s;", d.q(oldName), newName), fmt.Sprintf("ALTER TABLE %s RENAME TO %s;", d.q(newName), oldName))
+	d.add(d.ddl.RenameTable(oldName, newName), d.ddl.RenameTable(newName, oldName))
 	rename := func(n string) (string, bool) {
 		if rest, ok := strings.CutPrefix(n, oldName+"_"); ok {
 			return newName + "_" + rest, true
@@ -364,63 +346,59 @@ func (d *differ) renameTable(ot *Table, newName string) {
 		if !ok {
 			continue
 		}
-		if i.Primary {
-			d.add(fmt.Sprintf("ALTER TABLE %s RENAME CONSTRAINT %s TO %s;", d.q(newName), i.Name, nn),
-				fmt.Sprintf("ALTER TABLE %s RENAME CONSTRAINT %s TO %s;", d.q(newName), nn, i.Name))
+		if i.InTable() {
+			d.add(d.ddl.RenameConstraint(newName, i.Name, nn), d.ddl.RenameConstraint(newName, nn, i.Name))
 		} else {
-			d.add(fmt.Sprintf("ALTER INDEX %s RENAME TO %s;", d.q(i.Name), nn), fmt.Sprintf("ALTER INDEX %s RENAME TO %s;", d.q(nn), i.Name))
+			d.add(d.ddl.RenameIndex(newName, i.Name, nn), d.ddl.RenameIndex(newName, nn, i.Name))
 		}
 		i.Name = nn
 	}
 	// A standalone table owns its id sequence, named after the table.
-	if ot.Inherits == "" && slices.ContainsFunc(ot.Columns, func(c *Column) bool { return c.Name == "id" && c.Type == "bigserial" }) {
-		d.add(fmt.Sprintf("ALTER SEQUENCE %s RENAME TO %s;", d.q(oldName+"_id_seq"), newName+"_id_seq"),
-			fmt.Sprintf("ALTER SEQUENCE %s RENAME TO %s;", d.q(newName+"_id_seq"), oldName+"_id_seq"))
+	if ot.Inherits == "" {
+		if id := ot.Column("id"); id != nil && id.Type == "bigserial" {
+			d.add(d.ddl.RenameSequence(oldName+"_id_seq", newName+"_id_seq"), d.ddl.RenameSequence(newName+"_id_seq", oldName+"_id_seq"))
+		}
 	}
 	if ot.NotifyTrigger != "" {
 		nn, _ := rename(ot.NotifyTrigger)
-		d.add(fmt.Sprintf("ALTER TRIGGER %s ON %s RENAME TO %s;", ot.NotifyTrigger, d.q(newName), nn),
-			fmt.Sprintf("ALTER TRIGGER %s ON %s RENAME TO %s;", nn, d.q(newName), ot.NotifyTrigger))
+		d.add(d.ddl.RenameTrigger(newName, ot.NotifyTrigger, nn), d.ddl.RenameTrigger(newName, nn, ot.NotifyTrigger))
 		ot.NotifyTrigger = nn
 	}
 	for _, k := range ot.Checks {
 		if nn, ok := rename(k.Name); ok {
-			d.add(fmt.Sprintf("ALTER TABLE %s RENAME CONSTRAINT %s TO %s;", d.q(newName), k.Name, nn),
-				fmt.Sprintf("ALTER TABLE %s RENAME CONSTRAINT %s TO %s;", d.q(newName), nn, k.Name))
+			d.add(d.ddl.RenameConstraint(newName, k.Name, nn), d.ddl.RenameConstraint(newName, nn, k.Name))
 			k.Name = nn
 		}
 	}
 	ot.Name = newName
 }
 
-// columns diffs a table's own columns. ALTER TABLE without ONLY reaches the
-// children of an INHERITS parent, so a base column change is one statement.
-func (d *differ) columns(tableName, qname string, old []*Column, now []*model.Column, label string) {
-	oldBy := map[string]*Column{}
-	for _, c := range old {
+// columns diffs a table's own columns.
+func (d *differ) columns(ot, nt *catalog.Table, label string) {
+	oldBy := map[string]*catalog.Column{}
+	for _, c := range ot.Columns {
 		oldBy[c.Name] = c
 	}
 	nowNames := map[string]bool{}
-	for _, c := range now {
+	for _, c := range nt.Columns {
 		nowNames[c.Name] = true
 	}
 	seen := map[string]bool{}
-	for _, nc := range now {
+	for _, nc := range nt.Columns {
 		oc := oldBy[nc.Name]
 		if oc == nil && nc.RenamedFrom != "" && !nowNames[nc.RenamedFrom] && oldBy[nc.RenamedFrom] != nil {
 			oc = oldBy[nc.RenamedFrom]
-			d.add(fmt.Sprintf("ALTER TABLE %s RENAME COLUMN %s TO %s;", qname, oc.Name, nc.Name),
-				fmt.Sprintf("ALTER TABLE %s RENAME COLUMN %s TO %s;", qname, nc.Name, oc.Name))
-			d.note("alter_"+tableName, fmt.Sprintf("%s: rename column %s to %s", label, oc.Name, nc.Name))
+			d.add(d.ddl.RenameColumn(nt, oc.Name, nc.Name), d.ddl.RenameColumn(nt, nc.Name, oc.Name))
+			d.note("alter_"+ot.Name, fmt.Sprintf("%s: rename column %s to %s", label, oc.Name, nc.Name))
 		}
 		if oc == nil {
-			d.addColumn(tableName, qname, nc, label)
+			d.addColumn(ot.Name, nt, nc, label)
 			continue
 		}
 		seen[oc.Name] = true
-		d.alterColumn(tableName, qname, oc, nc, label)
+		d.alterColumn(ot.Name, nt, oc, nc, label)
 	}
-	for _, oc := range old {
+	for _, oc := range ot.Columns {
 		if seen[oc.Name] {
 			continue
 		}
@@ -430,52 +408,41 @@ func (d *differ) columns(tableName, qname string, old []*Column, now []*model.Co
 				"run queuegen generate --allow-drop to drop it; if it was renamed, say so with renamed_from: "+oc.Name+" on the new column")
 			continue
 		}
-		d.add(fmt.Sprintf("ALTER TABLE %s DROP COLUMN IF EXISTS %s;", qname, oc.Name),
-			fmt.Sprintf("-- The column comes back empty: Down cannot bring back the values Up dropped.\nALTER TABLE %s ADD COLUMN IF NOT EXISTS %s;", qname, columnDef(oc.Name, oc.Type, false, oc.Default)))
-		d.note("alter_"+tableName, what)
+		back := *oc
+		back.NotNull = false
+		d.add(d.ddl.DropColumn(nt, oc.Name),
+			"-- The column comes back empty: Down cannot bring back the values Up dropped.\n"+d.ddl.AddColumn(nt, &back))
+		d.note("alter_"+ot.Name, what)
 	}
 }
 
-func columnDef(name, typ string, notNull bool, def string) string {
-	s := name + " " + typ
-	if notNull {
-		s += " NOT NULL"
-	}
-	if def != "" {
-		s += " DEFAULT " + def
-	}
-	return s
-}
-
-func (d *differ) addColumn(tableName, qname string, c *model.Column, label string) {
-	what := fmt.Sprintf("%s: add column %s %s", label, c.Name, c.SQLType)
+func (d *differ) addColumn(oldName string, t *catalog.Table, c *catalog.Column, label string) {
+	what := fmt.Sprintf("%s: add column %s %s", label, c.Name, c.Type)
 	if c.NotNull && c.Default == "" {
 		d.refuse(what+" NOT NULL", "rows already in the table would have no value for it",
 			"give it a default in the spec (default: …; it can be removed in a later change), or make it nullable (nullable: true)")
 		return
 	}
-	d.add(fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s;", qname, columnDef(c.Name, c.SQLType, c.NotNull, c.Default)),
-		fmt.Sprintf("ALTER TABLE %s DROP COLUMN IF EXISTS %s;", qname, c.Name))
-	d.note("alter_"+tableName, what)
+	d.add(d.ddl.AddColumn(t, c), d.ddl.DropColumn(t, c.Name))
+	d.note("alter_"+oldName, what)
 }
 
-func (d *differ) alterColumn(tableName, qname string, oc *Column, nc *model.Column, label string) {
-	col := fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s", qname, nc.Name)
-	if oc.Type != nc.SQLType {
-		what := fmt.Sprintf("%s: column %s type %s → %s", label, nc.Name, oc.Type, nc.SQLType)
-		if !widensInPlace(oc.Type, nc.SQLType) {
-			d.refuse(what, "PostgreSQL cannot make this change in place: it would rewrite the table under an exclusive lock, or fail on existing values",
-				manualPath+"; for a large queue, add a new column, backfill it in batches, then switch")
+func (d *differ) alterColumn(oldName string, t *catalog.Table, oc, nc *catalog.Column, label string) {
+	if oc.Type != nc.Type {
+		what := fmt.Sprintf("%s: column %s type %s → %s", label, nc.Name, oc.Type, nc.Type)
+		if ok, why := d.ddl.Widens(oc.Type, nc.Type); !ok {
+			d.refuse(what, why, manualPath+"; for a large queue, add a new column, backfill it in batches, then switch")
 		} else {
-			d.add(fmt.Sprintf("-- Widening: PostgreSQL changes the type in place, without rewriting the table.\n%s TYPE %s;", col, nc.SQLType),
-				fmt.Sprintf("-- Narrowing back fails if a value no longer fits %s.\n%s TYPE %s;", oc.Type, col, oc.Type))
-			d.note("alter_"+tableName, what)
+			back := *nc
+			back.Type = oc.Type
+			d.add(d.ddl.ChangeType(t, nc, oc.Type), d.ddl.ChangeType(t, &back, nc.Type))
+			d.note("alter_"+oldName, what)
 		}
 	}
 	switch {
 	case oc.NotNull && !nc.NotNull:
-		d.add(col+" DROP NOT NULL;", "-- Fails if NULLs were stored meanwhile.\n"+col+" SET NOT NULL;")
-		d.note("alter_"+tableName, fmt.Sprintf("%s: column %s becomes nullable", label, nc.Name))
+		d.add(d.ddl.DropNotNull(t, nc.Name), d.ddl.SetNotNull(t, nc.Name))
+		d.note("alter_"+oldName, fmt.Sprintf("%s: column %s becomes nullable", label, nc.Name))
 	case !oc.NotNull && nc.NotNull:
 		d.refuse(fmt.Sprintf("%s: column %s becomes NOT NULL", label, nc.Name), "rows already in the table may hold NULL there",
 			manualPath+": UPDATE the NULLs to a value, then ALTER TABLE … ALTER COLUMN "+nc.Name+" SET NOT NULL")
@@ -483,50 +450,23 @@ func (d *differ) alterColumn(tableName, qname string, oc *Column, nc *model.Colu
 	if oc.Default != nc.Default {
 		set := func(def string) string {
 			if def == "" {
-				return col + " DROP DEFAULT;"
+				return d.ddl.DropDefault(t, nc.Name)
 			}
-			return col + " SET DEFAULT " + def + ";"
+			return d.ddl.SetDefault(t, nc.Name, def)
 		}
 		d.add(set(nc.Default), set(oc.Default))
-		d.note("alter_"+tableName, fmt.Sprintf("%s: column %s default %s → %s", label, nc.Name, orNone(oc.Default), orNone(nc.Default)))
+		d.note("alter_"+oldName, fmt.Sprintf("%s: column %s default %s → %s", label, nc.Name, orNone(oc.Default), orNone(nc.Default)))
 	}
 }
 
-var modRE = regexp.MustCompile(`^([a-z ]+)(?:\((\d+)(?:, (\d+))?\))?(\[\])?$`)
-
-// widensInPlace reports whether PostgreSQL changes type from to type to
-// without rewriting the table or checking the rows: a longer varchar,
-// varchar to text, a wider numeric of the same scale, or any numeric to
-// unconstrained numeric. Same for arrays of these.
-func widensInPlace(from, to string) bool {
-	f, t := modRE.FindStringSubmatch(from), modRE.FindStringSubmatch(to)
-	if f == nil || t == nil || f[4] != t[4] {
-		return false
-	}
-	num := func(s string) int { n, _ := strconv.Atoi(s); return n }
-	switch {
-	case f[1] == "varchar" && t[1] == "text":
-		return true
-	case f[1] == "varchar" && t[1] == "varchar":
-		return num(t[2]) >= num(f[2])
-	case f[1] == "numeric" && t[1] == "numeric":
-		if t[2] == "" {
-			return true
-		}
-		return f[2] != "" && num(t[2]) >= num(f[2]) && num(t[3]) == num(f[3])
-	}
-	return false
-}
-
-// options sets and resets storage parameters; ALTER TABLE … SET changes
-// only the catalog (a brief lock, no rewrite).
-func (d *differ) options(ot *Table, nt *model.Table, label string) {
+// options sets and resets storage options.
+func (d *differ) options(ot, nt *catalog.Table, label string) {
 	old := map[string]string{}
 	for _, o := range ot.Options {
-		name, value, _ := strings.Cut(o, "=")
-		old[name] = value
+		old[o.Name] = o.Value
 	}
-	var set, reset, undoSet, undoReset []string
+	var set, undoSet []catalog.Option
+	var reset, undoReset []string
 	for _, o := range nt.Options {
 		prev, had := old[o.Name]
 		delete(old, o.Name)
@@ -534,46 +474,49 @@ func (d *differ) options(ot *Table, nt *model.Table, label string) {
 		case had && prev == o.Value:
 			continue
 		case had:
-			undoSet = append(undoSet, o.Name+" = "+prev)
+			undoSet = append(undoSet, catalog.Option{Name: o.Name, Value: prev})
 		default:
 			undoReset = append(undoReset, o.Name)
 		}
-		set = append(set, o.Name+" = "+o.Value)
+		set = append(set, o)
 	}
 	for _, name := range slices.Sorted(maps.Keys(old)) {
 		reset = append(reset, name)
-		undoSet = append(undoSet, name+" = "+old[name])
+		undoSet = append(undoSet, catalog.Option{Name: name, Value: old[name]})
 	}
 	if len(set)+len(reset) == 0 {
 		return
 	}
-	alter := func(verb string, items []string) []string {
-		if len(items) == 0 {
-			return nil
+	statements := func(set []catalog.Option, reset []string) string {
+		var out []string
+		if len(set) > 0 {
+			out = append(out, d.ddl.SetOptions(nt, set))
 		}
-		return []string{fmt.Sprintf("ALTER TABLE %s %s (%s);", nt.QName, verb, strings.Join(items, ", "))}
+		if len(reset) > 0 {
+			out = append(out, d.ddl.ResetOptions(nt, reset))
+		}
+		return strings.Join(out, "\n")
 	}
-	up := append(alter("SET", set), alter("RESET", reset)...)
-	down := append(alter("SET", undoSet), alter("RESET", undoReset)...)
-	d.add("-- Storage parameters (see QueueTableOptions in queuegen): catalog only, no rewrite.\n"+strings.Join(up, "\n"), strings.Join(down, "\n"))
-	var names []string
-	for _, kv := range set {
-		name, _, _ := strings.Cut(kv, " ")
-		names = append(names, name)
+	d.add("-- Storage options: catalog only, no rewrite.\n"+statements(set, reset), statements(undoSet, undoReset))
+	var parts []string
+	if len(set) > 0 {
+		names := make([]string, len(set))
+		for i, o := range set {
+			names[i] = o.Name
+		}
+		parts = append(parts, "set "+strings.Join(names, ", "))
 	}
-	summary := "set " + strings.Join(names, ", ")
 	if len(reset) > 0 {
-		summary = strings.TrimPrefix(summary+"; ", "set ; ") + "reset " + strings.Join(reset, ", ")
+		parts = append(parts, "reset "+strings.Join(reset, ", "))
 	}
-	d.note("alter_"+nt.Name, fmt.Sprintf("%s: storage parameters: %s", label, summary))
+	d.note("alter_"+nt.Name, fmt.Sprintf("%s: storage parameters: %s", label, strings.Join(parts, "; ")))
 }
 
-func (d *differ) checks(ot *Table, nt *model.Table, label string) {
-	var want []string
+func (d *differ) checks(ot, nt *catalog.Table, label string) {
+	var want, have []string
 	for _, k := range nt.Checks {
 		want = append(want, fmt.Sprintf("%s %s %t", k.Name, k.Expr, k.NoInherit))
 	}
-	var have []string
 	for _, k := range ot.Checks {
 		have = append(have, fmt.Sprintf("%s %s %t", k.Name, k.Expr, k.NoInherit))
 	}
@@ -583,11 +526,11 @@ func (d *differ) checks(ot *Table, nt *model.Table, label string) {
 }
 
 // indexes diffs a table's indexes. The table exists and may be large and
-// busy, so indexes are built and dropped CONCURRENTLY (no lock that blocks
+// busy, so indexes are built and dropped online (no lock that blocks
 // pushes and claims); an index whose definition changes is built under a
 // temporary name first and swapped in, so claims never run without it.
-func (d *differ) indexes(ot *Table, nt *model.Table, label string) {
-	oldBy := map[string]*Index{}
+func (d *differ) indexes(ot, nt *catalog.Table, label string) {
+	oldBy := map[string]*catalog.Index{}
 	for _, i := range ot.Indexes {
 		oldBy[i.Name] = i
 	}
@@ -597,59 +540,49 @@ func (d *differ) indexes(ot *Table, nt *model.Table, label string) {
 		oi := oldBy[ni.Name]
 		switch {
 		case oi == nil:
-			d.addConcurrent(d.createIndex(nt.QName, ni.Name, ni.Unique, ni.Columns, ni.Where), d.dropIndex(ni.Name))
+			d.addOnline(d.ddl.CreateIndexOnline(nt, ni), d.ddl.DropIndexOnline(nt, ni.Name))
 			d.note("alter_"+nt.Name, fmt.Sprintf("%s: add index %s", label, ni.Name))
-		case oi.Primary != ni.Primary || oi.Unique != ni.Unique || !slices.Equal(oi.Columns, ni.Columns) || oi.Where != ni.Where:
-			if oi.Primary || ni.Primary {
-				d.refuse(label+": primary key changes", "queuegen does not change primary keys", manualPath)
+		case !oi.SameDefinition(ni):
+			if oi.InTable() || ni.InTable() {
+				d.refuse(label+": primary key changes", "queuegen does not change primary keys or constraints", manualPath)
 				continue
 			}
-			tmp := tempName(ni.Name)
-			d.addConcurrent(
-				d.createIndex(nt.QName, tmp, ni.Unique, ni.Columns, ni.Where)+"\n"+d.dropIndex(oi.Name)+"\n"+fmt.Sprintf("ALTER INDEX IF EXISTS %s RENAME TO %s;", d.q(tmp), ni.Name),
-				d.createIndex(nt.QName, tmp, oi.Unique, oi.Columns, oi.Where)+"\n"+d.dropIndex(ni.Name)+"\n"+fmt.Sprintf("ALTER INDEX IF EXISTS %s RENAME TO %s;", d.q(tmp), oi.Name))
-			d.note("alter_"+nt.Name, fmt.Sprintf("%s: change index %s to (%s)%s", label, ni.Name, strings.Join(ni.Columns, ", "), where(ni.Where)))
+			tmp := tempName(ni.Name, d.ddl.MaxIdentifier())
+			swap := func(from, to *catalog.Index) string {
+				build := *to
+				build.Name = tmp
+				return d.ddl.CreateIndexOnline(nt, &build) + "\n" + d.ddl.DropIndexOnline(nt, from.Name) + "\n" + d.ddl.RenameIndexOnline(nt.Name, tmp, to.Name)
+			}
+			d.addOnline(swap(oi, ni), swap(ni, oi))
+			where := ""
+			if ni.Where != "" {
+				where = " WHERE " + ni.Where
+			}
+			d.note("alter_"+nt.Name, fmt.Sprintf("%s: change index %s to (%s)%s", label, ni.Name, strings.Join(ni.Columns, ", "), where))
 		}
 	}
 	for _, oi := range ot.Indexes {
 		if !newNames[oi.Name] {
-			d.addConcurrent(d.dropIndex(oi.Name), d.createIndex(nt.QName, oi.Name, oi.Unique, oi.Columns, oi.Where))
+			d.addOnline(d.ddl.DropIndexOnline(nt, oi.Name), d.ddl.CreateIndexOnline(nt, oi))
 			d.note("alter_"+nt.Name, fmt.Sprintf("%s: drop index %s", label, oi.Name))
 		}
 	}
 }
 
-func where(w string) string {
-	if w == "" {
-		return ""
-	}
-	return " WHERE " + w
-}
-
-func (d *differ) createIndex(qtable, name string, unique bool, cols []string, w string) string {
-	u := ""
-	if unique {
-		u = "UNIQUE "
-	}
-	// Dropped first: a CONCURRENTLY build that failed leaves an INVALID
-	// index behind, which IF NOT EXISTS would take for a good one.
-	return fmt.Sprintf("DROP INDEX CONCURRENTLY IF EXISTS %s;\nCREATE %sINDEX CONCURRENTLY %s ON %s (%s)%s;", d.q(name), u, name, qtable, strings.Join(cols, ", "), where(w))
-}
-
-func (d *differ) dropIndex(name string) string {
-	return fmt.Sprintf("DROP INDEX CONCURRENTLY IF EXISTS %s;", d.q(name))
-}
-
-func tempName(name string) string {
+func tempName(name string, max int) string {
 	const suffix = "_next"
-	if len(name)+len(suffix) > 63 {
-		name = name[:63-len(suffix)]
+	if len(name)+len(suffix) > max {
+		name = name[:max-len(suffix)]
 	}
 	return name + suffix
 }
 
-// name is the migration file's name: its first actions, joined.
+// name is the migration file's name: its first actions, joined, or
+// queuegen_init for the first migration.
 func (d *differ) name() string {
+	if d.initial() {
+		return "queuegen_init"
+	}
 	name := ""
 	for i, a := range d.actions {
 		next := a
@@ -669,4 +602,18 @@ func orNone(def string) string {
 		return "none"
 	}
 	return def
+}
+
+// Schema is the statements that create the whole catalog, without the
+// registry rows: the schema file sqlc compiles the queries against.
+func Schema(c *catalog.Catalog, ddl engine.DDL) []string {
+	d := &differ{old: &catalog.Catalog{Schema: c.Schema}, now: c, ddl: ddl, opts: Options{}}
+	d.diff()
+	var out []string
+	for _, s := range d.steps {
+		if !s.data {
+			out = append(out, s.up)
+		}
+	}
+	return out
 }

@@ -1,11 +1,15 @@
-// Package evolve keeps emitted migrations append-only as a spec changes.
+// Package evolve writes every migration queuegen emits, and keeps them
+// append-only as a spec changes.
 //
-// queuegen records the schema its migrations produce in a state file,
-// queuegen.state.yaml, committed beside them. On generate, Diff compares that
-// state with the spec's model and yields one new migration (Up and Down)
-// that takes a database from the one to the other, or refuses, naming the
-// change and the manual path, when it cannot do so safely. Emitted
-// migrations are never changed: the state also records each file's hash.
+// queuegen records the catalog its migrations produce in a state file,
+// queuegen.state.yaml, committed beside them. On generate, Diff compares
+// that state with the spec's model and yields the next migration (Up and
+// Down) that takes a database from the one to the other, or refuses,
+// naming the change and the manual path, when it cannot do so safely. The
+// first migration is the diff from the empty state. Every statement comes
+// from the engine's DDL builder, and the schema file sqlc reads is the
+// same builder's account of the whole catalog. Emitted migrations are
+// never changed: the state also records each file's hash.
 package evolve
 
 import (
@@ -13,79 +17,36 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/queuegen/queuegen/internal/model"
-	"github.com/queuegen/queuegen/schema"
+	"github.com/queuegen/queuegen/internal/catalog"
+	"github.com/queuegen/queuegen/internal/engine"
 )
 
 // StateFile is the state file's name, in the migrations directory. goose
 // reads only .sql and .go files there, so it ignores it.
 const StateFile = "queuegen.state.yaml"
 
-// State is the schema that the emitted migrations produce, and the
+// State is the catalog that the emitted migrations produce, and the
 // migrations themselves.
 type State struct {
-	// Schema is the PostgreSQL schema of every table.
+	// Engine is the database engine; "" means postgresql (state files
+	// written before there were other engines).
+	Engine string `yaml:"engine,omitempty"`
+	// Schema holds every table.
 	Schema string `yaml:"schema"`
-	// PeriodicTable is true when the migrations create queuegen_periodic.
+	// PeriodicTable is true when the migrations create the periodic-ticks
+	// table.
 	PeriodicTable bool `yaml:"periodic_table,omitempty"`
 	// Functions are the functions the migrations create.
 	Functions []string `yaml:"functions,omitempty"`
 	// Base is the INHERITS parent, or nil.
-	Base *Table `yaml:"base,omitempty"`
+	Base *catalog.Table `yaml:"base,omitempty"`
 	// Queues are the queue tables and their registry rows.
-	Queues []*Queue `yaml:"queues"`
+	Queues []*catalog.Queue `yaml:"queues"`
 	// Migrations are the migration files, oldest first.
 	Migrations []*Migration `yaml:"migrations"`
-}
-
-// Queue is one queue's registry row and table.
-type Queue struct {
-	Name  string `yaml:"name"`
-	Mode  string `yaml:"mode"`
-	Table *Table `yaml:"table"`
-}
-
-// Table is one table as the migrations create it.
-type Table struct {
-	Name string `yaml:"name"`
-	// Inherits is the parent table's name, or "".
-	Inherits string    `yaml:"inherits,omitempty"`
-	Columns  []*Column `yaml:"columns"`
-	Checks   []*Check  `yaml:"checks,omitempty"`
-	Indexes  []*Index  `yaml:"indexes"`
-	// NotifyTrigger is the trigger that notifies on push, or "".
-	NotifyTrigger string `yaml:"notify_trigger,omitempty"`
-	// Options are the storage parameters, as name=value.
-	Options []string `yaml:"options,flow,omitempty"`
-}
-
-// Column is a column the table itself declares (a child's inherited
-// columns are its parent's).
-type Column struct {
-	Name    string `yaml:"name"`
-	Type    string `yaml:"type"`
-	NotNull bool   `yaml:"not_null,omitempty"`
-	Default string `yaml:"default,omitempty"`
-}
-
-// Check is a CHECK constraint.
-type Check struct {
-	Name      string `yaml:"name"`
-	Expr      string `yaml:"expr"`
-	NoInherit bool   `yaml:"no_inherit,omitempty"`
-}
-
-// Index is an index or the primary key.
-type Index struct {
-	Name    string   `yaml:"name"`
-	Primary bool     `yaml:"primary,omitempty"`
-	Unique  bool     `yaml:"unique,omitempty"`
-	Columns []string `yaml:"columns,flow"`
-	Where   string   `yaml:"where,omitempty"`
 }
 
 // Migration is one migration file. Generated files carry their hash, so an
@@ -97,21 +58,8 @@ type Migration struct {
 	Manual bool   `yaml:"manual,omitempty"`
 }
 
-// One line per column, index, check and migration keeps the file short
-// and its diffs readable.
-func (c Column) MarshalYAML() (any, error)    { type plain Column; return flow(plain(c)) }
-func (c Check) MarshalYAML() (any, error)     { type plain Check; return flow(plain(c)) }
-func (i Index) MarshalYAML() (any, error)     { type plain Index; return flow(plain(i)) }
-func (m Migration) MarshalYAML() (any, error) { type plain Migration; return flow(plain(m)) }
-
-func flow(v any) (any, error) {
-	var n yaml.Node
-	if err := n.Encode(v); err != nil {
-		return nil, err
-	}
-	n.Style = yaml.FlowStyle
-	return &n, nil
-}
+// MarshalYAML writes a migration on one line.
+func (m Migration) MarshalYAML() (any, error) { type plain Migration; return catalog.Flow(plain(m)) }
 
 // Hash is the hex SHA-256 of a migration file's contents.
 func Hash(data []byte) string {
@@ -147,70 +95,33 @@ func ParseState(data []byte) (*State, error) {
 	return &s, nil
 }
 
-// FromModel is the state the spec's model asks for (without migrations).
-func FromModel(m *model.Model) *State {
-	s := &State{Schema: m.Schema}
-	if m.NotifyFunction != "" {
-		s.Functions = []string{model.NotifyFunction}
+// EngineName is the state's engine, postgresql when the file names none.
+func (s *State) EngineName() string {
+	if s.Engine == "" {
+		return "postgresql"
 	}
-	s.PeriodicTable = m.Periodic != ""
-	if m.Base != nil {
-		s.Base = fromTable(m.Base)
-	}
-	for _, q := range m.Queues {
-		s.Queues = append(s.Queues, &Queue{Name: q.Name, Mode: string(q.Spec.Mode), Table: fromTable(q.Table)})
+	return s.Engine
+}
+
+// stateOf records a catalog (without migrations).
+func stateOf(c *catalog.Catalog, engineName string) *State {
+	s := &State{Schema: c.Schema, PeriodicTable: c.Periodic != nil, Functions: c.Functions, Base: c.Base, Queues: c.Queues}
+	if engineName != "postgresql" {
+		s.Engine = engineName
 	}
 	return s
 }
 
-func fromTable(t *model.Table) *Table {
-	out := &Table{Name: t.Name, NotifyTrigger: t.NotifyTrigger}
-	for _, o := range t.Options {
-		out.Options = append(out.Options, o.Name+"="+o.Value)
+// catalogOf is the catalog the state's migrations produce: the recorded
+// tables, and queuegen's own tables as eng defines them (the registry
+// exists once any migration was emitted).
+func (s *State) catalogOf(eng engine.Engine) *catalog.Catalog {
+	c := &catalog.Catalog{Schema: s.Schema, Functions: s.Functions, Base: s.Base, Queues: s.Queues}
+	if len(s.Migrations) > 0 {
+		c.Registry = eng.Registry()
 	}
-	if t.Parent != nil {
-		out.Inherits = t.Parent.Name
+	if s.PeriodicTable {
+		c.Periodic = eng.Periodic()
 	}
-	for _, c := range t.Own {
-		out.Columns = append(out.Columns, &Column{Name: c.Name, Type: c.SQLType, NotNull: c.NotNull, Default: c.Default})
-	}
-	for _, c := range t.Checks {
-		out.Checks = append(out.Checks, &Check{Name: c.Name, Expr: c.Expr, NoInherit: c.NoInherit})
-	}
-	for _, i := range t.Indexes {
-		out.Indexes = append(out.Indexes, &Index{Name: i.Name, Primary: i.Primary, Unique: i.Unique, Columns: i.Columns, Where: i.Where})
-	}
-	return out
+	return c
 }
-
-// toModel rebuilds a model table from a state table, to render DDL for a
-// table the spec no longer has (the Down of a drop).
-func toModel(t *Table, schemaName string, parent *model.Table) *model.Table {
-	q := func(n string) string {
-		if schemaName != "public" {
-			return schemaName + "." + n
-		}
-		return n
-	}
-	out := &model.Table{Name: t.Name, QName: q(t.Name), Parent: parent}
-	if t.NotifyTrigger != "" {
-		out.NotifyTrigger, out.NotifyFunction = t.NotifyTrigger, q(model.NotifyFunction)
-	}
-	for _, o := range t.Options {
-		name, value, _ := strings.Cut(o, "=")
-		out.Options = append(out.Options, model.Option{Name: name, Value: value})
-	}
-	for _, c := range t.Columns {
-		out.Own = append(out.Own, &model.Column{Name: c.Name, SQLType: c.Type, NotNull: c.NotNull, Default: c.Default})
-	}
-	for _, c := range t.Checks {
-		out.Checks = append(out.Checks, model.Check{Name: c.Name, Expr: c.Expr, NoInherit: c.NoInherit})
-	}
-	for _, i := range t.Indexes {
-		out.Indexes = append(out.Indexes, &model.Index{Name: i.Name, Primary: i.Primary, Unique: i.Unique, Columns: i.Columns, Where: i.Where})
-	}
-	return out
-}
-
-// registryTable is the registry's unqualified name.
-const registryTable = schema.RegistryTable

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/pressly/goose/v3"
 
+	"github.com/queuegen/queuegen/internal/catalog"
 	"github.com/queuegen/queuegen/internal/generate"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/model"
@@ -136,15 +137,15 @@ func TestEvolutionOnALiveDatabase(t *testing.T) {
 	}
 	defer m.Close()
 
-	snapshots := map[int64]catalog{0: snapshot(t, conn)}
+	snapshots := map[int64]schemaSnapshot{0: snapshot(t, conn)}
 	pushed := map[string]int{} // by queue name, following renames
 	for _, rev := range revs {
 		if err := upTo(ctx, url, filepath.Join(project, "migrations"), rev.version); err != nil {
 			t.Fatalf("%s: up: %v", rev.name, err)
 		}
 		snapshots[rev.version] = snapshot(t, conn)
-		for _, q := range rev.model.Queues {
-			if r := q.Spec.RenamedFrom; r != "" && pushed[r] > 0 {
+		for _, q := range rev.model.Catalog.Queues {
+			if r := q.RenamedFrom; r != "" && pushed[r] > 0 {
 				pushed[q.Name] += pushed[r]
 				delete(pushed, r)
 			}
@@ -156,7 +157,7 @@ func TestEvolutionOnALiveDatabase(t *testing.T) {
 		}
 		for _, q := range rev.model.Queues {
 			for range 3 {
-				push(t, conn, q)
+				push(t, conn, rev.model, q)
 			}
 			pushed[q.Name] += 3
 		}
@@ -244,13 +245,13 @@ func upTo(ctx context.Context, url, dir string, version int64) error {
 	return mg.UpTo(ctx, version)
 }
 
-// catalog is what a schema comparison looks at, by name (column order is
-// not compared: ALTER TABLE ADD COLUMN appends).
-type catalog struct {
+// schemaSnapshot is what a schema comparison looks at, by name (column
+// order is not compared: ALTER TABLE ADD COLUMN appends).
+type schemaSnapshot struct {
 	Columns, Indexes, Constraints, Inherits, Triggers, Functions, Options, Registry []string
 }
 
-func snapshot(t *testing.T, conn *pgx.Conn) catalog {
+func snapshot(t *testing.T, conn *pgx.Conn) schemaSnapshot {
 	t.Helper()
 	ctx := context.Background()
 	list := func(sql string) []string {
@@ -275,7 +276,7 @@ func snapshot(t *testing.T, conn *pgx.Conn) catalog {
 		return out
 	}
 	const userTables = `c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace) AND c.relname <> 'goose_db_version' AND c.relkind = 'r'`
-	return catalog{
+	return schemaSnapshot{
 		Columns: list(`SELECT c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END || coalesce(' DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), '')
 			FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 			WHERE a.attnum > 0 AND NOT a.attisdropped AND ` + userTables),
@@ -292,18 +293,23 @@ func snapshot(t *testing.T, conn *pgx.Conn) catalog {
 
 // push inserts one job into q's table with plain SQL (the revision's Go
 // code is not compiled here), filling every payload column.
-func push(t *testing.T, conn *pgx.Conn, q *model.Queue) {
+func push(t *testing.T, conn *pgx.Conn, m *model.Model, q *model.Queue) {
 	t.Helper()
 	cols := []string{"max_attempts"}
 	vals := []string{"5"}
-	for _, c := range q.Table.All {
-		if !c.Payload && !(q.Table.Parent != nil && !isBookkeeping(c.Name)) {
-			continue
+	payload := q.Payload.Columns
+	if q.Table.Inherits != "" {
+		for _, c := range m.Catalog.Base.Columns {
+			if !isBookkeeping(c.Name) {
+				payload = append([]*catalog.Column{c}, payload...)
+			}
 		}
-		cols = append(cols, c.Name)
-		vals = append(vals, sampleValue(c.SQLType))
 	}
-	sql := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", q.Table.QName, strings.Join(cols, ", "), strings.Join(vals, ", "))
+	for _, c := range payload {
+		cols = append(cols, c.Name)
+		vals = append(vals, sampleValue(c.Type))
+	}
+	sql := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", q.QName, strings.Join(cols, ", "), strings.Join(vals, ", "))
 	if _, err := conn.Exec(context.Background(), sql); err != nil {
 		t.Fatalf("push into %s: %v", q.Table.Name, err)
 	}

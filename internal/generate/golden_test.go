@@ -2,6 +2,7 @@ package generate_test
 
 import (
 	"flag"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,32 +25,87 @@ func goldenCases(t *testing.T) []string {
 	return specs
 }
 
-// TestGolden generates each case in memory and compares every file with
-// the golden copy on disk (cmp.Diff, via generate.Diff). With -update it
-// writes them instead.
+// TestGolden generates each case as a first run would, into an empty
+// directory holding only the spec, and compares every file with the golden
+// copy in testdata (generate.Diff): each generated file must match, and
+// nothing else may be there. With -update it rewrites the golden copies.
 func TestGolden(t *testing.T) {
 	for _, specPath := range goldenCases(t) {
 		name := filepath.Base(filepath.Dir(specPath))
 		t.Run(name, func(t *testing.T) {
-			out, err := generate.Generate(specPath, generate.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			out := generateFresh(t, specPath)
+			golden := filepath.Dir(specPath)
 			if *update {
+				if err := clearGenerated(golden); err != nil {
+					t.Fatal(err)
+				}
+				out.Root = golden
 				if _, err := out.Write(); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			changes, err := out.Plan()
-			if err != nil {
-				t.Fatal(err)
+			var changes []generate.Change
+			want := map[string]bool{"queuegen.yaml": true}
+			for _, f := range out.Files {
+				want[f.Path] = true
+				old, err := os.ReadFile(filepath.Join(golden, filepath.FromSlash(f.Path)))
+				switch {
+				case err != nil:
+					changes = append(changes, generate.Change{Path: f.Path, Kind: "add", New: f.Data})
+				case string(old) != string(f.Data):
+					changes = append(changes, generate.Change{Path: f.Path, Kind: "update", Old: old, New: f.Data})
+				}
 			}
+			filepath.WalkDir(golden, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					rel, _ := filepath.Rel(golden, p)
+					if !want[filepath.ToSlash(rel)] {
+						changes = append(changes, generate.Change{Path: filepath.ToSlash(rel), Kind: "remove"})
+					}
+				}
+				return nil
+			})
 			if len(changes) > 0 {
 				t.Errorf("generated output differs from testdata/%s (go test ./internal/generate -run TestGolden -update rewrites it):\n%s", name, generate.Diff(changes))
 			}
 		})
 	}
+}
+
+// generateFresh generates the spec at specPath in a new directory holding
+// only a copy of it: what a first run emits.
+func generateFresh(t *testing.T, specPath string) *generate.Output {
+	t.Helper()
+	data, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(t.TempDir(), "queuegen.yaml")
+	if err := os.WriteFile(fresh, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := generate.Generate(fresh, generate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// clearGenerated removes every file of a golden case but its spec.
+func clearGenerated(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != "queuegen.yaml" {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // TestGoldenIsDeterministic generates every case twice: byte-identical.

@@ -50,13 +50,7 @@ func TestGoldenMigrationsApply(t *testing.T) {
 				}
 				return n
 			}
-			want := len(out.Model.Queues) + 1 // queues and the registry
-			if out.Model.Base != nil {
-				want++
-			}
-			if out.Model.Periodic != "" {
-				want++
-			}
+			want := len(out.Model.Catalog.Tables())
 			if got := tables(); got != want {
 				t.Errorf("after up: %d tables, want %d", got, want)
 			}

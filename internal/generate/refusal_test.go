@@ -121,7 +121,7 @@ func TestManualMigration(t *testing.T) {
 	if _, err := out.Write(); err != nil {
 		t.Fatal(err)
 	}
-	manual := filepath.Join(filepath.Dir(specPath), "migrations", "00004_manual.sql")
+	manual := filepath.Join(filepath.Dir(specPath), "migrations", "00002_manual.sql")
 	data, err := os.ReadFile(manual)
 	if err != nil {
 		t.Fatal(err)

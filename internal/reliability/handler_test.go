@@ -110,15 +110,15 @@ func TestHandlerFailures(t *testing.T) {
 }
 
 // TestIsolationLevels works a transaction-mode queue under READ
-// COMMITTED, REPEATABLE READ and SERIALIZABLE (seed 004), and a lease-mode
+// COMMITTED, REPEATABLE READ and SERIALIZABLE, and a lease-mode
 // queue with every session defaulting to SERIALIZABLE. Each handler adds
 // one to a shared total in its transaction, so concurrent handlers
 // conflict: serialization failures and deadlocks roll back and are
 // retried, and in the end the total counts every job exactly once.
 func TestIsolationLevels(t *testing.T) {
 	t.Parallel()
-	for _, level := range []pgx.TxIsoLevel{pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable} {
-		t.Run(string(level), func(t *testing.T) {
+	for _, level := range []queue.Isolation{queue.ReadCommitted, queue.RepeatableRead, queue.Serializable} {
+		t.Run(strings.ToLower(level.String()), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			_, pool := prepare(t, "")
@@ -142,7 +142,7 @@ func TestIsolationLevels(t *testing.T) {
 				ledger.Worker(func(ctx context.Context, tx pgx.Tx, job *queue.Job[jobs.LedgerPayload]) error {
 					_, err := tx.Exec(ctx, "UPDATE total SET n = n + 1")
 					return err
-				}, queue.TxIsolation(pgx.TxOptions{IsoLevel: level}), queue.Concurrency(6), queue.PollInterval(20*time.Millisecond), queue.Logger(quiet),
+				}, queue.TxIsolation(level), queue.Concurrency(6), queue.PollInterval(20*time.Millisecond), queue.Logger(quiet),
 					queue.WithHooks(queue.Hooks{JobFinished: func(_ context.Context, _ queue.JobInfo, o queue.Outcome, _ time.Duration, _ error) {
 						if o == queue.OutcomeRolledBack {
 							rolledBack.Add(1)
@@ -153,7 +153,7 @@ func TestIsolationLevels(t *testing.T) {
 			cancel()
 			<-done
 			t.Logf("%s: %d serialization failures rolled back and retried", level, rolledBack.Load())
-			if level != pgx.ReadCommitted && rolledBack.Load() == 0 {
+			if level != queue.ReadCommitted && rolledBack.Load() == 0 {
 				t.Errorf("no serialization failure happened under %s: the scenario tests no retry", level)
 			}
 			if n := count(t, pool, "SELECT count(*) FROM completed_log WHERE attempt > 1"); n != 0 {
@@ -164,7 +164,7 @@ func TestIsolationLevels(t *testing.T) {
 			if n != total {
 				t.Errorf("the total is %d after %d jobs: a job's work was lost or committed twice", n, total)
 			}
-			check(t, "isolation-"+strings.ReplaceAll(string(level), " ", "-"), tally(t, pool, "ledger_queue", total))
+			check(t, "isolation-"+strings.ReplaceAll(strings.ToLower(level.String()), " ", "-"), tally(t, pool, "ledger_queue", total))
 		})
 	}
 	t.Run("lease mode, serializable sessions", func(t *testing.T) {

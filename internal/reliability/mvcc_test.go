@@ -12,6 +12,7 @@ import (
 
 	"github.com/queuegen/queuegen/internal/reliability/jobs"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // drain pushes total jobs and times three workers working them all.
@@ -74,7 +75,7 @@ type spyQueue struct {
 }
 
 func (s *spyQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[jobs.WorkPayload], error) {
-	if queue.ResolveClaim(time.Minute, opts).Now != nil {
+	if queueimpl.ResolveClaim(time.Minute, opts).Now != nil {
 		s.sentClock.Store(true)
 	}
 	return s.WorkQueue.Claim(ctx, node, max, opts...)

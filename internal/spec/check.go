@@ -48,7 +48,7 @@ func (p *parser) crossChecks(n *yaml.Node, s *Spec) {
 			// A JSON payload cannot carry the base table's extra columns:
 			// they take their default, so they must have one.
 			for _, c := range s.Base.Columns {
-				if !c.Nullable && c.Default == "" {
+				if !c.Nullable && c.Default == nil {
 					at(q.Pos, key+".payload.json", "base column %q is NOT NULL without a default, and a JSON-payload queue cannot set it; give it a default or make it nullable, or set inherits: false", c.Name)
 				}
 			}

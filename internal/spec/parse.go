@@ -20,6 +20,7 @@ import (
 // Defaults applied to keys a spec leaves out. They are documented in the
 // README's spec reference.
 const (
+	DefaultEngine      = "postgresql"
 	DefaultSchema      = "public"
 	DefaultBaseTable   = "base_queue"
 	DefaultLease       = 5 * time.Minute
@@ -46,12 +47,12 @@ func Load(path string) (*Spec, error) {
 // Parse parses and validates a spec. file names the spec in error messages.
 // On failure the error is an Errors value listing every problem found.
 func Parse(file string, data []byte) (*Spec, error) {
-	p := &parser{file: file}
+	p := &parser{file: file, keys: map[string]Pos{}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, Errors{p.yamlError(err)}
 	}
-	s := &Spec{File: file}
+	s := &Spec{File: file, Engine: DefaultEngine, keys: p.keys}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, Errors{{File: file, Line: 1, Column: 1, Msg: "the spec is empty: run `queuegen init` for a starter file"}}
 	}
@@ -65,6 +66,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 type parser struct {
 	file string
 	errs Errors
+	keys map[string]Pos // every key read, by dotted path
 }
 
 var yamlLine = regexp.MustCompile(`line (\d+)`)
@@ -106,6 +108,7 @@ func (p *parser) fields(n *yaml.Node, key string, handlers map[string]func(key s
 			p.errorf(k, sub, "key given twice")
 		default:
 			seen[k.Value] = true
+			p.keys[sub] = Pos{k.Line, k.Column}
 			h(sub, v)
 		}
 	}
@@ -295,6 +298,7 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 			havePackage = true
 			p.pkg(v, k, &s.Package)
 		},
+		"engine":     func(k string, v *yaml.Node) { s.Engine = p.ident(v, k) },
 		"migrations": func(k string, v *yaml.Node) { s.Migrations = p.dir(v, k) },
 		"queries":    func(k string, v *yaml.Node) { s.Queries = p.dir(v, k) },
 		"schema":     func(k string, v *yaml.Node) { s.Schema = p.ident(v, k) },
@@ -399,6 +403,7 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 			}
 		}
 	}
+	p.keys[key] = Pos{n.Line, n.Column}
 	var havePayload, haveLease bool
 	var leaseNode *yaml.Node
 	p.fields(n, key, map[string]func(string, *yaml.Node){
@@ -660,7 +665,9 @@ func (p *parser) columns(n *yaml.Node, key string) []*Column {
 			p.errorf(v, ck, "want a type such as text, or {type: text, nullable: true}; got %s", describe(v))
 		}
 		if defaultNode != nil && c.Type.Name != "" {
-			c.Default = p.literal(defaultNode, ck+".default", c.Type)
+			if v, ok := p.defaultValue(defaultNode, ck+".default", c.Type); ok {
+				c.Default = &v
+			}
 		}
 		if c.Name != "" {
 			cols = append(cols, c)
@@ -717,46 +724,36 @@ func (p *parser) sqlType(n *yaml.Node, key string) Type {
 	return t
 }
 
-// literal reads a column default and renders it as an SQL literal that is
-// valid for the type; anything else is an error. Values reach SQL only as
-// literals built here (quotes doubled), never as raw text.
-func (p *parser) literal(n *yaml.Node, key string, t Type) string {
+// defaultValue reads a column default and checks that it is a valid value
+// of the type; engines render it as a literal (values never reach SQL as
+// raw text).
+func (p *parser) defaultValue(n *yaml.Node, key string, t Type) (string, bool) {
 	v, ok := p.scalar(n, key)
 	if !ok {
-		return ""
+		return "", false
 	}
 	if t.Array {
 		p.errorf(n, key, "defaults for array columns are not supported")
-		return ""
+		return "", false
 	}
 	switch t.Name {
 	case "smallint", "integer", "bigint":
 		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
 			p.errorf(n, key, "defaults of %s columns must be whole numbers, got %q", t.Name, v)
-			return ""
+			return "", false
 		}
-		return v
 	case "numeric", "real", "double precision":
 		if _, err := strconv.ParseFloat(v, 64); err != nil || strings.ContainsAny(v, "xXpP_") {
 			p.errorf(n, key, "defaults of %s columns must be numbers, got %q", t.Name, v)
-			return ""
+			return "", false
 		}
-		return v
 	case "boolean":
 		if v != "true" && v != "false" {
 			p.errorf(n, key, "want true or false, got %q", v)
-			return ""
+			return "", false
 		}
-		return v
-	case "text", "varchar":
-		return quote(v)
 	}
-	return quote(v) + "::" + t.Name
-}
-
-// quote renders s as a standard-conforming SQL string literal.
-func quote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	return v, true
 }
 
 var goKeywords = map[string]bool{

@@ -21,6 +21,10 @@ type Spec struct {
 	File string
 	// Version is the spec format version; only 1 exists.
 	Version int
+	// Engine is the database engine the queues are generated for
+	// ("postgresql" unless set). The parser reads it as a name; the model
+	// looks the engine up and lets it refuse what it cannot serve.
+	Engine string
 	// Package says where the generated Go code goes.
 	Package Package
 	// Migrations is the directory for the goose migration files.
@@ -34,6 +38,39 @@ type Spec struct {
 	Base Base
 	// Queues are the declared queues, in the order of the file.
 	Queues []*Queue
+
+	// keys maps each key the file sets, as a dotted path
+	// ("queues[email].notify"), to its position.
+	keys map[string]Pos
+}
+
+// Pos returns the position of a key the file sets (a dotted path such as
+// "engine" or "queues[email].notify"), or, when the file does not set it,
+// the position of the nearest enclosing key that it does set.
+func (s *Spec) Pos(key string) Pos {
+	for key != "" {
+		if p, ok := s.keys[key]; ok {
+			return p
+		}
+		i := strings.LastIndexAny(key, ".[")
+		if i < 0 {
+			break
+		}
+		key = key[:i]
+	}
+	return Pos{Line: 1, Column: 1}
+}
+
+// Has reports whether the file sets key (a dotted path, see Pos).
+func (s *Spec) Has(key string) bool {
+	_, ok := s.keys[key]
+	return ok
+}
+
+// ErrorAt returns an error at key's position (see Pos).
+func (s *Spec) ErrorAt(key, format string, args ...any) *Error {
+	p := s.Pos(key)
+	return &Error{File: s.File, Line: p.Line, Column: p.Column, Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Package is the Go package that receives sqlc's code and the accessors.
@@ -42,7 +79,7 @@ type Package struct {
 	Dir  string // directory, e.g. "internal/jobs"
 }
 
-// Base is the shared parent table (seed 002's base_queue).
+// Base is the shared parent table of the base_queue + INHERITS design.
 type Base struct {
 	// Table is the parent table's name; "base_queue" unless set.
 	Table string
@@ -57,15 +94,15 @@ type Mode string
 const (
 	// ModeLease claims a job with a committed UPDATE that records the holder
 	// and a lease expiry; work happens outside any transaction and an
-	// expired lease makes the job claimable again (seeds 000, 001).
+	// expired lease makes the job claimable again.
 	ModeLease Mode = "lease"
 	// ModeTransaction claims a job with SELECT … FOR UPDATE SKIP LOCKED
-	// inside the caller's transaction; a rollback returns the job (seed 002).
+	// inside the caller's transaction; a rollback returns the job.
 	ModeTransaction Mode = "transaction"
 )
 
 // Lock is what a claim does when the row it wants is locked by another
-// transaction (seed 004).
+// transaction.
 type Lock string
 
 const (
@@ -79,10 +116,10 @@ const (
 type OnSuccess string
 
 const (
-	// OnSuccessDelete deletes the row (seed 000).
+	// OnSuccessDelete deletes the row.
 	OnSuccessDelete OnSuccess = "delete"
 	// OnSuccessKeep keeps the row in state succeeded until retention
-	// removes it (seed 002).
+	// removes it.
 	OnSuccessKeep OnSuccess = "keep"
 )
 
@@ -191,9 +228,10 @@ type Column struct {
 	Name     string
 	Type     Type
 	Nullable bool
-	// Default is the column default as an SQL literal (already quoted),
-	// or "" for none.
-	Default string
+	// Default is the column's default value as written in the spec,
+	// checked against the type; nil for none. Each engine writes it as a
+	// literal of its own.
+	Default *string
 	// RenamedFrom is the column's previous name, when it was renamed.
 	RenamedFrom string
 }

@@ -43,7 +43,9 @@ func (r iteratorForPushManyEmail) Err() error {
 	return nil
 }
 
-// PushManyEmail inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyEmail inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
 func (q *Queries) PushManyEmail(ctx context.Context, arg []PushManyEmailParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"email_queue"}, []string{"tenant_id", "recipient", "subject", "body", "priority", "max_attempts"}, &iteratorForPushManyEmail{rows: arg})
 }
@@ -117,7 +119,9 @@ func (r iteratorForPushManyStatement) Err() error {
 	return nil
 }
 
-// PushManyStatement inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyStatement inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
 func (q *Queries) PushManyStatement(ctx context.Context, arg []PushManyStatementParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"statement_queue"}, []string{"payload", "priority", "max_attempts"}, &iteratorForPushManyStatement{rows: arg})
 }
@@ -153,7 +157,8 @@ func (r iteratorForPushManyStatementAt) Err() error {
 	return nil
 }
 
-// PushManyStatementAt is PushManyStatement with run_after given by the caller.
+// PushManyStatementAt is PushManyStatement with run_after given by the
+// caller.
 func (q *Queries) PushManyStatementAt(ctx context.Context, arg []PushManyStatementAtParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"statement_queue"}, []string{"payload", "priority", "max_attempts", "run_after"}, &iteratorForPushManyStatementAt{rows: arg})
 }

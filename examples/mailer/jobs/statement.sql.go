@@ -23,7 +23,10 @@ type AdvanceTickStatementParams struct {
 	Tick time.Time
 }
 
-// AdvanceTickStatement records @tick as the last pushed tick of periodic job @name when it is later than the recorded one; of callers racing for one tick the row lock lets exactly one succeed (1 row), and it pushes the job in the same transaction.
+// AdvanceTickStatement records @tick as the last pushed tick of periodic job
+// @name when it is later than the recorded one; of callers racing for one
+// tick the row lock lets exactly one succeed (1 row), and it pushes the job
+// in the same transaction.
 func (q *Queries) AdvanceTickStatement(ctx context.Context, arg AdvanceTickStatementParams) (int64, error) {
 	result, err := q.db.Exec(ctx, advanceTickStatement, arg.Name, arg.Tick)
 	if err != nil {
@@ -55,7 +58,10 @@ type ClaimStatementParams struct {
 	Max int32
 }
 
-// ClaimStatement takes up to @max due jobs in claim order for the caller's transaction: FOR UPDATE SKIP LOCKED locks them until that transaction ends, so concurrent claims pass over them, and a rollback returns them, attempt count included (seed 002).
+// ClaimStatement takes up to @max due jobs in claim order for the caller's
+// transaction: FOR UPDATE SKIP LOCKED locks them until that transaction ends,
+// so concurrent claims pass over them, and a rollback returns them, attempt
+// count included.
 func (q *Queries) ClaimStatement(ctx context.Context, arg ClaimStatementParams) ([]StatementRow, error) {
 	rows, err := q.db.Query(ctx, claimStatement, arg.Now, arg.Max)
 	if err != nil {
@@ -106,7 +112,11 @@ type CompleteManyStatementParams struct {
 	Attempts []int32
 }
 
-// CompleteManyStatement completes many jobs in one statement, each fenced by its attempt like CompleteStatement; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyStatement completes many jobs in one statement, each fenced by
+// its attempt like CompleteStatement, and returns the ids it completed. Rows
+// are found by primary key (id = ANY) and each attempt is read from the
+// parallel array, with no join, so the plan stays a primary-key scan whatever
+// the statistics say.
 func (q *Queries) CompleteManyStatement(ctx context.Context, arg CompleteManyStatementParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyStatement, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -139,7 +149,9 @@ type CompleteStatementParams struct {
 	Attempt int32
 }
 
-// CompleteStatement marks succeeded a job, fenced: only while it is still available at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteStatement marks succeeded a job, fenced: only while it is still
+// available at the caller's attempt, so a stale holder whose job was claimed
+// again changes nothing (0 rows).
 func (q *Queries) CompleteStatement(ctx context.Context, arg CompleteStatementParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeStatement, arg.ID, arg.Attempt)
 	if err != nil {
@@ -153,7 +165,8 @@ SELECT count(*) FROM statement_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthStatement counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthStatement counts the jobs due now, for monitoring; it reads the claim
+// index and locks nothing.
 func (q *Queries) DepthStatement(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthStatement)
 	var count int64
@@ -175,7 +188,8 @@ type DiscardStatementParams struct {
 	Attempt int32
 }
 
-// DiscardStatement makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteStatement.
+// DiscardStatement makes a job dead at once with its error kept, whatever
+// attempts remain; fenced like CompleteStatement.
 func (q *Queries) DiscardStatement(ctx context.Context, arg DiscardStatementParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardStatement, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -209,7 +223,11 @@ type FailManyStatementRow struct {
 	State string
 }
 
-// FailManyStatement fails many jobs in one statement, each fenced like FailStatement and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyStatement.
+// FailManyStatement fails many jobs in one statement, each fenced like
+// FailStatement and retried after its own delay, and returns the ids it
+// changed with their new state. Rows are found by primary key and their
+// message and delay read from the parallel arrays, as in
+// CompleteManyStatement.
 func (q *Queries) FailManyStatement(ctx context.Context, arg FailManyStatementParams) ([]FailManyStatementRow, error) {
 	rows, err := q.db.Query(ctx, failManyStatement,
 		arg.Messages,
@@ -252,7 +270,9 @@ type FailStatementParams struct {
 	Attempt    int32
 }
 
-// FailStatement records a failed attempt, fenced like CompleteStatement: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailStatement records a failed attempt, fenced like CompleteStatement: the
+// error is kept, and the job is retried after @retry_delay or, having used
+// its attempts, is dead.
 func (q *Queries) FailStatement(ctx context.Context, arg FailStatementParams) (string, error) {
 	row := q.db.QueryRow(ctx, failStatement,
 		arg.Message,
@@ -298,7 +318,8 @@ SELECT paused FROM queuegen_queues
 WHERE name = 'statement'
 `
 
-// PausedStatement reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedStatement reads whether the queue is paused; workers read it about
+// once a second, so a pause reaches every node within that.
 func (q *Queries) PausedStatement(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedStatement)
 	var paused bool
@@ -322,12 +343,14 @@ WHERE job.id = doomed.id
 `
 
 type PurgeStatementParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
+	SucceededRetention time.Duration
+	DeadRetention      time.Duration
 	Max                int32
 }
 
-// PurgeStatement deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+// PurgeStatement deletes up to @max finished jobs past their retention,
+// oldest first. SKIP LOCKED and the bounded batch keep it from waiting on
+// workers or holding a long transaction.
 func (q *Queries) PurgeStatement(ctx context.Context, arg PurgeStatementParams) (int64, error) {
 	result, err := q.db.Exec(ctx, purgeStatement, arg.SucceededRetention, arg.DeadRetention, arg.Max)
 	if err != nil {
@@ -378,8 +401,10 @@ type PushStatementRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue statement (table statement_queue), compiled by sqlc.
-// PushStatement inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue statement (table statement_queue),
+// compiled by sqlc.
+// PushStatement inserts one job and returns its id; an INSERT locks nothing
+// that other pushes or claims wait for.
 func (q *Queries) PushStatement(ctx context.Context, arg PushStatementParams) (PushStatementRow, error) {
 	row := q.db.QueryRow(ctx, pushStatement,
 		arg.Payload,
@@ -400,7 +425,9 @@ SET paused = $1
 WHERE name = 'statement'
 `
 
-// SetPausedStatement pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedStatement pauses or resumes the queue for every worker; a
+// single-row UPDATE of the registry, so concurrent calls serialise and the
+// last one wins.
 func (q *Queries) SetPausedStatement(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedStatement, paused)
 	if err != nil {
@@ -424,7 +451,10 @@ type SnoozeStatementParams struct {
 	Attempt  int32
 }
 
-// SnoozeStatement puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteStatement.
+// SnoozeStatement puts a job back until @run_after, or for @delay by the
+// database clock, without using up an attempt (max_attempts grows by one, so
+// the fencing attempt number still only rises); fenced like
+// CompleteStatement.
 func (q *Queries) SnoozeStatement(ctx context.Context, arg SnoozeStatementParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeStatement,
 		arg.RunAfter,

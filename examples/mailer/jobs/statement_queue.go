@@ -5,12 +5,13 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
-	"encoding/json"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // StatementPayload is the payload of queue statement, stored as JSON in column
@@ -34,33 +35,33 @@ const (
 // StatementBackoff is the retry delay of queue statement after a failed attempt.
 var StatementBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// StatementQueue is the typed accessor of queue statement (table statement_queue),
-// in transaction mode: a claim holds the job by row lock until the caller's transaction ends.
+// StatementQueue is the typed accessor of queue statement (table statement_queue).
+// Transaction mode: a claim holds the job by row lock until the caller's
+// transaction ends.
 type StatementQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; StatementBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewStatementQueue returns the accessor of queue statement over a pgx pool,
-// connection or transaction.
-func NewStatementQueue(db DBTX) *StatementQueue {
+// NewStatementQueue returns the accessor of queue statement over db.
+func NewStatementQueue(db DB) *StatementQueue {
 	return &StatementQueue{db: db, q: New(db), Backoff: StatementBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *StatementQueue) WithTx(tx pgx.Tx) *StatementQueue {
-	return &StatementQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &StatementQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(StatementMaxAttempts, opts)
+	o := queueimpl.ResolvePush(StatementMaxAttempts, opts)
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -82,12 +83,12 @@ func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...q
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *StatementQueue) PushMany(ctx context.Context, ps []StatementPayload, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(StatementMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(StatementMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -119,12 +120,12 @@ func (q *StatementQueue) PushMany(ctx context.Context, ps []StatementPayload, op
 // cannot be decoded is made dead with the decoding error and is not
 // returned.
 func (q *StatementQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[StatementPayload], error) {
-	o := queue.ResolveClaim(0, opts)
+	o := queueimpl.ResolveClaim(0, opts)
 	rows, err := q.q.WithTx(tx).ClaimStatement(ctx, ClaimStatementParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, tx, rows)
+	return q.jobs(ctx, q.WithTx(tx), rows)
 }
 
 // Complete finishes a job successfully; it is kept in state succeeded.
@@ -150,7 +151,7 @@ func (q *StatementQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*qu
 // is returned.
 func (q *StatementQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[StatementPayload], cause error) (queue.State, error) {
 	state, err := q.WithTx(tx).q.FailStatement(ctx, FailStatementParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -184,7 +185,7 @@ func (q *StatementQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*q
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.WithTx(tx).q.FailManyStatement(ctx, arg)
 	if err != nil {
@@ -212,8 +213,18 @@ func (q *StatementQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Jo
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *StatementQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[StatementPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardStatement(ctx, DiscardStatementParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardStatement(ctx, DiscardStatementParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
+}
+
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *StatementQueue) Purge(ctx context.Context, max int) (int64, error) {
+	return q.q.PurgeStatement(ctx, PurgeStatementParams{
+		SucceededRetention: StatementRetainSucceeded,
+		DeadRetention:      StatementRetainDead,
+		Max:                int32(max),
+	})
 }
 
 // QueueName is the queue's name, "statement".
@@ -237,15 +248,9 @@ func (q *StatementQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *StatementQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgeStatementParams{Max: int32(max)}
-	succeeded := StatementRetainSucceeded
-	arg.SucceededRetention = &succeeded
-	dead := StatementRetainDead
-	arg.DeadRetention = &dead
-	return q.q.PurgeStatement(ctx, arg)
+// Depth counts the jobs due now.
+func (q *StatementQueue) Depth(ctx context.Context) (int64, error) {
+	return q.q.DepthStatement(ctx)
 }
 
 // PeriodicJobs are queue statement's periodic jobs, from the spec, for a
@@ -253,7 +258,7 @@ func (q *StatementQueue) Purge(ctx context.Context, max int) (int64, error) {
 func (q *StatementQueue) PeriodicJobs() []queue.PeriodicJob {
 	return []queue.PeriodicJob{
 		{Queue: "statement", Name: "monthly", Schedule: queue.MustParseCron("0 6 1 * *"), Push: func(ctx context.Context, tick time.Time) (bool, error) {
-			return q.pushTick(ctx, "monthly", tick, StatementPayload{AccountID: int64(0), Format: queue.Ptr("pdf")})
+			return q.pushTick(ctx, "monthly", tick, StatementPayload{AccountID: 0, Format: queueimpl.Ptr[string]("pdf")})
 		}},
 	}
 }
@@ -261,17 +266,12 @@ func (q *StatementQueue) PeriodicJobs() []queue.PeriodicJob {
 // pushTick pushes one tick of a periodic job, unless another node pushed
 // it: the tick is advanced and the job pushed in one transaction.
 func (q *StatementQueue) pushTick(ctx context.Context, name string, tick time.Time, p StatementPayload) (bool, error) {
-	b, ok := q.db.(interface {
-		Begin(context.Context) (pgx.Tx, error)
-	})
-	if !ok {
-		return false, errors.New("queue statement: periodic jobs need an accessor over a pool or connection")
-	}
-	tx, err := b.Begin(ctx)
+	d := queueimpl.Pgx(q.db)
+	tx, err := d.Begin(ctx, queue.DefaultIsolation)
 	if err != nil {
 		return false, err
 	}
-	defer tx.Rollback(ctx)
+	defer d.Rollback(context.WithoutCancel(ctx), tx)
 	n, err := q.q.WithTx(tx).AdvanceTickStatement(ctx, AdvanceTickStatementParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
@@ -279,12 +279,7 @@ func (q *StatementQueue) pushTick(ctx context.Context, name string, tick time.Ti
 	if _, err := q.WithTx(tx).Push(ctx, p); err != nil {
 		return false, err
 	}
-	return true, tx.Commit(ctx)
-}
-
-// Depth counts the jobs due now.
-func (q *StatementQueue) Depth(ctx context.Context) (int64, error) {
-	return q.q.DepthStatement(ctx)
+	return true, d.Commit(ctx, tx)
 }
 
 // NotifyChannel is the channel pushes notify ("" unless the spec says
@@ -296,11 +291,11 @@ func (q *StatementQueue) NotifyChannel() string { return "queuegen_statement_que
 func (q *StatementQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
 
 // Worker returns a worker that claims jobs of queue statement, each in a
-// transaction of its own, and runs handler on each inside it, with the
-// options given (concurrency, …). The accessor must be over a pool or a
-// connection. Run it with its Run method.
-func (q *StatementQueue) Worker(handler queue.TxHandler[StatementPayload], opts ...queue.WorkerOption) *queue.TxWorker[StatementPayload] {
-	return queue.NewTxWorker[StatementPayload](q.db, q, handler, opts...)
+// transaction of its own on the accessor's database, and runs handler on
+// each inside it, with the options given (concurrency, isolation, …). Run
+// it with its Run method.
+func (q *StatementQueue) Worker(handler queue.TxHandler[StatementPayload, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[StatementPayload, pgx.Tx] {
+	return queue.NewTxWorker[StatementPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
@@ -313,7 +308,7 @@ func (q *StatementQueue) Get(ctx context.Context, id int64) (*queue.Job[Statemen
 	return q.job(row)
 }
 
-// job converts a row to a Job.
+// job converts a row to a Job, decoding the payload.
 func (q *StatementQueue) job(r StatementRow) (*queue.Job[StatementPayload], error) {
 	job := &queue.Job[StatementPayload]{
 		ID:          r.ID,
@@ -337,16 +332,13 @@ func (q *StatementQueue) job(r StatementRow) (*queue.Job[StatementPayload], erro
 }
 
 // jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *StatementQueue) jobs(ctx context.Context, tx pgx.Tx, rows []StatementRow) ([]*queue.Job[StatementPayload], error) {
+// whose payload cannot be decoded rather than failing the whole claim;
+// d runs the discard, in the claiming transaction where there is one.
+func (q *StatementQueue) jobs(ctx context.Context, d *StatementQueue, rows []StatementRow) ([]*queue.Job[StatementPayload], error) {
 	jobs := make([]*queue.Job[StatementPayload], 0, len(rows))
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
 			if _, derr := d.q.DiscardStatement(ctx, DiscardStatementParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				return jobs, derr
 			}

@@ -53,7 +53,12 @@ type ClaimBenchParams struct {
 	Max   int32
 }
 
-// ClaimBench leases up to @max jobs to @node: first running jobs whose lease expired (their holder is presumed dead), then due jobs in claim order; FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so each job goes to one claimer, and the UPDATE commits with the statement, so the lease, not a transaction, then holds the job (seeds 000, 001, 004).
+// ClaimBench leases up to @max jobs to @node: first running jobs whose lease
+// expired (their holder is presumed dead), then due jobs in claim order. FOR
+// UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so
+// each job goes to one claimer; selecting and updating in one statement
+// leaves no window for a lost update, and the UPDATE commits with the
+// statement, so the lease, not an open transaction, then holds the job.
 func (q *Queries) ClaimBench(ctx context.Context, arg ClaimBenchParams) ([]BenchRow, error) {
 	rows, err := q.db.Query(ctx, claimBench,
 		arg.Now,
@@ -105,7 +110,9 @@ type CompleteBenchParams struct {
 	Attempt int32
 }
 
-// CompleteBench deletes a job, fenced: only while it is still running at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteBench deletes a job, fenced: only while it is still running at the
+// caller's attempt, so a stale holder whose job was claimed again changes
+// nothing (0 rows).
 func (q *Queries) CompleteBench(ctx context.Context, arg CompleteBenchParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeBench, arg.ID, arg.Attempt)
 	if err != nil {
@@ -127,7 +134,11 @@ type CompleteManyBenchParams struct {
 	Attempts []int32
 }
 
-// CompleteManyBench completes many jobs in one statement, each fenced by its attempt like CompleteBench; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyBench completes many jobs in one statement, each fenced by its
+// attempt like CompleteBench, and returns the ids it completed. Rows are
+// found by primary key (id = ANY) and each attempt is read from the parallel
+// array, with no join, so the plan stays a primary-key scan whatever the
+// statistics say.
 func (q *Queries) CompleteManyBench(ctx context.Context, arg CompleteManyBenchParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyBench, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -153,7 +164,8 @@ SELECT count(*) FROM queuegen_bench.bench_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthBench counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthBench counts the jobs due now, for monitoring; it reads the claim
+// index and locks nothing.
 func (q *Queries) DepthBench(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthBench)
 	var count int64
@@ -177,7 +189,8 @@ type DiscardBenchParams struct {
 	Attempt int32
 }
 
-// DiscardBench makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteBench.
+// DiscardBench makes a job dead at once with its error kept, whatever
+// attempts remain; fenced like CompleteBench.
 func (q *Queries) DiscardBench(ctx context.Context, arg DiscardBenchParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardBench, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -199,7 +212,8 @@ type ExtendBenchParams struct {
 	Attempt int32
 }
 
-// ExtendBench moves a held job's lease to now() + @lease, fenced like CompleteBench, so a worker on a long job keeps it (seed 001).
+// ExtendBench moves a held job's lease to now() + @lease, fenced like
+// CompleteBench, so a worker on a long job keeps it.
 func (q *Queries) ExtendBench(ctx context.Context, arg ExtendBenchParams) (*time.Time, error) {
 	row := q.db.QueryRow(ctx, extendBench, arg.Lease, arg.ID, arg.Attempt)
 	var locked_until *time.Time
@@ -226,7 +240,9 @@ type FailBenchParams struct {
 	Attempt    int32
 }
 
-// FailBench records a failed attempt, fenced like CompleteBench: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailBench records a failed attempt, fenced like CompleteBench: the error is
+// kept, and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailBench(ctx context.Context, arg FailBenchParams) (string, error) {
 	row := q.db.QueryRow(ctx, failBench,
 		arg.Message,
@@ -266,7 +282,10 @@ type FailManyBenchRow struct {
 	State string
 }
 
-// FailManyBench fails many jobs in one statement, each fenced like FailBench and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyBench.
+// FailManyBench fails many jobs in one statement, each fenced like FailBench
+// and retried after its own delay, and returns the ids it changed with their
+// new state. Rows are found by primary key and their message and delay read
+// from the parallel arrays, as in CompleteManyBench.
 func (q *Queries) FailManyBench(ctx context.Context, arg FailManyBenchParams) ([]FailManyBenchRow, error) {
 	rows, err := q.db.Query(ctx, failManyBench,
 		arg.Messages,
@@ -326,42 +345,13 @@ SELECT paused FROM queuegen_bench.queuegen_queues
 WHERE name = 'bench'
 `
 
-// PausedBench reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedBench reads whether the queue is paused; workers read it about once a
+// second, so a pause reaches every node within that.
 func (q *Queries) PausedBench(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedBench)
 	var paused bool
 	err := row.Scan(&paused)
 	return paused, err
-}
-
-const purgeBench = `-- name: PurgeBench :execrows
-WITH doomed AS (
-    SELECT id
-    FROM queuegen_bench.bench_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
-    ORDER BY finished_at
-    LIMIT $3::integer
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM queuegen_bench.bench_queue AS job
-USING doomed
-WHERE job.id = doomed.id
-`
-
-type PurgeBenchParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
-	Max                int32
-}
-
-// PurgeBench deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
-func (q *Queries) PurgeBench(ctx context.Context, arg PurgeBenchParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeBench, arg.SucceededRetention, arg.DeadRetention, arg.Max)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const pushBench = `-- name: PushBench :one
@@ -394,8 +384,10 @@ type PushBenchRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue bench (table queuegen_bench.bench_queue), compiled by sqlc.
-// PushBench inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue bench (table
+// queuegen_bench.bench_queue), compiled by sqlc.
+// PushBench inserts one job and returns its id; an INSERT locks nothing that
+// other pushes or claims wait for.
 func (q *Queries) PushBench(ctx context.Context, arg PushBenchParams) (PushBenchRow, error) {
 	row := q.db.QueryRow(ctx, pushBench,
 		arg.Recipient,
@@ -427,18 +419,32 @@ type PushManyBenchAtParams struct {
 }
 
 const reapBench = `-- name: ReapBench :execrows
-UPDATE queuegen_bench.bench_queue
+WITH doomed AS (
+    SELECT id
+    FROM queuegen_bench.bench_queue
+    WHERE state = 'running'
+      AND locked_until < now()
+      AND attempt >= max_attempts
+    ORDER BY locked_until
+    LIMIT $1::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE queuegen_bench.bench_queue AS job
 SET state = 'dead',
-    errors = array_append(errors, 'lease expired on the last attempt'),
+    errors = array_append(job.errors, 'lease expired on the last attempt'),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
-WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts
+FROM doomed
+WHERE job.id = doomed.id
 `
 
-// ReapBench makes dead the running jobs whose lease expired on their last attempt, which claims no longer take; a worker finishing one at the same moment either wins the row lock first or finds it gone (fenced).
-func (q *Queries) ReapBench(ctx context.Context) (int64, error) {
-	result, err := q.db.Exec(ctx, reapBench)
+// ReapBench makes dead up to @max running jobs whose lease expired on their
+// last attempt, which claims no longer take. The batch is bounded and SKIP
+// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
+// update then finds it gone) nor holds a long transaction.
+func (q *Queries) ReapBench(ctx context.Context, max int32) (int64, error) {
+	result, err := q.db.Exec(ctx, reapBench, max)
 	if err != nil {
 		return 0, err
 	}
@@ -459,7 +465,8 @@ type ReleaseBenchParams struct {
 	Attempt int32
 }
 
-// ReleaseBench gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompleteBench.
+// ReleaseBench gives a held job back unworked, claimable at once, without
+// using up an attempt; fenced like CompleteBench.
 func (q *Queries) ReleaseBench(ctx context.Context, arg ReleaseBenchParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseBench, arg.ID, arg.Attempt)
 	if err != nil {
@@ -476,7 +483,10 @@ SET state = 'available',
 WHERE state = 'running' AND locked_by = $1::text
 `
 
-// ReleaseNodeBench makes every job @node holds claimable again, for a node restarting after a crash (seed 001); the attempt counts, as the crash may have been the job's doing.
+// ReleaseNodeBench makes every job @node holds claimable again, for a node
+// restarting after a crash; the attempt counts, as the crash may have been
+// the job's doing. It finds the node's jobs through the locked_by index; a
+// job claimed again meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeBench(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeBench, node)
 	if err != nil {
@@ -491,7 +501,9 @@ SET paused = $1
 WHERE name = 'bench'
 `
 
-// SetPausedBench pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedBench pauses or resumes the queue for every worker; a single-row
+// UPDATE of the registry, so concurrent calls serialise and the last one
+// wins.
 func (q *Queries) SetPausedBench(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedBench, paused)
 	if err != nil {
@@ -517,7 +529,9 @@ type SnoozeBenchParams struct {
 	Attempt  int32
 }
 
-// SnoozeBench puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteBench.
+// SnoozeBench puts a job back until @run_after, or for @delay by the database
+// clock, without using up an attempt (max_attempts grows by one, so the
+// fencing attempt number still only rises); fenced like CompleteBench.
 func (q *Queries) SnoozeBench(ctx context.Context, arg SnoozeBenchParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeBench,
 		arg.RunAfter,

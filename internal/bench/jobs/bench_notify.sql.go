@@ -53,7 +53,13 @@ type ClaimBenchNotifyParams struct {
 	Max   int32
 }
 
-// ClaimBenchNotify leases up to @max jobs to @node: first running jobs whose lease expired (their holder is presumed dead), then due jobs in claim order; FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so each job goes to one claimer, and the UPDATE commits with the statement, so the lease, not a transaction, then holds the job (seeds 000, 001, 004).
+// ClaimBenchNotify leases up to @max jobs to @node: first running jobs whose
+// lease expired (their holder is presumed dead), then due jobs in claim
+// order. FOR UPDATE SKIP LOCKED makes concurrent claims pass over each
+// other's rows, so each job goes to one claimer; selecting and updating in
+// one statement leaves no window for a lost update, and the UPDATE commits
+// with the statement, so the lease, not an open transaction, then holds the
+// job.
 func (q *Queries) ClaimBenchNotify(ctx context.Context, arg ClaimBenchNotifyParams) ([]BenchNotifyRow, error) {
 	rows, err := q.db.Query(ctx, claimBenchNotify,
 		arg.Now,
@@ -105,7 +111,9 @@ type CompleteBenchNotifyParams struct {
 	Attempt int32
 }
 
-// CompleteBenchNotify deletes a job, fenced: only while it is still running at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteBenchNotify deletes a job, fenced: only while it is still running
+// at the caller's attempt, so a stale holder whose job was claimed again
+// changes nothing (0 rows).
 func (q *Queries) CompleteBenchNotify(ctx context.Context, arg CompleteBenchNotifyParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeBenchNotify, arg.ID, arg.Attempt)
 	if err != nil {
@@ -127,7 +135,11 @@ type CompleteManyBenchNotifyParams struct {
 	Attempts []int32
 }
 
-// CompleteManyBenchNotify completes many jobs in one statement, each fenced by its attempt like CompleteBenchNotify; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyBenchNotify completes many jobs in one statement, each fenced
+// by its attempt like CompleteBenchNotify, and returns the ids it completed.
+// Rows are found by primary key (id = ANY) and each attempt is read from the
+// parallel array, with no join, so the plan stays a primary-key scan whatever
+// the statistics say.
 func (q *Queries) CompleteManyBenchNotify(ctx context.Context, arg CompleteManyBenchNotifyParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyBenchNotify, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -153,7 +165,8 @@ SELECT count(*) FROM queuegen_bench.bench_notify_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthBenchNotify counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthBenchNotify counts the jobs due now, for monitoring; it reads the
+// claim index and locks nothing.
 func (q *Queries) DepthBenchNotify(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthBenchNotify)
 	var count int64
@@ -177,7 +190,8 @@ type DiscardBenchNotifyParams struct {
 	Attempt int32
 }
 
-// DiscardBenchNotify makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteBenchNotify.
+// DiscardBenchNotify makes a job dead at once with its error kept, whatever
+// attempts remain; fenced like CompleteBenchNotify.
 func (q *Queries) DiscardBenchNotify(ctx context.Context, arg DiscardBenchNotifyParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardBenchNotify, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -199,7 +213,8 @@ type ExtendBenchNotifyParams struct {
 	Attempt int32
 }
 
-// ExtendBenchNotify moves a held job's lease to now() + @lease, fenced like CompleteBenchNotify, so a worker on a long job keeps it (seed 001).
+// ExtendBenchNotify moves a held job's lease to now() + @lease, fenced like
+// CompleteBenchNotify, so a worker on a long job keeps it.
 func (q *Queries) ExtendBenchNotify(ctx context.Context, arg ExtendBenchNotifyParams) (*time.Time, error) {
 	row := q.db.QueryRow(ctx, extendBenchNotify, arg.Lease, arg.ID, arg.Attempt)
 	var locked_until *time.Time
@@ -226,7 +241,9 @@ type FailBenchNotifyParams struct {
 	Attempt    int32
 }
 
-// FailBenchNotify records a failed attempt, fenced like CompleteBenchNotify: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailBenchNotify records a failed attempt, fenced like CompleteBenchNotify:
+// the error is kept, and the job is retried after @retry_delay or, having
+// used its attempts, is dead.
 func (q *Queries) FailBenchNotify(ctx context.Context, arg FailBenchNotifyParams) (string, error) {
 	row := q.db.QueryRow(ctx, failBenchNotify,
 		arg.Message,
@@ -266,7 +283,11 @@ type FailManyBenchNotifyRow struct {
 	State string
 }
 
-// FailManyBenchNotify fails many jobs in one statement, each fenced like FailBenchNotify and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyBenchNotify.
+// FailManyBenchNotify fails many jobs in one statement, each fenced like
+// FailBenchNotify and retried after its own delay, and returns the ids it
+// changed with their new state. Rows are found by primary key and their
+// message and delay read from the parallel arrays, as in
+// CompleteManyBenchNotify.
 func (q *Queries) FailManyBenchNotify(ctx context.Context, arg FailManyBenchNotifyParams) ([]FailManyBenchNotifyRow, error) {
 	rows, err := q.db.Query(ctx, failManyBenchNotify,
 		arg.Messages,
@@ -326,42 +347,13 @@ SELECT paused FROM queuegen_bench.queuegen_queues
 WHERE name = 'bench_notify'
 `
 
-// PausedBenchNotify reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedBenchNotify reads whether the queue is paused; workers read it about
+// once a second, so a pause reaches every node within that.
 func (q *Queries) PausedBenchNotify(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedBenchNotify)
 	var paused bool
 	err := row.Scan(&paused)
 	return paused, err
-}
-
-const purgeBenchNotify = `-- name: PurgeBenchNotify :execrows
-WITH doomed AS (
-    SELECT id
-    FROM queuegen_bench.bench_notify_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
-    ORDER BY finished_at
-    LIMIT $3::integer
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM queuegen_bench.bench_notify_queue AS job
-USING doomed
-WHERE job.id = doomed.id
-`
-
-type PurgeBenchNotifyParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
-	Max                int32
-}
-
-// PurgeBenchNotify deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
-func (q *Queries) PurgeBenchNotify(ctx context.Context, arg PurgeBenchNotifyParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeBenchNotify, arg.SucceededRetention, arg.DeadRetention, arg.Max)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const pushBenchNotify = `-- name: PushBenchNotify :one
@@ -394,8 +386,10 @@ type PushBenchNotifyRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue bench_notify (table queuegen_bench.bench_notify_queue), compiled by sqlc.
-// PushBenchNotify inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue bench_notify (table
+// queuegen_bench.bench_notify_queue), compiled by sqlc.
+// PushBenchNotify inserts one job and returns its id; an INSERT locks nothing
+// that other pushes or claims wait for.
 func (q *Queries) PushBenchNotify(ctx context.Context, arg PushBenchNotifyParams) (PushBenchNotifyRow, error) {
 	row := q.db.QueryRow(ctx, pushBenchNotify,
 		arg.Recipient,
@@ -427,18 +421,32 @@ type PushManyBenchNotifyAtParams struct {
 }
 
 const reapBenchNotify = `-- name: ReapBenchNotify :execrows
-UPDATE queuegen_bench.bench_notify_queue
+WITH doomed AS (
+    SELECT id
+    FROM queuegen_bench.bench_notify_queue
+    WHERE state = 'running'
+      AND locked_until < now()
+      AND attempt >= max_attempts
+    ORDER BY locked_until
+    LIMIT $1::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE queuegen_bench.bench_notify_queue AS job
 SET state = 'dead',
-    errors = array_append(errors, 'lease expired on the last attempt'),
+    errors = array_append(job.errors, 'lease expired on the last attempt'),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
-WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts
+FROM doomed
+WHERE job.id = doomed.id
 `
 
-// ReapBenchNotify makes dead the running jobs whose lease expired on their last attempt, which claims no longer take; a worker finishing one at the same moment either wins the row lock first or finds it gone (fenced).
-func (q *Queries) ReapBenchNotify(ctx context.Context) (int64, error) {
-	result, err := q.db.Exec(ctx, reapBenchNotify)
+// ReapBenchNotify makes dead up to @max running jobs whose lease expired on
+// their last attempt, which claims no longer take. The batch is bounded and
+// SKIP LOCKED, so it neither waits on a worker finishing one of them (whose
+// fenced update then finds it gone) nor holds a long transaction.
+func (q *Queries) ReapBenchNotify(ctx context.Context, max int32) (int64, error) {
+	result, err := q.db.Exec(ctx, reapBenchNotify, max)
 	if err != nil {
 		return 0, err
 	}
@@ -459,7 +467,8 @@ type ReleaseBenchNotifyParams struct {
 	Attempt int32
 }
 
-// ReleaseBenchNotify gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompleteBenchNotify.
+// ReleaseBenchNotify gives a held job back unworked, claimable at once,
+// without using up an attempt; fenced like CompleteBenchNotify.
 func (q *Queries) ReleaseBenchNotify(ctx context.Context, arg ReleaseBenchNotifyParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseBenchNotify, arg.ID, arg.Attempt)
 	if err != nil {
@@ -476,7 +485,10 @@ SET state = 'available',
 WHERE state = 'running' AND locked_by = $1::text
 `
 
-// ReleaseNodeBenchNotify makes every job @node holds claimable again, for a node restarting after a crash (seed 001); the attempt counts, as the crash may have been the job's doing.
+// ReleaseNodeBenchNotify makes every job @node holds claimable again, for a
+// node restarting after a crash; the attempt counts, as the crash may have
+// been the job's doing. It finds the node's jobs through the locked_by index;
+// a job claimed again meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeBenchNotify(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeBenchNotify, node)
 	if err != nil {
@@ -491,7 +503,9 @@ SET paused = $1
 WHERE name = 'bench_notify'
 `
 
-// SetPausedBenchNotify pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedBenchNotify pauses or resumes the queue for every worker; a
+// single-row UPDATE of the registry, so concurrent calls serialise and the
+// last one wins.
 func (q *Queries) SetPausedBenchNotify(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedBenchNotify, paused)
 	if err != nil {
@@ -517,7 +531,10 @@ type SnoozeBenchNotifyParams struct {
 	Attempt  int32
 }
 
-// SnoozeBenchNotify puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteBenchNotify.
+// SnoozeBenchNotify puts a job back until @run_after, or for @delay by the
+// database clock, without using up an attempt (max_attempts grows by one, so
+// the fencing attempt number still only rises); fenced like
+// CompleteBenchNotify.
 func (q *Queries) SnoozeBenchNotify(ctx context.Context, arg SnoozeBenchNotifyParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeBenchNotify,
 		arg.RunAfter,

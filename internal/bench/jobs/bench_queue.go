@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // BenchPayload is the payload of queue bench: one field per payload column of
@@ -30,33 +31,33 @@ const (
 // BenchBackoff is the retry delay of queue bench after a failed attempt.
 var BenchBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// BenchQueue is the typed accessor of queue bench (table queuegen_bench.bench_queue),
-// in lease mode: a claim is committed at once and holds the job until its lease expires.
+// BenchQueue is the typed accessor of queue bench (table queuegen_bench.bench_queue).
+// Lease mode: a claim is committed at once and holds the job until its
+// lease expires.
 type BenchQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; BenchBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewBenchQueue returns the accessor of queue bench over a pgx pool,
-// connection or transaction.
-func NewBenchQueue(db DBTX) *BenchQueue {
+// NewBenchQueue returns the accessor of queue bench over db.
+func NewBenchQueue(db DB) *BenchQueue {
 	return &BenchQueue{db: db, q: New(db), Backoff: BenchBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *BenchQueue) WithTx(tx pgx.Tx) *BenchQueue {
-	return &BenchQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &BenchQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *BenchQueue) Push(ctx context.Context, p BenchPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(BenchMaxAttempts, opts)
+	o := queueimpl.ResolvePush(BenchMaxAttempts, opts)
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -76,12 +77,12 @@ func (q *BenchQueue) Push(ctx context.Context, p BenchPayload, opts ...queue.Pus
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *BenchQueue) PushMany(ctx context.Context, ps []BenchPayload, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(BenchMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(BenchMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -105,15 +106,14 @@ func (q *BenchQueue) PushMany(ctx context.Context, ps []BenchPayload, opts ...qu
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for BenchLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer. A job whose payload cannot be decoded is made dead
-// with the decoding error and is not returned.
+// job that needs longer.
 func (q *BenchQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchPayload], error) {
-	o := queue.ResolveClaim(BenchLease, opts)
+	o := queueimpl.ResolveClaim(BenchLease, opts)
 	rows, err := q.q.ClaimBench(ctx, ClaimBenchParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, nil, rows)
+	return q.jobs(rows), nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -139,7 +139,7 @@ func (q *BenchQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchPa
 // is returned.
 func (q *BenchQueue) Fail(ctx context.Context, job *queue.Job[BenchPayload], cause error) (queue.State, error) {
 	state, err := q.q.FailBench(ctx, FailBenchParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -173,7 +173,7 @@ func (q *BenchQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[BenchP
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.q.FailManyBench(ctx, arg)
 	if err != nil {
@@ -201,7 +201,7 @@ func (q *BenchQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchPayload]
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchQueue) Discard(ctx context.Context, job *queue.Job[BenchPayload], cause error) error {
-	n, err := q.q.DiscardBench(ctx, DiscardBenchParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardBench(ctx, DiscardBenchParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -232,10 +232,11 @@ func (q *BenchQueue) ReleaseNode(ctx context.Context, node string) (int64, error
 	return q.q.ReleaseNodeBench(ctx, node)
 }
 
-// Reap makes dead the jobs whose lease expired on their last attempt and
-// returns how many. Claims re-deliver other expired jobs by themselves.
-func (q *BenchQueue) Reap(ctx context.Context) (int64, error) {
-	return q.q.ReapBench(ctx)
+// Reap makes dead up to max jobs whose lease expired on their last attempt
+// and returns how many; a Maintainer calls it in batches. Claims re-deliver
+// other expired jobs by themselves.
+func (q *BenchQueue) Reap(ctx context.Context, max int) (int64, error) {
+	return q.q.ReapBench(ctx, int32(max))
 }
 
 // QueueName is the queue's name, "bench".
@@ -259,12 +260,7 @@ func (q *BenchQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *BenchQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgeBenchParams{Max: int32(max)}
-	return q.q.PurgeBench(ctx, arg)
-} // Depth counts the jobs due now.
+// Depth counts the jobs due now.
 func (q *BenchQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthBench(ctx)
 }
@@ -294,11 +290,11 @@ func (q *BenchQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchPayload
 	if err != nil {
 		return nil, err
 	}
-	return q.job(row)
+	return q.job(row), nil
 }
 
 // job converts a row to a Job.
-func (q *BenchQueue) job(r BenchRow) (*queue.Job[BenchPayload], error) {
+func (q *BenchQueue) job(r BenchRow) *queue.Job[BenchPayload] {
 	job := &queue.Job[BenchPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -310,36 +306,24 @@ func (q *BenchQueue) job(r BenchRow) (*queue.Job[BenchPayload], error) {
 		AttemptedAt: r.AttemptedAt,
 		LockedUntil: r.LockedUntil,
 		Errors:      r.Errors,
+		Payload: BenchPayload{
+			Recipient: r.Recipient,
+			N:         r.N,
+		},
 	}
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
-	job.Payload = BenchPayload{
-		Recipient: r.Recipient,
-		N:         r.N,
-	}
-	return job, nil
+	return job
 }
 
-// jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *BenchQueue) jobs(ctx context.Context, tx pgx.Tx, rows []BenchRow) ([]*queue.Job[BenchPayload], error) {
-	jobs := make([]*queue.Job[BenchPayload], 0, len(rows))
-	for _, r := range rows {
-		job, err := q.job(r)
-		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
-			if _, derr := d.q.DiscardBench(ctx, DiscardBenchParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
-			}
-			continue
-		}
-		jobs = append(jobs, job)
+// jobs converts claimed rows to Jobs.
+func (q *BenchQueue) jobs(rows []BenchRow) []*queue.Job[BenchPayload] {
+	jobs := make([]*queue.Job[BenchPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(r)
 	}
-	return jobs, nil
+	return jobs
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

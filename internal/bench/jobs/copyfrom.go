@@ -41,7 +41,9 @@ func (r iteratorForPushManyBench) Err() error {
 	return nil
 }
 
-// PushManyBench inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyBench inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
 func (q *Queries) PushManyBench(ctx context.Context, arg []PushManyBenchParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_queue"}, []string{"recipient", "n", "priority", "max_attempts"}, &iteratorForPushManyBench{rows: arg})
 }
@@ -114,7 +116,9 @@ func (r iteratorForPushManyBenchNotify) Err() error {
 	return nil
 }
 
-// PushManyBenchNotify inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyBenchNotify inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
 func (q *Queries) PushManyBenchNotify(ctx context.Context, arg []PushManyBenchNotifyParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_notify_queue"}, []string{"recipient", "n", "priority", "max_attempts"}, &iteratorForPushManyBenchNotify{rows: arg})
 }
@@ -151,7 +155,8 @@ func (r iteratorForPushManyBenchNotifyAt) Err() error {
 	return nil
 }
 
-// PushManyBenchNotifyAt is PushManyBenchNotify with run_after given by the caller.
+// PushManyBenchNotifyAt is PushManyBenchNotify with run_after given by the
+// caller.
 func (q *Queries) PushManyBenchNotifyAt(ctx context.Context, arg []PushManyBenchNotifyAtParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_notify_queue"}, []string{"recipient", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchNotifyAt{rows: arg})
 }

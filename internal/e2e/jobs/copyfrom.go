@@ -42,7 +42,9 @@ func (r iteratorForPushManyEmail) Err() error {
 	return nil
 }
 
-// PushManyEmail inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyEmail inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
 func (q *Queries) PushManyEmail(ctx context.Context, arg []PushManyEmailParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"email_queue"}, []string{"tenant_id", "recipient", "subject", "priority", "max_attempts"}, &iteratorForPushManyEmail{rows: arg})
 }
@@ -117,7 +119,9 @@ func (r iteratorForPushManyInvoice) Err() error {
 	return nil
 }
 
-// PushManyInvoice inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyInvoice inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
 func (q *Queries) PushManyInvoice(ctx context.Context, arg []PushManyInvoiceParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"invoice_queue"}, []string{"tenant_id", "invoice_id", "amount", "priority", "max_attempts"}, &iteratorForPushManyInvoice{rows: arg})
 }
@@ -190,7 +194,9 @@ func (r iteratorForPushManyReport) Err() error {
 	return nil
 }
 
-// PushManyReport inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyReport inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
 func (q *Queries) PushManyReport(ctx context.Context, arg []PushManyReportParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"report_queue"}, []string{"payload", "priority", "max_attempts"}, &iteratorForPushManyReport{rows: arg})
 }
@@ -287,7 +293,9 @@ func (r iteratorForPushManyTyped) Err() error {
 	return nil
 }
 
-// PushManyTyped inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyTyped inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
 func (q *Queries) PushManyTyped(ctx context.Context, arg []PushManyTypedParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"typed_queue"}, []string{"tenant_id", "c_text", "c_varchar", "c_smallint", "c_integer", "c_bigint", "c_boolean", "c_numeric", "c_real", "c_double", "c_uuid", "c_timestamptz", "c_date", "c_jsonb", "c_bytea", "c_text_array", "c_int_array", "n_text", "n_integer", "n_boolean", "n_double", "n_timestamptz", "n_date", "n_uuid", "n_bytea", "n_text_array", "d_count", "priority", "max_attempts"}, &iteratorForPushManyTyped{rows: arg})
 }
@@ -384,7 +392,9 @@ func (r iteratorForPushManyWebhook) Err() error {
 	return nil
 }
 
-// PushManyWebhook inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyWebhook inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
 func (q *Queries) PushManyWebhook(ctx context.Context, arg []PushManyWebhookParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"webhook_queue"}, []string{"body", "priority", "max_attempts"}, &iteratorForPushManyWebhook{rows: arg})
 }

@@ -23,7 +23,10 @@ type AdvanceTickEmailParams struct {
 	Tick time.Time
 }
 
-// AdvanceTickEmail records @tick as the last pushed tick of periodic job @name when it is later than the recorded one; of callers racing for one tick the row lock lets exactly one succeed (1 row), and it pushes the job in the same transaction.
+// AdvanceTickEmail records @tick as the last pushed tick of periodic job
+// @name when it is later than the recorded one; of callers racing for one
+// tick the row lock lets exactly one succeed (1 row), and it pushes the job
+// in the same transaction.
 func (q *Queries) AdvanceTickEmail(ctx context.Context, arg AdvanceTickEmailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, advanceTickEmail, arg.Name, arg.Tick)
 	if err != nil {
@@ -74,7 +77,12 @@ type ClaimEmailParams struct {
 	Max   int32
 }
 
-// ClaimEmail leases up to @max jobs to @node: first running jobs whose lease expired (their holder is presumed dead), then due jobs in claim order; FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so each job goes to one claimer, and the UPDATE commits with the statement, so the lease, not a transaction, then holds the job (seeds 000, 001, 004).
+// ClaimEmail leases up to @max jobs to @node: first running jobs whose lease
+// expired (their holder is presumed dead), then due jobs in claim order. FOR
+// UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so
+// each job goes to one claimer; selecting and updating in one statement
+// leaves no window for a lost update, and the UPDATE commits with the
+// statement, so the lease, not an open transaction, then holds the job.
 func (q *Queries) ClaimEmail(ctx context.Context, arg ClaimEmailParams) ([]EmailRow, error) {
 	rows, err := q.db.Query(ctx, claimEmail,
 		arg.Now,
@@ -127,7 +135,9 @@ type CompleteEmailParams struct {
 	Attempt int32
 }
 
-// CompleteEmail deletes a job, fenced: only while it is still running at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteEmail deletes a job, fenced: only while it is still running at the
+// caller's attempt, so a stale holder whose job was claimed again changes
+// nothing (0 rows).
 func (q *Queries) CompleteEmail(ctx context.Context, arg CompleteEmailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeEmail, arg.ID, arg.Attempt)
 	if err != nil {
@@ -149,7 +159,11 @@ type CompleteManyEmailParams struct {
 	Attempts []int32
 }
 
-// CompleteManyEmail completes many jobs in one statement, each fenced by its attempt like CompleteEmail; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyEmail completes many jobs in one statement, each fenced by its
+// attempt like CompleteEmail, and returns the ids it completed. Rows are
+// found by primary key (id = ANY) and each attempt is read from the parallel
+// array, with no join, so the plan stays a primary-key scan whatever the
+// statistics say.
 func (q *Queries) CompleteManyEmail(ctx context.Context, arg CompleteManyEmailParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyEmail, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -175,7 +189,8 @@ SELECT count(*) FROM email_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthEmail counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthEmail counts the jobs due now, for monitoring; it reads the claim
+// index and locks nothing.
 func (q *Queries) DepthEmail(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthEmail)
 	var count int64
@@ -199,7 +214,8 @@ type DiscardEmailParams struct {
 	Attempt int32
 }
 
-// DiscardEmail makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteEmail.
+// DiscardEmail makes a job dead at once with its error kept, whatever
+// attempts remain; fenced like CompleteEmail.
 func (q *Queries) DiscardEmail(ctx context.Context, arg DiscardEmailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardEmail, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -221,7 +237,8 @@ type ExtendEmailParams struct {
 	Attempt int32
 }
 
-// ExtendEmail moves a held job's lease to now() + @lease, fenced like CompleteEmail, so a worker on a long job keeps it (seed 001).
+// ExtendEmail moves a held job's lease to now() + @lease, fenced like
+// CompleteEmail, so a worker on a long job keeps it.
 func (q *Queries) ExtendEmail(ctx context.Context, arg ExtendEmailParams) (*time.Time, error) {
 	row := q.db.QueryRow(ctx, extendEmail, arg.Lease, arg.ID, arg.Attempt)
 	var locked_until *time.Time
@@ -248,7 +265,9 @@ type FailEmailParams struct {
 	Attempt    int32
 }
 
-// FailEmail records a failed attempt, fenced like CompleteEmail: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailEmail records a failed attempt, fenced like CompleteEmail: the error is
+// kept, and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailEmail(ctx context.Context, arg FailEmailParams) (string, error) {
 	row := q.db.QueryRow(ctx, failEmail,
 		arg.Message,
@@ -288,7 +307,10 @@ type FailManyEmailRow struct {
 	State string
 }
 
-// FailManyEmail fails many jobs in one statement, each fenced like FailEmail and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyEmail.
+// FailManyEmail fails many jobs in one statement, each fenced like FailEmail
+// and retried after its own delay, and returns the ids it changed with their
+// new state. Rows are found by primary key and their message and delay read
+// from the parallel arrays, as in CompleteManyEmail.
 func (q *Queries) FailManyEmail(ctx context.Context, arg FailManyEmailParams) ([]FailManyEmailRow, error) {
 	rows, err := q.db.Query(ctx, failManyEmail,
 		arg.Messages,
@@ -349,42 +371,13 @@ SELECT paused FROM queuegen_queues
 WHERE name = 'email'
 `
 
-// PausedEmail reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedEmail reads whether the queue is paused; workers read it about once a
+// second, so a pause reaches every node within that.
 func (q *Queries) PausedEmail(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedEmail)
 	var paused bool
 	err := row.Scan(&paused)
 	return paused, err
-}
-
-const purgeEmail = `-- name: PurgeEmail :execrows
-WITH doomed AS (
-    SELECT id
-    FROM email_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
-    ORDER BY finished_at
-    LIMIT $3::integer
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM email_queue AS job
-USING doomed
-WHERE job.id = doomed.id
-`
-
-type PurgeEmailParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
-	Max                int32
-}
-
-// PurgeEmail deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
-func (q *Queries) PurgeEmail(ctx context.Context, arg PurgeEmailParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeEmail, arg.SucceededRetention, arg.DeadRetention, arg.Max)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const pushEmail = `-- name: PushEmail :one
@@ -420,8 +413,12 @@ type PushEmailRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue email (table email_queue), compiled by sqlc.
-// PushEmail inserts one job and returns its id; if an unfinished job holds the same unique_key, the unique index refuses the row under ON CONFLICT DO NOTHING and no row returns, so two concurrent pushes of one key cannot both insert.
+// Source: queuegen.yaml. Queries of queue email (table email_queue), compiled
+// by sqlc.
+// PushEmail inserts one job and returns its id; if an unfinished job holds
+// the same unique_key, the unique index refuses the row under ON CONFLICT DO
+// NOTHING and no row returns, so two concurrent pushes of one key cannot both
+// insert.
 func (q *Queries) PushEmail(ctx context.Context, arg PushEmailParams) (PushEmailRow, error) {
 	row := q.db.QueryRow(ctx, pushEmail,
 		arg.TenantID,
@@ -457,18 +454,32 @@ type PushManyEmailAtParams struct {
 }
 
 const reapEmail = `-- name: ReapEmail :execrows
-UPDATE email_queue
+WITH doomed AS (
+    SELECT id
+    FROM email_queue
+    WHERE state = 'running'
+      AND locked_until < now()
+      AND attempt >= max_attempts
+    ORDER BY locked_until
+    LIMIT $1::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE email_queue AS job
 SET state = 'dead',
-    errors = array_append(errors, 'lease expired on the last attempt'),
+    errors = array_append(job.errors, 'lease expired on the last attempt'),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
-WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts
+FROM doomed
+WHERE job.id = doomed.id
 `
 
-// ReapEmail makes dead the running jobs whose lease expired on their last attempt, which claims no longer take; a worker finishing one at the same moment either wins the row lock first or finds it gone (fenced).
-func (q *Queries) ReapEmail(ctx context.Context) (int64, error) {
-	result, err := q.db.Exec(ctx, reapEmail)
+// ReapEmail makes dead up to @max running jobs whose lease expired on their
+// last attempt, which claims no longer take. The batch is bounded and SKIP
+// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
+// update then finds it gone) nor holds a long transaction.
+func (q *Queries) ReapEmail(ctx context.Context, max int32) (int64, error) {
+	result, err := q.db.Exec(ctx, reapEmail, max)
 	if err != nil {
 		return 0, err
 	}
@@ -489,7 +500,8 @@ type ReleaseEmailParams struct {
 	Attempt int32
 }
 
-// ReleaseEmail gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompleteEmail.
+// ReleaseEmail gives a held job back unworked, claimable at once, without
+// using up an attempt; fenced like CompleteEmail.
 func (q *Queries) ReleaseEmail(ctx context.Context, arg ReleaseEmailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseEmail, arg.ID, arg.Attempt)
 	if err != nil {
@@ -506,7 +518,10 @@ SET state = 'available',
 WHERE state = 'running' AND locked_by = $1::text
 `
 
-// ReleaseNodeEmail makes every job @node holds claimable again, for a node restarting after a crash (seed 001); the attempt counts, as the crash may have been the job's doing.
+// ReleaseNodeEmail makes every job @node holds claimable again, for a node
+// restarting after a crash; the attempt counts, as the crash may have been
+// the job's doing. It finds the node's jobs through the locked_by index; a
+// job claimed again meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeEmail(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeEmail, node)
 	if err != nil {
@@ -521,7 +536,9 @@ SET paused = $1
 WHERE name = 'email'
 `
 
-// SetPausedEmail pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedEmail pauses or resumes the queue for every worker; a single-row
+// UPDATE of the registry, so concurrent calls serialise and the last one
+// wins.
 func (q *Queries) SetPausedEmail(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedEmail, paused)
 	if err != nil {
@@ -547,7 +564,9 @@ type SnoozeEmailParams struct {
 	Attempt  int32
 }
 
-// SnoozeEmail puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteEmail.
+// SnoozeEmail puts a job back until @run_after, or for @delay by the database
+// clock, without using up an attempt (max_attempts grows by one, so the
+// fencing attempt number still only rises); fenced like CompleteEmail.
 func (q *Queries) SnoozeEmail(ctx context.Context, arg SnoozeEmailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeEmail,
 		arg.RunAfter,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // EmailPayload is the payload of queue email: one field per payload column of
@@ -31,33 +32,33 @@ const (
 // EmailBackoff is the retry delay of queue email after a failed attempt.
 var EmailBackoff = queue.Backoff{Min: time.Second, Max: time.Minute, Factor: 2, Jitter: 0}
 
-// EmailQueue is the typed accessor of queue email (table email_queue),
-// in lease mode: a claim is committed at once and holds the job until its lease expires.
+// EmailQueue is the typed accessor of queue email (table email_queue).
+// Lease mode: a claim is committed at once and holds the job until its
+// lease expires.
 type EmailQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; EmailBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewEmailQueue returns the accessor of queue email over a pgx pool,
-// connection or transaction.
-func NewEmailQueue(db DBTX) *EmailQueue {
+// NewEmailQueue returns the accessor of queue email over db.
+func NewEmailQueue(db DB) *EmailQueue {
 	return &EmailQueue{db: db, q: New(db), Backoff: EmailBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *EmailQueue) WithTx(tx pgx.Tx) *EmailQueue {
-	return &EmailQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &EmailQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(EmailMaxAttempts, opts)
+	o := queueimpl.ResolvePush(EmailMaxAttempts, opts)
 	arg := PushEmailParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
@@ -79,12 +80,12 @@ func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.Pus
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(EmailMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(EmailMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -110,15 +111,14 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for EmailLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer. A job whose payload cannot be decoded is made dead
-// with the decoding error and is not returned.
+// job that needs longer.
 func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[EmailPayload], error) {
-	o := queue.ResolveClaim(EmailLease, opts)
+	o := queueimpl.ResolveClaim(EmailLease, opts)
 	rows, err := q.q.ClaimEmail(ctx, ClaimEmailParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, nil, rows)
+	return q.jobs(rows), nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -144,7 +144,7 @@ func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPa
 // is returned.
 func (q *EmailQueue) Fail(ctx context.Context, job *queue.Job[EmailPayload], cause error) (queue.State, error) {
 	state, err := q.q.FailEmail(ctx, FailEmailParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -178,7 +178,7 @@ func (q *EmailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EmailP
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.q.FailManyEmail(ctx, arg)
 	if err != nil {
@@ -206,7 +206,7 @@ func (q *EmailQueue) SnoozeFor(ctx context.Context, job *queue.Job[EmailPayload]
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *EmailQueue) Discard(ctx context.Context, job *queue.Job[EmailPayload], cause error) error {
-	n, err := q.q.DiscardEmail(ctx, DiscardEmailParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardEmail(ctx, DiscardEmailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -237,10 +237,11 @@ func (q *EmailQueue) ReleaseNode(ctx context.Context, node string) (int64, error
 	return q.q.ReleaseNodeEmail(ctx, node)
 }
 
-// Reap makes dead the jobs whose lease expired on their last attempt and
-// returns how many. Claims re-deliver other expired jobs by themselves.
-func (q *EmailQueue) Reap(ctx context.Context) (int64, error) {
-	return q.q.ReapEmail(ctx)
+// Reap makes dead up to max jobs whose lease expired on their last attempt
+// and returns how many; a Maintainer calls it in batches. Claims re-deliver
+// other expired jobs by themselves.
+func (q *EmailQueue) Reap(ctx context.Context, max int) (int64, error) {
+	return q.q.ReapEmail(ctx, int32(max))
 }
 
 // QueueName is the queue's name, "email".
@@ -264,11 +265,9 @@ func (q *EmailQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *EmailQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgeEmailParams{Max: int32(max)}
-	return q.q.PurgeEmail(ctx, arg)
+// Depth counts the jobs due now.
+func (q *EmailQueue) Depth(ctx context.Context) (int64, error) {
+	return q.q.DepthEmail(ctx)
 }
 
 // PeriodicJobs are queue email's periodic jobs, from the spec, for a
@@ -276,7 +275,7 @@ func (q *EmailQueue) Purge(ctx context.Context, max int) (int64, error) {
 func (q *EmailQueue) PeriodicJobs() []queue.PeriodicJob {
 	return []queue.PeriodicJob{
 		{Queue: "email", Name: "digest", Schedule: queue.MustParseCron("0 8 * * 1"), Push: func(ctx context.Context, tick time.Time) (bool, error) {
-			return q.pushTick(ctx, "digest", tick, EmailPayload{Recipient: "team@example.com", Subject: queue.Ptr("Weekly digest")})
+			return q.pushTick(ctx, "digest", tick, EmailPayload{Recipient: "team@example.com", Subject: queueimpl.Ptr[string]("Weekly digest")})
 		}},
 	}
 }
@@ -284,17 +283,12 @@ func (q *EmailQueue) PeriodicJobs() []queue.PeriodicJob {
 // pushTick pushes one tick of a periodic job, unless another node pushed
 // it: the tick is advanced and the job pushed in one transaction.
 func (q *EmailQueue) pushTick(ctx context.Context, name string, tick time.Time, p EmailPayload) (bool, error) {
-	b, ok := q.db.(interface {
-		Begin(context.Context) (pgx.Tx, error)
-	})
-	if !ok {
-		return false, errors.New("queue email: periodic jobs need an accessor over a pool or connection")
-	}
-	tx, err := b.Begin(ctx)
+	d := queueimpl.Pgx(q.db)
+	tx, err := d.Begin(ctx, queue.DefaultIsolation)
 	if err != nil {
 		return false, err
 	}
-	defer tx.Rollback(ctx)
+	defer d.Rollback(context.WithoutCancel(ctx), tx)
 	n, err := q.q.WithTx(tx).AdvanceTickEmail(ctx, AdvanceTickEmailParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
@@ -302,12 +296,7 @@ func (q *EmailQueue) pushTick(ctx context.Context, name string, tick time.Time, 
 	if _, err := q.WithTx(tx).Push(ctx, p); err != nil {
 		return false, err
 	}
-	return true, tx.Commit(ctx)
-}
-
-// Depth counts the jobs due now.
-func (q *EmailQueue) Depth(ctx context.Context) (int64, error) {
-	return q.q.DepthEmail(ctx)
+	return true, d.Commit(ctx, tx)
 }
 
 // NotifyChannel is the channel pushes notify ("" unless the spec says
@@ -335,11 +324,11 @@ func (q *EmailQueue) Get(ctx context.Context, id int64) (*queue.Job[EmailPayload
 	if err != nil {
 		return nil, err
 	}
-	return q.job(row)
+	return q.job(row), nil
 }
 
 // job converts a row to a Job.
-func (q *EmailQueue) job(r EmailRow) (*queue.Job[EmailPayload], error) {
+func (q *EmailQueue) job(r EmailRow) *queue.Job[EmailPayload] {
 	job := &queue.Job[EmailPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -351,37 +340,25 @@ func (q *EmailQueue) job(r EmailRow) (*queue.Job[EmailPayload], error) {
 		AttemptedAt: r.AttemptedAt,
 		LockedUntil: r.LockedUntil,
 		Errors:      r.Errors,
+		Payload: EmailPayload{
+			TenantID:  r.TenantID,
+			Recipient: r.Recipient,
+			Subject:   r.Subject,
+		},
 	}
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
-	job.Payload = EmailPayload{
-		TenantID:  r.TenantID,
-		Recipient: r.Recipient,
-		Subject:   r.Subject,
-	}
-	return job, nil
+	return job
 }
 
-// jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *EmailQueue) jobs(ctx context.Context, tx pgx.Tx, rows []EmailRow) ([]*queue.Job[EmailPayload], error) {
-	jobs := make([]*queue.Job[EmailPayload], 0, len(rows))
-	for _, r := range rows {
-		job, err := q.job(r)
-		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
-			if _, derr := d.q.DiscardEmail(ctx, DiscardEmailParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
-			}
-			continue
-		}
-		jobs = append(jobs, job)
+// jobs converts claimed rows to Jobs.
+func (q *EmailQueue) jobs(rows []EmailRow) []*queue.Job[EmailPayload] {
+	jobs := make([]*queue.Job[EmailPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(r)
 	}
-	return jobs, nil
+	return jobs
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

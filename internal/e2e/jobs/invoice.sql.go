@@ -36,7 +36,10 @@ type ClaimInvoiceParams struct {
 	Max int32
 }
 
-// ClaimInvoice takes up to @max due jobs in claim order for the caller's transaction: FOR UPDATE SKIP LOCKED locks them until that transaction ends, so concurrent claims pass over them, and a rollback returns them, attempt count included (seed 002).
+// ClaimInvoice takes up to @max due jobs in claim order for the caller's
+// transaction: FOR UPDATE SKIP LOCKED locks them until that transaction ends,
+// so concurrent claims pass over them, and a rollback returns them, attempt
+// count included.
 func (q *Queries) ClaimInvoice(ctx context.Context, arg ClaimInvoiceParams) ([]InvoiceRow, error) {
 	rows, err := q.db.Query(ctx, claimInvoice, arg.Now, arg.Max)
 	if err != nil {
@@ -84,7 +87,9 @@ type CompleteInvoiceParams struct {
 	Attempt int32
 }
 
-// CompleteInvoice deletes a job, fenced: only while it is still available at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteInvoice deletes a job, fenced: only while it is still available at
+// the caller's attempt, so a stale holder whose job was claimed again changes
+// nothing (0 rows).
 func (q *Queries) CompleteInvoice(ctx context.Context, arg CompleteInvoiceParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeInvoice, arg.ID, arg.Attempt)
 	if err != nil {
@@ -106,7 +111,11 @@ type CompleteManyInvoiceParams struct {
 	Attempts []int32
 }
 
-// CompleteManyInvoice completes many jobs in one statement, each fenced by its attempt like CompleteInvoice; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyInvoice completes many jobs in one statement, each fenced by
+// its attempt like CompleteInvoice, and returns the ids it completed. Rows
+// are found by primary key (id = ANY) and each attempt is read from the
+// parallel array, with no join, so the plan stays a primary-key scan whatever
+// the statistics say.
 func (q *Queries) CompleteManyInvoice(ctx context.Context, arg CompleteManyInvoiceParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyInvoice, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -132,7 +141,8 @@ SELECT count(*) FROM invoice_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthInvoice counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthInvoice counts the jobs due now, for monitoring; it reads the claim
+// index and locks nothing.
 func (q *Queries) DepthInvoice(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthInvoice)
 	var count int64
@@ -154,7 +164,8 @@ type DiscardInvoiceParams struct {
 	Attempt int32
 }
 
-// DiscardInvoice makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteInvoice.
+// DiscardInvoice makes a job dead at once with its error kept, whatever
+// attempts remain; fenced like CompleteInvoice.
 func (q *Queries) DiscardInvoice(ctx context.Context, arg DiscardInvoiceParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardInvoice, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -180,7 +191,9 @@ type FailInvoiceParams struct {
 	Attempt    int32
 }
 
-// FailInvoice records a failed attempt, fenced like CompleteInvoice: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailInvoice records a failed attempt, fenced like CompleteInvoice: the
+// error is kept, and the job is retried after @retry_delay or, having used
+// its attempts, is dead.
 func (q *Queries) FailInvoice(ctx context.Context, arg FailInvoiceParams) (string, error) {
 	row := q.db.QueryRow(ctx, failInvoice,
 		arg.Message,
@@ -218,7 +231,10 @@ type FailManyInvoiceRow struct {
 	State string
 }
 
-// FailManyInvoice fails many jobs in one statement, each fenced like FailInvoice and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyInvoice.
+// FailManyInvoice fails many jobs in one statement, each fenced like
+// FailInvoice and retried after its own delay, and returns the ids it changed
+// with their new state. Rows are found by primary key and their message and
+// delay read from the parallel arrays, as in CompleteManyInvoice.
 func (q *Queries) FailManyInvoice(ctx context.Context, arg FailManyInvoiceParams) ([]FailManyInvoiceRow, error) {
 	rows, err := q.db.Query(ctx, failManyInvoice,
 		arg.Messages,
@@ -279,42 +295,13 @@ SELECT paused FROM queuegen_queues
 WHERE name = 'invoice'
 `
 
-// PausedInvoice reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedInvoice reads whether the queue is paused; workers read it about once
+// a second, so a pause reaches every node within that.
 func (q *Queries) PausedInvoice(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedInvoice)
 	var paused bool
 	err := row.Scan(&paused)
 	return paused, err
-}
-
-const purgeInvoice = `-- name: PurgeInvoice :execrows
-WITH doomed AS (
-    SELECT id
-    FROM invoice_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
-    ORDER BY finished_at
-    LIMIT $3::integer
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM invoice_queue AS job
-USING doomed
-WHERE job.id = doomed.id
-`
-
-type PurgeInvoiceParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
-	Max                int32
-}
-
-// PurgeInvoice deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
-func (q *Queries) PurgeInvoice(ctx context.Context, arg PurgeInvoiceParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeInvoice, arg.SucceededRetention, arg.DeadRetention, arg.Max)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const pushInvoice = `-- name: PushInvoice :one
@@ -348,8 +335,10 @@ type PushInvoiceRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue invoice (table invoice_queue), compiled by sqlc.
-// PushInvoice inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue invoice (table invoice_queue),
+// compiled by sqlc.
+// PushInvoice inserts one job and returns its id; an INSERT locks nothing
+// that other pushes or claims wait for.
 func (q *Queries) PushInvoice(ctx context.Context, arg PushInvoiceParams) (PushInvoiceRow, error) {
 	row := q.db.QueryRow(ctx, pushInvoice,
 		arg.TenantID,
@@ -389,7 +378,9 @@ SET paused = $1
 WHERE name = 'invoice'
 `
 
-// SetPausedInvoice pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedInvoice pauses or resumes the queue for every worker; a single-row
+// UPDATE of the registry, so concurrent calls serialise and the last one
+// wins.
 func (q *Queries) SetPausedInvoice(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedInvoice, paused)
 	if err != nil {
@@ -413,7 +404,9 @@ type SnoozeInvoiceParams struct {
 	Attempt  int32
 }
 
-// SnoozeInvoice puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteInvoice.
+// SnoozeInvoice puts a job back until @run_after, or for @delay by the
+// database clock, without using up an attempt (max_attempts grows by one, so
+// the fencing attempt number still only rises); fenced like CompleteInvoice.
 func (q *Queries) SnoozeInvoice(ctx context.Context, arg SnoozeInvoiceParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeInvoice,
 		arg.RunAfter,

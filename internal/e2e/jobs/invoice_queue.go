@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // InvoicePayload is the payload of queue invoice: one field per payload column of
@@ -30,33 +31,33 @@ const (
 // InvoiceBackoff is the retry delay of queue invoice after a failed attempt.
 var InvoiceBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// InvoiceQueue is the typed accessor of queue invoice (table invoice_queue),
-// in transaction mode: a claim holds the job by row lock until the caller's transaction ends.
+// InvoiceQueue is the typed accessor of queue invoice (table invoice_queue).
+// Transaction mode: a claim holds the job by row lock until the caller's
+// transaction ends.
 type InvoiceQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; InvoiceBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewInvoiceQueue returns the accessor of queue invoice over a pgx pool,
-// connection or transaction.
-func NewInvoiceQueue(db DBTX) *InvoiceQueue {
+// NewInvoiceQueue returns the accessor of queue invoice over db.
+func NewInvoiceQueue(db DB) *InvoiceQueue {
 	return &InvoiceQueue{db: db, q: New(db), Backoff: InvoiceBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *InvoiceQueue) WithTx(tx pgx.Tx) *InvoiceQueue {
-	return &InvoiceQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &InvoiceQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *InvoiceQueue) Push(ctx context.Context, p InvoicePayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(InvoiceMaxAttempts, opts)
+	o := queueimpl.ResolvePush(InvoiceMaxAttempts, opts)
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -77,12 +78,12 @@ func (q *InvoiceQueue) Push(ctx context.Context, p InvoicePayload, opts ...queue
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *InvoiceQueue) PushMany(ctx context.Context, ps []InvoicePayload, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(InvoiceMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(InvoiceMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -108,16 +109,14 @@ func (q *InvoiceQueue) PushMany(ctx context.Context, ps []InvoicePayload, opts .
 // Claim takes up to max due jobs inside tx, which must stay open while they
 // are worked: the row locks it holds are what keep other claimers off them.
 // Finish each job with Complete, Fail, Snooze or Discard in the same tx,
-// then commit; a rollback returns every job it claimed. A job whose payload
-// cannot be decoded is made dead with the decoding error and is not
-// returned.
+// then commit; a rollback returns every job it claimed.
 func (q *InvoiceQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[InvoicePayload], error) {
-	o := queue.ResolveClaim(0, opts)
+	o := queueimpl.ResolveClaim(0, opts)
 	rows, err := q.q.WithTx(tx).ClaimInvoice(ctx, ClaimInvoiceParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, tx, rows)
+	return q.jobs(rows), nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -143,7 +142,7 @@ func (q *InvoiceQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queu
 // is returned.
 func (q *InvoiceQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[InvoicePayload], cause error) (queue.State, error) {
 	state, err := q.WithTx(tx).q.FailInvoice(ctx, FailInvoiceParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -177,7 +176,7 @@ func (q *InvoiceQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*que
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.WithTx(tx).q.FailManyInvoice(ctx, arg)
 	if err != nil {
@@ -205,7 +204,7 @@ func (q *InvoiceQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *InvoiceQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[InvoicePayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardInvoice(ctx, DiscardInvoiceParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardInvoice(ctx, DiscardInvoiceParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -230,12 +229,7 @@ func (q *InvoiceQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *InvoiceQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgeInvoiceParams{Max: int32(max)}
-	return q.q.PurgeInvoice(ctx, arg)
-} // Depth counts the jobs due now.
+// Depth counts the jobs due now.
 func (q *InvoiceQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthInvoice(ctx)
 }
@@ -249,11 +243,11 @@ func (q *InvoiceQueue) NotifyChannel() string { return "" }
 func (q *InvoiceQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
 
 // Worker returns a worker that claims jobs of queue invoice, each in a
-// transaction of its own, and runs handler on each inside it, with the
-// options given (concurrency, …). The accessor must be over a pool or a
-// connection. Run it with its Run method.
-func (q *InvoiceQueue) Worker(handler queue.TxHandler[InvoicePayload], opts ...queue.WorkerOption) *queue.TxWorker[InvoicePayload] {
-	return queue.NewTxWorker[InvoicePayload](q.db, q, handler, opts...)
+// transaction of its own on the accessor's database, and runs handler on
+// each inside it, with the options given (concurrency, isolation, …). Run
+// it with its Run method.
+func (q *InvoiceQueue) Worker(handler queue.TxHandler[InvoicePayload, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[InvoicePayload, pgx.Tx] {
+	return queue.NewTxWorker[InvoicePayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
@@ -263,11 +257,11 @@ func (q *InvoiceQueue) Get(ctx context.Context, id int64) (*queue.Job[InvoicePay
 	if err != nil {
 		return nil, err
 	}
-	return q.job(row)
+	return q.job(row), nil
 }
 
 // job converts a row to a Job.
-func (q *InvoiceQueue) job(r InvoiceRow) (*queue.Job[InvoicePayload], error) {
+func (q *InvoiceQueue) job(r InvoiceRow) *queue.Job[InvoicePayload] {
 	job := &queue.Job[InvoicePayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -279,37 +273,25 @@ func (q *InvoiceQueue) job(r InvoiceRow) (*queue.Job[InvoicePayload], error) {
 		AttemptedAt: r.AttemptedAt,
 		LockedUntil: r.LockedUntil,
 		Errors:      r.Errors,
+		Payload: InvoicePayload{
+			TenantID:  r.TenantID,
+			InvoiceID: r.InvoiceID,
+			Amount:    r.Amount,
+		},
 	}
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
-	job.Payload = InvoicePayload{
-		TenantID:  r.TenantID,
-		InvoiceID: r.InvoiceID,
-		Amount:    r.Amount,
-	}
-	return job, nil
+	return job
 }
 
-// jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *InvoiceQueue) jobs(ctx context.Context, tx pgx.Tx, rows []InvoiceRow) ([]*queue.Job[InvoicePayload], error) {
-	jobs := make([]*queue.Job[InvoicePayload], 0, len(rows))
-	for _, r := range rows {
-		job, err := q.job(r)
-		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
-			if _, derr := d.q.DiscardInvoice(ctx, DiscardInvoiceParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
-			}
-			continue
-		}
-		jobs = append(jobs, job)
+// jobs converts claimed rows to Jobs.
+func (q *InvoiceQueue) jobs(rows []InvoiceRow) []*queue.Job[InvoicePayload] {
+	jobs := make([]*queue.Job[InvoicePayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(r)
 	}
-	return jobs, nil
+	return jobs
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

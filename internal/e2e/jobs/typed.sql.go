@@ -55,7 +55,12 @@ type ClaimTypedParams struct {
 	Max   int32
 }
 
-// ClaimTyped leases up to @max jobs to @node: first running jobs whose lease expired (their holder is presumed dead), then due jobs in claim order; FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so each job goes to one claimer, and the UPDATE commits with the statement, so the lease, not a transaction, then holds the job (seeds 000, 001, 004).
+// ClaimTyped leases up to @max jobs to @node: first running jobs whose lease
+// expired (their holder is presumed dead), then due jobs in claim order. FOR
+// UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so
+// each job goes to one claimer; selecting and updating in one statement
+// leaves no window for a lost update, and the UPDATE commits with the
+// statement, so the lease, not an open transaction, then holds the job.
 func (q *Queries) ClaimTyped(ctx context.Context, arg ClaimTypedParams) ([]TypedRow, error) {
 	rows, err := q.db.Query(ctx, claimTyped,
 		arg.Now,
@@ -139,7 +144,11 @@ type CompleteManyTypedParams struct {
 	Attempts []int32
 }
 
-// CompleteManyTyped completes many jobs in one statement, each fenced by its attempt like CompleteTyped; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyTyped completes many jobs in one statement, each fenced by its
+// attempt like CompleteTyped, and returns the ids it completed. Rows are
+// found by primary key (id = ANY) and each attempt is read from the parallel
+// array, with no join, so the plan stays a primary-key scan whatever the
+// statistics say.
 func (q *Queries) CompleteManyTyped(ctx context.Context, arg CompleteManyTypedParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyTyped, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -174,7 +183,9 @@ type CompleteTypedParams struct {
 	Attempt int32
 }
 
-// CompleteTyped marks succeeded a job, fenced: only while it is still running at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteTyped marks succeeded a job, fenced: only while it is still running
+// at the caller's attempt, so a stale holder whose job was claimed again
+// changes nothing (0 rows).
 func (q *Queries) CompleteTyped(ctx context.Context, arg CompleteTypedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeTyped, arg.ID, arg.Attempt)
 	if err != nil {
@@ -188,7 +199,8 @@ SELECT count(*) FROM typed_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthTyped counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthTyped counts the jobs due now, for monitoring; it reads the claim
+// index and locks nothing.
 func (q *Queries) DepthTyped(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthTyped)
 	var count int64
@@ -212,7 +224,8 @@ type DiscardTypedParams struct {
 	Attempt int32
 }
 
-// DiscardTyped makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteTyped.
+// DiscardTyped makes a job dead at once with its error kept, whatever
+// attempts remain; fenced like CompleteTyped.
 func (q *Queries) DiscardTyped(ctx context.Context, arg DiscardTypedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardTyped, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -234,7 +247,8 @@ type ExtendTypedParams struct {
 	Attempt int32
 }
 
-// ExtendTyped moves a held job's lease to now() + @lease, fenced like CompleteTyped, so a worker on a long job keeps it (seed 001).
+// ExtendTyped moves a held job's lease to now() + @lease, fenced like
+// CompleteTyped, so a worker on a long job keeps it.
 func (q *Queries) ExtendTyped(ctx context.Context, arg ExtendTypedParams) (*time.Time, error) {
 	row := q.db.QueryRow(ctx, extendTyped, arg.Lease, arg.ID, arg.Attempt)
 	var locked_until *time.Time
@@ -269,7 +283,10 @@ type FailManyTypedRow struct {
 	State string
 }
 
-// FailManyTyped fails many jobs in one statement, each fenced like FailTyped and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyTyped.
+// FailManyTyped fails many jobs in one statement, each fenced like FailTyped
+// and retried after its own delay, and returns the ids it changed with their
+// new state. Rows are found by primary key and their message and delay read
+// from the parallel arrays, as in CompleteManyTyped.
 func (q *Queries) FailManyTyped(ctx context.Context, arg FailManyTypedParams) ([]FailManyTypedRow, error) {
 	rows, err := q.db.Query(ctx, failManyTyped,
 		arg.Messages,
@@ -314,7 +331,9 @@ type FailTypedParams struct {
 	Attempt    int32
 }
 
-// FailTyped records a failed attempt, fenced like CompleteTyped: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailTyped records a failed attempt, fenced like CompleteTyped: the error is
+// kept, and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailTyped(ctx context.Context, arg FailTypedParams) (string, error) {
 	row := q.db.QueryRow(ctx, failTyped,
 		arg.Message,
@@ -386,42 +405,13 @@ SELECT paused FROM queuegen_queues
 WHERE name = 'typed'
 `
 
-// PausedTyped reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedTyped reads whether the queue is paused; workers read it about once a
+// second, so a pause reaches every node within that.
 func (q *Queries) PausedTyped(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedTyped)
 	var paused bool
 	err := row.Scan(&paused)
 	return paused, err
-}
-
-const purgeTyped = `-- name: PurgeTyped :execrows
-WITH doomed AS (
-    SELECT id
-    FROM typed_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
-    ORDER BY finished_at
-    LIMIT $3::integer
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM typed_queue AS job
-USING doomed
-WHERE job.id = doomed.id
-`
-
-type PurgeTypedParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
-	Max                int32
-}
-
-// PurgeTyped deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
-func (q *Queries) PurgeTyped(ctx context.Context, arg PurgeTypedParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeTyped, arg.SucceededRetention, arg.DeadRetention, arg.Max)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 type PushManyTypedParams struct {
@@ -544,8 +534,10 @@ type PushTypedRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue typed (table typed_queue), compiled by sqlc.
-// PushTyped inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue typed (table typed_queue), compiled
+// by sqlc.
+// PushTyped inserts one job and returns its id; an INSERT locks nothing that
+// other pushes or claims wait for.
 func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (PushTypedRow, error) {
 	row := q.db.QueryRow(ctx, pushTyped,
 		arg.TenantID,
@@ -587,18 +579,32 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (PushTyped
 }
 
 const reapTyped = `-- name: ReapTyped :execrows
-UPDATE typed_queue
+WITH doomed AS (
+    SELECT id
+    FROM typed_queue
+    WHERE state = 'running'
+      AND locked_until < now()
+      AND attempt >= max_attempts
+    ORDER BY locked_until
+    LIMIT $1::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE typed_queue AS job
 SET state = 'dead',
-    errors = array_append(errors, 'lease expired on the last attempt'),
+    errors = array_append(job.errors, 'lease expired on the last attempt'),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
-WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts
+FROM doomed
+WHERE job.id = doomed.id
 `
 
-// ReapTyped makes dead the running jobs whose lease expired on their last attempt, which claims no longer take; a worker finishing one at the same moment either wins the row lock first or finds it gone (fenced).
-func (q *Queries) ReapTyped(ctx context.Context) (int64, error) {
-	result, err := q.db.Exec(ctx, reapTyped)
+// ReapTyped makes dead up to @max running jobs whose lease expired on their
+// last attempt, which claims no longer take. The batch is bounded and SKIP
+// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
+// update then finds it gone) nor holds a long transaction.
+func (q *Queries) ReapTyped(ctx context.Context, max int32) (int64, error) {
+	result, err := q.db.Exec(ctx, reapTyped, max)
 	if err != nil {
 		return 0, err
 	}
@@ -613,7 +619,10 @@ SET state = 'available',
 WHERE state = 'running' AND locked_by = $1::text
 `
 
-// ReleaseNodeTyped makes every job @node holds claimable again, for a node restarting after a crash (seed 001); the attempt counts, as the crash may have been the job's doing.
+// ReleaseNodeTyped makes every job @node holds claimable again, for a node
+// restarting after a crash; the attempt counts, as the crash may have been
+// the job's doing. It finds the node's jobs through the locked_by index; a
+// job claimed again meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeTyped(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeTyped, node)
 	if err != nil {
@@ -636,7 +645,8 @@ type ReleaseTypedParams struct {
 	Attempt int32
 }
 
-// ReleaseTyped gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompleteTyped.
+// ReleaseTyped gives a held job back unworked, claimable at once, without
+// using up an attempt; fenced like CompleteTyped.
 func (q *Queries) ReleaseTyped(ctx context.Context, arg ReleaseTypedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseTyped, arg.ID, arg.Attempt)
 	if err != nil {
@@ -651,7 +661,9 @@ SET paused = $1
 WHERE name = 'typed'
 `
 
-// SetPausedTyped pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedTyped pauses or resumes the queue for every worker; a single-row
+// UPDATE of the registry, so concurrent calls serialise and the last one
+// wins.
 func (q *Queries) SetPausedTyped(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedTyped, paused)
 	if err != nil {
@@ -677,7 +689,9 @@ type SnoozeTypedParams struct {
 	Attempt  int32
 }
 
-// SnoozeTyped puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteTyped.
+// SnoozeTyped puts a job back until @run_after, or for @delay by the database
+// clock, without using up an attempt (max_attempts grows by one, so the
+// fencing attempt number still only rises); fenced like CompleteTyped.
 func (q *Queries) SnoozeTyped(ctx context.Context, arg SnoozeTypedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeTyped,
 		arg.RunAfter,

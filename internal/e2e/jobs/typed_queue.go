@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // TypedPayload is the payload of queue typed: one field per payload column of
@@ -56,33 +57,33 @@ const (
 // TypedBackoff is the retry delay of queue typed after a failed attempt.
 var TypedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// TypedQueue is the typed accessor of queue typed (table typed_queue),
-// in lease mode: a claim is committed at once and holds the job until its lease expires.
+// TypedQueue is the typed accessor of queue typed (table typed_queue).
+// Lease mode: a claim is committed at once and holds the job until its
+// lease expires.
 type TypedQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; TypedBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewTypedQueue returns the accessor of queue typed over a pgx pool,
-// connection or transaction.
-func NewTypedQueue(db DBTX) *TypedQueue {
+// NewTypedQueue returns the accessor of queue typed over db.
+func NewTypedQueue(db DB) *TypedQueue {
 	return &TypedQueue{db: db, q: New(db), Backoff: TypedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *TypedQueue) WithTx(tx pgx.Tx) *TypedQueue {
-	return &TypedQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &TypedQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(TypedMaxAttempts, opts)
+	o := queueimpl.ResolvePush(TypedMaxAttempts, opts)
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -106,10 +107,10 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	arg.CUuid = p.CUuid
 	arg.CTimestamptz = p.CTimestamptz
 	arg.CDate = p.CDate
-	arg.CJsonb = queue.EmptyIfNil(p.CJsonb)
-	arg.CBytea = queue.EmptyIfNil(p.CBytea)
-	arg.CTextArray = queue.EmptyIfNil(p.CTextArray)
-	arg.CIntArray = queue.EmptyIfNil(p.CIntArray)
+	arg.CJsonb = queueimpl.EmptyIfNil(p.CJsonb)
+	arg.CBytea = queueimpl.EmptyIfNil(p.CBytea)
+	arg.CTextArray = queueimpl.EmptyIfNil(p.CTextArray)
+	arg.CIntArray = queueimpl.EmptyIfNil(p.CIntArray)
 	arg.NText = p.NText
 	arg.NInteger = p.NInteger
 	arg.NBoolean = p.NBoolean
@@ -127,12 +128,12 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(TypedMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(TypedMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -152,10 +153,10 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			rows[i].CUuid = p.CUuid
 			rows[i].CTimestamptz = p.CTimestamptz
 			rows[i].CDate = p.CDate
-			rows[i].CJsonb = queue.EmptyIfNil(p.CJsonb)
-			rows[i].CBytea = queue.EmptyIfNil(p.CBytea)
-			rows[i].CTextArray = queue.EmptyIfNil(p.CTextArray)
-			rows[i].CIntArray = queue.EmptyIfNil(p.CIntArray)
+			rows[i].CJsonb = queueimpl.EmptyIfNil(p.CJsonb)
+			rows[i].CBytea = queueimpl.EmptyIfNil(p.CBytea)
+			rows[i].CTextArray = queueimpl.EmptyIfNil(p.CTextArray)
+			rows[i].CIntArray = queueimpl.EmptyIfNil(p.CIntArray)
 			rows[i].NText = p.NText
 			rows[i].NInteger = p.NInteger
 			rows[i].NBoolean = p.NBoolean
@@ -185,10 +186,10 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 		rows[i].CUuid = p.CUuid
 		rows[i].CTimestamptz = p.CTimestamptz
 		rows[i].CDate = p.CDate
-		rows[i].CJsonb = queue.EmptyIfNil(p.CJsonb)
-		rows[i].CBytea = queue.EmptyIfNil(p.CBytea)
-		rows[i].CTextArray = queue.EmptyIfNil(p.CTextArray)
-		rows[i].CIntArray = queue.EmptyIfNil(p.CIntArray)
+		rows[i].CJsonb = queueimpl.EmptyIfNil(p.CJsonb)
+		rows[i].CBytea = queueimpl.EmptyIfNil(p.CBytea)
+		rows[i].CTextArray = queueimpl.EmptyIfNil(p.CTextArray)
+		rows[i].CIntArray = queueimpl.EmptyIfNil(p.CIntArray)
 		rows[i].NText = p.NText
 		rows[i].NInteger = p.NInteger
 		rows[i].NBoolean = p.NBoolean
@@ -206,15 +207,14 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for TypedLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer. A job whose payload cannot be decoded is made dead
-// with the decoding error and is not returned.
+// job that needs longer.
 func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[TypedPayload], error) {
-	o := queue.ResolveClaim(TypedLease, opts)
+	o := queueimpl.ResolveClaim(TypedLease, opts)
 	rows, err := q.q.ClaimTyped(ctx, ClaimTypedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, nil, rows)
+	return q.jobs(rows), nil
 }
 
 // Complete finishes a job successfully; it is kept in state succeeded.
@@ -240,7 +240,7 @@ func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPa
 // is returned.
 func (q *TypedQueue) Fail(ctx context.Context, job *queue.Job[TypedPayload], cause error) (queue.State, error) {
 	state, err := q.q.FailTyped(ctx, FailTypedParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -274,7 +274,7 @@ func (q *TypedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[TypedP
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.q.FailManyTyped(ctx, arg)
 	if err != nil {
@@ -302,7 +302,7 @@ func (q *TypedQueue) SnoozeFor(ctx context.Context, job *queue.Job[TypedPayload]
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *TypedQueue) Discard(ctx context.Context, job *queue.Job[TypedPayload], cause error) error {
-	n, err := q.q.DiscardTyped(ctx, DiscardTypedParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardTyped(ctx, DiscardTypedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -333,10 +333,11 @@ func (q *TypedQueue) ReleaseNode(ctx context.Context, node string) (int64, error
 	return q.q.ReleaseNodeTyped(ctx, node)
 }
 
-// Reap makes dead the jobs whose lease expired on their last attempt and
-// returns how many. Claims re-deliver other expired jobs by themselves.
-func (q *TypedQueue) Reap(ctx context.Context) (int64, error) {
-	return q.q.ReapTyped(ctx)
+// Reap makes dead up to max jobs whose lease expired on their last attempt
+// and returns how many; a Maintainer calls it in batches. Claims re-deliver
+// other expired jobs by themselves.
+func (q *TypedQueue) Reap(ctx context.Context, max int) (int64, error) {
+	return q.q.ReapTyped(ctx, int32(max))
 }
 
 // QueueName is the queue's name, "typed".
@@ -360,12 +361,7 @@ func (q *TypedQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *TypedQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgeTypedParams{Max: int32(max)}
-	return q.q.PurgeTyped(ctx, arg)
-} // Depth counts the jobs due now.
+// Depth counts the jobs due now.
 func (q *TypedQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthTyped(ctx)
 }
@@ -395,11 +391,11 @@ func (q *TypedQueue) Get(ctx context.Context, id int64) (*queue.Job[TypedPayload
 	if err != nil {
 		return nil, err
 	}
-	return q.job(row)
+	return q.job(row), nil
 }
 
 // job converts a row to a Job.
-func (q *TypedQueue) job(r TypedRow) (*queue.Job[TypedPayload], error) {
+func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
 	job := &queue.Job[TypedPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -411,61 +407,49 @@ func (q *TypedQueue) job(r TypedRow) (*queue.Job[TypedPayload], error) {
 		AttemptedAt: r.AttemptedAt,
 		LockedUntil: r.LockedUntil,
 		Errors:      r.Errors,
+		Payload: TypedPayload{
+			TenantID:     r.TenantID,
+			CText:        r.CText,
+			CVarchar:     r.CVarchar,
+			CSmallint:    r.CSmallint,
+			CInteger:     r.CInteger,
+			CBigint:      r.CBigint,
+			CBoolean:     r.CBoolean,
+			CNumeric:     r.CNumeric,
+			CReal:        r.CReal,
+			CDouble:      r.CDouble,
+			CUuid:        r.CUuid,
+			CTimestamptz: r.CTimestamptz,
+			CDate:        r.CDate,
+			CJsonb:       r.CJsonb,
+			CBytea:       r.CBytea,
+			CTextArray:   r.CTextArray,
+			CIntArray:    r.CIntArray,
+			NText:        r.NText,
+			NInteger:     r.NInteger,
+			NBoolean:     r.NBoolean,
+			NDouble:      r.NDouble,
+			NTimestamptz: r.NTimestamptz,
+			NDate:        r.NDate,
+			NUuid:        r.NUuid,
+			NBytea:       r.NBytea,
+			NTextArray:   r.NTextArray,
+			DCount:       r.DCount,
+		},
 	}
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
-	job.Payload = TypedPayload{
-		TenantID:     r.TenantID,
-		CText:        r.CText,
-		CVarchar:     r.CVarchar,
-		CSmallint:    r.CSmallint,
-		CInteger:     r.CInteger,
-		CBigint:      r.CBigint,
-		CBoolean:     r.CBoolean,
-		CNumeric:     r.CNumeric,
-		CReal:        r.CReal,
-		CDouble:      r.CDouble,
-		CUuid:        r.CUuid,
-		CTimestamptz: r.CTimestamptz,
-		CDate:        r.CDate,
-		CJsonb:       r.CJsonb,
-		CBytea:       r.CBytea,
-		CTextArray:   r.CTextArray,
-		CIntArray:    r.CIntArray,
-		NText:        r.NText,
-		NInteger:     r.NInteger,
-		NBoolean:     r.NBoolean,
-		NDouble:      r.NDouble,
-		NTimestamptz: r.NTimestamptz,
-		NDate:        r.NDate,
-		NUuid:        r.NUuid,
-		NBytea:       r.NBytea,
-		NTextArray:   r.NTextArray,
-		DCount:       r.DCount,
-	}
-	return job, nil
+	return job
 }
 
-// jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *TypedQueue) jobs(ctx context.Context, tx pgx.Tx, rows []TypedRow) ([]*queue.Job[TypedPayload], error) {
-	jobs := make([]*queue.Job[TypedPayload], 0, len(rows))
-	for _, r := range rows {
-		job, err := q.job(r)
-		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
-			if _, derr := d.q.DiscardTyped(ctx, DiscardTypedParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
-			}
-			continue
-		}
-		jobs = append(jobs, job)
+// jobs converts claimed rows to Jobs.
+func (q *TypedQueue) jobs(rows []TypedRow) []*queue.Job[TypedPayload] {
+	jobs := make([]*queue.Job[TypedPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(r)
 	}
-	return jobs, nil
+	return jobs
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -5,13 +5,14 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
-	"encoding/json"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // Defaults of queue webhook, from the spec.
@@ -25,33 +26,33 @@ const (
 // WebhookBackoff is the retry delay of queue webhook after a failed attempt.
 var WebhookBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// WebhookQueue is the typed accessor of queue webhook (table webhook_queue),
-// in lease mode: a claim is committed at once and holds the job until its lease expires.
+// WebhookQueue is the typed accessor of queue webhook (table webhook_queue).
+// Lease mode: a claim is committed at once and holds the job until its
+// lease expires.
 type WebhookQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; WebhookBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewWebhookQueue returns the accessor of queue webhook over a pgx pool,
-// connection or transaction.
-func NewWebhookQueue(db DBTX) *WebhookQueue {
+// NewWebhookQueue returns the accessor of queue webhook over db.
+func NewWebhookQueue(db DB) *WebhookQueue {
 	return &WebhookQueue{db: db, q: New(db), Backoff: WebhookBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *WebhookQueue) WithTx(tx pgx.Tx) *WebhookQueue {
-	return &WebhookQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &WebhookQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *WebhookQueue) Push(ctx context.Context, p payload.Webhook, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(WebhookMaxAttempts, opts)
+	o := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -73,12 +74,12 @@ func (q *WebhookQueue) Push(ctx context.Context, p payload.Webhook, opts ...queu
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *WebhookQueue) PushMany(ctx context.Context, ps []payload.Webhook, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(WebhookMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -109,12 +110,12 @@ func (q *WebhookQueue) PushMany(ctx context.Context, ps []payload.Webhook, opts 
 // job that needs longer. A job whose payload cannot be decoded is made dead
 // with the decoding error and is not returned.
 func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Webhook], error) {
-	o := queue.ResolveClaim(WebhookLease, opts)
+	o := queueimpl.ResolveClaim(WebhookLease, opts)
 	rows, err := q.q.ClaimWebhook(ctx, ClaimWebhookParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, nil, rows)
+	return q.jobs(ctx, q, rows)
 }
 
 // Complete finishes a job successfully; it is kept in state succeeded.
@@ -140,7 +141,7 @@ func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[paylo
 // is returned.
 func (q *WebhookQueue) Fail(ctx context.Context, job *queue.Job[payload.Webhook], cause error) (queue.State, error) {
 	state, err := q.q.FailWebhook(ctx, FailWebhookParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -174,7 +175,7 @@ func (q *WebhookQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[payl
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.q.FailManyWebhook(ctx, arg)
 	if err != nil {
@@ -202,7 +203,7 @@ func (q *WebhookQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Web
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *WebhookQueue) Discard(ctx context.Context, job *queue.Job[payload.Webhook], cause error) error {
-	n, err := q.q.DiscardWebhook(ctx, DiscardWebhookParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardWebhook(ctx, DiscardWebhookParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -233,10 +234,11 @@ func (q *WebhookQueue) ReleaseNode(ctx context.Context, node string) (int64, err
 	return q.q.ReleaseNodeWebhook(ctx, node)
 }
 
-// Reap makes dead the jobs whose lease expired on their last attempt and
-// returns how many. Claims re-deliver other expired jobs by themselves.
-func (q *WebhookQueue) Reap(ctx context.Context) (int64, error) {
-	return q.q.ReapWebhook(ctx)
+// Reap makes dead up to max jobs whose lease expired on their last attempt
+// and returns how many; a Maintainer calls it in batches. Claims re-deliver
+// other expired jobs by themselves.
+func (q *WebhookQueue) Reap(ctx context.Context, max int) (int64, error) {
+	return q.q.ReapWebhook(ctx, int32(max))
 }
 
 // QueueName is the queue's name, "webhook".
@@ -260,12 +262,7 @@ func (q *WebhookQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *WebhookQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgeWebhookParams{Max: int32(max)}
-	return q.q.PurgeWebhook(ctx, arg)
-} // Depth counts the jobs due now.
+// Depth counts the jobs due now.
 func (q *WebhookQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthWebhook(ctx)
 }
@@ -298,7 +295,7 @@ func (q *WebhookQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.We
 	return q.job(row)
 }
 
-// job converts a row to a Job.
+// job converts a row to a Job, decoding the payload.
 func (q *WebhookQueue) job(r WebhookRow) (*queue.Job[payload.Webhook], error) {
 	job := &queue.Job[payload.Webhook]{
 		ID:          r.ID,
@@ -322,16 +319,13 @@ func (q *WebhookQueue) job(r WebhookRow) (*queue.Job[payload.Webhook], error) {
 }
 
 // jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *WebhookQueue) jobs(ctx context.Context, tx pgx.Tx, rows []WebhookRow) ([]*queue.Job[payload.Webhook], error) {
+// whose payload cannot be decoded rather than failing the whole claim;
+// d runs the discard, in the claiming transaction where there is one.
+func (q *WebhookQueue) jobs(ctx context.Context, d *WebhookQueue, rows []WebhookRow) ([]*queue.Job[payload.Webhook], error) {
 	jobs := make([]*queue.Job[payload.Webhook], 0, len(rows))
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
 			if _, derr := d.q.DiscardWebhook(ctx, DiscardWebhookParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				return jobs, derr
 			}

@@ -40,7 +40,9 @@ func (r iteratorForPushManyEvent) Err() error {
 	return nil
 }
 
-// PushManyEvent inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyEvent inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
 func (q *Queries) PushManyEvent(ctx context.Context, arg []PushManyEventParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"event_queue"}, []string{"payload", "priority", "max_attempts"}, &iteratorForPushManyEvent{rows: arg})
 }
@@ -111,7 +113,9 @@ func (r iteratorForPushManyLedger) Err() error {
 	return nil
 }
 
-// PushManyLedger inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyLedger inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
 func (q *Queries) PushManyLedger(ctx context.Context, arg []PushManyLedgerParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"ledger_queue"}, []string{"n", "priority", "max_attempts"}, &iteratorForPushManyLedger{rows: arg})
 }
@@ -183,7 +187,9 @@ func (r iteratorForPushManyWork) Err() error {
 	return nil
 }
 
-// PushManyWork inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyWork inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
 func (q *Queries) PushManyWork(ctx context.Context, arg []PushManyWorkParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"work_queue"}, []string{"n", "kind", "priority", "max_attempts"}, &iteratorForPushManyWork{rows: arg})
 }

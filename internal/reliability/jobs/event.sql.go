@@ -53,7 +53,12 @@ type ClaimEventParams struct {
 	Max   int32
 }
 
-// ClaimEvent leases up to @max jobs to @node: first running jobs whose lease expired (their holder is presumed dead), then due jobs in claim order; FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so each job goes to one claimer, and the UPDATE commits with the statement, so the lease, not a transaction, then holds the job (seeds 000, 001, 004).
+// ClaimEvent leases up to @max jobs to @node: first running jobs whose lease
+// expired (their holder is presumed dead), then due jobs in claim order. FOR
+// UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so
+// each job goes to one claimer; selecting and updating in one statement
+// leaves no window for a lost update, and the UPDATE commits with the
+// statement, so the lease, not an open transaction, then holds the job.
 func (q *Queries) ClaimEvent(ctx context.Context, arg ClaimEventParams) ([]EventRow, error) {
 	rows, err := q.db.Query(ctx, claimEvent,
 		arg.Now,
@@ -104,7 +109,9 @@ type CompleteEventParams struct {
 	Attempt int32
 }
 
-// CompleteEvent deletes a job, fenced: only while it is still running at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteEvent deletes a job, fenced: only while it is still running at the
+// caller's attempt, so a stale holder whose job was claimed again changes
+// nothing (0 rows).
 func (q *Queries) CompleteEvent(ctx context.Context, arg CompleteEventParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeEvent, arg.ID, arg.Attempt)
 	if err != nil {
@@ -126,7 +133,11 @@ type CompleteManyEventParams struct {
 	Attempts []int32
 }
 
-// CompleteManyEvent completes many jobs in one statement, each fenced by its attempt like CompleteEvent; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyEvent completes many jobs in one statement, each fenced by its
+// attempt like CompleteEvent, and returns the ids it completed. Rows are
+// found by primary key (id = ANY) and each attempt is read from the parallel
+// array, with no join, so the plan stays a primary-key scan whatever the
+// statistics say.
 func (q *Queries) CompleteManyEvent(ctx context.Context, arg CompleteManyEventParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyEvent, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -152,7 +163,8 @@ SELECT count(*) FROM event_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthEvent counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthEvent counts the jobs due now, for monitoring; it reads the claim
+// index and locks nothing.
 func (q *Queries) DepthEvent(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthEvent)
 	var count int64
@@ -176,7 +188,8 @@ type DiscardEventParams struct {
 	Attempt int32
 }
 
-// DiscardEvent makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteEvent.
+// DiscardEvent makes a job dead at once with its error kept, whatever
+// attempts remain; fenced like CompleteEvent.
 func (q *Queries) DiscardEvent(ctx context.Context, arg DiscardEventParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardEvent, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -198,7 +211,8 @@ type ExtendEventParams struct {
 	Attempt int32
 }
 
-// ExtendEvent moves a held job's lease to now() + @lease, fenced like CompleteEvent, so a worker on a long job keeps it (seed 001).
+// ExtendEvent moves a held job's lease to now() + @lease, fenced like
+// CompleteEvent, so a worker on a long job keeps it.
 func (q *Queries) ExtendEvent(ctx context.Context, arg ExtendEventParams) (*time.Time, error) {
 	row := q.db.QueryRow(ctx, extendEvent, arg.Lease, arg.ID, arg.Attempt)
 	var locked_until *time.Time
@@ -225,7 +239,9 @@ type FailEventParams struct {
 	Attempt    int32
 }
 
-// FailEvent records a failed attempt, fenced like CompleteEvent: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailEvent records a failed attempt, fenced like CompleteEvent: the error is
+// kept, and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailEvent(ctx context.Context, arg FailEventParams) (string, error) {
 	row := q.db.QueryRow(ctx, failEvent,
 		arg.Message,
@@ -265,7 +281,10 @@ type FailManyEventRow struct {
 	State string
 }
 
-// FailManyEvent fails many jobs in one statement, each fenced like FailEvent and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyEvent.
+// FailManyEvent fails many jobs in one statement, each fenced like FailEvent
+// and retried after its own delay, and returns the ids it changed with their
+// new state. Rows are found by primary key and their message and delay read
+// from the parallel arrays, as in CompleteManyEvent.
 func (q *Queries) FailManyEvent(ctx context.Context, arg FailManyEventParams) ([]FailManyEventRow, error) {
 	rows, err := q.db.Query(ctx, failManyEvent,
 		arg.Messages,
@@ -324,42 +343,13 @@ SELECT paused FROM queuegen_queues
 WHERE name = 'event'
 `
 
-// PausedEvent reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedEvent reads whether the queue is paused; workers read it about once a
+// second, so a pause reaches every node within that.
 func (q *Queries) PausedEvent(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedEvent)
 	var paused bool
 	err := row.Scan(&paused)
 	return paused, err
-}
-
-const purgeEvent = `-- name: PurgeEvent :execrows
-WITH doomed AS (
-    SELECT id
-    FROM event_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
-    ORDER BY finished_at
-    LIMIT $3::integer
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM event_queue AS job
-USING doomed
-WHERE job.id = doomed.id
-`
-
-type PurgeEventParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
-	Max                int32
-}
-
-// PurgeEvent deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
-func (q *Queries) PurgeEvent(ctx context.Context, arg PurgeEventParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeEvent, arg.SucceededRetention, arg.DeadRetention, arg.Max)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const pushEvent = `-- name: PushEvent :one
@@ -391,8 +381,10 @@ type PushEventRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue event (table event_queue), compiled by sqlc.
-// PushEvent inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue event (table event_queue), compiled
+// by sqlc.
+// PushEvent inserts one job and returns its id; an INSERT locks nothing that
+// other pushes or claims wait for.
 func (q *Queries) PushEvent(ctx context.Context, arg PushEventParams) (PushEventRow, error) {
 	row := q.db.QueryRow(ctx, pushEvent,
 		arg.Payload,
@@ -421,18 +413,32 @@ type PushManyEventAtParams struct {
 }
 
 const reapEvent = `-- name: ReapEvent :execrows
-UPDATE event_queue
+WITH doomed AS (
+    SELECT id
+    FROM event_queue
+    WHERE state = 'running'
+      AND locked_until < now()
+      AND attempt >= max_attempts
+    ORDER BY locked_until
+    LIMIT $1::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE event_queue AS job
 SET state = 'dead',
-    errors = array_append(errors, 'lease expired on the last attempt'),
+    errors = array_append(job.errors, 'lease expired on the last attempt'),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
-WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts
+FROM doomed
+WHERE job.id = doomed.id
 `
 
-// ReapEvent makes dead the running jobs whose lease expired on their last attempt, which claims no longer take; a worker finishing one at the same moment either wins the row lock first or finds it gone (fenced).
-func (q *Queries) ReapEvent(ctx context.Context) (int64, error) {
-	result, err := q.db.Exec(ctx, reapEvent)
+// ReapEvent makes dead up to @max running jobs whose lease expired on their
+// last attempt, which claims no longer take. The batch is bounded and SKIP
+// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
+// update then finds it gone) nor holds a long transaction.
+func (q *Queries) ReapEvent(ctx context.Context, max int32) (int64, error) {
+	result, err := q.db.Exec(ctx, reapEvent, max)
 	if err != nil {
 		return 0, err
 	}
@@ -453,7 +459,8 @@ type ReleaseEventParams struct {
 	Attempt int32
 }
 
-// ReleaseEvent gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompleteEvent.
+// ReleaseEvent gives a held job back unworked, claimable at once, without
+// using up an attempt; fenced like CompleteEvent.
 func (q *Queries) ReleaseEvent(ctx context.Context, arg ReleaseEventParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseEvent, arg.ID, arg.Attempt)
 	if err != nil {
@@ -470,7 +477,10 @@ SET state = 'available',
 WHERE state = 'running' AND locked_by = $1::text
 `
 
-// ReleaseNodeEvent makes every job @node holds claimable again, for a node restarting after a crash (seed 001); the attempt counts, as the crash may have been the job's doing.
+// ReleaseNodeEvent makes every job @node holds claimable again, for a node
+// restarting after a crash; the attempt counts, as the crash may have been
+// the job's doing. It finds the node's jobs through the locked_by index; a
+// job claimed again meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeEvent(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeEvent, node)
 	if err != nil {
@@ -485,7 +495,9 @@ SET paused = $1
 WHERE name = 'event'
 `
 
-// SetPausedEvent pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedEvent pauses or resumes the queue for every worker; a single-row
+// UPDATE of the registry, so concurrent calls serialise and the last one
+// wins.
 func (q *Queries) SetPausedEvent(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedEvent, paused)
 	if err != nil {
@@ -511,7 +523,9 @@ type SnoozeEventParams struct {
 	Attempt  int32
 }
 
-// SnoozeEvent puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteEvent.
+// SnoozeEvent puts a job back until @run_after, or for @delay by the database
+// clock, without using up an attempt (max_attempts grows by one, so the
+// fencing attempt number still only rises); fenced like CompleteEvent.
 func (q *Queries) SnoozeEvent(ctx context.Context, arg SnoozeEventParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeEvent,
 		arg.RunAfter,

@@ -5,12 +5,13 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
-	"encoding/json"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // EventPayload is the payload of queue event, stored as JSON in column
@@ -31,33 +32,33 @@ const (
 // EventBackoff is the retry delay of queue event after a failed attempt.
 var EventBackoff = queue.Backoff{Min: 10 * time.Millisecond, Max: 100 * time.Millisecond, Factor: 2, Jitter: 0}
 
-// EventQueue is the typed accessor of queue event (table event_queue),
-// in lease mode: a claim is committed at once and holds the job until its lease expires.
+// EventQueue is the typed accessor of queue event (table event_queue).
+// Lease mode: a claim is committed at once and holds the job until its
+// lease expires.
 type EventQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; EventBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewEventQueue returns the accessor of queue event over a pgx pool,
-// connection or transaction.
-func NewEventQueue(db DBTX) *EventQueue {
+// NewEventQueue returns the accessor of queue event over db.
+func NewEventQueue(db DB) *EventQueue {
 	return &EventQueue{db: db, q: New(db), Backoff: EventBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *EventQueue) WithTx(tx pgx.Tx) *EventQueue {
-	return &EventQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &EventQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(EventMaxAttempts, opts)
+	o := queueimpl.ResolvePush(EventMaxAttempts, opts)
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -79,12 +80,12 @@ func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.Pus
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *EventQueue) PushMany(ctx context.Context, ps []EventPayload, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(EventMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(EventMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -115,12 +116,12 @@ func (q *EventQueue) PushMany(ctx context.Context, ps []EventPayload, opts ...qu
 // job that needs longer. A job whose payload cannot be decoded is made dead
 // with the decoding error and is not returned.
 func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[EventPayload], error) {
-	o := queue.ResolveClaim(EventLease, opts)
+	o := queueimpl.ResolveClaim(EventLease, opts)
 	rows, err := q.q.ClaimEvent(ctx, ClaimEventParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, nil, rows)
+	return q.jobs(ctx, q, rows)
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -146,7 +147,7 @@ func (q *EventQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EventPa
 // is returned.
 func (q *EventQueue) Fail(ctx context.Context, job *queue.Job[EventPayload], cause error) (queue.State, error) {
 	state, err := q.q.FailEvent(ctx, FailEventParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -180,7 +181,7 @@ func (q *EventQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EventP
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.q.FailManyEvent(ctx, arg)
 	if err != nil {
@@ -208,7 +209,7 @@ func (q *EventQueue) SnoozeFor(ctx context.Context, job *queue.Job[EventPayload]
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *EventQueue) Discard(ctx context.Context, job *queue.Job[EventPayload], cause error) error {
-	n, err := q.q.DiscardEvent(ctx, DiscardEventParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardEvent(ctx, DiscardEventParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -239,10 +240,11 @@ func (q *EventQueue) ReleaseNode(ctx context.Context, node string) (int64, error
 	return q.q.ReleaseNodeEvent(ctx, node)
 }
 
-// Reap makes dead the jobs whose lease expired on their last attempt and
-// returns how many. Claims re-deliver other expired jobs by themselves.
-func (q *EventQueue) Reap(ctx context.Context) (int64, error) {
-	return q.q.ReapEvent(ctx)
+// Reap makes dead up to max jobs whose lease expired on their last attempt
+// and returns how many; a Maintainer calls it in batches. Claims re-deliver
+// other expired jobs by themselves.
+func (q *EventQueue) Reap(ctx context.Context, max int) (int64, error) {
+	return q.q.ReapEvent(ctx, int32(max))
 }
 
 // QueueName is the queue's name, "event".
@@ -266,12 +268,7 @@ func (q *EventQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *EventQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgeEventParams{Max: int32(max)}
-	return q.q.PurgeEvent(ctx, arg)
-} // Depth counts the jobs due now.
+// Depth counts the jobs due now.
 func (q *EventQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthEvent(ctx)
 }
@@ -304,7 +301,7 @@ func (q *EventQueue) Get(ctx context.Context, id int64) (*queue.Job[EventPayload
 	return q.job(row)
 }
 
-// job converts a row to a Job.
+// job converts a row to a Job, decoding the payload.
 func (q *EventQueue) job(r EventRow) (*queue.Job[EventPayload], error) {
 	job := &queue.Job[EventPayload]{
 		ID:          r.ID,
@@ -328,16 +325,13 @@ func (q *EventQueue) job(r EventRow) (*queue.Job[EventPayload], error) {
 }
 
 // jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *EventQueue) jobs(ctx context.Context, tx pgx.Tx, rows []EventRow) ([]*queue.Job[EventPayload], error) {
+// whose payload cannot be decoded rather than failing the whole claim;
+// d runs the discard, in the claiming transaction where there is one.
+func (q *EventQueue) jobs(ctx context.Context, d *EventQueue, rows []EventRow) ([]*queue.Job[EventPayload], error) {
 	jobs := make([]*queue.Job[EventPayload], 0, len(rows))
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
 			if _, derr := d.q.DiscardEvent(ctx, DiscardEventParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				return jobs, derr
 			}

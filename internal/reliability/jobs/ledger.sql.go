@@ -34,7 +34,10 @@ type ClaimLedgerParams struct {
 	Max int32
 }
 
-// ClaimLedger takes up to @max due jobs in claim order for the caller's transaction: FOR UPDATE SKIP LOCKED locks them until that transaction ends, so concurrent claims pass over them, and a rollback returns them, attempt count included (seed 002).
+// ClaimLedger takes up to @max due jobs in claim order for the caller's
+// transaction: FOR UPDATE SKIP LOCKED locks them until that transaction ends,
+// so concurrent claims pass over them, and a rollback returns them, attempt
+// count included.
 func (q *Queries) ClaimLedger(ctx context.Context, arg ClaimLedgerParams) ([]LedgerRow, error) {
 	rows, err := q.db.Query(ctx, claimLedger, arg.Now, arg.Max)
 	if err != nil {
@@ -80,7 +83,9 @@ type CompleteLedgerParams struct {
 	Attempt int32
 }
 
-// CompleteLedger deletes a job, fenced: only while it is still available at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteLedger deletes a job, fenced: only while it is still available at
+// the caller's attempt, so a stale holder whose job was claimed again changes
+// nothing (0 rows).
 func (q *Queries) CompleteLedger(ctx context.Context, arg CompleteLedgerParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeLedger, arg.ID, arg.Attempt)
 	if err != nil {
@@ -102,7 +107,11 @@ type CompleteManyLedgerParams struct {
 	Attempts []int32
 }
 
-// CompleteManyLedger completes many jobs in one statement, each fenced by its attempt like CompleteLedger; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyLedger completes many jobs in one statement, each fenced by its
+// attempt like CompleteLedger, and returns the ids it completed. Rows are
+// found by primary key (id = ANY) and each attempt is read from the parallel
+// array, with no join, so the plan stays a primary-key scan whatever the
+// statistics say.
 func (q *Queries) CompleteManyLedger(ctx context.Context, arg CompleteManyLedgerParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyLedger, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -128,7 +137,8 @@ SELECT count(*) FROM ledger_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthLedger counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthLedger counts the jobs due now, for monitoring; it reads the claim
+// index and locks nothing.
 func (q *Queries) DepthLedger(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthLedger)
 	var count int64
@@ -150,7 +160,8 @@ type DiscardLedgerParams struct {
 	Attempt int32
 }
 
-// DiscardLedger makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteLedger.
+// DiscardLedger makes a job dead at once with its error kept, whatever
+// attempts remain; fenced like CompleteLedger.
 func (q *Queries) DiscardLedger(ctx context.Context, arg DiscardLedgerParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardLedger, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -176,7 +187,9 @@ type FailLedgerParams struct {
 	Attempt    int32
 }
 
-// FailLedger records a failed attempt, fenced like CompleteLedger: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailLedger records a failed attempt, fenced like CompleteLedger: the error
+// is kept, and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailLedger(ctx context.Context, arg FailLedgerParams) (string, error) {
 	row := q.db.QueryRow(ctx, failLedger,
 		arg.Message,
@@ -214,7 +227,10 @@ type FailManyLedgerRow struct {
 	State string
 }
 
-// FailManyLedger fails many jobs in one statement, each fenced like FailLedger and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyLedger.
+// FailManyLedger fails many jobs in one statement, each fenced like
+// FailLedger and retried after its own delay, and returns the ids it changed
+// with their new state. Rows are found by primary key and their message and
+// delay read from the parallel arrays, as in CompleteManyLedger.
 func (q *Queries) FailManyLedger(ctx context.Context, arg FailManyLedgerParams) ([]FailManyLedgerRow, error) {
 	rows, err := q.db.Query(ctx, failManyLedger,
 		arg.Messages,
@@ -273,42 +289,13 @@ SELECT paused FROM queuegen_queues
 WHERE name = 'ledger'
 `
 
-// PausedLedger reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedLedger reads whether the queue is paused; workers read it about once
+// a second, so a pause reaches every node within that.
 func (q *Queries) PausedLedger(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedLedger)
 	var paused bool
 	err := row.Scan(&paused)
 	return paused, err
-}
-
-const purgeLedger = `-- name: PurgeLedger :execrows
-WITH doomed AS (
-    SELECT id
-    FROM ledger_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
-    ORDER BY finished_at
-    LIMIT $3::integer
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM ledger_queue AS job
-USING doomed
-WHERE job.id = doomed.id
-`
-
-type PurgeLedgerParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
-	Max                int32
-}
-
-// PurgeLedger deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
-func (q *Queries) PurgeLedger(ctx context.Context, arg PurgeLedgerParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeLedger, arg.SucceededRetention, arg.DeadRetention, arg.Max)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const pushLedger = `-- name: PushLedger :one
@@ -340,8 +327,10 @@ type PushLedgerRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue ledger (table ledger_queue), compiled by sqlc.
-// PushLedger inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue ledger (table ledger_queue),
+// compiled by sqlc.
+// PushLedger inserts one job and returns its id; an INSERT locks nothing that
+// other pushes or claims wait for.
 func (q *Queries) PushLedger(ctx context.Context, arg PushLedgerParams) (PushLedgerRow, error) {
 	row := q.db.QueryRow(ctx, pushLedger,
 		arg.N,
@@ -375,7 +364,9 @@ SET paused = $1
 WHERE name = 'ledger'
 `
 
-// SetPausedLedger pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedLedger pauses or resumes the queue for every worker; a single-row
+// UPDATE of the registry, so concurrent calls serialise and the last one
+// wins.
 func (q *Queries) SetPausedLedger(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedLedger, paused)
 	if err != nil {
@@ -399,7 +390,9 @@ type SnoozeLedgerParams struct {
 	Attempt  int32
 }
 
-// SnoozeLedger puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteLedger.
+// SnoozeLedger puts a job back until @run_after, or for @delay by the
+// database clock, without using up an attempt (max_attempts grows by one, so
+// the fencing attempt number still only rises); fenced like CompleteLedger.
 func (q *Queries) SnoozeLedger(ctx context.Context, arg SnoozeLedgerParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeLedger,
 		arg.RunAfter,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // LedgerPayload is the payload of queue ledger: one field per payload column of
@@ -27,33 +28,33 @@ const (
 // LedgerBackoff is the retry delay of queue ledger after a failed attempt.
 var LedgerBackoff = queue.Backoff{Min: 10 * time.Millisecond, Max: 100 * time.Millisecond, Factor: 2, Jitter: 0}
 
-// LedgerQueue is the typed accessor of queue ledger (table ledger_queue),
-// in transaction mode: a claim holds the job by row lock until the caller's transaction ends.
+// LedgerQueue is the typed accessor of queue ledger (table ledger_queue).
+// Transaction mode: a claim holds the job by row lock until the caller's
+// transaction ends.
 type LedgerQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; LedgerBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewLedgerQueue returns the accessor of queue ledger over a pgx pool,
-// connection or transaction.
-func NewLedgerQueue(db DBTX) *LedgerQueue {
+// NewLedgerQueue returns the accessor of queue ledger over db.
+func NewLedgerQueue(db DB) *LedgerQueue {
 	return &LedgerQueue{db: db, q: New(db), Backoff: LedgerBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *LedgerQueue) WithTx(tx pgx.Tx) *LedgerQueue {
-	return &LedgerQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &LedgerQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *LedgerQueue) Push(ctx context.Context, p LedgerPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(LedgerMaxAttempts, opts)
+	o := queueimpl.ResolvePush(LedgerMaxAttempts, opts)
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -72,12 +73,12 @@ func (q *LedgerQueue) Push(ctx context.Context, p LedgerPayload, opts ...queue.P
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *LedgerQueue) PushMany(ctx context.Context, ps []LedgerPayload, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(LedgerMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(LedgerMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -99,16 +100,14 @@ func (q *LedgerQueue) PushMany(ctx context.Context, ps []LedgerPayload, opts ...
 // Claim takes up to max due jobs inside tx, which must stay open while they
 // are worked: the row locks it holds are what keep other claimers off them.
 // Finish each job with Complete, Fail, Snooze or Discard in the same tx,
-// then commit; a rollback returns every job it claimed. A job whose payload
-// cannot be decoded is made dead with the decoding error and is not
-// returned.
+// then commit; a rollback returns every job it claimed.
 func (q *LedgerQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[LedgerPayload], error) {
-	o := queue.ResolveClaim(0, opts)
+	o := queueimpl.ResolveClaim(0, opts)
 	rows, err := q.q.WithTx(tx).ClaimLedger(ctx, ClaimLedgerParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, tx, rows)
+	return q.jobs(rows), nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -134,7 +133,7 @@ func (q *LedgerQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue
 // is returned.
 func (q *LedgerQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[LedgerPayload], cause error) (queue.State, error) {
 	state, err := q.WithTx(tx).q.FailLedger(ctx, FailLedgerParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -168,7 +167,7 @@ func (q *LedgerQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.WithTx(tx).q.FailManyLedger(ctx, arg)
 	if err != nil {
@@ -196,7 +195,7 @@ func (q *LedgerQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[L
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *LedgerQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[LedgerPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardLedger(ctx, DiscardLedgerParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardLedger(ctx, DiscardLedgerParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -221,12 +220,7 @@ func (q *LedgerQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *LedgerQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgeLedgerParams{Max: int32(max)}
-	return q.q.PurgeLedger(ctx, arg)
-} // Depth counts the jobs due now.
+// Depth counts the jobs due now.
 func (q *LedgerQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthLedger(ctx)
 }
@@ -240,11 +234,11 @@ func (q *LedgerQueue) NotifyChannel() string { return "" }
 func (q *LedgerQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
 
 // Worker returns a worker that claims jobs of queue ledger, each in a
-// transaction of its own, and runs handler on each inside it, with the
-// options given (concurrency, …). The accessor must be over a pool or a
-// connection. Run it with its Run method.
-func (q *LedgerQueue) Worker(handler queue.TxHandler[LedgerPayload], opts ...queue.WorkerOption) *queue.TxWorker[LedgerPayload] {
-	return queue.NewTxWorker[LedgerPayload](q.db, q, handler, opts...)
+// transaction of its own on the accessor's database, and runs handler on
+// each inside it, with the options given (concurrency, isolation, …). Run
+// it with its Run method.
+func (q *LedgerQueue) Worker(handler queue.TxHandler[LedgerPayload, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[LedgerPayload, pgx.Tx] {
+	return queue.NewTxWorker[LedgerPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
@@ -254,11 +248,11 @@ func (q *LedgerQueue) Get(ctx context.Context, id int64) (*queue.Job[LedgerPaylo
 	if err != nil {
 		return nil, err
 	}
-	return q.job(row)
+	return q.job(row), nil
 }
 
 // job converts a row to a Job.
-func (q *LedgerQueue) job(r LedgerRow) (*queue.Job[LedgerPayload], error) {
+func (q *LedgerQueue) job(r LedgerRow) *queue.Job[LedgerPayload] {
 	job := &queue.Job[LedgerPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -270,35 +264,23 @@ func (q *LedgerQueue) job(r LedgerRow) (*queue.Job[LedgerPayload], error) {
 		AttemptedAt: r.AttemptedAt,
 		LockedUntil: r.LockedUntil,
 		Errors:      r.Errors,
+		Payload: LedgerPayload{
+			N: r.N,
+		},
 	}
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
-	job.Payload = LedgerPayload{
-		N: r.N,
-	}
-	return job, nil
+	return job
 }
 
-// jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *LedgerQueue) jobs(ctx context.Context, tx pgx.Tx, rows []LedgerRow) ([]*queue.Job[LedgerPayload], error) {
-	jobs := make([]*queue.Job[LedgerPayload], 0, len(rows))
-	for _, r := range rows {
-		job, err := q.job(r)
-		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
-			if _, derr := d.q.DiscardLedger(ctx, DiscardLedgerParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
-			}
-			continue
-		}
-		jobs = append(jobs, job)
+// jobs converts claimed rows to Jobs.
+func (q *LedgerQueue) jobs(rows []LedgerRow) []*queue.Job[LedgerPayload] {
+	jobs := make([]*queue.Job[LedgerPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(r)
 	}
-	return jobs, nil
+	return jobs
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -53,7 +53,12 @@ type ClaimWorkParams struct {
 	Max   int32
 }
 
-// ClaimWork leases up to @max jobs to @node: first running jobs whose lease expired (their holder is presumed dead), then due jobs in claim order; FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so each job goes to one claimer, and the UPDATE commits with the statement, so the lease, not a transaction, then holds the job (seeds 000, 001, 004).
+// ClaimWork leases up to @max jobs to @node: first running jobs whose lease
+// expired (their holder is presumed dead), then due jobs in claim order. FOR
+// UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so
+// each job goes to one claimer; selecting and updating in one statement
+// leaves no window for a lost update, and the UPDATE commits with the
+// statement, so the lease, not an open transaction, then holds the job.
 func (q *Queries) ClaimWork(ctx context.Context, arg ClaimWorkParams) ([]WorkRow, error) {
 	rows, err := q.db.Query(ctx, claimWork,
 		arg.Now,
@@ -108,7 +113,11 @@ type CompleteManyWorkParams struct {
 	Attempts []int32
 }
 
-// CompleteManyWork completes many jobs in one statement, each fenced by its attempt like CompleteWork; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyWork completes many jobs in one statement, each fenced by its
+// attempt like CompleteWork, and returns the ids it completed. Rows are found
+// by primary key (id = ANY) and each attempt is read from the parallel array,
+// with no join, so the plan stays a primary-key scan whatever the statistics
+// say.
 func (q *Queries) CompleteManyWork(ctx context.Context, arg CompleteManyWorkParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyWork, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -139,7 +148,9 @@ type CompleteWorkParams struct {
 	Attempt int32
 }
 
-// CompleteWork deletes a job, fenced: only while it is still running at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteWork deletes a job, fenced: only while it is still running at the
+// caller's attempt, so a stale holder whose job was claimed again changes
+// nothing (0 rows).
 func (q *Queries) CompleteWork(ctx context.Context, arg CompleteWorkParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeWork, arg.ID, arg.Attempt)
 	if err != nil {
@@ -153,7 +164,8 @@ SELECT count(*) FROM work_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthWork counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthWork counts the jobs due now, for monitoring; it reads the claim index
+// and locks nothing.
 func (q *Queries) DepthWork(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthWork)
 	var count int64
@@ -177,7 +189,8 @@ type DiscardWorkParams struct {
 	Attempt int32
 }
 
-// DiscardWork makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteWork.
+// DiscardWork makes a job dead at once with its error kept, whatever attempts
+// remain; fenced like CompleteWork.
 func (q *Queries) DiscardWork(ctx context.Context, arg DiscardWorkParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardWork, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -199,7 +212,8 @@ type ExtendWorkParams struct {
 	Attempt int32
 }
 
-// ExtendWork moves a held job's lease to now() + @lease, fenced like CompleteWork, so a worker on a long job keeps it (seed 001).
+// ExtendWork moves a held job's lease to now() + @lease, fenced like
+// CompleteWork, so a worker on a long job keeps it.
 func (q *Queries) ExtendWork(ctx context.Context, arg ExtendWorkParams) (*time.Time, error) {
 	row := q.db.QueryRow(ctx, extendWork, arg.Lease, arg.ID, arg.Attempt)
 	var locked_until *time.Time
@@ -234,7 +248,10 @@ type FailManyWorkRow struct {
 	State string
 }
 
-// FailManyWork fails many jobs in one statement, each fenced like FailWork and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyWork.
+// FailManyWork fails many jobs in one statement, each fenced like FailWork
+// and retried after its own delay, and returns the ids it changed with their
+// new state. Rows are found by primary key and their message and delay read
+// from the parallel arrays, as in CompleteManyWork.
 func (q *Queries) FailManyWork(ctx context.Context, arg FailManyWorkParams) ([]FailManyWorkRow, error) {
 	rows, err := q.db.Query(ctx, failManyWork,
 		arg.Messages,
@@ -279,7 +296,9 @@ type FailWorkParams struct {
 	Attempt    int32
 }
 
-// FailWork records a failed attempt, fenced like CompleteWork: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailWork records a failed attempt, fenced like CompleteWork: the error is
+// kept, and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailWork(ctx context.Context, arg FailWorkParams) (string, error) {
 	row := q.db.QueryRow(ctx, failWork,
 		arg.Message,
@@ -326,42 +345,13 @@ SELECT paused FROM queuegen_queues
 WHERE name = 'work'
 `
 
-// PausedWork reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedWork reads whether the queue is paused; workers read it about once a
+// second, so a pause reaches every node within that.
 func (q *Queries) PausedWork(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedWork)
 	var paused bool
 	err := row.Scan(&paused)
 	return paused, err
-}
-
-const purgeWork = `-- name: PurgeWork :execrows
-WITH doomed AS (
-    SELECT id
-    FROM work_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
-    ORDER BY finished_at
-    LIMIT $3::integer
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM work_queue AS job
-USING doomed
-WHERE job.id = doomed.id
-`
-
-type PurgeWorkParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
-	Max                int32
-}
-
-// PurgeWork deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
-func (q *Queries) PurgeWork(ctx context.Context, arg PurgeWorkParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeWork, arg.SucceededRetention, arg.DeadRetention, arg.Max)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 type PushManyWorkParams struct {
@@ -409,8 +399,10 @@ type PushWorkRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue work (table work_queue), compiled by sqlc.
-// PushWork inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue work (table work_queue), compiled
+// by sqlc.
+// PushWork inserts one job and returns its id; an INSERT locks nothing that
+// other pushes or claims wait for.
 func (q *Queries) PushWork(ctx context.Context, arg PushWorkParams) (PushWorkRow, error) {
 	row := q.db.QueryRow(ctx, pushWork,
 		arg.N,
@@ -427,18 +419,32 @@ func (q *Queries) PushWork(ctx context.Context, arg PushWorkParams) (PushWorkRow
 }
 
 const reapWork = `-- name: ReapWork :execrows
-UPDATE work_queue
+WITH doomed AS (
+    SELECT id
+    FROM work_queue
+    WHERE state = 'running'
+      AND locked_until < now()
+      AND attempt >= max_attempts
+    ORDER BY locked_until
+    LIMIT $1::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE work_queue AS job
 SET state = 'dead',
-    errors = array_append(errors, 'lease expired on the last attempt'),
+    errors = array_append(job.errors, 'lease expired on the last attempt'),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
-WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts
+FROM doomed
+WHERE job.id = doomed.id
 `
 
-// ReapWork makes dead the running jobs whose lease expired on their last attempt, which claims no longer take; a worker finishing one at the same moment either wins the row lock first or finds it gone (fenced).
-func (q *Queries) ReapWork(ctx context.Context) (int64, error) {
-	result, err := q.db.Exec(ctx, reapWork)
+// ReapWork makes dead up to @max running jobs whose lease expired on their
+// last attempt, which claims no longer take. The batch is bounded and SKIP
+// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
+// update then finds it gone) nor holds a long transaction.
+func (q *Queries) ReapWork(ctx context.Context, max int32) (int64, error) {
+	result, err := q.db.Exec(ctx, reapWork, max)
 	if err != nil {
 		return 0, err
 	}
@@ -453,7 +459,10 @@ SET state = 'available',
 WHERE state = 'running' AND locked_by = $1::text
 `
 
-// ReleaseNodeWork makes every job @node holds claimable again, for a node restarting after a crash (seed 001); the attempt counts, as the crash may have been the job's doing.
+// ReleaseNodeWork makes every job @node holds claimable again, for a node
+// restarting after a crash; the attempt counts, as the crash may have been
+// the job's doing. It finds the node's jobs through the locked_by index; a
+// job claimed again meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeWork(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeWork, node)
 	if err != nil {
@@ -476,7 +485,8 @@ type ReleaseWorkParams struct {
 	Attempt int32
 }
 
-// ReleaseWork gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompleteWork.
+// ReleaseWork gives a held job back unworked, claimable at once, without
+// using up an attempt; fenced like CompleteWork.
 func (q *Queries) ReleaseWork(ctx context.Context, arg ReleaseWorkParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseWork, arg.ID, arg.Attempt)
 	if err != nil {
@@ -491,7 +501,9 @@ SET paused = $1
 WHERE name = 'work'
 `
 
-// SetPausedWork pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedWork pauses or resumes the queue for every worker; a single-row
+// UPDATE of the registry, so concurrent calls serialise and the last one
+// wins.
 func (q *Queries) SetPausedWork(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedWork, paused)
 	if err != nil {
@@ -517,7 +529,9 @@ type SnoozeWorkParams struct {
 	Attempt  int32
 }
 
-// SnoozeWork puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteWork.
+// SnoozeWork puts a job back until @run_after, or for @delay by the database
+// clock, without using up an attempt (max_attempts grows by one, so the
+// fencing attempt number still only rises); fenced like CompleteWork.
 func (q *Queries) SnoozeWork(ctx context.Context, arg SnoozeWorkParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeWork,
 		arg.RunAfter,

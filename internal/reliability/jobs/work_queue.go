@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // WorkPayload is the payload of queue work: one field per payload column of
@@ -30,33 +31,33 @@ const (
 // WorkBackoff is the retry delay of queue work after a failed attempt.
 var WorkBackoff = queue.Backoff{Min: 10 * time.Millisecond, Max: 100 * time.Millisecond, Factor: 2, Jitter: 0.1}
 
-// WorkQueue is the typed accessor of queue work (table work_queue),
-// in lease mode: a claim is committed at once and holds the job until its lease expires.
+// WorkQueue is the typed accessor of queue work (table work_queue).
+// Lease mode: a claim is committed at once and holds the job until its
+// lease expires.
 type WorkQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; WorkBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewWorkQueue returns the accessor of queue work over a pgx pool,
-// connection or transaction.
-func NewWorkQueue(db DBTX) *WorkQueue {
+// NewWorkQueue returns the accessor of queue work over db.
+func NewWorkQueue(db DB) *WorkQueue {
 	return &WorkQueue{db: db, q: New(db), Backoff: WorkBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *WorkQueue) WithTx(tx pgx.Tx) *WorkQueue {
-	return &WorkQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &WorkQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *WorkQueue) Push(ctx context.Context, p WorkPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(WorkMaxAttempts, opts)
+	o := queueimpl.ResolvePush(WorkMaxAttempts, opts)
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -76,12 +77,12 @@ func (q *WorkQueue) Push(ctx context.Context, p WorkPayload, opts ...queue.PushO
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *WorkQueue) PushMany(ctx context.Context, ps []WorkPayload, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(WorkMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(WorkMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -105,15 +106,14 @@ func (q *WorkQueue) PushMany(ctx context.Context, ps []WorkPayload, opts ...queu
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for WorkLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer. A job whose payload cannot be decoded is made dead
-// with the decoding error and is not returned.
+// job that needs longer.
 func (q *WorkQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[WorkPayload], error) {
-	o := queue.ResolveClaim(WorkLease, opts)
+	o := queueimpl.ResolveClaim(WorkLease, opts)
 	rows, err := q.q.ClaimWork(ctx, ClaimWorkParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, nil, rows)
+	return q.jobs(rows), nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -139,7 +139,7 @@ func (q *WorkQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WorkPayl
 // is returned.
 func (q *WorkQueue) Fail(ctx context.Context, job *queue.Job[WorkPayload], cause error) (queue.State, error) {
 	state, err := q.q.FailWork(ctx, FailWorkParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -173,7 +173,7 @@ func (q *WorkQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[WorkPay
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.q.FailManyWork(ctx, arg)
 	if err != nil {
@@ -201,7 +201,7 @@ func (q *WorkQueue) SnoozeFor(ctx context.Context, job *queue.Job[WorkPayload], 
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *WorkQueue) Discard(ctx context.Context, job *queue.Job[WorkPayload], cause error) error {
-	n, err := q.q.DiscardWork(ctx, DiscardWorkParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardWork(ctx, DiscardWorkParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -232,10 +232,11 @@ func (q *WorkQueue) ReleaseNode(ctx context.Context, node string) (int64, error)
 	return q.q.ReleaseNodeWork(ctx, node)
 }
 
-// Reap makes dead the jobs whose lease expired on their last attempt and
-// returns how many. Claims re-deliver other expired jobs by themselves.
-func (q *WorkQueue) Reap(ctx context.Context) (int64, error) {
-	return q.q.ReapWork(ctx)
+// Reap makes dead up to max jobs whose lease expired on their last attempt
+// and returns how many; a Maintainer calls it in batches. Claims re-deliver
+// other expired jobs by themselves.
+func (q *WorkQueue) Reap(ctx context.Context, max int) (int64, error) {
+	return q.q.ReapWork(ctx, int32(max))
 }
 
 // QueueName is the queue's name, "work".
@@ -259,12 +260,7 @@ func (q *WorkQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *WorkQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgeWorkParams{Max: int32(max)}
-	return q.q.PurgeWork(ctx, arg)
-} // Depth counts the jobs due now.
+// Depth counts the jobs due now.
 func (q *WorkQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthWork(ctx)
 }
@@ -294,11 +290,11 @@ func (q *WorkQueue) Get(ctx context.Context, id int64) (*queue.Job[WorkPayload],
 	if err != nil {
 		return nil, err
 	}
-	return q.job(row)
+	return q.job(row), nil
 }
 
 // job converts a row to a Job.
-func (q *WorkQueue) job(r WorkRow) (*queue.Job[WorkPayload], error) {
+func (q *WorkQueue) job(r WorkRow) *queue.Job[WorkPayload] {
 	job := &queue.Job[WorkPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -310,36 +306,24 @@ func (q *WorkQueue) job(r WorkRow) (*queue.Job[WorkPayload], error) {
 		AttemptedAt: r.AttemptedAt,
 		LockedUntil: r.LockedUntil,
 		Errors:      r.Errors,
+		Payload: WorkPayload{
+			N:    r.N,
+			Kind: r.Kind,
+		},
 	}
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
-	job.Payload = WorkPayload{
-		N:    r.N,
-		Kind: r.Kind,
-	}
-	return job, nil
+	return job
 }
 
-// jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *WorkQueue) jobs(ctx context.Context, tx pgx.Tx, rows []WorkRow) ([]*queue.Job[WorkPayload], error) {
-	jobs := make([]*queue.Job[WorkPayload], 0, len(rows))
-	for _, r := range rows {
-		job, err := q.job(r)
-		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
-			if _, derr := d.q.DiscardWork(ctx, DiscardWorkParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
-			}
-			continue
-		}
-		jobs = append(jobs, job)
+// jobs converts claimed rows to Jobs.
+func (q *WorkQueue) jobs(rows []WorkRow) []*queue.Job[WorkPayload] {
+	jobs := make([]*queue.Job[WorkPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(r)
 	}
-	return jobs, nil
+	return jobs
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -3,12 +3,35 @@
 -- queuegen adds new migrations for later spec changes.
 --
 -- What changed (in the spec, or in the tables queuegen makes for it):
---   - table email_queue: add column cc text
+--   - table email_queue: change index email_queue_claim_idx to (priority DESC, run_after, id) WHERE state = 'available'
+--   - table email_queue: add index email_queue_unique_key_idx
+--
+-- NO TRANSACTION: indexes on existing tables are built and dropped online
+-- (CONCURRENTLY), which cannot run in a transaction but does not block
+-- pushes and claims while it works. Each statement can run again (an index
+-- is dropped before it is built, in case a failed run left it INVALID), so
+-- a failed run can be fixed and re-run.
+
+-- +goose NO TRANSACTION
 
 -- +goose Up
 
-ALTER TABLE email_queue ADD COLUMN IF NOT EXISTS cc text;
+DROP INDEX CONCURRENTLY IF EXISTS email_queue_claim_idx_next;
+CREATE INDEX CONCURRENTLY email_queue_claim_idx_next ON email_queue (priority DESC, run_after, id)
+    WHERE state = 'available';
+DROP INDEX CONCURRENTLY IF EXISTS email_queue_claim_idx;
+ALTER INDEX IF EXISTS email_queue_claim_idx_next RENAME TO email_queue_claim_idx;
+
+DROP INDEX CONCURRENTLY IF EXISTS email_queue_unique_key_idx;
+CREATE UNIQUE INDEX CONCURRENTLY email_queue_unique_key_idx ON email_queue (unique_key)
+    WHERE unique_key IS NOT NULL AND state IN ('available', 'running');
 
 -- +goose Down
 
-ALTER TABLE email_queue DROP COLUMN IF EXISTS cc;
+DROP INDEX CONCURRENTLY IF EXISTS email_queue_unique_key_idx;
+
+DROP INDEX CONCURRENTLY IF EXISTS email_queue_claim_idx_next;
+CREATE INDEX CONCURRENTLY email_queue_claim_idx_next ON email_queue (run_after, id)
+    WHERE state = 'available';
+DROP INDEX CONCURRENTLY IF EXISTS email_queue_claim_idx;
+ALTER INDEX IF EXISTS email_queue_claim_idx_next RENAME TO email_queue_claim_idx;

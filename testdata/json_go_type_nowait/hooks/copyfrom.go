@@ -40,7 +40,9 @@ func (r iteratorForPushManyWebhook) Err() error {
 	return nil
 }
 
-// PushManyWebhook inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyWebhook inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
 func (q *Queries) PushManyWebhook(ctx context.Context, arg []PushManyWebhookParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"webhook_queue"}, []string{"message", "priority", "max_attempts"}, &iteratorForPushManyWebhook{rows: arg})
 }

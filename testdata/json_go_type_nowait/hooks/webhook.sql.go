@@ -53,7 +53,13 @@ type ClaimWebhookParams struct {
 	Max   int32
 }
 
-// ClaimWebhook leases up to @max jobs to @node: first running jobs whose lease expired (their holder is presumed dead), then due jobs in claim order; FOR UPDATE NOWAIT makes concurrent claims fail fast on each other's rows instead of waiting, so each job goes to one claimer, and the UPDATE commits with the statement, so the lease, not a transaction, then holds the job (seeds 000, 001, 004).
+// ClaimWebhook leases up to @max jobs to @node: first running jobs whose
+// lease expired (their holder is presumed dead), then due jobs in claim
+// order. FOR UPDATE NOWAIT makes concurrent claims fail fast on each other's
+// rows instead of waiting, so each job goes to one claimer; selecting and
+// updating in one statement leaves no window for a lost update, and the
+// UPDATE commits with the statement, so the lease, not an open transaction,
+// then holds the job.
 func (q *Queries) ClaimWebhook(ctx context.Context, arg ClaimWebhookParams) ([]WebhookRow, error) {
 	rows, err := q.db.Query(ctx, claimWebhook,
 		arg.Now,
@@ -111,7 +117,11 @@ type CompleteManyWebhookParams struct {
 	Attempts []int32
 }
 
-// CompleteManyWebhook completes many jobs in one statement, each fenced by its attempt like CompleteWebhook; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyWebhook completes many jobs in one statement, each fenced by
+// its attempt like CompleteWebhook, and returns the ids it completed. Rows
+// are found by primary key (id = ANY) and each attempt is read from the
+// parallel array, with no join, so the plan stays a primary-key scan whatever
+// the statistics say.
 func (q *Queries) CompleteManyWebhook(ctx context.Context, arg CompleteManyWebhookParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyWebhook, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -146,7 +156,9 @@ type CompleteWebhookParams struct {
 	Attempt int32
 }
 
-// CompleteWebhook marks succeeded a job, fenced: only while it is still running at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteWebhook marks succeeded a job, fenced: only while it is still
+// running at the caller's attempt, so a stale holder whose job was claimed
+// again changes nothing (0 rows).
 func (q *Queries) CompleteWebhook(ctx context.Context, arg CompleteWebhookParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeWebhook, arg.ID, arg.Attempt)
 	if err != nil {
@@ -160,7 +172,8 @@ SELECT count(*) FROM webhook_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthWebhook counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthWebhook counts the jobs due now, for monitoring; it reads the claim
+// index and locks nothing.
 func (q *Queries) DepthWebhook(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthWebhook)
 	var count int64
@@ -184,7 +197,8 @@ type DiscardWebhookParams struct {
 	Attempt int32
 }
 
-// DiscardWebhook makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteWebhook.
+// DiscardWebhook makes a job dead at once with its error kept, whatever
+// attempts remain; fenced like CompleteWebhook.
 func (q *Queries) DiscardWebhook(ctx context.Context, arg DiscardWebhookParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardWebhook, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -206,7 +220,8 @@ type ExtendWebhookParams struct {
 	Attempt int32
 }
 
-// ExtendWebhook moves a held job's lease to now() + @lease, fenced like CompleteWebhook, so a worker on a long job keeps it (seed 001).
+// ExtendWebhook moves a held job's lease to now() + @lease, fenced like
+// CompleteWebhook, so a worker on a long job keeps it.
 func (q *Queries) ExtendWebhook(ctx context.Context, arg ExtendWebhookParams) (*time.Time, error) {
 	row := q.db.QueryRow(ctx, extendWebhook, arg.Lease, arg.ID, arg.Attempt)
 	var locked_until *time.Time
@@ -241,7 +256,10 @@ type FailManyWebhookRow struct {
 	State string
 }
 
-// FailManyWebhook fails many jobs in one statement, each fenced like FailWebhook and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyWebhook.
+// FailManyWebhook fails many jobs in one statement, each fenced like
+// FailWebhook and retried after its own delay, and returns the ids it changed
+// with their new state. Rows are found by primary key and their message and
+// delay read from the parallel arrays, as in CompleteManyWebhook.
 func (q *Queries) FailManyWebhook(ctx context.Context, arg FailManyWebhookParams) ([]FailManyWebhookRow, error) {
 	rows, err := q.db.Query(ctx, failManyWebhook,
 		arg.Messages,
@@ -286,7 +304,9 @@ type FailWebhookParams struct {
 	Attempt    int32
 }
 
-// FailWebhook records a failed attempt, fenced like CompleteWebhook: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailWebhook records a failed attempt, fenced like CompleteWebhook: the
+// error is kept, and the job is retried after @retry_delay or, having used
+// its attempts, is dead.
 func (q *Queries) FailWebhook(ctx context.Context, arg FailWebhookParams) (string, error) {
 	row := q.db.QueryRow(ctx, failWebhook,
 		arg.Message,
@@ -332,7 +352,8 @@ SELECT paused FROM queuegen_queues
 WHERE name = 'webhook'
 `
 
-// PausedWebhook reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedWebhook reads whether the queue is paused; workers read it about once
+// a second, so a pause reaches every node within that.
 func (q *Queries) PausedWebhook(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedWebhook)
 	var paused bool
@@ -345,9 +366,8 @@ WITH doomed AS (
     SELECT id
     FROM webhook_queue
     WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
     ORDER BY finished_at
-    LIMIT $3::integer
+    LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
 )
 DELETE FROM webhook_queue AS job
@@ -356,14 +376,15 @@ WHERE job.id = doomed.id
 `
 
 type PurgeWebhookParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
+	SucceededRetention time.Duration
 	Max                int32
 }
 
-// PurgeWebhook deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+// PurgeWebhook deletes up to @max finished jobs past their retention, oldest
+// first. SKIP LOCKED and the bounded batch keep it from waiting on workers or
+// holding a long transaction.
 func (q *Queries) PurgeWebhook(ctx context.Context, arg PurgeWebhookParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeWebhook, arg.SucceededRetention, arg.DeadRetention, arg.Max)
+	result, err := q.db.Exec(ctx, purgeWebhook, arg.SucceededRetention, arg.Max)
 	if err != nil {
 		return 0, err
 	}
@@ -412,8 +433,10 @@ type PushWebhookRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue webhook (table webhook_queue), compiled by sqlc.
-// PushWebhook inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue webhook (table webhook_queue),
+// compiled by sqlc.
+// PushWebhook inserts one job and returns its id; an INSERT locks nothing
+// that other pushes or claims wait for.
 func (q *Queries) PushWebhook(ctx context.Context, arg PushWebhookParams) (PushWebhookRow, error) {
 	row := q.db.QueryRow(ctx, pushWebhook,
 		arg.Message,
@@ -429,18 +452,32 @@ func (q *Queries) PushWebhook(ctx context.Context, arg PushWebhookParams) (PushW
 }
 
 const reapWebhook = `-- name: ReapWebhook :execrows
-UPDATE webhook_queue
+WITH doomed AS (
+    SELECT id
+    FROM webhook_queue
+    WHERE state = 'running'
+      AND locked_until < now()
+      AND attempt >= max_attempts
+    ORDER BY locked_until
+    LIMIT $1::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE webhook_queue AS job
 SET state = 'dead',
-    errors = array_append(errors, 'lease expired on the last attempt'),
+    errors = array_append(job.errors, 'lease expired on the last attempt'),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
-WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts
+FROM doomed
+WHERE job.id = doomed.id
 `
 
-// ReapWebhook makes dead the running jobs whose lease expired on their last attempt, which claims no longer take; a worker finishing one at the same moment either wins the row lock first or finds it gone (fenced).
-func (q *Queries) ReapWebhook(ctx context.Context) (int64, error) {
-	result, err := q.db.Exec(ctx, reapWebhook)
+// ReapWebhook makes dead up to @max running jobs whose lease expired on their
+// last attempt, which claims no longer take. The batch is bounded and SKIP
+// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
+// update then finds it gone) nor holds a long transaction.
+func (q *Queries) ReapWebhook(ctx context.Context, max int32) (int64, error) {
+	result, err := q.db.Exec(ctx, reapWebhook, max)
 	if err != nil {
 		return 0, err
 	}
@@ -455,7 +492,10 @@ SET state = 'available',
 WHERE state = 'running' AND locked_by = $1::text
 `
 
-// ReleaseNodeWebhook makes every job @node holds claimable again, for a node restarting after a crash (seed 001); the attempt counts, as the crash may have been the job's doing.
+// ReleaseNodeWebhook makes every job @node holds claimable again, for a node
+// restarting after a crash; the attempt counts, as the crash may have been
+// the job's doing. It finds the node's jobs through the locked_by index; a
+// job claimed again meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeWebhook(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeWebhook, node)
 	if err != nil {
@@ -478,7 +518,8 @@ type ReleaseWebhookParams struct {
 	Attempt int32
 }
 
-// ReleaseWebhook gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompleteWebhook.
+// ReleaseWebhook gives a held job back unworked, claimable at once, without
+// using up an attempt; fenced like CompleteWebhook.
 func (q *Queries) ReleaseWebhook(ctx context.Context, arg ReleaseWebhookParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseWebhook, arg.ID, arg.Attempt)
 	if err != nil {
@@ -493,7 +534,9 @@ SET paused = $1
 WHERE name = 'webhook'
 `
 
-// SetPausedWebhook pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedWebhook pauses or resumes the queue for every worker; a single-row
+// UPDATE of the registry, so concurrent calls serialise and the last one
+// wins.
 func (q *Queries) SetPausedWebhook(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedWebhook, paused)
 	if err != nil {
@@ -519,7 +562,9 @@ type SnoozeWebhookParams struct {
 	Attempt  int32
 }
 
-// SnoozeWebhook puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteWebhook.
+// SnoozeWebhook puts a job back until @run_after, or for @delay by the
+// database clock, without using up an attempt (max_attempts grows by one, so
+// the fencing attempt number still only rises); fenced like CompleteWebhook.
 func (q *Queries) SnoozeWebhook(ctx context.Context, arg SnoozeWebhookParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeWebhook,
 		arg.RunAfter,

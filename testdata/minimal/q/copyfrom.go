@@ -40,7 +40,9 @@ func (r iteratorForPushManyPing) Err() error {
 	return nil
 }
 
-// PushManyPing inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyPing inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
 func (q *Queries) PushManyPing(ctx context.Context, arg []PushManyPingParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"ping_queue"}, []string{"host", "priority", "max_attempts"}, &iteratorForPushManyPing{rows: arg})
 }

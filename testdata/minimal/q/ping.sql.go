@@ -53,7 +53,12 @@ type ClaimPingParams struct {
 	Max   int32
 }
 
-// ClaimPing leases up to @max jobs to @node: first running jobs whose lease expired (their holder is presumed dead), then due jobs in claim order; FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so each job goes to one claimer, and the UPDATE commits with the statement, so the lease, not a transaction, then holds the job (seeds 000, 001, 004).
+// ClaimPing leases up to @max jobs to @node: first running jobs whose lease
+// expired (their holder is presumed dead), then due jobs in claim order. FOR
+// UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so
+// each job goes to one claimer; selecting and updating in one statement
+// leaves no window for a lost update, and the UPDATE commits with the
+// statement, so the lease, not an open transaction, then holds the job.
 func (q *Queries) ClaimPing(ctx context.Context, arg ClaimPingParams) ([]PingRow, error) {
 	rows, err := q.db.Query(ctx, claimPing,
 		arg.Now,
@@ -107,7 +112,11 @@ type CompleteManyPingParams struct {
 	Attempts []int32
 }
 
-// CompleteManyPing completes many jobs in one statement, each fenced by its attempt like CompletePing; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyPing completes many jobs in one statement, each fenced by its
+// attempt like CompletePing, and returns the ids it completed. Rows are found
+// by primary key (id = ANY) and each attempt is read from the parallel array,
+// with no join, so the plan stays a primary-key scan whatever the statistics
+// say.
 func (q *Queries) CompleteManyPing(ctx context.Context, arg CompleteManyPingParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyPing, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -138,7 +147,9 @@ type CompletePingParams struct {
 	Attempt int32
 }
 
-// CompletePing deletes a job, fenced: only while it is still running at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompletePing deletes a job, fenced: only while it is still running at the
+// caller's attempt, so a stale holder whose job was claimed again changes
+// nothing (0 rows).
 func (q *Queries) CompletePing(ctx context.Context, arg CompletePingParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completePing, arg.ID, arg.Attempt)
 	if err != nil {
@@ -152,7 +163,8 @@ SELECT count(*) FROM ping_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthPing counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthPing counts the jobs due now, for monitoring; it reads the claim index
+// and locks nothing.
 func (q *Queries) DepthPing(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthPing)
 	var count int64
@@ -176,7 +188,8 @@ type DiscardPingParams struct {
 	Attempt int32
 }
 
-// DiscardPing makes a job dead at once with its error kept, whatever attempts remain; fenced like CompletePing.
+// DiscardPing makes a job dead at once with its error kept, whatever attempts
+// remain; fenced like CompletePing.
 func (q *Queries) DiscardPing(ctx context.Context, arg DiscardPingParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardPing, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -198,7 +211,8 @@ type ExtendPingParams struct {
 	Attempt int32
 }
 
-// ExtendPing moves a held job's lease to now() + @lease, fenced like CompletePing, so a worker on a long job keeps it (seed 001).
+// ExtendPing moves a held job's lease to now() + @lease, fenced like
+// CompletePing, so a worker on a long job keeps it.
 func (q *Queries) ExtendPing(ctx context.Context, arg ExtendPingParams) (*time.Time, error) {
 	row := q.db.QueryRow(ctx, extendPing, arg.Lease, arg.ID, arg.Attempt)
 	var locked_until *time.Time
@@ -233,7 +247,10 @@ type FailManyPingRow struct {
 	State string
 }
 
-// FailManyPing fails many jobs in one statement, each fenced like FailPing and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyPing.
+// FailManyPing fails many jobs in one statement, each fenced like FailPing
+// and retried after its own delay, and returns the ids it changed with their
+// new state. Rows are found by primary key and their message and delay read
+// from the parallel arrays, as in CompleteManyPing.
 func (q *Queries) FailManyPing(ctx context.Context, arg FailManyPingParams) ([]FailManyPingRow, error) {
 	rows, err := q.db.Query(ctx, failManyPing,
 		arg.Messages,
@@ -278,7 +295,9 @@ type FailPingParams struct {
 	Attempt    int32
 }
 
-// FailPing records a failed attempt, fenced like CompletePing: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailPing records a failed attempt, fenced like CompletePing: the error is
+// kept, and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailPing(ctx context.Context, arg FailPingParams) (string, error) {
 	row := q.db.QueryRow(ctx, failPing,
 		arg.Message,
@@ -324,42 +343,13 @@ SELECT paused FROM queuegen_queues
 WHERE name = 'ping'
 `
 
-// PausedPing reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedPing reads whether the queue is paused; workers read it about once a
+// second, so a pause reaches every node within that.
 func (q *Queries) PausedPing(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedPing)
 	var paused bool
 	err := row.Scan(&paused)
 	return paused, err
-}
-
-const purgePing = `-- name: PurgePing :execrows
-WITH doomed AS (
-    SELECT id
-    FROM ping_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
-    ORDER BY finished_at
-    LIMIT $3::integer
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM ping_queue AS job
-USING doomed
-WHERE job.id = doomed.id
-`
-
-type PurgePingParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
-	Max                int32
-}
-
-// PurgePing deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
-func (q *Queries) PurgePing(ctx context.Context, arg PurgePingParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgePing, arg.SucceededRetention, arg.DeadRetention, arg.Max)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 type PushManyPingParams struct {
@@ -404,8 +394,10 @@ type PushPingRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue ping (table ping_queue), compiled by sqlc.
-// PushPing inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue ping (table ping_queue), compiled
+// by sqlc.
+// PushPing inserts one job and returns its id; an INSERT locks nothing that
+// other pushes or claims wait for.
 func (q *Queries) PushPing(ctx context.Context, arg PushPingParams) (PushPingRow, error) {
 	row := q.db.QueryRow(ctx, pushPing,
 		arg.Host,
@@ -421,18 +413,32 @@ func (q *Queries) PushPing(ctx context.Context, arg PushPingParams) (PushPingRow
 }
 
 const reapPing = `-- name: ReapPing :execrows
-UPDATE ping_queue
+WITH doomed AS (
+    SELECT id
+    FROM ping_queue
+    WHERE state = 'running'
+      AND locked_until < now()
+      AND attempt >= max_attempts
+    ORDER BY locked_until
+    LIMIT $1::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE ping_queue AS job
 SET state = 'dead',
-    errors = array_append(errors, 'lease expired on the last attempt'),
+    errors = array_append(job.errors, 'lease expired on the last attempt'),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
-WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts
+FROM doomed
+WHERE job.id = doomed.id
 `
 
-// ReapPing makes dead the running jobs whose lease expired on their last attempt, which claims no longer take; a worker finishing one at the same moment either wins the row lock first or finds it gone (fenced).
-func (q *Queries) ReapPing(ctx context.Context) (int64, error) {
-	result, err := q.db.Exec(ctx, reapPing)
+// ReapPing makes dead up to @max running jobs whose lease expired on their
+// last attempt, which claims no longer take. The batch is bounded and SKIP
+// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
+// update then finds it gone) nor holds a long transaction.
+func (q *Queries) ReapPing(ctx context.Context, max int32) (int64, error) {
+	result, err := q.db.Exec(ctx, reapPing, max)
 	if err != nil {
 		return 0, err
 	}
@@ -447,7 +453,10 @@ SET state = 'available',
 WHERE state = 'running' AND locked_by = $1::text
 `
 
-// ReleaseNodePing makes every job @node holds claimable again, for a node restarting after a crash (seed 001); the attempt counts, as the crash may have been the job's doing.
+// ReleaseNodePing makes every job @node holds claimable again, for a node
+// restarting after a crash; the attempt counts, as the crash may have been
+// the job's doing. It finds the node's jobs through the locked_by index; a
+// job claimed again meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodePing(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodePing, node)
 	if err != nil {
@@ -470,7 +479,8 @@ type ReleasePingParams struct {
 	Attempt int32
 }
 
-// ReleasePing gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompletePing.
+// ReleasePing gives a held job back unworked, claimable at once, without
+// using up an attempt; fenced like CompletePing.
 func (q *Queries) ReleasePing(ctx context.Context, arg ReleasePingParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releasePing, arg.ID, arg.Attempt)
 	if err != nil {
@@ -485,7 +495,9 @@ SET paused = $1
 WHERE name = 'ping'
 `
 
-// SetPausedPing pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedPing pauses or resumes the queue for every worker; a single-row
+// UPDATE of the registry, so concurrent calls serialise and the last one
+// wins.
 func (q *Queries) SetPausedPing(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedPing, paused)
 	if err != nil {
@@ -511,7 +523,9 @@ type SnoozePingParams struct {
 	Attempt  int32
 }
 
-// SnoozePing puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompletePing.
+// SnoozePing puts a job back until @run_after, or for @delay by the database
+// clock, without using up an attempt (max_attempts grows by one, so the
+// fencing attempt number still only rises); fenced like CompletePing.
 func (q *Queries) SnoozePing(ctx context.Context, arg SnoozePingParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozePing,
 		arg.RunAfter,

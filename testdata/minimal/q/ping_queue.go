@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // PingPayload is the payload of queue ping: one field per payload column of
@@ -29,33 +30,33 @@ const (
 // PingBackoff is the retry delay of queue ping after a failed attempt.
 var PingBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// PingQueue is the typed accessor of queue ping (table ping_queue),
-// in lease mode: a claim is committed at once and holds the job until its lease expires.
+// PingQueue is the typed accessor of queue ping (table ping_queue).
+// Lease mode: a claim is committed at once and holds the job until its
+// lease expires.
 type PingQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; PingBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewPingQueue returns the accessor of queue ping over a pgx pool,
-// connection or transaction.
-func NewPingQueue(db DBTX) *PingQueue {
+// NewPingQueue returns the accessor of queue ping over db.
+func NewPingQueue(db DB) *PingQueue {
 	return &PingQueue{db: db, q: New(db), Backoff: PingBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *PingQueue) WithTx(tx pgx.Tx) *PingQueue {
-	return &PingQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &PingQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *PingQueue) Push(ctx context.Context, p PingPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(PingMaxAttempts, opts)
+	o := queueimpl.ResolvePush(PingMaxAttempts, opts)
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -74,12 +75,12 @@ func (q *PingQueue) Push(ctx context.Context, p PingPayload, opts ...queue.PushO
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *PingQueue) PushMany(ctx context.Context, ps []PingPayload, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(PingMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(PingMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -101,15 +102,14 @@ func (q *PingQueue) PushMany(ctx context.Context, ps []PingPayload, opts ...queu
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for PingLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer. A job whose payload cannot be decoded is made dead
-// with the decoding error and is not returned.
+// job that needs longer.
 func (q *PingQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[PingPayload], error) {
-	o := queue.ResolveClaim(PingLease, opts)
+	o := queueimpl.ResolveClaim(PingLease, opts)
 	rows, err := q.q.ClaimPing(ctx, ClaimPingParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, nil, rows)
+	return q.jobs(rows), nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -135,7 +135,7 @@ func (q *PingQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[PingPayl
 // is returned.
 func (q *PingQueue) Fail(ctx context.Context, job *queue.Job[PingPayload], cause error) (queue.State, error) {
 	state, err := q.q.FailPing(ctx, FailPingParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -169,7 +169,7 @@ func (q *PingQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[PingPay
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.q.FailManyPing(ctx, arg)
 	if err != nil {
@@ -197,7 +197,7 @@ func (q *PingQueue) SnoozeFor(ctx context.Context, job *queue.Job[PingPayload], 
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *PingQueue) Discard(ctx context.Context, job *queue.Job[PingPayload], cause error) error {
-	n, err := q.q.DiscardPing(ctx, DiscardPingParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardPing(ctx, DiscardPingParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -228,10 +228,11 @@ func (q *PingQueue) ReleaseNode(ctx context.Context, node string) (int64, error)
 	return q.q.ReleaseNodePing(ctx, node)
 }
 
-// Reap makes dead the jobs whose lease expired on their last attempt and
-// returns how many. Claims re-deliver other expired jobs by themselves.
-func (q *PingQueue) Reap(ctx context.Context) (int64, error) {
-	return q.q.ReapPing(ctx)
+// Reap makes dead up to max jobs whose lease expired on their last attempt
+// and returns how many; a Maintainer calls it in batches. Claims re-deliver
+// other expired jobs by themselves.
+func (q *PingQueue) Reap(ctx context.Context, max int) (int64, error) {
+	return q.q.ReapPing(ctx, int32(max))
 }
 
 // QueueName is the queue's name, "ping".
@@ -255,12 +256,7 @@ func (q *PingQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *PingQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgePingParams{Max: int32(max)}
-	return q.q.PurgePing(ctx, arg)
-} // Depth counts the jobs due now.
+// Depth counts the jobs due now.
 func (q *PingQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthPing(ctx)
 }
@@ -290,11 +286,11 @@ func (q *PingQueue) Get(ctx context.Context, id int64) (*queue.Job[PingPayload],
 	if err != nil {
 		return nil, err
 	}
-	return q.job(row)
+	return q.job(row), nil
 }
 
 // job converts a row to a Job.
-func (q *PingQueue) job(r PingRow) (*queue.Job[PingPayload], error) {
+func (q *PingQueue) job(r PingRow) *queue.Job[PingPayload] {
 	job := &queue.Job[PingPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -306,35 +302,23 @@ func (q *PingQueue) job(r PingRow) (*queue.Job[PingPayload], error) {
 		AttemptedAt: r.AttemptedAt,
 		LockedUntil: r.LockedUntil,
 		Errors:      r.Errors,
+		Payload: PingPayload{
+			Host: r.Host,
+		},
 	}
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
-	job.Payload = PingPayload{
-		Host: r.Host,
-	}
-	return job, nil
+	return job
 }
 
-// jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *PingQueue) jobs(ctx context.Context, tx pgx.Tx, rows []PingRow) ([]*queue.Job[PingPayload], error) {
-	jobs := make([]*queue.Job[PingPayload], 0, len(rows))
-	for _, r := range rows {
-		job, err := q.job(r)
-		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
-			if _, derr := d.q.DiscardPing(ctx, DiscardPingParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
-			}
-			continue
-		}
-		jobs = append(jobs, job)
+// jobs converts claimed rows to Jobs.
+func (q *PingQueue) jobs(rows []PingRow) []*queue.Job[PingPayload] {
+	jobs := make([]*queue.Job[PingPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(r)
 	}
-	return jobs, nil
+	return jobs
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -19,41 +19,62 @@ CREATE TABLE queuegen_queues (
     CONSTRAINT queuegen_queues_mode_check CHECK (mode IN ('lease', 'transaction'))
 );
 
+-- base_queue is the parent of every queue table declared with inherits: true
+-- (the default). It holds the job bookkeeping columns; each queue table adds
+-- its payload columns. It never holds rows itself (the NO INHERIT check), and
+-- its primary key and indexes are not inherited: each queue table creates its
+-- own.
 CREATE TABLE base_queue (
-    id           bigserial NOT NULL,                 -- job id, from one sequence shared by every child table
-    state        text NOT NULL DEFAULT 'available',  -- available, running (leased), succeeded or dead
-    attempt      integer NOT NULL DEFAULT 0,         -- claims so far; with id, the fencing token of the current attempt
-    max_attempts integer NOT NULL,                   -- after this many failed attempts the job is dead
-    priority     smallint NOT NULL DEFAULT 0,        -- higher is claimed first where the queue orders by priority
-    run_after    timestamptz NOT NULL DEFAULT now(), -- not claimed before this time
+    id           bigserial   NOT NULL,                     -- job id, from one sequence shared by every child table
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
     created_at   timestamptz NOT NULL DEFAULT now(),
-    attempted_at timestamptz,                        -- when the current attempt was claimed
-    finished_at  timestamptz,                        -- when the job succeeded or died; retention counts from here
-    locked_by    text,                               -- lease mode: the node holding the job (seed 001's lock_key)
-    locked_until timestamptz,                        -- lease mode: the lease expiry; after it the job can be claimed again
-    errors       text[] NOT NULL DEFAULT '{}',       -- one entry per failed attempt, oldest first
-    unique_key   text,                               -- dedupe key among unfinished jobs, where the queue has one
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
     CONSTRAINT base_queue_pkey PRIMARY KEY (id),
     CONSTRAINT base_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
     CONSTRAINT base_queue_no_rows CHECK (false) NO INHERIT
 );
 
+-- Queue ping: one row per job; lease mode: a claim is committed at once and
+-- holds the job until its lease expires.
+-- The bookkeeping columns come from base_queue; the columns below are the
+-- payload.
 CREATE TABLE ping_queue (
     host text NOT NULL,
     CONSTRAINT ping_queue_pkey PRIMARY KEY (id)
 ) INHERITS (base_queue)
 -- Storage for a table that churns: vacuum after a fixed number of dead
--- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
--- (each changes an indexed column). See QueueTableOptions in queuegen.
-WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
 
--- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
 CREATE INDEX ping_queue_claim_idx ON ping_queue (run_after, id)
     WHERE state = 'available';
 
 -- Finds leases that expired (claimed again, or reaped on their last attempt).
 CREATE INDEX ping_queue_lease_idx ON ping_queue (locked_until)
     WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX ping_queue_node_idx ON ping_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX ping_queue_finished_idx ON ping_queue (finished_at)

@@ -5,7 +5,7 @@
 -- than the migration chain. It is not a migration; apply the files in
 -- migrations with goose (queuegen migrate up).
 
-CREATE SCHEMA jobs;
+CREATE SCHEMA IF NOT EXISTS jobs;
 
 -- queuegen_queues is the queue registry: one row per queue, written by the
 -- migrations queuegen emits, so that tools such as `queuegen migrate status`
@@ -21,35 +21,52 @@ CREATE TABLE jobs.queuegen_queues (
     CONSTRAINT queuegen_queues_mode_check CHECK (mode IN ('lease', 'transaction'))
 );
 
+-- job_base is the parent of every queue table declared with inherits: true
+-- (the default). It holds the job bookkeeping columns; each queue table adds
+-- its payload columns. It never holds rows itself (the NO INHERIT check), and
+-- its primary key and indexes are not inherited: each queue table creates its
+-- own.
 CREATE TABLE jobs.job_base (
-    id           bigserial NOT NULL,                 -- job id, from one sequence shared by every child table
-    state        text NOT NULL DEFAULT 'available',  -- available, running (leased), succeeded or dead
-    attempt      integer NOT NULL DEFAULT 0,         -- claims so far; with id, the fencing token of the current attempt
-    max_attempts integer NOT NULL,                   -- after this many failed attempts the job is dead
-    priority     smallint NOT NULL DEFAULT 0,        -- higher is claimed first where the queue orders by priority
-    run_after    timestamptz NOT NULL DEFAULT now(), -- not claimed before this time
+    id           bigserial   NOT NULL,                     -- job id, from one sequence shared by every child table
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
     created_at   timestamptz NOT NULL DEFAULT now(),
-    attempted_at timestamptz,                        -- when the current attempt was claimed
-    finished_at  timestamptz,                        -- when the job succeeded or died; retention counts from here
-    locked_by    text,                               -- lease mode: the node holding the job (seed 001's lock_key)
-    locked_until timestamptz,                        -- lease mode: the lease expiry; after it the job can be claimed again
-    errors       text[] NOT NULL DEFAULT '{}',       -- one entry per failed attempt, oldest first
-    unique_key   text,                               -- dedupe key among unfinished jobs, where the queue has one
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
     CONSTRAINT job_base_pkey PRIMARY KEY (id),
     CONSTRAINT job_base_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
     CONSTRAINT job_base_no_rows CHECK (false) NO INHERIT
 );
 
+-- Queue resize: one row per job; lease mode: a claim is committed at once and
+-- holds the job until its lease expires.
+-- The bookkeeping columns come from job_base; the columns below are the
+-- payload.
 CREATE TABLE jobs.resize_jobs (
     path text NOT NULL,
     CONSTRAINT resize_jobs_pkey PRIMARY KEY (id)
 ) INHERITS (jobs.job_base)
 -- Storage for a table that churns: vacuum after a fixed number of dead
--- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
--- (each changes an indexed column). See QueueTableOptions in queuegen.
-WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
 
--- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
 CREATE INDEX resize_jobs_claim_idx ON jobs.resize_jobs (run_after, id)
     WHERE state = 'available';
 
@@ -57,21 +74,37 @@ CREATE INDEX resize_jobs_claim_idx ON jobs.resize_jobs (run_after, id)
 CREATE INDEX resize_jobs_lease_idx ON jobs.resize_jobs (locked_until)
     WHERE locked_until IS NOT NULL;
 
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX resize_jobs_node_idx ON jobs.resize_jobs (locked_by)
+    WHERE locked_by IS NOT NULL;
+
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX resize_jobs_finished_idx ON jobs.resize_jobs (finished_at)
     WHERE state IN ('succeeded', 'dead');
 
+-- Queue bill: one row per job; transaction mode: a claim holds the job by row
+-- lock until the caller's transaction ends.
+-- The bookkeeping columns come from job_base; the columns below are the
+-- payload.
 CREATE TABLE jobs.bill_queue (
     account_id   bigint NOT NULL,
     amount_cents bigint NOT NULL,
     CONSTRAINT bill_queue_pkey PRIMARY KEY (id)
 ) INHERITS (jobs.job_base)
 -- Storage for a table that churns: vacuum after a fixed number of dead
--- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
--- (each changes an indexed column). See QueueTableOptions in queuegen.
-WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
 
--- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
 CREATE INDEX bill_queue_claim_idx ON jobs.bill_queue (priority DESC, run_after, id)
     WHERE state = 'available';
 

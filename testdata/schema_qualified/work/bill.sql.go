@@ -34,7 +34,10 @@ type ClaimBillParams struct {
 	Max int32
 }
 
-// ClaimBill takes up to @max due jobs in claim order for the caller's transaction: FOR UPDATE SKIP LOCKED locks them until that transaction ends, so concurrent claims pass over them, and a rollback returns them, attempt count included (seed 002).
+// ClaimBill takes up to @max due jobs in claim order for the caller's
+// transaction: FOR UPDATE SKIP LOCKED locks them until that transaction ends,
+// so concurrent claims pass over them, and a rollback returns them, attempt
+// count included.
 func (q *Queries) ClaimBill(ctx context.Context, arg ClaimBillParams) ([]BillRow, error) {
 	rows, err := q.db.Query(ctx, claimBill, arg.Now, arg.Max)
 	if err != nil {
@@ -81,7 +84,9 @@ type CompleteBillParams struct {
 	Attempt int32
 }
 
-// CompleteBill deletes a job, fenced: only while it is still available at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteBill deletes a job, fenced: only while it is still available at the
+// caller's attempt, so a stale holder whose job was claimed again changes
+// nothing (0 rows).
 func (q *Queries) CompleteBill(ctx context.Context, arg CompleteBillParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeBill, arg.ID, arg.Attempt)
 	if err != nil {
@@ -103,7 +108,11 @@ type CompleteManyBillParams struct {
 	Attempts []int32
 }
 
-// CompleteManyBill completes many jobs in one statement, each fenced by its attempt like CompleteBill; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyBill completes many jobs in one statement, each fenced by its
+// attempt like CompleteBill, and returns the ids it completed. Rows are found
+// by primary key (id = ANY) and each attempt is read from the parallel array,
+// with no join, so the plan stays a primary-key scan whatever the statistics
+// say.
 func (q *Queries) CompleteManyBill(ctx context.Context, arg CompleteManyBillParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyBill, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -129,7 +138,8 @@ SELECT count(*) FROM jobs.bill_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthBill counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthBill counts the jobs due now, for monitoring; it reads the claim index
+// and locks nothing.
 func (q *Queries) DepthBill(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthBill)
 	var count int64
@@ -151,7 +161,8 @@ type DiscardBillParams struct {
 	Attempt int32
 }
 
-// DiscardBill makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteBill.
+// DiscardBill makes a job dead at once with its error kept, whatever attempts
+// remain; fenced like CompleteBill.
 func (q *Queries) DiscardBill(ctx context.Context, arg DiscardBillParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardBill, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -177,7 +188,9 @@ type FailBillParams struct {
 	Attempt    int32
 }
 
-// FailBill records a failed attempt, fenced like CompleteBill: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailBill records a failed attempt, fenced like CompleteBill: the error is
+// kept, and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailBill(ctx context.Context, arg FailBillParams) (string, error) {
 	row := q.db.QueryRow(ctx, failBill,
 		arg.Message,
@@ -215,7 +228,10 @@ type FailManyBillRow struct {
 	State string
 }
 
-// FailManyBill fails many jobs in one statement, each fenced like FailBill and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyBill.
+// FailManyBill fails many jobs in one statement, each fenced like FailBill
+// and retried after its own delay, and returns the ids it changed with their
+// new state. Rows are found by primary key and their message and delay read
+// from the parallel arrays, as in CompleteManyBill.
 func (q *Queries) FailManyBill(ctx context.Context, arg FailManyBillParams) ([]FailManyBillRow, error) {
 	rows, err := q.db.Query(ctx, failManyBill,
 		arg.Messages,
@@ -275,42 +291,13 @@ SELECT paused FROM jobs.queuegen_queues
 WHERE name = 'bill'
 `
 
-// PausedBill reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedBill reads whether the queue is paused; workers read it about once a
+// second, so a pause reaches every node within that.
 func (q *Queries) PausedBill(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedBill)
 	var paused bool
 	err := row.Scan(&paused)
 	return paused, err
-}
-
-const purgeBill = `-- name: PurgeBill :execrows
-WITH doomed AS (
-    SELECT id
-    FROM jobs.bill_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
-    ORDER BY finished_at
-    LIMIT $3::integer
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM jobs.bill_queue AS job
-USING doomed
-WHERE job.id = doomed.id
-`
-
-type PurgeBillParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
-	Max                int32
-}
-
-// PurgeBill deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
-func (q *Queries) PurgeBill(ctx context.Context, arg PurgeBillParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeBill, arg.SucceededRetention, arg.DeadRetention, arg.Max)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const pushBill = `-- name: PushBill :one
@@ -343,8 +330,10 @@ type PushBillRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue bill (table jobs.bill_queue), compiled by sqlc.
-// PushBill inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue bill (table jobs.bill_queue),
+// compiled by sqlc.
+// PushBill inserts one job and returns its id; an INSERT locks nothing that
+// other pushes or claims wait for.
 func (q *Queries) PushBill(ctx context.Context, arg PushBillParams) (PushBillRow, error) {
 	row := q.db.QueryRow(ctx, pushBill,
 		arg.AccountID,
@@ -381,7 +370,9 @@ SET paused = $1
 WHERE name = 'bill'
 `
 
-// SetPausedBill pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedBill pauses or resumes the queue for every worker; a single-row
+// UPDATE of the registry, so concurrent calls serialise and the last one
+// wins.
 func (q *Queries) SetPausedBill(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedBill, paused)
 	if err != nil {
@@ -405,7 +396,9 @@ type SnoozeBillParams struct {
 	Attempt  int32
 }
 
-// SnoozeBill puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteBill.
+// SnoozeBill puts a job back until @run_after, or for @delay by the database
+// clock, without using up an attempt (max_attempts grows by one, so the
+// fencing attempt number still only rises); fenced like CompleteBill.
 func (q *Queries) SnoozeBill(ctx context.Context, arg SnoozeBillParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeBill,
 		arg.RunAfter,

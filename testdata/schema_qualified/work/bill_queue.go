@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // BillPayload is the payload of queue bill: one field per payload column of
@@ -28,33 +29,33 @@ const (
 // BillBackoff is the retry delay of queue bill after a failed attempt.
 var BillBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// BillQueue is the typed accessor of queue bill (table jobs.bill_queue),
-// in transaction mode: a claim holds the job by row lock until the caller's transaction ends.
+// BillQueue is the typed accessor of queue bill (table jobs.bill_queue).
+// Transaction mode: a claim holds the job by row lock until the caller's
+// transaction ends.
 type BillQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; BillBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewBillQueue returns the accessor of queue bill over a pgx pool,
-// connection or transaction.
-func NewBillQueue(db DBTX) *BillQueue {
+// NewBillQueue returns the accessor of queue bill over db.
+func NewBillQueue(db DB) *BillQueue {
 	return &BillQueue{db: db, q: New(db), Backoff: BillBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *BillQueue) WithTx(tx pgx.Tx) *BillQueue {
-	return &BillQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &BillQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *BillQueue) Push(ctx context.Context, p BillPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(BillMaxAttempts, opts)
+	o := queueimpl.ResolvePush(BillMaxAttempts, opts)
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -74,12 +75,12 @@ func (q *BillQueue) Push(ctx context.Context, p BillPayload, opts ...queue.PushO
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *BillQueue) PushMany(ctx context.Context, ps []BillPayload, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(BillMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(BillMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -103,16 +104,14 @@ func (q *BillQueue) PushMany(ctx context.Context, ps []BillPayload, opts ...queu
 // Claim takes up to max due jobs inside tx, which must stay open while they
 // are worked: the row locks it holds are what keep other claimers off them.
 // Finish each job with Complete, Fail, Snooze or Discard in the same tx,
-// then commit; a rollback returns every job it claimed. A job whose payload
-// cannot be decoded is made dead with the decoding error and is not
-// returned.
+// then commit; a rollback returns every job it claimed.
 func (q *BillQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[BillPayload], error) {
-	o := queue.ResolveClaim(0, opts)
+	o := queueimpl.ResolveClaim(0, opts)
 	rows, err := q.q.WithTx(tx).ClaimBill(ctx, ClaimBillParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, tx, rows)
+	return q.jobs(rows), nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -138,7 +137,7 @@ func (q *BillQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 // is returned.
 func (q *BillQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[BillPayload], cause error) (queue.State, error) {
 	state, err := q.WithTx(tx).q.FailBill(ctx, FailBillParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -172,7 +171,7 @@ func (q *BillQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queue.
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.WithTx(tx).q.FailManyBill(ctx, arg)
 	if err != nil {
@@ -200,7 +199,7 @@ func (q *BillQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[Bil
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BillQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[BillPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardBill(ctx, DiscardBillParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardBill(ctx, DiscardBillParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -225,12 +224,7 @@ func (q *BillQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *BillQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgeBillParams{Max: int32(max)}
-	return q.q.PurgeBill(ctx, arg)
-} // Depth counts the jobs due now.
+// Depth counts the jobs due now.
 func (q *BillQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthBill(ctx)
 }
@@ -244,11 +238,11 @@ func (q *BillQueue) NotifyChannel() string { return "" }
 func (q *BillQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
 
 // Worker returns a worker that claims jobs of queue bill, each in a
-// transaction of its own, and runs handler on each inside it, with the
-// options given (concurrency, …). The accessor must be over a pool or a
-// connection. Run it with its Run method.
-func (q *BillQueue) Worker(handler queue.TxHandler[BillPayload], opts ...queue.WorkerOption) *queue.TxWorker[BillPayload] {
-	return queue.NewTxWorker[BillPayload](q.db, q, handler, opts...)
+// transaction of its own on the accessor's database, and runs handler on
+// each inside it, with the options given (concurrency, isolation, …). Run
+// it with its Run method.
+func (q *BillQueue) Worker(handler queue.TxHandler[BillPayload, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[BillPayload, pgx.Tx] {
+	return queue.NewTxWorker[BillPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
@@ -258,11 +252,11 @@ func (q *BillQueue) Get(ctx context.Context, id int64) (*queue.Job[BillPayload],
 	if err != nil {
 		return nil, err
 	}
-	return q.job(row)
+	return q.job(row), nil
 }
 
 // job converts a row to a Job.
-func (q *BillQueue) job(r BillRow) (*queue.Job[BillPayload], error) {
+func (q *BillQueue) job(r BillRow) *queue.Job[BillPayload] {
 	job := &queue.Job[BillPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -274,36 +268,24 @@ func (q *BillQueue) job(r BillRow) (*queue.Job[BillPayload], error) {
 		AttemptedAt: r.AttemptedAt,
 		LockedUntil: r.LockedUntil,
 		Errors:      r.Errors,
+		Payload: BillPayload{
+			AccountID:   r.AccountID,
+			AmountCents: r.AmountCents,
+		},
 	}
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
-	job.Payload = BillPayload{
-		AccountID:   r.AccountID,
-		AmountCents: r.AmountCents,
-	}
-	return job, nil
+	return job
 }
 
-// jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *BillQueue) jobs(ctx context.Context, tx pgx.Tx, rows []BillRow) ([]*queue.Job[BillPayload], error) {
-	jobs := make([]*queue.Job[BillPayload], 0, len(rows))
-	for _, r := range rows {
-		job, err := q.job(r)
-		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
-			if _, derr := d.q.DiscardBill(ctx, DiscardBillParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
-			}
-			continue
-		}
-		jobs = append(jobs, job)
+// jobs converts claimed rows to Jobs.
+func (q *BillQueue) jobs(rows []BillRow) []*queue.Job[BillPayload] {
+	jobs := make([]*queue.Job[BillPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(r)
 	}
-	return jobs, nil
+	return jobs
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

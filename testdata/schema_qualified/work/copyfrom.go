@@ -41,7 +41,9 @@ func (r iteratorForPushManyBill) Err() error {
 	return nil
 }
 
-// PushManyBill inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyBill inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
 func (q *Queries) PushManyBill(ctx context.Context, arg []PushManyBillParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"jobs", "bill_queue"}, []string{"account_id", "amount_cents", "priority", "max_attempts"}, &iteratorForPushManyBill{rows: arg})
 }
@@ -113,7 +115,9 @@ func (r iteratorForPushManyResize) Err() error {
 	return nil
 }
 
-// PushManyResize inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyResize inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
 func (q *Queries) PushManyResize(ctx context.Context, arg []PushManyResizeParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"jobs", "resize_jobs"}, []string{"path", "priority", "max_attempts"}, &iteratorForPushManyResize{rows: arg})
 }

@@ -53,7 +53,12 @@ type ClaimResizeParams struct {
 	Max   int32
 }
 
-// ClaimResize leases up to @max jobs to @node: first running jobs whose lease expired (their holder is presumed dead), then due jobs in claim order; FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so each job goes to one claimer, and the UPDATE commits with the statement, so the lease, not a transaction, then holds the job (seeds 000, 001, 004).
+// ClaimResize leases up to @max jobs to @node: first running jobs whose lease
+// expired (their holder is presumed dead), then due jobs in claim order. FOR
+// UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so
+// each job goes to one claimer; selecting and updating in one statement
+// leaves no window for a lost update, and the UPDATE commits with the
+// statement, so the lease, not an open transaction, then holds the job.
 func (q *Queries) ClaimResize(ctx context.Context, arg ClaimResizeParams) ([]ResizeRow, error) {
 	rows, err := q.db.Query(ctx, claimResize,
 		arg.Now,
@@ -107,7 +112,11 @@ type CompleteManyResizeParams struct {
 	Attempts []int32
 }
 
-// CompleteManyResize completes many jobs in one statement, each fenced by its attempt like CompleteResize; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyResize completes many jobs in one statement, each fenced by its
+// attempt like CompleteResize, and returns the ids it completed. Rows are
+// found by primary key (id = ANY) and each attempt is read from the parallel
+// array, with no join, so the plan stays a primary-key scan whatever the
+// statistics say.
 func (q *Queries) CompleteManyResize(ctx context.Context, arg CompleteManyResizeParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyResize, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -138,7 +147,9 @@ type CompleteResizeParams struct {
 	Attempt int32
 }
 
-// CompleteResize deletes a job, fenced: only while it is still running at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteResize deletes a job, fenced: only while it is still running at the
+// caller's attempt, so a stale holder whose job was claimed again changes
+// nothing (0 rows).
 func (q *Queries) CompleteResize(ctx context.Context, arg CompleteResizeParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeResize, arg.ID, arg.Attempt)
 	if err != nil {
@@ -152,7 +163,8 @@ SELECT count(*) FROM jobs.resize_jobs
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthResize counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthResize counts the jobs due now, for monitoring; it reads the claim
+// index and locks nothing.
 func (q *Queries) DepthResize(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthResize)
 	var count int64
@@ -176,7 +188,8 @@ type DiscardResizeParams struct {
 	Attempt int32
 }
 
-// DiscardResize makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteResize.
+// DiscardResize makes a job dead at once with its error kept, whatever
+// attempts remain; fenced like CompleteResize.
 func (q *Queries) DiscardResize(ctx context.Context, arg DiscardResizeParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardResize, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -198,7 +211,8 @@ type ExtendResizeParams struct {
 	Attempt int32
 }
 
-// ExtendResize moves a held job's lease to now() + @lease, fenced like CompleteResize, so a worker on a long job keeps it (seed 001).
+// ExtendResize moves a held job's lease to now() + @lease, fenced like
+// CompleteResize, so a worker on a long job keeps it.
 func (q *Queries) ExtendResize(ctx context.Context, arg ExtendResizeParams) (*time.Time, error) {
 	row := q.db.QueryRow(ctx, extendResize, arg.Lease, arg.ID, arg.Attempt)
 	var locked_until *time.Time
@@ -233,7 +247,10 @@ type FailManyResizeRow struct {
 	State string
 }
 
-// FailManyResize fails many jobs in one statement, each fenced like FailResize and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyResize.
+// FailManyResize fails many jobs in one statement, each fenced like
+// FailResize and retried after its own delay, and returns the ids it changed
+// with their new state. Rows are found by primary key and their message and
+// delay read from the parallel arrays, as in CompleteManyResize.
 func (q *Queries) FailManyResize(ctx context.Context, arg FailManyResizeParams) ([]FailManyResizeRow, error) {
 	rows, err := q.db.Query(ctx, failManyResize,
 		arg.Messages,
@@ -278,7 +295,9 @@ type FailResizeParams struct {
 	Attempt    int32
 }
 
-// FailResize records a failed attempt, fenced like CompleteResize: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailResize records a failed attempt, fenced like CompleteResize: the error
+// is kept, and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailResize(ctx context.Context, arg FailResizeParams) (string, error) {
 	row := q.db.QueryRow(ctx, failResize,
 		arg.Message,
@@ -324,42 +343,13 @@ SELECT paused FROM jobs.queuegen_queues
 WHERE name = 'resize'
 `
 
-// PausedResize reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedResize reads whether the queue is paused; workers read it about once
+// a second, so a pause reaches every node within that.
 func (q *Queries) PausedResize(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedResize)
 	var paused bool
 	err := row.Scan(&paused)
 	return paused, err
-}
-
-const purgeResize = `-- name: PurgeResize :execrows
-WITH doomed AS (
-    SELECT id
-    FROM jobs.resize_jobs
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
-    ORDER BY finished_at
-    LIMIT $3::integer
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM jobs.resize_jobs AS job
-USING doomed
-WHERE job.id = doomed.id
-`
-
-type PurgeResizeParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
-	Max                int32
-}
-
-// PurgeResize deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
-func (q *Queries) PurgeResize(ctx context.Context, arg PurgeResizeParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeResize, arg.SucceededRetention, arg.DeadRetention, arg.Max)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 type PushManyResizeParams struct {
@@ -404,8 +394,10 @@ type PushResizeRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue resize (table jobs.resize_jobs), compiled by sqlc.
-// PushResize inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue resize (table jobs.resize_jobs),
+// compiled by sqlc.
+// PushResize inserts one job and returns its id; an INSERT locks nothing that
+// other pushes or claims wait for.
 func (q *Queries) PushResize(ctx context.Context, arg PushResizeParams) (PushResizeRow, error) {
 	row := q.db.QueryRow(ctx, pushResize,
 		arg.Path,
@@ -421,18 +413,32 @@ func (q *Queries) PushResize(ctx context.Context, arg PushResizeParams) (PushRes
 }
 
 const reapResize = `-- name: ReapResize :execrows
-UPDATE jobs.resize_jobs
+WITH doomed AS (
+    SELECT id
+    FROM jobs.resize_jobs
+    WHERE state = 'running'
+      AND locked_until < now()
+      AND attempt >= max_attempts
+    ORDER BY locked_until
+    LIMIT $1::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE jobs.resize_jobs AS job
 SET state = 'dead',
-    errors = array_append(errors, 'lease expired on the last attempt'),
+    errors = array_append(job.errors, 'lease expired on the last attempt'),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
-WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts
+FROM doomed
+WHERE job.id = doomed.id
 `
 
-// ReapResize makes dead the running jobs whose lease expired on their last attempt, which claims no longer take; a worker finishing one at the same moment either wins the row lock first or finds it gone (fenced).
-func (q *Queries) ReapResize(ctx context.Context) (int64, error) {
-	result, err := q.db.Exec(ctx, reapResize)
+// ReapResize makes dead up to @max running jobs whose lease expired on their
+// last attempt, which claims no longer take. The batch is bounded and SKIP
+// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
+// update then finds it gone) nor holds a long transaction.
+func (q *Queries) ReapResize(ctx context.Context, max int32) (int64, error) {
+	result, err := q.db.Exec(ctx, reapResize, max)
 	if err != nil {
 		return 0, err
 	}
@@ -447,7 +453,10 @@ SET state = 'available',
 WHERE state = 'running' AND locked_by = $1::text
 `
 
-// ReleaseNodeResize makes every job @node holds claimable again, for a node restarting after a crash (seed 001); the attempt counts, as the crash may have been the job's doing.
+// ReleaseNodeResize makes every job @node holds claimable again, for a node
+// restarting after a crash; the attempt counts, as the crash may have been
+// the job's doing. It finds the node's jobs through the locked_by index; a
+// job claimed again meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeResize(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeResize, node)
 	if err != nil {
@@ -470,7 +479,8 @@ type ReleaseResizeParams struct {
 	Attempt int32
 }
 
-// ReleaseResize gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompleteResize.
+// ReleaseResize gives a held job back unworked, claimable at once, without
+// using up an attempt; fenced like CompleteResize.
 func (q *Queries) ReleaseResize(ctx context.Context, arg ReleaseResizeParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseResize, arg.ID, arg.Attempt)
 	if err != nil {
@@ -485,7 +495,9 @@ SET paused = $1
 WHERE name = 'resize'
 `
 
-// SetPausedResize pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedResize pauses or resumes the queue for every worker; a single-row
+// UPDATE of the registry, so concurrent calls serialise and the last one
+// wins.
 func (q *Queries) SetPausedResize(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedResize, paused)
 	if err != nil {
@@ -511,7 +523,9 @@ type SnoozeResizeParams struct {
 	Attempt  int32
 }
 
-// SnoozeResize puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteResize.
+// SnoozeResize puts a job back until @run_after, or for @delay by the
+// database clock, without using up an attempt (max_attempts grows by one, so
+// the fencing attempt number still only rises); fenced like CompleteResize.
 func (q *Queries) SnoozeResize(ctx context.Context, arg SnoozeResizeParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeResize,
 		arg.RunAfter,

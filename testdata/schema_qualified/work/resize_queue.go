@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // ResizePayload is the payload of queue resize: one field per payload column of
@@ -29,33 +30,33 @@ const (
 // ResizeBackoff is the retry delay of queue resize after a failed attempt.
 var ResizeBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// ResizeQueue is the typed accessor of queue resize (table jobs.resize_jobs),
-// in lease mode: a claim is committed at once and holds the job until its lease expires.
+// ResizeQueue is the typed accessor of queue resize (table jobs.resize_jobs).
+// Lease mode: a claim is committed at once and holds the job until its
+// lease expires.
 type ResizeQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; ResizeBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewResizeQueue returns the accessor of queue resize over a pgx pool,
-// connection or transaction.
-func NewResizeQueue(db DBTX) *ResizeQueue {
+// NewResizeQueue returns the accessor of queue resize over db.
+func NewResizeQueue(db DB) *ResizeQueue {
 	return &ResizeQueue{db: db, q: New(db), Backoff: ResizeBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *ResizeQueue) WithTx(tx pgx.Tx) *ResizeQueue {
-	return &ResizeQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &ResizeQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *ResizeQueue) Push(ctx context.Context, p ResizePayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(ResizeMaxAttempts, opts)
+	o := queueimpl.ResolvePush(ResizeMaxAttempts, opts)
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -74,12 +75,12 @@ func (q *ResizeQueue) Push(ctx context.Context, p ResizePayload, opts ...queue.P
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *ResizeQueue) PushMany(ctx context.Context, ps []ResizePayload, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(ResizeMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(ResizeMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -101,15 +102,14 @@ func (q *ResizeQueue) PushMany(ctx context.Context, ps []ResizePayload, opts ...
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for ResizeLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer. A job whose payload cannot be decoded is made dead
-// with the decoding error and is not returned.
+// job that needs longer.
 func (q *ResizeQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ResizePayload], error) {
-	o := queue.ResolveClaim(ResizeLease, opts)
+	o := queueimpl.ResolveClaim(ResizeLease, opts)
 	rows, err := q.q.ClaimResize(ctx, ClaimResizeParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, nil, rows)
+	return q.jobs(rows), nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -135,7 +135,7 @@ func (q *ResizeQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Resize
 // is returned.
 func (q *ResizeQueue) Fail(ctx context.Context, job *queue.Job[ResizePayload], cause error) (queue.State, error) {
 	state, err := q.q.FailResize(ctx, FailResizeParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -169,7 +169,7 @@ func (q *ResizeQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Resiz
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.q.FailManyResize(ctx, arg)
 	if err != nil {
@@ -197,7 +197,7 @@ func (q *ResizeQueue) SnoozeFor(ctx context.Context, job *queue.Job[ResizePayloa
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ResizeQueue) Discard(ctx context.Context, job *queue.Job[ResizePayload], cause error) error {
-	n, err := q.q.DiscardResize(ctx, DiscardResizeParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardResize(ctx, DiscardResizeParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -228,10 +228,11 @@ func (q *ResizeQueue) ReleaseNode(ctx context.Context, node string) (int64, erro
 	return q.q.ReleaseNodeResize(ctx, node)
 }
 
-// Reap makes dead the jobs whose lease expired on their last attempt and
-// returns how many. Claims re-deliver other expired jobs by themselves.
-func (q *ResizeQueue) Reap(ctx context.Context) (int64, error) {
-	return q.q.ReapResize(ctx)
+// Reap makes dead up to max jobs whose lease expired on their last attempt
+// and returns how many; a Maintainer calls it in batches. Claims re-deliver
+// other expired jobs by themselves.
+func (q *ResizeQueue) Reap(ctx context.Context, max int) (int64, error) {
+	return q.q.ReapResize(ctx, int32(max))
 }
 
 // QueueName is the queue's name, "resize".
@@ -255,12 +256,7 @@ func (q *ResizeQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *ResizeQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgeResizeParams{Max: int32(max)}
-	return q.q.PurgeResize(ctx, arg)
-} // Depth counts the jobs due now.
+// Depth counts the jobs due now.
 func (q *ResizeQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthResize(ctx)
 }
@@ -290,11 +286,11 @@ func (q *ResizeQueue) Get(ctx context.Context, id int64) (*queue.Job[ResizePaylo
 	if err != nil {
 		return nil, err
 	}
-	return q.job(row)
+	return q.job(row), nil
 }
 
 // job converts a row to a Job.
-func (q *ResizeQueue) job(r ResizeRow) (*queue.Job[ResizePayload], error) {
+func (q *ResizeQueue) job(r ResizeRow) *queue.Job[ResizePayload] {
 	job := &queue.Job[ResizePayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -306,35 +302,23 @@ func (q *ResizeQueue) job(r ResizeRow) (*queue.Job[ResizePayload], error) {
 		AttemptedAt: r.AttemptedAt,
 		LockedUntil: r.LockedUntil,
 		Errors:      r.Errors,
+		Payload: ResizePayload{
+			Path: r.Path,
+		},
 	}
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
-	job.Payload = ResizePayload{
-		Path: r.Path,
-	}
-	return job, nil
+	return job
 }
 
-// jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *ResizeQueue) jobs(ctx context.Context, tx pgx.Tx, rows []ResizeRow) ([]*queue.Job[ResizePayload], error) {
-	jobs := make([]*queue.Job[ResizePayload], 0, len(rows))
-	for _, r := range rows {
-		job, err := q.job(r)
-		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
-			if _, derr := d.q.DiscardResize(ctx, DiscardResizeParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
-			}
-			continue
-		}
-		jobs = append(jobs, job)
+// jobs converts claimed rows to Jobs.
+func (q *ResizeQueue) jobs(rows []ResizeRow) []*queue.Job[ResizePayload] {
+	jobs := make([]*queue.Job[ResizePayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(r)
 	}
-	return jobs, nil
+	return jobs
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

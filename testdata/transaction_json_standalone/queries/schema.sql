@@ -30,30 +30,40 @@ CREATE TABLE queuegen_periodic (
     CONSTRAINT queuegen_periodic_pkey PRIMARY KEY (queue, name)
 );
 
+-- Queue report: one row per job; transaction mode: a claim holds the job by
+-- row lock until the caller's transaction ends.
 CREATE TABLE report_queue (
-    id           bigserial NOT NULL,                 -- job id
-    state        text NOT NULL DEFAULT 'available',  -- available, running (leased), succeeded or dead
-    attempt      integer NOT NULL DEFAULT 0,         -- claims so far; with id, the fencing token of the current attempt
-    max_attempts integer NOT NULL,                   -- after this many failed attempts the job is dead
-    priority     smallint NOT NULL DEFAULT 0,        -- higher is claimed first where the queue orders by priority
-    run_after    timestamptz NOT NULL DEFAULT now(), -- not claimed before this time
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
     created_at   timestamptz NOT NULL DEFAULT now(),
-    attempted_at timestamptz,                        -- when the current attempt was claimed
-    finished_at  timestamptz,                        -- when the job succeeded or died; retention counts from here
-    locked_by    text,                               -- lease mode: the node holding the job (seed 001's lock_key)
-    locked_until timestamptz,                        -- lease mode: the lease expiry; after it the job can be claimed again
-    errors       text[] NOT NULL DEFAULT '{}',       -- one entry per failed attempt, oldest first
-    unique_key   text,                               -- dedupe key among unfinished jobs, where the queue has one
-    payload      jsonb NOT NULL,                     -- the payload, encoded as JSON
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT report_queue_pkey PRIMARY KEY (id),
     CONSTRAINT report_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 )
 -- Storage for a table that churns: vacuum after a fixed number of dead
--- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
--- (each changes an indexed column). See QueueTableOptions in queuegen.
-WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
 
--- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
 CREATE INDEX report_queue_claim_idx ON report_queue (run_after, id)
     WHERE state = 'available';
 

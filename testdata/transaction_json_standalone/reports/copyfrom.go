@@ -40,7 +40,9 @@ func (r iteratorForPushManyReport) Err() error {
 	return nil
 }
 
-// PushManyReport inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyReport inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
 func (q *Queries) PushManyReport(ctx context.Context, arg []PushManyReportParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"report_queue"}, []string{"payload", "priority", "max_attempts"}, &iteratorForPushManyReport{rows: arg})
 }

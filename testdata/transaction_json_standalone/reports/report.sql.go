@@ -23,7 +23,10 @@ type AdvanceTickReportParams struct {
 	Tick time.Time
 }
 
-// AdvanceTickReport records @tick as the last pushed tick of periodic job @name when it is later than the recorded one; of callers racing for one tick the row lock lets exactly one succeed (1 row), and it pushes the job in the same transaction.
+// AdvanceTickReport records @tick as the last pushed tick of periodic job
+// @name when it is later than the recorded one; of callers racing for one
+// tick the row lock lets exactly one succeed (1 row), and it pushes the job
+// in the same transaction.
 func (q *Queries) AdvanceTickReport(ctx context.Context, arg AdvanceTickReportParams) (int64, error) {
 	result, err := q.db.Exec(ctx, advanceTickReport, arg.Name, arg.Tick)
 	if err != nil {
@@ -55,7 +58,10 @@ type ClaimReportParams struct {
 	Max int32
 }
 
-// ClaimReport takes up to @max due jobs in claim order for the caller's transaction: FOR UPDATE SKIP LOCKED locks them until that transaction ends, so concurrent claims pass over them, and a rollback returns them, attempt count included (seed 002).
+// ClaimReport takes up to @max due jobs in claim order for the caller's
+// transaction: FOR UPDATE SKIP LOCKED locks them until that transaction ends,
+// so concurrent claims pass over them, and a rollback returns them, attempt
+// count included.
 func (q *Queries) ClaimReport(ctx context.Context, arg ClaimReportParams) ([]ReportRow, error) {
 	rows, err := q.db.Query(ctx, claimReport, arg.Now, arg.Max)
 	if err != nil {
@@ -106,7 +112,11 @@ type CompleteManyReportParams struct {
 	Attempts []int32
 }
 
-// CompleteManyReport completes many jobs in one statement, each fenced by its attempt like CompleteReport; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyReport completes many jobs in one statement, each fenced by its
+// attempt like CompleteReport, and returns the ids it completed. Rows are
+// found by primary key (id = ANY) and each attempt is read from the parallel
+// array, with no join, so the plan stays a primary-key scan whatever the
+// statistics say.
 func (q *Queries) CompleteManyReport(ctx context.Context, arg CompleteManyReportParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyReport, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -139,7 +149,9 @@ type CompleteReportParams struct {
 	Attempt int32
 }
 
-// CompleteReport marks succeeded a job, fenced: only while it is still available at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteReport marks succeeded a job, fenced: only while it is still
+// available at the caller's attempt, so a stale holder whose job was claimed
+// again changes nothing (0 rows).
 func (q *Queries) CompleteReport(ctx context.Context, arg CompleteReportParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeReport, arg.ID, arg.Attempt)
 	if err != nil {
@@ -153,7 +165,8 @@ SELECT count(*) FROM report_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthReport counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthReport counts the jobs due now, for monitoring; it reads the claim
+// index and locks nothing.
 func (q *Queries) DepthReport(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthReport)
 	var count int64
@@ -175,7 +188,8 @@ type DiscardReportParams struct {
 	Attempt int32
 }
 
-// DiscardReport makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteReport.
+// DiscardReport makes a job dead at once with its error kept, whatever
+// attempts remain; fenced like CompleteReport.
 func (q *Queries) DiscardReport(ctx context.Context, arg DiscardReportParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardReport, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -209,7 +223,10 @@ type FailManyReportRow struct {
 	State string
 }
 
-// FailManyReport fails many jobs in one statement, each fenced like FailReport and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyReport.
+// FailManyReport fails many jobs in one statement, each fenced like
+// FailReport and retried after its own delay, and returns the ids it changed
+// with their new state. Rows are found by primary key and their message and
+// delay read from the parallel arrays, as in CompleteManyReport.
 func (q *Queries) FailManyReport(ctx context.Context, arg FailManyReportParams) ([]FailManyReportRow, error) {
 	rows, err := q.db.Query(ctx, failManyReport,
 		arg.Messages,
@@ -252,7 +269,9 @@ type FailReportParams struct {
 	Attempt    int32
 }
 
-// FailReport records a failed attempt, fenced like CompleteReport: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailReport records a failed attempt, fenced like CompleteReport: the error
+// is kept, and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailReport(ctx context.Context, arg FailReportParams) (string, error) {
 	row := q.db.QueryRow(ctx, failReport,
 		arg.Message,
@@ -298,7 +317,8 @@ SELECT paused FROM queuegen_queues
 WHERE name = 'report'
 `
 
-// PausedReport reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedReport reads whether the queue is paused; workers read it about once
+// a second, so a pause reaches every node within that.
 func (q *Queries) PausedReport(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedReport)
 	var paused bool
@@ -322,12 +342,14 @@ WHERE job.id = doomed.id
 `
 
 type PurgeReportParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
+	SucceededRetention time.Duration
+	DeadRetention      time.Duration
 	Max                int32
 }
 
-// PurgeReport deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
+// PurgeReport deletes up to @max finished jobs past their retention, oldest
+// first. SKIP LOCKED and the bounded batch keep it from waiting on workers or
+// holding a long transaction.
 func (q *Queries) PurgeReport(ctx context.Context, arg PurgeReportParams) (int64, error) {
 	result, err := q.db.Exec(ctx, purgeReport, arg.SucceededRetention, arg.DeadRetention, arg.Max)
 	if err != nil {
@@ -378,8 +400,10 @@ type PushReportRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue report (table report_queue), compiled by sqlc.
-// PushReport inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue report (table report_queue),
+// compiled by sqlc.
+// PushReport inserts one job and returns its id; an INSERT locks nothing that
+// other pushes or claims wait for.
 func (q *Queries) PushReport(ctx context.Context, arg PushReportParams) (PushReportRow, error) {
 	row := q.db.QueryRow(ctx, pushReport,
 		arg.Payload,
@@ -400,7 +424,9 @@ SET paused = $1
 WHERE name = 'report'
 `
 
-// SetPausedReport pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedReport pauses or resumes the queue for every worker; a single-row
+// UPDATE of the registry, so concurrent calls serialise and the last one
+// wins.
 func (q *Queries) SetPausedReport(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedReport, paused)
 	if err != nil {
@@ -424,7 +450,9 @@ type SnoozeReportParams struct {
 	Attempt  int32
 }
 
-// SnoozeReport puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteReport.
+// SnoozeReport puts a job back until @run_after, or for @delay by the
+// database clock, without using up an attempt (max_attempts grows by one, so
+// the fencing attempt number still only rises); fenced like CompleteReport.
 func (q *Queries) SnoozeReport(ctx context.Context, arg SnoozeReportParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeReport,
 		arg.RunAfter,

@@ -5,12 +5,13 @@ package reports
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
-	"encoding/json"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // ReportPayload is the payload of queue report, stored as JSON in column
@@ -36,33 +37,33 @@ const (
 // ReportBackoff is the retry delay of queue report after a failed attempt.
 var ReportBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// ReportQueue is the typed accessor of queue report (table report_queue),
-// in transaction mode: a claim holds the job by row lock until the caller's transaction ends.
+// ReportQueue is the typed accessor of queue report (table report_queue).
+// Transaction mode: a claim holds the job by row lock until the caller's
+// transaction ends.
 type ReportQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; ReportBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewReportQueue returns the accessor of queue report over a pgx pool,
-// connection or transaction.
-func NewReportQueue(db DBTX) *ReportQueue {
+// NewReportQueue returns the accessor of queue report over db.
+func NewReportQueue(db DB) *ReportQueue {
 	return &ReportQueue{db: db, q: New(db), Backoff: ReportBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *ReportQueue) WithTx(tx pgx.Tx) *ReportQueue {
-	return &ReportQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &ReportQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *ReportQueue) Push(ctx context.Context, p ReportPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(ReportMaxAttempts, opts)
+	o := queueimpl.ResolvePush(ReportMaxAttempts, opts)
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -84,12 +85,12 @@ func (q *ReportQueue) Push(ctx context.Context, p ReportPayload, opts ...queue.P
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *ReportQueue) PushMany(ctx context.Context, ps []ReportPayload, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(ReportMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(ReportMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -121,12 +122,12 @@ func (q *ReportQueue) PushMany(ctx context.Context, ps []ReportPayload, opts ...
 // cannot be decoded is made dead with the decoding error and is not
 // returned.
 func (q *ReportQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[ReportPayload], error) {
-	o := queue.ResolveClaim(0, opts)
+	o := queueimpl.ResolveClaim(0, opts)
 	rows, err := q.q.WithTx(tx).ClaimReport(ctx, ClaimReportParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, tx, rows)
+	return q.jobs(ctx, q.WithTx(tx), rows)
 }
 
 // Complete finishes a job successfully; it is kept in state succeeded.
@@ -152,7 +153,7 @@ func (q *ReportQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue
 // is returned.
 func (q *ReportQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[ReportPayload], cause error) (queue.State, error) {
 	state, err := q.WithTx(tx).q.FailReport(ctx, FailReportParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -186,7 +187,7 @@ func (q *ReportQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.WithTx(tx).q.FailManyReport(ctx, arg)
 	if err != nil {
@@ -214,8 +215,18 @@ func (q *ReportQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[R
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ReportQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[ReportPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardReport(ctx, DiscardReportParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardReport(ctx, DiscardReportParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
+}
+
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *ReportQueue) Purge(ctx context.Context, max int) (int64, error) {
+	return q.q.PurgeReport(ctx, PurgeReportParams{
+		SucceededRetention: ReportRetainSucceeded,
+		DeadRetention:      ReportRetainDead,
+		Max:                int32(max),
+	})
 }
 
 // QueueName is the queue's name, "report".
@@ -239,15 +250,9 @@ func (q *ReportQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *ReportQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgeReportParams{Max: int32(max)}
-	succeeded := ReportRetainSucceeded
-	arg.SucceededRetention = &succeeded
-	dead := ReportRetainDead
-	arg.DeadRetention = &dead
-	return q.q.PurgeReport(ctx, arg)
+// Depth counts the jobs due now.
+func (q *ReportQueue) Depth(ctx context.Context) (int64, error) {
+	return q.q.DepthReport(ctx)
 }
 
 // PeriodicJobs are queue report's periodic jobs, from the spec, for a
@@ -255,7 +260,7 @@ func (q *ReportQueue) Purge(ctx context.Context, max int) (int64, error) {
 func (q *ReportQueue) PeriodicJobs() []queue.PeriodicJob {
 	return []queue.PeriodicJob{
 		{Queue: "report", Name: "nightly", Schedule: queue.MustParseCron("0 3 * * *"), Push: func(ctx context.Context, tick time.Time) (bool, error) {
-			return q.pushTick(ctx, "nightly", tick, ReportPayload{ReportID: int64(7), Format: queue.Ptr("csv")})
+			return q.pushTick(ctx, "nightly", tick, ReportPayload{ReportID: 7, Format: queueimpl.Ptr[string]("csv")})
 		}},
 	}
 }
@@ -263,17 +268,12 @@ func (q *ReportQueue) PeriodicJobs() []queue.PeriodicJob {
 // pushTick pushes one tick of a periodic job, unless another node pushed
 // it: the tick is advanced and the job pushed in one transaction.
 func (q *ReportQueue) pushTick(ctx context.Context, name string, tick time.Time, p ReportPayload) (bool, error) {
-	b, ok := q.db.(interface {
-		Begin(context.Context) (pgx.Tx, error)
-	})
-	if !ok {
-		return false, errors.New("queue report: periodic jobs need an accessor over a pool or connection")
-	}
-	tx, err := b.Begin(ctx)
+	d := queueimpl.Pgx(q.db)
+	tx, err := d.Begin(ctx, queue.DefaultIsolation)
 	if err != nil {
 		return false, err
 	}
-	defer tx.Rollback(ctx)
+	defer d.Rollback(context.WithoutCancel(ctx), tx)
 	n, err := q.q.WithTx(tx).AdvanceTickReport(ctx, AdvanceTickReportParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
@@ -281,12 +281,7 @@ func (q *ReportQueue) pushTick(ctx context.Context, name string, tick time.Time,
 	if _, err := q.WithTx(tx).Push(ctx, p); err != nil {
 		return false, err
 	}
-	return true, tx.Commit(ctx)
-}
-
-// Depth counts the jobs due now.
-func (q *ReportQueue) Depth(ctx context.Context) (int64, error) {
-	return q.q.DepthReport(ctx)
+	return true, d.Commit(ctx, tx)
 }
 
 // NotifyChannel is the channel pushes notify ("" unless the spec says
@@ -298,11 +293,11 @@ func (q *ReportQueue) NotifyChannel() string { return "" }
 func (q *ReportQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
 
 // Worker returns a worker that claims jobs of queue report, each in a
-// transaction of its own, and runs handler on each inside it, with the
-// options given (concurrency, …). The accessor must be over a pool or a
-// connection. Run it with its Run method.
-func (q *ReportQueue) Worker(handler queue.TxHandler[ReportPayload], opts ...queue.WorkerOption) *queue.TxWorker[ReportPayload] {
-	return queue.NewTxWorker[ReportPayload](q.db, q, handler, opts...)
+// transaction of its own on the accessor's database, and runs handler on
+// each inside it, with the options given (concurrency, isolation, …). Run
+// it with its Run method.
+func (q *ReportQueue) Worker(handler queue.TxHandler[ReportPayload, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[ReportPayload, pgx.Tx] {
+	return queue.NewTxWorker[ReportPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
@@ -315,7 +310,7 @@ func (q *ReportQueue) Get(ctx context.Context, id int64) (*queue.Job[ReportPaylo
 	return q.job(row)
 }
 
-// job converts a row to a Job.
+// job converts a row to a Job, decoding the payload.
 func (q *ReportQueue) job(r ReportRow) (*queue.Job[ReportPayload], error) {
 	job := &queue.Job[ReportPayload]{
 		ID:          r.ID,
@@ -339,16 +334,13 @@ func (q *ReportQueue) job(r ReportRow) (*queue.Job[ReportPayload], error) {
 }
 
 // jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *ReportQueue) jobs(ctx context.Context, tx pgx.Tx, rows []ReportRow) ([]*queue.Job[ReportPayload], error) {
+// whose payload cannot be decoded rather than failing the whole claim;
+// d runs the discard, in the claiming transaction where there is one.
+func (q *ReportQueue) jobs(ctx context.Context, d *ReportQueue, rows []ReportRow) ([]*queue.Job[ReportPayload], error) {
 	jobs := make([]*queue.Job[ReportPayload], 0, len(rows))
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
 			if _, derr := d.q.DiscardReport(ctx, DiscardReportParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				return jobs, derr
 			}

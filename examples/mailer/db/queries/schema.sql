@@ -32,10 +32,10 @@ CREATE TABLE queuegen_periodic (
 
 -- queuegen_notify wakes the workers of queues declared with notify: true.
 -- After each INSERT or COPY into such a queue's table it sends one
--- notification on channel queuegen_<table> (PostgreSQL folds repeats
--- within a transaction into one). NOTIFY takes a cluster-wide lock at
--- commit, which serialises committing pushers: enable it where wake-up
--- latency matters more than peak push rate.
+-- notification on channel queuegen_<table> (PostgreSQL folds repeats within a
+-- transaction into one). NOTIFY takes a cluster-wide lock at commit, which
+-- serialises committing pushers: enable it where wake-up latency matters more
+-- than peak push rate.
 -- +goose StatementBegin
 CREATE FUNCTION queuegen_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -45,42 +45,59 @@ END
 $$;
 -- +goose StatementEnd
 
+-- base_queue is the parent of every queue table declared with inherits: true
+-- (the default). It holds the job bookkeeping columns; each queue table adds
+-- its payload columns. It never holds rows itself (the NO INHERIT check), and
+-- its primary key and indexes are not inherited: each queue table creates its
+-- own.
 CREATE TABLE base_queue (
-    id           bigserial NOT NULL,                 -- job id, from one sequence shared by every child table
-    state        text NOT NULL DEFAULT 'available',  -- available, running (leased), succeeded or dead
-    attempt      integer NOT NULL DEFAULT 0,         -- claims so far; with id, the fencing token of the current attempt
-    max_attempts integer NOT NULL,                   -- after this many failed attempts the job is dead
-    priority     smallint NOT NULL DEFAULT 0,        -- higher is claimed first where the queue orders by priority
-    run_after    timestamptz NOT NULL DEFAULT now(), -- not claimed before this time
+    id           bigserial   NOT NULL,                     -- job id, from one sequence shared by every child table
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
     created_at   timestamptz NOT NULL DEFAULT now(),
-    attempted_at timestamptz,                        -- when the current attempt was claimed
-    finished_at  timestamptz,                        -- when the job succeeded or died; retention counts from here
-    locked_by    text,                               -- lease mode: the node holding the job (seed 001's lock_key)
-    locked_until timestamptz,                        -- lease mode: the lease expiry; after it the job can be claimed again
-    errors       text[] NOT NULL DEFAULT '{}',       -- one entry per failed attempt, oldest first
-    unique_key   text,                               -- dedupe key among unfinished jobs, where the queue has one
-    tenant_id    bigint NOT NULL,
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    tenant_id    bigint      NOT NULL,
     CONSTRAINT base_queue_pkey PRIMARY KEY (id),
     CONSTRAINT base_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
     CONSTRAINT base_queue_no_rows CHECK (false) NO INHERIT
 );
 
+-- Queue email: one row per job; lease mode: a claim is committed at once and
+-- holds the job until its lease expires.
+-- The bookkeeping columns come from base_queue; the columns below are the
+-- payload.
 CREATE TABLE email_queue (
-    recipient text NOT NULL,
+    recipient text         NOT NULL,
     subject   varchar(200) NOT NULL,
-    body      text NOT NULL,
+    body      text         NOT NULL,
     CONSTRAINT email_queue_pkey PRIMARY KEY (id)
 ) INHERITS (base_queue)
 -- Storage for a table that churns: vacuum after a fixed number of dead
--- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
--- (each changes an indexed column). See QueueTableOptions in queuegen.
-WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
 
 -- Notifies listening workers once per statement that pushes jobs.
 CREATE TRIGGER email_queue_notify AFTER INSERT ON email_queue
     FOR EACH STATEMENT EXECUTE FUNCTION queuegen_notify();
 
--- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
 CREATE INDEX email_queue_claim_idx ON email_queue (priority DESC, run_after, id)
     WHERE state = 'available';
 
@@ -88,7 +105,12 @@ CREATE INDEX email_queue_claim_idx ON email_queue (priority DESC, run_after, id)
 CREATE INDEX email_queue_lease_idx ON email_queue (locked_until)
     WHERE locked_until IS NOT NULL;
 
--- At most one unfinished job per unique key; push uses it with ON CONFLICT DO NOTHING.
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX email_queue_node_idx ON email_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- At most one unfinished job per unique key; push relies on it with ON
+-- CONFLICT DO NOTHING.
 CREATE UNIQUE INDEX email_queue_unique_key_idx ON email_queue (unique_key)
     WHERE unique_key IS NOT NULL AND state IN ('available', 'running');
 
@@ -96,34 +118,44 @@ CREATE UNIQUE INDEX email_queue_unique_key_idx ON email_queue (unique_key)
 CREATE INDEX email_queue_finished_idx ON email_queue (finished_at)
     WHERE state IN ('succeeded', 'dead');
 
+-- Queue statement: one row per job; transaction mode: a claim holds the job
+-- by row lock until the caller's transaction ends.
 CREATE TABLE statement_queue (
-    id           bigserial NOT NULL,                 -- job id
-    state        text NOT NULL DEFAULT 'available',  -- available, running (leased), succeeded or dead
-    attempt      integer NOT NULL DEFAULT 0,         -- claims so far; with id, the fencing token of the current attempt
-    max_attempts integer NOT NULL,                   -- after this many failed attempts the job is dead
-    priority     smallint NOT NULL DEFAULT 0,        -- higher is claimed first where the queue orders by priority
-    run_after    timestamptz NOT NULL DEFAULT now(), -- not claimed before this time
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
     created_at   timestamptz NOT NULL DEFAULT now(),
-    attempted_at timestamptz,                        -- when the current attempt was claimed
-    finished_at  timestamptz,                        -- when the job succeeded or died; retention counts from here
-    locked_by    text,                               -- lease mode: the node holding the job (seed 001's lock_key)
-    locked_until timestamptz,                        -- lease mode: the lease expiry; after it the job can be claimed again
-    errors       text[] NOT NULL DEFAULT '{}',       -- one entry per failed attempt, oldest first
-    unique_key   text,                               -- dedupe key among unfinished jobs, where the queue has one
-    payload      jsonb NOT NULL,                     -- the payload, encoded as JSON
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT statement_queue_pkey PRIMARY KEY (id),
     CONSTRAINT statement_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 )
 -- Storage for a table that churns: vacuum after a fixed number of dead
--- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
--- (each changes an indexed column). See QueueTableOptions in queuegen.
-WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
 
 -- Notifies listening workers once per statement that pushes jobs.
 CREATE TRIGGER statement_queue_notify AFTER INSERT ON statement_queue
     FOR EACH STATEMENT EXECUTE FUNCTION queuegen_notify();
 
--- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
 CREATE INDEX statement_queue_claim_idx ON statement_queue (run_after, id)
     WHERE state = 'available';
 

@@ -21,10 +21,10 @@ CREATE TABLE queuegen_queues (
 
 -- queuegen_notify wakes the workers of queues declared with notify: true.
 -- After each INSERT or COPY into such a queue's table it sends one
--- notification on channel queuegen_<table> (PostgreSQL folds repeats
--- within a transaction into one). NOTIFY takes a cluster-wide lock at
--- commit, which serialises committing pushers: enable it where wake-up
--- latency matters more than peak push rate.
+-- notification on channel queuegen_<table> (PostgreSQL folds repeats within a
+-- transaction into one). NOTIFY takes a cluster-wide lock at commit, which
+-- serialises committing pushers: enable it where wake-up latency matters more
+-- than peak push rate.
 -- +goose StatementBegin
 CREATE FUNCTION queuegen_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -34,40 +34,54 @@ END
 $$;
 -- +goose StatementEnd
 
+-- Queue webhook: one row per job; lease mode: a claim is committed at once
+-- and holds the job until its lease expires.
 CREATE TABLE webhook_queue (
-    id           bigserial NOT NULL,                 -- job id
-    state        text NOT NULL DEFAULT 'available',  -- available, running (leased), succeeded or dead
-    attempt      integer NOT NULL DEFAULT 0,         -- claims so far; with id, the fencing token of the current attempt
-    max_attempts integer NOT NULL,                   -- after this many failed attempts the job is dead
-    priority     smallint NOT NULL DEFAULT 0,        -- higher is claimed first where the queue orders by priority
-    run_after    timestamptz NOT NULL DEFAULT now(), -- not claimed before this time
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
     created_at   timestamptz NOT NULL DEFAULT now(),
-    attempted_at timestamptz,                        -- when the current attempt was claimed
-    finished_at  timestamptz,                        -- when the job succeeded or died; retention counts from here
-    locked_by    text,                               -- lease mode: the node holding the job (seed 001's lock_key)
-    locked_until timestamptz,                        -- lease mode: the lease expiry; after it the job can be claimed again
-    errors       text[] NOT NULL DEFAULT '{}',       -- one entry per failed attempt, oldest first
-    unique_key   text,                               -- dedupe key among unfinished jobs, where the queue has one
-    message      jsonb NOT NULL,                     -- the payload, encoded as JSON
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    message      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT webhook_queue_pkey PRIMARY KEY (id),
     CONSTRAINT webhook_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 )
 -- Storage for a table that churns: vacuum after a fixed number of dead
--- tuples, unthrottled; no fillfactor slack, as no job update can be HOT
--- (each changes an indexed column). See QueueTableOptions in queuegen.
-WITH (fillfactor = 100, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
 
 -- Notifies listening workers once per statement that pushes jobs.
 CREATE TRIGGER webhook_queue_notify AFTER INSERT ON webhook_queue
     FOR EACH STATEMENT EXECUTE FUNCTION queuegen_notify();
 
--- Serves the claim: its predicate and key are the claim query's WHERE and ORDER BY, so a claim reads the first rows of this index and stops.
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
 CREATE INDEX webhook_queue_claim_idx ON webhook_queue (run_after, id)
     WHERE state = 'available';
 
 -- Finds leases that expired (claimed again, or reaped on their last attempt).
 CREATE INDEX webhook_queue_lease_idx ON webhook_queue (locked_until)
     WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX webhook_queue_node_idx ON webhook_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX webhook_queue_finished_idx ON webhook_queue (finished_at)

@@ -45,7 +45,9 @@ func (r iteratorForPushManyEmail) Err() error {
 	return nil
 }
 
-// PushManyEmail inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyEmail inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
 func (q *Queries) PushManyEmail(ctx context.Context, arg []PushManyEmailParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"email_queue"}, []string{"tenant_id", "region", "recipient", "subject", "attachments", "sent_on", "priority", "max_attempts"}, &iteratorForPushManyEmail{rows: arg})
 }
@@ -124,7 +126,9 @@ func (r iteratorForPushManyThumbnail) Err() error {
 	return nil
 }
 
-// PushManyThumbnail inserts many jobs in one COPY; created_at and run_after take their defaults (the database's now()); COPY takes no locks that claims wait for.
+// PushManyThumbnail inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
 func (q *Queries) PushManyThumbnail(ctx context.Context, arg []PushManyThumbnailParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"thumbnail_queue"}, []string{"tenant_id", "region", "image_id", "sizes", "priority", "max_attempts"}, &iteratorForPushManyThumbnail{rows: arg})
 }
@@ -163,7 +167,8 @@ func (r iteratorForPushManyThumbnailAt) Err() error {
 	return nil
 }
 
-// PushManyThumbnailAt is PushManyThumbnail with run_after given by the caller.
+// PushManyThumbnailAt is PushManyThumbnail with run_after given by the
+// caller.
 func (q *Queries) PushManyThumbnailAt(ctx context.Context, arg []PushManyThumbnailAtParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"thumbnail_queue"}, []string{"tenant_id", "region", "image_id", "sizes", "priority", "max_attempts", "run_after"}, &iteratorForPushManyThumbnailAt{rows: arg})
 }

@@ -55,7 +55,13 @@ type ClaimThumbnailParams struct {
 	Max   int32
 }
 
-// ClaimThumbnail leases up to @max jobs to @node: first running jobs whose lease expired (their holder is presumed dead), then due jobs in claim order; FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows, so each job goes to one claimer, and the UPDATE commits with the statement, so the lease, not a transaction, then holds the job (seeds 000, 001, 004).
+// ClaimThumbnail leases up to @max jobs to @node: first running jobs whose
+// lease expired (their holder is presumed dead), then due jobs in claim
+// order. FOR UPDATE SKIP LOCKED makes concurrent claims pass over each
+// other's rows, so each job goes to one claimer; selecting and updating in
+// one statement leaves no window for a lost update, and the UPDATE commits
+// with the statement, so the lease, not an open transaction, then holds the
+// job.
 func (q *Queries) ClaimThumbnail(ctx context.Context, arg ClaimThumbnailParams) ([]ThumbnailRow, error) {
 	rows, err := q.db.Query(ctx, claimThumbnail,
 		arg.Now,
@@ -112,7 +118,11 @@ type CompleteManyThumbnailParams struct {
 	Attempts []int32
 }
 
-// CompleteManyThumbnail completes many jobs in one statement, each fenced by its attempt like CompleteThumbnail; it returns the ids it completed. The rows are found by primary key (id = ANY) and each attempt is read from the parallel array, with no join, so the plan stays a primary-key scan whatever the statistics say.
+// CompleteManyThumbnail completes many jobs in one statement, each fenced by
+// its attempt like CompleteThumbnail, and returns the ids it completed. Rows
+// are found by primary key (id = ANY) and each attempt is read from the
+// parallel array, with no join, so the plan stays a primary-key scan whatever
+// the statistics say.
 func (q *Queries) CompleteManyThumbnail(ctx context.Context, arg CompleteManyThumbnailParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, completeManyThumbnail, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -143,7 +153,9 @@ type CompleteThumbnailParams struct {
 	Attempt int32
 }
 
-// CompleteThumbnail deletes a job, fenced: only while it is still running at the caller's attempt, so a stale holder whose job was claimed again changes nothing (0 rows).
+// CompleteThumbnail deletes a job, fenced: only while it is still running at
+// the caller's attempt, so a stale holder whose job was claimed again changes
+// nothing (0 rows).
 func (q *Queries) CompleteThumbnail(ctx context.Context, arg CompleteThumbnailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeThumbnail, arg.ID, arg.Attempt)
 	if err != nil {
@@ -157,7 +169,8 @@ SELECT count(*) FROM thumbnail_queue
 WHERE state = 'available' AND run_after <= now()
 `
 
-// DepthThumbnail counts the jobs due now, for monitoring; it reads the claim index and locks nothing.
+// DepthThumbnail counts the jobs due now, for monitoring; it reads the claim
+// index and locks nothing.
 func (q *Queries) DepthThumbnail(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthThumbnail)
 	var count int64
@@ -181,7 +194,8 @@ type DiscardThumbnailParams struct {
 	Attempt int32
 }
 
-// DiscardThumbnail makes a job dead at once with its error kept, whatever attempts remain; fenced like CompleteThumbnail.
+// DiscardThumbnail makes a job dead at once with its error kept, whatever
+// attempts remain; fenced like CompleteThumbnail.
 func (q *Queries) DiscardThumbnail(ctx context.Context, arg DiscardThumbnailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardThumbnail, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -203,7 +217,8 @@ type ExtendThumbnailParams struct {
 	Attempt int32
 }
 
-// ExtendThumbnail moves a held job's lease to now() + @lease, fenced like CompleteThumbnail, so a worker on a long job keeps it (seed 001).
+// ExtendThumbnail moves a held job's lease to now() + @lease, fenced like
+// CompleteThumbnail, so a worker on a long job keeps it.
 func (q *Queries) ExtendThumbnail(ctx context.Context, arg ExtendThumbnailParams) (*time.Time, error) {
 	row := q.db.QueryRow(ctx, extendThumbnail, arg.Lease, arg.ID, arg.Attempt)
 	var locked_until *time.Time
@@ -238,7 +253,11 @@ type FailManyThumbnailRow struct {
 	State string
 }
 
-// FailManyThumbnail fails many jobs in one statement, each fenced like FailThumbnail and retried after its own delay; it returns the ids it changed with their new state. Rows are found by primary key and their message and delay read from the parallel arrays, as in CompleteManyThumbnail.
+// FailManyThumbnail fails many jobs in one statement, each fenced like
+// FailThumbnail and retried after its own delay, and returns the ids it
+// changed with their new state. Rows are found by primary key and their
+// message and delay read from the parallel arrays, as in
+// CompleteManyThumbnail.
 func (q *Queries) FailManyThumbnail(ctx context.Context, arg FailManyThumbnailParams) ([]FailManyThumbnailRow, error) {
 	rows, err := q.db.Query(ctx, failManyThumbnail,
 		arg.Messages,
@@ -283,7 +302,9 @@ type FailThumbnailParams struct {
 	Attempt    int32
 }
 
-// FailThumbnail records a failed attempt, fenced like CompleteThumbnail: the error is kept, and the job is retried after @retry_delay or, having used its attempts, is dead.
+// FailThumbnail records a failed attempt, fenced like CompleteThumbnail: the
+// error is kept, and the job is retried after @retry_delay or, having used
+// its attempts, is dead.
 func (q *Queries) FailThumbnail(ctx context.Context, arg FailThumbnailParams) (string, error) {
 	row := q.db.QueryRow(ctx, failThumbnail,
 		arg.Message,
@@ -332,42 +353,13 @@ SELECT paused FROM queuegen_queues
 WHERE name = 'thumbnail'
 `
 
-// PausedThumbnail reads whether the queue is paused; workers poll it, so a pause reaches every node within their poll period.
+// PausedThumbnail reads whether the queue is paused; workers read it about
+// once a second, so a pause reaches every node within that.
 func (q *Queries) PausedThumbnail(ctx context.Context) (bool, error) {
 	row := q.db.QueryRow(ctx, pausedThumbnail)
 	var paused bool
 	err := row.Scan(&paused)
 	return paused, err
-}
-
-const purgeThumbnail = `-- name: PurgeThumbnail :execrows
-WITH doomed AS (
-    SELECT id
-    FROM thumbnail_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
-    ORDER BY finished_at
-    LIMIT $3::integer
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM thumbnail_queue AS job
-USING doomed
-WHERE job.id = doomed.id
-`
-
-type PurgeThumbnailParams struct {
-	SucceededRetention *time.Duration
-	DeadRetention      *time.Duration
-	Max                int32
-}
-
-// PurgeThumbnail deletes up to @max finished jobs past their retention (a NULL retention keeps them), oldest first; SKIP LOCKED and the bounded batch keep it from waiting on workers or holding a long transaction.
-func (q *Queries) PurgeThumbnail(ctx context.Context, arg PurgeThumbnailParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeThumbnail, arg.SucceededRetention, arg.DeadRetention, arg.Max)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 type PushManyThumbnailParams struct {
@@ -421,8 +413,10 @@ type PushThumbnailRow struct {
 }
 
 // Code generated by queuegen. DO NOT EDIT.
-// Source: queuegen.yaml. Queries of queue thumbnail (table thumbnail_queue), compiled by sqlc.
-// PushThumbnail inserts one job and returns its id; an INSERT locks nothing that other pushes or claims wait for.
+// Source: queuegen.yaml. Queries of queue thumbnail (table thumbnail_queue),
+// compiled by sqlc.
+// PushThumbnail inserts one job and returns its id; an INSERT locks nothing
+// that other pushes or claims wait for.
 func (q *Queries) PushThumbnail(ctx context.Context, arg PushThumbnailParams) (PushThumbnailRow, error) {
 	row := q.db.QueryRow(ctx, pushThumbnail,
 		arg.TenantID,
@@ -441,18 +435,32 @@ func (q *Queries) PushThumbnail(ctx context.Context, arg PushThumbnailParams) (P
 }
 
 const reapThumbnail = `-- name: ReapThumbnail :execrows
-UPDATE thumbnail_queue
+WITH doomed AS (
+    SELECT id
+    FROM thumbnail_queue
+    WHERE state = 'running'
+      AND locked_until < now()
+      AND attempt >= max_attempts
+    ORDER BY locked_until
+    LIMIT $1::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE thumbnail_queue AS job
 SET state = 'dead',
-    errors = array_append(errors, 'lease expired on the last attempt'),
+    errors = array_append(job.errors, 'lease expired on the last attempt'),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
-WHERE state = 'running' AND locked_until < now() AND attempt >= max_attempts
+FROM doomed
+WHERE job.id = doomed.id
 `
 
-// ReapThumbnail makes dead the running jobs whose lease expired on their last attempt, which claims no longer take; a worker finishing one at the same moment either wins the row lock first or finds it gone (fenced).
-func (q *Queries) ReapThumbnail(ctx context.Context) (int64, error) {
-	result, err := q.db.Exec(ctx, reapThumbnail)
+// ReapThumbnail makes dead up to @max running jobs whose lease expired on
+// their last attempt, which claims no longer take. The batch is bounded and
+// SKIP LOCKED, so it neither waits on a worker finishing one of them (whose
+// fenced update then finds it gone) nor holds a long transaction.
+func (q *Queries) ReapThumbnail(ctx context.Context, max int32) (int64, error) {
+	result, err := q.db.Exec(ctx, reapThumbnail, max)
 	if err != nil {
 		return 0, err
 	}
@@ -467,7 +475,10 @@ SET state = 'available',
 WHERE state = 'running' AND locked_by = $1::text
 `
 
-// ReleaseNodeThumbnail makes every job @node holds claimable again, for a node restarting after a crash (seed 001); the attempt counts, as the crash may have been the job's doing.
+// ReleaseNodeThumbnail makes every job @node holds claimable again, for a
+// node restarting after a crash; the attempt counts, as the crash may have
+// been the job's doing. It finds the node's jobs through the locked_by index;
+// a job claimed again meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeThumbnail(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeThumbnail, node)
 	if err != nil {
@@ -490,7 +501,8 @@ type ReleaseThumbnailParams struct {
 	Attempt int32
 }
 
-// ReleaseThumbnail gives a held job back unworked, claimable at once, without using up an attempt; fenced like CompleteThumbnail.
+// ReleaseThumbnail gives a held job back unworked, claimable at once, without
+// using up an attempt; fenced like CompleteThumbnail.
 func (q *Queries) ReleaseThumbnail(ctx context.Context, arg ReleaseThumbnailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseThumbnail, arg.ID, arg.Attempt)
 	if err != nil {
@@ -505,7 +517,9 @@ SET paused = $1
 WHERE name = 'thumbnail'
 `
 
-// SetPausedThumbnail pauses or resumes the queue for every worker; a single-row UPDATE of the registry, so concurrent calls serialise and the last one wins.
+// SetPausedThumbnail pauses or resumes the queue for every worker; a
+// single-row UPDATE of the registry, so concurrent calls serialise and the
+// last one wins.
 func (q *Queries) SetPausedThumbnail(ctx context.Context, paused bool) (int64, error) {
 	result, err := q.db.Exec(ctx, setPausedThumbnail, paused)
 	if err != nil {
@@ -531,7 +545,10 @@ type SnoozeThumbnailParams struct {
 	Attempt  int32
 }
 
-// SnoozeThumbnail puts a job back until @run_after, or for @delay by the database clock, without using up an attempt (max_attempts grows by one, so the fencing attempt number still only rises); fenced like CompleteThumbnail.
+// SnoozeThumbnail puts a job back until @run_after, or for @delay by the
+// database clock, without using up an attempt (max_attempts grows by one, so
+// the fencing attempt number still only rises); fenced like
+// CompleteThumbnail.
 func (q *Queries) SnoozeThumbnail(ctx context.Context, arg SnoozeThumbnailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, snoozeThumbnail,
 		arg.RunAfter,

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // ThumbnailPayload is the payload of queue thumbnail: one field per payload column of
@@ -33,33 +34,33 @@ const (
 // ThumbnailBackoff is the retry delay of queue thumbnail after a failed attempt.
 var ThumbnailBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// ThumbnailQueue is the typed accessor of queue thumbnail (table thumbnail_queue),
-// in lease mode: a claim is committed at once and holds the job until its lease expires.
+// ThumbnailQueue is the typed accessor of queue thumbnail (table thumbnail_queue).
+// Lease mode: a claim is committed at once and holds the job until its
+// lease expires.
 type ThumbnailQueue struct {
-	db DBTX
+	db DB
 	q  *Queries
 	// Backoff decides the retry delay after Fail; ThumbnailBackoff unless
 	// replaced.
 	Backoff queue.Backoff
 }
 
-// NewThumbnailQueue returns the accessor of queue thumbnail over a pgx pool,
-// connection or transaction.
-func NewThumbnailQueue(db DBTX) *ThumbnailQueue {
+// NewThumbnailQueue returns the accessor of queue thumbnail over db.
+func NewThumbnailQueue(db DB) *ThumbnailQueue {
 	return &ThumbnailQueue{db: db, q: New(db), Backoff: ThumbnailBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *ThumbnailQueue) WithTx(tx pgx.Tx) *ThumbnailQueue {
-	return &ThumbnailQueue{db: tx, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &ThumbnailQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *ThumbnailQueue) Push(ctx context.Context, p ThumbnailPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queue.ResolvePush(ThumbnailMaxAttempts, opts)
+	o := queueimpl.ResolvePush(ThumbnailMaxAttempts, opts)
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -73,7 +74,7 @@ func (q *ThumbnailQueue) Push(ctx context.Context, p ThumbnailPayload, opts ...q
 	arg.TenantID = p.TenantID
 	arg.Region = p.Region
 	arg.ImageID = p.ImageID
-	arg.Sizes = queue.EmptyIfNil(p.Sizes)
+	arg.Sizes = queueimpl.EmptyIfNil(p.Sizes)
 	row, err := q.q.PushThumbnail(ctx, arg)
 	if err != nil {
 		return queue.PushResult{}, err
@@ -81,12 +82,12 @@ func (q *ThumbnailQueue) Push(ctx context.Context, p ThumbnailPayload, opts ...q
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
-// PushMany adds many jobs with one COPY and returns how many it added. It
-// takes the RunAfter, Priority and MaxAttempts options, applied to every
-// job; COPY cannot dedupe, so unique keys need Push.
+// PushMany adds many jobs in one bulk insert and returns how many it added.
+// It takes the RunAfter, Priority and MaxAttempts options, applied to every
+// job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *ThumbnailQueue) PushMany(ctx context.Context, ps []ThumbnailPayload, opts ...queue.PushOption) (int64, error) {
-	o := queue.ResolvePush(ThumbnailMaxAttempts, opts)
-	if err := o.CheckPushMany(); err != nil {
+	o := queueimpl.ResolvePush(ThumbnailMaxAttempts, opts)
+	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
 	if o.RunAfter != nil {
@@ -96,7 +97,7 @@ func (q *ThumbnailQueue) PushMany(ctx context.Context, ps []ThumbnailPayload, op
 			rows[i].TenantID = p.TenantID
 			rows[i].Region = p.Region
 			rows[i].ImageID = p.ImageID
-			rows[i].Sizes = queue.EmptyIfNil(p.Sizes)
+			rows[i].Sizes = queueimpl.EmptyIfNil(p.Sizes)
 		}
 		return q.q.PushManyThumbnailAt(ctx, rows)
 	}
@@ -106,7 +107,7 @@ func (q *ThumbnailQueue) PushMany(ctx context.Context, ps []ThumbnailPayload, op
 		rows[i].TenantID = p.TenantID
 		rows[i].Region = p.Region
 		rows[i].ImageID = p.ImageID
-		rows[i].Sizes = queue.EmptyIfNil(p.Sizes)
+		rows[i].Sizes = queueimpl.EmptyIfNil(p.Sizes)
 	}
 	return q.q.PushManyThumbnail(ctx, rows)
 }
@@ -114,15 +115,14 @@ func (q *ThumbnailQueue) PushMany(ctx context.Context, ps []ThumbnailPayload, op
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for ThumbnailLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer. A job whose payload cannot be decoded is made dead
-// with the decoding error and is not returned.
+// job that needs longer.
 func (q *ThumbnailQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ThumbnailPayload], error) {
-	o := queue.ResolveClaim(ThumbnailLease, opts)
+	o := queueimpl.ResolveClaim(ThumbnailLease, opts)
 	rows, err := q.q.ClaimThumbnail(ctx, ClaimThumbnailParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(ctx, nil, rows)
+	return q.jobs(rows), nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -148,7 +148,7 @@ func (q *ThumbnailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Thu
 // is returned.
 func (q *ThumbnailQueue) Fail(ctx context.Context, job *queue.Job[ThumbnailPayload], cause error) (queue.State, error) {
 	state, err := q.q.FailThumbnail(ctx, FailThumbnailParams{
-		Message:    queue.ErrorText(cause),
+		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
 		Attempt:    job.Attempt,
@@ -182,7 +182,7 @@ func (q *ThumbnailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Th
 		RetryDelays: delays,
 	}
 	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queue.ErrorText(causes[i])
+		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
 	}
 	rows, err := q.q.FailManyThumbnail(ctx, arg)
 	if err != nil {
@@ -210,7 +210,7 @@ func (q *ThumbnailQueue) SnoozeFor(ctx context.Context, job *queue.Job[Thumbnail
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ThumbnailQueue) Discard(ctx context.Context, job *queue.Job[ThumbnailPayload], cause error) error {
-	n, err := q.q.DiscardThumbnail(ctx, DiscardThumbnailParams{Message: queue.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardThumbnail(ctx, DiscardThumbnailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -241,10 +241,11 @@ func (q *ThumbnailQueue) ReleaseNode(ctx context.Context, node string) (int64, e
 	return q.q.ReleaseNodeThumbnail(ctx, node)
 }
 
-// Reap makes dead the jobs whose lease expired on their last attempt and
-// returns how many. Claims re-deliver other expired jobs by themselves.
-func (q *ThumbnailQueue) Reap(ctx context.Context) (int64, error) {
-	return q.q.ReapThumbnail(ctx)
+// Reap makes dead up to max jobs whose lease expired on their last attempt
+// and returns how many; a Maintainer calls it in batches. Claims re-deliver
+// other expired jobs by themselves.
+func (q *ThumbnailQueue) Reap(ctx context.Context, max int) (int64, error) {
+	return q.q.ReapThumbnail(ctx, int32(max))
 }
 
 // QueueName is the queue's name, "thumbnail".
@@ -268,12 +269,7 @@ func (q *ThumbnailQueue) Resume(ctx context.Context) error {
 	return err
 }
 
-// Purge deletes up to max finished jobs past the queue's retention and
-// returns how many; a Maintainer calls it in batches.
-func (q *ThumbnailQueue) Purge(ctx context.Context, max int) (int64, error) {
-	arg := PurgeThumbnailParams{Max: int32(max)}
-	return q.q.PurgeThumbnail(ctx, arg)
-} // Depth counts the jobs due now.
+// Depth counts the jobs due now.
 func (q *ThumbnailQueue) Depth(ctx context.Context) (int64, error) {
 	return q.q.DepthThumbnail(ctx)
 }
@@ -303,11 +299,11 @@ func (q *ThumbnailQueue) Get(ctx context.Context, id int64) (*queue.Job[Thumbnai
 	if err != nil {
 		return nil, err
 	}
-	return q.job(row)
+	return q.job(row), nil
 }
 
 // job converts a row to a Job.
-func (q *ThumbnailQueue) job(r ThumbnailRow) (*queue.Job[ThumbnailPayload], error) {
+func (q *ThumbnailQueue) job(r ThumbnailRow) *queue.Job[ThumbnailPayload] {
 	job := &queue.Job[ThumbnailPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -319,38 +315,26 @@ func (q *ThumbnailQueue) job(r ThumbnailRow) (*queue.Job[ThumbnailPayload], erro
 		AttemptedAt: r.AttemptedAt,
 		LockedUntil: r.LockedUntil,
 		Errors:      r.Errors,
+		Payload: ThumbnailPayload{
+			TenantID: r.TenantID,
+			Region:   r.Region,
+			ImageID:  r.ImageID,
+			Sizes:    r.Sizes,
+		},
 	}
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
-	job.Payload = ThumbnailPayload{
-		TenantID: r.TenantID,
-		Region:   r.Region,
-		ImageID:  r.ImageID,
-		Sizes:    r.Sizes,
-	}
-	return job, nil
+	return job
 }
 
-// jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
-// whose payload cannot be decoded rather than failing the whole claim.
-func (q *ThumbnailQueue) jobs(ctx context.Context, tx pgx.Tx, rows []ThumbnailRow) ([]*queue.Job[ThumbnailPayload], error) {
-	jobs := make([]*queue.Job[ThumbnailPayload], 0, len(rows))
-	for _, r := range rows {
-		job, err := q.job(r)
-		if err != nil {
-			d := q
-			if tx != nil {
-				d = q.WithTx(tx)
-			}
-			if _, derr := d.q.DiscardThumbnail(ctx, DiscardThumbnailParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
-			}
-			continue
-		}
-		jobs = append(jobs, job)
+// jobs converts claimed rows to Jobs.
+func (q *ThumbnailQueue) jobs(rows []ThumbnailRow) []*queue.Job[ThumbnailPayload] {
+	jobs := make([]*queue.Job[ThumbnailPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(r)
 	}
-	return jobs, nil
+	return jobs
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -1,0 +1,38 @@
+package engine
+
+import "strings"
+
+// CommentWidth is the width generated SQL comments are wrapped to,
+// counting the comment marker.
+const CommentWidth = 78
+
+// Comment wraps text into SQL comment lines ("-- …") of at most
+// CommentWidth characters; a word longer than the width stays whole.
+// Paragraphs in text are separated by "\n".
+func Comment(text string) []string {
+	var lines []string
+	for _, para := range strings.Split(text, "\n") {
+		lines = append(lines, Wrap("-- ", para, CommentWidth)...)
+	}
+	return lines
+}
+
+// Wrap splits text into lines of at most width characters, each starting
+// with prefix.
+func Wrap(prefix, text string, width int) []string {
+	words := strings.Fields(text)
+	if len(words) == 0 {
+		return []string{strings.TrimRight(prefix, " ")}
+	}
+	var lines []string
+	line := prefix + words[0]
+	for _, w := range words[1:] {
+		if len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = prefix + w
+			continue
+		}
+		line += " " + w
+	}
+	return append(lines, line)
+}

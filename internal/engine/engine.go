@@ -1,0 +1,205 @@
+// Package engine is the seam between queuegen and a database engine.
+//
+// Everything that differs from one engine to another sits behind the
+// Engine interface: the SQL and Go types of columns, the tables and
+// indexes a queue needs, the DDL of migrations and which changes can be
+// made in place, the templates of the queries and accessors, how sqlc (or
+// queuegen itself) turns queries into Go, and goose's dialect. The model
+// asks an Engine for every such decision while it builds; package evolve
+// asks it to write DDL; package render executes its templates.
+//
+// PostgreSQL (package postgres) is the reference implementation. A new
+// engine is a new package implementing Engine, registered with Register
+// from its init function and imported by package model's engine list.
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/queuegen/queuegen/internal/catalog"
+	"github.com/queuegen/queuegen/internal/gocode"
+	"github.com/queuegen/queuegen/internal/spec"
+)
+
+// Engine is one database engine.
+type Engine interface {
+	// Name is the engine's name in the spec (engine: …).
+	Name() string
+	// Check reports what in a valid spec this engine cannot serve, each
+	// error naming the spec key and the reason.
+	Check(s *spec.Spec) spec.Errors
+
+	// Qualify is name as written in SQL in schema: qualified unless the
+	// schema is the engine's default.
+	Qualify(schema, name string) string
+	// Column is the table column a spec column becomes.
+	Column(c *spec.Column) *catalog.Column
+	// GoType is the Go type of a payload column of type t in the code
+	// sqlc (or queuegen, for engines sqlc lacks) generates for it.
+	GoType(t spec.Type, nullable bool) gocode.Type
+	// Registry is the queue registry table.
+	Registry() *catalog.Table
+	// Periodic is the periodic-ticks table.
+	Periodic() *catalog.Table
+	// NotifyFunction names the trigger function that wakes workers on
+	// push, or "" when the engine has no notifications.
+	NotifyFunction() string
+	// BaseTable is the INHERITS parent with the spec's extra base columns.
+	BaseTable(name string, extra []*catalog.Column) *catalog.Table
+	// QueueTable is a queue's table with its keys and indexes.
+	QueueTable(q QueueTable) *catalog.Table
+
+	// DDL writes the statements of migrations for tables in schema.
+	DDL(schema string) DDL
+	// Goose is the goose dialect the migrations are written for.
+	Goose() string
+
+	// Driver names the Go identifiers of the database driver the
+	// generated code is written against.
+	Driver() Driver
+	// Templates is the directory of templates.FS holding the engine's
+	// query and sqlc templates.
+	Templates() string
+}
+
+// QueueTable is what a queue's table must serve, for Engine.QueueTable.
+type QueueTable struct {
+	// Name is the table's name.
+	Name string
+	// Parent is the base table for an inheriting queue, or nil.
+	Parent *catalog.Table
+	// Payload are the payload columns (or the JSON column).
+	Payload []*catalog.Column
+	// Lease is true in lease mode; Priority, Unique and Notify are the
+	// spec's keys.
+	Lease, Priority, Unique, Notify bool
+	// Comment describes the queue above CREATE TABLE.
+	Comment []string
+}
+
+// Driver names the identifiers of an engine's Go database driver that the
+// generated accessors use.
+type Driver struct {
+	// Tx is the transaction type transaction-mode handlers receive.
+	Tx gocode.Ident
+	// ErrNoRows is the error a :one query returns when no row matched.
+	ErrNoRows gocode.Ident
+	// TxDriver makes the queue.TxDriver that begins and ends transactions
+	// on the accessor's database handle (for transaction-mode workers and
+	// periodic pushes).
+	TxDriver gocode.Ident
+}
+
+// DDL writes the SQL statements of migrations for one schema. Each method
+// returns complete statements, each ending with a semicolon, with their
+// comments above them; statements are separated by newlines.
+type DDL interface {
+	// CreateSchema creates the schema if it is not the default one
+	// ("" otherwise).
+	CreateSchema() string
+	// CreateTable creates a table with its columns, primary key, unique
+	// constraints and checks (not its other indexes).
+	CreateTable(t *catalog.Table) string
+	// CreateIndex creates an index of a new, empty table.
+	CreateIndex(t *catalog.Table, i *catalog.Index) string
+	// DropTable drops a table.
+	DropTable(t *catalog.Table) string
+
+	// CreateFunction and DropFunction create and drop the named function
+	// (the notify trigger function).
+	CreateFunction(name string) string
+	DropFunction(name string) string
+	// CreateTrigger creates t's notify trigger; DropTrigger drops the
+	// named trigger of t.
+	CreateTrigger(t *catalog.Table) string
+	DropTrigger(t *catalog.Table, name string) string
+
+	// Register, Unregister and Reregister write the registry row of a
+	// queue.
+	Register(q *catalog.Queue) string
+	Unregister(name string) string
+	Reregister(from, to *catalog.Queue) string
+
+	// RenameTable renames a table; RenameIndex, RenameConstraint,
+	// RenameSequence and RenameTrigger rename what is named after it.
+	RenameTable(from, to string) string
+	RenameIndex(table, from, to string) string
+	RenameConstraint(table, from, to string) string
+	RenameSequence(from, to string) string
+	RenameTrigger(table, from, to string) string
+
+	// AddColumn, DropColumn and RenameColumn change t's columns.
+	AddColumn(t *catalog.Table, c *catalog.Column) string
+	DropColumn(t *catalog.Table, name string) string
+	RenameColumn(t *catalog.Table, from, to string) string
+	// ChangeType changes a column's type in place; Widens says whether
+	// the engine can do that without rewriting the table or checking
+	// its rows, and why not.
+	ChangeType(t *catalog.Table, c *catalog.Column, from string) string
+	Widens(from, to string) (ok bool, why string)
+	// SetNotNull, DropNotNull, SetDefault and DropDefault change one
+	// column.
+	SetNotNull(t *catalog.Table, column string) string
+	DropNotNull(t *catalog.Table, column string) string
+	SetDefault(t *catalog.Table, column, def string) string
+	DropDefault(t *catalog.Table, column string) string
+	// SetOptions and ResetOptions change storage options.
+	SetOptions(t *catalog.Table, opts []catalog.Option) string
+	ResetOptions(t *catalog.Table, names []string) string
+
+	// CreateIndexOnline and DropIndexOnline build and drop an index of a
+	// table that may be large and busy, without blocking its writers, in
+	// a form that can run again after a failure. OnlineIndexes says
+	// whether such statements must run outside a transaction.
+	CreateIndexOnline(t *catalog.Table, i *catalog.Index) string
+	DropIndexOnline(t *catalog.Table, name string) string
+	RenameIndexOnline(table, from, to string) string
+	OnlineIndexesNeedNoTransaction() bool
+	// MaxIdentifier is the longest name the engine keeps whole.
+	MaxIdentifier() int
+}
+
+var (
+	mu      sync.RWMutex
+	engines = map[string]Engine{}
+)
+
+// Register makes an engine available under its name. Engines call it from
+// their init function.
+func Register(e Engine) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := engines[e.Name()]; dup {
+		panic("engine: " + e.Name() + " registered twice")
+	}
+	engines[e.Name()] = e
+}
+
+// Lookup returns the engine called name.
+func Lookup(name string) (Engine, error) {
+	mu.RLock()
+	defer mu.RUnlock()
+	if e, ok := engines[name]; ok {
+		return e, nil
+	}
+	return nil, fmt.Errorf("unknown engine %q: want one of %s", name, strings.Join(names(), ", "))
+}
+
+// Names lists the registered engines.
+func Names() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	return names()
+}
+
+func names() []string {
+	var names []string
+	for n := range engines {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

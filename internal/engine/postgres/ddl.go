@@ -1,0 +1,342 @@
+package postgres
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/queuegen/queuegen/internal/catalog"
+	"github.com/queuegen/queuegen/internal/engine"
+)
+
+// ddl writes PostgreSQL DDL for tables in one schema.
+type ddl struct{ schema string }
+
+func (d ddl) q(name string) string { return Engine{}.Qualify(d.schema, name) }
+
+func (d ddl) MaxIdentifier() int { return MaxIdentifier }
+
+func (d ddl) CreateSchema() string {
+	if d.schema == DefaultSchema {
+		return ""
+	}
+	return "CREATE SCHEMA IF NOT EXISTS " + d.schema + ";"
+}
+
+// CreateTable writes CREATE TABLE with aligned columns (name, type, NOT
+// NULL and default, comment), then the primary key, unique constraints and
+// checks, INHERITS and the storage parameters.
+func (d ddl) CreateTable(t *catalog.Table) string {
+	var b strings.Builder
+	lines(&b, t.Comment)
+	fmt.Fprintf(&b, "CREATE TABLE %s (", d.q(t.Name))
+	var items []string
+	items = append(items, columnLines(t.Columns)...)
+	for _, i := range t.Indexes {
+		switch {
+		case i.Primary:
+			items = append(items, fmt.Sprintf("CONSTRAINT %s PRIMARY KEY (%s)", i.Name, strings.Join(i.Columns, ", ")))
+		case i.Constraint:
+			items = append(items, fmt.Sprintf("CONSTRAINT %s UNIQUE (%s)", i.Name, strings.Join(i.Columns, ", ")))
+		}
+	}
+	for _, k := range t.Checks {
+		s := fmt.Sprintf("CONSTRAINT %s CHECK (%s)", k.Name, k.Expr)
+		if k.NoInherit {
+			s += " NO INHERIT"
+		}
+		items = append(items, s)
+	}
+	if len(items) > 0 {
+		b.WriteString("\n")
+		b.WriteString(joinItems(items))
+		b.WriteString("\n")
+	}
+	b.WriteString(")")
+	if t.Inherits != "" {
+		fmt.Fprintf(&b, " INHERITS (%s)", d.q(t.Inherits))
+	}
+	if len(t.Options) > 0 {
+		b.WriteString("\n")
+		lines(&b, t.OptionsComment)
+		b.WriteString("WITH (\n")
+		for i, o := range t.Options {
+			b.WriteString("    " + o.Name + " = " + o.Value)
+			if i < len(t.Options)-1 {
+				b.WriteString(",")
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString(")")
+	}
+	b.WriteString(";")
+	return b.String()
+}
+
+// joinItems joins the lines of a CREATE TABLE body: a comma after every
+// item but the last, placed before the item's trailing comment.
+func joinItems(items []string) string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		comma := ","
+		if i == len(items)-1 {
+			comma = ""
+		}
+		if def, comment, ok := strings.Cut(it, "\x00"); ok {
+			out[i] = "    " + def + comma + comment
+		} else {
+			out[i] = "    " + it + comma
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// columnLines aligns column definitions in columns: name, type,
+// constraints, comment. The comment is separated by \x00 so that
+// joinItems can put the comma before it.
+func columnLines(cs []*catalog.Column) []string {
+	nameW, typeW, defW := 0, 0, 0
+	rest := make([]string, len(cs))
+	for i, c := range cs {
+		var r []string
+		if c.NotNull {
+			r = append(r, "NOT NULL")
+		}
+		if c.Default != "" {
+			r = append(r, "DEFAULT "+c.Default)
+		}
+		rest[i] = strings.Join(r, " ")
+		nameW = max(nameW, len(c.Name))
+		if rest[i] != "" {
+			typeW = max(typeW, len(c.Type))
+		}
+	}
+	defs := make([]string, len(cs))
+	for i, c := range cs {
+		defs[i] = pad(c.Name, nameW) + " " + c.Type
+		if rest[i] != "" {
+			defs[i] = pad(c.Name, nameW) + " " + pad(c.Type, typeW) + " " + rest[i]
+		}
+		if c.Comment != "" {
+			defW = max(defW, len(defs[i]))
+		}
+	}
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = defs[i]
+		if c.Comment != "" {
+			// joinItems puts the comma before the padding.
+			out[i] = defs[i] + "\x00" + strings.Repeat(" ", defW-len(defs[i])) + " -- " + c.Comment
+		}
+	}
+	return out
+}
+
+func pad(s string, w int) string { return s + strings.Repeat(" ", max(0, w-len(s))) }
+
+func lines(b *strings.Builder, ls []string) {
+	for _, l := range ls {
+		b.WriteString(l + "\n")
+	}
+}
+
+// CreateIndex writes CREATE INDEX for a new table (no CONCURRENTLY: the
+// table is empty, and the migration's transaction creates it).
+func (d ddl) CreateIndex(t *catalog.Table, i *catalog.Index) string {
+	var b strings.Builder
+	lines(&b, engine.Comment(i.Comment))
+	b.WriteString(createIndex(d.q(t.Name), i, false))
+	return b.String()
+}
+
+func createIndex(qtable string, i *catalog.Index, concurrently bool) string {
+	u, c := "", ""
+	if i.Unique {
+		u = "UNIQUE "
+	}
+	if concurrently {
+		c = "CONCURRENTLY "
+	}
+	s := fmt.Sprintf("CREATE %sINDEX %s%s ON %s (%s)", u, c, i.Name, qtable, strings.Join(i.Columns, ", "))
+	if i.Where != "" {
+		s += "\n    WHERE " + i.Where
+	}
+	return s + ";"
+}
+
+func (d ddl) DropTable(t *catalog.Table) string { return "DROP TABLE " + d.q(t.Name) + ";" }
+
+func (d ddl) CreateFunction(name string) string {
+	var b strings.Builder
+	lines(&b, engine.Comment(name+" wakes the workers of queues declared with notify: true. After each "+
+		"INSERT or COPY into such a queue's table it sends one notification on channel "+
+		"queuegen_<table> (PostgreSQL folds repeats within a transaction into one). NOTIFY takes a "+
+		"cluster-wide lock at commit, which serialises committing pushers: enable it where wake-up "+
+		"latency matters more than peak push rate."))
+	fmt.Fprintf(&b, `-- +goose StatementBegin
+CREATE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('queuegen_' || TG_TABLE_NAME, '');
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd`, d.q(name))
+	return b.String()
+}
+
+func (d ddl) DropFunction(name string) string { return "DROP FUNCTION " + d.q(name) + "();" }
+
+func (d ddl) CreateTrigger(t *catalog.Table) string {
+	return fmt.Sprintf("-- Notifies listening workers once per statement that pushes jobs.\nCREATE TRIGGER %s AFTER INSERT ON %s\n    FOR EACH STATEMENT EXECUTE FUNCTION %s();",
+		t.NotifyTrigger, d.q(t.Name), d.q(NotifyFunction))
+}
+
+func (d ddl) DropTrigger(t *catalog.Table, name string) string {
+	return fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s;", name, d.q(t.Name))
+}
+
+func (d ddl) Register(q *catalog.Queue) string {
+	return fmt.Sprintf("INSERT INTO %s (name, table_name, mode)\nVALUES (%s, %s, %s);", d.q(RegistryTable), quote(q.Name), quote(q.Table.Name), quote(q.Mode))
+}
+
+func (d ddl) Unregister(name string) string {
+	return fmt.Sprintf("DELETE FROM %s WHERE name = %s;", d.q(RegistryTable), quote(name))
+}
+
+func (d ddl) Reregister(from, to *catalog.Queue) string {
+	return fmt.Sprintf("UPDATE %s\nSET name = %s, table_name = %s, mode = %s\nWHERE name = %s;",
+		d.q(RegistryTable), quote(to.Name), quote(to.Table.Name), quote(to.Mode), quote(from.Name))
+}
+
+func (d ddl) RenameTable(from, to string) string {
+	return fmt.Sprintf("ALTER TABLE %s RENAME TO %s;", d.q(from), to)
+}
+
+func (d ddl) RenameIndex(_, from, to string) string {
+	return fmt.Sprintf("ALTER INDEX %s RENAME TO %s;", d.q(from), to)
+}
+
+func (d ddl) RenameConstraint(table, from, to string) string {
+	return fmt.Sprintf("ALTER TABLE %s RENAME CONSTRAINT %s TO %s;", d.q(table), from, to)
+}
+
+func (d ddl) RenameSequence(from, to string) string {
+	return fmt.Sprintf("ALTER SEQUENCE %s RENAME TO %s;", d.q(from), to)
+}
+
+func (d ddl) RenameTrigger(table, from, to string) string {
+	return fmt.Sprintf("ALTER TRIGGER %s ON %s RENAME TO %s;", from, d.q(table), to)
+}
+
+func columnDef(c *catalog.Column) string {
+	s := c.Name + " " + c.Type
+	if c.NotNull {
+		s += " NOT NULL"
+	}
+	if c.Default != "" {
+		s += " DEFAULT " + c.Default
+	}
+	return s
+}
+
+// AddColumn adds a column; ALTER TABLE without ONLY reaches the children
+// of an INHERITS parent, so a base column is one statement.
+func (d ddl) AddColumn(t *catalog.Table, c *catalog.Column) string {
+	return fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s;", d.q(t.Name), columnDef(c))
+}
+
+func (d ddl) DropColumn(t *catalog.Table, name string) string {
+	return fmt.Sprintf("ALTER TABLE %s DROP COLUMN IF EXISTS %s;", d.q(t.Name), name)
+}
+
+func (d ddl) RenameColumn(t *catalog.Table, from, to string) string {
+	return fmt.Sprintf("ALTER TABLE %s RENAME COLUMN %s TO %s;", d.q(t.Name), from, to)
+}
+
+func (d ddl) alterColumn(t *catalog.Table, column string) string {
+	return fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s", d.q(t.Name), column)
+}
+
+func (d ddl) ChangeType(t *catalog.Table, c *catalog.Column, from string) string {
+	if ok, _ := d.Widens(from, c.Type); ok {
+		return fmt.Sprintf("-- Widening: PostgreSQL changes the type in place, without rewriting the table.\n%s TYPE %s;", d.alterColumn(t, c.Name), c.Type)
+	}
+	return fmt.Sprintf("-- Narrowing back fails if a value no longer fits %s.\n%s TYPE %s;", c.Type, d.alterColumn(t, c.Name), c.Type)
+}
+
+func (d ddl) SetNotNull(t *catalog.Table, column string) string {
+	return "-- Fails if NULLs were stored meanwhile.\n" + d.alterColumn(t, column) + " SET NOT NULL;"
+}
+
+func (d ddl) DropNotNull(t *catalog.Table, column string) string {
+	return d.alterColumn(t, column) + " DROP NOT NULL;"
+}
+
+func (d ddl) SetDefault(t *catalog.Table, column, def string) string {
+	return d.alterColumn(t, column) + " SET DEFAULT " + def + ";"
+}
+
+func (d ddl) DropDefault(t *catalog.Table, column string) string {
+	return d.alterColumn(t, column) + " DROP DEFAULT;"
+}
+
+// SetOptions and ResetOptions change only the catalog: a brief lock, no
+// rewrite.
+func (d ddl) SetOptions(t *catalog.Table, opts []catalog.Option) string {
+	items := make([]string, len(opts))
+	for i, o := range opts {
+		items[i] = o.Name + " = " + o.Value
+	}
+	return fmt.Sprintf("ALTER TABLE %s SET (%s);", d.q(t.Name), strings.Join(items, ", "))
+}
+
+func (d ddl) ResetOptions(t *catalog.Table, names []string) string {
+	return fmt.Sprintf("ALTER TABLE %s RESET (%s);", d.q(t.Name), strings.Join(names, ", "))
+}
+
+// CreateIndexOnline builds an index CONCURRENTLY, which does not block
+// pushes and claims. It drops the index first: a CONCURRENTLY build that
+// failed leaves an INVALID index behind, which IF NOT EXISTS would take for
+// a good one.
+func (d ddl) CreateIndexOnline(t *catalog.Table, i *catalog.Index) string {
+	return "DROP INDEX CONCURRENTLY IF EXISTS " + d.q(i.Name) + ";\n" + createIndex(d.q(t.Name), i, true)
+}
+
+func (d ddl) DropIndexOnline(_ *catalog.Table, name string) string {
+	return "DROP INDEX CONCURRENTLY IF EXISTS " + d.q(name) + ";"
+}
+
+func (d ddl) RenameIndexOnline(_, from, to string) string {
+	return fmt.Sprintf("ALTER INDEX IF EXISTS %s RENAME TO %s;", d.q(from), to)
+}
+
+// OnlineIndexesNeedNoTransaction: CREATE and DROP INDEX CONCURRENTLY
+// cannot run in a transaction block.
+func (d ddl) OnlineIndexesNeedNoTransaction() bool { return true }
+
+var typeRE = regexp.MustCompile(`^([a-z ]+)(?:\((\d+)(?:, (\d+))?\))?(\[\])?$`)
+
+// Widens reports whether PostgreSQL changes type from to type to without
+// rewriting the table or checking the rows: a longer varchar, varchar to
+// text, a wider numeric of the same scale, or any numeric to unconstrained
+// numeric; the same for arrays of these.
+func (d ddl) Widens(from, to string) (bool, string) {
+	f, t := typeRE.FindStringSubmatch(from), typeRE.FindStringSubmatch(to)
+	const why = "PostgreSQL cannot make this change in place: it would rewrite the table under an exclusive lock, or fail on existing values"
+	if f == nil || t == nil || f[4] != t[4] {
+		return false, why
+	}
+	num := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	switch {
+	case f[1] == "varchar" && t[1] == "text":
+		return true, ""
+	case f[1] == "varchar" && t[1] == "varchar" && num(t[2]) >= num(f[2]):
+		return true, ""
+	case f[1] == "numeric" && t[1] == "numeric" && t[2] == "":
+		return true, ""
+	case f[1] == "numeric" && t[1] == "numeric" && f[2] != "" && num(t[2]) >= num(f[2]) && num(t[3]) == num(f[3]):
+		return true, ""
+	}
+	return false, why
+}

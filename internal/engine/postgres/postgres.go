@@ -1,0 +1,63 @@
+// Package postgres is queuegen's PostgreSQL engine: the column types and
+// their Go types under pgx/v5, the queue tables with their partial
+// indexes (and INHERITS children), the DDL of migrations, and the query
+// templates compiled by sqlc's PostgreSQL engine.
+package postgres
+
+import (
+	"github.com/queuegen/queuegen/internal/engine"
+	"github.com/queuegen/queuegen/internal/gocode"
+	"github.com/queuegen/queuegen/internal/spec"
+)
+
+// Name is the engine's name in the spec.
+const Name = "postgresql"
+
+// DefaultSchema is the schema names are left unqualified in.
+const DefaultSchema = "public"
+
+// MaxIdentifier is NAMEDATALEN-1: PostgreSQL truncates longer names.
+const MaxIdentifier = 63
+
+func init() { engine.Register(Engine{}) }
+
+// Engine is the PostgreSQL engine. Its zero value is ready to use.
+type Engine struct{}
+
+// Name is "postgresql".
+func (Engine) Name() string { return Name }
+
+// Check accepts every valid spec: the spec format was designed on
+// PostgreSQL.
+func (Engine) Check(*spec.Spec) spec.Errors { return nil }
+
+// Qualify writes schema.name, or name alone in the public schema.
+func (Engine) Qualify(schema, name string) string {
+	if schema == "" || schema == DefaultSchema {
+		return name
+	}
+	return schema + "." + name
+}
+
+// Goose is goose's "postgres" dialect.
+func (Engine) Goose() string { return "postgres" }
+
+// Templates is templates/postgresql.
+func (Engine) Templates() string { return Name }
+
+const (
+	pgx    gocode.ImportPath = "github.com/jackc/pgx/v5"
+	pgtype gocode.ImportPath = "github.com/jackc/pgx/v5/pgtype"
+)
+
+// Driver is pgx/v5.
+func (Engine) Driver() engine.Driver {
+	return engine.Driver{
+		Tx:        pgx.Ident("Tx"),
+		ErrNoRows: pgx.Ident("ErrNoRows"),
+		TxDriver:  gocode.QueueImp.Ident("Pgx"),
+	}
+}
+
+// DDL writes PostgreSQL DDL for tables in schema.
+func (Engine) DDL(schema string) engine.DDL { return ddl{schema: schema} }

@@ -1,0 +1,172 @@
+package postgres
+
+import (
+	"github.com/queuegen/queuegen/internal/catalog"
+	"github.com/queuegen/queuegen/internal/engine"
+)
+
+// Names of queuegen's own tables and function.
+const (
+	RegistryTable  = "queuegen_queues"
+	PeriodicTable  = "queuegen_periodic"
+	NotifyFunction = "queuegen_notify"
+)
+
+// Registry is the queue registry, queuegen_queues. Its DDL must stay what
+// schema/queuegen_queues.sql declares for sqlc (a test compares them).
+func (Engine) Registry() *catalog.Table {
+	return &catalog.Table{
+		Name: RegistryTable,
+		Comment: engine.Comment(RegistryTable + " is the queue registry: one row per queue, written by the " +
+			"migrations queuegen emits, so that tools such as `queuegen migrate status` find every " +
+			"queue table of a database without reading the spec."),
+		Columns: []*catalog.Column{
+			{Name: "name", Type: "text", NotNull: true},
+			{Name: "table_name", Type: "text", NotNull: true},
+			{Name: "mode", Type: "text", NotNull: true},
+			{Name: "paused", Type: "boolean", NotNull: true, Default: "false"},
+			{Name: "registered_at", Type: "timestamptz", NotNull: true, Default: "now()"},
+		},
+		Indexes: []*catalog.Index{
+			{Name: RegistryTable + "_pkey", Primary: true, Columns: []string{"name"}},
+			{Name: RegistryTable + "_table_name_key", Unique: true, Constraint: true, Columns: []string{"table_name"}},
+		},
+		Checks: []*catalog.Check{{Name: RegistryTable + "_mode_check", Expr: "mode IN ('lease', 'transaction')"}},
+	}
+}
+
+// Periodic is queuegen_periodic. Its DDL must stay what
+// schema/queuegen_periodic.sql declares for sqlc.
+func (Engine) Periodic() *catalog.Table {
+	return &catalog.Table{
+		Name: PeriodicTable,
+		Comment: engine.Comment(PeriodicTable + " records the last tick pushed of each periodic job, so " +
+			"that any number of nodes push each tick exactly once: a node advances the tick and " +
+			"pushes the job in one transaction, and of nodes racing for one tick only one advances it."),
+		Columns: []*catalog.Column{
+			{Name: "queue", Type: "text", NotNull: true},
+			{Name: "name", Type: "text", NotNull: true},
+			{Name: "last_tick", Type: "timestamptz", NotNull: true},
+		},
+		Indexes: []*catalog.Index{{Name: PeriodicTable + "_pkey", Primary: true, Columns: []string{"queue", "name"}}},
+	}
+}
+
+// NotifyFunction is queuegen_notify.
+func (Engine) NotifyFunction() string { return NotifyFunction }
+
+// bookkeeping are the columns every queue table has, in order. The base
+// table's bigserial id is inherited by its children as a default on the
+// one sequence, so ids are unique across every queue of the base table.
+func bookkeeping(idComment string) []*catalog.Column {
+	return []*catalog.Column{
+		{Name: "id", Type: "bigserial", NotNull: true, Comment: idComment},
+		{Name: "state", Type: "text", NotNull: true, Default: "'available'", Comment: "available, running (leased), succeeded or dead"},
+		{Name: "attempt", Type: "integer", NotNull: true, Default: "0", Comment: "claims so far; with id, the fencing token"},
+		{Name: "max_attempts", Type: "integer", NotNull: true, Comment: "dead after this many failed attempts"},
+		{Name: "priority", Type: "smallint", NotNull: true, Default: "0", Comment: "higher first, where the queue orders by it"},
+		{Name: "run_after", Type: "timestamptz", NotNull: true, Default: "now()", Comment: "not claimed before this time"},
+		{Name: "created_at", Type: "timestamptz", NotNull: true, Default: "now()"},
+		{Name: "attempted_at", Type: "timestamptz", Comment: "when the current attempt was claimed"},
+		{Name: "finished_at", Type: "timestamptz", Comment: "when it succeeded or died; retention counts from here"},
+		{Name: "locked_by", Type: "text", Comment: "lease mode: the node holding the job"},
+		{Name: "locked_until", Type: "timestamptz", Comment: "lease mode: when the lease expires"},
+		{Name: "errors", Type: "text[]", NotNull: true, Default: "'{}'", Comment: "one entry per failed attempt, oldest first"},
+		{Name: "unique_key", Type: "text", Comment: "dedupe key among unfinished jobs"},
+	}
+}
+
+const stateCheck = "state IN ('available', 'running', 'succeeded', 'dead')"
+
+// BaseTable is the INHERITS parent: the bookkeeping columns and the spec's
+// extra base columns. It checks state for every child and refuses rows of
+// its own; its primary key is its own (PostgreSQL gives children none of
+// the parent's keys or indexes).
+func (Engine) BaseTable(name string, extra []*catalog.Column) *catalog.Table {
+	return &catalog.Table{
+		Name: name,
+		Comment: engine.Comment(name + " is the parent of every queue table declared with inherits: true " +
+			"(the default). It holds the job bookkeeping columns; each queue table adds its payload " +
+			"columns. It never holds rows itself (the NO INHERIT check), and its primary key and " +
+			"indexes are not inherited: each queue table creates its own."),
+		Columns: append(bookkeeping("job id, from one sequence shared by every child table"), extra...),
+		Checks: []*catalog.Check{
+			{Name: name + "_state_check", Expr: stateCheck},
+			{Name: name + "_no_rows", Expr: "false", NoInherit: true},
+		},
+		Indexes: []*catalog.Index{{Name: name + "_pkey", Primary: true, Columns: []string{"id"}}},
+	}
+}
+
+// TableOptions are the storage parameters of every queue table. A queue
+// table is small but churns: each job is inserted, updated two or three
+// times, then deleted or finished, so it makes dead tuples as fast as it
+// works jobs.
+//   - fillfactor 100: every update of a job changes an indexed column
+//     (state is in the partial indexes' predicates; run_after and
+//     locked_until are index keys), so no update can be HOT and space kept
+//     free on a page would go unused.
+//   - autovacuum_vacuum_scale_factor 0 and threshold 1000: vacuum after a
+//     fixed number of dead tuples, not a fraction of a table whose size
+//     swings; autovacuum_vacuum_cost_delay 0: the table is small and hot,
+//     so vacuum it at full speed rather than throttled.
+//   - analyze after 1000 changed rows, so that the planner's estimates of
+//     the claim index stay current as the backlog grows and shrinks.
+var TableOptions = []catalog.Option{
+	{Name: "fillfactor", Value: "100"},
+	{Name: "autovacuum_vacuum_scale_factor", Value: "0"},
+	{Name: "autovacuum_vacuum_threshold", Value: "1000"},
+	{Name: "autovacuum_vacuum_cost_delay", Value: "0"},
+	{Name: "autovacuum_analyze_scale_factor", Value: "0"},
+	{Name: "autovacuum_analyze_threshold", Value: "1000"},
+}
+
+var optionsComment = engine.Comment("Storage for a table that churns: vacuum after a fixed number of dead " +
+	"tuples, unthrottled, and analyze as often; no fillfactor slack, as no job update can be HOT " +
+	"(each changes an indexed column).")
+
+// UniqueWhere is the predicate of the unique-key index and of push's ON
+// CONFLICT clause; they must match for PostgreSQL to infer the index.
+const UniqueWhere = "unique_key IS NOT NULL AND state IN ('available', 'running')"
+
+// QueueTable is a queue's table: the payload columns of an INHERITS child,
+// or every column of a standalone table, with its own primary key and the
+// partial indexes its queries need.
+func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
+	t := &catalog.Table{Name: q.Name, Comment: q.Comment, Options: TableOptions, OptionsComment: optionsComment}
+	if q.Parent != nil {
+		t.Inherits = q.Parent.Name
+		t.Columns = q.Payload
+	} else {
+		t.Columns = append(bookkeeping("job id"), q.Payload...)
+		t.Checks = []*catalog.Check{{Name: q.Name + "_state_check", Expr: stateCheck}}
+	}
+	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_pkey", Primary: true, Columns: []string{"id"}})
+	claim := []string{"run_after", "id"}
+	if q.Priority {
+		claim = append([]string{"priority DESC"}, claim...)
+	}
+	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_claim_idx", Columns: claim, Where: "state = 'available'",
+		Comment: "Serves the claim: its predicate and key are the claim's WHERE and ORDER BY, so a claim reads the first entries of this index and stops."})
+	if q.Lease {
+		// The predicate is locked_until IS NOT NULL (true exactly while a
+		// job is leased), not state = 'running': the planner would take an
+		// index on the running rows for those of a fenced batch complete
+		// and compare each with every id of the batch.
+		t.Indexes = append(t.Indexes,
+			&catalog.Index{Name: q.Name + "_lease_idx", Columns: []string{"locked_until"}, Where: "locked_until IS NOT NULL",
+				Comment: "Finds leases that expired (claimed again, or reaped on their last attempt)."},
+			&catalog.Index{Name: q.Name + "_node_idx", Columns: []string{"locked_by"}, Where: "locked_by IS NOT NULL",
+				Comment: "Finds the jobs one node holds, to release them when it restarts."})
+	}
+	if q.Unique {
+		t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_unique_key_idx", Unique: true, Columns: []string{"unique_key"}, Where: UniqueWhere,
+			Comment: "At most one unfinished job per unique key; push relies on it with ON CONFLICT DO NOTHING."})
+	}
+	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_finished_idx", Columns: []string{"finished_at"}, Where: "state IN ('succeeded', 'dead')",
+		Comment: "Finds finished jobs for retention and for listing dead jobs."})
+	if q.Notify {
+		t.NotifyTrigger = q.Name + "_notify"
+	}
+	return t
+}

@@ -1,0 +1,6 @@
+package model
+
+// The engines a spec may name. A new engine is one more import here.
+import (
+	_ "github.com/queuegen/queuegen/internal/engine/postgres"
+)

@@ -1,0 +1,134 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/queuegen/queuegen/internal/catalog"
+	"github.com/queuegen/queuegen/internal/gocode"
+	"github.com/queuegen/queuegen/internal/spec"
+)
+
+// Payload is a queue's payload: its Go type, and the columns it is stored
+// in (one per field, or one JSON document).
+type Payload struct {
+	// Type is the payload's Go type: a struct queuegen declares, or a
+	// named type of the application's.
+	Type gocode.Type
+	// Declare is true when queuegen declares the struct, with Fields.
+	Declare bool
+	// Fields are the struct's fields: one per payload column (the base
+	// table's extra columns first, for an inheriting queue), or one per
+	// field of a JSON payload declared in the spec.
+	Fields []*Field
+	// JSON is the column holding a JSON payload; nil for column payloads.
+	JSON *Field
+	// Columns are the payload's own table columns (a JSON payload's one).
+	Columns []*catalog.Column
+	// Inputs are what Push writes: the payload columns with their fields,
+	// or the JSON column.
+	Inputs []*Field
+}
+
+// Field is a field of a payload struct, or the JSON column.
+type Field struct {
+	// Name is the column's name, or the JSON key.
+	Name string
+	// GoName is the struct field's name (and sqlc's for the column).
+	GoName string
+	// Type is the field's Go type.
+	Type gocode.Type
+	// Tag is a JSON payload field's struct tag, e.g. `json:"to"`.
+	Tag string
+	// EmptyIfNil is true for a NOT NULL column whose Go type is a slice:
+	// a nil slice would be sent as NULL, so an empty one is sent instead.
+	EmptyIfNil bool
+	// Nullable is true when the column or JSON field may be NULL.
+	Nullable bool
+}
+
+func (m *Model) payload(s *spec.Spec, sq *spec.Queue, goName string) *Payload {
+	eng := m.Engine
+	p := &Payload{}
+	if j := sq.Payload.JSON; j != nil {
+		col := &catalog.Column{Name: j.Column, Type: eng.Column(&spec.Column{Name: j.Column, Type: spec.Type{Name: "jsonb"}}).Type, NotNull: true, Comment: "the payload, encoded as JSON"}
+		p.Columns = []*catalog.Column{col}
+		p.JSON = &Field{Name: j.Column, GoName: spec.GoName(j.Column), Type: gocode.Bytes}
+		p.Inputs = []*Field{p.JSON}
+		if g := j.GoType; g != nil {
+			p.Type = gocode.Named(gocode.ImportPath(g.Import).Ident(g.Type))
+			return p
+		}
+		p.Type, p.Declare = gocode.Named(gocode.Local(goName+"Payload")), true
+		for _, f := range j.Fields {
+			tag := f.Name
+			if f.Nullable {
+				tag += ",omitempty"
+			}
+			p.Fields = append(p.Fields, &Field{Name: f.Name, GoName: spec.GoName(f.Name), Type: jsonGoType(f.Type, f.Nullable),
+				Tag: fmt.Sprintf("`json:%q`", tag), Nullable: f.Nullable})
+		}
+		return p
+	}
+	p.Type, p.Declare = gocode.Named(gocode.Local(goName+"Payload")), true
+	field := func(c *spec.Column) *Field {
+		t := eng.GoType(c.Type, c.Nullable)
+		return &Field{Name: c.Name, GoName: spec.GoName(c.Name), Type: t, EmptyIfNil: !c.Nullable && t.IsSlice(), Nullable: c.Nullable}
+	}
+	if sq.Inherits {
+		for _, c := range s.Base.Columns {
+			p.Fields = append(p.Fields, field(c))
+		}
+	}
+	for _, c := range sq.Payload.Columns {
+		p.Columns = append(p.Columns, eng.Column(c))
+		p.Fields = append(p.Fields, field(c))
+	}
+	p.Inputs = p.Fields
+	return p
+}
+
+var (
+	jsonNumber = gocode.Named(gocode.JSON.Ident("Number"))
+	jsonRaw    = gocode.Named(gocode.JSON.Ident("RawMessage"))
+	timeTime   = gocode.Named(gocode.Time.Ident("Time"))
+)
+
+// jsonGoType is the Go type of a field of a generated JSON payload struct:
+// what encoding/json reads the field's values into. It does not depend on
+// the engine: the document is JSON in every database.
+func jsonGoType(t spec.Type, nullable bool) gocode.Type {
+	var inner gocode.Type
+	switch t.Name {
+	case "text", "varchar", "uuid", "date":
+		inner = gocode.String
+	case "smallint":
+		inner = gocode.Int16
+	case "integer":
+		inner = gocode.Int32
+	case "bigint":
+		inner = gocode.Int64
+	case "boolean":
+		inner = gocode.Bool
+	case "real":
+		inner = gocode.Float32
+	case "double precision":
+		inner = gocode.Float64
+	case "numeric":
+		inner = jsonNumber
+	case "timestamptz":
+		inner = timeTime
+	case "jsonb":
+		return jsonRaw
+	case "bytea":
+		return gocode.Bytes
+	default:
+		panic("model: unhandled type " + t.Name)
+	}
+	if t.Array {
+		return inner.SliceOf()
+	}
+	if nullable {
+		return inner.Ptr()
+	}
+	return inner
+}

@@ -1,0 +1,128 @@
+package model
+
+import (
+	"time"
+
+	"github.com/queuegen/queuegen/internal/catalog"
+	"github.com/queuegen/queuegen/internal/engine"
+	"github.com/queuegen/queuegen/internal/spec"
+)
+
+// Queue is one queue with everything its SQL and Go need.
+type Queue struct {
+	// Name is the queue's name; GoName its Go name ("Email" for email).
+	Name, GoName string
+	// Table is the queue's table; QName its name as written in SQL.
+	Table *catalog.Table
+	QName string
+	// Lease is true in lease mode (a committed claim, held by a lease),
+	// false in transaction mode (held by the claiming transaction's row
+	// lock).
+	Lease bool
+	// LeaseDuration is how long a claim holds a job in lease mode.
+	LeaseDuration time.Duration
+	// Nowait makes a claim fail on a row another claim holds, instead of
+	// skipping it.
+	Nowait bool
+	// ClaimOrder is the claim's ORDER BY, matching the claim index.
+	ClaimOrder []string
+	// Delete is true when completing a job deletes its row; false keeps
+	// it in state succeeded.
+	Delete bool
+	// UniqueIndex is the index a unique key relies on; nil without one.
+	UniqueIndex *catalog.Index
+	// NotifyChannel is the channel pushes notify, or "".
+	NotifyChannel string
+	// MaxAttempts is the default number of attempts of a job.
+	MaxAttempts int
+	// Backoff is the retry delay after a failed attempt.
+	Backoff Backoff
+	// RetainSucceeded and RetainDead are how long finished jobs are kept;
+	// zero keeps them forever (and Purge has nothing to do for them).
+	RetainSucceeded, RetainDead time.Duration
+	// Payload is the job's payload, as Go and as columns.
+	Payload *Payload
+	// Periodic are the queue's periodic jobs.
+	Periodic []*Periodic
+	// QueriesFile and AccessorFile are the base names of the queue's
+	// query file and Go accessor.
+	QueriesFile, AccessorFile string
+	// RowType is the Go name of the row struct sqlc generates for the
+	// table.
+	RowType string
+}
+
+// Backoff is an exponential retry delay: Min × Factor^(attempt-1), capped
+// at Max, with ±Jitter (a fraction) of randomness.
+type Backoff struct {
+	Min, Max       time.Duration
+	Factor, Jitter float64
+}
+
+// Unique reports whether the queue has a unique key.
+func (q *Queue) Unique() bool { return q.UniqueIndex != nil }
+
+// Purges reports whether finished jobs are ever deleted by retention.
+func (q *Queue) Purges() bool { return q.RetainSucceeded > 0 || q.RetainDead > 0 }
+
+func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
+	eng := m.Engine
+	q := &Queue{
+		Name:            sq.Name,
+		GoName:          spec.GoName(sq.Name),
+		Lease:           sq.Mode == spec.ModeLease,
+		Nowait:          sq.Lock == spec.LockNowait,
+		Delete:          sq.OnSuccess == spec.OnSuccessDelete,
+		MaxAttempts:     sq.MaxAttempts,
+		Backoff:         Backoff{Min: sq.Backoff.Min, Max: sq.Backoff.Max, Factor: sq.Backoff.Factor, Jitter: sq.Backoff.Jitter},
+		RetainSucceeded: sq.Retention.Succeeded,
+		RetainDead:      sq.Retention.Dead,
+		QueriesFile:     sq.Name + ".sql",
+		AccessorFile:    sq.Name + "_queue.go",
+	}
+	q.RowType = q.GoName + "Row"
+	if q.Lease {
+		q.LeaseDuration = sq.Lease
+	}
+	q.ClaimOrder = []string{"run_after", "id"}
+	if sq.Priority {
+		q.ClaimOrder = append([]string{"priority DESC"}, q.ClaimOrder...)
+	}
+	q.Payload = m.payload(s, sq, q.GoName)
+
+	mode := "lease mode: a claim is committed at once and holds the job until its lease expires"
+	if !q.Lease {
+		mode = "transaction mode: a claim holds the job by row lock until the caller's transaction ends"
+	}
+	comment := "Queue " + q.Name + ": one row per job; " + mode + "."
+	var parent *catalog.Table
+	if sq.Inherits {
+		parent = m.Catalog.Base
+		comment += "\nThe bookkeeping columns come from " + parent.Name + "; the columns below are the payload."
+	}
+	q.Table = eng.QueueTable(engine.QueueTable{
+		Name:     sq.Table,
+		Parent:   parent,
+		Payload:  q.Payload.Columns,
+		Lease:    q.Lease,
+		Priority: sq.Priority,
+		Unique:   sq.Unique,
+		Notify:   sq.Notify,
+		Comment:  engine.Comment(comment),
+	})
+	q.QName = eng.Qualify(m.Schema, q.Table.Name)
+	if sq.Unique {
+		for _, i := range q.Table.Indexes {
+			if i.Unique && !i.Primary && !i.Constraint {
+				q.UniqueIndex = i
+			}
+		}
+	}
+	if sq.Notify && eng.NotifyFunction() != "" {
+		q.NotifyChannel = "queuegen_" + q.Table.Name
+	}
+	for _, pj := range sq.Periodic {
+		q.Periodic = append(q.Periodic, periodic(q, pj))
+	}
+	return q
+}

@@ -1,0 +1,48 @@
+package queueimpl
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/queuegen/queuegen/queue"
+)
+
+func TestResolvePush(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	o := ResolvePush(25, []queue.PushOption{queue.RunAfter(at), queue.Priority(3), queue.UniqueKey("k"), queue.MaxAttempts(4), queue.Delay(time.Second), queue.PushedAt(at)})
+	if *o.RunAfter != at || o.Priority != 3 || *o.UniqueKey != "k" || o.MaxAttempts != 4 || o.Delay != time.Second || *o.Now != at {
+		t.Errorf("ResolvePush = %+v", o)
+	}
+	if o := ResolvePush(25, []queue.PushOption{queue.MaxAttempts(0)}); o.MaxAttempts != 25 {
+		t.Errorf("MaxAttempts(0) gave %d, want the queue default 25", o.MaxAttempts)
+	}
+	if err := CheckPushMany(ResolvePush(1, []queue.PushOption{queue.UniqueKey("k")})); !errors.Is(err, queue.ErrPushManyOption) {
+		t.Errorf("CheckPushMany with a unique key = %v", err)
+	}
+	if err := CheckPushMany(ResolvePush(1, []queue.PushOption{queue.RunAfter(at), queue.Priority(1)})); err != nil {
+		t.Errorf("CheckPushMany with RunAfter = %v", err)
+	}
+}
+
+func TestResolveClaim(t *testing.T) {
+	if o := ResolveClaim(time.Minute, nil); o.Lease != time.Minute || o.Now != nil {
+		t.Errorf("default claim options = %+v", o)
+	}
+	now := time.Now()
+	if o := ResolveClaim(time.Minute, []queue.ClaimOption{queue.LeaseFor(time.Hour), queue.ClaimAt(now)}); o.Lease != time.Hour || !o.Now.Equal(now) {
+		t.Errorf("claim options = %+v", o)
+	}
+}
+
+func TestValues(t *testing.T) {
+	if ErrorText(nil) == "" || ErrorText(errors.New("x")) != "x" {
+		t.Errorf("ErrorText")
+	}
+	if got := EmptyIfNil[int](nil); got == nil || len(got) != 0 {
+		t.Errorf("EmptyIfNil(nil) = %#v", got)
+	}
+	if got := *Ptr(3); got != 3 {
+		t.Errorf("Ptr(3) = %d", got)
+	}
+}

@@ -1,0 +1,47 @@
+package queue
+
+import "context"
+
+// Isolation is the isolation level of the transactions a TxWorker works
+// jobs in.
+type Isolation int
+
+// The isolation levels. DefaultIsolation leaves the database's own.
+const (
+	DefaultIsolation Isolation = iota
+	ReadCommitted
+	RepeatableRead
+	Serializable
+)
+
+// String names the level as SQL does.
+func (i Isolation) String() string {
+	switch i {
+	case ReadCommitted:
+		return "READ COMMITTED"
+	case RepeatableRead:
+		return "REPEATABLE READ"
+	case Serializable:
+		return "SERIALIZABLE"
+	}
+	return "the database's default"
+}
+
+// TxDriver begins and ends the transactions of one database driver, whose
+// transaction type is Tx (pgx.Tx, *sql.Tx). Generated accessors supply
+// one; a TxWorker works each job in a transaction it begins, and periodic
+// jobs advance their tick and push in one.
+type TxDriver[Tx any] interface {
+	// Begin starts a transaction at the isolation level.
+	Begin(ctx context.Context, iso Isolation) (Tx, error)
+	Commit(ctx context.Context, tx Tx) error
+	Rollback(ctx context.Context, tx Tx) error
+	// Savepoint starts a savepoint in tx. The handler writes through the
+	// Tx it returns; release keeps its writes, rollback undoes them while
+	// the rest of tx (the claim) stays.
+	Savepoint(ctx context.Context, tx Tx) (sp Tx, release, rollback func(context.Context) error, err error)
+	// Retryable reports an error that rolls back the whole transaction
+	// and is worth trying again, such as a serialization failure or a
+	// deadlock.
+	Retryable(err error) bool
+}
