@@ -12,6 +12,7 @@ type finish[P any] struct {
 	complete bool
 	cause    error
 	delay    time.Duration
+	at       time.Time // when set, retry at this time rather than after delay
 }
 
 // finish hands a result to the completer. After shutdown has stopped the
@@ -78,16 +79,16 @@ func (w *Worker[P]) completer(ctx context.Context) {
 // write stores one batch, retrying each statement until it succeeds or
 // ctx ends; it reports whether the whole batch was written.
 func (w *Worker[P]) write(ctx context.Context, batch []finish[P]) bool {
-	var done, failed []*Job[P]
-	var causes []error
-	var delays []time.Duration
+	var done []*Job[P]
+	var after, at failures[P]
 	for _, f := range batch {
-		if f.complete {
+		switch {
+		case f.complete:
 			done = append(done, f.job)
-		} else {
-			failed = append(failed, f.job)
-			causes = append(causes, f.cause)
-			delays = append(delays, f.delay)
+		case f.at.IsZero():
+			after.add(f)
+		default:
+			at.add(f)
 		}
 	}
 	if len(done) > 0 && !w.retry(ctx, "complete", len(done), func() error {
@@ -99,13 +100,32 @@ func (w *Worker[P]) write(ctx context.Context, batch []finish[P]) bool {
 	}) {
 		return false
 	}
-	if len(failed) > 0 && !w.retry(ctx, "fail", len(failed), func() error {
-		_, err := w.q.FailManyAfter(ctx, failed, causes, delays)
+	if len(after.jobs) > 0 && !w.retry(ctx, "fail", len(after.jobs), func() error {
+		_, err := w.q.FailManyAfter(ctx, after.jobs, after.causes, after.delays)
+		return err
+	}) {
+		return false
+	}
+	if len(at.jobs) > 0 && !w.retry(ctx, "fail", len(at.jobs), func() error {
+		_, err := w.q.FailManyAt(ctx, at.jobs, at.causes, at.ats)
 		return err
 	}) {
 		return false
 	}
 	return true
+}
+
+// failures gathers the failed jobs of a batch in the parallel slices the
+// batch statements take.
+type failures[P any] struct {
+	jobs   []*Job[P]
+	causes []error
+	delays []time.Duration
+	ats    []time.Time
+}
+
+func (f *failures[P]) add(r finish[P]) {
+	f.jobs, f.causes, f.delays, f.ats = append(f.jobs, r.job), append(f.causes, r.cause), append(f.delays, r.delay), append(f.ats, r.at)
 }
 
 // retry runs one batch statement until it succeeds or ctx ends.

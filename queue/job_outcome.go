@@ -94,13 +94,14 @@ func recovered(f func() error) (err error) {
 	return f()
 }
 
-// retryPlan is the delay and the error to record for a failed attempt:
-// the time RetryAt asked for, or the queue's backoff.
-func retryPlan(q interface{ RetryDelay(int32) time.Duration }, attempt int32, err error, retryAt *retryAtError) (time.Duration, error) {
+// retryPlan is when to retry a failed attempt, and the error to record:
+// the time RetryAt asked for (at), or the queue's backoff delay, counted on
+// the database clock.
+func retryPlan(q interface{ RetryDelay(int32) time.Duration }, attempt int32, err error, retryAt *retryAtError) (delay time.Duration, at time.Time, cause error) {
 	if retryAt != nil {
-		return max(0, time.Until(retryAt.at)), retryAt.err
+		return 0, retryAt.at, retryAt.err
 	}
-	return q.RetryDelay(attempt), err
+	return q.RetryDelay(attempt), time.Time{}, err
 }
 
 // errorText is the text of err, or a stand-in for a nil error.

@@ -16,6 +16,7 @@ type TxQueue[P, Tx any] interface {
 	Claim(ctx context.Context, tx Tx, max int, opts ...ClaimOption) ([]*Job[P], error)
 	Complete(ctx context.Context, tx Tx, job *Job[P]) error
 	FailManyAfter(ctx context.Context, tx Tx, jobs []*Job[P], causes []error, delays []time.Duration) (map[int64]State, error)
+	FailManyAt(ctx context.Context, tx Tx, jobs []*Job[P], causes []error, ats []time.Time) (map[int64]State, error)
 	SnoozeFor(ctx context.Context, tx Tx, job *Job[P], d time.Duration) error
 	Discard(ctx context.Context, tx Tx, job *Job[P], cause error) error
 	Paused(ctx context.Context) (bool, error)
@@ -47,7 +48,7 @@ type TxWorker[P, Tx any] struct {
 // NewTxWorker returns a worker for q whose transactions driver begins.
 // Generated accessors call it from their Worker method.
 func NewTxWorker[P, Tx any](driver TxDriver[Tx], q TxQueue[P, Tx], handler TxHandler[P, Tx], opts ...WorkerOption) *TxWorker[P, Tx] {
-	cfg := newWorkerConfig(opts)
+	cfg := newWorkerConfig(opts, defaultTxConcurrency)
 	return &TxWorker[P, Tx]{driver: driver, q: q, handler: handler, cfg: cfg, name: q.QueueName(), wake: make(chan struct{}, 1),
 		pause: &pauseGate{read: q.Paused, interval: cfg.pauseInterval}}
 }
@@ -194,8 +195,14 @@ func (w *TxWorker[P, Tx]) fail(ctx context.Context, tx Tx, job *Job[P], err erro
 	case discard != nil:
 		return OutcomeDead, w.q.Discard(ctx, tx, job, discard.err)
 	}
-	delay, err := retryPlan(w.q, job.Attempt, err, retryAt)
-	states, ferr := w.q.FailManyAfter(ctx, tx, []*Job[P]{job}, []error{err}, []time.Duration{delay})
+	delay, at, err := retryPlan(w.q, job.Attempt, err, retryAt)
+	var states map[int64]State
+	var ferr error
+	if at.IsZero() {
+		states, ferr = w.q.FailManyAfter(ctx, tx, []*Job[P]{job}, []error{err}, []time.Duration{delay})
+	} else {
+		states, ferr = w.q.FailManyAt(ctx, tx, []*Job[P]{job}, []error{err}, []time.Time{at})
+	}
 	if ferr != nil {
 		return "", ferr
 	}
@@ -203,6 +210,6 @@ func (w *TxWorker[P, Tx]) fail(ctx context.Context, tx Tx, job *Job[P], err erro
 		w.cfg.logger.Error("job failed its last attempt: dead", "queue", w.name, "job", job.ID, "err", err)
 		return OutcomeDead, nil
 	}
-	w.cfg.logger.Warn("job failed; will retry", "queue", w.name, "job", job.ID, "err", err, "in", delay)
+	w.cfg.logger.Warn("job failed; will retry", "queue", w.name, "job", job.ID, "err", err, "in", delay, "at", at)
 	return OutcomeFailed, nil
 }

@@ -19,6 +19,7 @@ type LeaseQueue[P any] interface {
 	Claim(ctx context.Context, node string, max int, opts ...ClaimOption) ([]*Job[P], error)
 	CompleteMany(ctx context.Context, jobs []*Job[P]) ([]int64, error)
 	FailManyAfter(ctx context.Context, jobs []*Job[P], causes []error, delays []time.Duration) (map[int64]State, error)
+	FailManyAt(ctx context.Context, jobs []*Job[P], causes []error, ats []time.Time) (map[int64]State, error)
 	SnoozeFor(ctx context.Context, job *Job[P], d time.Duration) error
 	Discard(ctx context.Context, job *Job[P], cause error) error
 	Extend(ctx context.Context, job *Job[P], d time.Duration) error
@@ -69,7 +70,7 @@ var (
 // NewWorker returns a worker for q. Generated accessors call it from their
 // Worker method, which fixes P to the queue's payload type.
 func NewWorker[P any](q LeaseQueue[P], handler Handler[P], opts ...WorkerOption) *Worker[P] {
-	cfg := newWorkerConfig(opts)
+	cfg := newWorkerConfig(opts, defaultLeaseConcurrency)
 	lease := cfg.lease
 	if lease <= 0 {
 		lease = q.LeaseDuration()
@@ -319,8 +320,8 @@ func (w *Worker[P]) settle(job *Job[P], err, cause error) Outcome {
 		log.Error("job discarded", "err", err)
 		return OutcomeDead
 	}
-	delay, err := retryPlan(w.q, job.Attempt, err, retryAt)
-	w.finish(finish[P]{job: job, cause: err, delay: delay})
+	delay, at, err := retryPlan(w.q, job.Attempt, err, retryAt)
+	w.finish(finish[P]{job: job, cause: err, delay: delay, at: at})
 	if job.Attempt >= job.MaxAttempts {
 		log.Error("job failed its last attempt: dead", "err", err)
 		return OutcomeDead

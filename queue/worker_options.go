@@ -31,11 +31,17 @@ type workerConfig struct {
 	listener        *Listener
 }
 
-func newWorkerConfig(opts []WorkerOption) workerConfig {
+// Default concurrencies, by worker kind.
+const (
+	defaultLeaseConcurrency = 100
+	defaultTxConcurrency    = 10
+)
+
+func newWorkerConfig(opts []WorkerOption, concurrency int) workerConfig {
 	host, _ := os.Hostname()
 	c := workerConfig{
 		node:            fmt.Sprintf("%s-%d", host, os.Getpid()),
-		concurrency:     10,
+		concurrency:     0, // NewWorker and NewTxWorker choose
 		claimers:        1,
 		maxClaim:        100,
 		pollInterval:    time.Second,
@@ -50,6 +56,9 @@ func newWorkerConfig(opts []WorkerOption) workerConfig {
 	for _, o := range opts {
 		o(&c)
 	}
+	if c.concurrency == 0 {
+		c.concurrency = concurrency
+	}
 	return c
 }
 
@@ -63,7 +72,10 @@ func Node(id string) WorkerOption {
 	return func(c *workerConfig) { c.node, c.stableNode = id, true }
 }
 
-// Concurrency is how many handlers run at once (default 10).
+// Concurrency is how many handlers run at once: default 100 for a lease
+// worker (handlers hold no connection; a claim takes up to MaxClaim jobs
+// at a time), 10 for a transaction-mode worker (each running job holds a
+// connection of the pool, its transaction: keep it within the pool's size).
 func Concurrency(n int) WorkerOption {
 	return func(c *workerConfig) { c.concurrency = max(1, n) }
 }

@@ -149,7 +149,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, dir)
+	p, err := goose.NewProvider(goose.DialectPostgres, db, dir, goose.WithTableName(jobs.MigrationsTable))
 	if err != nil {
 		return err
 	}

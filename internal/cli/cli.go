@@ -184,7 +184,7 @@ func runMigrate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	dir := filepath.Join(filepath.Dir(*file), filepath.FromSlash(s.Migrations))
-	m, err := migrate.Open(*db, dir)
+	m, err := migrate.Open(*db, dir, migrate.Schema(s.Schema), migrate.Table(s.MigrationsTable))
 	if err != nil {
 		return err
 	}

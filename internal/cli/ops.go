@@ -154,12 +154,14 @@ func runJobs(args []string, stdout, stderr io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d jobs of queue %s (state %s)\n", len(jobs), q.Name, *state)
+	fmt.Fprintf(stdout, "%s of queue %s (state %s)\n", plural(len(jobs), "job"), q.Name, *state)
 	return nil
 }
 
 // runAction is retry, cancel and purge: on one job by id, or on every job
-// in a state, asking for --yes before touching more than one job.
+// in a state, asking for --yes before touching more than one job. Jobs it
+// must skip (held by a transaction in progress; for retry, a unique key
+// held by another job) are named, and make the command fail.
 func runAction(action ops.Action) func([]string, io.Writer, io.Writer) error {
 	return func(args []string, stdout, stderr io.Writer) error {
 		o := newOpsFlags(string(action), stderr, true)
@@ -176,22 +178,42 @@ func runAction(action ops.Action) func([]string, io.Writer, io.Writer) error {
 			return usageError{errors.New("give --id or --state")}
 		}
 		f := ops.Filter{ID: *id, State: *state}
-		n, err := ops.Count(ctx, pool, schema, q, f)
-		if err != nil {
-			return err
-		}
 		past := map[ops.Action]string{ops.Retry: "retried", ops.Cancel: "cancelled", ops.Purge: "purged"}[action]
-		if n > 1 && !*yes {
-			fmt.Fprintf(stdout, "%d jobs of queue %s match (state %s): nothing %s; pass --yes to %s them\n", n, q.Name, *state, past, action)
-			return errStale // exit status 1, message printed
+		if *id == 0 && !*yes {
+			n, err := ops.Count(ctx, pool, schema, q, f, action)
+			if err != nil {
+				return err
+			}
+			if n > 1 {
+				fmt.Fprintf(stdout, "%s of queue %s match (state %s): nothing %s; pass --yes to %s them\n", plural(n, "job"), q.Name, *state, past, action)
+				return errStale // exit status 1, message printed
+			}
 		}
-		ids, err := ops.Apply(ctx, pool, schema, q, f, action)
+		res, err := ops.Apply(ctx, pool, schema, q, f, action)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s %d jobs of queue %s%s\n", past, len(ids), q.Name, idList(ids))
+		fmt.Fprintf(stdout, "%s %s of queue %s%s\n", past, plural(len(res.Changed), "job"), q.Name, idList(res.Changed))
+		if len(res.Locked) > 0 {
+			fmt.Fprintf(stdout, "skipped %s that a transaction in progress holds (a transaction-mode worker working them, or a long transaction)%s; run again once it ends\n",
+				plural(len(res.Locked), "job"), idList(res.Locked))
+		}
+		for _, c := range res.Conflicts {
+			fmt.Fprintf(stdout, "not retried: job %d, as job %d holds its unique key %q (retry job %d once that one finishes)\n", c.ID, c.Holder, c.Key, c.ID)
+		}
+		if n := res.Skipped(); n > 0 {
+			return fmt.Errorf("%s %d of %s; %d could not be %s (see above)", past, len(res.Changed), plural(len(res.Changed)+n, "matching job"), n, past)
+		}
 		return nil
 	}
+}
+
+// plural writes n and the noun, plural unless n is 1.
+func plural[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func idList(ids []int64) string {

@@ -25,9 +25,10 @@ func TestTxWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := jobs.NewReportQueue(db)
-	for _, id := range []int64{1, 2, 3, 4} {
+	for _, id := range []int64{1, 2, 3, 4, 5} {
 		q.Push(ctx, jobs.ReportPayload{ReportID: id})
 	}
+	retryAt := time.Now().Add(time.Hour).Truncate(time.Microsecond)
 	var handled atomic.Int64
 	w := q.Worker(func(ctx context.Context, tx pgx.Tx, job *queue.Job[jobs.ReportPayload]) error {
 		defer handled.Add(1)
@@ -39,11 +40,13 @@ func TestTxWorker(t *testing.T) {
 			return errors.New("renderer crashed")
 		case 4:
 			panic("renderer panicked")
+		case 5:
+			return queue.RetryAt(retryAt, errors.New("renderer busy"))
 		}
 		return nil
 	}, queue.Concurrency(3), queue.PollInterval(50*time.Millisecond), queue.Logger(quiet))
 	stop := runWorker(t, w)
-	eventually(t, 30*time.Second, "all four handled", func() bool { return handled.Load() >= 4 })
+	eventually(t, 30*time.Second, "all five handled", func() bool { return handled.Load() >= 5 })
 	stop()
 	if n := count(t, db, "SELECT count(*) FROM rendered"); n != 2 {
 		t.Errorf("%d rows written; want the two successes' writes only", n)
@@ -60,8 +63,13 @@ func TestTxWorker(t *testing.T) {
 	if len(errs) != 1 || !strings.Contains(errs[0], "panic: renderer panicked") {
 		t.Errorf("panicked job's errors = %q", errs)
 	}
-	if n := count(t, db, "SELECT count(*) FROM report_queue WHERE state = 'available' AND attempt = 1 AND run_after > now()"); n != 2 {
-		t.Errorf("%d jobs waiting to retry with attempt 1 recorded, want 2", n)
+	if n := count(t, db, "SELECT count(*) FROM report_queue WHERE state = 'available' AND attempt = 1 AND run_after > now()"); n != 3 {
+		t.Errorf("%d jobs waiting to retry with attempt 1 recorded, want 3", n)
+	}
+	var runAfter time.Time
+	db.QueryRow(ctx, "SELECT run_after FROM report_queue WHERE payload->>'report_id' = '5'").Scan(&runAfter)
+	if !runAfter.Equal(retryAt) {
+		t.Errorf("RetryAt(%v) made the job due at %v", retryAt, runAfter)
 	}
 }
 
@@ -88,5 +96,34 @@ func TestTxWorkerShutdownReturnsTheJob(t *testing.T) {
 	j, err := q.Get(ctx, res.ID)
 	if err != nil || j.State != queue.StateAvailable || j.Attempt != 0 || len(j.Errors) != 0 {
 		t.Errorf("after shutdown: %+v, %v; want available, never attempted", j, err)
+	}
+}
+
+// TestDepthLeavesOutHeldJobs: a job claimed in a transaction still open is
+// not counted as due by Depth, though other sessions still see its row as
+// available; once the transaction ends it counts again.
+func TestDepthLeavesOutHeldJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := migrated(t)
+	q := jobs.NewReportQueue(db)
+	for _, id := range []int64{1, 2} {
+		if _, err := q.Push(ctx, jobs.ReportPayload{ReportID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := q.Claim(ctx, tx, 1); err != nil || len(got) != 1 {
+		t.Fatalf("claim = %d, %v", len(got), err)
+	}
+	if n, err := q.Depth(ctx); err != nil || n != 1 {
+		t.Errorf("Depth with one job held = %d, %v; want 1", n, err)
+	}
+	tx.Rollback(ctx)
+	if n, err := q.Depth(ctx); err != nil || n != 2 {
+		t.Errorf("Depth after the rollback = %d, %v; want 2", n, err)
 	}
 }

@@ -124,7 +124,7 @@ func TestWorkerOutcomes(t *testing.T) {
 		}
 		ids[name] = res.ID
 	}
-	retryAt := time.Now().Add(time.Hour).Truncate(time.Second)
+	retryAt := time.Now().Add(time.Hour).Truncate(time.Microsecond) // PostgreSQL keeps microseconds
 	var seen sync.Map
 	var outcomes sync.Map
 	w := q.Worker(func(ctx context.Context, job *queue.Job[jobs.EmailPayload]) error {
@@ -176,8 +176,8 @@ func TestWorkerOutcomes(t *testing.T) {
 	if j := get("snooze"); j.State != queue.StateAvailable || j.MaxAttempts != jobs.EmailMaxAttempts+1 || time.Until(j.RunAfter) < 50*time.Minute {
 		t.Errorf("snoozed job = %+v", j)
 	}
-	if j := get("retryat"); j.State != queue.StateAvailable || j.Errors[0] != "rate limited" || j.RunAfter.Sub(retryAt).Abs() > 2*time.Second {
-		t.Errorf("retry-at job = %+v, want run_after %v", j, retryAt)
+	if j := get("retryat"); j.State != queue.StateAvailable || j.Errors[0] != "rate limited" || !j.RunAfter.Equal(retryAt) {
+		t.Errorf("retry-at job = %+v, want run_after exactly %v", j, retryAt)
 	}
 	if j := get("discard"); j.State != queue.StateDead || j.Errors[0] != "bad address" {
 		t.Errorf("discarded job = %+v", j)

@@ -132,7 +132,10 @@ type DDL interface {
 	RenameTrigger(table, from, to string) string
 
 	// AddColumn, DropColumn and RenameColumn change t's columns.
+	// AddRewrites says why adding c to a table that holds rows would
+	// rewrite it (a default evaluated once per row), or "".
 	AddColumn(t *catalog.Table, c *catalog.Column) string
+	AddRewrites(c *catalog.Column) string
 	DropColumn(t *catalog.Table, name string) string
 	RenameColumn(t *catalog.Table, from, to string) string
 	// ChangeType changes a column's type in place; Widens says whether

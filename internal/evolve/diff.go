@@ -423,6 +423,10 @@ func (d *differ) addColumn(oldName string, t *catalog.Table, c *catalog.Column, 
 			"give it a default in the spec (default: …; it can be removed in a later change), or make it nullable (nullable: true)")
 		return
 	}
+	if why := d.ddl.AddRewrites(c); why != "" {
+		d.refuse(what, why, manualPath+"; or add it nullable first, backfill it in batches, then set the default")
+		return
+	}
 	d.add(d.ddl.AddColumn(t, c), d.ddl.DropColumn(t, c.Name))
 	d.note("alter_"+oldName, what)
 }

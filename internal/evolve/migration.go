@@ -47,6 +47,9 @@ func Next(root string, m *model.Model, opts NextOptions) ([]File, File, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if existing := sqlFiles(dir); len(existing) > 0 {
+			if !anyGenerated(dir, existing) {
+				return nil, File{}, fmt.Errorf("%s holds migrations queuegen did not write (%s…): give queuegen a directory of its own, e.g. migrations: %s. Both directories can be applied to one database: goose keeps each one's history in its own version table (queuegen's is %s)", m.MigrationsDir, existing[0], path.Join(path.Dir(m.MigrationsDir), "queuegen"), m.MigrationsTable)
+			}
 			return nil, File{}, fmt.Errorf("%s has migrations (%s…) but no %s, the record of what they produce: restore it from version control (queuegen writes it beside the migrations it emits)", m.MigrationsDir, existing[0], StateFile)
 		}
 	case err != nil:
@@ -192,6 +195,18 @@ func verify(dir, rel string, s *State) error {
 		}
 	}
 	return nil
+}
+
+// anyGenerated reports whether any of the files in dir starts with
+// queuegen's header.
+func anyGenerated(dir string, files []string) bool {
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err == nil && strings.HasPrefix(string(data), Header) {
+			return true
+		}
+	}
+	return false
 }
 
 var versionRE = regexp.MustCompile(`^(\d+)_`)

@@ -275,12 +275,12 @@ func snapshot(t *testing.T, conn *pgx.Conn) schemaSnapshot {
 		sort.Strings(out)
 		return out
 	}
-	const userTables = `c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace) AND c.relname <> 'goose_db_version' AND c.relkind = 'r'`
+	const userTables = `c.relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace) AND c.relname NOT IN ('goose_db_version', 'queuegen_db_version') AND c.relkind = 'r'`
 	return schemaSnapshot{
 		Columns: list(`SELECT c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END || coalesce(' DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), '')
 			FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 			WHERE a.attnum > 0 AND NOT a.attisdropped AND ` + userTables),
-		Indexes: list(`SELECT indexdef FROM pg_indexes WHERE schemaname NOT IN ('pg_catalog', 'information_schema') AND tablename <> 'goose_db_version'`),
+		Indexes: list(`SELECT indexdef FROM pg_indexes WHERE schemaname NOT IN ('pg_catalog', 'information_schema') AND tablename NOT IN ('goose_db_version', 'queuegen_db_version')`),
 		Constraints: list(`SELECT c.relname || ' ' || k.conname || ' ' || pg_get_constraintdef(k.oid)
 			FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid WHERE ` + userTables),
 		Inherits:  list(`SELECT inhrelid::regclass || ' INHERITS ' || inhparent::regclass FROM pg_inherits`),

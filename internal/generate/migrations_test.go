@@ -45,7 +45,7 @@ func TestGoldenMigrationsApply(t *testing.T) {
 			defer conn.Close(ctx)
 			tables := func() int {
 				var n int
-				if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename <> 'goose_db_version' AND schemaname NOT IN ('pg_catalog', 'information_schema')`).Scan(&n); err != nil {
+				if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename NOT IN ('goose_db_version', 'queuegen_db_version') AND schemaname NOT IN ('pg_catalog', 'information_schema')`).Scan(&n); err != nil {
 					t.Fatal(err)
 				}
 				return n

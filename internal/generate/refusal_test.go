@@ -63,6 +63,9 @@ func TestRefusals(t *testing.T) {
 		{"not null without default", "        count: integer\n", "        count: integer\n        body: text\n",
 			"  - table email_queue: add column body text NOT NULL: rows already in the table would have no value for it\n" +
 				"    what to do: give it a default in the spec (default: …; it can be removed in a later change), or make it nullable (nullable: true)"},
+		{"volatile default", "        count: integer\n", "        count: integer\n        ref: {type: uuid, default_sql: gen_random_uuid()}\n",
+			"  - table email_queue: add column ref uuid: its default gen_random_uuid() is volatile: PostgreSQL evaluates it for every existing row, rewriting the table under an exclusive lock\n" +
+				"    what to do: write this migration by hand: run `queuegen generate --manual` for a new migration file to fill in (the spec's schema is recorded as its result); or add it nullable first, backfill it in batches, then set the default"},
 		{"nullable to not null", "subject: {type: varchar(100), nullable: true}", "subject: varchar(100)",
 			"  - table email_queue: column subject becomes NOT NULL: rows already in the table may hold NULL there\n" +
 				"    what to do: write this migration by hand: run `queuegen generate --manual` for a new migration file to fill in (the spec's schema is recorded as its result): UPDATE the NULLs to a value, then ALTER TABLE … ALTER COLUMN subject SET NOT NULL"},

@@ -36,6 +36,9 @@ type Model struct {
 	// create in it.
 	Schema  string
 	Catalog *catalog.Catalog
+	// MigrationsTable is the goose version table of the migrations, as
+	// written in SQL.
+	MigrationsTable string
 	// Registry and Periodic are the registry and periodic-ticks tables'
 	// names as written in SQL; Periodic is "" when no queue has periodic
 	// jobs.
@@ -54,7 +57,7 @@ type Rename struct {
 
 // reservedGoNames are the package-level names queuegen's generated code
 // (and sqlc's) declares whatever the queues are.
-var reservedGoNames = []string{"BaseRow", "QueueRegistryRow", "PeriodicTickRow", "Queries", "New", "DBTX", "DB"}
+var reservedGoNames = []string{"BaseRow", "QueueRegistryRow", "PeriodicTickRow", "Queries", "New", "DBTX", "DB", "MigrationsTable"}
 
 // Build makes the model of a validated spec. It fails, with errors at the
 // spec's keys, when the engine cannot serve the spec or the generated Go
@@ -80,6 +83,7 @@ func Build(s *spec.Spec) (*Model, error) {
 	c := &catalog.Catalog{Schema: s.Schema, Registry: eng.Registry()}
 	m.Catalog = c
 	m.Registry = eng.Qualify(s.Schema, c.Registry.Name)
+	m.MigrationsTable = eng.Qualify(s.Schema, s.MigrationsTable)
 	m.Renames = append(m.Renames, Rename{s.Schema, c.Registry.Name, "QueueRegistryRow"})
 
 	var extra []*catalog.Column
@@ -143,7 +147,7 @@ func Build(s *spec.Spec) (*Model, error) {
 // with their parameter and row types.
 func GoNames(g string) []string {
 	names := []string{g + "Queue", g + "Payload", g + "Row", g + "MaxAttempts", g + "Lease", g + "Backoff", g + "RetainSucceeded", g + "RetainDead"}
-	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth", "Purge", "AdvanceTick"} {
+	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "FailManyAt", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth", "Purge", "AdvanceTick", "Defaults"} {
 		names = append(names, op+g, op+g+"Params", op+g+"Row")
 	}
 	return append(names, "PushMany"+g+"At", "PushMany"+g+"AtParams")

@@ -29,6 +29,18 @@ type Payload struct {
 	Inputs []*Field
 }
 
+// Defaulted are the inputs whose column has a default: a push that leaves
+// such a field unset gets the default.
+func (p *Payload) Defaulted() []*Field {
+	var out []*Field
+	for _, f := range p.Inputs {
+		if f.Default != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // Field is a field of a payload struct, or the JSON column.
 type Field struct {
 	// Name is the column's name, or the JSON key.
@@ -39,11 +51,31 @@ type Field struct {
 	Type gocode.Type
 	// Tag is a JSON payload field's struct tag, e.g. `json:"to"`.
 	Tag string
-	// EmptyIfNil is true for a NOT NULL column whose Go type is a slice:
-	// a nil slice would be sent as NULL, so an empty one is sent instead.
+	// EmptyIfNil is true for a NOT NULL column without a default whose Go
+	// type is a slice: a nil slice would be sent as NULL, so an empty one
+	// is sent instead.
 	EmptyIfNil bool
+	// NullJSONIfNil is true for a NOT NULL jsonb column without a default:
+	// nil is sent as the JSON document null.
+	NullJSONIfNil bool
 	// Nullable is true when the column or JSON field may be NULL.
 	Nullable bool
+	// SQLType is the column's type as the engine writes it.
+	SQLType string
+	// Default is the column's DEFAULT expression as the engine writes it,
+	// or "". A field with a default is unset when it is nil (a pointer,
+	// slice or byte slice) or not Valid (types that carry their own NULL),
+	// and a push that leaves it unset gets the default.
+	Default string
+}
+
+// Unset is how a field with a default is tested for being unset: "nil"
+// (pointer, slice) or "valid" (a type with a Valid field).
+func (f *Field) Unset() string {
+	if f.Type.IsPointer() || f.Type.IsSlice() {
+		return "nil"
+	}
+	return "valid"
 }
 
 func (m *Model) payload(s *spec.Spec, sq *spec.Queue, goName string) *Payload {
@@ -71,8 +103,14 @@ func (m *Model) payload(s *spec.Spec, sq *spec.Queue, goName string) *Payload {
 	}
 	p.Type, p.Declare = gocode.Named(gocode.Local(goName+"Payload")), true
 	field := func(c *spec.Column) *Field {
-		t := eng.GoType(c.Type, c.Nullable)
-		return &Field{Name: c.Name, GoName: spec.GoName(c.Name), Type: t, EmptyIfNil: !c.Nullable && t.IsSlice(), Nullable: c.Nullable}
+		col := eng.Column(c)
+		// A field with a default takes the Go type of a nullable column:
+		// unset, it gets the default.
+		t := eng.GoType(c.Type, c.Nullable || c.HasDefault())
+		return &Field{Name: c.Name, GoName: spec.GoName(c.Name), Type: t, Nullable: c.Nullable,
+			SQLType: col.Type, Default: col.Default,
+			EmptyIfNil:    !c.Nullable && !c.HasDefault() && t.IsSlice() && !(c.Type.Name == "jsonb" && !c.Type.Array),
+			NullJSONIfNil: !c.Nullable && !c.HasDefault() && c.Type.Name == "jsonb" && !c.Type.Array}
 	}
 	if sq.Inherits {
 		for _, c := range s.Base.Columns {

@@ -5,13 +5,18 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/queuegen/queuegen/internal/engine/postgres"
 )
 
 // DB is what ops needs: a pool or a connection.
@@ -60,7 +65,11 @@ func Find(ctx context.Context, db DB, schema, name string) (Queue, error) {
 	return Queue{}, fmt.Errorf("no queue %q (registered: %v)", name, names)
 }
 
-// Stats are one queue's counts.
+// Stats are one queue's counts. The states partition the jobs: ready,
+// scheduled and retrying are the available jobs (due now; not yet due
+// and never failed; not yet due after failing), running are the jobs a
+// worker holds (leased, or in transaction mode locked by the claiming
+// transaction), then succeeded and dead.
 type Stats struct {
 	Queue     string  `json:"queue"`
 	Paused    bool    `json:"paused"`
@@ -101,17 +110,24 @@ func BaseStats(ctx context.Context, db DB, schema, base string) (Stats, error) {
 	return s, statsOf(ctx, db, pgx.Identifier{schema, base}.Sanitize(), &s)
 }
 
+// statsOf counts in one statement, so every count and age describes one
+// snapshot.
 func statsOf(ctx context.Context, db DB, from string, s *Stats) error {
-	return db.QueryRow(ctx, `SELECT
-    count(*) FILTER (WHERE state = 'available' AND run_after <= now() AND cardinality(errors) = 0),
-    count(*) FILTER (WHERE state = 'available' AND run_after > now() AND cardinality(errors) = 0),
-    count(*) FILTER (WHERE state = 'available' AND cardinality(errors) > 0),
-    count(*) FILTER (WHERE state = 'running'),
+	return db.QueryRow(ctx, `WITH jobs AS (
+    SELECT state, run_after, attempted_at, cardinality(errors) > 0 AS failed,
+           state = 'available' AND `+postgres.Held+` AS held
+    FROM `+from+`
+)
+SELECT
+    count(*) FILTER (WHERE state = 'available' AND NOT held AND run_after <= now()),
+    count(*) FILTER (WHERE state = 'available' AND NOT held AND run_after > now() AND NOT failed),
+    count(*) FILTER (WHERE state = 'available' AND NOT held AND run_after > now() AND failed),
+    count(*) FILTER (WHERE state = 'running' OR held),
     count(*) FILTER (WHERE state = 'succeeded'),
     count(*) FILTER (WHERE state = 'dead'),
-    coalesce(extract(epoch FROM now() - min(run_after) FILTER (WHERE state = 'available' AND run_after <= now())), 0)::float8,
+    coalesce(extract(epoch FROM now() - min(run_after) FILTER (WHERE state = 'available' AND NOT held AND run_after <= now())), 0)::float8,
     (count(*) FILTER (WHERE attempted_at > now() - interval '1 minute'))::float8 / 60
-FROM `+from).Scan(&s.Ready, &s.Scheduled, &s.Retrying, &s.Running, &s.Succeeded, &s.Dead, &s.OldestAge, &s.ClaimsPerSecond)
+FROM jobs`).Scan(&s.Ready, &s.Scheduled, &s.Retrying, &s.Running, &s.Succeeded, &s.Dead, &s.OldestAge, &s.ClaimsPerSecond)
 }
 
 func table(schema string, q Queue) string { return pgx.Identifier{schema, q.Table}.Sanitize() }
@@ -128,9 +144,9 @@ type Job struct {
 }
 
 // Filter selects jobs: one id, or every job in a state. States are
-// available, scheduled (available, not yet due), retrying (available,
-// after failures), running, succeeded and dead; "failed" means retrying
-// and dead.
+// available (due now), scheduled (not yet due, never failed), retrying
+// (not yet due, after failures), running, succeeded and dead, as Stats
+// counts them; "failed" means available after failures, and dead.
 type Filter struct {
 	ID    int64
 	State string
@@ -143,8 +159,8 @@ func (f Filter) where() (string, []any, error) {
 	}
 	pred, ok := map[string]string{
 		"available": "state = 'available' AND run_after <= now()",
-		"scheduled": "state = 'available' AND run_after > now()",
-		"retrying":  "state = 'available' AND cardinality(errors) > 0",
+		"scheduled": "state = 'available' AND run_after > now() AND cardinality(errors) = 0",
+		"retrying":  "state = 'available' AND run_after > now() AND cardinality(errors) > 0",
 		"failed":    "(state = 'dead' OR (state = 'available' AND cardinality(errors) > 0))",
 		"running":   "state = 'running'",
 		"succeeded": "state = 'succeeded'",
@@ -175,14 +191,15 @@ FROM %s WHERE %s ORDER BY id DESC LIMIT $%d`, table(schema, q), where, len(args)
 	})
 }
 
-// Count counts the jobs of q matching f.
-func Count(ctx context.Context, db DB, schema string, q Queue, f Filter) (int64, error) {
+// Count counts the jobs of q matching f that action applies to.
+func Count(ctx context.Context, db DB, schema string, q Queue, f Filter, action Action) (int64, error) {
 	where, args, err := f.where()
 	if err != nil {
 		return 0, err
 	}
+	args = append(args, states[action])
 	var n int64
-	err = db.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s", table(schema, q), where), args...).Scan(&n)
+	err = db.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s AND state = ANY($%d::text[])", table(schema, q), where, len(args)), args...).Scan(&n)
 	return n, err
 }
 
@@ -200,32 +217,214 @@ const (
 	Purge Action = "purge"
 )
 
-// Apply does action to the jobs of q matching f and returns their ids.
-func Apply(ctx context.Context, db DB, schema string, q Queue, f Filter, action Action) ([]int64, error) {
+// states are the states an action applies to.
+var states = map[Action][]string{
+	Retry:  {"available", "dead", "succeeded"},
+	Cancel: {"available", "running"},
+	Purge:  {"available", "running", "succeeded", "dead"},
+}
+
+// Result is what an action did.
+type Result struct {
+	// Changed are the ids of the jobs the action changed, ascending.
+	Changed []int64 `json:"changed"`
+	// Locked are jobs it matched but skipped: a transaction in progress
+	// holds them (a transaction-mode worker working them, say). Run the
+	// action again once it has ended.
+	Locked []int64 `json:"locked,omitempty"`
+	// Conflicts are jobs retry could not make available: an unfinished
+	// job holds their unique key.
+	Conflicts []Conflict `json:"conflicts,omitempty"`
+}
+
+// Conflict is a job whose unique key another unfinished job holds.
+type Conflict struct {
+	ID     int64  `json:"id"`
+	Key    string `json:"unique_key"`
+	Holder int64  `json:"held_by"`
+}
+
+// Skipped is how many matched jobs were not changed.
+func (r *Result) Skipped() int { return len(r.Locked) + len(r.Conflicts) }
+
+// NoJobError is returned for an id no job of the queue has, or a job the
+// action does not apply to.
+type NoJobError struct{ Msg string }
+
+func (e *NoJobError) Error() string { return e.Msg }
+
+// lockTimeout bounds how long an action waits for a lock it cannot skip
+// (the registry row, the table's lock): operations never hang silently.
+const lockTimeout = "5s"
+
+// Apply does action to the jobs of q matching f. It never waits on a job a
+// transaction holds: such jobs are skipped and reported. Retry skips jobs
+// whose unique key another unfinished job holds (and, of several retried
+// jobs sharing a key, retries the newest), naming the holder.
+func Apply(ctx context.Context, db TxBeginner, schema string, q Queue, f Filter, action Action) (*Result, error) {
 	where, args, err := f.where()
 	if err != nil {
 		return nil, err
+	}
+	applicable, ok := states[action]
+	if !ok {
+		return nil, fmt.Errorf("unknown action %q", action)
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+lockTimeout+"'"); err != nil {
+		return nil, err
+	}
+	t := table(schema, q)
+	args = append(args, applicable)
+	stateArg := fmt.Sprintf("$%d", len(args))
+	match := fmt.Sprintf("FROM %s WHERE %s AND state = ANY(%s::text[])", t, where, stateArg)
+	all, err := ids(ctx, tx, "SELECT id "+match+" ORDER BY id", args...)
+	if err != nil {
+		return nil, err
+	}
+	if f.ID != 0 && len(all) == 0 {
+		return nil, noJob(ctx, tx, t, q, f.ID, action)
+	}
+	rows, err := tx.Query(ctx, "SELECT id, unique_key "+match+" ORDER BY id FOR UPDATE SKIP LOCKED", args...)
+	if err != nil {
+		return nil, err
+	}
+	type candidate struct {
+		id  int64
+		key *string
+	}
+	cands, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
+		var c candidate
+		return c, r.Scan(&c.id, &c.key)
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	lockable := map[int64]bool{}
+	for _, c := range cands {
+		lockable[c.id] = true
+	}
+	for _, id := range all {
+		if !lockable[id] {
+			res.Locked = append(res.Locked, id)
+		}
+	}
+	chosen := make([]int64, 0, len(cands))
+	if action == Retry {
+		// A retried job becomes unfinished again, so it must not take a
+		// unique key another unfinished job holds, nor one another job of
+		// this retry takes: keep the newest of each key.
+		byKey := map[string][]int64{}
+		var keys []string
+		for _, c := range cands {
+			if c.key == nil {
+				chosen = append(chosen, c.id)
+				continue
+			}
+			if byKey[*c.key] == nil {
+				keys = append(keys, *c.key)
+			}
+			byKey[*c.key] = append(byKey[*c.key], c.id)
+		}
+		holders := map[string]int64{}
+		if len(keys) > 0 {
+			rows, err := tx.Query(ctx, `SELECT DISTINCT ON (unique_key) unique_key, id FROM `+t+`
+WHERE unique_key = ANY($1::text[]) AND state IN ('available', 'running') AND id <> ALL($2::bigint[])
+ORDER BY unique_key, id DESC`, keys, ids64(cands, func(c candidate) int64 { return c.id }))
+			if err != nil {
+				return nil, err
+			}
+			for rows.Next() {
+				var k string
+				var id int64
+				if err := rows.Scan(&k, &id); err != nil {
+					rows.Close()
+					return nil, err
+				}
+				holders[k] = id
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, err
+			}
+		}
+		for _, k := range keys {
+			group := byKey[k] // ascending
+			holder, held := holders[k]
+			if !held {
+				holder = group[len(group)-1]
+				chosen = append(chosen, holder)
+				group = group[:len(group)-1]
+			}
+			for _, id := range group {
+				res.Conflicts = append(res.Conflicts, Conflict{ID: id, Key: k, Holder: holder})
+			}
+		}
+		slices.Sort(chosen)
+		slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return cmp.Compare(a.ID, b.ID) })
+	} else {
+		for _, c := range cands {
+			chosen = append(chosen, c.id)
+		}
 	}
 	var sql string
 	switch action {
 	case Retry:
 		sql = `UPDATE %s SET state = 'available', run_after = now(), finished_at = NULL,
     locked_by = NULL, locked_until = NULL, max_attempts = greatest(max_attempts, attempt + 1)
-WHERE %s AND state IN ('available', 'dead', 'succeeded') RETURNING id`
+WHERE id = ANY($1::bigint[]) RETURNING id`
 	case Cancel:
 		sql = `UPDATE %s SET state = 'dead', finished_at = now(), locked_by = NULL, locked_until = NULL,
     errors = array_append(errors, 'cancelled by an operator')
-WHERE %s AND state IN ('available', 'running') RETURNING id`
+WHERE id = ANY($1::bigint[]) RETURNING id`
 	case Purge:
-		sql = `DELETE FROM %s WHERE %s RETURNING id`
-	default:
-		return nil, fmt.Errorf("unknown action %q", action)
+		sql = `DELETE FROM %s WHERE id = ANY($1::bigint[]) RETURNING id`
 	}
-	rows, err := db.Query(ctx, fmt.Sprintf(sql, table(schema, q), where), args...)
+	if res.Changed, err = ids(ctx, tx, fmt.Sprintf(sql, t), chosen); err != nil {
+		return nil, err
+	}
+	slices.Sort(res.Changed)
+	return res, tx.Commit(ctx)
+}
+
+// noJob explains why the job with id matched nothing.
+func noJob(ctx context.Context, tx pgx.Tx, table string, q Queue, id int64, action Action) error {
+	var state string
+	err := tx.QueryRow(ctx, "SELECT state FROM "+table+" WHERE id = $1", id).Scan(&state)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return &NoJobError{fmt.Sprintf("queue %s has no job %d", q.Name, id)}
+	}
+	if err != nil {
+		return err
+	}
+	return &NoJobError{fmt.Sprintf("job %d of queue %s is %s; %s applies to %s jobs", id, q.Name, state, action, strings.Join(states[action], ", "))}
+}
+
+func ids(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]int64, error) {
+	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+func ids64[T any](xs []T, id func(T) int64) []int64 {
+	out := make([]int64, len(xs))
+	for i, x := range xs {
+		out[i] = id(x)
+	}
+	return out
+}
+
+// TxBeginner is a DB that also begins transactions: a pool or connection.
+type TxBeginner interface {
+	DB
+	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
 // SetPaused pauses or resumes q.

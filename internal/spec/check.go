@@ -26,7 +26,8 @@ func (p *parser) crossChecks(n *yaml.Node, s *Spec) {
 	}
 	names := map[string]*Queue{}
 	goNames := map[string]*Queue{}
-	tables := map[string]string{s.Base.Table: "the base table"}
+	tables := map[string]string{s.Base.Table: "the base table", s.MigrationsTable: "the migrations' version table (migrations_table)",
+		"queuegen_queues": "queuegen's queue registry", "queuegen_periodic": "queuegen's periodic-ticks table"}
 	for _, q := range s.Queues {
 		key := "queues[" + q.Name + "]"
 		if prev := names[q.Name]; prev != nil {
@@ -48,7 +49,7 @@ func (p *parser) crossChecks(n *yaml.Node, s *Spec) {
 			// A JSON payload cannot carry the base table's extra columns:
 			// they take their default, so they must have one.
 			for _, c := range s.Base.Columns {
-				if !c.Nullable && c.Default == nil {
+				if !c.Nullable && !c.HasDefault() {
 					at(q.Pos, key+".payload.json", "base column %q is NOT NULL without a default, and a JSON-payload queue cannot set it; give it a default or make it nullable, or set inherits: false", c.Name)
 				}
 			}

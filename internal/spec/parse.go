@@ -8,9 +8,12 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -22,6 +25,7 @@ import (
 const (
 	DefaultEngine      = "postgresql"
 	DefaultSchema      = "public"
+	DefaultMigrations  = "queuegen_db_version"
 	DefaultBaseTable   = "base_queue"
 	DefaultLease       = 5 * time.Minute
 	DefaultMaxAttempts = 25
@@ -285,6 +289,7 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 	var haveVersion, havePackage, haveQueues bool
 	var queuesNode *yaml.Node
 	s.Schema = DefaultSchema
+	s.MigrationsTable = DefaultMigrations
 	s.Base.Table = DefaultBaseTable
 	p.fields(n, "", map[string]func(string, *yaml.Node){
 		"version": func(k string, v *yaml.Node) {
@@ -302,7 +307,10 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 		"migrations": func(k string, v *yaml.Node) { s.Migrations = p.dir(v, k) },
 		"queries":    func(k string, v *yaml.Node) { s.Queries = p.dir(v, k) },
 		"schema":     func(k string, v *yaml.Node) { s.Schema = p.ident(v, k) },
-		"base":       func(k string, v *yaml.Node) { p.base(v, k, &s.Base) },
+		"migrations_table": func(k string, v *yaml.Node) {
+			s.MigrationsTable = p.ident(v, k)
+		},
+		"base": func(k string, v *yaml.Node) { p.base(v, k, &s.Base) },
 		"queues": func(k string, v *yaml.Node) {
 			haveQueues = true
 			queuesNode = v
@@ -616,6 +624,12 @@ func (p *parser) jsonPayload(n *yaml.Node, key string) *JSONPayload {
 			if v.Kind == yaml.MappingNode && len(v.Content) == 0 {
 				p.errorf(v, k, "declare at least one field")
 			}
+			for _, f := range j.Fields {
+				if f.HasDefault() {
+					p.errs = append(p.errs, &Error{File: p.file, Line: f.Pos.Line, Column: f.Pos.Column, Key: k + "." + f.Name,
+						Msg: "a field of a JSON payload has no column, so no default; leave the field out of the document instead (nullable: true)"})
+				}
+			}
 		},
 	})
 	if n.Kind == yaml.MappingNode && p.hasKey(n, "go_type") == p.hasKey(n, "fields") {
@@ -647,7 +661,7 @@ func (p *parser) columns(n *yaml.Node, key string) []*Column {
 			p.errorf(k, ck, "column declared twice")
 		}
 		seen[c.Name] = true
-		var defaultNode *yaml.Node
+		var defaultNode, defaultSQLNode *yaml.Node
 		switch v.Kind {
 		case yaml.ScalarNode:
 			c.Type = p.sqlType(v, ck)
@@ -656,6 +670,7 @@ func (p *parser) columns(n *yaml.Node, key string) []*Column {
 				"type":         func(k string, v *yaml.Node) { c.Type = p.sqlType(v, k) },
 				"nullable":     func(k string, v *yaml.Node) { c.Nullable = p.boolean(v, k) },
 				"default":      func(k string, v *yaml.Node) { defaultNode = v },
+				"default_sql":  func(k string, v *yaml.Node) { defaultSQLNode = v },
 				"renamed_from": func(k string, v *yaml.Node) { c.RenamedFrom = p.ident(v, k) },
 			})
 			if !p.hasKey(v, "type") {
@@ -664,10 +679,16 @@ func (p *parser) columns(n *yaml.Node, key string) []*Column {
 		default:
 			p.errorf(v, ck, "want a type such as text, or {type: text, nullable: true}; got %s", describe(v))
 		}
-		if defaultNode != nil && c.Type.Name != "" {
+		switch {
+		case defaultNode != nil && defaultSQLNode != nil:
+			p.errorf(defaultSQLNode, ck+".default_sql", "give default: (a value) or default_sql: (an SQL expression), not both")
+		case c.Type.Name == "":
+		case defaultNode != nil:
 			if v, ok := p.defaultValue(defaultNode, ck+".default", c.Type); ok {
 				c.Default = &v
 			}
+		case defaultSQLNode != nil:
+			c.DefaultSQL = p.defaultSQL(defaultSQLNode, ck+".default_sql", c.Type)
 		}
 		if c.Name != "" {
 			cols = append(cols, c)
@@ -724,36 +745,96 @@ func (p *parser) sqlType(n *yaml.Node, key string) Type {
 	return t
 }
 
-// defaultValue reads a column default and checks that it is a valid value
-// of the type; engines render it as a literal (values never reach SQL as
-// raw text).
+// defaultValue reads a column default: a value of the column's type,
+// written as YAML writes it (default: webp, default: 3). It is checked
+// here; engines write it as a literal (values never reach SQL as raw
+// text).
 func (p *parser) defaultValue(n *yaml.Node, key string, t Type) (string, bool) {
 	v, ok := p.scalar(n, key)
 	if !ok {
 		return "", false
 	}
-	if t.Array {
-		p.errorf(n, key, "defaults for array columns are not supported")
+	bad := func(format string, args ...any) (string, bool) {
+		p.errorf(n, key, format, args...)
 		return "", false
+	}
+	if t.Array {
+		return bad("defaults for array columns are not supported")
 	}
 	switch t.Name {
 	case "smallint", "integer", "bigint":
-		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
-			p.errorf(n, key, "defaults of %s columns must be whole numbers, got %q", t.Name, v)
-			return "", false
+		bits := map[string]int{"smallint": 16, "integer": 32, "bigint": 64}[t.Name]
+		if _, err := strconv.ParseInt(v, 10, bits); err != nil {
+			return bad("defaults of %s columns are whole numbers that fit the type, got %q", t.Name, v)
 		}
 	case "numeric", "real", "double precision":
-		if _, err := strconv.ParseFloat(v, 64); err != nil || strings.ContainsAny(v, "xXpP_") {
-			p.errorf(n, key, "defaults of %s columns must be numbers, got %q", t.Name, v)
-			return "", false
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || strings.ContainsAny(v, "xXpP_") {
+			return bad("defaults of %s columns are finite numbers, got %q", t.Name, v)
 		}
 	case "boolean":
 		if v != "true" && v != "false" {
-			p.errorf(n, key, "want true or false, got %q", v)
-			return "", false
+			return bad("want true or false, got %q", v)
 		}
+	case "text", "varchar":
+		if len(v) >= 2 && strings.HasPrefix(v, "'") && strings.HasSuffix(v, "'") {
+			return bad("a default is a value, not SQL: write default: %s (queuegen quotes it); the quotes would be stored as part of it", strings.Trim(v, "'"))
+		}
+		if len(t.Mods) == 1 && utf8.RuneCountInString(v) > t.Mods[0] {
+			return bad("the default is longer than varchar(%d)", t.Mods[0])
+		}
+	case "timestamptz":
+		if _, err := time.Parse(time.RFC3339Nano, v); err != nil {
+			return bad("defaults of timestamptz columns are times such as 2026-01-02T15:04:05Z, got %q; for the time of the push, use default_sql: now()", v)
+		}
+	case "date":
+		if _, err := time.Parse(time.DateOnly, v); err != nil {
+			return bad("defaults of date columns are dates such as 2026-01-02, got %q; for the day of the push, use default_sql: current_date", v)
+		}
+	case "uuid":
+		if !uuidRE.MatchString(v) {
+			return bad("defaults of uuid columns are UUIDs such as 123e4567-e89b-12d3-a456-426614174000, got %q; for a new one per job, use default_sql: gen_random_uuid()", v)
+		}
+	case "jsonb":
+		if !json.Valid([]byte(v)) {
+			return bad("defaults of jsonb columns are JSON documents, got %q", v)
+		}
+	case "bytea":
+		return bad("defaults for bytea columns are not supported")
+	}
+	if strings.ContainsRune(v, 0) || !utf8.ValidString(v) {
+		return bad("the default holds a NUL byte or invalid UTF-8")
 	}
 	return v, true
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// defaultSQL reads a column default given as an SQL expression: one of
+// DefaultExpressions that fits the column's type.
+func (p *parser) defaultSQL(n *yaml.Node, key string, t Type) string {
+	v, ok := p.scalar(n, key)
+	if !ok {
+		return ""
+	}
+	expr := strings.ToLower(strings.TrimSpace(v))
+	types, known := DefaultExpressions[expr]
+	if !known || t.Array || !slices.Contains(types, t.Name) {
+		var fit []string
+		for e, ts := range DefaultExpressions {
+			if slices.Contains(ts, t.Name) && !t.Array {
+				fit = append(fit, e)
+			}
+		}
+		sort.Strings(fit)
+		if len(fit) == 0 {
+			p.errorf(n, key, "columns of type %s take no SQL default; use default: with a value", t.SQL())
+		} else {
+			p.errorf(n, key, "%q is not an SQL default queuegen writes for columns of type %s: use %s, or default: with a value", v, t.SQL(), strings.Join(fit, " or "))
+		}
+		return ""
+	}
+	return expr
 }
 
 var goKeywords = map[string]bool{

@@ -34,6 +34,9 @@ type Spec struct {
 	Queries string
 	// Schema is the PostgreSQL schema holding the queue tables.
 	Schema string
+	// MigrationsTable is the goose version table recording which of the
+	// spec's migrations a database has applied, in Schema.
+	MigrationsTable string
 	// Base is the parent table that inheriting queues are created from.
 	Base Base
 	// Queues are the declared queues, in the order of the file.
@@ -232,8 +235,26 @@ type Column struct {
 	// checked against the type; nil for none. Each engine writes it as a
 	// literal of its own.
 	Default *string
+	// DefaultSQL is the column's default as an SQL expression, one of
+	// DefaultExpressions; "" for none. At most one of Default and
+	// DefaultSQL is set.
+	DefaultSQL string
 	// RenamedFrom is the column's previous name, when it was renamed.
 	RenamedFrom string
+}
+
+// HasDefault reports whether the column has a default.
+func (c *Column) HasDefault() bool { return c.Default != nil || c.DefaultSQL != "" }
+
+// DefaultExpressions are the SQL expressions a column may take as its
+// default (default_sql:), by the types they are defaults of. Each engine
+// writes them in its own dialect.
+var DefaultExpressions = map[string][]string{
+	"now()":             {"timestamptz"},
+	"current_timestamp": {"timestamptz"},
+	"clock_timestamp()": {"timestamptz"},
+	"current_date":      {"date"},
+	"gen_random_uuid()": {"uuid"},
 }
 
 // Type is a supported PostgreSQL type.

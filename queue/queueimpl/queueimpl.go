@@ -55,6 +55,16 @@ func EmptyIfNil[T any](s []T) []T {
 	return s
 }
 
+// NullJSONIfNil returns doc, or the JSON document null when doc is nil:
+// generated code sends it for NOT NULL jsonb columns, which refuse SQL
+// NULL and an empty string alike.
+func NullJSONIfNil(doc []byte) []byte {
+	if doc == nil {
+		return []byte("null")
+	}
+	return doc
+}
+
 // Ptr returns a pointer to v, for fixed values of nullable fields.
 func Ptr[T any](v T) *T { return &v }
 

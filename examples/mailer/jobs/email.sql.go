@@ -257,6 +257,61 @@ func (q *Queries) FailEmail(ctx context.Context, arg FailEmailParams) (string, e
 	return state, err
 }
 
+const failManyAtEmail = `-- name: FailManyAtEmail :many
+UPDATE email_queue AS job
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
+    locked_by = NULL,
+    locked_until = NULL
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id, job.state
+`
+
+type FailManyAtEmailParams struct {
+	Messages []string
+	Ids      []int64
+	RetryAts []time.Time
+	Attempts []int32
+}
+
+type FailManyAtEmailRow struct {
+	ID    int64
+	State string
+}
+
+// FailManyAtEmail is FailManyEmail with each job retried at a time given (a
+// handler's RetryAt) rather than after a delay: the job becomes due exactly
+// then.
+func (q *Queries) FailManyAtEmail(ctx context.Context, arg FailManyAtEmailParams) ([]FailManyAtEmailRow, error) {
+	rows, err := q.db.Query(ctx, failManyAtEmail,
+		arg.Messages,
+		arg.Ids,
+		arg.RetryAts,
+		arg.Attempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FailManyAtEmailRow
+	for rows.Next() {
+		var i FailManyAtEmailRow
+		if err := rows.Scan(&i.ID, &i.State); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const failManyEmail = `-- name: FailManyEmail :many
 UPDATE email_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
@@ -364,7 +419,10 @@ INSERT INTO email_queue (
     tenant_id, recipient, subject, body,
     priority, max_attempts, unique_key, created_at, run_after
 ) VALUES (
-    $1, $2, $3, $4,
+    $1,
+    $2,
+    $3,
+    $4,
     $5, $6, $7,
     coalesce($8::timestamptz, now()),
     coalesce($9::timestamptz, coalesce($8::timestamptz, now()) + $10::interval)

@@ -255,6 +255,61 @@ func (q *Queries) FailBench(ctx context.Context, arg FailBenchParams) (string, e
 	return state, err
 }
 
+const failManyAtBench = `-- name: FailManyAtBench :many
+UPDATE queuegen_bench.bench_queue AS job
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
+    locked_by = NULL,
+    locked_until = NULL
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id, job.state
+`
+
+type FailManyAtBenchParams struct {
+	Messages []string
+	Ids      []int64
+	RetryAts []time.Time
+	Attempts []int32
+}
+
+type FailManyAtBenchRow struct {
+	ID    int64
+	State string
+}
+
+// FailManyAtBench is FailManyBench with each job retried at a time given (a
+// handler's RetryAt) rather than after a delay: the job becomes due exactly
+// then.
+func (q *Queries) FailManyAtBench(ctx context.Context, arg FailManyAtBenchParams) ([]FailManyAtBenchRow, error) {
+	rows, err := q.db.Query(ctx, failManyAtBench,
+		arg.Messages,
+		arg.Ids,
+		arg.RetryAts,
+		arg.Attempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FailManyAtBenchRow
+	for rows.Next() {
+		var i FailManyAtBenchRow
+		if err := rows.Scan(&i.ID, &i.State); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const failManyBench = `-- name: FailManyBench :many
 UPDATE queuegen_bench.bench_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
@@ -360,7 +415,8 @@ INSERT INTO queuegen_bench.bench_queue (
     recipient, n,
     priority, max_attempts, created_at, run_after
 ) VALUES (
-    $1, $2,
+    $1,
+    $2,
     $3, $4,
     coalesce($5::timestamptz, now()),
     coalesce($6::timestamptz, coalesce($5::timestamptz, now()) + $7::interval)

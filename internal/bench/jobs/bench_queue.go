@@ -164,17 +164,10 @@ func (q *BenchQueue) FailMany(ctx context.Context, jobs []*queue.Job[BenchPayloa
 // FailManyAfter is FailMany with each job's retry delay given.
 func (q *BenchQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[BenchPayload], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
-		return nil, errors.New("queue bench: FailMany needs one cause and delay per job")
+		return nil, errors.New("queue bench: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyBenchParams{
-		Ids:         make([]int64, len(jobs)),
-		Attempts:    make([]int32, len(jobs)),
-		Messages:    make([]string, len(jobs)),
-		RetryDelays: delays,
-	}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
+	arg := FailManyBenchParams{RetryDelays: delays}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyBench(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -184,6 +177,34 @@ func (q *BenchQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[BenchP
 		states[r.ID] = queue.State(r.State)
 	}
 	return states, nil
+}
+
+// FailManyAt is FailMany with each job retried at the time given: it
+// becomes due exactly then (a handler's queue.RetryAt).
+func (q *BenchQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[BenchPayload], causes []error, ats []time.Time) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(ats) != len(jobs) {
+		return nil, errors.New("queue bench: FailManyAt needs one cause and time per job")
+	}
+	arg := FailManyAtBenchParams{RetryAts: ats}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	rows, err := q.q.FailManyAtBench(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
+	states := make(map[int64]queue.State, len(rows))
+	for _, r := range rows {
+		states[r.ID] = queue.State(r.State)
+	}
+	return states, nil
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *BenchQueue) failed(jobs []*queue.Job[BenchPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // Snooze puts a held job back until at without using up an attempt.

@@ -17,3 +17,8 @@ type DB interface {
 	DBTX
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
+
+// MigrationsTable is the goose version table of this package's queue
+// migrations (queuegen_bench.queuegen_db_version). A program that applies them itself
+// gives it to goose: goose.WithTableName(MigrationsTable).
+const MigrationsTable = "queuegen_bench.queuegen_db_version"

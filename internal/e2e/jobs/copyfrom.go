@@ -87,6 +87,95 @@ func (q *Queries) PushManyEmailAt(ctx context.Context, arg []PushManyEmailAtPara
 	return q.db.CopyFrom(ctx, []string{"email_queue"}, []string{"tenant_id", "recipient", "subject", "priority", "max_attempts", "run_after"}, &iteratorForPushManyEmailAt{rows: arg})
 }
 
+// iteratorForPushManyImage implements pgx.CopyFromSource.
+type iteratorForPushManyImage struct {
+	rows                 []PushManyImageParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyImage) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyImage) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].TenantID,
+		r.rows[0].Url,
+		r.rows[0].Format,
+		r.rows[0].Quality,
+		r.rows[0].Ratio,
+		r.rows[0].TakenAt,
+		r.rows[0].Ref,
+		r.rows[0].Label,
+		r.rows[0].Meta,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyImage) Err() error {
+	return nil
+}
+
+// PushManyImage inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
+func (q *Queries) PushManyImage(ctx context.Context, arg []PushManyImageParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"image_queue"}, []string{"tenant_id", "url", "format", "quality", "ratio", "taken_at", "ref", "label", "meta", "priority", "max_attempts"}, &iteratorForPushManyImage{rows: arg})
+}
+
+// iteratorForPushManyImageAt implements pgx.CopyFromSource.
+type iteratorForPushManyImageAt struct {
+	rows                 []PushManyImageAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyImageAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyImageAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].TenantID,
+		r.rows[0].Url,
+		r.rows[0].Format,
+		r.rows[0].Quality,
+		r.rows[0].Ratio,
+		r.rows[0].TakenAt,
+		r.rows[0].Ref,
+		r.rows[0].Label,
+		r.rows[0].Meta,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyImageAt) Err() error {
+	return nil
+}
+
+// PushManyImageAt is PushManyImage with run_after given by the caller.
+func (q *Queries) PushManyImageAt(ctx context.Context, arg []PushManyImageAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"image_queue"}, []string{"tenant_id", "url", "format", "quality", "ratio", "taken_at", "ref", "label", "meta", "priority", "max_attempts", "run_after"}, &iteratorForPushManyImageAt{rows: arg})
+}
+
 // iteratorForPushManyInvoice implements pgx.CopyFromSource.
 type iteratorForPushManyInvoice struct {
 	rows                 []PushManyInvoiceParams

@@ -139,10 +139,15 @@ func (q *Queries) CompleteManyInvoice(ctx context.Context, arg CompleteManyInvoi
 const depthInvoice = `-- name: DepthInvoice :one
 SELECT count(*) FROM invoice_queue
 WHERE state = 'available' AND run_after <= now()
+  AND NOT (xmax <> '0'::xid AND (xmax::text::bigint IN (SELECT x::text::bigint % 4294967296 FROM pg_snapshot_xip(pg_current_snapshot()) AS x)
+        OR (xmax::text::bigint - pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296 + 4294967296) % 4294967296 < 2147483648))
 `
 
-// DepthInvoice counts the jobs due now, for monitoring; it reads the claim
-// index and locks nothing.
+// DepthInvoice counts the jobs due now and not being worked, for monitoring;
+// it reads the claim index and locks nothing. A job a worker holds looks
+// available to other sessions until the worker's transaction commits, but its
+// row's xmax names that transaction, still in progress for this snapshot:
+// those rows are left out.
 func (q *Queries) DepthInvoice(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthInvoice)
 	var count int64
@@ -204,6 +209,59 @@ func (q *Queries) FailInvoice(ctx context.Context, arg FailInvoiceParams) (strin
 	var state string
 	err := row.Scan(&state)
 	return state, err
+}
+
+const failManyAtInvoice = `-- name: FailManyAtInvoice :many
+UPDATE invoice_queue AS job
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'available'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id, job.state
+`
+
+type FailManyAtInvoiceParams struct {
+	Messages []string
+	Ids      []int64
+	RetryAts []time.Time
+	Attempts []int32
+}
+
+type FailManyAtInvoiceRow struct {
+	ID    int64
+	State string
+}
+
+// FailManyAtInvoice is FailManyInvoice with each job retried at a time given
+// (a handler's RetryAt) rather than after a delay: the job becomes due
+// exactly then.
+func (q *Queries) FailManyAtInvoice(ctx context.Context, arg FailManyAtInvoiceParams) ([]FailManyAtInvoiceRow, error) {
+	rows, err := q.db.Query(ctx, failManyAtInvoice,
+		arg.Messages,
+		arg.Ids,
+		arg.RetryAts,
+		arg.Attempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FailManyAtInvoiceRow
+	for rows.Next() {
+		var i FailManyAtInvoiceRow
+		if err := rows.Scan(&i.ID, &i.State); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const failManyInvoice = `-- name: FailManyInvoice :many
@@ -310,7 +368,9 @@ INSERT INTO invoice_queue (
     tenant_id, invoice_id, amount,
     priority, max_attempts, created_at, run_after
 ) VALUES (
-    $1, $2, $3,
+    $1,
+    $2,
+    $3,
     $4, $5,
     coalesce($6::timestamptz, now()),
     coalesce($7::timestamptz, coalesce($6::timestamptz, now()) + $8::interval)

@@ -47,6 +47,31 @@ type EmailRow struct {
 	Subject     *string
 }
 
+type ImageRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	TenantID    *int64
+	Url         string
+	Format      string
+	Quality     int32
+	Ratio       pgtype.Numeric
+	TakenAt     time.Time
+	Ref         pgtype.UUID
+	Label       *string
+	Meta        []byte
+}
+
 type InvoiceRow struct {
 	ID          int64
 	State       string

@@ -176,17 +176,10 @@ func (q *ReportQueue) FailMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job
 // FailManyAfter is FailMany with each job's retry delay given.
 func (q *ReportQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[ReportPayload], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
-		return nil, errors.New("queue report: FailMany needs one cause and delay per job")
+		return nil, errors.New("queue report: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyReportParams{
-		Ids:         make([]int64, len(jobs)),
-		Attempts:    make([]int32, len(jobs)),
-		Messages:    make([]string, len(jobs)),
-		RetryDelays: delays,
-	}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
+	arg := FailManyReportParams{RetryDelays: delays}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyReport(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -196,6 +189,34 @@ func (q *ReportQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 		states[r.ID] = queue.State(r.State)
 	}
 	return states, nil
+}
+
+// FailManyAt is FailMany with each job retried at the time given: it
+// becomes due exactly then (a handler's queue.RetryAt).
+func (q *ReportQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[ReportPayload], causes []error, ats []time.Time) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(ats) != len(jobs) {
+		return nil, errors.New("queue report: FailManyAt needs one cause and time per job")
+	}
+	arg := FailManyAtReportParams{RetryAts: ats}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	rows, err := q.WithTx(tx).q.FailManyAtReport(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
+	states := make(map[int64]queue.State, len(rows))
+	for _, r := range rows {
+		states[r.ID] = queue.State(r.State)
+	}
+	return states, nil
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *ReportQueue) failed(jobs []*queue.Job[ReportPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // Snooze puts a held job back until at without using up an attempt.

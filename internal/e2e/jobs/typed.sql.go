@@ -194,6 +194,41 @@ func (q *Queries) CompleteTyped(ctx context.Context, arg CompleteTypedParams) (i
 	return result.RowsAffected(), nil
 }
 
+const defaultsTyped = `-- name: DefaultsTyped :many
+SELECT n,
+       7::integer AS d_count
+FROM generate_series(1, $1::integer) AS n
+`
+
+type DefaultsTypedRow struct {
+	N      pgtype.Numeric
+	DCount int32
+}
+
+// DefaultsTyped evaluates the DEFAULT of d_count once for each of @n jobs
+// (numbered by n): a bulk insert sends every column, so PushManyTyped asks
+// for the values the defaults give to the jobs that leave those fields unset.
+// A plain read.
+func (q *Queries) DefaultsTyped(ctx context.Context, n int32) ([]DefaultsTypedRow, error) {
+	rows, err := q.db.Query(ctx, defaultsTyped, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DefaultsTypedRow
+	for rows.Next() {
+		var i DefaultsTypedRow
+		if err := rows.Scan(&i.N, &i.DCount); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const depthTyped = `-- name: DepthTyped :one
 SELECT count(*) FROM typed_queue
 WHERE state = 'available' AND run_after <= now()
@@ -254,6 +289,61 @@ func (q *Queries) ExtendTyped(ctx context.Context, arg ExtendTypedParams) (*time
 	var locked_until *time.Time
 	err := row.Scan(&locked_until)
 	return locked_until, err
+}
+
+const failManyAtTyped = `-- name: FailManyAtTyped :many
+UPDATE typed_queue AS job
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
+    locked_by = NULL,
+    locked_until = NULL
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id, job.state
+`
+
+type FailManyAtTypedParams struct {
+	Messages []string
+	Ids      []int64
+	RetryAts []time.Time
+	Attempts []int32
+}
+
+type FailManyAtTypedRow struct {
+	ID    int64
+	State string
+}
+
+// FailManyAtTyped is FailManyTyped with each job retried at a time given (a
+// handler's RetryAt) rather than after a delay: the job becomes due exactly
+// then.
+func (q *Queries) FailManyAtTyped(ctx context.Context, arg FailManyAtTypedParams) ([]FailManyAtTypedRow, error) {
+	rows, err := q.db.Query(ctx, failManyAtTyped,
+		arg.Messages,
+		arg.Ids,
+		arg.RetryAts,
+		arg.Attempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FailManyAtTypedRow
+	for rows.Next() {
+		var i FailManyAtTypedRow
+		if err := rows.Scan(&i.ID, &i.State); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const failManyTyped = `-- name: FailManyTyped :many
@@ -485,7 +575,33 @@ INSERT INTO typed_queue (
     tenant_id, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, c_text_array, c_int_array, n_text, n_integer, n_boolean, n_double, n_timestamptz, n_date, n_uuid, n_bytea, n_text_array, d_count,
     priority, max_attempts, created_at, run_after
 ) VALUES (
-    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27,
+    $1,
+    $2,
+    $3,
+    $4,
+    $5,
+    $6,
+    $7,
+    $8,
+    $9,
+    $10,
+    $11,
+    $12,
+    $13,
+    $14,
+    $15,
+    $16,
+    $17,
+    $18,
+    $19,
+    $20,
+    $21,
+    $22,
+    $23,
+    $24,
+    $25,
+    $26,
+    coalesce($27::integer, 7),
     $28, $29,
     coalesce($30::timestamptz, now()),
     coalesce($31::timestamptz, coalesce($30::timestamptz, now()) + $32::interval)
@@ -520,7 +636,7 @@ type PushTypedParams struct {
 	NUuid        pgtype.UUID
 	NBytea       []byte
 	NTextArray   []string
-	DCount       int32
+	DCount       *int32
 	Priority     int16
 	MaxAttempts  int32
 	Now          *time.Time

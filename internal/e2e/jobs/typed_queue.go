@@ -43,7 +43,7 @@ type TypedPayload struct {
 	NUuid        pgtype.UUID
 	NBytea       []byte
 	NTextArray   []string
-	DCount       int32
+	DCount       *int32
 }
 
 // Defaults of queue typed, from the spec.
@@ -107,7 +107,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	arg.CUuid = p.CUuid
 	arg.CTimestamptz = p.CTimestamptz
 	arg.CDate = p.CDate
-	arg.CJsonb = queueimpl.EmptyIfNil(p.CJsonb)
+	arg.CJsonb = queueimpl.NullJSONIfNil(p.CJsonb)
 	arg.CBytea = queueimpl.EmptyIfNil(p.CBytea)
 	arg.CTextArray = queueimpl.EmptyIfNil(p.CTextArray)
 	arg.CIntArray = queueimpl.EmptyIfNil(p.CIntArray)
@@ -136,10 +136,18 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
+	defs, err := q.defaults(ctx, ps)
+	if err != nil {
+		return 0, err
+	}
 	if o.RunAfter != nil {
 		rows := make([]PushManyTypedAtParams, len(ps))
 		for i, p := range ps {
 			rows[i] = PushManyTypedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			var def DefaultsTypedRow
+			if q.unset(p) {
+				def, defs = defs[0], defs[1:]
+			}
 			rows[i].TenantID = p.TenantID
 			rows[i].CText = p.CText
 			rows[i].CVarchar = p.CVarchar
@@ -153,7 +161,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			rows[i].CUuid = p.CUuid
 			rows[i].CTimestamptz = p.CTimestamptz
 			rows[i].CDate = p.CDate
-			rows[i].CJsonb = queueimpl.EmptyIfNil(p.CJsonb)
+			rows[i].CJsonb = queueimpl.NullJSONIfNil(p.CJsonb)
 			rows[i].CBytea = queueimpl.EmptyIfNil(p.CBytea)
 			rows[i].CTextArray = queueimpl.EmptyIfNil(p.CTextArray)
 			rows[i].CIntArray = queueimpl.EmptyIfNil(p.CIntArray)
@@ -166,13 +174,20 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			rows[i].NUuid = p.NUuid
 			rows[i].NBytea = p.NBytea
 			rows[i].NTextArray = p.NTextArray
-			rows[i].DCount = p.DCount
+			rows[i].DCount = def.DCount
+			if p.DCount != nil {
+				rows[i].DCount = *p.DCount
+			}
 		}
 		return q.q.PushManyTypedAt(ctx, rows)
 	}
 	rows := make([]PushManyTypedParams, len(ps))
 	for i, p := range ps {
 		rows[i] = PushManyTypedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		var def DefaultsTypedRow
+		if q.unset(p) {
+			def, defs = defs[0], defs[1:]
+		}
 		rows[i].TenantID = p.TenantID
 		rows[i].CText = p.CText
 		rows[i].CVarchar = p.CVarchar
@@ -186,7 +201,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 		rows[i].CUuid = p.CUuid
 		rows[i].CTimestamptz = p.CTimestamptz
 		rows[i].CDate = p.CDate
-		rows[i].CJsonb = queueimpl.EmptyIfNil(p.CJsonb)
+		rows[i].CJsonb = queueimpl.NullJSONIfNil(p.CJsonb)
 		rows[i].CBytea = queueimpl.EmptyIfNil(p.CBytea)
 		rows[i].CTextArray = queueimpl.EmptyIfNil(p.CTextArray)
 		rows[i].CIntArray = queueimpl.EmptyIfNil(p.CIntArray)
@@ -199,9 +214,32 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 		rows[i].NUuid = p.NUuid
 		rows[i].NBytea = p.NBytea
 		rows[i].NTextArray = p.NTextArray
-		rows[i].DCount = p.DCount
+		rows[i].DCount = def.DCount
+		if p.DCount != nil {
+			rows[i].DCount = *p.DCount
+		}
 	}
 	return q.q.PushManyTyped(ctx, rows)
+}
+
+// unset reports whether p leaves a field whose column has a default unset.
+func (q *TypedQueue) unset(p TypedPayload) bool {
+	return p.DCount == nil
+}
+
+// defaults reads, in one query, the values the column defaults give to
+// the jobs of ps that leave a defaulted field unset, in order.
+func (q *TypedQueue) defaults(ctx context.Context, ps []TypedPayload) ([]DefaultsTypedRow, error) {
+	n := 0
+	for _, p := range ps {
+		if q.unset(p) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return q.q.DefaultsTyped(ctx, int32(n))
 }
 
 // Claim leases up to max due jobs to node (an id naming this worker
@@ -265,17 +303,10 @@ func (q *TypedQueue) FailMany(ctx context.Context, jobs []*queue.Job[TypedPayloa
 // FailManyAfter is FailMany with each job's retry delay given.
 func (q *TypedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[TypedPayload], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
-		return nil, errors.New("queue typed: FailMany needs one cause and delay per job")
+		return nil, errors.New("queue typed: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyTypedParams{
-		Ids:         make([]int64, len(jobs)),
-		Attempts:    make([]int32, len(jobs)),
-		Messages:    make([]string, len(jobs)),
-		RetryDelays: delays,
-	}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
+	arg := FailManyTypedParams{RetryDelays: delays}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyTyped(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -285,6 +316,34 @@ func (q *TypedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[TypedP
 		states[r.ID] = queue.State(r.State)
 	}
 	return states, nil
+}
+
+// FailManyAt is FailMany with each job retried at the time given: it
+// becomes due exactly then (a handler's queue.RetryAt).
+func (q *TypedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[TypedPayload], causes []error, ats []time.Time) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(ats) != len(jobs) {
+		return nil, errors.New("queue typed: FailManyAt needs one cause and time per job")
+	}
+	arg := FailManyAtTypedParams{RetryAts: ats}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	rows, err := q.q.FailManyAtTyped(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
+	states := make(map[int64]queue.State, len(rows))
+	for _, r := range rows {
+		states[r.ID] = queue.State(r.State)
+	}
+	return states, nil
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *TypedQueue) failed(jobs []*queue.Job[TypedPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // Snooze puts a held job back until at without using up an attempt.
@@ -434,7 +493,7 @@ func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
 			NUuid:        r.NUuid,
 			NBytea:       r.NBytea,
 			NTextArray:   r.NTextArray,
-			DCount:       r.DCount,
+			DCount:       &r.DCount,
 		},
 	}
 	if r.LockedBy != nil {

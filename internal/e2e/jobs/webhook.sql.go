@@ -229,6 +229,61 @@ func (q *Queries) ExtendWebhook(ctx context.Context, arg ExtendWebhookParams) (*
 	return locked_until, err
 }
 
+const failManyAtWebhook = `-- name: FailManyAtWebhook :many
+UPDATE webhook_queue AS job
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
+    locked_by = NULL,
+    locked_until = NULL
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id, job.state
+`
+
+type FailManyAtWebhookParams struct {
+	Messages []string
+	Ids      []int64
+	RetryAts []time.Time
+	Attempts []int32
+}
+
+type FailManyAtWebhookRow struct {
+	ID    int64
+	State string
+}
+
+// FailManyAtWebhook is FailManyWebhook with each job retried at a time given
+// (a handler's RetryAt) rather than after a delay: the job becomes due
+// exactly then.
+func (q *Queries) FailManyAtWebhook(ctx context.Context, arg FailManyAtWebhookParams) ([]FailManyAtWebhookRow, error) {
+	rows, err := q.db.Query(ctx, failManyAtWebhook,
+		arg.Messages,
+		arg.Ids,
+		arg.RetryAts,
+		arg.Attempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FailManyAtWebhookRow
+	for rows.Next() {
+		var i FailManyAtWebhookRow
+		if err := rows.Scan(&i.ID, &i.State); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const failManyWebhook = `-- name: FailManyWebhook :many
 UPDATE webhook_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),

@@ -246,6 +246,17 @@ func (d ddl) AddColumn(t *catalog.Table, c *catalog.Column) string {
 	return fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s;", d.q(t.Name), columnDef(c))
 }
 
+// AddRewrites: since PostgreSQL 11 a column with a non-volatile default is
+// added without touching the rows; a volatile default is evaluated for
+// every row, rewriting the table under an exclusive lock.
+func (d ddl) AddRewrites(c *catalog.Column) string {
+	switch c.Default {
+	case "clock_timestamp()", "gen_random_uuid()":
+		return "its default " + c.Default + " is volatile: PostgreSQL evaluates it for every existing row, rewriting the table under an exclusive lock"
+	}
+	return ""
+}
+
 func (d ddl) DropColumn(t *catalog.Table, name string) string {
 	return fmt.Sprintf("ALTER TABLE %s DROP COLUMN IF EXISTS %s;", d.q(t.Name), name)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/queuegen/queuegen/internal/spec"
 	"github.com/queuegen/queuegen/schema"
+	"github.com/queuegen/queuegen/templates"
 )
 
 func TestWidens(t *testing.T) {
@@ -70,5 +71,16 @@ queues:
 		if got := (Engine{}).Column(c).Default; got != want[i] {
 			t.Errorf("%s default = %s, want %s", c.Name, got, want[i])
 		}
+	}
+}
+
+// TestHeldInTemplate: the transaction-mode Depth query uses Held as it is.
+func TestHeldInTemplate(t *testing.T) {
+	data, err := templates.FS.ReadFile("postgresql/queries.sql.tmpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "NOT ("+Held+")") {
+		t.Errorf("templates/postgresql/queries.sql.tmpl does not hold Held:\n%s", Held)
 	}
 }

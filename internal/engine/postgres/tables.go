@@ -170,3 +170,14 @@ func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 	}
 	return t
 }
+
+// Held is true for a row that a transaction still in progress has locked
+// or changed: in transaction mode, a job a worker is working, whose claim
+// other sessions cannot see until the worker's transaction commits. The
+// row's xmax names that transaction; it is in progress for the current
+// snapshot when the snapshot lists it, or when it began at or after the
+// snapshot's xmax (compared modulo 2^32, as xids wrap). The queries
+// template (Depth, transaction mode) and queuegen stats use it; a test
+// keeps the template's copy the same.
+const Held = `xmax <> '0'::xid AND (xmax::text::bigint IN (SELECT x::text::bigint % 4294967296 FROM pg_snapshot_xip(pg_current_snapshot()) AS x)
+        OR (xmax::text::bigint - pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296 + 4294967296) % 4294967296 < 2147483648)`

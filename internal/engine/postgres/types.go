@@ -12,8 +12,11 @@ import (
 // NULL unless nullable, and its default as a literal of the type.
 func (Engine) Column(c *spec.Column) *catalog.Column {
 	col := &catalog.Column{Name: c.Name, Type: c.Type.SQL(), NotNull: !c.Nullable, RenamedFrom: c.RenamedFrom}
-	if c.Default != nil {
+	switch {
+	case c.Default != nil:
 		col.Default = literal(c.Type, *c.Default)
+	case c.DefaultSQL != "":
+		col.Default = c.DefaultSQL // one of spec.DefaultExpressions, all PostgreSQL
 	}
 	return col
 }

@@ -172,17 +172,10 @@ func (q *EventQueue) FailMany(ctx context.Context, jobs []*queue.Job[EventPayloa
 // FailManyAfter is FailMany with each job's retry delay given.
 func (q *EventQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EventPayload], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
-		return nil, errors.New("queue event: FailMany needs one cause and delay per job")
+		return nil, errors.New("queue event: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyEventParams{
-		Ids:         make([]int64, len(jobs)),
-		Attempts:    make([]int32, len(jobs)),
-		Messages:    make([]string, len(jobs)),
-		RetryDelays: delays,
-	}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
+	arg := FailManyEventParams{RetryDelays: delays}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyEvent(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -192,6 +185,34 @@ func (q *EventQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EventP
 		states[r.ID] = queue.State(r.State)
 	}
 	return states, nil
+}
+
+// FailManyAt is FailMany with each job retried at the time given: it
+// becomes due exactly then (a handler's queue.RetryAt).
+func (q *EventQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EventPayload], causes []error, ats []time.Time) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(ats) != len(jobs) {
+		return nil, errors.New("queue event: FailManyAt needs one cause and time per job")
+	}
+	arg := FailManyAtEventParams{RetryAts: ats}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	rows, err := q.q.FailManyAtEvent(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
+	states := make(map[int64]queue.State, len(rows))
+	for _, r := range rows {
+		states[r.ID] = queue.State(r.State)
+	}
+	return states, nil
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *EventQueue) failed(jobs []*queue.Job[EventPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // Snooze puts a held job back until at without using up an attempt.

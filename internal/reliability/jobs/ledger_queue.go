@@ -158,17 +158,10 @@ func (q *LedgerQueue) FailMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job
 // FailManyAfter is FailMany with each job's retry delay given.
 func (q *LedgerQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[LedgerPayload], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
-		return nil, errors.New("queue ledger: FailMany needs one cause and delay per job")
+		return nil, errors.New("queue ledger: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyLedgerParams{
-		Ids:         make([]int64, len(jobs)),
-		Attempts:    make([]int32, len(jobs)),
-		Messages:    make([]string, len(jobs)),
-		RetryDelays: delays,
-	}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
+	arg := FailManyLedgerParams{RetryDelays: delays}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyLedger(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -178,6 +171,34 @@ func (q *LedgerQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 		states[r.ID] = queue.State(r.State)
 	}
 	return states, nil
+}
+
+// FailManyAt is FailMany with each job retried at the time given: it
+// becomes due exactly then (a handler's queue.RetryAt).
+func (q *LedgerQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[LedgerPayload], causes []error, ats []time.Time) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(ats) != len(jobs) {
+		return nil, errors.New("queue ledger: FailManyAt needs one cause and time per job")
+	}
+	arg := FailManyAtLedgerParams{RetryAts: ats}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	rows, err := q.WithTx(tx).q.FailManyAtLedger(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
+	states := make(map[int64]queue.State, len(rows))
+	for _, r := range rows {
+		states[r.ID] = queue.State(r.State)
+	}
+	return states, nil
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *LedgerQueue) failed(jobs []*queue.Job[LedgerPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // Snooze puts a held job back until at without using up an attempt.

@@ -221,6 +221,61 @@ func (q *Queries) ExtendWork(ctx context.Context, arg ExtendWorkParams) (*time.T
 	return locked_until, err
 }
 
+const failManyAtWork = `-- name: FailManyAtWork :many
+UPDATE work_queue AS job
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
+    locked_by = NULL,
+    locked_until = NULL
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id, job.state
+`
+
+type FailManyAtWorkParams struct {
+	Messages []string
+	Ids      []int64
+	RetryAts []time.Time
+	Attempts []int32
+}
+
+type FailManyAtWorkRow struct {
+	ID    int64
+	State string
+}
+
+// FailManyAtWork is FailManyWork with each job retried at a time given (a
+// handler's RetryAt) rather than after a delay: the job becomes due exactly
+// then.
+func (q *Queries) FailManyAtWork(ctx context.Context, arg FailManyAtWorkParams) ([]FailManyAtWorkRow, error) {
+	rows, err := q.db.Query(ctx, failManyAtWork,
+		arg.Messages,
+		arg.Ids,
+		arg.RetryAts,
+		arg.Attempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FailManyAtWorkRow
+	for rows.Next() {
+		var i FailManyAtWorkRow
+		if err := rows.Scan(&i.ID, &i.State); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const failManyWork = `-- name: FailManyWork :many
 UPDATE work_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
@@ -375,7 +430,8 @@ INSERT INTO work_queue (
     n, kind,
     priority, max_attempts, created_at, run_after
 ) VALUES (
-    $1, $2,
+    $1,
+    $2,
     $3, $4,
     coalesce($5::timestamptz, now()),
     coalesce($6::timestamptz, coalesce($5::timestamptz, now()) + $7::interval)

@@ -168,17 +168,10 @@ func (q *WebhookQueue) FailMany(ctx context.Context, jobs []*queue.Job[mail.Addr
 // FailManyAfter is FailMany with each job's retry delay given.
 func (q *WebhookQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[mail.Address], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
-		return nil, errors.New("queue webhook: FailMany needs one cause and delay per job")
+		return nil, errors.New("queue webhook: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyWebhookParams{
-		Ids:         make([]int64, len(jobs)),
-		Attempts:    make([]int32, len(jobs)),
-		Messages:    make([]string, len(jobs)),
-		RetryDelays: delays,
-	}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
+	arg := FailManyWebhookParams{RetryDelays: delays}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyWebhook(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -188,6 +181,34 @@ func (q *WebhookQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[mail
 		states[r.ID] = queue.State(r.State)
 	}
 	return states, nil
+}
+
+// FailManyAt is FailMany with each job retried at the time given: it
+// becomes due exactly then (a handler's queue.RetryAt).
+func (q *WebhookQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[mail.Address], causes []error, ats []time.Time) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(ats) != len(jobs) {
+		return nil, errors.New("queue webhook: FailManyAt needs one cause and time per job")
+	}
+	arg := FailManyAtWebhookParams{RetryAts: ats}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	rows, err := q.q.FailManyAtWebhook(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
+	states := make(map[int64]queue.State, len(rows))
+	for _, r := range rows {
+		states[r.ID] = queue.State(r.State)
+	}
+	return states, nil
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *WebhookQueue) failed(jobs []*queue.Job[mail.Address], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // Snooze puts a held job back until at without using up an attempt.

@@ -9,7 +9,8 @@ INSERT INTO jobs.bill_queue (
     account_id, amount_cents,
     priority, max_attempts, created_at, run_after
 ) VALUES (
-    @account_id, @amount_cents,
+    @account_id,
+    @amount_cents,
     @priority, @max_attempts,
     coalesce(sqlc.narg('now')::timestamptz, now()),
     coalesce(sqlc.narg('run_after')::timestamptz, coalesce(sqlc.narg('now')::timestamptz, now()) + @delay::interval)
@@ -21,9 +22,7 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO jobs.bill_queue (account_id, amount_cents, priority, max_attempts)
-VALUES (@account_id, @amount_cents, @priority, @max_attempts);
-
--- name: PushManyBillAt :copyfrom
+VALUES (@account_id, @amount_cents, @priority, @max_attempts);-- name: PushManyBillAt :copyfrom
 -- PushManyBillAt is PushManyBill with run_after given by the caller.
 INSERT INTO jobs.bill_queue (account_id, amount_cents, priority, max_attempts, run_after)
 VALUES (@account_id, @amount_cents, @priority, @max_attempts, @run_after);
@@ -96,6 +95,21 @@ WHERE job.id = ANY(@ids::bigint[])
   AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
 RETURNING job.id, job.state;
 
+-- name: FailManyAtBill :many
+-- FailManyAtBill is FailManyBill with each job retried at a time given (a
+-- handler's RetryAt) rather than after a delay: the job becomes due exactly
+-- then.
+UPDATE jobs.bill_queue AS job
+SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE (@retry_ats::timestamptz[])[array_position(@ids::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END
+WHERE job.id = ANY(@ids::bigint[])
+  AND job.state = 'available'
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
+RETURNING job.id, job.state;
+
 -- name: SnoozeBill :execrows
 -- SnoozeBill puts a job back until @run_after, or for @delay by the database
 -- clock, without using up an attempt (max_attempts grows by one, so the
@@ -130,10 +144,15 @@ SET paused = @paused
 WHERE name = 'bill';
 
 -- name: DepthBill :one
--- DepthBill counts the jobs due now, for monitoring; it reads the claim index
--- and locks nothing.
+-- DepthBill counts the jobs due now and not being worked, for monitoring; it
+-- reads the claim index and locks nothing. A job a worker holds looks
+-- available to other sessions until the worker's transaction commits, but its
+-- row's xmax names that transaction, still in progress for this snapshot:
+-- those rows are left out.
 SELECT count(*) FROM jobs.bill_queue
-WHERE state = 'available' AND run_after <= now();
+WHERE state = 'available' AND run_after <= now()
+  AND NOT (xmax <> '0'::xid AND (xmax::text::bigint IN (SELECT x::text::bigint % 4294967296 FROM pg_snapshot_xip(pg_current_snapshot()) AS x)
+        OR (xmax::text::bigint - pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296 + 4294967296) % 4294967296 < 2147483648));
 
 -- name: GetBill :one
 -- GetBill reads one job by id; a plain read that locks nothing.

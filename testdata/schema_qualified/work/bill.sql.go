@@ -136,10 +136,15 @@ func (q *Queries) CompleteManyBill(ctx context.Context, arg CompleteManyBillPara
 const depthBill = `-- name: DepthBill :one
 SELECT count(*) FROM jobs.bill_queue
 WHERE state = 'available' AND run_after <= now()
+  AND NOT (xmax <> '0'::xid AND (xmax::text::bigint IN (SELECT x::text::bigint % 4294967296 FROM pg_snapshot_xip(pg_current_snapshot()) AS x)
+        OR (xmax::text::bigint - pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296 + 4294967296) % 4294967296 < 2147483648))
 `
 
-// DepthBill counts the jobs due now, for monitoring; it reads the claim index
-// and locks nothing.
+// DepthBill counts the jobs due now and not being worked, for monitoring; it
+// reads the claim index and locks nothing. A job a worker holds looks
+// available to other sessions until the worker's transaction commits, but its
+// row's xmax names that transaction, still in progress for this snapshot:
+// those rows are left out.
 func (q *Queries) DepthBill(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthBill)
 	var count int64
@@ -201,6 +206,59 @@ func (q *Queries) FailBill(ctx context.Context, arg FailBillParams) (string, err
 	var state string
 	err := row.Scan(&state)
 	return state, err
+}
+
+const failManyAtBill = `-- name: FailManyAtBill :many
+UPDATE jobs.bill_queue AS job
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'available'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id, job.state
+`
+
+type FailManyAtBillParams struct {
+	Messages []string
+	Ids      []int64
+	RetryAts []time.Time
+	Attempts []int32
+}
+
+type FailManyAtBillRow struct {
+	ID    int64
+	State string
+}
+
+// FailManyAtBill is FailManyBill with each job retried at a time given (a
+// handler's RetryAt) rather than after a delay: the job becomes due exactly
+// then.
+func (q *Queries) FailManyAtBill(ctx context.Context, arg FailManyAtBillParams) ([]FailManyAtBillRow, error) {
+	rows, err := q.db.Query(ctx, failManyAtBill,
+		arg.Messages,
+		arg.Ids,
+		arg.RetryAts,
+		arg.Attempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FailManyAtBillRow
+	for rows.Next() {
+		var i FailManyAtBillRow
+		if err := rows.Scan(&i.ID, &i.State); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const failManyBill = `-- name: FailManyBill :many
@@ -306,7 +364,8 @@ INSERT INTO jobs.bill_queue (
     account_id, amount_cents,
     priority, max_attempts, created_at, run_after
 ) VALUES (
-    $1, $2,
+    $1,
+    $2,
     $3, $4,
     coalesce($5::timestamptz, now()),
     coalesce($6::timestamptz, coalesce($5::timestamptz, now()) + $7::interval)

@@ -163,10 +163,15 @@ func (q *Queries) CompleteReport(ctx context.Context, arg CompleteReportParams) 
 const depthReport = `-- name: DepthReport :one
 SELECT count(*) FROM report_queue
 WHERE state = 'available' AND run_after <= now()
+  AND NOT (xmax <> '0'::xid AND (xmax::text::bigint IN (SELECT x::text::bigint % 4294967296 FROM pg_snapshot_xip(pg_current_snapshot()) AS x)
+        OR (xmax::text::bigint - pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296 + 4294967296) % 4294967296 < 2147483648))
 `
 
-// DepthReport counts the jobs due now, for monitoring; it reads the claim
-// index and locks nothing.
+// DepthReport counts the jobs due now and not being worked, for monitoring;
+// it reads the claim index and locks nothing. A job a worker holds looks
+// available to other sessions until the worker's transaction commits, but its
+// row's xmax names that transaction, still in progress for this snapshot:
+// those rows are left out.
 func (q *Queries) DepthReport(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, depthReport)
 	var count int64
@@ -196,6 +201,59 @@ func (q *Queries) DiscardReport(ctx context.Context, arg DiscardReportParams) (i
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const failManyAtReport = `-- name: FailManyAtReport :many
+UPDATE report_queue AS job
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'available'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id, job.state
+`
+
+type FailManyAtReportParams struct {
+	Messages []string
+	Ids      []int64
+	RetryAts []time.Time
+	Attempts []int32
+}
+
+type FailManyAtReportRow struct {
+	ID    int64
+	State string
+}
+
+// FailManyAtReport is FailManyReport with each job retried at a time given (a
+// handler's RetryAt) rather than after a delay: the job becomes due exactly
+// then.
+func (q *Queries) FailManyAtReport(ctx context.Context, arg FailManyAtReportParams) ([]FailManyAtReportRow, error) {
+	rows, err := q.db.Query(ctx, failManyAtReport,
+		arg.Messages,
+		arg.Ids,
+		arg.RetryAts,
+		arg.Attempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FailManyAtReportRow
+	for rows.Next() {
+		var i FailManyAtReportRow
+		if err := rows.Scan(&i.ID, &i.State); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const failManyReport = `-- name: FailManyReport :many

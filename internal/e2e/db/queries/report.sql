@@ -21,9 +21,7 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO report_queue (payload, priority, max_attempts)
-VALUES (@payload, @priority, @max_attempts);
-
--- name: PushManyReportAt :copyfrom
+VALUES (@payload, @priority, @max_attempts);-- name: PushManyReportAt :copyfrom
 -- PushManyReportAt is PushManyReport with run_after given by the caller.
 INSERT INTO report_queue (payload, priority, max_attempts, run_after)
 VALUES (@payload, @priority, @max_attempts, @run_after);
@@ -100,6 +98,21 @@ WHERE job.id = ANY(@ids::bigint[])
   AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
 RETURNING job.id, job.state;
 
+-- name: FailManyAtReport :many
+-- FailManyAtReport is FailManyReport with each job retried at a time given (a
+-- handler's RetryAt) rather than after a delay: the job becomes due exactly
+-- then.
+UPDATE report_queue AS job
+SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE (@retry_ats::timestamptz[])[array_position(@ids::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END
+WHERE job.id = ANY(@ids::bigint[])
+  AND job.state = 'available'
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
+RETURNING job.id, job.state;
+
 -- name: SnoozeReport :execrows
 -- SnoozeReport puts a job back until @run_after, or for @delay by the
 -- database clock, without using up an attempt (max_attempts grows by one, so
@@ -161,10 +174,15 @@ SET paused = @paused
 WHERE name = 'report';
 
 -- name: DepthReport :one
--- DepthReport counts the jobs due now, for monitoring; it reads the claim
--- index and locks nothing.
+-- DepthReport counts the jobs due now and not being worked, for monitoring;
+-- it reads the claim index and locks nothing. A job a worker holds looks
+-- available to other sessions until the worker's transaction commits, but its
+-- row's xmax names that transaction, still in progress for this snapshot:
+-- those rows are left out.
 SELECT count(*) FROM report_queue
-WHERE state = 'available' AND run_after <= now();
+WHERE state = 'available' AND run_after <= now()
+  AND NOT (xmax <> '0'::xid AND (xmax::text::bigint IN (SELECT x::text::bigint % 4294967296 FROM pg_snapshot_xip(pg_current_snapshot()) AS x)
+        OR (xmax::text::bigint - pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296 + 4294967296) % 4294967296 < 2147483648));
 
 -- name: GetReport :one
 -- GetReport reads one job by id; a plain read that locks nothing.

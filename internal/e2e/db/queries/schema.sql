@@ -298,3 +298,47 @@ CREATE INDEX invoice_queue_claim_idx ON invoice_queue (priority DESC, run_after,
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX invoice_queue_finished_idx ON invoice_queue (finished_at)
     WHERE state IN ('succeeded', 'dead');
+
+-- Queue image: one row per job; lease mode: a claim is committed at once and
+-- holds the job until its lease expires.
+-- The bookkeeping columns come from base_queue; the columns below are the
+-- payload.
+CREATE TABLE image_queue (
+    url      text          NOT NULL,
+    format   text          NOT NULL DEFAULT 'webp',
+    quality  integer       NOT NULL DEFAULT 80,
+    ratio    numeric(4, 2) NOT NULL DEFAULT 1.5,
+    taken_at timestamptz   NOT NULL DEFAULT now(),
+    ref      uuid          NOT NULL DEFAULT gen_random_uuid(),
+    label    text          DEFAULT 'untitled',
+    meta     jsonb         NOT NULL,
+    CONSTRAINT image_queue_pkey PRIMARY KEY (id)
+) INHERITS (base_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX image_queue_claim_idx ON image_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX image_queue_lease_idx ON image_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX image_queue_node_idx ON image_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX image_queue_finished_idx ON image_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');

@@ -9,7 +9,33 @@ INSERT INTO typed_queue (
     tenant_id, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, c_text_array, c_int_array, n_text, n_integer, n_boolean, n_double, n_timestamptz, n_date, n_uuid, n_bytea, n_text_array, d_count,
     priority, max_attempts, created_at, run_after
 ) VALUES (
-    @tenant_id, @c_text, @c_varchar, @c_smallint, @c_integer, @c_bigint, @c_boolean, @c_numeric, @c_real, @c_double, @c_uuid, @c_timestamptz, @c_date, @c_jsonb, @c_bytea, @c_text_array, @c_int_array, @n_text, @n_integer, @n_boolean, @n_double, @n_timestamptz, @n_date, @n_uuid, @n_bytea, @n_text_array, @d_count,
+    @tenant_id,
+    @c_text,
+    @c_varchar,
+    @c_smallint,
+    @c_integer,
+    @c_bigint,
+    @c_boolean,
+    @c_numeric,
+    @c_real,
+    @c_double,
+    @c_uuid,
+    @c_timestamptz,
+    @c_date,
+    @c_jsonb,
+    @c_bytea,
+    @c_text_array,
+    @c_int_array,
+    @n_text,
+    @n_integer,
+    @n_boolean,
+    @n_double,
+    @n_timestamptz,
+    @n_date,
+    @n_uuid,
+    @n_bytea,
+    @n_text_array,
+    coalesce(sqlc.narg('d_count')::integer, 7),
     @priority, @max_attempts,
     coalesce(sqlc.narg('now')::timestamptz, now()),
     coalesce(sqlc.narg('run_after')::timestamptz, coalesce(sqlc.narg('now')::timestamptz, now()) + @delay::interval)
@@ -22,6 +48,14 @@ RETURNING id, run_after;
 -- for.
 INSERT INTO typed_queue (tenant_id, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, c_text_array, c_int_array, n_text, n_integer, n_boolean, n_double, n_timestamptz, n_date, n_uuid, n_bytea, n_text_array, d_count, priority, max_attempts)
 VALUES (@tenant_id, @c_text, @c_varchar, @c_smallint, @c_integer, @c_bigint, @c_boolean, @c_numeric, @c_real, @c_double, @c_uuid, @c_timestamptz, @c_date, @c_jsonb, @c_bytea, @c_text_array, @c_int_array, @n_text, @n_integer, @n_boolean, @n_double, @n_timestamptz, @n_date, @n_uuid, @n_bytea, @n_text_array, @d_count, @priority, @max_attempts);
+-- name: DefaultsTyped :many
+-- DefaultsTyped evaluates the DEFAULT of d_count once for each of @n jobs
+-- (numbered by n): a bulk insert sends every column, so PushManyTyped asks
+-- for the values the defaults give to the jobs that leave those fields unset.
+-- A plain read.
+SELECT n,
+       7::integer AS d_count
+FROM generate_series(1, sqlc.arg('n')::integer) AS n;
 
 -- name: PushManyTypedAt :copyfrom
 -- PushManyTypedAt is PushManyTyped with run_after given by the caller.
@@ -119,6 +153,23 @@ SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::b
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + (@retry_delays::interval[])[array_position(@ids::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
+    locked_by = NULL,
+    locked_until = NULL
+WHERE job.id = ANY(@ids::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
+RETURNING job.id, job.state;
+
+-- name: FailManyAtTyped :many
+-- FailManyAtTyped is FailManyTyped with each job retried at a time given (a
+-- handler's RetryAt) rather than after a delay: the job becomes due exactly
+-- then.
+UPDATE typed_queue AS job
+SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE (@retry_ats::timestamptz[])[array_position(@ids::bigint[], job.id)] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
     locked_by = NULL,
     locked_until = NULL

@@ -21,9 +21,7 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO event_queue (payload, priority, max_attempts)
-VALUES (@payload, @priority, @max_attempts);
-
--- name: PushManyEventAt :copyfrom
+VALUES (@payload, @priority, @max_attempts);-- name: PushManyEventAt :copyfrom
 -- PushManyEventAt is PushManyEvent with run_after given by the caller.
 INSERT INTO event_queue (payload, priority, max_attempts, run_after)
 VALUES (@payload, @priority, @max_attempts, @run_after);
@@ -111,6 +109,23 @@ SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::b
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + (@retry_delays::interval[])[array_position(@ids::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
+    locked_by = NULL,
+    locked_until = NULL
+WHERE job.id = ANY(@ids::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
+RETURNING job.id, job.state;
+
+-- name: FailManyAtEvent :many
+-- FailManyAtEvent is FailManyEvent with each job retried at a time given (a
+-- handler's RetryAt) rather than after a delay: the job becomes due exactly
+-- then.
+UPDATE event_queue AS job
+SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE (@retry_ats::timestamptz[])[array_position(@ids::bigint[], job.id)] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
     locked_by = NULL,
     locked_until = NULL

@@ -9,7 +9,8 @@ INSERT INTO work_queue (
     n, kind,
     priority, max_attempts, created_at, run_after
 ) VALUES (
-    @n, @kind,
+    @n,
+    @kind,
     @priority, @max_attempts,
     coalesce(sqlc.narg('now')::timestamptz, now()),
     coalesce(sqlc.narg('run_after')::timestamptz, coalesce(sqlc.narg('now')::timestamptz, now()) + @delay::interval)
@@ -21,9 +22,7 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO work_queue (n, kind, priority, max_attempts)
-VALUES (@n, @kind, @priority, @max_attempts);
-
--- name: PushManyWorkAt :copyfrom
+VALUES (@n, @kind, @priority, @max_attempts);-- name: PushManyWorkAt :copyfrom
 -- PushManyWorkAt is PushManyWork with run_after given by the caller.
 INSERT INTO work_queue (n, kind, priority, max_attempts, run_after)
 VALUES (@n, @kind, @priority, @max_attempts, @run_after);
@@ -111,6 +110,23 @@ SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::b
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + (@retry_delays::interval[])[array_position(@ids::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
+    locked_by = NULL,
+    locked_until = NULL
+WHERE job.id = ANY(@ids::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
+RETURNING job.id, job.state;
+
+-- name: FailManyAtWork :many
+-- FailManyAtWork is FailManyWork with each job retried at a time given (a
+-- handler's RetryAt) rather than after a delay: the job becomes due exactly
+-- then.
+UPDATE work_queue AS job
+SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE (@retry_ats::timestamptz[])[array_position(@ids::bigint[], job.id)] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
     locked_by = NULL,
     locked_until = NULL

@@ -11,7 +11,12 @@ INSERT INTO email_queue (
     tenant_id, region, recipient, subject, attachments, sent_on,
     priority, max_attempts, unique_key, created_at, run_after
 ) VALUES (
-    @tenant_id, @region, @recipient, @subject, @attachments, @sent_on,
+    @tenant_id,
+    coalesce(sqlc.narg('region')::text, 'eu'),
+    @recipient,
+    @subject,
+    @attachments,
+    @sent_on,
     @priority, @max_attempts, sqlc.narg('unique_key'),
     coalesce(sqlc.narg('now')::timestamptz, now()),
     coalesce(sqlc.narg('run_after')::timestamptz, coalesce(sqlc.narg('now')::timestamptz, now()) + @delay::interval)
@@ -25,6 +30,14 @@ RETURNING id, run_after;
 -- for.
 INSERT INTO email_queue (tenant_id, region, recipient, subject, attachments, sent_on, priority, max_attempts)
 VALUES (@tenant_id, @region, @recipient, @subject, @attachments, @sent_on, @priority, @max_attempts);
+-- name: DefaultsEmail :many
+-- DefaultsEmail evaluates the DEFAULT of region once for each of @n jobs
+-- (numbered by n): a bulk insert sends every column, so PushManyEmail asks
+-- for the values the defaults give to the jobs that leave those fields unset.
+-- A plain read.
+SELECT n,
+       'eu'::text AS region
+FROM generate_series(1, sqlc.arg('n')::integer) AS n;
 
 -- name: PushManyEmailAt :copyfrom
 -- PushManyEmailAt is PushManyEmail with run_after given by the caller.
@@ -114,6 +127,23 @@ SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::b
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + (@retry_delays::interval[])[array_position(@ids::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
+    locked_by = NULL,
+    locked_until = NULL
+WHERE job.id = ANY(@ids::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
+RETURNING job.id, job.state;
+
+-- name: FailManyAtEmail :many
+-- FailManyAtEmail is FailManyEmail with each job retried at a time given (a
+-- handler's RetryAt) rather than after a delay: the job becomes due exactly
+-- then.
+UPDATE email_queue AS job
+SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE (@retry_ats::timestamptz[])[array_position(@ids::bigint[], job.id)] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
     locked_by = NULL,
     locked_until = NULL

@@ -9,7 +9,10 @@ INSERT INTO thumbnail_queue (
     tenant_id, region, image_id, sizes,
     priority, max_attempts, created_at, run_after
 ) VALUES (
-    @tenant_id, @region, @image_id, @sizes,
+    @tenant_id,
+    coalesce(sqlc.narg('region')::text, 'eu'),
+    @image_id,
+    @sizes,
     @priority, @max_attempts,
     coalesce(sqlc.narg('now')::timestamptz, now()),
     coalesce(sqlc.narg('run_after')::timestamptz, coalesce(sqlc.narg('now')::timestamptz, now()) + @delay::interval)
@@ -22,6 +25,14 @@ RETURNING id, run_after;
 -- wait for.
 INSERT INTO thumbnail_queue (tenant_id, region, image_id, sizes, priority, max_attempts)
 VALUES (@tenant_id, @region, @image_id, @sizes, @priority, @max_attempts);
+-- name: DefaultsThumbnail :many
+-- DefaultsThumbnail evaluates the DEFAULT of region once for each of @n jobs
+-- (numbered by n): a bulk insert sends every column, so PushManyThumbnail
+-- asks for the values the defaults give to the jobs that leave those fields
+-- unset. A plain read.
+SELECT n,
+       'eu'::text AS region
+FROM generate_series(1, sqlc.arg('n')::integer) AS n;
 
 -- name: PushManyThumbnailAt :copyfrom
 -- PushManyThumbnailAt is PushManyThumbnail with run_after given by the
@@ -114,6 +125,23 @@ SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::b
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + (@retry_delays::interval[])[array_position(@ids::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
+    locked_by = NULL,
+    locked_until = NULL
+WHERE job.id = ANY(@ids::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
+RETURNING job.id, job.state;
+
+-- name: FailManyAtThumbnail :many
+-- FailManyAtThumbnail is FailManyThumbnail with each job retried at a time
+-- given (a handler's RetryAt) rather than after a delay: the job becomes due
+-- exactly then.
+UPDATE thumbnail_queue AS job
+SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE (@retry_ats::timestamptz[])[array_position(@ids::bigint[], job.id)] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
     locked_by = NULL,
     locked_until = NULL

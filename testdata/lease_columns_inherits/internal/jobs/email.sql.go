@@ -9,6 +9,8 @@ package jobs
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const claimEmail = `-- name: ClaimEmail :many
@@ -163,6 +165,41 @@ func (q *Queries) CompleteManyEmail(ctx context.Context, arg CompleteManyEmailPa
 	return items, nil
 }
 
+const defaultsEmail = `-- name: DefaultsEmail :many
+SELECT n,
+       'eu'::text AS region
+FROM generate_series(1, $1::integer) AS n
+`
+
+type DefaultsEmailRow struct {
+	N      pgtype.Numeric
+	Region string
+}
+
+// DefaultsEmail evaluates the DEFAULT of region once for each of @n jobs
+// (numbered by n): a bulk insert sends every column, so PushManyEmail asks
+// for the values the defaults give to the jobs that leave those fields unset.
+// A plain read.
+func (q *Queries) DefaultsEmail(ctx context.Context, n int32) ([]DefaultsEmailRow, error) {
+	rows, err := q.db.Query(ctx, defaultsEmail, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DefaultsEmailRow
+	for rows.Next() {
+		var i DefaultsEmailRow
+		if err := rows.Scan(&i.N, &i.Region); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const depthEmail = `-- name: DepthEmail :one
 SELECT count(*) FROM email_queue
 WHERE state = 'available' AND run_after <= now()
@@ -257,6 +294,61 @@ func (q *Queries) FailEmail(ctx context.Context, arg FailEmailParams) (string, e
 	var state string
 	err := row.Scan(&state)
 	return state, err
+}
+
+const failManyAtEmail = `-- name: FailManyAtEmail :many
+UPDATE email_queue AS job
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
+    locked_by = NULL,
+    locked_until = NULL
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id, job.state
+`
+
+type FailManyAtEmailParams struct {
+	Messages []string
+	Ids      []int64
+	RetryAts []time.Time
+	Attempts []int32
+}
+
+type FailManyAtEmailRow struct {
+	ID    int64
+	State string
+}
+
+// FailManyAtEmail is FailManyEmail with each job retried at a time given (a
+// handler's RetryAt) rather than after a delay: the job becomes due exactly
+// then.
+func (q *Queries) FailManyAtEmail(ctx context.Context, arg FailManyAtEmailParams) ([]FailManyAtEmailRow, error) {
+	rows, err := q.db.Query(ctx, failManyAtEmail,
+		arg.Messages,
+		arg.Ids,
+		arg.RetryAts,
+		arg.Attempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FailManyAtEmailRow
+	for rows.Next() {
+		var i FailManyAtEmailRow
+		if err := rows.Scan(&i.ID, &i.State); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const failManyEmail = `-- name: FailManyEmail :many
@@ -368,7 +460,12 @@ INSERT INTO email_queue (
     tenant_id, region, recipient, subject, attachments, sent_on,
     priority, max_attempts, unique_key, created_at, run_after
 ) VALUES (
-    $1, $2, $3, $4, $5, $6,
+    $1,
+    coalesce($2::text, 'eu'),
+    $3,
+    $4,
+    $5,
+    $6,
     $7, $8, $9,
     coalesce($10::timestamptz, now()),
     coalesce($11::timestamptz, coalesce($10::timestamptz, now()) + $12::interval)
@@ -379,7 +476,7 @@ RETURNING id, run_after
 
 type PushEmailParams struct {
 	TenantID    *int64
-	Region      string
+	Region      *string
 	Recipient   string
 	Subject     *string
 	Attachments [][]byte

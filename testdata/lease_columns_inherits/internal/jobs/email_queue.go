@@ -17,7 +17,7 @@ import (
 // email_queue.
 type EmailPayload struct {
 	TenantID    *int64
-	Region      string
+	Region      *string
 	Recipient   string
 	Subject     *string
 	Attachments [][]byte
@@ -94,12 +94,23 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
+	defs, err := q.defaults(ctx, ps)
+	if err != nil {
+		return 0, err
+	}
 	if o.RunAfter != nil {
 		rows := make([]PushManyEmailAtParams, len(ps))
 		for i, p := range ps {
 			rows[i] = PushManyEmailAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			var def DefaultsEmailRow
+			if q.unset(p) {
+				def, defs = defs[0], defs[1:]
+			}
 			rows[i].TenantID = p.TenantID
-			rows[i].Region = p.Region
+			rows[i].Region = def.Region
+			if p.Region != nil {
+				rows[i].Region = *p.Region
+			}
 			rows[i].Recipient = p.Recipient
 			rows[i].Subject = p.Subject
 			rows[i].Attachments = p.Attachments
@@ -110,14 +121,41 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 	rows := make([]PushManyEmailParams, len(ps))
 	for i, p := range ps {
 		rows[i] = PushManyEmailParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		var def DefaultsEmailRow
+		if q.unset(p) {
+			def, defs = defs[0], defs[1:]
+		}
 		rows[i].TenantID = p.TenantID
-		rows[i].Region = p.Region
+		rows[i].Region = def.Region
+		if p.Region != nil {
+			rows[i].Region = *p.Region
+		}
 		rows[i].Recipient = p.Recipient
 		rows[i].Subject = p.Subject
 		rows[i].Attachments = p.Attachments
 		rows[i].SentOn = p.SentOn
 	}
 	return q.q.PushManyEmail(ctx, rows)
+}
+
+// unset reports whether p leaves a field whose column has a default unset.
+func (q *EmailQueue) unset(p EmailPayload) bool {
+	return p.Region == nil
+}
+
+// defaults reads, in one query, the values the column defaults give to
+// the jobs of ps that leave a defaulted field unset, in order.
+func (q *EmailQueue) defaults(ctx context.Context, ps []EmailPayload) ([]DefaultsEmailRow, error) {
+	n := 0
+	for _, p := range ps {
+		if q.unset(p) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return q.q.DefaultsEmail(ctx, int32(n))
 }
 
 // Claim leases up to max due jobs to node (an id naming this worker
@@ -181,17 +219,10 @@ func (q *EmailQueue) FailMany(ctx context.Context, jobs []*queue.Job[EmailPayloa
 // FailManyAfter is FailMany with each job's retry delay given.
 func (q *EmailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EmailPayload], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
-		return nil, errors.New("queue email: FailMany needs one cause and delay per job")
+		return nil, errors.New("queue email: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyEmailParams{
-		Ids:         make([]int64, len(jobs)),
-		Attempts:    make([]int32, len(jobs)),
-		Messages:    make([]string, len(jobs)),
-		RetryDelays: delays,
-	}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
+	arg := FailManyEmailParams{RetryDelays: delays}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyEmail(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -201,6 +232,34 @@ func (q *EmailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EmailP
 		states[r.ID] = queue.State(r.State)
 	}
 	return states, nil
+}
+
+// FailManyAt is FailMany with each job retried at the time given: it
+// becomes due exactly then (a handler's queue.RetryAt).
+func (q *EmailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EmailPayload], causes []error, ats []time.Time) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(ats) != len(jobs) {
+		return nil, errors.New("queue email: FailManyAt needs one cause and time per job")
+	}
+	arg := FailManyAtEmailParams{RetryAts: ats}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	rows, err := q.q.FailManyAtEmail(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
+	states := make(map[int64]queue.State, len(rows))
+	for _, r := range rows {
+		states[r.ID] = queue.State(r.State)
+	}
+	return states, nil
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *EmailQueue) failed(jobs []*queue.Job[EmailPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // Snooze puts a held job back until at without using up an attempt.
@@ -325,7 +384,7 @@ func (q *EmailQueue) job(r EmailRow) *queue.Job[EmailPayload] {
 		Errors:      r.Errors,
 		Payload: EmailPayload{
 			TenantID:    r.TenantID,
-			Region:      r.Region,
+			Region:      &r.Region,
 			Recipient:   r.Recipient,
 			Subject:     r.Subject,
 			Attachments: r.Attachments,

@@ -164,6 +164,41 @@ func (q *Queries) CompleteThumbnail(ctx context.Context, arg CompleteThumbnailPa
 	return result.RowsAffected(), nil
 }
 
+const defaultsThumbnail = `-- name: DefaultsThumbnail :many
+SELECT n,
+       'eu'::text AS region
+FROM generate_series(1, $1::integer) AS n
+`
+
+type DefaultsThumbnailRow struct {
+	N      pgtype.Numeric
+	Region string
+}
+
+// DefaultsThumbnail evaluates the DEFAULT of region once for each of @n jobs
+// (numbered by n): a bulk insert sends every column, so PushManyThumbnail
+// asks for the values the defaults give to the jobs that leave those fields
+// unset. A plain read.
+func (q *Queries) DefaultsThumbnail(ctx context.Context, n int32) ([]DefaultsThumbnailRow, error) {
+	rows, err := q.db.Query(ctx, defaultsThumbnail, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DefaultsThumbnailRow
+	for rows.Next() {
+		var i DefaultsThumbnailRow
+		if err := rows.Scan(&i.N, &i.Region); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const depthThumbnail = `-- name: DepthThumbnail :one
 SELECT count(*) FROM thumbnail_queue
 WHERE state = 'available' AND run_after <= now()
@@ -224,6 +259,61 @@ func (q *Queries) ExtendThumbnail(ctx context.Context, arg ExtendThumbnailParams
 	var locked_until *time.Time
 	err := row.Scan(&locked_until)
 	return locked_until, err
+}
+
+const failManyAtThumbnail = `-- name: FailManyAtThumbnail :many
+UPDATE thumbnail_queue AS job
+SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
+    run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
+                     ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
+    finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END,
+    locked_by = NULL,
+    locked_until = NULL
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id, job.state
+`
+
+type FailManyAtThumbnailParams struct {
+	Messages []string
+	Ids      []int64
+	RetryAts []time.Time
+	Attempts []int32
+}
+
+type FailManyAtThumbnailRow struct {
+	ID    int64
+	State string
+}
+
+// FailManyAtThumbnail is FailManyThumbnail with each job retried at a time
+// given (a handler's RetryAt) rather than after a delay: the job becomes due
+// exactly then.
+func (q *Queries) FailManyAtThumbnail(ctx context.Context, arg FailManyAtThumbnailParams) ([]FailManyAtThumbnailRow, error) {
+	rows, err := q.db.Query(ctx, failManyAtThumbnail,
+		arg.Messages,
+		arg.Ids,
+		arg.RetryAts,
+		arg.Attempts,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FailManyAtThumbnailRow
+	for rows.Next() {
+		var i FailManyAtThumbnailRow
+		if err := rows.Scan(&i.ID, &i.State); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const failManyThumbnail = `-- name: FailManyThumbnail :many
@@ -387,7 +477,10 @@ INSERT INTO thumbnail_queue (
     tenant_id, region, image_id, sizes,
     priority, max_attempts, created_at, run_after
 ) VALUES (
-    $1, $2, $3, $4,
+    $1,
+    coalesce($2::text, 'eu'),
+    $3,
+    $4,
     $5, $6,
     coalesce($7::timestamptz, now()),
     coalesce($8::timestamptz, coalesce($7::timestamptz, now()) + $9::interval)
@@ -397,7 +490,7 @@ RETURNING id, run_after
 
 type PushThumbnailParams struct {
 	TenantID    *int64
-	Region      string
+	Region      *string
 	ImageID     pgtype.UUID
 	Sizes       []int32
 	Priority    int16

@@ -18,7 +18,7 @@ import (
 // thumbnail_queue.
 type ThumbnailPayload struct {
 	TenantID *int64
-	Region   string
+	Region   *string
 	ImageID  pgtype.UUID
 	Sizes    []int32
 }
@@ -90,12 +90,23 @@ func (q *ThumbnailQueue) PushMany(ctx context.Context, ps []ThumbnailPayload, op
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
+	defs, err := q.defaults(ctx, ps)
+	if err != nil {
+		return 0, err
+	}
 	if o.RunAfter != nil {
 		rows := make([]PushManyThumbnailAtParams, len(ps))
 		for i, p := range ps {
 			rows[i] = PushManyThumbnailAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			var def DefaultsThumbnailRow
+			if q.unset(p) {
+				def, defs = defs[0], defs[1:]
+			}
 			rows[i].TenantID = p.TenantID
-			rows[i].Region = p.Region
+			rows[i].Region = def.Region
+			if p.Region != nil {
+				rows[i].Region = *p.Region
+			}
 			rows[i].ImageID = p.ImageID
 			rows[i].Sizes = queueimpl.EmptyIfNil(p.Sizes)
 		}
@@ -104,12 +115,39 @@ func (q *ThumbnailQueue) PushMany(ctx context.Context, ps []ThumbnailPayload, op
 	rows := make([]PushManyThumbnailParams, len(ps))
 	for i, p := range ps {
 		rows[i] = PushManyThumbnailParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		var def DefaultsThumbnailRow
+		if q.unset(p) {
+			def, defs = defs[0], defs[1:]
+		}
 		rows[i].TenantID = p.TenantID
-		rows[i].Region = p.Region
+		rows[i].Region = def.Region
+		if p.Region != nil {
+			rows[i].Region = *p.Region
+		}
 		rows[i].ImageID = p.ImageID
 		rows[i].Sizes = queueimpl.EmptyIfNil(p.Sizes)
 	}
 	return q.q.PushManyThumbnail(ctx, rows)
+}
+
+// unset reports whether p leaves a field whose column has a default unset.
+func (q *ThumbnailQueue) unset(p ThumbnailPayload) bool {
+	return p.Region == nil
+}
+
+// defaults reads, in one query, the values the column defaults give to
+// the jobs of ps that leave a defaulted field unset, in order.
+func (q *ThumbnailQueue) defaults(ctx context.Context, ps []ThumbnailPayload) ([]DefaultsThumbnailRow, error) {
+	n := 0
+	for _, p := range ps {
+		if q.unset(p) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return q.q.DefaultsThumbnail(ctx, int32(n))
 }
 
 // Claim leases up to max due jobs to node (an id naming this worker
@@ -173,17 +211,10 @@ func (q *ThumbnailQueue) FailMany(ctx context.Context, jobs []*queue.Job[Thumbna
 // FailManyAfter is FailMany with each job's retry delay given.
 func (q *ThumbnailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[ThumbnailPayload], causes []error, delays []time.Duration) (map[int64]queue.State, error) {
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
-		return nil, errors.New("queue thumbnail: FailMany needs one cause and delay per job")
+		return nil, errors.New("queue thumbnail: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyThumbnailParams{
-		Ids:         make([]int64, len(jobs)),
-		Attempts:    make([]int32, len(jobs)),
-		Messages:    make([]string, len(jobs)),
-		RetryDelays: delays,
-	}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i], arg.Messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
+	arg := FailManyThumbnailParams{RetryDelays: delays}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyThumbnail(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -193,6 +224,34 @@ func (q *ThumbnailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Th
 		states[r.ID] = queue.State(r.State)
 	}
 	return states, nil
+}
+
+// FailManyAt is FailMany with each job retried at the time given: it
+// becomes due exactly then (a handler's queue.RetryAt).
+func (q *ThumbnailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ThumbnailPayload], causes []error, ats []time.Time) (map[int64]queue.State, error) {
+	if len(causes) != len(jobs) || len(ats) != len(jobs) {
+		return nil, errors.New("queue thumbnail: FailManyAt needs one cause and time per job")
+	}
+	arg := FailManyAtThumbnailParams{RetryAts: ats}
+	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	rows, err := q.q.FailManyAtThumbnail(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
+	states := make(map[int64]queue.State, len(rows))
+	for _, r := range rows {
+		states[r.ID] = queue.State(r.State)
+	}
+	return states, nil
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *ThumbnailQueue) failed(jobs []*queue.Job[ThumbnailPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // Snooze puts a held job back until at without using up an attempt.
@@ -317,7 +376,7 @@ func (q *ThumbnailQueue) job(r ThumbnailRow) *queue.Job[ThumbnailPayload] {
 		Errors:      r.Errors,
 		Payload: ThumbnailPayload{
 			TenantID: r.TenantID,
-			Region:   r.Region,
+			Region:   &r.Region,
 			ImageID:  r.ImageID,
 			Sizes:    r.Sizes,
 		},
