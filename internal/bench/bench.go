@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,8 +41,11 @@ type Config struct {
 	Rate int
 	// Claimers is the worker's number of claim loops (drain, steady).
 	Claimers int
-	// Out receives progress and the summary lines.
-	Out io.Writer
+	// Out receives the summary lines; Progress a line a second while a
+	// workload runs (io.Discard when nil).
+	Out, Progress io.Writer
+	// JSON writes each workload's summary as one JSON object per line.
+	JSON bool
 }
 
 // Workloads are the workloads in the order "all" runs them.
@@ -53,6 +57,9 @@ const Schema = "queuegen_bench"
 // Run runs cfg's workloads against the database at url: it creates the
 // bench schema, runs, and drops the schema again.
 func Run(ctx context.Context, url string, cfg Config) error {
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
 	names := []string{cfg.Workload}
 	if cfg.Workload == "all" {
 		names = Workloads
@@ -153,12 +160,21 @@ func teardown(pool *pgxpool.Pool) {
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // summary prints the one line each workload ends with.
-func summary(w io.Writer, workload string, jobs int64, took time.Duration, lat *latencies) {
-	line := fmt.Sprintf("bench %s: %d jobs in %.3f s = %.0f jobs/s", workload, jobs, took.Seconds(), float64(jobs)/took.Seconds())
+func (cfg Config) summary(workload string, jobs int64, took time.Duration, lat *latencies) {
+	rate := float64(jobs) / took.Seconds()
+	if cfg.JSON {
+		out := map[string]any{"workload": workload, "jobs": jobs, "seconds": took.Seconds(), "jobs_per_second": rate}
+		if lat != nil && len(lat.d) > 0 {
+			out["p50_ms"], out["p99_ms"] = ms(lat.quantile(0.5)), ms(lat.quantile(0.99))
+		}
+		json.NewEncoder(cfg.Out).Encode(out)
+		return
+	}
+	line := fmt.Sprintf("bench %s: %d jobs in %.3f s = %.0f jobs/s", workload, jobs, took.Seconds(), rate)
 	if lat != nil && len(lat.d) > 0 {
 		line += fmt.Sprintf(" p50=%.3f p99=%.3f", ms(lat.quantile(0.5)), ms(lat.quantile(0.99)))
 	}
-	fmt.Fprintln(w, line)
+	fmt.Fprintln(cfg.Out, line)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -198,3 +214,12 @@ func progress(w io.Writer, workload string, done *atomic.Int64) (stop func()) {
 }
 
 var errTimeout = errors.New("timed out")
+
+// notes is where a workload's remarks beside its summary go: the summary
+// stream, unless that is JSON.
+func (cfg Config) notes() io.Writer {
+	if cfg.JSON {
+		return cfg.Progress
+	}
+	return cfg.Out
+}

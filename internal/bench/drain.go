@@ -32,7 +32,7 @@ func runDrain(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 		}}))
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := progress(cfg.Out, "drain", &completed)
+	stop := progress(cfg.Progress, "drain", &completed)
 	start := time.Now()
 	errc := make(chan error, 1)
 	go func() { errc <- w.Run(runCtx) }()
@@ -58,6 +58,6 @@ func runDrain(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 	if left != 0 {
 		return fmt.Errorf("%d jobs left after the drain", left)
 	}
-	summary(cfg.Out, "drain", completed.Load(), took, nil)
+	cfg.summary("drain", completed.Load(), took, nil)
 	return nil
 }

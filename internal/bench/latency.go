@@ -45,7 +45,7 @@ func runLatency(ctx context.Context, pool *pgxpool.Pool, cfg Config, notify bool
 		}
 	}
 	var done atomic.Int64
-	stop := progress(cfg.Out, name, &done)
+	stop := progress(cfg.Progress, name, &done)
 	var lat latencies
 	start := time.Now()
 	for i := range int64(n) {
@@ -70,7 +70,7 @@ func runLatency(ctx context.Context, pool *pgxpool.Pool, cfg Config, notify bool
 	if err := <-errc; err != nil {
 		return err
 	}
-	summary(cfg.Out, name, done.Load(), took, &lat)
+	cfg.summary(name, done.Load(), took, &lat)
 	return nil
 }
 

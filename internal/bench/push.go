@@ -34,7 +34,7 @@ func runPush(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 	var wg sync.WaitGroup
 	var firstErr error
 	var once sync.Once
-	stop := progress(cfg.Out, "push", &done)
+	stop := progress(cfg.Progress, "push", &done)
 	start := time.Now()
 	for w := range cfg.Workers {
 		wg.Go(func() {
@@ -59,7 +59,7 @@ func runPush(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 	for _, l := range lat {
 		all.d = append(all.d, l.d...)
 	}
-	summary(cfg.Out, "push", done.Load(), took, &all)
+	cfg.summary("push", done.Load(), took, &all)
 	return nil
 }
 
@@ -72,7 +72,7 @@ func runPushMany(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 	var wg sync.WaitGroup
 	var firstErr error
 	var once sync.Once
-	stop := progress(cfg.Out, "push-many", &done)
+	stop := progress(cfg.Progress, "push-many", &done)
 	start := time.Now()
 	for w := range cfg.Workers {
 		wg.Go(func() {
@@ -107,7 +107,7 @@ func runPushMany(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 	for _, l := range lat {
 		all.d = append(all.d, l.d...)
 	}
-	summary(cfg.Out, "push-many", done.Load(), took, &all)
+	cfg.summary("push-many", done.Load(), took, &all)
 	return nil
 }
 

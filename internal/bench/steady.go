@@ -69,7 +69,7 @@ func runSteady(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 				return err
 			}
 			depths = append(depths, d)
-			fmt.Fprintf(cfg.Out, "  steady %4.0fs: %d pushed, %d completed, depth %d\n", time.Since(start).Seconds(), pushed.Load(), completed.Load(), d)
+			fmt.Fprintf(cfg.Progress, "  steady %4.0fs: %d pushed, %d completed, depth %d\n", time.Since(start).Seconds(), pushed.Load(), completed.Load(), d)
 		}
 	}
 	wg.Wait()
@@ -88,12 +88,12 @@ func runSteady(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'bench_queue'`, Schema).Scan(&dead, &live, &size); err != nil {
 		return err
 	}
-	fmt.Fprintf(cfg.Out, "steady: pushed %d at %d jobs/s; depth %v; dead tuples %d, live %d, table with indexes %.1f MB\n",
+	fmt.Fprintf(cfg.notes(), "steady: pushed %d at %d jobs/s; depth %v; dead tuples %d, live %d, table with indexes %.1f MB\n",
 		pushed.Load(), cfg.Rate, depths, dead, live, float64(size)/(1<<20))
 	var autovacuum string
 	if err := pool.QueryRow(ctx, "SHOW autovacuum").Scan(&autovacuum); err == nil && autovacuum != "on" {
-		fmt.Fprintln(cfg.Out, "steady: WARNING: autovacuum is off on this server, so nothing removes dead tuples and the table grows without bound; the queue tables' autovacuum settings need it on")
+		fmt.Fprintln(cfg.notes(), "steady: WARNING: autovacuum is off on this server, so nothing removes dead tuples and the table grows without bound; the queue tables' autovacuum settings need it on")
 	}
-	summary(cfg.Out, "steady", done, took, nil)
+	cfg.summary("steady", done, took, nil)
 	return nil
 }

@@ -1,265 +1,316 @@
-// Package cli implements the queuegen command: generate, check, migrate and
-// init. cmd/queuegen only calls Main.
+// Package cli implements the queuegen command. cmd/queuegen only calls
+// Main.
+//
+// Every command takes its flags before or after its arguments, prints its
+// usage on stdout and exits 0 for -h, --help or `queuegen help COMMAND`,
+// and exits 2 on bad usage and 1 on failure. Commands that report take
+// --json, for a documented shape on stdout; progress goes to stderr.
 package cli
 
 import (
-	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/queuegen/queuegen/generated"
-	"github.com/queuegen/queuegen/internal/generate"
-	"github.com/queuegen/queuegen/internal/migrate"
-	"github.com/queuegen/queuegen/internal/ops"
-	"github.com/queuegen/queuegen/internal/spec"
-	"github.com/queuegen/queuegen/templates"
 )
 
-const usage = `queuegen generates PostgreSQL job queues: goose migrations, sqlc queries
-and typed Go accessors, from one spec file.
+// command is one subcommand.
+type command struct {
+	name string
+	// args is the synopsis after the name, e.g. "ACTION [VERSION]".
+	args string
+	// summary is the line `queuegen --help` shows; help, when set, says
+	// more in the command's own usage.
+	summary, help string
+	run           func(c *invocation) error
+}
 
-Usage:
-  queuegen generate [-f queuegen.yaml] [--allow-drop] [--manual]
-                                         write every generated file, list what changed;
-                                         a spec change becomes one new migration
-  queuegen check    [-f queuegen.yaml]   validate the spec; fail with a diff if files are stale
-  queuegen migrate  up|down|status --db URL [-f queuegen.yaml]
-                                         apply the migrations with goose
-  queuegen init     [-f queuegen.yaml]   write a commented starter spec
+// group is a heading of the overall usage and its commands.
+type group struct {
+	title    string
+	commands []*command
+}
 
-Operations (--db URL; the schema comes from -f's spec, or --schema):
-  queuegen stats  [--json]                       per queue: ready, scheduled, retrying, running,
-                                                 succeeded, dead, oldest ready age, claims/s
-  queuegen jobs   --queue Q [--state failed] [--limit 50] [--json]
-  queuegen retry  --queue Q (--id N | --state S) [--yes]   make jobs available now
-  queuegen cancel --queue Q (--id N | --state S) [--yes]   make unfinished jobs dead
-  queuegen purge  --queue Q (--id N | --state S) [--yes]   delete jobs
-  queuegen pause  --queue Q  /  queuegen resume --queue Q
+var groups []group
 
-Benchmarks (see BENCHMARKS.md):
-  queuegen bench --db URL --workload push|push-many|drain|latency|latency-poll|steady|all
-                 [--jobs N] [--duration D] [--workers C] [--batch B] [--rate R]
+// lookup finds a command by name.
+func lookup(name string) *command {
+	for _, g := range groups {
+		for _, c := range g.commands {
+			if c.name == name {
+				return c
+			}
+		}
+	}
+	return nil
+}
 
-The database URL may also come from $DATABASE_URL.
-`
+func init() {
+	groups = []group{
+		{"Generating", []*command{
+			{name: "generate", args: "[-f queuegen.yaml] [--allow-drop] [--manual]", run: runGenerate,
+				summary: "write every generated file; a spec change becomes one new migration"},
+			{name: "check", args: "[-f queuegen.yaml]", run: runCheck,
+				summary: "validate the spec; exit 1 with a diff when generated files are stale"},
+			{name: "init", args: "[-f queuegen.yaml]", run: runInit,
+				summary: "write a commented starter spec"},
+		}},
+		{"Migrating", []*command{
+			{name: "migrate", args: "ACTION [VERSION] [--db URL] [-f queuegen.yaml]", run: runMigrate,
+				summary: "apply the migrations with goose: up, up-to, down, down-to, redo, reset, status, version",
+				help: `Actions:
+  up             apply every pending migration
+  up-to VERSION  apply pending migrations up to VERSION
+  down           roll back the latest migration
+  down-to VERSION
+                 roll back migrations down to VERSION (0: all of them)
+  redo           roll back the latest migration and apply it again
+  reset          roll back every migration
+  status         list the migrations and whether each is applied, and the registered queues
+  version        print the database's migration version
+
+The migrations' history is kept in the spec's version table
+(migrations_table, default queuegen_db_version, in the spec's schema).`},
+		}},
+		{"Operating queues (--db URL; the schema is the spec's, -f, or --schema)", []*command{
+			{name: "stats", args: "", run: runStats,
+				summary: "per queue: ready, scheduled, retrying, running, succeeded, dead, oldest ready age, claims/s"},
+			{name: "jobs", args: "--queue Q [--state all] [--id N] [--limit 50]", run: runJobs,
+				summary: "list a queue's jobs with their payload, or show one job whole"},
+			{name: "retry", args: "--queue Q (--id N | --state S) [--yes]", run: runAction(actionRetry),
+				summary: "make jobs available now, with an attempt left"},
+			{name: "cancel", args: "--queue Q (--id N | --state S) [--yes]", run: runAction(actionCancel),
+				summary: "make unfinished jobs dead"},
+			{name: "purge", args: "--queue Q (--id N | --state S) [--yes]", run: runAction(actionPurge),
+				summary: "delete jobs"},
+			{name: "pause", args: "--queue Q", run: runPause(true),
+				summary: "stop every worker of a queue from claiming, until resume"},
+			{name: "resume", args: "--queue Q", run: runPause(false),
+				summary: "undo pause"},
+		}},
+		{"Measuring (see BENCHMARKS.md)", []*command{
+			{name: "bench", args: "--db URL --workload W", run: runBench,
+				summary: "measure push, push-many, drain, latency and steady workloads on queues of its own"},
+		}},
+		{"About", []*command{
+			{name: "version", args: "", run: runVersion,
+				summary: "print queuegen's version and the sqlc, goose and pgx versions it embeds"},
+			{name: "help", args: "[COMMAND]", run: runHelp,
+				summary: "print this help, or a command's"},
+		}},
+	}
+}
+
+// usage is the overall usage: every command with one line.
+func usage(w io.Writer) {
+	fmt.Fprint(w, `queuegen generates database job queues for Go: goose migrations, sqlc
+queries and a typed accessor per queue, from one spec file.
+
+Usage: queuegen COMMAND [flags] [arguments]
+`)
+	for _, g := range groups {
+		fmt.Fprintf(w, "\n%s:\n", g.title)
+		for _, c := range g.commands {
+			fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		}
+	}
+	fmt.Fprint(w, `
+Run queuegen help COMMAND (or queuegen COMMAND --help) for a command's flags.
+A database URL (--db) defaults to $DATABASE_URL.
+`)
+}
 
 // Main runs the queuegen command with args (without the program name) and
-// returns the process exit code: 0 on success, 1 on failure, 2 on bad
-// usage.
+// returns the process exit code: 0 on success and for help, 1 on failure,
+// 2 on bad usage.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		usage(stderr)
 		return 2
 	}
-	cmds := map[string]func([]string, io.Writer, io.Writer) error{
-		"generate": runGenerate,
-		"check":    runCheck,
-		"migrate":  runMigrate,
-		"init":     runInit,
-		"stats":    runStats,
-		"jobs":     runJobs,
-		"retry":    runAction(ops.Retry),
-		"cancel":   runAction(ops.Cancel),
-		"purge":    runAction(ops.Purge),
-		"pause":    runPause(true),
-		"resume":   runPause(false),
-		"bench":    runBench,
-	}
-	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stdout, usage)
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(stdout)
 		return 0
+	case "-version", "--version":
+		args = []string{"version"}
 	}
-	cmd, ok := cmds[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "queuegen: unknown command %q\n\n%s", args[0], usage)
+	cmd := lookup(args[0])
+	if cmd == nil {
+		fmt.Fprintf(stderr, "queuegen: unknown command %q\n\n", args[0])
+		usage(stderr)
 		return 2
 	}
-	err := cmd(args[1:], stdout, stderr)
+	inv := &invocation{cmd: cmd, args: args[1:], stdout: stdout, stderr: stderr}
+	inv.fs = flag.NewFlagSet("queuegen "+cmd.name, flag.ContinueOnError)
+	inv.fs.SetOutput(io.Discard) // errors are reported below, usage on request
+	err := cmd.run(inv)
 	var ue usageError
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, errHelp):
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "queuegen %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "queuegen %s: %v\nusage: queuegen %s %s (queuegen help %s for more)\n", cmd.name, ue.error, cmd.name, cmd.args, cmd.name)
 		return 2
-	case errors.Is(err, errStale):
+	case errors.Is(err, errReported):
 		return 1
 	default:
-		fmt.Fprintf(stderr, "queuegen %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "queuegen %s: %v\n", cmd.name, err)
 		return 1
 	}
+}
+
+// invocation is one run of a command.
+type invocation struct {
+	cmd            *command
+	fs             *flag.FlagSet
+	args           []string // as given
+	positional     []string // after parse
+	stdout, stderr io.Writer
+	jsonOut        *bool
 }
 
 type usageError struct{ error }
 
-var errStale = errors.New("generated files are stale")
+var (
+	// errHelp ends a command that printed its usage on request.
+	errHelp = errors.New("help requested")
+	// errReported fails a command whose output already said why.
+	errReported = errors.New("failed; see above")
+)
 
-func flags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
-	fs := flag.NewFlagSet("queuegen "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String("f", "queuegen.yaml", "the spec file")
-	return fs, file
+// specFlag adds -f.
+func (c *invocation) specFlag() *string {
+	return c.fs.String("f", "queuegen.yaml", "the spec file")
 }
 
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
-	}
-	return nil
+// jsonFlag adds --json.
+func (c *invocation) jsonFlag() *bool {
+	c.jsonOut = c.fs.Bool("json", false, "print JSON (see the README for its shape)")
+	return c.jsonOut
 }
 
-func runGenerate(args []string, stdout, stderr io.Writer) error {
-	fs, file := flags("generate", stderr)
-	allowDrop := fs.Bool("allow-drop", false, "let spec changes drop queues and columns, with their data")
-	manual := fs.Bool("manual", false, "for changes queuegen refuses, write a migration to fill in by hand")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	}
-	out, err := generate.Generate(*file, generate.Options{AllowDrop: *allowDrop, Manual: *manual})
-	if err != nil {
-		return err
-	}
-	changes, err := out.Write()
-	if err != nil {
-		return err
-	}
-	if len(changes) == 0 {
-		fmt.Fprintf(stdout, "%d files up to date\n", len(out.Files))
-		return nil
-	}
-	for _, c := range changes {
-		verb := map[string]string{"add": "wrote  ", "update": "updated", "remove": "removed"}[c.Kind]
-		fmt.Fprintf(stdout, "%s %s\n", verb, filepath.Join(out.Root, filepath.FromSlash(c.Path)))
-	}
-	return nil
+// dbFlag adds --db, defaulting to $DATABASE_URL.
+func (c *invocation) dbFlag() *string {
+	return c.fs.String("db", os.Getenv("DATABASE_URL"), "the database URL (default $DATABASE_URL)")
 }
 
-func runCheck(args []string, stdout, stderr io.Writer) error {
-	fs, file := flags("check", stderr)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	out, err := generate.Generate(*file, generate.Options{})
-	if err != nil {
-		return err
-	}
-	changes, err := out.Plan()
-	if err != nil {
-		return err
-	}
-	if len(changes) > 0 {
-		fmt.Fprintf(stdout, "%s: generated files are stale; run queuegen generate -f %s\n%s", *file, *file, generate.Diff(changes))
-		return errStale
-	}
-	fmt.Fprintf(stdout, "%s: ok, %d generated files up to date\n", *file, len(out.Files))
-	return nil
-}
-
-func runMigrate(args []string, stdout, stderr io.Writer) error {
-	fs, file := flags("migrate", stderr)
-	db := fs.String("db", os.Getenv("DATABASE_URL"), "the database URL (default $DATABASE_URL)")
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return usageError{errors.New("want up, down or status")}
-	}
-	action := args[0]
-	if err := parse(fs, args[1:]); err != nil {
-		return err
-	}
-	if *db == "" {
-		return usageError{errors.New("--db URL is required (or set DATABASE_URL)")}
-	}
-	s, err := spec.Load(*file)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(filepath.Dir(*file), filepath.FromSlash(s.Migrations))
-	m, err := migrate.Open(*db, dir, migrate.Schema(s.Schema), migrate.Table(s.MigrationsTable))
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	ctx := context.Background()
-	switch action {
-	case "up":
-		return m.Up(ctx, stdout)
-	case "down":
-		return m.Down(ctx, stdout)
-	case "status":
-		if err := m.Status(ctx, stdout); err != nil {
-			return err
+// parse parses the flags, which may come before, between and after the
+// positional arguments. -h and --help print the usage on stdout.
+func (c *invocation) parse() error {
+	args := c.args
+	for {
+		if err := c.fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				c.usage(c.stdout)
+				return errHelp
+			}
+			return usageError{err}
 		}
-		return listQueues(ctx, *db, s.Schema, stdout)
-	}
-	return usageError{fmt.Errorf("unknown action %q: want up, down or status", action)}
-}
-
-// listQueues prints the queue registry, with queuegen's own generated
-// query.
-func listQueues(ctx context.Context, url, schema string, w io.Writer) error {
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return err
-	}
-	cfg.RuntimeParams["search_path"] = schema
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	queues, err := generated.New(conn).ListQueues(ctx)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		fmt.Fprintln(w, "no queues registered yet (run queuegen migrate up)")
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\n%d queues registered:\n", len(queues))
-	for _, q := range queues {
-		paused := ""
-		if q.Paused {
-			paused = " (paused)"
+		rest := c.fs.Args()
+		if len(rest) == 0 {
+			return nil
 		}
-		fmt.Fprintf(w, "  %-20s table %-24s %s%s\n", q.Name, q.TableName, q.Mode, paused)
+		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			c.positional = append(c.positional, rest...)
+			return nil
+		}
+		c.positional = append(c.positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// noArgs refuses positional arguments.
+func (c *invocation) noArgs() error {
+	if len(c.positional) > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", c.positional[0])}
 	}
 	return nil
 }
 
-func runInit(args []string, stdout, stderr io.Writer) error {
-	fs, file := flags("init", stderr)
-	if err := parse(fs, args); err != nil {
-		return err
+// usage prints the command's usage.
+func (c *invocation) usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: queuegen %s %s\n\n%s.\n", c.cmd.name, c.cmd.args, upperFirst(c.cmd.summary))
+	if c.cmd.help != "" {
+		fmt.Fprintf(w, "\n%s\n", c.cmd.help)
 	}
-	starter, err := templates.FS.ReadFile("starter.yaml.tmpl")
+	has := false
+	c.fs.VisitAll(func(*flag.Flag) { has = true })
+	if has {
+		fmt.Fprint(w, "\nFlags:\n")
+		c.fs.SetOutput(w)
+		c.fs.PrintDefaults()
+		c.fs.SetOutput(io.Discard)
+	}
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// printJSON writes v as indented JSON.
+func (c *invocation) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// databaseURL checks a --db value: set, and of a scheme queuegen's
+// engines speak.
+func databaseURL(db string) (string, error) {
+	if db == "" {
+		return "", usageError{errors.New("--db URL is required (or set DATABASE_URL)")}
+	}
+	if !strings.Contains(db, "://") {
+		return db, nil // a key=value connection string, as libpq takes
+	}
+	u, err := url.Parse(db)
 	if err != nil {
+		return "", fmt.Errorf("the database URL does not parse: %v", redactErr(err, db))
+	}
+	switch u.Scheme {
+	case "postgres", "postgresql":
+		return db, nil
+	}
+	return "", fmt.Errorf("database URLs of scheme %q are not supported: queuegen speaks PostgreSQL, postgres://user@host:5432/db (or a key=value connection string)", u.Scheme)
+}
+
+// redactErr keeps a password out of an error that quotes the URL.
+func redactErr(err error, db string) string {
+	msg := err.Error()
+	if u, perr := url.Parse(db); perr == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
+	}
+	return msg
+}
+
+func runHelp(c *invocation) error {
+	if err := c.parse(); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(*file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("%s already exists; not overwriting it", *file)
+	switch len(c.positional) {
+	case 0:
+		usage(c.stdout)
+		return nil
+	case 1:
+		cmd := lookup(c.positional[0])
+		if cmd == nil {
+			return usageError{fmt.Errorf("unknown command %q", c.positional[0])}
+		}
+		// Run the command's own flag setup to print its usage.
+		inv := &invocation{cmd: cmd, args: []string{"--help"}, stdout: c.stdout, stderr: c.stderr,
+			fs: flag.NewFlagSet("queuegen "+cmd.name, flag.ContinueOnError)}
+		inv.fs.SetOutput(io.Discard)
+		return cmd.run(inv)
 	}
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(starter); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s; edit it, then run queuegen generate -f %s\n", *file, *file)
-	return nil
+	return usageError{errors.New("give at most one command")}
 }

@@ -1,53 +1,54 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/ops"
 	"github.com/queuegen/queuegen/internal/spec"
 )
 
 // opsFlags are the flags every operations command takes.
 type opsFlags struct {
+	c      *invocation
 	spec   *spec.Spec // when -f names a spec file
-	fs     *flag.FlagSet
 	db     *string
 	file   *string
 	schema *string
 	queue  *string
+	json   *bool
 }
 
-func newOpsFlags(name string, stderr io.Writer, needQueue bool) *opsFlags {
-	fs, file := flags(name, stderr)
-	o := &opsFlags{fs: fs, file: file,
-		db:     fs.String("db", os.Getenv("DATABASE_URL"), "the database URL (default $DATABASE_URL)"),
-		schema: fs.String("schema", "", "the queues' PostgreSQL schema (default: the spec's, else public)"),
-	}
+func newOpsFlags(c *invocation, needQueue bool) *opsFlags {
+	o := &opsFlags{c: c, file: c.specFlag(), db: c.dbFlag(), json: c.jsonFlag(),
+		schema: c.fs.String("schema", "", "the queues' PostgreSQL schema (default: the spec's, else public)")}
 	if needQueue {
-		o.queue = fs.String("queue", "", "the queue")
+		o.queue = c.fs.String("queue", "", "the queue")
 	}
 	return o
 }
 
 // open parses the flags and connects.
-func (o *opsFlags) open(ctx context.Context, args []string) (*pgxpool.Pool, string, error) {
-	if err := parse(o.fs, args); err != nil {
+func (o *opsFlags) open(ctx context.Context) (*pgxpool.Pool, string, error) {
+	if err := o.c.parse(); err != nil {
 		return nil, "", err
 	}
-	if *o.db == "" {
-		return nil, "", usageError{errors.New("--db URL is required (or set DATABASE_URL)")}
+	if err := o.c.noArgs(); err != nil {
+		return nil, "", err
+	}
+	url, err := databaseURL(*o.db)
+	if err != nil {
+		return nil, "", err
 	}
 	if o.queue != nil && *o.queue == "" {
 		return nil, "", usageError{errors.New("--queue is required")}
@@ -63,16 +64,20 @@ func (o *opsFlags) open(ctx context.Context, args []string) (*pgxpool.Pool, stri
 			schema, o.spec = s.Schema, s
 		}
 	}
-	pool, err := pgxpool.New(ctx, *o.db)
+	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("the database URL: %s", redactErr(err, url))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, "", fmt.Errorf("cannot connect to the database: %s", redactErr(errors.New(migrate.OneLine(err)), url))
 	}
 	return pool, schema, nil
 }
 
 // openQueue is open, then the registered queue --queue names.
-func (o *opsFlags) openQueue(ctx context.Context, args []string) (*pgxpool.Pool, string, ops.Queue, error) {
-	pool, schema, err := o.open(ctx, args)
+func (o *opsFlags) openQueue(ctx context.Context) (*pgxpool.Pool, string, ops.Queue, error) {
+	pool, schema, err := o.open(ctx)
 	if err != nil {
 		return nil, "", ops.Queue{}, err
 	}
@@ -84,11 +89,10 @@ func (o *opsFlags) openQueue(ctx context.Context, args []string) (*pgxpool.Pool,
 	return pool, schema, q, nil
 }
 
-func runStats(args []string, stdout, stderr io.Writer) error {
-	o := newOpsFlags("stats", stderr, false)
-	asJSON := o.fs.Bool("json", false, "print JSON")
+func runStats(c *invocation) error {
+	o := newOpsFlags(c, false)
 	ctx := context.Background()
-	pool, schema, err := o.open(ctx, args)
+	pool, schema, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
@@ -97,22 +101,28 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.spec != nil && slices.ContainsFunc(o.spec.Queues, func(q *spec.Queue) bool { return q.Inherits }) {
-		all, err := ops.BaseStats(ctx, pool, schema, o.spec.Base.Table)
-		if err != nil {
-			return err
+	if o.spec != nil {
+		for _, q := range o.spec.Queues {
+			if q.Inherits {
+				all, err := ops.BaseStats(ctx, pool, schema, o.spec.Base.Table)
+				if err != nil {
+					return err
+				}
+				stats = append(stats, all)
+				break
+			}
 		}
-		stats = append(stats, all)
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(stats)
+	if *o.json {
+		return c.printJSON(stats)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRETRYING\tRUNNING\tSUCCEEDED\tDEAD\tOLDEST READY\tCLAIMS/S (1m)\t")
 	for _, s := range stats {
 		name := s.Queue
+		if s.BaseTable != "" {
+			name = "* (" + s.BaseTable + ")"
+		}
 		if s.Paused {
 			name += " (paused)"
 		}
@@ -122,54 +132,127 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	return tw.Flush()
 }
 
-func runJobs(args []string, stdout, stderr io.Writer) error {
-	o := newOpsFlags("jobs", stderr, true)
-	state := o.fs.String("state", "failed", "available, scheduled, retrying, failed, running, succeeded or dead")
-	limit := o.fs.Int("limit", 50, "list at most this many jobs")
-	asJSON := o.fs.Bool("json", false, "print JSON")
+func runJobs(c *invocation) error {
+	o := newOpsFlags(c, true)
+	state := c.fs.String("state", "all", "all, available, scheduled, retrying, failed, running, succeeded or dead")
+	id := c.fs.Int64("id", 0, "show this job whole: every field, error and the payload")
+	before := c.fs.Int64("before", 0, "list jobs with smaller ids only (the next page: give the last id listed)")
+	limit := c.fs.Int("limit", 50, "list at most this many jobs")
 	ctx := context.Background()
-	pool, schema, q, err := o.openQueue(ctx, args)
+	pool, schema, q, err := o.openQueue(ctx)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	jobs, err := ops.Jobs(ctx, pool, schema, q, ops.Filter{State: *state}, *limit)
+	if *id != 0 {
+		job, err := ops.GetJob(ctx, pool, schema, q, *id)
+		if err != nil {
+			return err
+		}
+		if *o.json {
+			return c.printJSON(job)
+		}
+		return printJob(c, q, job)
+	}
+	jobs, err := ops.Jobs(ctx, pool, schema, q, ops.Filter{State: *state}, *before, *limit)
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(jobs)
+	if *o.json {
+		if jobs == nil {
+			jobs = []ops.Job{}
+		}
+		return c.printJSON(jobs)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tATTEMPT\tRUN AFTER\tLAST ERROR")
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tATTEMPT\tRUN AFTER\tPAYLOAD\tLAST ERROR")
 	for _, j := range jobs {
 		last := ""
-		if j.LastError != nil {
-			last, _, _ = strings.Cut(*j.LastError, "\n")
+		if len(j.Errors) > 0 {
+			last, _, _ = strings.Cut(j.Errors[len(j.Errors)-1], "\n")
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\n", j.ID, j.State, j.Attempt, j.MaxAttempts, j.RunAfter.UTC().Format(time.DateTime), last)
+		fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.State, j.Attempt, j.MaxAttempts, j.RunAfter.UTC().Format(time.DateTime),
+			truncate(compact(j.Payload), 60), truncate(last, 60))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s of queue %s (state %s)\n", plural(len(jobs), "job"), q.Name, *state)
+	fmt.Fprintf(c.stdout, "%s of queue %s (state %s)", plural(len(jobs), "job"), q.Name, *state)
+	if len(jobs) == *limit {
+		fmt.Fprintf(c.stdout, "; more with --before %d", jobs[len(jobs)-1].ID)
+	}
+	fmt.Fprintln(c.stdout)
 	return nil
 }
+
+// printJob shows one job whole.
+func printJob(c *invocation, q ops.Queue, j ops.Job) error {
+	w := c.stdout
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	str := func(s *string) string {
+		if s == nil {
+			return "-"
+		}
+		return *s
+	}
+	fmt.Fprintf(w, "job %d of queue %s\n", j.ID, q.Name)
+	fmt.Fprintf(w, "  state         %s\n  attempt       %d of %d\n  priority      %d\n", j.State, j.Attempt, j.MaxAttempts, j.Priority)
+	fmt.Fprintf(w, "  created at    %s\n  run after     %s\n  attempted at  %s\n  finished at   %s\n", at(&j.CreatedAt), at(&j.RunAfter), at(j.AttemptedAt), at(j.FinishedAt))
+	fmt.Fprintf(w, "  locked by     %s\n  locked until  %s\n  unique key    %s\n", str(j.LockedBy), at(j.LockedUntil), str(j.UniqueKey))
+	var payload bytes.Buffer
+	if err := json.Indent(&payload, j.Payload, "  ", "  "); err != nil {
+		payload.Write(j.Payload)
+	}
+	fmt.Fprintf(w, "  payload       %s\n", payload.String())
+	fmt.Fprintf(w, "  errors        %d\n", len(j.Errors))
+	for i, e := range j.Errors {
+		fmt.Fprintf(w, "    attempt %d: %s\n", i+1, strings.ReplaceAll(e, "\n", "\n      "))
+	}
+	return nil
+}
+
+// compact is a JSON document on one line.
+func compact(doc json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, doc) != nil {
+		return string(doc)
+	}
+	return b.String()
+}
+
+// truncate cuts s to n runes, marking the cut.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// Actions, as the commands name them.
+const (
+	actionRetry  = ops.Retry
+	actionCancel = ops.Cancel
+	actionPurge  = ops.Purge
+)
 
 // runAction is retry, cancel and purge: on one job by id, or on every job
 // in a state, asking for --yes before touching more than one job. Jobs it
 // must skip (held by a transaction in progress; for retry, a unique key
 // held by another job) are named, and make the command fail.
-func runAction(action ops.Action) func([]string, io.Writer, io.Writer) error {
-	return func(args []string, stdout, stderr io.Writer) error {
-		o := newOpsFlags(string(action), stderr, true)
-		id := o.fs.Int64("id", 0, "the job's id")
-		state := o.fs.String("state", "", "every job in this state (see queuegen jobs)")
-		yes := o.fs.Bool("yes", false, "do it when more than one job matches")
+func runAction(action ops.Action) func(*invocation) error {
+	return func(c *invocation) error {
+		o := newOpsFlags(c, true)
+		id := c.fs.Int64("id", 0, "the job's id")
+		state := c.fs.String("state", "", "every job in this state (see queuegen jobs)")
+		yes := c.fs.Bool("yes", false, "do it when more than one job matches")
 		ctx := context.Background()
-		pool, schema, q, err := o.openQueue(ctx, args)
+		pool, schema, q, err := o.openQueue(ctx)
 		if err != nil {
 			return err
 		}
@@ -185,21 +268,40 @@ func runAction(action ops.Action) func([]string, io.Writer, io.Writer) error {
 				return err
 			}
 			if n > 1 {
-				fmt.Fprintf(stdout, "%s of queue %s match (state %s): nothing %s; pass --yes to %s them\n", plural(n, "job"), q.Name, *state, past, action)
-				return errStale // exit status 1, message printed
+				fmt.Fprintf(c.stdout, "%s of queue %s match (state %s): nothing %s; pass --yes to %s them\n", plural(n, "job"), q.Name, *state, past, action)
+				return errReported
 			}
 		}
-		res, err := ops.Apply(ctx, pool, schema, q, f, action)
+		p := newProgress(c.stderr)
+		res, err := ops.Apply(ctx, pool, schema, q, f, action, func(done, total int) {
+			if total > ops.BatchSize {
+				p.line(fmt.Sprintf("%s: %d of %d jobs", action, done, total))
+			}
+		})
+		p.end()
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s %s of queue %s%s\n", past, plural(len(res.Changed), "job"), q.Name, idList(res.Changed))
+		if *o.json {
+			if err := c.printJSON(struct {
+				Queue  string     `json:"queue"`
+				Action ops.Action `json:"action"`
+				*ops.Result
+			}{q.Name, action, res}); err != nil {
+				return err
+			}
+			if res.Skipped() > 0 {
+				return errReported
+			}
+			return nil
+		}
+		fmt.Fprintf(c.stdout, "%s %s of queue %s%s\n", past, plural(len(res.Changed), "job"), q.Name, idList(res.Changed))
 		if len(res.Locked) > 0 {
-			fmt.Fprintf(stdout, "skipped %s that a transaction in progress holds (a transaction-mode worker working them, or a long transaction)%s; run again once it ends\n",
+			fmt.Fprintf(c.stdout, "skipped %s that a transaction in progress holds (a transaction-mode worker working them, or a long transaction)%s; run again once it ends\n",
 				plural(len(res.Locked), "job"), idList(res.Locked))
 		}
-		for _, c := range res.Conflicts {
-			fmt.Fprintf(stdout, "not retried: job %d, as job %d holds its unique key %q (retry job %d once that one finishes)\n", c.ID, c.Holder, c.Key, c.ID)
+		for _, cf := range res.Conflicts {
+			fmt.Fprintf(c.stdout, "not retried: job %d, as job %d holds its unique key %q (retry job %d once that one finishes)\n", cf.ID, cf.Holder, cf.Key, cf.ID)
 		}
 		if n := res.Skipped(); n > 0 {
 			return fmt.Errorf("%s %d of %s; %d could not be %s (see above)", past, len(res.Changed), plural(len(res.Changed)+n, "matching job"), n, past)
@@ -231,12 +333,11 @@ func idList(ids []int64) string {
 	return ": " + strings.Join(parts, ", ") + more
 }
 
-func runPause(paused bool) func([]string, io.Writer, io.Writer) error {
-	return func(args []string, stdout, stderr io.Writer) error {
-		name := map[bool]string{true: "pause", false: "resume"}[paused]
-		o := newOpsFlags(name, stderr, true)
+func runPause(paused bool) func(*invocation) error {
+	return func(c *invocation) error {
+		o := newOpsFlags(c, true)
 		ctx := context.Background()
-		pool, schema, q, err := o.openQueue(ctx, args)
+		pool, schema, q, err := o.openQueue(ctx)
 		if err != nil {
 			return err
 		}
@@ -244,7 +345,11 @@ func runPause(paused bool) func([]string, io.Writer, io.Writer) error {
 		if err := ops.SetPaused(ctx, pool, schema, q, paused); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "queue %s %sd: workers see it within their pause check (about a second)\n", q.Name, name)
+		if *o.json {
+			return c.printJSON(map[string]any{"queue": q.Name, "paused": paused})
+		}
+		verb := map[bool]string{true: "paused", false: "resumed"}[paused]
+		fmt.Fprintf(c.stdout, "queue %s %s: workers see it within their pause check (about a second)\n", q.Name, verb)
 		return nil
 	}
 }

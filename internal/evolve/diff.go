@@ -153,7 +153,10 @@ func (d *differ) refuse(what, why, manual string) {
 }
 
 // manualPath is the advice for a change queuegen will not write.
-const manualPath = "write this migration by hand: run `queuegen generate --manual` for a new migration file to fill in (the spec's schema is recorded as its result)"
+const manualPath = "write this migration by hand: generate with --manual (go tool queuegen generate --manual, or queuegen generate --manual) for a new migration file to fill in (the spec's schema is recorded as its result)"
+
+// allowDrop is the advice for a drop: generate with --allow-drop.
+const allowDrop = "generate with --allow-drop (go tool queuegen generate --allow-drop, or queuegen generate --allow-drop) to drop it"
 
 func (d *differ) diff() {
 	if !d.initial() && d.old.Schema != d.now.Schema {
@@ -217,7 +220,7 @@ func (d *differ) diff() {
 	if d.old.Base != nil && d.now.Base == nil {
 		if !d.opts.AllowDrop {
 			d.refuse("drop base table "+d.old.Base.Name, "no queue inherits it any more, and dropping a table loses its rows",
-				"run queuegen generate --allow-drop to drop it")
+				allowDrop)
 			return
 		}
 		d.add(d.ddl.DropTable(d.old.Base), d.ddl.CreateTable(d.old.Base))
@@ -276,7 +279,7 @@ func (d *differ) createQueue(q *catalog.Queue) {
 func (d *differ) dropQueue(oq *catalog.Queue) {
 	if !d.opts.AllowDrop {
 		d.refuse("drop queue "+oq.Name, fmt.Sprintf("the spec no longer has it, and dropping table %s loses its jobs", oq.Table.Name),
-			"run queuegen generate --allow-drop to drop it; if the queue was renamed, say so with renamed_from: "+oq.Name+" on the new queue")
+			allowDrop+"; if the queue was renamed, say so with renamed_from: "+oq.Name+" on the new queue")
 		return
 	}
 	d.addData(d.ddl.Unregister(oq.Name), d.ddl.Register(oq))
@@ -405,7 +408,7 @@ func (d *differ) columns(ot, nt *catalog.Table, label string) {
 		what := fmt.Sprintf("%s: drop column %s", label, oc.Name)
 		if !d.opts.AllowDrop {
 			d.refuse(what, "the spec no longer has it, and dropping a column loses its data",
-				"run queuegen generate --allow-drop to drop it; if it was renamed, say so with renamed_from: "+oc.Name+" on the new column")
+				allowDrop+"; if it was renamed, say so with renamed_from: "+oc.Name+" on the new column")
 			continue
 		}
 		back := *oc

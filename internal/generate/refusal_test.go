@@ -56,27 +56,27 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"drop queue", "  - name: sms\n    inherits: false\n    payload:\n      columns:\n        phone: text\n", "",
 			"  - drop queue sms: the spec no longer has it, and dropping table sms_queue loses its jobs\n" +
-				"    what to do: run queuegen generate --allow-drop to drop it; if the queue was renamed, say so with renamed_from: sms on the new queue"},
+				"    what to do: generate with --allow-drop (go tool queuegen generate --allow-drop, or queuegen generate --allow-drop) to drop it; if the queue was renamed, say so with renamed_from: sms on the new queue"},
 		{"drop column", "        count: integer\n", "",
 			"  - table email_queue: drop column count: the spec no longer has it, and dropping a column loses its data\n" +
-				"    what to do: run queuegen generate --allow-drop to drop it; if it was renamed, say so with renamed_from: count on the new column"},
+				"    what to do: generate with --allow-drop (go tool queuegen generate --allow-drop, or queuegen generate --allow-drop) to drop it; if it was renamed, say so with renamed_from: count on the new column"},
 		{"not null without default", "        count: integer\n", "        count: integer\n        body: text\n",
 			"  - table email_queue: add column body text NOT NULL: rows already in the table would have no value for it\n" +
 				"    what to do: give it a default in the spec (default: …; it can be removed in a later change), or make it nullable (nullable: true)"},
 		{"volatile default", "        count: integer\n", "        count: integer\n        ref: {type: uuid, default_sql: gen_random_uuid()}\n",
 			"  - table email_queue: add column ref uuid: its default gen_random_uuid() is volatile: PostgreSQL evaluates it for every existing row, rewriting the table under an exclusive lock\n" +
-				"    what to do: write this migration by hand: run `queuegen generate --manual` for a new migration file to fill in (the spec's schema is recorded as its result); or add it nullable first, backfill it in batches, then set the default"},
+				"    what to do: write this migration by hand: generate with --manual (go tool queuegen generate --manual, or queuegen generate --manual) for a new migration file to fill in (the spec's schema is recorded as its result); or add it nullable first, backfill it in batches, then set the default"},
 		{"nullable to not null", "subject: {type: varchar(100), nullable: true}", "subject: varchar(100)",
 			"  - table email_queue: column subject becomes NOT NULL: rows already in the table may hold NULL there\n" +
-				"    what to do: write this migration by hand: run `queuegen generate --manual` for a new migration file to fill in (the spec's schema is recorded as its result): UPDATE the NULLs to a value, then ALTER TABLE … ALTER COLUMN subject SET NOT NULL"},
+				"    what to do: write this migration by hand: generate with --manual (go tool queuegen generate --manual, or queuegen generate --manual) for a new migration file to fill in (the spec's schema is recorded as its result): UPDATE the NULLs to a value, then ALTER TABLE … ALTER COLUMN subject SET NOT NULL"},
 		{"type rewrite", "count: integer", "count: bigint",
 			"  - table email_queue: column count type integer → bigint: PostgreSQL cannot make this change in place: it would rewrite the table under an exclusive lock, or fail on existing values\n" +
-				"    what to do: write this migration by hand: run `queuegen generate --manual` for a new migration file to fill in (the spec's schema is recorded as its result); for a large queue, add a new column, backfill it in batches, then switch"},
+				"    what to do: write this migration by hand: generate with --manual (go tool queuegen generate --manual, or queuegen generate --manual) for a new migration file to fill in (the spec's schema is recorded as its result); for a large queue, add a new column, backfill it in batches, then switch"},
 		{"narrowing", "varchar(100)", "varchar(50)",
 			"  - table email_queue: column subject type varchar(100) → varchar(50): PostgreSQL cannot make this change in place"},
 		{"inherits", "  - name: sms\n    inherits: false\n", "  - name: sms\n",
 			"  - queue sms: inherits false → true: moving a table into or out of INHERITS needs its rows copied to a new table\n" +
-				"    what to do: write this migration by hand: run `queuegen generate --manual` for a new migration file to fill in (the spec's schema is recorded as its result): create the new table, copy the rows, drop the old one"},
+				"    what to do: write this migration by hand: generate with --manual (go tool queuegen generate --manual, or queuegen generate --manual) for a new migration file to fill in (the spec's schema is recorded as its result): create the new table, copy the rows, drop the old one"},
 		{"schema", "queries: queries\n", "queries: queries\nschema: jobs\n",
 			"  - schema public → jobs: moving every table to another schema is not a change queuegen writes"},
 		{"base rename", "queries: queries\n", "queries: queries\nbase: {table: job_base}\n",

@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/queuegen/queuegen/internal/textdiff"
 )
 
 // Change is one difference between the generated files and the disk.
@@ -151,17 +151,18 @@ func writeFile(p string, data []byte) error {
 	return os.Rename(tmp.Name(), p)
 }
 
-// Diff renders changes for a person: which files differ and how.
+// Diff renders changes as a unified diff, as git diff does: the generated
+// file against what is on disk.
 func Diff(changes []Change) string {
 	var b strings.Builder
 	for _, c := range changes {
 		switch c.Kind {
 		case "add":
-			fmt.Fprintf(&b, "%s: missing (run queuegen generate)\n", c.Path)
+			b.WriteString(textdiff.Unified("/dev/null", "b/"+c.Path, "", string(c.New)))
 		case "remove":
-			fmt.Fprintf(&b, "%s: no longer generated (run queuegen generate)\n", c.Path)
+			b.WriteString(textdiff.Unified("a/"+c.Path, "/dev/null", string(c.Old), ""))
 		default:
-			fmt.Fprintf(&b, "%s: out of date (-on disk +generated):\n%s", c.Path, cmp.Diff(strings.Split(string(c.Old), "\n"), strings.Split(string(c.New), "\n")))
+			b.WriteString(textdiff.Unified("a/"+c.Path, "b/"+c.Path, string(c.Old), string(c.New)))
 		}
 	}
 	return b.String()

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -28,6 +29,7 @@ type Migrator struct {
 	provider *goose.Provider
 	schema   string
 	table    string
+	prepared bool
 }
 
 // Option configures Open.
@@ -96,6 +98,12 @@ func Open(url, dir string, opts ...Option) (*Migrator, error) {
 // in it) and refuses a database whose queues were migrated under another
 // version table: goose would otherwise apply every migration again.
 func (m *Migrator) prepare(ctx context.Context) error {
+	if m.prepared {
+		return nil
+	}
+	if err := m.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("cannot connect to the database: %s", OneLine(err))
+	}
 	if m.schema != "public" {
 		if _, err := m.db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{m.schema}.Sanitize()); err != nil {
 			return err
@@ -111,51 +119,147 @@ func (m *Migrator) prepare(ctx context.Context) error {
 	if registry && !versions {
 		return fmt.Errorf("schema %s already holds queuegen's queues, but not their version table %s.%s: they were migrated with another version table (queuegen used goose_db_version before specs had one of their own); name it in the spec, e.g. migrations_table: goose_db_version", m.schema, m.schema, m.table)
 	}
+	m.prepared = true
 	return nil
 }
 
 // DB is the database handle, for status queries beside goose's.
 func (m *Migrator) DB() *sql.DB { return m.db }
 
-// Up applies every pending migration and reports each to w.
-func (m *Migrator) Up(ctx context.Context, w io.Writer) error {
-	if err := m.prepare(ctx); err != nil {
-		return err
-	}
-	res, err := m.provider.Up(ctx)
-	report(w, res)
-	return err
+// Step is one migration run.
+type Step struct {
+	// Direction is "up" or "down".
+	Direction string        `json:"direction"`
+	File      string        `json:"file"`
+	Version   int64         `json:"version"`
+	Duration  time.Duration `json:"duration_ns"`
 }
 
-// Down rolls back the latest applied migration and reports it to w.
-func (m *Migrator) Down(ctx context.Context, w io.Writer) error {
-	if err := m.prepare(ctx); err != nil {
-		return err
-	}
-	res, err := m.provider.Down(ctx)
-	if res != nil {
-		report(w, []*goose.MigrationResult{res})
-	}
-	return err
+// Report is what a migration run did.
+type Report struct {
+	// Applied are the migrations run, in order.
+	Applied []Step `json:"applied"`
+	// Failed is the migration that failed, if one did; the error is
+	// Migrate's.
+	Failed *Step `json:"failed,omitempty"`
+	// Pending are the migrations still to apply after the run (after a
+	// failure: those it did not reach).
+	Pending []string `json:"pending,omitempty"`
+	// Version is the database's version after the run.
+	Version int64 `json:"version"`
 }
 
-// Status writes each migration and whether it is applied.
-func (m *Migrator) Status(ctx context.Context, w io.Writer) error {
+// Actions are the runs Migrate knows: up, up-to VERSION, down, down-to
+// VERSION, redo (the latest down then up again) and reset (every one
+// down).
+var Actions = []string{"up", "up-to", "down", "down-to", "redo", "reset"}
+
+// Migrate runs action (one of Actions); target is up-to's and down-to's
+// version. It reports what ran even when a migration fails.
+func (m *Migrator) Migrate(ctx context.Context, action string, target int64) (*Report, error) {
 	if err := m.prepare(ctx); err != nil {
-		return err
+		return nil, err
+	}
+	var res []*goose.MigrationResult
+	var err error
+	switch action {
+	case "up":
+		res, err = m.provider.Up(ctx)
+	case "up-to":
+		res, err = m.provider.UpTo(ctx, target)
+	case "down":
+		var r *goose.MigrationResult
+		if r, err = m.provider.Down(ctx); r != nil {
+			res = append(res, r)
+		}
+	case "down-to":
+		res, err = m.provider.DownTo(ctx, target)
+	case "reset":
+		res, err = m.provider.DownTo(ctx, 0)
+	case "redo":
+		var down, up *goose.MigrationResult
+		if down, err = m.provider.Down(ctx); down != nil {
+			res = append(res, down)
+		}
+		if err == nil {
+			if up, err = m.provider.ApplyVersion(ctx, down.Source.Version, true); up != nil {
+				res = append(res, up)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("unknown action %q: want one of %s", action, strings.Join(Actions, ", "))
+	}
+	rep := &Report{}
+	var partial *goose.PartialError
+	if errors.As(err, &partial) {
+		res = append(partial.Applied, partial.Failed)
+		err = partial.Err
+	}
+	for _, r := range res {
+		st := Step{Direction: r.Direction, File: r.Source.Path, Version: r.Source.Version, Duration: r.Duration}
+		if r.Error != nil {
+			rep.Failed = &st
+			if err == nil {
+				err = r.Error
+			}
+			continue
+		}
+		rep.Applied = append(rep.Applied, st)
+	}
+	if errors.Is(err, goose.ErrNoNextVersion) {
+		err = nil // down with nothing applied: nothing to do
+	}
+	status, serr := m.provider.Status(ctx)
+	if serr == nil {
+		for _, s := range status {
+			if s.State == goose.StatePending {
+				rep.Pending = append(rep.Pending, s.Source.Path)
+			}
+		}
+	}
+	rep.Version, _ = m.provider.GetDBVersion(ctx)
+	return rep, clean(err)
+}
+
+// clean takes goose's wrapping off an error ("failed to initialize: …",
+// "partial migration error …"), leaving the database's message.
+func clean(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, prefix := range []string{"failed to initialize: ", "migrate: ", "failed to run SQL migration: ", "failed to apply migration: "} {
+		msg = strings.ReplaceAll(msg, prefix, "")
+	}
+	return errors.New(msg)
+}
+
+// Status is one migration and whether it is applied.
+type Status struct {
+	File      string     `json:"file"`
+	Version   int64      `json:"version"`
+	Applied   bool       `json:"applied"`
+	AppliedAt *time.Time `json:"applied_at,omitempty"`
+}
+
+// Status lists every migration and whether it is applied.
+func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
+	if err := m.prepare(ctx); err != nil {
+		return nil, err
 	}
 	st, err := m.provider.Status(ctx)
 	if err != nil {
-		return err
+		return nil, clean(err)
 	}
-	for _, s := range st {
-		applied := "pending"
-		if s.State == goose.StateApplied {
-			applied = "applied " + s.AppliedAt.Format("2006-01-02 15:04:05")
+	out := make([]Status, len(st))
+	for i, s := range st {
+		out[i] = Status{File: s.Source.Path, Version: s.Source.Version, Applied: s.State == goose.StateApplied}
+		if out[i].Applied {
+			at := s.AppliedAt
+			out[i].AppliedAt = &at
 		}
-		fmt.Fprintf(w, "%-45s %s\n", s.Source.Path, applied)
 	}
-	return nil
+	return out, nil
 }
 
 // Version is the database's current migration version.
@@ -163,27 +267,54 @@ func (m *Migrator) Version(ctx context.Context) (int64, error) {
 	if err := m.prepare(ctx); err != nil {
 		return 0, err
 	}
-	return m.provider.GetDBVersion(ctx)
+	v, err := m.provider.GetDBVersion(ctx)
+	return v, clean(err)
 }
 
 // Close closes the database handle.
 func (m *Migrator) Close() error { return m.db.Close() }
 
-func report(w io.Writer, res []*goose.MigrationResult) {
-	for _, r := range res {
-		if r.Error != nil {
-			fmt.Fprintf(w, "FAILED %s: %v\n", r.Source.Path, r.Error)
-			continue
-		}
-		fmt.Fprintf(w, "%-5s %s (%s)\n", r.Direction, r.Source.Path, r.Duration.Round(1e6))
-	}
+// Up applies every pending migration (a Migrate "up" that reports to w,
+// for tests and programs).
+func (m *Migrator) Up(ctx context.Context, w io.Writer) error {
+	rep, err := m.Migrate(ctx, "up", 0)
+	report(w, rep)
+	return err
+}
+
+// Down rolls back the latest applied migration, reporting it to w.
+func (m *Migrator) Down(ctx context.Context, w io.Writer) error {
+	rep, err := m.Migrate(ctx, "down", 0)
+	report(w, rep)
+	return err
 }
 
 // UpTo applies pending migrations up to and including version.
 func (m *Migrator) UpTo(ctx context.Context, version int64) error {
-	if err := m.prepare(ctx); err != nil {
-		return err
-	}
-	_, err := m.provider.UpTo(ctx, version)
+	_, err := m.Migrate(ctx, "up-to", version)
 	return err
+}
+
+func report(w io.Writer, rep *Report) {
+	if rep == nil {
+		return
+	}
+	for _, s := range rep.Applied {
+		fmt.Fprintf(w, "%-5s %s (%s)\n", s.Direction, s.File, s.Duration.Round(time.Millisecond))
+	}
+}
+
+// OneLine is err's message on one line, lines said twice (as a driver
+// trying the same address twice says them) said once.
+func OneLine(err error) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(err.Error(), "\n") {
+		l = strings.TrimSpace(l)
+		if l != "" && !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, " ")
 }

@@ -7,6 +7,7 @@ package ops
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -38,7 +39,7 @@ func Queues(ctx context.Context, db DB, schema string) ([]Queue, error) {
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-			return nil, fmt.Errorf("no queue registry in schema %s: run queuegen migrate up first", schema)
+			return nil, fmt.Errorf("no queue registry in schema %s: apply the migrations first (queuegen migrate up)", schema)
 		}
 		return nil, err
 	}
@@ -71,7 +72,10 @@ func Find(ctx context.Context, db DB, schema, name string) (Queue, error) {
 // worker holds (leased, or in transaction mode locked by the claiming
 // transaction), then succeeded and dead.
 type Stats struct {
-	Queue     string  `json:"queue"`
+	// Queue is the queue; BaseTable, instead, names the INHERITS parent
+	// whose counts cover every queue that inherits it.
+	Queue     string  `json:"queue,omitempty"`
+	BaseTable string  `json:"base_table,omitempty"`
 	Paused    bool    `json:"paused"`
 	Ready     int64   `json:"ready"`
 	Scheduled int64   `json:"scheduled"`
@@ -106,7 +110,7 @@ func QueueStats(ctx context.Context, db DB, schema string) ([]Stats, error) {
 // BaseStats reads the counts of every queue inheriting base, in one
 // statement: a query on an INHERITS parent reads its children too.
 func BaseStats(ctx context.Context, db DB, schema, base string) (Stats, error) {
-	s := Stats{Queue: "* (" + base + ")"}
+	s := Stats{BaseTable: base}
 	return s, statsOf(ctx, db, pgx.Identifier{schema, base}.Sanitize(), &s)
 }
 
@@ -132,16 +136,31 @@ FROM jobs`).Scan(&s.Ready, &s.Scheduled, &s.Retrying, &s.Running, &s.Succeeded, 
 
 func table(schema string, q Queue) string { return pgx.Identifier{schema, q.Table}.Sanitize() }
 
-// Job is one job as the jobs command lists it.
+// Job is one job as the jobs command shows it.
 type Job struct {
-	ID          int64     `json:"id"`
-	State       string    `json:"state"`
-	Attempt     int32     `json:"attempt"`
-	MaxAttempts int32     `json:"max_attempts"`
-	RunAfter    time.Time `json:"run_after"`
-	LockedBy    *string   `json:"locked_by,omitempty"`
-	LastError   *string   `json:"last_error,omitempty"`
+	ID          int64      `json:"id"`
+	State       string     `json:"state"`
+	Attempt     int32      `json:"attempt"`
+	MaxAttempts int32      `json:"max_attempts"`
+	Priority    int16      `json:"priority"`
+	RunAfter    time.Time  `json:"run_after"`
+	CreatedAt   time.Time  `json:"created_at"`
+	AttemptedAt *time.Time `json:"attempted_at,omitempty"`
+	FinishedAt  *time.Time `json:"finished_at,omitempty"`
+	LockedBy    *string    `json:"locked_by,omitempty"`
+	LockedUntil *time.Time `json:"locked_until,omitempty"`
+	UniqueKey   *string    `json:"unique_key,omitempty"`
+	// Errors are the failed attempts' errors, oldest first.
+	Errors []string `json:"errors"`
+	// Payload holds the job's payload columns by name (a JSON payload is
+	// its column's document).
+	Payload json.RawMessage `json:"payload"`
 }
+
+// bookkeeping are the columns every queue table has; the others are the
+// payload.
+var bookkeeping = []string{"id", "state", "attempt", "max_attempts", "priority", "run_after", "created_at",
+	"attempted_at", "finished_at", "locked_by", "locked_until", "errors", "unique_key"}
 
 // Filter selects jobs: one id, or every job in a state. States are
 // available (due now), scheduled (not yet due, never failed), retrying
@@ -158,6 +177,7 @@ func (f Filter) where() (string, []any, error) {
 		return "id = $1", []any{f.ID}, nil
 	}
 	pred, ok := map[string]string{
+		"all":       "true",
 		"available": "state = 'available' AND run_after <= now()",
 		"scheduled": "state = 'available' AND run_after > now() AND cardinality(errors) = 0",
 		"retrying":  "state = 'available' AND run_after > now() AND cardinality(errors) > 0",
@@ -167,28 +187,48 @@ func (f Filter) where() (string, []any, error) {
 		"dead":      "state = 'dead'",
 	}[f.State]
 	if !ok {
-		return "", nil, fmt.Errorf("unknown state %q: want available, scheduled, retrying, failed, running, succeeded or dead", f.State)
+		return "", nil, fmt.Errorf("unknown state %q: want all, available, scheduled, retrying, failed, running, succeeded or dead", f.State)
 	}
 	return pred, nil, nil
 }
 
-// Jobs lists up to limit jobs of q matching f, newest failure first.
-func Jobs(ctx context.Context, db DB, schema string, q Queue, f Filter, limit int) ([]Job, error) {
+// Jobs lists up to limit jobs of q matching f, newest first; with before
+// > 0, only jobs with a smaller id (the next page: keyset paging, which
+// stays fast however deep it goes).
+func Jobs(ctx context.Context, db DB, schema string, q Queue, f Filter, before int64, limit int) ([]Job, error) {
 	where, args, err := f.where()
 	if err != nil {
 		return nil, err
 	}
-	args = append(args, limit)
-	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT id, state, attempt, max_attempts, run_after, locked_by, errors[cardinality(errors)]
-FROM %s WHERE %s ORDER BY id DESC LIMIT $%d`, table(schema, q), where, len(args)), args...)
+	if before > 0 {
+		args = append(args, before)
+		where += fmt.Sprintf(" AND id < $%d", len(args))
+	}
+	args = append(args, bookkeeping, limit)
+	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at,
+    finished_at, locked_by, locked_until, unique_key, errors, to_jsonb(job) - $%d::text[]
+FROM %s AS job WHERE %s ORDER BY id DESC LIMIT $%d`, len(args)-1, table(schema, q), where, len(args)), args...)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
 		var j Job
-		err := r.Scan(&j.ID, &j.State, &j.Attempt, &j.MaxAttempts, &j.RunAfter, &j.LockedBy, &j.LastError)
+		err := r.Scan(&j.ID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Priority, &j.RunAfter, &j.CreatedAt, &j.AttemptedAt,
+			&j.FinishedAt, &j.LockedBy, &j.LockedUntil, &j.UniqueKey, &j.Errors, &j.Payload)
 		return j, err
 	})
+}
+
+// GetJob reads one job of q; a NoJobError when there is none.
+func GetJob(ctx context.Context, db DB, schema string, q Queue, id int64) (Job, error) {
+	jobs, err := Jobs(ctx, db, schema, q, Filter{ID: id}, 0, 1)
+	if err != nil {
+		return Job{}, err
+	}
+	if len(jobs) == 0 {
+		return Job{}, &NoJobError{fmt.Sprintf("queue %s has no job %d", q.Name, id)}
+	}
+	return jobs[0], nil
 }
 
 // Count counts the jobs of q matching f that action applies to.
@@ -257,11 +297,17 @@ func (e *NoJobError) Error() string { return e.Msg }
 // (the registry row, the table's lock): operations never hang silently.
 const lockTimeout = "5s"
 
-// Apply does action to the jobs of q matching f. It never waits on a job a
-// transaction holds: such jobs are skipped and reported. Retry skips jobs
-// whose unique key another unfinished job holds (and, of several retried
-// jobs sharing a key, retries the newest), naming the holder.
-func Apply(ctx context.Context, db TxBeginner, schema string, q Queue, f Filter, action Action) (*Result, error) {
+// BatchSize is how many jobs one transaction of an action changes: a large
+// retry, cancel or purge runs as many short transactions, never one long
+// one that would hold back vacuum or lock many rows at once.
+const BatchSize = 10000
+
+// Apply does action to the jobs of q matching f, in batches of BatchSize,
+// calling progress (when not nil) after each batch. It never waits on a
+// job a transaction holds: such jobs are skipped and reported. Retry skips
+// jobs whose unique key another unfinished job holds (and, of several
+// retried jobs sharing a key, retries the newest), naming the holder.
+func Apply(ctx context.Context, db TxBeginner, schema string, q Queue, f Filter, action Action, progress func(done, total int)) (*Result, error) {
 	where, args, err := f.where()
 	if err != nil {
 		return nil, err
@@ -270,28 +316,52 @@ func Apply(ctx context.Context, db TxBeginner, schema string, q Queue, f Filter,
 	if !ok {
 		return nil, fmt.Errorf("unknown action %q", action)
 	}
-	tx, err := db.Begin(ctx)
+	t := table(schema, q)
+	args = append(args, applicable)
+	rows, err := db.Query(ctx, fmt.Sprintf("SELECT id FROM %s WHERE %s AND state = ANY($%d::text[]) ORDER BY id", t, where, len(args)), args...)
 	if err != nil {
 		return nil, err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+lockTimeout+"'"); err != nil {
-		return nil, err
-	}
-	t := table(schema, q)
-	args = append(args, applicable)
-	stateArg := fmt.Sprintf("$%d", len(args))
-	match := fmt.Sprintf("FROM %s WHERE %s AND state = ANY(%s::text[])", t, where, stateArg)
-	all, err := ids(ctx, tx, "SELECT id "+match+" ORDER BY id", args...)
+	all, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
 		return nil, err
 	}
 	if f.ID != 0 && len(all) == 0 {
-		return nil, noJob(ctx, tx, t, q, f.ID, action)
+		return nil, noJob(ctx, db, t, q, f.ID, action)
 	}
-	rows, err := tx.Query(ctx, "SELECT id, unique_key "+match+" ORDER BY id FOR UPDATE SKIP LOCKED", args...)
+	res := &Result{Changed: []int64{}}
+	done := 0
+	for batch := range slices.Chunk(all, BatchSize) {
+		if err := applyBatch(ctx, db, t, batch, action, res); err != nil {
+			return res, err
+		}
+		done += len(batch)
+		if progress != nil {
+			progress(done, len(all))
+		}
+	}
+	slices.Sort(res.Changed)
+	slices.Sort(res.Locked)
+	slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return cmp.Compare(a.ID, b.ID) })
+	return res, nil
+}
+
+// applyBatch does action to the jobs of ids that still qualify, in one
+// short transaction.
+func applyBatch(ctx context.Context, db TxBeginner, t string, ids []int64, action Action, res *Result) error {
+	tx, err := db.Begin(ctx)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	// The rows are never waited for (SKIP LOCKED); this bounds waiting for
+	// anything else, such as a lock on the whole table.
+	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+lockTimeout+"'"); err != nil {
+		return err
+	}
+	rows, err := tx.Query(ctx, "SELECT id, unique_key FROM "+t+" WHERE id = ANY($1::bigint[]) AND state = ANY($2::text[]) ORDER BY id FOR UPDATE SKIP LOCKED", ids, states[action])
+	if err != nil {
+		return err
 	}
 	type candidate struct {
 		id  int64
@@ -302,17 +372,26 @@ func Apply(ctx context.Context, db TxBeginner, schema string, q Queue, f Filter,
 		return c, r.Scan(&c.id, &c.key)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res := &Result{}
 	lockable := map[int64]bool{}
 	for _, c := range cands {
 		lockable[c.id] = true
 	}
-	for _, id := range all {
+	var missing []int64
+	for _, id := range ids {
 		if !lockable[id] {
-			res.Locked = append(res.Locked, id)
+			missing = append(missing, id)
 		}
+	}
+	if len(missing) > 0 {
+		// Those that still qualify are held by a transaction; the others
+		// changed meanwhile (a worker finished them) and are left alone.
+		locked, err := collectIDs(ctx, tx, "SELECT id FROM "+t+" WHERE id = ANY($1::bigint[]) AND state = ANY($2::text[])", missing, states[action])
+		if err != nil {
+			return err
+		}
+		res.Locked = append(res.Locked, locked...)
 	}
 	chosen := make([]int64, 0, len(cands))
 	if action == Retry {
@@ -335,22 +414,22 @@ func Apply(ctx context.Context, db TxBeginner, schema string, q Queue, f Filter,
 		if len(keys) > 0 {
 			rows, err := tx.Query(ctx, `SELECT DISTINCT ON (unique_key) unique_key, id FROM `+t+`
 WHERE unique_key = ANY($1::text[]) AND state IN ('available', 'running') AND id <> ALL($2::bigint[])
-ORDER BY unique_key, id DESC`, keys, ids64(cands, func(c candidate) int64 { return c.id }))
+ORDER BY unique_key, id DESC`, keys, ids)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			for rows.Next() {
 				var k string
 				var id int64
 				if err := rows.Scan(&k, &id); err != nil {
 					rows.Close()
-					return nil, err
+					return err
 				}
 				holders[k] = id
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		for _, k := range keys {
@@ -365,8 +444,6 @@ ORDER BY unique_key, id DESC`, keys, ids64(cands, func(c candidate) int64 { retu
 				res.Conflicts = append(res.Conflicts, Conflict{ID: id, Key: k, Holder: holder})
 			}
 		}
-		slices.Sort(chosen)
-		slices.SortFunc(res.Conflicts, func(a, b Conflict) int { return cmp.Compare(a.ID, b.ID) })
 	} else {
 		for _, c := range cands {
 			chosen = append(chosen, c.id)
@@ -385,15 +462,19 @@ WHERE id = ANY($1::bigint[]) RETURNING id`
 	case Purge:
 		sql = `DELETE FROM %s WHERE id = ANY($1::bigint[]) RETURNING id`
 	}
-	if res.Changed, err = ids(ctx, tx, fmt.Sprintf(sql, t), chosen); err != nil {
-		return nil, err
+	changed, err := collectIDs(ctx, tx, fmt.Sprintf(sql, t), chosen)
+	if err != nil {
+		return err
 	}
-	slices.Sort(res.Changed)
-	return res, tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	res.Changed = append(res.Changed, changed...)
+	return nil
 }
 
 // noJob explains why the job with id matched nothing.
-func noJob(ctx context.Context, tx pgx.Tx, table string, q Queue, id int64, action Action) error {
+func noJob(ctx context.Context, tx DB, table string, q Queue, id int64, action Action) error {
 	var state string
 	err := tx.QueryRow(ctx, "SELECT state FROM "+table+" WHERE id = $1", id).Scan(&state)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -405,20 +486,12 @@ func noJob(ctx context.Context, tx pgx.Tx, table string, q Queue, id int64, acti
 	return &NoJobError{fmt.Sprintf("job %d of queue %s is %s; %s applies to %s jobs", id, q.Name, state, action, strings.Join(states[action], ", "))}
 }
 
-func ids(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]int64, error) {
+func collectIDs(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]int64, error) {
 	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
-}
-
-func ids64[T any](xs []T, id func(T) int64) []int64 {
-	out := make([]int64, len(xs))
-	for i, x := range xs {
-		out[i] = id(x)
-	}
-	return out
 }
 
 // TxBeginner is a DB that also begins transactions: a pool or connection.

@@ -58,7 +58,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 	}
 	s := &Spec{File: file, Engine: DefaultEngine, keys: p.keys}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil, Errors{{File: file, Line: 1, Column: 1, Msg: "the spec is empty: run `queuegen init` for a starter file"}}
+		return nil, Errors{{File: file, Line: 1, Column: 1, Msg: "the spec is empty: write a starter spec with queuegen init"}}
 	}
 	p.spec(doc.Content[0], s)
 	if len(p.errs) > 0 {
@@ -358,8 +358,12 @@ func (p *parser) pkg(n *yaml.Node, key string, pkg *Package) {
 	p.fields(n, key, map[string]func(string, *yaml.Node){
 		"name": func(k string, v *yaml.Node) {
 			name, ok := p.scalar(v, k)
-			if ok && (!goIdentRE.MatchString(name) || goKeywords[name]) {
-				p.errorf(v, k, "%q is not a good Go package name: use lower-case letters and digits", name)
+			if ok && goKeywords[name] {
+				p.errorf(v, k, "%q is a Go keyword, which cannot name a package; choose another name", name)
+				return
+			}
+			if ok && !goIdentRE.MatchString(name) {
+				p.errorf(v, k, "%q is not a good Go package name: use lower-case letters and digits, starting with a letter", name)
 				return
 			}
 			pkg.Name = name

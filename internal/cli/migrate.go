@@ -1,0 +1,244 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/queuegen/queuegen/generated"
+	"github.com/queuegen/queuegen/internal/migrate"
+	"github.com/queuegen/queuegen/internal/spec"
+)
+
+func runMigrate(c *invocation) error {
+	file := c.specFlag()
+	db := c.dbFlag()
+	asJSON := c.jsonFlag()
+	if err := c.parse(); err != nil {
+		return err
+	}
+	actions := append(slices.Clone(migrate.Actions), "status", "version")
+	if len(c.positional) == 0 {
+		return usageError{fmt.Errorf("give an action: %s", strings.Join(actions, ", "))}
+	}
+	action := c.positional[0]
+	if !slices.Contains(actions, action) {
+		return usageError{fmt.Errorf("unknown action %q: want %s", action, strings.Join(actions, ", "))}
+	}
+	var target int64
+	wantsVersion := action == "up-to" || action == "down-to"
+	switch {
+	case wantsVersion && len(c.positional) != 2:
+		return usageError{fmt.Errorf("%s needs a VERSION (a migration's number, e.g. 3)", action)}
+	case wantsVersion:
+		v, err := strconv.ParseInt(c.positional[1], 10, 64)
+		if err != nil || v < 0 {
+			return usageError{fmt.Errorf("%s: %q is not a migration version (a whole number, e.g. 3)", action, c.positional[1])}
+		}
+		target = v
+	case len(c.positional) > 1:
+		return usageError{fmt.Errorf("unexpected argument %q", c.positional[1])}
+	}
+	url, err := databaseURL(*db)
+	if err != nil {
+		return err
+	}
+	if err := loadable(*file); err != nil {
+		return err
+	}
+	s, err := spec.Load(*file)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(filepath.Dir(*file), filepath.FromSlash(s.Migrations))
+	m, err := migrate.Open(url, dir, migrate.Schema(s.Schema), migrate.Table(s.MigrationsTable))
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	ctx := context.Background()
+	switch action {
+	case "status":
+		return migrateStatus(ctx, c, m, url, s.Schema, *asJSON)
+	case "version":
+		v, err := m.Version(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return c.printJSON(map[string]int64{"version": v})
+		}
+		fmt.Fprintln(c.stdout, v)
+		return nil
+	}
+	stop := indexProgress(ctx, url, c.stderr)
+	rep, err := m.Migrate(ctx, action, target)
+	stop()
+	if rep == nil {
+		return err
+	}
+	if *asJSON {
+		out := struct {
+			*migrate.Report
+			Error string `json:"error,omitempty"`
+		}{Report: rep}
+		if err != nil {
+			out.Error = err.Error()
+		}
+		if jerr := c.printJSON(out); jerr != nil {
+			return jerr
+		}
+		if err != nil {
+			return errReported
+		}
+		return nil
+	}
+	for _, st := range rep.Applied {
+		fmt.Fprintf(c.stdout, "%-5s %s (%s)\n", st.Direction, st.File, st.Duration.Round(time.Millisecond))
+	}
+	if err != nil {
+		if rep.Failed != nil {
+			fmt.Fprintf(c.stdout, "FAILED %s %s: %v\n", rep.Failed.Direction, rep.Failed.File, err)
+			if rep.Failed.Direction == "up" && len(rep.Pending) > 1 {
+				fmt.Fprintf(c.stdout, "not applied: %s\n", strings.Join(rep.Pending[1:], ", "))
+			}
+			fmt.Fprintf(c.stderr, "queuegen migrate %s: %s ran, %s failed; the database is at version %d\n", action, plural(len(rep.Applied), "migration"), rep.Failed.File, rep.Version)
+			return errReported
+		}
+		return err
+	}
+	if len(rep.Applied) == 0 {
+		verb := map[string]string{"up": "apply", "up-to": "apply"}[action]
+		if verb == "" {
+			verb = "roll back"
+		}
+		fmt.Fprintf(c.stdout, "no migrations to %s; at version %d\n", verb, rep.Version)
+		return nil
+	}
+	fmt.Fprintf(c.stdout, "at version %d\n", rep.Version)
+	return nil
+}
+
+func migrateStatus(ctx context.Context, c *invocation, m *migrate.Migrator, url, schema string, asJSON bool) error {
+	st, err := m.Status(ctx)
+	if err != nil {
+		return err
+	}
+	queues, err := registered(ctx, url, schema)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		type queue struct {
+			Name   string `json:"name"`
+			Table  string `json:"table"`
+			Mode   string `json:"mode"`
+			Paused bool   `json:"paused"`
+		}
+		qs := []queue{}
+		for _, q := range queues {
+			qs = append(qs, queue{q.Name, q.TableName, q.Mode, q.Paused})
+		}
+		return c.printJSON(map[string]any{"migrations": st, "queues": qs})
+	}
+	for _, s := range st {
+		applied := "pending"
+		if s.Applied {
+			applied = "applied " + s.AppliedAt.Format("2006-01-02 15:04:05")
+		}
+		fmt.Fprintf(c.stdout, "%-45s %s\n", s.File, applied)
+	}
+	if queues == nil {
+		fmt.Fprintln(c.stdout, "\nno queues registered yet (queuegen migrate up)")
+		return nil
+	}
+	fmt.Fprintf(c.stdout, "\n%s registered:\n", plural(len(queues), "queue"))
+	for _, q := range queues {
+		paused := ""
+		if q.Paused {
+			paused = " (paused)"
+		}
+		fmt.Fprintf(c.stdout, "  %-20s table %-24s %s%s\n", q.Name, q.TableName, q.Mode, paused)
+	}
+	return nil
+}
+
+// registered reads the queue registry, with queuegen's own generated
+// query; nil when there is none yet.
+func registered(ctx context.Context, url, schema string) ([]generated.QueuegenQueue, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["search_path"] = schema
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	queues, err := generated.New(conn).ListQueues(ctx)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		return nil, nil
+	}
+	return queues, err
+}
+
+// indexProgress reports, once a second, the indexes being built while a
+// migration runs (a CREATE INDEX CONCURRENTLY on a big table takes a
+// while), from pg_stat_progress_create_index on a connection of its own.
+// It says nothing when no index is being built.
+func indexProgress(ctx context.Context, url string, w interface{ Write([]byte) (int, error) }) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		p := newProgress(w)
+		defer p.end()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			rows, err := conn.Query(ctx, `SELECT i.relname, p.phase, p.blocks_done, p.blocks_total, p.tuples_done, p.tuples_total
+FROM pg_stat_progress_create_index p JOIN pg_class i ON i.oid = p.index_relid
+WHERE p.datid = (SELECT oid FROM pg_database WHERE datname = current_database())`)
+			if err != nil {
+				return
+			}
+			for rows.Next() {
+				var index, phase string
+				var blocksDone, blocksTotal, tuplesDone, tuplesTotal int64
+				if rows.Scan(&index, &phase, &blocksDone, &blocksTotal, &tuplesDone, &tuplesTotal) != nil {
+					break
+				}
+				line := fmt.Sprintf("building index %s: %s", index, phase)
+				switch {
+				case blocksTotal > 0:
+					line += fmt.Sprintf(", %d%% of the table's blocks", 100*blocksDone/blocksTotal)
+				case tuplesTotal > 0:
+					line += fmt.Sprintf(", %d%% of its rows", 100*tuplesDone/tuplesTotal)
+				}
+				p.line(line)
+			}
+			rows.Close()
+		}
+	}()
+	return func() { cancel(); <-done }
+}
