@@ -51,6 +51,12 @@ type Engine interface {
 	BaseTable(name string, extra []*catalog.Column) *catalog.Table
 	// QueueTable is a queue's table with its keys and indexes.
 	QueueTable(q QueueTable) *catalog.Table
+	// Relations lists the names of the schema-wide objects a table
+	// creates (the table, its indexes, a sequence), which must be unique
+	// in the schema; constraints and triggers are named per table.
+	Relations(t *catalog.Table) []string
+	// Limits are the engine's limits on names and tables.
+	Limits() Limits
 
 	// DDL writes the statements of migrations for tables in schema.
 	DDL(schema string) DDL
@@ -78,6 +84,14 @@ type QueueTable struct {
 	Lease, Priority, Unique, Notify bool
 	// Comment describes the queue above CREATE TABLE.
 	Comment []string
+}
+
+// Limits are an engine's limits on what a spec may ask for.
+type Limits struct {
+	// MaxIdentifier is the longest name the engine keeps whole.
+	MaxIdentifier int
+	// MaxColumns is the most columns a table may have.
+	MaxColumns int
 }
 
 // Driver names the identifiers of an engine's Go database driver that the

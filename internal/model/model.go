@@ -136,10 +136,69 @@ func Build(s *spec.Spec) (*Model, error) {
 			break
 		}
 	}
+	errs = append(errs, m.checkNames(s)...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	return m, nil
+}
+
+// checkNames checks every name the migrations will create against the
+// engine's limits: each whole (an engine would cut a longer one short, and
+// cut names can collide), relations unique in the schema, and each table
+// within the engine's column limit. Errors point at the spec key the name
+// derives from.
+func (m *Model) checkNames(s *spec.Spec) spec.Errors {
+	limits := m.Engine.Limits()
+	var errs spec.Errors
+	owners := map[string]string{}
+	table := func(t *catalog.Table, key, what string, columns int) {
+		for _, rel := range m.Engine.Relations(t) {
+			if prev, taken := owners[rel]; taken && prev != what {
+				errs = append(errs, s.ErrorAt(key, "%s would create %q, which %s creates too; rename one", what, rel, prev))
+			}
+			owners[rel] = what
+		}
+		names := m.Engine.Relations(t)
+		for _, k := range t.Checks {
+			names = append(names, k.Name)
+		}
+		if t.NotifyTrigger != "" {
+			names = append(names, t.NotifyTrigger)
+		}
+		longest := ""
+		for _, n := range names {
+			if len(n) > len(longest) {
+				longest = n
+			}
+		}
+		if over := len(longest) - limits.MaxIdentifier; over > 0 {
+			unit := "bytes"
+			if over == 1 {
+				unit = "byte"
+			}
+			errs = append(errs, s.ErrorAt(key, "%s would create %q, %d bytes long, and %s keeps names of at most %d bytes: shorten the table's name by %d %s",
+				what, longest, len(longest), m.Engine.Name(), limits.MaxIdentifier, over, unit))
+		}
+		if columns > limits.MaxColumns {
+			errs = append(errs, s.ErrorAt(key, "%s would have %d columns, and %s allows at most %d", what, columns, m.Engine.Name(), limits.MaxColumns))
+		}
+	}
+	if b := m.Catalog.Base; b != nil {
+		table(b, "base.table", "the base table "+b.Name, len(b.Columns))
+	}
+	for i, q := range m.Queues {
+		key := "queues[" + q.Name + "].table"
+		if !s.Has(key) {
+			key = "queues[" + q.Name + "].name"
+		}
+		columns := len(q.Table.Columns)
+		if q.Table.Inherits != "" {
+			columns += len(m.Catalog.Base.Columns)
+		}
+		table(q.Table, key, fmt.Sprintf("queue %s (table %s)", q.Name, s.Queues[i].Table), columns)
+	}
+	return errs
 }
 
 // GoNames are the package-level Go names generated for a queue whose Go

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -88,7 +89,14 @@ func (p *parser) checkPeriodic(s *Spec, q *Queue, key string, at func(Pos, strin
 	fields := map[string]*Column{}
 	switch {
 	case q.Payload.JSON != nil && q.Payload.JSON.GoType != nil:
-		return // any JSON document; decoded into the Go type when the scheduler starts
+		// Any JSON document, decoded into the Go type when the scheduler
+		// starts; it must be one.
+		for _, pj := range q.Periodic {
+			if pj.node != nil {
+				p.jsonable(pj.node, pj.key)
+			}
+		}
+		return
 	case q.Payload.JSON != nil:
 		for _, c := range q.Payload.JSON.Fields {
 			fields[c.Name] = c
@@ -146,8 +154,8 @@ func checkConstant(t Type, v string) string {
 			return fmt.Sprintf("want true or false, got %q", v)
 		}
 	case "real", "double precision":
-		if _, err := strconv.ParseFloat(v, 64); err != nil {
-			return fmt.Sprintf("want a number, got %q", v)
+		if f, err := strconv.ParseFloat(v, 64); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Sprintf("want a finite number, got %q", v)
 		}
 	default:
 		return fmt.Sprintf("fixed values of type %s are not supported; leave the field out (it gets its zero value)", t.Name)

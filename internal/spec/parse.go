@@ -1,9 +1,11 @@
 package spec
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path"
@@ -37,6 +39,9 @@ const (
 	// MaxIdentifierLength is PostgreSQL's NAMEDATALEN-1: longer names are
 	// silently truncated by the server, so the spec refuses them.
 	MaxIdentifierLength = 63
+	// MaxDefaultLength bounds a column default: it is written into
+	// migrations and the schema sqlc reads.
+	MaxDefaultLength = 4096
 )
 
 // Load reads and parses the spec file at path.
@@ -53,8 +58,20 @@ func Load(path string) (*Spec, error) {
 func Parse(file string, data []byte) (*Spec, error) {
 	p := &parser{file: file, keys: map[string]Pos{}}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, Errors{p.yamlError(err)}
+	}
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		line := 1
+		for i, l := range strings.Split(string(data), "\n") {
+			if i > 0 && strings.HasPrefix(l, "---") {
+				line = i + 1
+				break
+			}
+		}
+		return nil, Errors{{File: file, Line: line, Column: 1, Msg: "a second YAML document (after ---): a spec is one document; remove the ---"}}
 	}
 	s := &Spec{File: file, Engine: DefaultEngine, keys: p.keys}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
@@ -520,6 +537,7 @@ func (p *parser) periodic(n *yaml.Node, key string) []*Periodic {
 					p.errorf(v, k, "want a mapping of field: value, got %s", describe(v))
 					return
 				}
+				pj.node, pj.key = v, k
 				var doc any
 				if err := v.Decode(&doc); err == nil {
 					if data, err := json.Marshal(doc); err == nil {
@@ -555,6 +573,46 @@ func (p *parser) periodic(n *yaml.Node, key string) []*Periodic {
 		out = append(out, pj)
 	}
 	return out
+}
+
+// jsonable checks that a YAML value is a JSON document as written: maps
+// with string keys, lists, strings, finite numbers, booleans and null, and
+// no aliases (anchors and *references), which JSON has no form for.
+func (p *parser) jsonable(n *yaml.Node, key string) bool {
+	switch n.Kind {
+	case yaml.AliasNode:
+		p.errorf(n, key, "YAML aliases (*name) are not allowed in a fixed payload; write the value out")
+		return false
+	case yaml.MappingNode:
+		ok := true
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
+				p.errorf(k, key, "the key %s is not a string; JSON keys are strings (quote it)", describe(k))
+				ok = false
+				continue
+			}
+			ok = p.jsonable(v, join(key, k.Value)) && ok
+		}
+		return ok
+	case yaml.SequenceNode:
+		ok := true
+		for i, v := range n.Content {
+			ok = p.jsonable(v, fmt.Sprintf("%s[%d]", key, i)) && ok
+		}
+		return ok
+	case yaml.ScalarNode:
+		var f float64
+		if n.Tag == "!!float" && (n.Decode(&f) != nil || math.IsInf(f, 0) || math.IsNaN(f)) {
+			p.errorf(n, key, "%q is not a finite number; JSON has no NaN or infinity", n.Value)
+			return false
+		}
+		if n.Tag == "!!binary" || n.Tag == "!!timestamp" {
+			p.errorf(n, key, "a %s value has no JSON form; quote it to make it a string", strings.TrimPrefix(n.Tag, "!!"))
+			return false
+		}
+	}
+	return true
 }
 
 func (p *parser) oneOf(n *yaml.Node, key string, allowed ...string) string {
@@ -604,7 +662,7 @@ func (p *parser) jsonPayload(n *yaml.Node, key string) *JSONPayload {
 			p.fields(v, k, map[string]func(string, *yaml.Node){
 				"import": func(k string, v *yaml.Node) {
 					if s, ok := p.scalar(v, k); ok {
-						if !importRE.MatchString(s) {
+						if !importRE.MatchString(s) || slices.ContainsFunc(strings.Split(s, "/"), func(e string) bool { return e == "." || e == ".." }) {
 							p.errorf(v, k, "%q is not a Go import path", s)
 						}
 						j.GoType.Import = s
@@ -808,6 +866,12 @@ func (p *parser) defaultValue(n *yaml.Node, key string, t Type) (string, bool) {
 	}
 	if strings.ContainsRune(v, 0) || !utf8.ValidString(v) {
 		return bad("the default holds a NUL byte or invalid UTF-8")
+	}
+	if len(v) > MaxDefaultLength {
+		return bad("the default is %d bytes long; a default is at most %d bytes", len(v), MaxDefaultLength)
+	}
+	if strings.Contains(v, "+goose") {
+		return bad("the default holds \"+goose\", which goose would read as an annotation of the migration")
 	}
 	return v, true
 }

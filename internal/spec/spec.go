@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Spec is a validated queuegen.yaml. Paths are relative to the directory
@@ -181,6 +183,9 @@ type Periodic struct {
 	Payload map[string]string
 	// JSON is the payload as a JSON document (go_type payloads).
 	JSON string
+
+	node *yaml.Node // the payload, checked against the queue's payload
+	key  string
 }
 
 // Backoff is an exponential retry delay: Min × Factor^(attempt-1), capped at

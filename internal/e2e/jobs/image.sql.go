@@ -170,12 +170,12 @@ func (q *Queries) CompleteManyImage(ctx context.Context, arg CompleteManyImagePa
 
 const defaultsImage = `-- name: DefaultsImage :many
 SELECT n,
-       'webp'::text AS format,
-       80::integer AS quality,
-       1.5::numeric(4, 2) AS ratio,
-       now()::timestamptz AS taken_at,
-       gen_random_uuid()::uuid AS ref,
-       'untitled'::text AS label
+       ('webp')::text AS format,
+       (80)::integer AS quality,
+       (1.5)::numeric(4, 2) AS ratio,
+       (now())::timestamptz AS taken_at,
+       (gen_random_uuid())::uuid AS ref,
+       ('untitled')::text AS label
 FROM generate_series(1, $1::integer) AS n
 `
 

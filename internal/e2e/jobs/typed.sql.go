@@ -196,7 +196,7 @@ func (q *Queries) CompleteTyped(ctx context.Context, arg CompleteTypedParams) (i
 
 const defaultsTyped = `-- name: DefaultsTyped :many
 SELECT n,
-       7::integer AS d_count
+       (7)::integer AS d_count
 FROM generate_series(1, $1::integer) AS n
 `
 

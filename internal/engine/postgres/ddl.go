@@ -28,6 +28,26 @@ func (d ddl) CreateSchema() string {
 // NULL and default, comment), then the primary key, unique constraints and
 // checks, INHERITS and the storage parameters.
 func (d ddl) CreateTable(t *catalog.Table) string {
+	defaults := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		defaults[i] = c.Default
+	}
+	return guard(d.createTable(t), defaults...)
+}
+
+// guard keeps goose from splitting a statement inside a default: goose
+// ends a statement at a line ending with a semicolon, and a literal may
+// hold one (or a newline, or "--"). Such a statement is marked as one.
+func guard(stmt string, defaults ...string) string {
+	for _, def := range defaults {
+		if strings.ContainsAny(def, ";\n") || strings.Contains(def, "--") {
+			return "-- +goose StatementBegin\n" + stmt + "\n-- +goose StatementEnd"
+		}
+	}
+	return stmt
+}
+
+func (d ddl) createTable(t *catalog.Table) string {
 	var b strings.Builder
 	lines(&b, t.Comment)
 	fmt.Fprintf(&b, "CREATE TABLE %s (", d.q(t.Name))
@@ -243,7 +263,7 @@ func columnDef(c *catalog.Column) string {
 // AddColumn adds a column; ALTER TABLE without ONLY reaches the children
 // of an INHERITS parent, so a base column is one statement.
 func (d ddl) AddColumn(t *catalog.Table, c *catalog.Column) string {
-	return fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s;", d.q(t.Name), columnDef(c))
+	return guard(fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s;", d.q(t.Name), columnDef(c)), c.Default)
 }
 
 // AddRewrites: since PostgreSQL 11 a column with a non-volatile default is
@@ -285,7 +305,7 @@ func (d ddl) DropNotNull(t *catalog.Table, column string) string {
 }
 
 func (d ddl) SetDefault(t *catalog.Table, column, def string) string {
-	return d.alterColumn(t, column) + " SET DEFAULT " + def + ";"
+	return guard(d.alterColumn(t, column)+" SET DEFAULT "+def+";", def)
 }
 
 func (d ddl) DropDefault(t *catalog.Table, column string) string {

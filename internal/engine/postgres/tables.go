@@ -181,3 +181,22 @@ func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 // keeps the template's copy the same.
 const Held = `xmax <> '0'::xid AND (xmax::text::bigint IN (SELECT x::text::bigint % 4294967296 FROM pg_snapshot_xip(pg_current_snapshot()) AS x)
         OR (xmax::text::bigint - pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296 + 4294967296) % 4294967296 < 2147483648)`
+
+// Relations are the table, its indexes (a primary key or unique constraint
+// is an index too) and, for a table with a bigserial id of its own, its
+// sequence: all relations, whose names PostgreSQL keeps unique per schema.
+func (Engine) Relations(t *catalog.Table) []string {
+	names := []string{t.Name}
+	for _, i := range t.Indexes {
+		names = append(names, i.Name)
+	}
+	if id := t.Column("id"); id != nil && id.Type == "bigserial" {
+		names = append(names, t.Name+"_id_seq")
+	}
+	return names
+}
+
+// Limits: NAMEDATALEN-1 bytes a name, 1600 columns a table.
+func (Engine) Limits() engine.Limits {
+	return engine.Limits{MaxIdentifier: MaxIdentifier, MaxColumns: 1600}
+}

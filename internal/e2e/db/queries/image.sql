@@ -36,12 +36,12 @@ VALUES (@tenant_id, @url, @format, @quality, @ratio, @taken_at, @ref, @label, @m
 -- every column, so PushManyImage asks for the values the defaults give to the
 -- jobs that leave those fields unset. A plain read.
 SELECT n,
-       'webp'::text AS format,
-       80::integer AS quality,
-       1.5::numeric(4, 2) AS ratio,
-       now()::timestamptz AS taken_at,
-       gen_random_uuid()::uuid AS ref,
-       'untitled'::text AS label
+       ('webp')::text AS format,
+       (80)::integer AS quality,
+       (1.5)::numeric(4, 2) AS ratio,
+       (now())::timestamptz AS taken_at,
+       (gen_random_uuid())::uuid AS ref,
+       ('untitled')::text AS label
 FROM generate_series(1, sqlc.arg('n')::integer) AS n;
 
 -- name: PushManyImageAt :copyfrom

@@ -54,7 +54,7 @@ VALUES (@tenant_id, @c_text, @c_varchar, @c_smallint, @c_integer, @c_bigint, @c_
 -- for the values the defaults give to the jobs that leave those fields unset.
 -- A plain read.
 SELECT n,
-       7::integer AS d_count
+       (7)::integer AS d_count
 FROM generate_series(1, sqlc.arg('n')::integer) AS n;
 
 -- name: PushManyTypedAt :copyfrom

@@ -36,7 +36,7 @@ VALUES (@tenant_id, @region, @recipient, @subject, @attachments, @sent_on, @prio
 -- for the values the defaults give to the jobs that leave those fields unset.
 -- A plain read.
 SELECT n,
-       'eu'::text AS region
+       ('eu')::text AS region
 FROM generate_series(1, sqlc.arg('n')::integer) AS n;
 
 -- name: PushManyEmailAt :copyfrom

@@ -31,7 +31,7 @@ VALUES (@tenant_id, @region, @image_id, @sizes, @priority, @max_attempts);
 -- asks for the values the defaults give to the jobs that leave those fields
 -- unset. A plain read.
 SELECT n,
-       'eu'::text AS region
+       ('eu')::text AS region
 FROM generate_series(1, sqlc.arg('n')::integer) AS n;
 
 -- name: PushManyThumbnailAt :copyfrom

@@ -167,7 +167,7 @@ func (q *Queries) CompleteManyEmail(ctx context.Context, arg CompleteManyEmailPa
 
 const defaultsEmail = `-- name: DefaultsEmail :many
 SELECT n,
-       'eu'::text AS region
+       ('eu')::text AS region
 FROM generate_series(1, $1::integer) AS n
 `
 

@@ -166,7 +166,7 @@ func (q *Queries) CompleteThumbnail(ctx context.Context, arg CompleteThumbnailPa
 
 const defaultsThumbnail = `-- name: DefaultsThumbnail :many
 SELECT n,
-       'eu'::text AS region
+       ('eu')::text AS region
 FROM generate_series(1, $1::integer) AS n
 `
 

@@ -1,0 +1,68 @@
+package model_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/queuegen/queuegen/internal/model"
+	"github.com/queuegen/queuegen/internal/spec"
+)
+
+func build(t *testing.T, yaml string) error {
+	t.Helper()
+	s, err := spec.Parse("q.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatalf("the spec does not parse: %v", err)
+	}
+	_, err = model.Build(s)
+	return err
+}
+
+// TestColumnLimit: a table over the engine's column limit is refused at
+// the spec, not by the migration.
+func TestColumnLimit(t *testing.T) {
+	var cols strings.Builder
+	for i := range 1700 {
+		fmt.Fprintf(&cols, "        c%d: integer\n", i)
+	}
+	err := build(t, "version: 1\npackage: {name: jobs, dir: jobs}\nmigrations: m\nqueries: q\nqueues:\n  - name: wide\n    payload:\n      columns:\n"+cols.String())
+	if err == nil || !strings.Contains(err.Error(), "q.yaml:6:5: queues[wide].name: queue wide (table wide_queue) would have 1713 columns, and postgresql allows at most 1600") {
+		t.Errorf("1700 payload columns: %v", err)
+	}
+}
+
+// TestDerivedNamesUnique: two tables whose derived names would collide
+// are refused, naming both.
+func TestDerivedNamesUnique(t *testing.T) {
+	err := build(t, `version: 1
+package: {name: jobs, dir: jobs}
+migrations: m
+queries: q
+queues:
+  - name: a
+    table: mail
+    payload: {columns: {n: integer}}
+  - name: b
+    table: mail_claim
+    payload: {columns: {n: integer}}
+`)
+	if err != nil {
+		t.Fatalf("distinct tables were refused: %v", err)
+	}
+	err = build(t, `version: 1
+package: {name: jobs, dir: jobs}
+migrations: m
+queries: q
+queues:
+  - name: a
+    table: mail
+    payload: {columns: {n: integer}}
+  - name: b
+    table: mail_claim_idx
+    payload: {columns: {n: integer}}
+`)
+	if err == nil || !strings.Contains(err.Error(), `queue b (table mail_claim_idx) would create "mail_claim_idx", which queue a (table mail) creates too`) {
+		t.Errorf("colliding derived names: %v", err)
+	}
+}
