@@ -2,117 +2,200 @@ package queue
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
 )
 
-// finish is a handler's result waiting to be written: a completion, or a
-// failure with its retry delay.
-type finish[P any] struct {
-	job      *Job[P]
-	complete bool
-	cause    error
-	delay    time.Duration
-	at       time.Time // when set, retry at this time rather than after delay
+// resultKind is what a handler's result does to its job.
+type resultKind int
+
+const (
+	resultComplete resultKind = iota
+	resultFail                // retry after delay, or at
+	resultSnooze              // put back for delay, attempt given back
+	resultDiscard             // dead now
+	resultRelease             // given back unworked (shutdown)
+)
+
+// result is a handler's result waiting to be written.
+type result[P any] struct {
+	job   *Job[P]
+	kind  resultKind
+	cause error
+	delay time.Duration
+	at    time.Time // resultFail: retry at this time rather than after delay
 }
 
-// finish hands a result to the completer. After shutdown has stopped the
-// completer, a late result (from a handler that ignored cancellation) is
-// dropped: its job comes back when the lease expires.
-func (w *Worker[P]) finish(f finish[P]) {
+// results holds what handlers finished and the database has not yet
+// recorded. Handing a result over never blocks, so a handler's slot is
+// free as soon as it returns, even while the database refuses writes; the
+// claim loop instead stops claiming while the backlog is large.
+type results[P any] struct {
+	mu      sync.Mutex
+	pending []result[P]
+	writing int           // results taken by the completer, not yet written
+	ready   chan struct{} // capacity 1: something was added
+}
+
+func newResults[P any]() *results[P] { return &results[P]{ready: make(chan struct{}, 1)} }
+
+func (r *results[P]) add(res result[P]) {
+	r.mu.Lock()
+	r.pending = append(r.pending, res)
+	r.mu.Unlock()
 	select {
-	case w.done <- f:
-	case <-w.stop:
-		select {
-		case w.done <- f: // the completer drains what is already sent
-		default:
-		}
+	case r.ready <- struct{}{}:
+	default:
 	}
 }
 
+// take removes up to n pending results for writing.
+func (r *results[P]) take(n int) []result[P] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n = min(n, len(r.pending))
+	batch := append([]result[P](nil), r.pending[:n]...)
+	r.pending = r.pending[n:]
+	r.writing += n
+	return batch
+}
+
+// written marks n taken results as done with (written or given up).
+func (r *results[P]) written(n int) {
+	r.mu.Lock()
+	r.writing -= n
+	r.mu.Unlock()
+}
+
+// backlog is how many results are not yet recorded.
+func (r *results[P]) backlog() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending) + r.writing
+}
+
+// finish hands a result to the completer; it never blocks.
+func (w *Worker[P]) finish(res result[P]) { w.results.add(res) }
+
 // completer writes results in batches: one CompleteMany and one FailMany
 // statement for everything finished within FlushInterval (or FlushSize
-// jobs). A batch the database refuses (it is down, say) is kept and
-// retried with backoff, never dropped; meanwhile handlers wait to hand
-// over more results, which bounds what is held in memory.
-func (w *Worker[P]) completer(ctx context.Context) {
-	var pending []finish[P]
+// jobs). A batch the database refuses is kept and retried with backoff,
+// never dropped, until ctx ends; meanwhile handlers keep handing over
+// results and the claim loop pauses claiming once the backlog is large.
+// After stop is closed it writes what is left, until ctx ends, and
+// returns the number of results it could not write and the last error.
+func (w *Worker[P]) completer(ctx context.Context, stop <-chan struct{}) (unwritten int, lastErr error) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	flush := func() {
-		for len(pending) > 0 {
-			n := min(len(pending), w.cfg.flushSize)
-			if w.write(ctx, pending[:n]) {
-				pending = pending[n:]
-				continue
+	armed := false
+	flush := func() bool {
+		for {
+			batch := w.results.take(w.cfg.flushSize)
+			if len(batch) == 0 {
+				return true
 			}
-			return // ctx ended: give up on the rest (leases expire, jobs return)
+			err := w.write(ctx, batch)
+			w.results.written(len(batch))
+			if err != nil {
+				lastErr = err
+				unwritten += len(batch) + w.results.backlog()
+				return false
+			}
 		}
 	}
 	for {
 		select {
-		case f := <-w.done:
-			if len(pending) == 0 {
+		case <-w.results.ready:
+			if !armed {
 				timer.Reset(w.cfg.flushInterval)
+				armed = true
 			}
-			pending = append(pending, f)
-			if len(pending) >= w.cfg.flushSize {
-				flush()
-			}
-		case <-timer.C:
-			flush()
-		case <-w.stop:
-		drain:
-			for {
-				select {
-				case f := <-w.done:
-					pending = append(pending, f)
-				default:
-					break drain
+			if w.results.backlog() >= w.cfg.flushSize {
+				armed = false
+				timer.Stop()
+				if !flush() {
+					return unwritten, lastErr
 				}
 			}
+		case <-timer.C:
+			armed = false
+			if !flush() {
+				return unwritten, lastErr
+			}
+		case <-stop:
 			flush()
-			return
+			return unwritten, lastErr
 		}
 	}
 }
 
-// write stores one batch, retrying each statement until it succeeds or
-// ctx ends; it reports whether the whole batch was written.
-func (w *Worker[P]) write(ctx context.Context, batch []finish[P]) bool {
+// write records one batch, retrying each statement until it succeeds or
+// ctx ends (then it returns the error: the batch is given up, and its jobs
+// come back when their leases expire).
+func (w *Worker[P]) write(ctx context.Context, batch []result[P]) error {
 	var done []*Job[P]
 	var after, at failures[P]
-	for _, f := range batch {
+	var single []result[P]
+	for _, r := range batch {
 		switch {
-		case f.complete:
-			done = append(done, f.job)
-		case f.at.IsZero():
-			after.add(f)
+		case r.kind == resultComplete:
+			done = append(done, r.job)
+		case r.kind == resultFail && r.at.IsZero():
+			after.add(r)
+		case r.kind == resultFail:
+			at.add(r)
 		default:
-			at.add(f)
+			single = append(single, r)
 		}
 	}
-	if len(done) > 0 && !w.retry(ctx, "complete", len(done), func() error {
-		ids, err := w.q.CompleteMany(ctx, done)
-		if err == nil && len(ids) < len(done) {
-			w.cfg.logger.Warn("some completed jobs were no longer held (their leases were lost); they may run again", "queue", w.name, "jobs", len(done)-len(ids))
+	if len(done) > 0 {
+		if err := w.retry(ctx, "complete", len(done), func() error {
+			n, err := w.q.CompleteMany(ctx, done)
+			if err == nil && int(n) < len(done) {
+				w.cfg.logger.Warn("some completed jobs were no longer held (their leases were lost); they may run again", "queue", w.name, "jobs", len(done)-int(n))
+			}
+			return err
+		}); err != nil {
+			return err
 		}
-		return err
-	}) {
-		return false
 	}
-	if len(after.jobs) > 0 && !w.retry(ctx, "fail", len(after.jobs), func() error {
-		_, err := w.q.FailManyAfter(ctx, after.jobs, after.causes, after.delays)
-		return err
-	}) {
-		return false
+	if len(after.jobs) > 0 {
+		if err := w.retry(ctx, "fail", len(after.jobs), func() error {
+			_, err := w.q.FailManyAfter(ctx, after.jobs, after.causes, after.delays)
+			return err
+		}); err != nil {
+			return err
+		}
 	}
-	if len(at.jobs) > 0 && !w.retry(ctx, "fail", len(at.jobs), func() error {
-		_, err := w.q.FailManyAt(ctx, at.jobs, at.causes, at.ats)
-		return err
-	}) {
-		return false
+	if len(at.jobs) > 0 {
+		if err := w.retry(ctx, "fail", len(at.jobs), func() error {
+			_, err := w.q.FailManyAt(ctx, at.jobs, at.causes, at.ats)
+			return err
+		}); err != nil {
+			return err
+		}
 	}
-	return true
+	for _, r := range single {
+		if err := w.retry(ctx, map[resultKind]string{resultSnooze: "snooze", resultDiscard: "discard", resultRelease: "release"}[r.kind], 1, func() error {
+			var err error
+			switch r.kind {
+			case resultSnooze:
+				err = w.q.SnoozeFor(ctx, r.job, r.delay)
+			case resultDiscard:
+				err = w.q.Discard(ctx, r.job, r.cause)
+			case resultRelease:
+				err = w.q.Release(ctx, r.job)
+			}
+			if errors.Is(err, ErrNotHeld) {
+				return nil // fenced: another claim owns it now
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // failures gathers the failed jobs of a batch in the parallel slices the
@@ -124,12 +207,16 @@ type failures[P any] struct {
 	ats    []time.Time
 }
 
-func (f *failures[P]) add(r finish[P]) {
+func (f *failures[P]) add(r result[P]) {
 	f.jobs, f.causes, f.delays, f.ats = append(f.jobs, r.job), append(f.causes, r.cause), append(f.delays, r.delay), append(f.ats, r.at)
 }
 
+// maxWriteBackoff caps the wait between attempts to write a batch, so that
+// writes resume soon after the database comes back.
+const maxWriteBackoff = 500 * time.Millisecond
+
 // retry runs one batch statement until it succeeds or ctx ends.
-func (w *Worker[P]) retry(ctx context.Context, kind string, size int, stmt func() error) bool {
+func (w *Worker[P]) retry(ctx context.Context, kind string, size int, stmt func() error) error {
 	backoff := 10 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := stmt()
@@ -137,15 +224,16 @@ func (w *Worker[P]) retry(ctx context.Context, kind string, size int, stmt func(
 			if h := w.cfg.hooks.Batch; h != nil {
 				h(w.name, kind, size)
 			}
-			return true
+			return nil
 		}
 		if ctx.Err() != nil {
-			w.cfg.logger.Error("could not write finished jobs before shutdown ended; they will be worked again when their leases expire",
-				"queue", w.name, "kind", kind, "jobs", size, "err", err)
-			return false
+			return err
+		}
+		if mutant("drop-refused") {
+			return nil
 		}
 		w.cfg.logger.Warn("writing finished jobs failed; retrying", "queue", w.name, "kind", kind, "jobs", size, "attempt", attempt, "err", err)
 		sleep(ctx, backoff)
-		backoff = min(2*backoff, 2*time.Second)
+		backoff = min(2*backoff, maxWriteBackoff)
 	}
 }

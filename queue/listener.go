@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -27,6 +29,8 @@ type Listener struct {
 	cancel  context.CancelFunc
 	started bool
 	done    chan struct{}
+
+	probeTimeout time.Duration
 }
 
 // NewListener returns a listener whose connection is taken from pool
@@ -42,13 +46,22 @@ func NewListener(pool *pgxpool.Pool, logger *slog.Logger) *Listener {
 	}, logger)
 }
 
+// NewListenerURL returns a listener that connects to url itself: give it
+// a direct URL to the database when the application's pool goes through
+// a transaction-mode pooler such as PgBouncer, through which LISTEN cannot
+// work (the pooler hands the server connection that listened to others).
+func NewListenerURL(url string, logger *slog.Logger) *Listener {
+	return NewListenerFunc(func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, url) }, logger)
+}
+
 // NewListenerFunc is NewListener with a function that opens the
 // connection.
 func NewListenerFunc(connect func(ctx context.Context) (*pgx.Conn, error), logger *slog.Logger) *Listener {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Listener{connect: connect, logger: logger, subs: map[string]map[chan<- struct{}]bool{}, done: make(chan struct{})}
+	return &Listener{connect: connect, logger: logger, subs: map[string]map[chan<- struct{}]bool{}, done: make(chan struct{}),
+		probeTimeout: 2 * time.Second}
 }
 
 // Subscribe makes a notification on channel do a non-blocking send on
@@ -89,31 +102,58 @@ func (l *Listener) Close() {
 
 func (l *Listener) run(ctx context.Context) {
 	defer close(l.done)
-	backoff := 100 * time.Millisecond
+	backoff := minListenBackoff
 	for ctx.Err() == nil {
-		err := l.session(ctx)
+		listened, err := l.session(ctx)
 		if ctx.Err() != nil {
 			return
 		}
+		backoff = nextListenBackoff(backoff, listened)
 		if err == nil {
 			continue // the channels changed; LISTEN anew at once
 		}
+		if errors.Is(err, errNoNotifications) {
+			l.logger.Error("queue listener: "+err.Error()+"; workers poll meanwhile", "retry in", time.Minute)
+			sleep(ctx, time.Minute)
+			continue
+		}
 		l.logger.Warn("queue listener: connection lost; reconnecting", "err", err, "in", backoff)
 		sleep(ctx, backoff)
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 
+const (
+	minListenBackoff = 100 * time.Millisecond
+	maxListenBackoff = 5 * time.Second
+)
+
+// nextListenBackoff is the wait before the next reconnect: it doubles
+// while sessions fail before listening, and starts over after a session
+// that listened.
+func nextListenBackoff(prev time.Duration, listened bool) time.Duration {
+	if listened {
+		return minListenBackoff
+	}
+	return min(2*prev, maxListenBackoff)
+}
+
+// errNoNotifications is a connection that LISTENs but is not notified.
+var errNoNotifications = errors.New("its connection does not receive notifications (it goes through a transaction-mode pooler such as PgBouncer?): give the listener a direct connection, queue.NewListenerURL(directURL, logger)")
+
 // session connects, LISTENs, wakes everyone, and relays notifications
 // until the connection fails or the channels change.
-func (l *Listener) session(ctx context.Context) error {
+// It reports whether it got as far as listening.
+func (l *Listener) session(ctx context.Context) (listened bool, err error) {
 	conn, err := l.connect(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(ctx, "SET application_name = 'queuegen-listener'"); err != nil {
-		return err
+		return false, err
+	}
+	if err := l.probe(ctx, conn); err != nil {
+		return false, err
 	}
 	for {
 		waitCtx, restart := context.WithCancel(ctx)
@@ -127,9 +167,10 @@ func (l *Listener) session(ctx context.Context) error {
 		for _, ch := range channels {
 			if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 				restart()
-				return err
+				return listened, err
 			}
 		}
+		listened = true
 		l.wakeAll() // catch up on anything pushed while not listening
 		for {
 			n, err := conn.WaitForNotification(waitCtx)
@@ -138,13 +179,37 @@ func (l *Listener) session(ctx context.Context) error {
 				if ctx.Err() == nil && waitCtx.Err() != nil {
 					// The channels changed: pgx closes a connection whose
 					// wait is cancelled, so start a new session.
-					return nil
+					return listened, nil
 				}
-				return err
+				return listened, err
 			}
 			l.wakeChannel(n.Channel)
 		}
 	}
+}
+
+// probe checks that the connection receives the notifications it listens
+// for: through a transaction-mode pooler, LISTEN succeeds but nothing ever
+// arrives.
+func (l *Listener) probe(ctx context.Context, conn *pgx.Conn) error {
+	ch := fmt.Sprintf("queuegen_probe_%d", conn.PgConn().PID())
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_notify($1, '')", ch); err != nil {
+		return err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, l.probeTimeout)
+	defer cancel()
+	_, err := conn.WaitForNotification(waitCtx)
+	if err != nil && ctx.Err() == nil && waitCtx.Err() != nil {
+		return errNoNotifications
+	}
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "UNLISTEN "+pgx.Identifier{ch}.Sanitize())
+	return err
 }
 
 func (l *Listener) wakeChannel(ch string) {

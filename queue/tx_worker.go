@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/queuegen/queuegen/queue/internal/wake"
 )
 
 // TxQueue is what a TxWorker needs of a queue whose transactions are of
@@ -60,6 +62,7 @@ func (w *TxWorker[P, Tx]) Run(ctx context.Context) error {
 	if l := w.cfg.listener; l != nil && w.q.NotifyChannel() != "" {
 		defer l.Subscribe(w.q.NotifyChannel(), w.wake)()
 	}
+	defer wake.Subscribe(w.name, w.wake)() // pushes made in this process
 	jobsCtx, cancelJobs := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelJobs(nil)
 	var wg sync.WaitGroup

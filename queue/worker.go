@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/queuegen/queuegen/queue/internal/wake"
 )
 
 // LeaseQueue is what a Worker needs of a queue: the methods every
@@ -17,7 +20,7 @@ type LeaseQueue[P any] interface {
 	NotifyChannel() string
 	RetryDelay(attempt int32) time.Duration
 	Claim(ctx context.Context, node string, max int, opts ...ClaimOption) ([]*Job[P], error)
-	CompleteMany(ctx context.Context, jobs []*Job[P]) ([]int64, error)
+	CompleteMany(ctx context.Context, jobs []*Job[P]) (int64, error)
 	FailManyAfter(ctx context.Context, jobs []*Job[P], causes []error, delays []time.Duration) (map[int64]State, error)
 	FailManyAt(ctx context.Context, jobs []*Job[P], causes []error, ats []time.Time) (map[int64]State, error)
 	SnoozeFor(ctx context.Context, job *Job[P], d time.Duration) error
@@ -50,9 +53,8 @@ type Worker[P any] struct {
 	mu      sync.Mutex
 	running map[int64]*runningJob[P]
 
-	done  chan finish[P] // to the completer
-	stop  chan struct{}  // closed when the completer stops taking work
-	pause *pauseGate
+	results *results[P] // finished, not yet written
+	pause   *pauseGate
 }
 
 type runningJob[P any] struct {
@@ -80,8 +82,7 @@ func NewWorker[P any](q LeaseQueue[P], handler Handler[P], opts ...WorkerOption)
 		slots:   make(chan struct{}, cfg.concurrency),
 		wake:    make(chan struct{}, 1),
 		running: map[int64]*runningJob[P]{},
-		done:    make(chan finish[P], cfg.concurrency),
-		stop:    make(chan struct{}),
+		results: newResults[P](),
 		pause:   &pauseGate{read: q.Paused, interval: cfg.pauseInterval},
 	}
 }
@@ -89,23 +90,39 @@ func NewWorker[P any](q LeaseQueue[P], handler Handler[P], opts ...WorkerOption)
 // Node is the node id this worker records in its leases.
 func (w *Worker[P]) Node() string { return w.cfg.node }
 
-// Run works the queue until ctx is cancelled, then shuts down gracefully:
-// it stops claiming, gives running handlers ShutdownTimeout to finish,
-// cancels the rest and releases their jobs, and flushes every pending
-// completion. It returns nil after a clean shutdown.
+// ShutdownError says what a shutdown that ran out of time left behind.
+type ShutdownError struct {
+	Queue string
+	// Running is how many handlers ignored their cancelled context: their
+	// jobs stay leased until the leases expire, then run again.
+	Running int
+	// Unwritten is how many finished jobs could not be recorded before
+	// the timeout (the database refused, with Err): they run again when
+	// their leases expire.
+	Unwritten int
+	Err       error
+}
+
+func (e *ShutdownError) Error() string {
+	var parts []string
+	if e.Running > 0 {
+		parts = append(parts, fmt.Sprintf("%d handlers ignored cancellation (their jobs come back when their leases expire)", e.Running))
+	}
+	if e.Unwritten > 0 {
+		parts = append(parts, fmt.Sprintf("%d finished jobs could not be recorded (%v); they run again when their leases expire", e.Unwritten, e.Err))
+	}
+	return fmt.Sprintf("queue %s: shutdown timed out: %s", e.Queue, strings.Join(parts, "; "))
+}
+
+// Run works the queue until ctx is cancelled, then shuts down gracefully,
+// within ShutdownTimeout: it stops claiming, gives running handlers most
+// of the timeout to finish, cancels the rest and releases their jobs, and
+// writes every pending result. It returns nil after a clean shutdown, and a
+// *ShutdownError saying what it left when the timeout ran out.
 func (w *Worker[P]) Run(ctx context.Context) error {
 	log := w.cfg.logger.With("queue", w.name, "node", w.cfg.node)
-	if w.cfg.stableNode {
-		n, err := w.q.ReleaseNode(ctx, w.cfg.node)
-		if err != nil && ctx.Err() != nil {
-			return nil // shut down before it started: nothing was claimed
-		}
-		if err != nil {
-			return fmt.Errorf("queue %s: releasing what node %s left claimed: %w", w.name, w.cfg.node, err)
-		}
-		if n > 0 {
-			log.Info("released jobs a previous run of this node left claimed", "jobs", n)
-		}
+	if w.cfg.stableNode && !w.releaseNode(ctx, log) {
+		return nil // shut down before it started: nothing was claimed
 	}
 
 	// Handlers and the completer outlive ctx: they get their own contexts,
@@ -114,8 +131,16 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 	defer cancelJobs(nil)
 	flushCtx, cancelFlush := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelFlush()
-	completerDone := make(chan struct{})
-	go func() { defer close(completerDone); w.completer(flushCtx) }()
+	stopCompleter := make(chan struct{})
+	type outcome struct {
+		unwritten int
+		err       error
+	}
+	completerDone := make(chan outcome, 1)
+	go func() {
+		n, err := w.completer(flushCtx, stopCompleter)
+		completerDone <- outcome{n, err}
+	}()
 
 	bg, cancelBG := context.WithCancel(ctx)
 	var bgWG sync.WaitGroup
@@ -131,6 +156,7 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 			log.Warn("a Listener was given but the queue does not notify on push (set notify: true in the spec); polling only")
 		}
 	}
+	defer wake.Subscribe(w.name, w.wake)() // pushes made in this process
 
 	var claimers sync.WaitGroup
 	for range w.cfg.claimers {
@@ -140,32 +166,59 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 	cancelBG()
 	bgWG.Wait()
 
-	// Shutdown: let running handlers finish, then cancel them.
+	// Shutdown, within ShutdownTimeout: handlers get three quarters of it,
+	// then are cancelled (their jobs are released); what remains is for
+	// writing the results.
+	deadline := time.Now().Add(w.cfg.shutdownTimeout)
 	finished := make(chan struct{})
 	go func() { w.handles.Wait(); close(finished) }()
-	var err error
 	select {
 	case <-finished:
-	case <-time.After(w.cfg.shutdownTimeout):
-		log.Warn("shutdown timeout: cancelling running jobs", "jobs", w.runningCount())
+	case <-time.After(time.Until(deadline) * 3 / 4):
+		log.Warn("shutdown: cancelling running jobs", "jobs", w.runningCount())
 		cancelJobs(errShutdown)
 		select {
 		case <-finished:
-		case <-time.After(w.cfg.shutdownTimeout):
-			err = fmt.Errorf("queue %s: %d handlers ignored cancellation; their jobs come back when their leases expire", w.name, w.runningCount())
+		case <-time.After(time.Until(deadline) / 2):
 		}
 	}
-	// Flush what is pending, retrying a failing database for up to
-	// ShutdownTimeout; what still cannot be written comes back when its
-	// lease expires (at-least-once).
-	close(w.stop)
+	running := w.runningCount()
+	close(stopCompleter)
+	var out outcome
 	select {
-	case <-completerDone:
-	case <-time.After(w.cfg.shutdownTimeout):
+	case out = <-completerDone:
+	case <-time.After(time.Until(deadline)):
 		cancelFlush()
-		<-completerDone
+		out = <-completerDone
 	}
-	return err
+	if running > 0 || out.unwritten > 0 {
+		err := &ShutdownError{Queue: w.name, Running: running, Unwritten: out.unwritten, Err: out.err}
+		log.Error("shutdown left work behind", "err", err)
+		return err
+	}
+	return nil
+}
+
+// releaseNode makes what a previous run of this node left claimed
+// claimable again, retrying with backoff while the database cannot be
+// reached. It reports false when ctx ended first.
+func (w *Worker[P]) releaseNode(ctx context.Context, log *slog.Logger) bool {
+	backoff := 100 * time.Millisecond
+	for {
+		n, err := w.q.ReleaseNode(ctx, w.cfg.node)
+		if err == nil {
+			if n > 0 {
+				log.Info("released jobs a previous run of this node left claimed", "jobs", n)
+			}
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		log.Warn("releasing what a previous run of this node left claimed failed; retrying", "err", err, "in", backoff)
+		sleep(ctx, backoff)
+		backoff = min(2*backoff, w.cfg.pollInterval)
+	}
 }
 
 // claimLoop claims while ctx lasts.
@@ -174,6 +227,12 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 	failures := 0
 	for ctx.Err() == nil {
 		if w.pause.hold(ctx) {
+			continue
+		}
+		// While finished jobs cannot be recorded, claim no more: their
+		// results would only pile up.
+		if w.results.backlog() >= w.backlogLimit() {
+			sleep(ctx, w.cfg.flushInterval+10*time.Millisecond)
 			continue
 		}
 		// Wait for one free slot, then take every other free one.
@@ -284,18 +343,27 @@ func (w *Worker[P]) start(jobsCtx context.Context, job *Job[P]) {
 
 // call runs the handler, turning a panic into an error with the stack.
 func (w *Worker[P]) call(ctx context.Context, job *Job[P]) error {
-	return recovered(func() error { return w.handler(ctx, job) })
+	if mutant("skip-handler") {
+		return nil
+	}
+	if mutant("double-run") {
+		recovered(func() error { return w.handler(ctx, job) })
+	}
+	err := recovered(func() error { return w.handler(ctx, job) })
+	if mutant("error-completes") {
+		return nil
+	}
+	return err
 }
 
-// settle decides what the handler's result does to the job.
+// settle decides what the handler's result does to the job; it hands the
+// result to the completer and never waits for the database.
 func (w *Worker[P]) settle(job *Job[P], err, cause error) Outcome {
-	if err == nil { // the hot path: no logger, no context
-		w.finish(finish[P]{job: job, complete: true})
+	if err == nil { // the hot path: no logger
+		w.finish(result[P]{job: job, kind: resultComplete})
 		return OutcomeCompleted
 	}
 	log := w.cfg.logger.With("queue", w.name, "job", job.ID, "attempt", job.Attempt)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	snooze, retryAt, discard := classify(err)
 	switch {
 	case errors.Is(cause, errLeaseLost), errors.Is(cause, errLeaseExpired):
@@ -304,30 +372,29 @@ func (w *Worker[P]) settle(job *Job[P], err, cause error) Outcome {
 		log.Warn("job abandoned: lease lost", "cause", cause, "err", err)
 		return OutcomeLost
 	case errors.Is(cause, errShutdown):
-		if rerr := w.q.Release(ctx, job); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
-			log.Error("releasing a job at shutdown failed; it comes back when its lease expires", "err", rerr)
-		}
+		w.finish(result[P]{job: job, kind: resultRelease})
 		return OutcomeReleased
 	case snooze != nil:
-		if serr := w.q.SnoozeFor(ctx, job, snooze.d); serr != nil {
-			log.Error("snooze failed", "err", serr)
-		}
+		w.finish(result[P]{job: job, kind: resultSnooze, delay: snooze.d})
 		return OutcomeSnoozed
 	case discard != nil:
-		if derr := w.q.Discard(ctx, job, discard.err); derr != nil {
-			log.Error("discard failed", "err", derr)
-		}
+		w.finish(result[P]{job: job, kind: resultDiscard, cause: discard.err})
 		log.Error("job discarded", "err", err)
 		return OutcomeDead
 	}
 	delay, at, err := retryPlan(w.q, job.Attempt, err, retryAt)
-	w.finish(finish[P]{job: job, cause: err, delay: delay, at: at})
+	w.finish(result[P]{job: job, kind: resultFail, cause: err, delay: delay, at: at})
 	if job.Attempt >= job.MaxAttempts {
 		log.Error("job failed its last attempt: dead", "err", err)
 		return OutcomeDead
 	}
 	log.Warn("job failed; will retry", "err", err, "in", delay)
 	return OutcomeFailed
+}
+
+// backlogLimit is how many unwritten results stop the claim loop.
+func (w *Worker[P]) backlogLimit() int {
+	return 2 * max(w.cfg.concurrency, w.cfg.flushSize)
 }
 
 // heartbeat extends the leases of running jobs every third of a lease.

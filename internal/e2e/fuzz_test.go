@@ -20,7 +20,8 @@ import (
 // infinities, numeric with NaN and infinities, uuid, timestamptz, date,
 // bytea, arrays, jsonb, and NULL in the nullable ones) and reads them back: what PostgreSQL can store
 // comes back unchanged; what it cannot (NUL bytes and invalid UTF-8 in
-// text) is refused with an error, never a panic or a silent change.
+// text, and in JSON payloads) is refused with an error, never a panic or
+// a silent change.
 // Values are always bound parameters, so SQL-looking strings are data.
 func FuzzPayloadRoundTrip(f *testing.F) {
 	f.Add("hello", int64(1), 1.5, []byte{0, 1, 255}, "a,b,c", "12.345", false)
@@ -30,6 +31,7 @@ func FuzzPayloadRoundTrip(f *testing.F) {
 	f.Add(strings.Repeat("long ", 20000), int64(-1), -0.0, bytes.Repeat([]byte{7}, 100000), "$1,@x", "-0.000000001", false)
 	pool := migrated(f)
 	q := jobs.NewTypedQueue(pool)
+	reports := jobs.NewReportQueue(pool)
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, s string, n int64, d float64, b []byte, list string, num string, nulls bool) {
 		doc, _ := json.Marshal(map[string]string{"s": s})
@@ -56,6 +58,18 @@ func FuzzPayloadRoundTrip(f *testing.F) {
 			p.NTimestamptz, p.NDate, p.NUuid, p.NTextArray = &at, &day, p.CUuid, p.CTextArray
 		}
 		storable := func(v string) bool { return utf8.ValidString(v) && !strings.ContainsRune(v, 0) }
+		// A JSON payload: invalid UTF-8 is refused (encoding/json would
+		// store U+FFFD); PostgreSQL refuses NUL (\u0000) in jsonb.
+		jp := jobs.ReportPayload{ReportID: n, Format: &s, RequestedAt: time.Unix(0, 0).UTC()}
+		if jres, err := reports.Push(ctx, jp); !storable(s) {
+			if err == nil {
+				t.Fatalf("a JSON payload holding %q was pushed", s)
+			}
+		} else if err != nil {
+			t.Fatalf("push of a storable JSON payload failed: %v", err)
+		} else if got, err := reports.Get(ctx, jres.ID); err != nil || got.Payload.ReportID != n || *got.Payload.Format != s {
+			t.Fatalf("JSON payload round trip: %+v, %v", got, err)
+		}
 		// c_numeric is numeric(12, 3): PostgreSQL rounds to three decimals
 		// and refuses what does not fit (infinities included); ask it what
 		// it stores.

@@ -148,7 +148,7 @@ func TestLeaseExpiredIsReclaimedAndOldHolderFenced(t *testing.T) {
 			t.Errorf("stale %s = %v, want ErrNotHeld", name, err)
 		}
 	}
-	if n, err := q.CompleteMany(ctx, old); err != nil || len(n) != 0 {
+	if n, err := q.CompleteMany(ctx, old); err != nil || n != 0 {
 		t.Errorf("stale CompleteMany = %v, %v; want nothing completed", n, err)
 	}
 	if err := q.Complete(ctx, fresh[0]); err != nil {
@@ -378,8 +378,8 @@ func TestLeaseConcurrentClaimsExactlyOnce(t *testing.T) {
 					seen[j.ID]++
 				}
 				mu.Unlock()
-				if done, err := q.CompleteMany(ctx, got); err != nil || len(done) != len(got) {
-					t.Errorf("CompleteMany = %d of %d, %v", len(done), len(got), err)
+				if done, err := q.CompleteMany(ctx, got); err != nil || int(done) != len(got) {
+					t.Errorf("CompleteMany = %d of %d, %v", done, len(got), err)
 				}
 			}
 		})

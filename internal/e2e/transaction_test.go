@@ -109,8 +109,8 @@ func TestTransactionFailDeadAndBatch(t *testing.T) {
 	if s, err := q.Fail(ctx, tx, got[0], errors.New("again")); err != nil || s != queue.StateDead {
 		t.Errorf("Fail on the last attempt = %q, %v; want dead", s, err)
 	}
-	if ids, err := q.CompleteMany(ctx, tx, got[1:2]); err != nil || len(ids) != 1 {
-		t.Errorf("CompleteMany = %v, %v", ids, err)
+	if n, err := q.CompleteMany(ctx, tx, got[1:2]); err != nil || n != 1 {
+		t.Errorf("CompleteMany = %v, %v", n, err)
 	}
 	if err := q.Snooze(ctx, tx, got[2], time.Now().Add(time.Minute)); err != nil {
 		t.Error(err)

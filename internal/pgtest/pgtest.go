@@ -423,6 +423,7 @@ type tempCluster struct {
 	pgCtl string
 	cred  *syscall.Credential // nil unless run as another user
 	url   string
+	opts  string // the server options it was started with
 }
 
 // startCluster creates and starts a throwaway cluster. It must be called with
@@ -496,6 +497,7 @@ func startCluster() (*tempCluster, error) {
 			continue
 		}
 		c.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+		c.opts = opts
 		if err := waitReady(ctx, c.url); err != nil {
 			return nil, fmt.Errorf("throwaway cluster on port %d not ready: %w", port, err)
 		}
@@ -681,5 +683,29 @@ func (c *Cluster) Restart(t testing.TB) {
 	}
 	if err := waitReady(ctx, c.c.url); err != nil {
 		t.Fatalf("pgtest: after restart: %v", err)
+	}
+}
+
+// Stop stops the server (pg_ctl stop -m fast): the database is unreachable
+// until Start.
+func (c *Cluster) Stop(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterStartTimeout)
+	defer cancel()
+	if out, err := c.c.run(ctx, c.c.pgCtl, "-D", c.c.data, "-w", "-m", "fast", "stop"); err != nil {
+		t.Fatalf("pgtest: pg_ctl stop: %v\n%s", err, out)
+	}
+}
+
+// Start starts a stopped server and waits until it accepts connections.
+func (c *Cluster) Start(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterStartTimeout)
+	defer cancel()
+	if out, err := c.c.run(ctx, c.c.pgCtl, "-D", c.c.data, "-l", filepath.Join(c.c.dir, "postgres.log"), "-w", "-o", c.c.opts, "start"); err != nil {
+		t.Fatalf("pgtest: pg_ctl start: %v\n%s", err, out)
+	}
+	if err := waitReady(ctx, c.c.url); err != nil {
+		t.Fatalf("pgtest: after start: %v", err)
 	}
 }

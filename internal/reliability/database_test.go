@@ -21,10 +21,12 @@ func runWorkers(t *testing.T, pool *pgxpool.Pool, n int, work time.Duration) (st
 	var wg sync.WaitGroup
 	q := jobs.NewWorkQueue(pool)
 	for i := range n {
-		w := q.Worker(func(context.Context, *queue.Job[jobs.WorkPayload]) error {
+		node := "node-" + string(rune('a'+i))
+		w := q.Worker(func(ctx context.Context, job *queue.Job[jobs.WorkPayload]) error {
 			time.Sleep(work)
+			record(ctx, pool, "work_queue", job.ID, job.Attempt, node)
 			return nil
-		}, queue.Node("node-"+string(rune('a'+i))), queue.Concurrency(8), queue.PollInterval(100*time.Millisecond), queue.Logger(quiet))
+		}, queue.Node(node), queue.Concurrency(8), queue.PollInterval(100*time.Millisecond), queue.Logger(quiet))
 		wg.Go(func() {
 			if err := w.Run(ctx); err != nil {
 				t.Errorf("worker: %v", err)
@@ -78,7 +80,7 @@ func TestConnectionsTerminated(t *testing.T) {
 	waitFinished(t, pool, "work_queue", 2*time.Minute)
 	stop()
 	t.Logf("terminated every connection %d times", kills)
-	check(t, "terminate-backends", tally(t, pool, "work_queue", total))
+	check(t, "terminate-backends", tally(t, pool, "work_queue", total), exactlyOnce)
 }
 
 // TestDatabaseRestart restarts the server (pg_ctl restart -m fast) of a
@@ -99,7 +101,7 @@ func TestDatabaseRestart(t *testing.T) {
 	}
 	waitFinished(t, pool, "work_queue", 2*time.Minute)
 	stop()
-	check(t, "database-restart", tally(t, pool, "work_queue", total))
+	check(t, "database-restart", tally(t, pool, "work_queue", total), atLeastOnce)
 }
 
 // unfinished counts the work jobs not yet finished, retrying while the

@@ -67,12 +67,16 @@ func TestHandlerFailures(t *testing.T) {
 			case "error":
 				return errors.New("upstream said no")
 			}
+			record(ctx, pool, "work_queue", job.ID, job.Attempt, "w")
 			return nil
 		}, queue.JobTimeout(200*time.Millisecond), queue.Concurrency(8), queue.PollInterval(50*time.Millisecond), queue.Logger(quiet)).Run(runCtx)
 		done <- struct{}{}
 	}()
 	go func() {
-		events.Worker(func(context.Context, *queue.Job[jobs.EventPayload]) error { return nil },
+		events.Worker(func(ctx context.Context, job *queue.Job[jobs.EventPayload]) error {
+			record(ctx, pool, "event_queue", job.ID, job.Attempt, "w")
+			return nil
+		},
 			queue.PollInterval(50*time.Millisecond), queue.Logger(quiet)).Run(runCtx)
 		done <- struct{}{}
 	}()
@@ -83,12 +87,12 @@ func TestHandlerFailures(t *testing.T) {
 	<-done
 
 	wc := tally(t, pool, "work_queue", healthy+3*each)
-	check(t, "handler-failures", wc)
+	check(t, "handler-failures", wc, exactlyOnce)
 	if wc.dead != 3*each || wc.completed != healthy {
 		t.Errorf("work: %d dead, %d completed; want %d dead, %d completed", wc.dead, wc.completed, 3*each, healthy)
 	}
 	ec := tally(t, pool, "event_queue", 2*each)
-	check(t, "undecodable-payloads", ec)
+	check(t, "undecodable-payloads", ec, exactlyOnce)
 	if ec.dead != each || ec.completed != each {
 		t.Errorf("events: %d dead, %d completed; want %d of each", ec.dead, ec.completed, each)
 	}
@@ -140,7 +144,12 @@ func TestIsolationLevels(t *testing.T) {
 			go func() {
 				defer close(done)
 				ledger.Worker(func(ctx context.Context, tx pgx.Tx, job *queue.Job[jobs.LedgerPayload]) error {
-					_, err := tx.Exec(ctx, "UPDATE total SET n = n + 1")
+					if _, err := tx.Exec(ctx, "UPDATE total SET n = n + 1"); err != nil {
+						return err
+					}
+					// Recorded in the job's transaction: it commits with
+					// the completion, or not at all.
+					_, err := tx.Exec(ctx, recordSQL, "ledger_queue", job.ID, job.Attempt, "w", runToken())
 					return err
 				}, queue.TxIsolation(level), queue.Concurrency(6), queue.PollInterval(20*time.Millisecond), queue.Logger(quiet),
 					queue.WithHooks(queue.Hooks{JobFinished: func(_ context.Context, _ queue.JobInfo, o queue.Outcome, _ time.Duration, _ error) {
@@ -164,7 +173,7 @@ func TestIsolationLevels(t *testing.T) {
 			if n != total {
 				t.Errorf("the total is %d after %d jobs: a job's work was lost or committed twice", n, total)
 			}
-			check(t, "isolation-"+strings.ReplaceAll(strings.ToLower(level.String()), " ", "-"), tally(t, pool, "ledger_queue", total))
+			check(t, "isolation-"+strings.ReplaceAll(strings.ToLower(level.String()), " ", "-"), tally(t, pool, "ledger_queue", total), exactlyOnce)
 		})
 	}
 	t.Run("lease mode, serializable sessions", func(t *testing.T) {
@@ -185,7 +194,7 @@ func TestIsolationLevels(t *testing.T) {
 		stop := runWorkers(t, pool, 3, time.Millisecond)
 		waitFinished(t, setupPool, "work_queue", 2*time.Minute)
 		stop()
-		check(t, "isolation-lease-serializable", tally(t, setupPool, "work_queue", total))
+		check(t, "isolation-lease-serializable", tally(t, setupPool, "work_queue", total), exactlyOnce)
 	})
 }
 

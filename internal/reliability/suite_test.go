@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,11 +52,15 @@ func scale(ci, longer int) int {
 	return ci
 }
 
-// audit is installed on every queue table of the suite: triggers log
-// each completion (the row's delete) with its attempt, independently of
-// the code under test.
+// audit is the suite's accounting, kept by the database and apart from
+// the code under test: handlers record each run that returned success in
+// handled (lease mode: with a retried, idempotent insert just before
+// returning; transaction mode: in the handler's transaction, so it
+// commits with the job), and triggers log each completion (the row's
+// delete) with its attempt.
 const audit = `
-CREATE TABLE handled (job_id bigint NOT NULL, attempt integer NOT NULL, instance text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());
+CREATE TABLE handled (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL, instance text NOT NULL,
+    run text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (queue, job_id, attempt, run));
 CREATE TABLE completed_log (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL);
 CREATE FUNCTION log_completion() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -64,6 +70,26 @@ END $$;
 CREATE TRIGGER work_completed AFTER DELETE ON work_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
 CREATE TRIGGER ledger_completed AFTER DELETE ON ledger_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
 CREATE TRIGGER event_completed AFTER DELETE ON event_queue FOR EACH ROW EXECUTE FUNCTION log_completion();`
+
+// recordSQL records a successful handler run, named by a token of its
+// own: running it again for the same run changes nothing.
+const recordSQL = "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING"
+
+// runToken names one handler run.
+func runToken() string { return strconv.FormatUint(rand.Uint64(), 36) }
+
+// record records that a lease-mode handler is about to return success,
+// retrying until the database has it (the connection may be killed under
+// it): each run that returns success is recorded exactly once.
+func record(ctx context.Context, pool *pgxpool.Pool, table string, id int64, attempt int32, instance string) {
+	run := runToken()
+	for {
+		if _, err := pool.Exec(context.WithoutCancel(ctx), recordSQL, table, id, attempt, instance, run); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 // prepare migrates a database (a fresh one, or url when given) and adds
 // the audit tables.
@@ -94,7 +120,11 @@ func prepare(t *testing.T, url string) (string, *pgxpool.Pool) {
 
 // counts are a scenario's outcome for one queue table.
 type counts struct {
-	pushed, completed, dead, left, double int
+	pushed, completed, dead, left int
+	// double counts jobs completed (deleted) more than once; unhandled
+	// jobs completed without a handler run that returned success; twice
+	// jobs whose handler returned success more than once.
+	double, unhandled, twice int
 }
 
 func (c counts) lost() int { return c.pushed - c.completed - c.dead - c.left }
@@ -115,20 +145,46 @@ func tally(t *testing.T, pool *pgxpool.Pool, table string, pushed int) counts {
 	c.double = q("SELECT count(*) - count(DISTINCT job_id) FROM completed_log WHERE queue = $1", table)
 	c.dead = q("SELECT count(*) FROM " + table + " WHERE state = 'dead'")
 	c.left = q("SELECT count(*) FROM " + table + " WHERE state <> 'dead'")
+	c.unhandled = q(`SELECT count(DISTINCT job_id) FROM completed_log c
+WHERE c.queue = $1 AND NOT EXISTS (SELECT 1 FROM handled h WHERE h.queue = c.queue AND h.job_id = c.job_id)`, table)
+	c.twice = q("SELECT count(*) FROM (SELECT job_id FROM handled WHERE queue = $1 GROUP BY job_id HAVING count(*) > 1) AS x", table)
 	return c
 }
 
-// check requires nothing lost and nothing completed twice, and prints the
-// scenario's line.
-func check(t *testing.T, scenario string, c counts) {
+// delivery is what a scenario may allow of a job's successful handler
+// runs.
+type delivery int
+
+const (
+	// exactlyOnce: no holder dies and no lease can run out, so a job whose
+	// handler returned success is never handled again; transaction mode
+	// always.
+	exactlyOnce delivery = iota
+	// atLeastOnce: holders die or the database is away longer than a
+	// lease, so a successful run may be repeated (lease mode's guarantee).
+	atLeastOnce
+)
+
+// check requires, per job, that nothing is lost, left unfinished,
+// completed twice or completed without a successful handler run, and
+// (exactlyOnce) no successful run repeated; it prints the scenario's line.
+func check(t *testing.T, scenario string, c counts, d delivery) {
 	t.Helper()
-	line := fmt.Sprintf("reliability %s: %d pushed, %d completed, %d dead, %d lost, %d completed twice", scenario, c.pushed, c.completed, c.dead, c.lost(), c.double)
+	rule := "exactly once"
+	if d == atLeastOnce {
+		rule = "lease mode: at least once"
+	}
+	line := fmt.Sprintf("reliability %s: %d pushed, %d completed, %d dead, %d lost, %d completed twice, %d completed unhandled, %d handled twice (%s)",
+		scenario, c.pushed, c.completed, c.dead, c.lost(), c.double, c.unhandled, c.twice, rule)
 	reportMu.Lock()
 	report = append(report, line)
 	reportMu.Unlock()
 	t.Log(line)
-	if c.lost() != 0 || c.double != 0 || c.left != 0 {
-		t.Errorf("%s: %d left unfinished, %d lost, %d completed twice", scenario, c.left, c.lost(), c.double)
+	if c.lost() != 0 || c.double != 0 || c.left != 0 || c.unhandled != 0 {
+		t.Errorf("%s: %d left unfinished, %d lost, %d completed twice, %d completed without a successful handler run", scenario, c.left, c.lost(), c.double, c.unhandled)
+	}
+	if d == exactlyOnce && c.twice != 0 {
+		t.Errorf("%s: %d jobs handled successfully more than once, though no holder died and no lease could run out (a finished job's result was lost?)", scenario, c.twice)
 	}
 }
 

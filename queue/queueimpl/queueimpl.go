@@ -10,7 +10,13 @@ import (
 	"time"
 
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/internal/wake"
 )
+
+// Pushed wakes the idle workers of queue that run in this process: a
+// generated Push calls it after inserting, so that a push and a worker in
+// one process need no poll (and no database notification) to meet.
+func Pushed(queue string) { wake.Pushed(queue) }
 
 // ResolvePush applies opts over the queue's default max attempts.
 func ResolvePush(defaultMaxAttempts int32, opts []queue.PushOption) queue.PushOptions {

@@ -2,6 +2,7 @@ package queueimpl
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +45,30 @@ func TestValues(t *testing.T) {
 	}
 	if got := *Ptr(3); got != 3 {
 		t.Errorf("Ptr(3) = %d", got)
+	}
+}
+
+func TestMarshalJSONRefusesInvalidUTF8(t *testing.T) {
+	type inner struct{ Tags []string }
+	type payload struct {
+		Name  string
+		In    *inner
+		Meta  map[string]string
+		Bytes []byte
+	}
+	ok := payload{Name: "é", In: &inner{Tags: []string{"a"}}, Meta: map[string]string{"k": "v"}, Bytes: []byte{0xff}}
+	if _, err := MarshalJSON(ok); err != nil {
+		t.Errorf("valid payload refused: %v", err)
+	}
+	for name, p := range map[string]payload{
+		"payload.Name":         {Name: "\xff"},
+		"payload.In.Tags[1]":   {In: &inner{Tags: []string{"a", "b\xfe"}}},
+		"payload.Meta[k]":      {Meta: map[string]string{"k": "\xc3"}},
+		"payload.Meta (a key)": {Meta: map[string]string{"\xc3": "v"}},
+	} {
+		_, err := MarshalJSON(p)
+		if err == nil || !strings.Contains(err.Error(), name+" holds invalid UTF-8") {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

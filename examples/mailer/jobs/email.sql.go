@@ -123,12 +123,11 @@ func (q *Queries) CompleteEmail(ctx context.Context, arg CompleteEmailParams) (i
 	return result.RowsAffected(), nil
 }
 
-const completeManyEmail = `-- name: CompleteManyEmail :many
+const completeManyEmail = `-- name: CompleteManyEmail :execrows
 DELETE FROM email_queue AS job
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'running'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyEmailParams struct {
@@ -137,28 +136,16 @@ type CompleteManyEmailParams struct {
 }
 
 // CompleteManyEmail completes many jobs in one statement, each fenced by its
-// attempt like CompleteEmail, and returns the ids it completed. Rows are
-// found by primary key (id = ANY) and each attempt is read from the parallel
-// array, with no join, so the plan stays a primary-key scan whatever the
-// statistics say.
-func (q *Queries) CompleteManyEmail(ctx context.Context, arg CompleteManyEmailParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyEmail, arg.Ids, arg.Attempts)
+// attempt like CompleteEmail, and counts those it completed. Rows are found
+// by primary key (id = ANY) and each attempt is read from the parallel array,
+// with no join, so the plan stays a primary-key scan whatever the statistics
+// say.
+func (q *Queries) CompleteManyEmail(ctx context.Context, arg CompleteManyEmailParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyEmail, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const depthEmail = `-- name: DepthEmail :one

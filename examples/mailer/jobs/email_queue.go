@@ -79,6 +79,7 @@ func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.Pus
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("email")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -99,7 +100,7 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 			rows[i].Subject = p.Subject
 			rows[i].Body = p.Body
 		}
-		return q.q.PushManyEmailAt(ctx, rows)
+		return q.pushed(q.q.PushManyEmailAt(ctx, rows))
 	}
 	rows := make([]PushManyEmailParams, len(ps))
 	for i, p := range ps {
@@ -109,7 +110,15 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 		rows[i].Subject = p.Subject
 		rows[i].Body = p.Body
 	}
-	return q.q.PushManyEmail(ctx, rows)
+	return q.pushed(q.q.PushManyEmail(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *EmailQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("email")
+	}
+	return n, err
 }
 
 // Claim leases up to max due jobs to node (an id naming this worker
@@ -133,9 +142,9 @@ func (q *EmailQueue) Complete(ctx context.Context, job *queue.Job[EmailPayload])
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPayload]) ([]int64, error) {
+func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPayload]) (int64, error) {
 	arg := CompleteManyEmailParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

@@ -73,13 +73,14 @@ func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...q
 		Delay:       o.Delay,
 	}
 	var err error
-	if arg.Payload, err = json.Marshal(p); err != nil {
+	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
 	row, err := q.q.PushStatement(ctx, arg)
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("statement")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -96,21 +97,29 @@ func (q *StatementQueue) PushMany(ctx context.Context, ps []StatementPayload, op
 		for i, p := range ps {
 			rows[i] = PushManyStatementAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			var err error
-			if rows[i].Payload, err = json.Marshal(p); err != nil {
+			if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 				return 0, err
 			}
 		}
-		return q.q.PushManyStatementAt(ctx, rows)
+		return q.pushed(q.q.PushManyStatementAt(ctx, rows))
 	}
 	rows := make([]PushManyStatementParams, len(ps))
 	for i, p := range ps {
 		rows[i] = PushManyStatementParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		var err error
-		if rows[i].Payload, err = json.Marshal(p); err != nil {
+		if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 			return 0, err
 		}
 	}
-	return q.q.PushManyStatement(ctx, rows)
+	return q.pushed(q.q.PushManyStatement(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *StatementQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("statement")
+	}
+	return n, err
 }
 
 // Claim takes up to max due jobs inside tx, which must stay open while they
@@ -136,9 +145,9 @@ func (q *StatementQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *StatementQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[StatementPayload]) ([]int64, error) {
+func (q *StatementQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[StatementPayload]) (int64, error) {
 	arg := CompleteManyStatementParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

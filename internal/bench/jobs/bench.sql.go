@@ -121,12 +121,11 @@ func (q *Queries) CompleteBench(ctx context.Context, arg CompleteBenchParams) (i
 	return result.RowsAffected(), nil
 }
 
-const completeManyBench = `-- name: CompleteManyBench :many
+const completeManyBench = `-- name: CompleteManyBench :execrows
 DELETE FROM queuegen_bench.bench_queue AS job
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'running'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyBenchParams struct {
@@ -135,28 +134,16 @@ type CompleteManyBenchParams struct {
 }
 
 // CompleteManyBench completes many jobs in one statement, each fenced by its
-// attempt like CompleteBench, and returns the ids it completed. Rows are
-// found by primary key (id = ANY) and each attempt is read from the parallel
-// array, with no join, so the plan stays a primary-key scan whatever the
-// statistics say.
-func (q *Queries) CompleteManyBench(ctx context.Context, arg CompleteManyBenchParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyBench, arg.Ids, arg.Attempts)
+// attempt like CompleteBench, and counts those it completed. Rows are found
+// by primary key (id = ANY) and each attempt is read from the parallel array,
+// with no join, so the plan stays a primary-key scan whatever the statistics
+// say.
+func (q *Queries) CompleteManyBench(ctx context.Context, arg CompleteManyBenchParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyBench, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const depthBench = `-- name: DepthBench :one

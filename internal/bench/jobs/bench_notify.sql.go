@@ -122,12 +122,11 @@ func (q *Queries) CompleteBenchNotify(ctx context.Context, arg CompleteBenchNoti
 	return result.RowsAffected(), nil
 }
 
-const completeManyBenchNotify = `-- name: CompleteManyBenchNotify :many
+const completeManyBenchNotify = `-- name: CompleteManyBenchNotify :execrows
 DELETE FROM queuegen_bench.bench_notify_queue AS job
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'running'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyBenchNotifyParams struct {
@@ -136,28 +135,16 @@ type CompleteManyBenchNotifyParams struct {
 }
 
 // CompleteManyBenchNotify completes many jobs in one statement, each fenced
-// by its attempt like CompleteBenchNotify, and returns the ids it completed.
+// by its attempt like CompleteBenchNotify, and counts those it completed.
 // Rows are found by primary key (id = ANY) and each attempt is read from the
 // parallel array, with no join, so the plan stays a primary-key scan whatever
 // the statistics say.
-func (q *Queries) CompleteManyBenchNotify(ctx context.Context, arg CompleteManyBenchNotifyParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyBenchNotify, arg.Ids, arg.Attempts)
+func (q *Queries) CompleteManyBenchNotify(ctx context.Context, arg CompleteManyBenchNotifyParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyBenchNotify, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const depthBenchNotify = `-- name: DepthBenchNotify :one

@@ -74,6 +74,7 @@ func (q *BenchNotifyQueue) Push(ctx context.Context, p BenchNotifyPayload, opts 
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("bench_notify")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -92,7 +93,7 @@ func (q *BenchNotifyQueue) PushMany(ctx context.Context, ps []BenchNotifyPayload
 			rows[i].Recipient = p.Recipient
 			rows[i].N = p.N
 		}
-		return q.q.PushManyBenchNotifyAt(ctx, rows)
+		return q.pushed(q.q.PushManyBenchNotifyAt(ctx, rows))
 	}
 	rows := make([]PushManyBenchNotifyParams, len(ps))
 	for i, p := range ps {
@@ -100,7 +101,15 @@ func (q *BenchNotifyQueue) PushMany(ctx context.Context, ps []BenchNotifyPayload
 		rows[i].Recipient = p.Recipient
 		rows[i].N = p.N
 	}
-	return q.q.PushManyBenchNotify(ctx, rows)
+	return q.pushed(q.q.PushManyBenchNotify(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *BenchNotifyQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("bench_notify")
+	}
+	return n, err
 }
 
 // Claim leases up to max due jobs to node (an id naming this worker
@@ -124,9 +133,9 @@ func (q *BenchNotifyQueue) Complete(ctx context.Context, job *queue.Job[BenchNot
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *BenchNotifyQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchNotifyPayload]) ([]int64, error) {
+func (q *BenchNotifyQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchNotifyPayload]) (int64, error) {
 	arg := CompleteManyBenchNotifyParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

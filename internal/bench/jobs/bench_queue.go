@@ -74,6 +74,7 @@ func (q *BenchQueue) Push(ctx context.Context, p BenchPayload, opts ...queue.Pus
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("bench")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -92,7 +93,7 @@ func (q *BenchQueue) PushMany(ctx context.Context, ps []BenchPayload, opts ...qu
 			rows[i].Recipient = p.Recipient
 			rows[i].N = p.N
 		}
-		return q.q.PushManyBenchAt(ctx, rows)
+		return q.pushed(q.q.PushManyBenchAt(ctx, rows))
 	}
 	rows := make([]PushManyBenchParams, len(ps))
 	for i, p := range ps {
@@ -100,7 +101,15 @@ func (q *BenchQueue) PushMany(ctx context.Context, ps []BenchPayload, opts ...qu
 		rows[i].Recipient = p.Recipient
 		rows[i].N = p.N
 	}
-	return q.q.PushManyBench(ctx, rows)
+	return q.pushed(q.q.PushManyBench(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *BenchQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("bench")
+	}
+	return n, err
 }
 
 // Claim leases up to max due jobs to node (an id naming this worker
@@ -124,9 +133,9 @@ func (q *BenchQueue) Complete(ctx context.Context, job *queue.Job[BenchPayload])
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *BenchQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchPayload]) ([]int64, error) {
+func (q *BenchQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchPayload]) (int64, error) {
 	arg := CompleteManyBenchParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

@@ -130,12 +130,11 @@ func (q *Queries) CompleteImage(ctx context.Context, arg CompleteImageParams) (i
 	return result.RowsAffected(), nil
 }
 
-const completeManyImage = `-- name: CompleteManyImage :many
+const completeManyImage = `-- name: CompleteManyImage :execrows
 DELETE FROM image_queue AS job
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'running'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyImageParams struct {
@@ -144,28 +143,16 @@ type CompleteManyImageParams struct {
 }
 
 // CompleteManyImage completes many jobs in one statement, each fenced by its
-// attempt like CompleteImage, and returns the ids it completed. Rows are
-// found by primary key (id = ANY) and each attempt is read from the parallel
-// array, with no join, so the plan stays a primary-key scan whatever the
-// statistics say.
-func (q *Queries) CompleteManyImage(ctx context.Context, arg CompleteManyImageParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyImage, arg.Ids, arg.Attempts)
+// attempt like CompleteImage, and counts those it completed. Rows are found
+// by primary key (id = ANY) and each attempt is read from the parallel array,
+// with no join, so the plan stays a primary-key scan whatever the statistics
+// say.
+func (q *Queries) CompleteManyImage(ctx context.Context, arg CompleteManyImageParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyImage, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const defaultsImage = `-- name: DefaultsImage :many

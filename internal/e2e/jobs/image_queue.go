@@ -89,6 +89,7 @@ func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.Pus
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("image")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -140,7 +141,7 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 			}
 			rows[i].Meta = queueimpl.NullJSONIfNil(p.Meta)
 		}
-		return q.q.PushManyImageAt(ctx, rows)
+		return q.pushed(q.q.PushManyImageAt(ctx, rows))
 	}
 	rows := make([]PushManyImageParams, len(ps))
 	for i, p := range ps {
@@ -177,7 +178,15 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 		}
 		rows[i].Meta = queueimpl.NullJSONIfNil(p.Meta)
 	}
-	return q.q.PushManyImage(ctx, rows)
+	return q.pushed(q.q.PushManyImage(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *ImageQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("image")
+	}
+	return n, err
 }
 
 // unset reports whether p leaves a field whose column has a default unset.
@@ -221,9 +230,9 @@ func (q *ImageQueue) Complete(ctx context.Context, job *queue.Job[ImagePayload])
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *ImageQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ImagePayload]) ([]int64, error) {
+func (q *ImageQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ImagePayload]) (int64, error) {
 	arg := CompleteManyImageParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

@@ -98,12 +98,11 @@ func (q *Queries) CompleteInvoice(ctx context.Context, arg CompleteInvoiceParams
 	return result.RowsAffected(), nil
 }
 
-const completeManyInvoice = `-- name: CompleteManyInvoice :many
+const completeManyInvoice = `-- name: CompleteManyInvoice :execrows
 DELETE FROM invoice_queue AS job
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'available'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyInvoiceParams struct {
@@ -112,28 +111,16 @@ type CompleteManyInvoiceParams struct {
 }
 
 // CompleteManyInvoice completes many jobs in one statement, each fenced by
-// its attempt like CompleteInvoice, and returns the ids it completed. Rows
-// are found by primary key (id = ANY) and each attempt is read from the
-// parallel array, with no join, so the plan stays a primary-key scan whatever
-// the statistics say.
-func (q *Queries) CompleteManyInvoice(ctx context.Context, arg CompleteManyInvoiceParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyInvoice, arg.Ids, arg.Attempts)
+// its attempt like CompleteInvoice, and counts those it completed. Rows are
+// found by primary key (id = ANY) and each attempt is read from the parallel
+// array, with no join, so the plan stays a primary-key scan whatever the
+// statistics say.
+func (q *Queries) CompleteManyInvoice(ctx context.Context, arg CompleteManyInvoiceParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyInvoice, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const depthInvoice = `-- name: DepthInvoice :one

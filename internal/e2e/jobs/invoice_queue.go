@@ -75,6 +75,7 @@ func (q *InvoiceQueue) Push(ctx context.Context, p InvoicePayload, opts ...queue
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("invoice")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -94,7 +95,7 @@ func (q *InvoiceQueue) PushMany(ctx context.Context, ps []InvoicePayload, opts .
 			rows[i].InvoiceID = p.InvoiceID
 			rows[i].Amount = p.Amount
 		}
-		return q.q.PushManyInvoiceAt(ctx, rows)
+		return q.pushed(q.q.PushManyInvoiceAt(ctx, rows))
 	}
 	rows := make([]PushManyInvoiceParams, len(ps))
 	for i, p := range ps {
@@ -103,7 +104,15 @@ func (q *InvoiceQueue) PushMany(ctx context.Context, ps []InvoicePayload, opts .
 		rows[i].InvoiceID = p.InvoiceID
 		rows[i].Amount = p.Amount
 	}
-	return q.q.PushManyInvoice(ctx, rows)
+	return q.pushed(q.q.PushManyInvoice(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *InvoiceQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("invoice")
+	}
+	return n, err
 }
 
 // Claim takes up to max due jobs inside tx, which must stay open while they
@@ -127,9 +136,9 @@ func (q *InvoiceQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[I
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *InvoiceQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[InvoicePayload]) ([]int64, error) {
+func (q *InvoiceQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[InvoicePayload]) (int64, error) {
 	arg := CompleteManyInvoiceParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

@@ -97,14 +97,13 @@ func (q *Queries) ClaimReport(ctx context.Context, arg ClaimReportParams) ([]Rep
 	return items, nil
 }
 
-const completeManyReport = `-- name: CompleteManyReport :many
+const completeManyReport = `-- name: CompleteManyReport :execrows
 UPDATE report_queue AS job
 SET state = 'succeeded',
     finished_at = now()
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'available'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyReportParams struct {
@@ -113,28 +112,16 @@ type CompleteManyReportParams struct {
 }
 
 // CompleteManyReport completes many jobs in one statement, each fenced by its
-// attempt like CompleteReport, and returns the ids it completed. Rows are
-// found by primary key (id = ANY) and each attempt is read from the parallel
-// array, with no join, so the plan stays a primary-key scan whatever the
-// statistics say.
-func (q *Queries) CompleteManyReport(ctx context.Context, arg CompleteManyReportParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyReport, arg.Ids, arg.Attempts)
+// attempt like CompleteReport, and counts those it completed. Rows are found
+// by primary key (id = ANY) and each attempt is read from the parallel array,
+// with no join, so the plan stays a primary-key scan whatever the statistics
+// say.
+func (q *Queries) CompleteManyReport(ctx context.Context, arg CompleteManyReportParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyReport, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const completeReport = `-- name: CompleteReport :execrows

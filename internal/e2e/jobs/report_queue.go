@@ -73,13 +73,14 @@ func (q *ReportQueue) Push(ctx context.Context, p ReportPayload, opts ...queue.P
 		Delay:       o.Delay,
 	}
 	var err error
-	if arg.Payload, err = json.Marshal(p); err != nil {
+	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
 	row, err := q.q.PushReport(ctx, arg)
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("report")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -96,21 +97,29 @@ func (q *ReportQueue) PushMany(ctx context.Context, ps []ReportPayload, opts ...
 		for i, p := range ps {
 			rows[i] = PushManyReportAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			var err error
-			if rows[i].Payload, err = json.Marshal(p); err != nil {
+			if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 				return 0, err
 			}
 		}
-		return q.q.PushManyReportAt(ctx, rows)
+		return q.pushed(q.q.PushManyReportAt(ctx, rows))
 	}
 	rows := make([]PushManyReportParams, len(ps))
 	for i, p := range ps {
 		rows[i] = PushManyReportParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		var err error
-		if rows[i].Payload, err = json.Marshal(p); err != nil {
+		if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 			return 0, err
 		}
 	}
-	return q.q.PushManyReport(ctx, rows)
+	return q.pushed(q.q.PushManyReport(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *ReportQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("report")
+	}
+	return n, err
 }
 
 // Claim takes up to max due jobs inside tx, which must stay open while they
@@ -136,9 +145,9 @@ func (q *ReportQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[Re
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *ReportQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[ReportPayload]) ([]int64, error) {
+func (q *ReportQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[ReportPayload]) (int64, error) {
 	arg := CompleteManyReportParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

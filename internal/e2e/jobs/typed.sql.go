@@ -127,7 +127,7 @@ func (q *Queries) ClaimTyped(ctx context.Context, arg ClaimTypedParams) ([]Typed
 	return items, nil
 }
 
-const completeManyTyped = `-- name: CompleteManyTyped :many
+const completeManyTyped = `-- name: CompleteManyTyped :execrows
 UPDATE typed_queue AS job
 SET state = 'succeeded',
     finished_at = now(),
@@ -136,7 +136,6 @@ SET state = 'succeeded',
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'running'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyTypedParams struct {
@@ -145,28 +144,16 @@ type CompleteManyTypedParams struct {
 }
 
 // CompleteManyTyped completes many jobs in one statement, each fenced by its
-// attempt like CompleteTyped, and returns the ids it completed. Rows are
-// found by primary key (id = ANY) and each attempt is read from the parallel
-// array, with no join, so the plan stays a primary-key scan whatever the
-// statistics say.
-func (q *Queries) CompleteManyTyped(ctx context.Context, arg CompleteManyTypedParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyTyped, arg.Ids, arg.Attempts)
+// attempt like CompleteTyped, and counts those it completed. Rows are found
+// by primary key (id = ANY) and each attempt is read from the parallel array,
+// with no join, so the plan stays a primary-key scan whatever the statistics
+// say.
+func (q *Queries) CompleteManyTyped(ctx context.Context, arg CompleteManyTypedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyTyped, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const completeTyped = `-- name: CompleteTyped :execrows

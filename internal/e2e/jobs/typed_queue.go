@@ -125,6 +125,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("typed")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -179,7 +180,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 				rows[i].DCount = *p.DCount
 			}
 		}
-		return q.q.PushManyTypedAt(ctx, rows)
+		return q.pushed(q.q.PushManyTypedAt(ctx, rows))
 	}
 	rows := make([]PushManyTypedParams, len(ps))
 	for i, p := range ps {
@@ -219,7 +220,15 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			rows[i].DCount = *p.DCount
 		}
 	}
-	return q.q.PushManyTyped(ctx, rows)
+	return q.pushed(q.q.PushManyTyped(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *TypedQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("typed")
+	}
+	return n, err
 }
 
 // unset reports whether p leaves a field whose column has a default unset.
@@ -263,9 +272,9 @@ func (q *TypedQueue) Complete(ctx context.Context, job *queue.Job[TypedPayload])
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPayload]) ([]int64, error) {
+func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPayload]) (int64, error) {
 	arg := CompleteManyTypedParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

@@ -100,7 +100,7 @@ func (q *Queries) ClaimWebhook(ctx context.Context, arg ClaimWebhookParams) ([]W
 	return items, nil
 }
 
-const completeManyWebhook = `-- name: CompleteManyWebhook :many
+const completeManyWebhook = `-- name: CompleteManyWebhook :execrows
 UPDATE webhook_queue AS job
 SET state = 'succeeded',
     finished_at = now(),
@@ -109,7 +109,6 @@ SET state = 'succeeded',
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'running'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyWebhookParams struct {
@@ -118,28 +117,16 @@ type CompleteManyWebhookParams struct {
 }
 
 // CompleteManyWebhook completes many jobs in one statement, each fenced by
-// its attempt like CompleteWebhook, and returns the ids it completed. Rows
-// are found by primary key (id = ANY) and each attempt is read from the
-// parallel array, with no join, so the plan stays a primary-key scan whatever
-// the statistics say.
-func (q *Queries) CompleteManyWebhook(ctx context.Context, arg CompleteManyWebhookParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyWebhook, arg.Ids, arg.Attempts)
+// its attempt like CompleteWebhook, and counts those it completed. Rows are
+// found by primary key (id = ANY) and each attempt is read from the parallel
+// array, with no join, so the plan stays a primary-key scan whatever the
+// statistics say.
+func (q *Queries) CompleteManyWebhook(ctx context.Context, arg CompleteManyWebhookParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyWebhook, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const completeWebhook = `-- name: CompleteWebhook :execrows

@@ -64,13 +64,14 @@ func (q *WebhookQueue) Push(ctx context.Context, p payload.Webhook, opts ...queu
 		Delay:       o.Delay,
 	}
 	var err error
-	if arg.Body, err = json.Marshal(p); err != nil {
+	if arg.Body, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
 	row, err := q.q.PushWebhook(ctx, arg)
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("webhook")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -87,21 +88,29 @@ func (q *WebhookQueue) PushMany(ctx context.Context, ps []payload.Webhook, opts 
 		for i, p := range ps {
 			rows[i] = PushManyWebhookAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			var err error
-			if rows[i].Body, err = json.Marshal(p); err != nil {
+			if rows[i].Body, err = queueimpl.MarshalJSON(p); err != nil {
 				return 0, err
 			}
 		}
-		return q.q.PushManyWebhookAt(ctx, rows)
+		return q.pushed(q.q.PushManyWebhookAt(ctx, rows))
 	}
 	rows := make([]PushManyWebhookParams, len(ps))
 	for i, p := range ps {
 		rows[i] = PushManyWebhookParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		var err error
-		if rows[i].Body, err = json.Marshal(p); err != nil {
+		if rows[i].Body, err = queueimpl.MarshalJSON(p); err != nil {
 			return 0, err
 		}
 	}
-	return q.q.PushManyWebhook(ctx, rows)
+	return q.pushed(q.q.PushManyWebhook(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *WebhookQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("webhook")
+	}
+	return n, err
 }
 
 // Claim leases up to max due jobs to node (an id naming this worker
@@ -126,9 +135,9 @@ func (q *WebhookQueue) Complete(ctx context.Context, job *queue.Job[payload.Webh
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Webhook]) ([]int64, error) {
+func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Webhook]) (int64, error) {
 	arg := CompleteManyWebhookParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

@@ -120,12 +120,11 @@ func (q *Queries) CompleteEvent(ctx context.Context, arg CompleteEventParams) (i
 	return result.RowsAffected(), nil
 }
 
-const completeManyEvent = `-- name: CompleteManyEvent :many
+const completeManyEvent = `-- name: CompleteManyEvent :execrows
 DELETE FROM event_queue AS job
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'running'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyEventParams struct {
@@ -134,28 +133,16 @@ type CompleteManyEventParams struct {
 }
 
 // CompleteManyEvent completes many jobs in one statement, each fenced by its
-// attempt like CompleteEvent, and returns the ids it completed. Rows are
-// found by primary key (id = ANY) and each attempt is read from the parallel
-// array, with no join, so the plan stays a primary-key scan whatever the
-// statistics say.
-func (q *Queries) CompleteManyEvent(ctx context.Context, arg CompleteManyEventParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyEvent, arg.Ids, arg.Attempts)
+// attempt like CompleteEvent, and counts those it completed. Rows are found
+// by primary key (id = ANY) and each attempt is read from the parallel array,
+// with no join, so the plan stays a primary-key scan whatever the statistics
+// say.
+func (q *Queries) CompleteManyEvent(ctx context.Context, arg CompleteManyEventParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyEvent, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const depthEvent = `-- name: DepthEvent :one

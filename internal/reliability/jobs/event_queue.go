@@ -70,13 +70,14 @@ func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.Pus
 		Delay:       o.Delay,
 	}
 	var err error
-	if arg.Payload, err = json.Marshal(p); err != nil {
+	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
 	row, err := q.q.PushEvent(ctx, arg)
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("event")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -93,21 +94,29 @@ func (q *EventQueue) PushMany(ctx context.Context, ps []EventPayload, opts ...qu
 		for i, p := range ps {
 			rows[i] = PushManyEventAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			var err error
-			if rows[i].Payload, err = json.Marshal(p); err != nil {
+			if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 				return 0, err
 			}
 		}
-		return q.q.PushManyEventAt(ctx, rows)
+		return q.pushed(q.q.PushManyEventAt(ctx, rows))
 	}
 	rows := make([]PushManyEventParams, len(ps))
 	for i, p := range ps {
 		rows[i] = PushManyEventParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		var err error
-		if rows[i].Payload, err = json.Marshal(p); err != nil {
+		if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 			return 0, err
 		}
 	}
-	return q.q.PushManyEvent(ctx, rows)
+	return q.pushed(q.q.PushManyEvent(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *EventQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("event")
+	}
+	return n, err
 }
 
 // Claim leases up to max due jobs to node (an id naming this worker
@@ -132,9 +141,9 @@ func (q *EventQueue) Complete(ctx context.Context, job *queue.Job[EventPayload])
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *EventQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EventPayload]) ([]int64, error) {
+func (q *EventQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EventPayload]) (int64, error) {
 	arg := CompleteManyEventParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

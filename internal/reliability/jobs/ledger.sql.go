@@ -94,12 +94,11 @@ func (q *Queries) CompleteLedger(ctx context.Context, arg CompleteLedgerParams) 
 	return result.RowsAffected(), nil
 }
 
-const completeManyLedger = `-- name: CompleteManyLedger :many
+const completeManyLedger = `-- name: CompleteManyLedger :execrows
 DELETE FROM ledger_queue AS job
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'available'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyLedgerParams struct {
@@ -108,28 +107,16 @@ type CompleteManyLedgerParams struct {
 }
 
 // CompleteManyLedger completes many jobs in one statement, each fenced by its
-// attempt like CompleteLedger, and returns the ids it completed. Rows are
-// found by primary key (id = ANY) and each attempt is read from the parallel
-// array, with no join, so the plan stays a primary-key scan whatever the
-// statistics say.
-func (q *Queries) CompleteManyLedger(ctx context.Context, arg CompleteManyLedgerParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyLedger, arg.Ids, arg.Attempts)
+// attempt like CompleteLedger, and counts those it completed. Rows are found
+// by primary key (id = ANY) and each attempt is read from the parallel array,
+// with no join, so the plan stays a primary-key scan whatever the statistics
+// say.
+func (q *Queries) CompleteManyLedger(ctx context.Context, arg CompleteManyLedgerParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyLedger, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const depthLedger = `-- name: DepthLedger :one

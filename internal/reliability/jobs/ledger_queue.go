@@ -70,6 +70,7 @@ func (q *LedgerQueue) Push(ctx context.Context, p LedgerPayload, opts ...queue.P
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("ledger")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -87,14 +88,22 @@ func (q *LedgerQueue) PushMany(ctx context.Context, ps []LedgerPayload, opts ...
 			rows[i] = PushManyLedgerAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].N = p.N
 		}
-		return q.q.PushManyLedgerAt(ctx, rows)
+		return q.pushed(q.q.PushManyLedgerAt(ctx, rows))
 	}
 	rows := make([]PushManyLedgerParams, len(ps))
 	for i, p := range ps {
 		rows[i] = PushManyLedgerParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].N = p.N
 	}
-	return q.q.PushManyLedger(ctx, rows)
+	return q.pushed(q.q.PushManyLedger(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *LedgerQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("ledger")
+	}
+	return n, err
 }
 
 // Claim takes up to max due jobs inside tx, which must stay open while they
@@ -118,9 +127,9 @@ func (q *LedgerQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[Le
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *LedgerQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[LedgerPayload]) ([]int64, error) {
+func (q *LedgerQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[LedgerPayload]) (int64, error) {
 	arg := CompleteManyLedgerParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

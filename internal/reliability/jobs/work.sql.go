@@ -100,12 +100,11 @@ func (q *Queries) ClaimWork(ctx context.Context, arg ClaimWorkParams) ([]WorkRow
 	return items, nil
 }
 
-const completeManyWork = `-- name: CompleteManyWork :many
+const completeManyWork = `-- name: CompleteManyWork :execrows
 DELETE FROM work_queue AS job
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'running'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyWorkParams struct {
@@ -114,28 +113,16 @@ type CompleteManyWorkParams struct {
 }
 
 // CompleteManyWork completes many jobs in one statement, each fenced by its
-// attempt like CompleteWork, and returns the ids it completed. Rows are found
-// by primary key (id = ANY) and each attempt is read from the parallel array,
+// attempt like CompleteWork, and counts those it completed. Rows are found by
+// primary key (id = ANY) and each attempt is read from the parallel array,
 // with no join, so the plan stays a primary-key scan whatever the statistics
 // say.
-func (q *Queries) CompleteManyWork(ctx context.Context, arg CompleteManyWorkParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyWork, arg.Ids, arg.Attempts)
+func (q *Queries) CompleteManyWork(ctx context.Context, arg CompleteManyWorkParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyWork, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const completeWork = `-- name: CompleteWork :execrows

@@ -74,6 +74,7 @@ func (q *WorkQueue) Push(ctx context.Context, p WorkPayload, opts ...queue.PushO
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("work")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -92,7 +93,7 @@ func (q *WorkQueue) PushMany(ctx context.Context, ps []WorkPayload, opts ...queu
 			rows[i].N = p.N
 			rows[i].Kind = p.Kind
 		}
-		return q.q.PushManyWorkAt(ctx, rows)
+		return q.pushed(q.q.PushManyWorkAt(ctx, rows))
 	}
 	rows := make([]PushManyWorkParams, len(ps))
 	for i, p := range ps {
@@ -100,7 +101,15 @@ func (q *WorkQueue) PushMany(ctx context.Context, ps []WorkPayload, opts ...queu
 		rows[i].N = p.N
 		rows[i].Kind = p.Kind
 	}
-	return q.q.PushManyWork(ctx, rows)
+	return q.pushed(q.q.PushManyWork(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *WorkQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("work")
+	}
+	return n, err
 }
 
 // Claim leases up to max due jobs to node (an id naming this worker
@@ -124,9 +133,9 @@ func (q *WorkQueue) Complete(ctx context.Context, job *queue.Job[WorkPayload]) e
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *WorkQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WorkPayload]) ([]int64, error) {
+func (q *WorkQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WorkPayload]) (int64, error) {
 	arg := CompleteManyWorkParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

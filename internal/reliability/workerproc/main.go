@@ -2,7 +2,8 @@
 // queue "work" until SIGTERM (a graceful shutdown) or SIGKILL (the test
 // killing it at a random moment). Every delivery is logged to table
 // handled, with this process's incarnation, so the test can tell which
-// re-deliveries followed a holder's death.
+// re-deliveries followed a holder's death. Each run that returns success is
+// recorded first.
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -40,11 +42,17 @@ func main() {
 	defer pool.Close()
 	q := jobs.NewWorkQueue(pool)
 	w := q.Worker(func(ctx context.Context, job *queue.Job[jobs.WorkPayload]) error {
-		if _, err := pool.Exec(ctx, "INSERT INTO handled (job_id, attempt, instance) VALUES ($1, $2, $3)", job.ID, job.Attempt, *instance); err != nil {
-			return err
-		}
 		time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
-		return nil
+		// Record the successful run before returning it, retrying until
+		// the database has it (the suite's accounting: see audit).
+		run := strconv.FormatUint(rand.Uint64(), 36)
+		for {
+			if _, err := pool.Exec(context.WithoutCancel(ctx), "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES ('work_queue', $1, $2, $3, $4) ON CONFLICT DO NOTHING",
+				job.ID, job.Attempt, *instance, run); err == nil {
+				return nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}, queue.Node(*node), queue.Concurrency(*concurrency), queue.PollInterval(100*time.Millisecond),
 		queue.ShutdownTimeout(5*time.Second), queue.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err := w.Run(ctx); err != nil {

@@ -72,6 +72,7 @@ func (q *PingQueue) Push(ctx context.Context, p PingPayload, opts ...queue.PushO
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("ping")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -89,14 +90,22 @@ func (q *PingQueue) PushMany(ctx context.Context, ps []PingPayload, opts ...queu
 			rows[i] = PushManyPingAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Host = p.Host
 		}
-		return q.q.PushManyPingAt(ctx, rows)
+		return q.pushed(q.q.PushManyPingAt(ctx, rows))
 	}
 	rows := make([]PushManyPingParams, len(ps))
 	for i, p := range ps {
 		rows[i] = PushManyPingParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Host = p.Host
 	}
-	return q.q.PushManyPing(ctx, rows)
+	return q.pushed(q.q.PushManyPing(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *PingQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("ping")
+	}
+	return n, err
 }
 
 // Claim leases up to max due jobs to node (an id naming this worker
@@ -120,9 +129,9 @@ func (q *PingQueue) Complete(ctx context.Context, job *queue.Job[PingPayload]) e
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *PingQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[PingPayload]) ([]int64, error) {
+func (q *PingQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[PingPayload]) (int64, error) {
 	arg := CompleteManyPingParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

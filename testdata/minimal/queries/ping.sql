@@ -73,17 +73,16 @@ RETURNING job.*;
 DELETE FROM ping_queue
 WHERE id = @id AND attempt = @attempt AND state = 'running';
 
--- name: CompleteManyPing :many
+-- name: CompleteManyPing :execrows
 -- CompleteManyPing completes many jobs in one statement, each fenced by its
--- attempt like CompletePing, and returns the ids it completed. Rows are found
--- by primary key (id = ANY) and each attempt is read from the parallel array,
+-- attempt like CompletePing, and counts those it completed. Rows are found by
+-- primary key (id = ANY) and each attempt is read from the parallel array,
 -- with no join, so the plan stays a primary-key scan whatever the statistics
 -- say.
 DELETE FROM ping_queue AS job
 WHERE job.id = ANY(@ids::bigint[])
   AND job.state = 'running'
-  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
-RETURNING job.id;
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)];
 
 -- name: FailPing :one
 -- FailPing records a failed attempt, fenced like CompletePing: the error is

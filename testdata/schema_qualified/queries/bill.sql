@@ -55,17 +55,16 @@ RETURNING job.*;
 DELETE FROM jobs.bill_queue
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 
--- name: CompleteManyBill :many
+-- name: CompleteManyBill :execrows
 -- CompleteManyBill completes many jobs in one statement, each fenced by its
--- attempt like CompleteBill, and returns the ids it completed. Rows are found
--- by primary key (id = ANY) and each attempt is read from the parallel array,
+-- attempt like CompleteBill, and counts those it completed. Rows are found by
+-- primary key (id = ANY) and each attempt is read from the parallel array,
 -- with no join, so the plan stays a primary-key scan whatever the statistics
 -- say.
 DELETE FROM jobs.bill_queue AS job
 WHERE job.id = ANY(@ids::bigint[])
   AND job.state = 'available'
-  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
-RETURNING job.id;
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)];
 
 -- name: FailBill :one
 -- FailBill records a failed attempt, fenced like CompleteBill: the error is

@@ -73,17 +73,16 @@ RETURNING job.*;
 DELETE FROM jobs.resize_jobs
 WHERE id = @id AND attempt = @attempt AND state = 'running';
 
--- name: CompleteManyResize :many
+-- name: CompleteManyResize :execrows
 -- CompleteManyResize completes many jobs in one statement, each fenced by its
--- attempt like CompleteResize, and returns the ids it completed. Rows are
--- found by primary key (id = ANY) and each attempt is read from the parallel
--- array, with no join, so the plan stays a primary-key scan whatever the
--- statistics say.
+-- attempt like CompleteResize, and counts those it completed. Rows are found
+-- by primary key (id = ANY) and each attempt is read from the parallel array,
+-- with no join, so the plan stays a primary-key scan whatever the statistics
+-- say.
 DELETE FROM jobs.resize_jobs AS job
 WHERE job.id = ANY(@ids::bigint[])
   AND job.state = 'running'
-  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
-RETURNING job.id;
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)];
 
 -- name: FailResize :one
 -- FailResize records a failed attempt, fenced like CompleteResize: the error

@@ -95,12 +95,11 @@ func (q *Queries) CompleteBill(ctx context.Context, arg CompleteBillParams) (int
 	return result.RowsAffected(), nil
 }
 
-const completeManyBill = `-- name: CompleteManyBill :many
+const completeManyBill = `-- name: CompleteManyBill :execrows
 DELETE FROM jobs.bill_queue AS job
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'available'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyBillParams struct {
@@ -109,28 +108,16 @@ type CompleteManyBillParams struct {
 }
 
 // CompleteManyBill completes many jobs in one statement, each fenced by its
-// attempt like CompleteBill, and returns the ids it completed. Rows are found
-// by primary key (id = ANY) and each attempt is read from the parallel array,
+// attempt like CompleteBill, and counts those it completed. Rows are found by
+// primary key (id = ANY) and each attempt is read from the parallel array,
 // with no join, so the plan stays a primary-key scan whatever the statistics
 // say.
-func (q *Queries) CompleteManyBill(ctx context.Context, arg CompleteManyBillParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyBill, arg.Ids, arg.Attempts)
+func (q *Queries) CompleteManyBill(ctx context.Context, arg CompleteManyBillParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyBill, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const depthBill = `-- name: DepthBill :one

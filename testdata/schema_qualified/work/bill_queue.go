@@ -72,6 +72,7 @@ func (q *BillQueue) Push(ctx context.Context, p BillPayload, opts ...queue.PushO
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("bill")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -90,7 +91,7 @@ func (q *BillQueue) PushMany(ctx context.Context, ps []BillPayload, opts ...queu
 			rows[i].AccountID = p.AccountID
 			rows[i].AmountCents = p.AmountCents
 		}
-		return q.q.PushManyBillAt(ctx, rows)
+		return q.pushed(q.q.PushManyBillAt(ctx, rows))
 	}
 	rows := make([]PushManyBillParams, len(ps))
 	for i, p := range ps {
@@ -98,7 +99,15 @@ func (q *BillQueue) PushMany(ctx context.Context, ps []BillPayload, opts ...queu
 		rows[i].AccountID = p.AccountID
 		rows[i].AmountCents = p.AmountCents
 	}
-	return q.q.PushManyBill(ctx, rows)
+	return q.pushed(q.q.PushManyBill(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *BillQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("bill")
+	}
+	return n, err
 }
 
 // Claim takes up to max due jobs inside tx, which must stay open while they
@@ -122,9 +131,9 @@ func (q *BillQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[Bill
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *BillQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[BillPayload]) ([]int64, error) {
+func (q *BillQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[BillPayload]) (int64, error) {
 	arg := CompleteManyBillParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

@@ -99,12 +99,11 @@ func (q *Queries) ClaimResize(ctx context.Context, arg ClaimResizeParams) ([]Res
 	return items, nil
 }
 
-const completeManyResize = `-- name: CompleteManyResize :many
+const completeManyResize = `-- name: CompleteManyResize :execrows
 DELETE FROM jobs.resize_jobs AS job
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'running'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyResizeParams struct {
@@ -113,28 +112,16 @@ type CompleteManyResizeParams struct {
 }
 
 // CompleteManyResize completes many jobs in one statement, each fenced by its
-// attempt like CompleteResize, and returns the ids it completed. Rows are
-// found by primary key (id = ANY) and each attempt is read from the parallel
-// array, with no join, so the plan stays a primary-key scan whatever the
-// statistics say.
-func (q *Queries) CompleteManyResize(ctx context.Context, arg CompleteManyResizeParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyResize, arg.Ids, arg.Attempts)
+// attempt like CompleteResize, and counts those it completed. Rows are found
+// by primary key (id = ANY) and each attempt is read from the parallel array,
+// with no join, so the plan stays a primary-key scan whatever the statistics
+// say.
+func (q *Queries) CompleteManyResize(ctx context.Context, arg CompleteManyResizeParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyResize, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const completeResize = `-- name: CompleteResize :execrows

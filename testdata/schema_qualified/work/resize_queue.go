@@ -72,6 +72,7 @@ func (q *ResizeQueue) Push(ctx context.Context, p ResizePayload, opts ...queue.P
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("resize")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -89,14 +90,22 @@ func (q *ResizeQueue) PushMany(ctx context.Context, ps []ResizePayload, opts ...
 			rows[i] = PushManyResizeAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Path = p.Path
 		}
-		return q.q.PushManyResizeAt(ctx, rows)
+		return q.pushed(q.q.PushManyResizeAt(ctx, rows))
 	}
 	rows := make([]PushManyResizeParams, len(ps))
 	for i, p := range ps {
 		rows[i] = PushManyResizeParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Path = p.Path
 	}
-	return q.q.PushManyResize(ctx, rows)
+	return q.pushed(q.q.PushManyResize(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *ResizeQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("resize")
+	}
+	return n, err
 }
 
 // Claim leases up to max due jobs to node (an id naming this worker
@@ -120,9 +129,9 @@ func (q *ResizeQueue) Complete(ctx context.Context, job *queue.Job[ResizePayload
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *ResizeQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ResizePayload]) ([]int64, error) {
+func (q *ResizeQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ResizePayload]) (int64, error) {
 	arg := CompleteManyResizeParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

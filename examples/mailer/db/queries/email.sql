@@ -79,17 +79,16 @@ RETURNING job.*;
 DELETE FROM email_queue
 WHERE id = @id AND attempt = @attempt AND state = 'running';
 
--- name: CompleteManyEmail :many
+-- name: CompleteManyEmail :execrows
 -- CompleteManyEmail completes many jobs in one statement, each fenced by its
--- attempt like CompleteEmail, and returns the ids it completed. Rows are
--- found by primary key (id = ANY) and each attempt is read from the parallel
--- array, with no join, so the plan stays a primary-key scan whatever the
--- statistics say.
+-- attempt like CompleteEmail, and counts those it completed. Rows are found
+-- by primary key (id = ANY) and each attempt is read from the parallel array,
+-- with no join, so the plan stays a primary-key scan whatever the statistics
+-- say.
 DELETE FROM email_queue AS job
 WHERE job.id = ANY(@ids::bigint[])
   AND job.state = 'running'
-  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
-RETURNING job.id;
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)];
 
 -- name: FailEmail :one
 -- FailEmail records a failed attempt, fenced like CompleteEmail: the error is

@@ -57,19 +57,18 @@ SET state = 'succeeded',
     finished_at = now()
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 
--- name: CompleteManyStatement :many
+-- name: CompleteManyStatement :execrows
 -- CompleteManyStatement completes many jobs in one statement, each fenced by
--- its attempt like CompleteStatement, and returns the ids it completed. Rows
--- are found by primary key (id = ANY) and each attempt is read from the
--- parallel array, with no join, so the plan stays a primary-key scan whatever
--- the statistics say.
+-- its attempt like CompleteStatement, and counts those it completed. Rows are
+-- found by primary key (id = ANY) and each attempt is read from the parallel
+-- array, with no join, so the plan stays a primary-key scan whatever the
+-- statistics say.
 UPDATE statement_queue AS job
 SET state = 'succeeded',
     finished_at = now()
 WHERE job.id = ANY(@ids::bigint[])
   AND job.state = 'available'
-  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
-RETURNING job.id;
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)];
 
 -- name: FailStatement :one
 -- FailStatement records a failed attempt, fenced like CompleteStatement: the

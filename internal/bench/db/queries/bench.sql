@@ -74,17 +74,16 @@ RETURNING job.*;
 DELETE FROM queuegen_bench.bench_queue
 WHERE id = @id AND attempt = @attempt AND state = 'running';
 
--- name: CompleteManyBench :many
+-- name: CompleteManyBench :execrows
 -- CompleteManyBench completes many jobs in one statement, each fenced by its
--- attempt like CompleteBench, and returns the ids it completed. Rows are
--- found by primary key (id = ANY) and each attempt is read from the parallel
--- array, with no join, so the plan stays a primary-key scan whatever the
--- statistics say.
+-- attempt like CompleteBench, and counts those it completed. Rows are found
+-- by primary key (id = ANY) and each attempt is read from the parallel array,
+-- with no join, so the plan stays a primary-key scan whatever the statistics
+-- say.
 DELETE FROM queuegen_bench.bench_queue AS job
 WHERE job.id = ANY(@ids::bigint[])
   AND job.state = 'running'
-  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
-RETURNING job.id;
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)];
 
 -- name: FailBench :one
 -- FailBench records a failed attempt, fenced like CompleteBench: the error is

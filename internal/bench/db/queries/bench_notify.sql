@@ -76,17 +76,16 @@ RETURNING job.*;
 DELETE FROM queuegen_bench.bench_notify_queue
 WHERE id = @id AND attempt = @attempt AND state = 'running';
 
--- name: CompleteManyBenchNotify :many
+-- name: CompleteManyBenchNotify :execrows
 -- CompleteManyBenchNotify completes many jobs in one statement, each fenced
--- by its attempt like CompleteBenchNotify, and returns the ids it completed.
+-- by its attempt like CompleteBenchNotify, and counts those it completed.
 -- Rows are found by primary key (id = ANY) and each attempt is read from the
 -- parallel array, with no join, so the plan stays a primary-key scan whatever
 -- the statistics say.
 DELETE FROM queuegen_bench.bench_notify_queue AS job
 WHERE job.id = ANY(@ids::bigint[])
   AND job.state = 'running'
-  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
-RETURNING job.id;
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)];
 
 -- name: FailBenchNotify :one
 -- FailBenchNotify records a failed attempt, fenced like CompleteBenchNotify:

@@ -56,17 +56,16 @@ RETURNING job.*;
 DELETE FROM invoice_queue
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 
--- name: CompleteManyInvoice :many
+-- name: CompleteManyInvoice :execrows
 -- CompleteManyInvoice completes many jobs in one statement, each fenced by
--- its attempt like CompleteInvoice, and returns the ids it completed. Rows
--- are found by primary key (id = ANY) and each attempt is read from the
--- parallel array, with no join, so the plan stays a primary-key scan whatever
--- the statistics say.
+-- its attempt like CompleteInvoice, and counts those it completed. Rows are
+-- found by primary key (id = ANY) and each attempt is read from the parallel
+-- array, with no join, so the plan stays a primary-key scan whatever the
+-- statistics say.
 DELETE FROM invoice_queue AS job
 WHERE job.id = ANY(@ids::bigint[])
   AND job.state = 'available'
-  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
-RETURNING job.id;
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)];
 
 -- name: FailInvoice :one
 -- FailInvoice records a failed attempt, fenced like CompleteInvoice: the

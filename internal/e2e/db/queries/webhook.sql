@@ -78,12 +78,12 @@ SET state = 'succeeded',
     locked_until = NULL
 WHERE id = @id AND attempt = @attempt AND state = 'running';
 
--- name: CompleteManyWebhook :many
+-- name: CompleteManyWebhook :execrows
 -- CompleteManyWebhook completes many jobs in one statement, each fenced by
--- its attempt like CompleteWebhook, and returns the ids it completed. Rows
--- are found by primary key (id = ANY) and each attempt is read from the
--- parallel array, with no join, so the plan stays a primary-key scan whatever
--- the statistics say.
+-- its attempt like CompleteWebhook, and counts those it completed. Rows are
+-- found by primary key (id = ANY) and each attempt is read from the parallel
+-- array, with no join, so the plan stays a primary-key scan whatever the
+-- statistics say.
 UPDATE webhook_queue AS job
 SET state = 'succeeded',
     finished_at = now(),
@@ -91,8 +91,7 @@ SET state = 'succeeded',
     locked_until = NULL
 WHERE job.id = ANY(@ids::bigint[])
   AND job.state = 'running'
-  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
-RETURNING job.id;
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)];
 
 -- name: FailWebhook :one
 -- FailWebhook records a failed attempt, fenced like CompleteWebhook: the

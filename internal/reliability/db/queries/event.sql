@@ -73,17 +73,16 @@ RETURNING job.*;
 DELETE FROM event_queue
 WHERE id = @id AND attempt = @attempt AND state = 'running';
 
--- name: CompleteManyEvent :many
+-- name: CompleteManyEvent :execrows
 -- CompleteManyEvent completes many jobs in one statement, each fenced by its
--- attempt like CompleteEvent, and returns the ids it completed. Rows are
--- found by primary key (id = ANY) and each attempt is read from the parallel
--- array, with no join, so the plan stays a primary-key scan whatever the
--- statistics say.
+-- attempt like CompleteEvent, and counts those it completed. Rows are found
+-- by primary key (id = ANY) and each attempt is read from the parallel array,
+-- with no join, so the plan stays a primary-key scan whatever the statistics
+-- say.
 DELETE FROM event_queue AS job
 WHERE job.id = ANY(@ids::bigint[])
   AND job.state = 'running'
-  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
-RETURNING job.id;
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)];
 
 -- name: FailEvent :one
 -- FailEvent records a failed attempt, fenced like CompleteEvent: the error is

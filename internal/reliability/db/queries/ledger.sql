@@ -54,17 +54,16 @@ RETURNING job.*;
 DELETE FROM ledger_queue
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 
--- name: CompleteManyLedger :many
+-- name: CompleteManyLedger :execrows
 -- CompleteManyLedger completes many jobs in one statement, each fenced by its
--- attempt like CompleteLedger, and returns the ids it completed. Rows are
--- found by primary key (id = ANY) and each attempt is read from the parallel
--- array, with no join, so the plan stays a primary-key scan whatever the
--- statistics say.
+-- attempt like CompleteLedger, and counts those it completed. Rows are found
+-- by primary key (id = ANY) and each attempt is read from the parallel array,
+-- with no join, so the plan stays a primary-key scan whatever the statistics
+-- say.
 DELETE FROM ledger_queue AS job
 WHERE job.id = ANY(@ids::bigint[])
   AND job.state = 'available'
-  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
-RETURNING job.id;
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)];
 
 -- name: FailLedger :one
 -- FailLedger records a failed attempt, fenced like CompleteLedger: the error

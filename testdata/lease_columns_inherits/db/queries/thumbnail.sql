@@ -88,17 +88,16 @@ RETURNING job.*;
 DELETE FROM thumbnail_queue
 WHERE id = @id AND attempt = @attempt AND state = 'running';
 
--- name: CompleteManyThumbnail :many
+-- name: CompleteManyThumbnail :execrows
 -- CompleteManyThumbnail completes many jobs in one statement, each fenced by
--- its attempt like CompleteThumbnail, and returns the ids it completed. Rows
--- are found by primary key (id = ANY) and each attempt is read from the
--- parallel array, with no join, so the plan stays a primary-key scan whatever
--- the statistics say.
+-- its attempt like CompleteThumbnail, and counts those it completed. Rows are
+-- found by primary key (id = ANY) and each attempt is read from the parallel
+-- array, with no join, so the plan stays a primary-key scan whatever the
+-- statistics say.
 DELETE FROM thumbnail_queue AS job
 WHERE job.id = ANY(@ids::bigint[])
   AND job.state = 'running'
-  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
-RETURNING job.id;
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)];
 
 -- name: FailThumbnail :one
 -- FailThumbnail records a failed attempt, fenced like CompleteThumbnail: the

@@ -105,12 +105,11 @@ func (q *Queries) ClaimThumbnail(ctx context.Context, arg ClaimThumbnailParams) 
 	return items, nil
 }
 
-const completeManyThumbnail = `-- name: CompleteManyThumbnail :many
+const completeManyThumbnail = `-- name: CompleteManyThumbnail :execrows
 DELETE FROM thumbnail_queue AS job
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'running'
   AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-RETURNING job.id
 `
 
 type CompleteManyThumbnailParams struct {
@@ -119,28 +118,16 @@ type CompleteManyThumbnailParams struct {
 }
 
 // CompleteManyThumbnail completes many jobs in one statement, each fenced by
-// its attempt like CompleteThumbnail, and returns the ids it completed. Rows
-// are found by primary key (id = ANY) and each attempt is read from the
-// parallel array, with no join, so the plan stays a primary-key scan whatever
-// the statistics say.
-func (q *Queries) CompleteManyThumbnail(ctx context.Context, arg CompleteManyThumbnailParams) ([]int64, error) {
-	rows, err := q.db.Query(ctx, completeManyThumbnail, arg.Ids, arg.Attempts)
+// its attempt like CompleteThumbnail, and counts those it completed. Rows are
+// found by primary key (id = ANY) and each attempt is read from the parallel
+// array, with no join, so the plan stays a primary-key scan whatever the
+// statistics say.
+func (q *Queries) CompleteManyThumbnail(ctx context.Context, arg CompleteManyThumbnailParams) (int64, error) {
+	result, err := q.db.Exec(ctx, completeManyThumbnail, arg.Ids, arg.Attempts)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const completeThumbnail = `-- name: CompleteThumbnail :execrows

@@ -79,6 +79,7 @@ func (q *ThumbnailQueue) Push(ctx context.Context, p ThumbnailPayload, opts ...q
 	if err != nil {
 		return queue.PushResult{}, err
 	}
+	queueimpl.Pushed("thumbnail")
 	return queue.PushResult{ID: row.ID, RunAfter: row.RunAfter}, nil
 }
 
@@ -110,7 +111,7 @@ func (q *ThumbnailQueue) PushMany(ctx context.Context, ps []ThumbnailPayload, op
 			rows[i].ImageID = p.ImageID
 			rows[i].Sizes = queueimpl.EmptyIfNil(p.Sizes)
 		}
-		return q.q.PushManyThumbnailAt(ctx, rows)
+		return q.pushed(q.q.PushManyThumbnailAt(ctx, rows))
 	}
 	rows := make([]PushManyThumbnailParams, len(ps))
 	for i, p := range ps {
@@ -127,7 +128,15 @@ func (q *ThumbnailQueue) PushMany(ctx context.Context, ps []ThumbnailPayload, op
 		rows[i].ImageID = p.ImageID
 		rows[i].Sizes = queueimpl.EmptyIfNil(p.Sizes)
 	}
-	return q.q.PushManyThumbnail(ctx, rows)
+	return q.pushed(q.q.PushManyThumbnail(ctx, rows))
+}
+
+// pushed wakes this process's idle workers of the queue after a bulk push.
+func (q *ThumbnailQueue) pushed(n int64, err error) (int64, error) {
+	if n > 0 {
+		queueimpl.Pushed("thumbnail")
+	}
+	return n, err
 }
 
 // unset reports whether p leaves a field whose column has a default unset.
@@ -171,9 +180,9 @@ func (q *ThumbnailQueue) Complete(ctx context.Context, job *queue.Job[ThumbnailP
 	return q.held(job, n, err)
 }
 
-// CompleteMany completes many jobs in one statement and returns the ids it
+// CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
-func (q *ThumbnailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ThumbnailPayload]) ([]int64, error) {
+func (q *ThumbnailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ThumbnailPayload]) (int64, error) {
 	arg := CompleteManyThumbnailParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
 	for i, job := range jobs {
 		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt

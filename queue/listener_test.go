@@ -1,0 +1,22 @@
+package queue
+
+import (
+	"testing"
+	"time"
+)
+
+func TestListenBackoff(t *testing.T) {
+	b := minListenBackoff
+	for range 10 {
+		b = nextListenBackoff(b, false)
+	}
+	if b != maxListenBackoff {
+		t.Errorf("after failures the backoff is %v, want the cap %v", b, maxListenBackoff)
+	}
+	if b = nextListenBackoff(b, true); b != minListenBackoff {
+		t.Errorf("after a session that listened the backoff is %v, want it reset to %v", b, minListenBackoff)
+	}
+	if b = nextListenBackoff(b, false); b != 2*minListenBackoff {
+		t.Errorf("then %v, want %v", b, 2*time.Duration(minListenBackoff))
+	}
+}
