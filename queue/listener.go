@@ -189,19 +189,25 @@ func (l *Listener) session(ctx context.Context) (listened bool, err error) {
 }
 
 // probe checks that the connection receives the notifications it listens
-// for: through a transaction-mode pooler, LISTEN succeeds but nothing ever
-// arrives.
+// for, sent from another connection: through a transaction-mode pooler,
+// LISTEN succeeds but nothing ever arrives.
 func (l *Listener) probe(ctx context.Context, conn *pgx.Conn) error {
-	ch := fmt.Sprintf("queuegen_probe_%d", conn.PgConn().PID())
+	ch := fmt.Sprintf("queuegen_probe_%d_%d", conn.PgConn().PID(), time.Now().UnixNano())
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 		return err
 	}
-	if _, err := conn.Exec(ctx, "SELECT pg_notify($1, '')", ch); err != nil {
+	other, err := l.connect(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = other.Exec(ctx, "SELECT pg_notify($1, '')", ch)
+	other.Close(context.Background())
+	if err != nil {
 		return err
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, l.probeTimeout)
 	defer cancel()
-	_, err := conn.WaitForNotification(waitCtx)
+	_, err = conn.WaitForNotification(waitCtx)
 	if err != nil && ctx.Err() == nil && waitCtx.Err() != nil {
 		return errNoNotifications
 	}

@@ -4,10 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/queuegen/queuegen/generated"
 )
 
 // Maintained is a queue a Maintainer looks after: any generated accessor.
@@ -32,10 +28,11 @@ type reaper interface {
 // Maintainer keeps queues tidy: it deletes finished jobs past their
 // retention in bounded batches, and (lease mode) makes dead the jobs whose
 // lease expired on their last attempt. Any number of processes may run
-// one: a session advisory lock per queue lets one node at a time work a
-// queue, and is freed if that node dies.
+// one: each batch statement first takes the queue's maintenance lock for
+// its own transaction, so while one node's batch runs, another's finds
+// nothing to do; no lock outlives a statement, so it works behind a
+// transaction-mode pooler too.
 type Maintainer struct {
-	pool     *pgxpool.Pool
 	queues   []Maintained
 	interval time.Duration
 	batch    int
@@ -59,9 +56,9 @@ func PurgeBatch(size, batchesPerPass int) MaintainerOption {
 // MaintainerLogger sets the logger (default slog.Default()).
 func MaintainerLogger(l *slog.Logger) MaintainerOption { return func(m *Maintainer) { m.logger = l } }
 
-// NewMaintainer returns a maintainer of queues over pool.
-func NewMaintainer(pool *pgxpool.Pool, queues []Maintained, opts ...MaintainerOption) *Maintainer {
-	m := &Maintainer{pool: pool, queues: queues, interval: time.Minute, batch: 1000, maxPass: 100, logger: slog.Default()}
+// NewMaintainer returns a maintainer of queues (generated accessors).
+func NewMaintainer(queues []Maintained, opts ...MaintainerOption) *Maintainer {
+	m := &Maintainer{queues: queues, interval: time.Minute, batch: 1000, maxPass: 100, logger: slog.Default()}
 	for _, o := range opts {
 		o(m)
 	}
@@ -70,11 +67,9 @@ func NewMaintainer(pool *pgxpool.Pool, queues []Maintained, opts ...MaintainerOp
 
 // MaintenanceReport is what one pass did to one queue.
 type MaintenanceReport struct {
-	Queue string
-	// Skipped is true when another node held the queue's maintenance lock.
-	Skipped bool
-	Purged  int64
-	Reaped  int64
+	Queue  string
+	Purged int64
+	Reaped int64
 }
 
 // Run runs a pass every interval until ctx is cancelled.
@@ -106,22 +101,7 @@ func (m *Maintainer) RunOnce(ctx context.Context) ([]MaintenanceReport, error) {
 
 func (m *Maintainer) maintain(ctx context.Context, q Maintained) (MaintenanceReport, error) {
 	r := MaintenanceReport{Queue: q.QueueName()}
-	conn, err := m.pool.Acquire(ctx)
-	if err != nil {
-		return r, err
-	}
-	defer conn.Release()
-	lock := generated.New(conn)
-	name := "queuegen maintenance " + q.QueueName()
-	locked, err := lock.TryMaintenanceLock(ctx, name)
-	if err != nil {
-		return r, err
-	}
-	if !locked {
-		r.Skipped = true
-		return r, nil
-	}
-	defer lock.MaintenanceUnlock(context.WithoutCancel(ctx), name)
+	var err error
 	if rq, ok := q.(reaper); ok {
 		if r.Reaped, err = m.batches(ctx, rq.Reap); err != nil {
 			return r, err
@@ -139,7 +119,8 @@ func (m *Maintainer) maintain(ctx context.Context, q Maintained) (MaintenanceRep
 }
 
 // batches runs a bounded statement until it changes fewer rows than a
-// batch, or maxPass times.
+// batch (none, when another node holds the queue's maintenance lock), or
+// maxPass times.
 func (m *Maintainer) batches(ctx context.Context, stmt func(context.Context, int) (int64, error)) (int64, error) {
 	var total int64
 	for range m.maxPass {

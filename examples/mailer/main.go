@@ -82,7 +82,7 @@ func run(ctx context.Context, url string) error {
 
 	emailWorker := emails.Worker(send, append(common, queue.Node(host), queue.Concurrency(4))...)
 	statementWorker := statements.Worker(render, append(common, queue.Concurrency(2))...)
-	maintainer := queue.NewMaintainer(pool, []queue.Maintained{emails, statements}, queue.MaintainerLogger(logger))
+	maintainer := queue.NewMaintainer([]queue.Maintained{emails, statements}, queue.MaintainerLogger(logger))
 	scheduler := queue.NewScheduler(statements.PeriodicJobs(), logger)
 
 	workCtx, stop := context.WithCancel(ctx)

@@ -13,11 +13,17 @@ import (
 	"github.com/queuegen/queuegen/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.RunMain(m)) }
+func TestMain(m *testing.M) { os.Exit(pgtest.RunMainTwice(m)) }
 
 // migrated returns a pool on a fresh database with the e2e migrations
 // applied by goose.
 func migrated(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return poolFor(t, migratedURL(t))
+}
+
+// migratedURL is a fresh database with the e2e migrations applied.
+func migratedURL(t testing.TB) string {
 	t.Helper()
 	url := pgtest.URL(t)
 	m, err := migrate.Open(url, "db/migrations")
@@ -28,6 +34,12 @@ func migrated(t testing.TB) *pgxpool.Pool {
 	if err := m.Up(context.Background(), io.Discard); err != nil {
 		t.Fatalf("migrate up: %v", err)
 	}
+	return url
+}
+
+// poolFor is a pool on url, closed when the test ends.
+func poolFor(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
 	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)

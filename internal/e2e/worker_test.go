@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queuegen/queuegen/internal/e2e/jobs"
+	"github.com/queuegen/queuegen/internal/pgtest"
 	"github.com/queuegen/queuegen/queue"
 )
 
@@ -325,7 +326,9 @@ func TestWorkerWakesOnNotifyAndSurvivesAKilledListener(t *testing.T) {
 	ctx := context.Background()
 	db := migrated(t)
 	q := jobs.NewEmailQueue(db)
-	l := queue.NewListener(db, quiet)
+	// The listener's connection goes to the server itself: through a
+	// transaction-mode pooler LISTEN cannot work.
+	l := queue.NewListenerURL(pgtest.Direct(db.Config().ConnString()), quiet)
 	defer l.Close()
 	handled := make(chan string, 10)
 	runWorker(t, q.Worker(func(_ context.Context, job *queue.Job[jobs.EmailPayload]) error {
@@ -336,8 +339,10 @@ func TestWorkerWakesOnNotifyAndSurvivesAKilledListener(t *testing.T) {
 		return count(t, db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'queuegen-listener' AND datname = current_database() AND state = 'idle'") == 1
 	}
 	eventually(t, 30*time.Second, "the listener", listening)
+	// Pushed by another program (plain SQL): only the database's
+	// notification can wake the worker, not a push of this process.
 	push := func(name string) {
-		if _, err := q.Push(ctx, jobs.EmailPayload{Recipient: name}); err != nil {
+		if _, err := db.Exec(ctx, "INSERT INTO email_queue (recipient, max_attempts) VALUES ($1, 3)", name); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -384,3 +389,31 @@ func TestPauseAndResumeAcrossWorkers(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "the jobs after resume", func() bool { return handled.Load() == 3 })
 }
+
+// TestListenerBehindPoolerSaysSo: through a transaction-mode pooler a
+// LISTEN succeeds but nothing arrives; the listener notices (it notifies
+// itself and waits) and says what to do, rather than leaving the workers
+// to poll in silence.
+func TestListenerBehindPoolerSaysSo(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Pooled(t, migratedURL(t))
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	l := queue.NewListenerURL(url, logger)
+	defer l.Close()
+	l.Subscribe("queuegen_email_queue", make(chan struct{}, 1))
+	eventually(t, 30*time.Second, "the listener's warning", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(logs.String(), "does not receive notifications") && strings.Contains(logs.String(), "NewListenerURL")
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

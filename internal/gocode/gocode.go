@@ -43,7 +43,16 @@ type Type struct {
 	Pointer bool
 	// Slices is how many [] precede the type.
 	Slices int
+	// NilKind is true for a named type whose values can be nil (a named
+	// slice, map or pointer type, such as json.RawMessage).
+	NilKind bool
 }
+
+// Nilable is a named type whose values can be nil, e.g. json.RawMessage.
+func Nilable(ident Ident) Type { return Type{Ident: ident, NilKind: true} }
+
+// CanBeNil reports whether a value of t can be nil.
+func (t Type) CanBeNil() bool { return t.Pointer || t.Slices > 0 || t.NilKind }
 
 // Named is the type spelled by ident alone.
 func Named(ident Ident) Type { return Type{Ident: ident} }

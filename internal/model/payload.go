@@ -72,7 +72,7 @@ type Field struct {
 // Unset is how a field with a default is tested for being unset: "nil"
 // (pointer, slice) or "valid" (a type with a Valid field).
 func (f *Field) Unset() string {
-	if f.Type.IsPointer() || f.Type.IsSlice() {
+	if f.Type.CanBeNil() {
 		return "nil"
 	}
 	return "valid"
@@ -84,7 +84,7 @@ func (m *Model) payload(s *spec.Spec, sq *spec.Queue, goName string) *Payload {
 	if j := sq.Payload.JSON; j != nil {
 		col := &catalog.Column{Name: j.Column, Type: eng.Column(&spec.Column{Name: j.Column, Type: spec.Type{Name: "jsonb"}}).Type, NotNull: true, Comment: "the payload, encoded as JSON"}
 		p.Columns = []*catalog.Column{col}
-		p.JSON = &Field{Name: j.Column, GoName: spec.GoName(j.Column), Type: gocode.Bytes}
+		p.JSON = &Field{Name: j.Column, GoName: spec.GoName(j.Column), Type: jsonRaw}
 		p.Inputs = []*Field{p.JSON}
 		if g := j.GoType; g != nil {
 			p.Type = gocode.Named(gocode.ImportPath(g.Import).Ident(g.Type))
@@ -127,7 +127,7 @@ func (m *Model) payload(s *spec.Spec, sq *spec.Queue, goName string) *Payload {
 
 var (
 	jsonNumber = gocode.Named(gocode.JSON.Ident("Number"))
-	jsonRaw    = gocode.Named(gocode.JSON.Ident("RawMessage"))
+	jsonRaw    = gocode.Nilable(gocode.JSON.Ident("RawMessage"))
 	timeTime   = gocode.Named(gocode.Time.Ident("Time"))
 )
 

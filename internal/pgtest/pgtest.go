@@ -103,6 +103,8 @@ var (
 
 // URL returns a connection URL (postgres://...) for a brand-new, empty
 // database created for this test; the database is dropped in t.Cleanup.
+// When the tests run through PgBouncer (see RunMainTwice), the URL is the
+// pooler's; Direct gives the server's.
 // The URL keeps the admin URL's user, host, port and parameters and only
 // replaces the database name. URL fails the test (t.Fatal) with a message
 // explaining how to provide a database when no server can be found or
@@ -132,7 +134,7 @@ func URL(t testing.TB) string {
 			t.Errorf("pgtest: drop database %s on %s: %v", name, redact(admin), err)
 		}
 	})
-	return dbURL
+	return Route(t, dbURL)
 }
 
 // Pool returns a *pgxpool.Pool connected to URL(t), closed in t.Cleanup
@@ -175,6 +177,7 @@ func ServerURL(t testing.TB) string {
 //	func TestMain(m *testing.M) { os.Exit(pgtest.RunMain(m)) }
 func RunMain(m *testing.M) int {
 	code := m.Run()
+	stopBouncers()
 
 	mu.Lock()
 	c := cluster

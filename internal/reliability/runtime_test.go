@@ -203,8 +203,12 @@ func TestRecoveryAfterRestart(t *testing.T) {
 		}
 		return pickups[min(len(pickups)-1, int(p*float64(len(pickups))))]
 	}
-	line := fmt.Sprintf("reliability restart-recovery: claiming %v after the database was back (poll %v); pickup p50 %v, p99 %v over %d jobs pushed after",
-		resumed.Round(time.Millisecond), poll, pct(0.5).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), len(pickups))
+	route := ""
+	if pgtest.ViaPgBouncer() {
+		route = " (through PgBouncer)"
+	}
+	line := fmt.Sprintf("reliability restart-recovery%s: claiming %v after the database was back (poll %v); pickup p50 %v, p99 %v over %d jobs pushed after",
+		route, resumed.Round(time.Millisecond), poll, pct(0.5).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), len(pickups))
 	reportMu.Lock()
 	report = append(report, line)
 	reportMu.Unlock()

@@ -31,9 +31,17 @@ func TestMain(m *testing.M) {
 		fmt.Println(line)
 	}
 	if path := os.Getenv("QUEUEGEN_RELIABILITY_REPORT"); path != "" && len(report) > 0 {
-		os.WriteFile(path, []byte(strings.Join(report, "\n")+"\n"), 0o644)
+		// Appended: the run through PgBouncer adds its lines to the direct
+		// run's.
+		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			f.WriteString(strings.Join(report, "\n") + "\n")
+			f.Close()
+		}
 	}
 	reportMu.Unlock()
+	if code == 0 {
+		code = pgtest.RerunViaPgBouncer()
+	}
 	os.Exit(code)
 }
 
@@ -97,6 +105,8 @@ func prepare(t *testing.T, url string) (string, *pgxpool.Pool) {
 	t.Helper()
 	if url == "" {
 		url = pgtest.URL(t)
+	} else {
+		url = pgtest.Route(t, url)
 	}
 	ctx := context.Background()
 	m, err := migrate.Open(url, "db/migrations")
@@ -173,6 +183,9 @@ func check(t *testing.T, scenario string, c counts, d delivery) {
 	rule := "exactly once"
 	if d == atLeastOnce {
 		rule = "lease mode: at least once"
+	}
+	if pgtest.ViaPgBouncer() {
+		scenario += " (through PgBouncer)"
 	}
 	line := fmt.Sprintf("reliability %s: %d pushed, %d completed, %d dead, %d lost, %d completed twice, %d completed unhandled, %d handled twice (%s)",
 		scenario, c.pushed, c.completed, c.dead, c.lost(), c.double, c.unhandled, c.twice, rule)

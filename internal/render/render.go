@@ -87,6 +87,12 @@ type sqlData struct {
 
 var sqlFuncs = template.FuncMap{
 	"join": strings.Join,
+	// maintenanceLock is the SQL literal naming a queue's maintenance
+	// lock: its table, qualified, so queues of two schemas do not share
+	// one.
+	"maintenanceLock": func(d sqlData) string {
+		return "'queuegen maintenance " + strings.ReplaceAll(d.Queue.QName, "'", "''") + "'"
+	},
 	// columns lists the fields' column names, each with prefix.
 	"columns": func(fs []*model.Field, prefix string) string {
 		out := make([]string, len(fs))

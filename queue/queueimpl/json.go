@@ -10,7 +10,7 @@ import (
 // MarshalJSON encodes a JSON payload. encoding/json would turn invalid
 // UTF-8 in a string into U+FFFD, silently storing something other than
 // what was pushed; MarshalJSON refuses it instead, naming where it is.
-func MarshalJSON(v any) ([]byte, error) {
+func MarshalJSON(v any) (json.RawMessage, error) {
 	if path, ok := invalidUTF8(reflect.ValueOf(v), "payload", 0); !ok {
 		return nil, fmt.Errorf("queue: %s holds invalid UTF-8, which JSON cannot carry (encoding/json would store U+FFFD instead): clean it, or use a bytea column", path)
 	}

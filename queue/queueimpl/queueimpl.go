@@ -7,6 +7,7 @@
 package queueimpl
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/queuegen/queuegen/queue"
@@ -64,9 +65,9 @@ func EmptyIfNil[T any](s []T) []T {
 // NullJSONIfNil returns doc, or the JSON document null when doc is nil:
 // generated code sends it for NOT NULL jsonb columns, which refuse SQL
 // NULL and an empty string alike.
-func NullJSONIfNil(doc []byte) []byte {
+func NullJSONIfNil(doc json.RawMessage) json.RawMessage {
 	if doc == nil {
-		return []byte("null")
+		return json.RawMessage("null")
 	}
 	return doc
 }

@@ -6,6 +6,7 @@
 package jobs
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -74,5 +75,5 @@ type StatementRow struct {
 	LockedUntil *time.Time
 	Errors      []string
 	UniqueKey   *string
-	Payload     []byte
+	Payload     json.RawMessage
 }

@@ -8,6 +8,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -376,8 +377,9 @@ const purgeStatement = `-- name: PurgeStatement :execrows
 WITH doomed AS (
     SELECT id
     FROM statement_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance statement_queue', 0)))
+      AND ((state = 'succeeded' AND finished_at < now() - $1::interval)
+        OR (state = 'dead' AND finished_at < now() - $2::interval))
     ORDER BY finished_at
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
@@ -395,7 +397,8 @@ type PurgeStatementParams struct {
 
 // PurgeStatement deletes up to @max finished jobs past their retention,
 // oldest first. SKIP LOCKED and the bounded batch keep it from waiting on
-// workers or holding a long transaction.
+// workers or holding a long transaction; the maintenance lock (as in
+// ReapStatement) keeps other nodes' batches off the queue meanwhile.
 func (q *Queries) PurgeStatement(ctx context.Context, arg PurgeStatementParams) (int64, error) {
 	result, err := q.db.Exec(ctx, purgeStatement, arg.SucceededRetention, arg.DeadRetention, arg.Max)
 	if err != nil {
@@ -405,13 +408,13 @@ func (q *Queries) PurgeStatement(ctx context.Context, arg PurgeStatementParams) 
 }
 
 type PushManyStatementParams struct {
-	Payload     []byte
+	Payload     json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 }
 
 type PushManyStatementAtParams struct {
-	Payload     []byte
+	Payload     json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 	RunAfter    time.Time
@@ -432,7 +435,7 @@ RETURNING id, run_after
 `
 
 type PushStatementParams struct {
-	Payload     []byte
+	Payload     json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 	Now         *time.Time

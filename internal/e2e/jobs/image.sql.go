@@ -8,6 +8,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -496,7 +497,7 @@ type PushImageParams struct {
 	TakenAt     *time.Time
 	Ref         pgtype.UUID
 	Label       *string
-	Meta        []byte
+	Meta        json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 	Now         *time.Time
@@ -545,7 +546,7 @@ type PushManyImageParams struct {
 	TakenAt     time.Time
 	Ref         pgtype.UUID
 	Label       *string
-	Meta        []byte
+	Meta        json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 }
@@ -559,7 +560,7 @@ type PushManyImageAtParams struct {
 	TakenAt     time.Time
 	Ref         pgtype.UUID
 	Label       *string
-	Meta        []byte
+	Meta        json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 	RunAfter    time.Time
@@ -569,7 +570,8 @@ const reapImage = `-- name: ReapImage :execrows
 WITH doomed AS (
     SELECT id
     FROM image_queue
-    WHERE state = 'running'
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance image_queue', 0)))
+      AND state = 'running'
       AND locked_until < now()
       AND attempt >= max_attempts
     ORDER BY locked_until
@@ -589,7 +591,12 @@ WHERE job.id = doomed.id
 // ReapImage makes dead up to @max running jobs whose lease expired on their
 // last attempt, which claims no longer take. The batch is bounded and SKIP
 // LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction.
+// update then finds it gone) nor holds a long transaction. It first takes the
+// queue's maintenance lock for the statement's transaction
+// (pg_try_advisory_xact_lock, evaluated once): while another node's batch
+// holds it, this one does nothing, so one node at a time maintains the queue,
+// and the lock ends with the statement, also behind a transaction-mode
+// pooler.
 func (q *Queries) ReapImage(ctx context.Context, max int32) (int64, error) {
 	result, err := q.db.Exec(ctx, reapImage, max)
 	if err != nil {

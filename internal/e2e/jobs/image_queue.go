@@ -5,6 +5,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -25,7 +26,7 @@ type ImagePayload struct {
 	TakenAt  *time.Time
 	Ref      pgtype.UUID
 	Label    *string
-	Meta     []byte
+	Meta     json.RawMessage
 }
 
 // Defaults of queue image, from the spec.

@@ -6,6 +6,7 @@
 package jobs
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -69,7 +70,7 @@ type ImageRow struct {
 	TakenAt     time.Time
 	Ref         pgtype.UUID
 	Label       *string
-	Meta        []byte
+	Meta        json.RawMessage
 }
 
 type InvoiceRow struct {
@@ -119,7 +120,7 @@ type ReportRow struct {
 	LockedUntil *time.Time
 	Errors      []string
 	UniqueKey   *string
-	Payload     []byte
+	Payload     json.RawMessage
 }
 
 type TypedRow struct {
@@ -149,7 +150,7 @@ type TypedRow struct {
 	CUuid        pgtype.UUID
 	CTimestamptz time.Time
 	CDate        time.Time
-	CJsonb       []byte
+	CJsonb       json.RawMessage
 	CBytea       []byte
 	CTextArray   []string
 	CIntArray    []int32
@@ -179,5 +180,5 @@ type WebhookRow struct {
 	LockedUntil *time.Time
 	Errors      []string
 	UniqueKey   *string
-	Body        []byte
+	Body        json.RawMessage
 }

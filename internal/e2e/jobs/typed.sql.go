@@ -8,6 +8,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -505,7 +506,7 @@ type PushManyTypedParams struct {
 	CUuid        pgtype.UUID
 	CTimestamptz time.Time
 	CDate        time.Time
-	CJsonb       []byte
+	CJsonb       json.RawMessage
 	CBytea       []byte
 	CTextArray   []string
 	CIntArray    []int32
@@ -537,7 +538,7 @@ type PushManyTypedAtParams struct {
 	CUuid        pgtype.UUID
 	CTimestamptz time.Time
 	CDate        time.Time
-	CJsonb       []byte
+	CJsonb       json.RawMessage
 	CBytea       []byte
 	CTextArray   []string
 	CIntArray    []int32
@@ -610,7 +611,7 @@ type PushTypedParams struct {
 	CUuid        pgtype.UUID
 	CTimestamptz time.Time
 	CDate        time.Time
-	CJsonb       []byte
+	CJsonb       json.RawMessage
 	CBytea       []byte
 	CTextArray   []string
 	CIntArray    []int32
@@ -685,7 +686,8 @@ const reapTyped = `-- name: ReapTyped :execrows
 WITH doomed AS (
     SELECT id
     FROM typed_queue
-    WHERE state = 'running'
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance typed_queue', 0)))
+      AND state = 'running'
       AND locked_until < now()
       AND attempt >= max_attempts
     ORDER BY locked_until
@@ -705,7 +707,12 @@ WHERE job.id = doomed.id
 // ReapTyped makes dead up to @max running jobs whose lease expired on their
 // last attempt, which claims no longer take. The batch is bounded and SKIP
 // LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction.
+// update then finds it gone) nor holds a long transaction. It first takes the
+// queue's maintenance lock for the statement's transaction
+// (pg_try_advisory_xact_lock, evaluated once): while another node's batch
+// holds it, this one does nothing, so one node at a time maintains the queue,
+// and the lock ends with the statement, also behind a transaction-mode
+// pooler.
 func (q *Queries) ReapTyped(ctx context.Context, max int32) (int64, error) {
 	result, err := q.db.Exec(ctx, reapTyped, max)
 	if err != nil {

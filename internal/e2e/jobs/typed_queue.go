@@ -5,6 +5,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -30,7 +31,7 @@ type TypedPayload struct {
 	CUuid        pgtype.UUID
 	CTimestamptz time.Time
 	CDate        time.Time
-	CJsonb       []byte
+	CJsonb       json.RawMessage
 	CBytea       []byte
 	CTextArray   []string
 	CIntArray    []int32

@@ -8,6 +8,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -404,13 +405,13 @@ func (q *Queries) PausedWebhook(ctx context.Context) (bool, error) {
 }
 
 type PushManyWebhookParams struct {
-	Body        []byte
+	Body        json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 }
 
 type PushManyWebhookAtParams struct {
-	Body        []byte
+	Body        json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 	RunAfter    time.Time
@@ -431,7 +432,7 @@ RETURNING id, run_after
 `
 
 type PushWebhookParams struct {
-	Body        []byte
+	Body        json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 	Now         *time.Time
@@ -467,7 +468,8 @@ const reapWebhook = `-- name: ReapWebhook :execrows
 WITH doomed AS (
     SELECT id
     FROM webhook_queue
-    WHERE state = 'running'
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance webhook_queue', 0)))
+      AND state = 'running'
       AND locked_until < now()
       AND attempt >= max_attempts
     ORDER BY locked_until
@@ -487,7 +489,12 @@ WHERE job.id = doomed.id
 // ReapWebhook makes dead up to @max running jobs whose lease expired on their
 // last attempt, which claims no longer take. The batch is bounded and SKIP
 // LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction.
+// update then finds it gone) nor holds a long transaction. It first takes the
+// queue's maintenance lock for the statement's transaction
+// (pg_try_advisory_xact_lock, evaluated once): while another node's batch
+// holds it, this one does nothing, so one node at a time maintains the queue,
+// and the lock ends with the statement, also behind a transaction-mode
+// pooler.
 func (q *Queries) ReapWebhook(ctx context.Context, max int32) (int64, error) {
 	result, err := q.db.Exec(ctx, reapWebhook, max)
 	if err != nil {

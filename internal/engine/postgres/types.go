@@ -43,13 +43,14 @@ var (
 	timeTime = gocode.Named(gocode.Time.Ident("Time"))
 	numeric  = gocode.Named(pgtype.Ident("Numeric"))
 	uuid     = gocode.Named(pgtype.Ident("UUID"))
+	jsonRaw  = gocode.Nilable(gocode.JSON.Ident("RawMessage"))
 )
 
 // GoType is the Go type sqlc gives a column of type t under pgx/v5 with
 // emit_pointers_for_null_types and the time overrides of the generated
 // sqlc.yaml: pointers for nullable scalars; pgtype.Numeric and pgtype.UUID
-// (which carry their own NULL), []byte and slices (nil is NULL) as they
-// are.
+// (which carry their own NULL), []byte, json.RawMessage (for jsonb) and
+// slices (nil is NULL) as they are.
 func (Engine) GoType(t spec.Type, nullable bool) gocode.Type {
 	var inner gocode.Type
 	pointer := nullable
@@ -74,7 +75,9 @@ func (Engine) GoType(t spec.Type, nullable bool) gocode.Type {
 		inner, pointer = uuid, false
 	case "timestamptz", "date":
 		inner = timeTime
-	case "jsonb", "bytea":
+	case "jsonb":
+		inner, pointer = jsonRaw, false
+	case "bytea":
 		inner, pointer = gocode.Bytes, false
 	default:
 		panic("postgres: unhandled type " + t.Name)

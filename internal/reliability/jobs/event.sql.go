@@ -8,6 +8,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -409,7 +410,7 @@ RETURNING id, run_after
 `
 
 type PushEventParams struct {
-	Payload     []byte
+	Payload     json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 	Now         *time.Time
@@ -442,13 +443,13 @@ func (q *Queries) PushEvent(ctx context.Context, arg PushEventParams) (PushEvent
 }
 
 type PushManyEventParams struct {
-	Payload     []byte
+	Payload     json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 }
 
 type PushManyEventAtParams struct {
-	Payload     []byte
+	Payload     json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 	RunAfter    time.Time
@@ -458,7 +459,8 @@ const reapEvent = `-- name: ReapEvent :execrows
 WITH doomed AS (
     SELECT id
     FROM event_queue
-    WHERE state = 'running'
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance event_queue', 0)))
+      AND state = 'running'
       AND locked_until < now()
       AND attempt >= max_attempts
     ORDER BY locked_until
@@ -478,7 +480,12 @@ WHERE job.id = doomed.id
 // ReapEvent makes dead up to @max running jobs whose lease expired on their
 // last attempt, which claims no longer take. The batch is bounded and SKIP
 // LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction.
+// update then finds it gone) nor holds a long transaction. It first takes the
+// queue's maintenance lock for the statement's transaction
+// (pg_try_advisory_xact_lock, evaluated once): while another node's batch
+// holds it, this one does nothing, so one node at a time maintains the queue,
+// and the lock ends with the statement, also behind a transaction-mode
+// pooler.
 func (q *Queries) ReapEvent(ctx context.Context, max int32) (int64, error) {
 	result, err := q.db.Exec(ctx, reapEvent, max)
 	if err != nil {

@@ -6,6 +6,7 @@
 package jobs
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -23,7 +24,7 @@ type EventRow struct {
 	LockedUntil *time.Time
 	Errors      []string
 	UniqueKey   *string
-	Payload     []byte
+	Payload     json.RawMessage
 }
 
 type LedgerRow struct {

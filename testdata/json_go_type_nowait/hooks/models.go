@@ -6,6 +6,7 @@
 package hooks
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -31,5 +32,5 @@ type WebhookRow struct {
 	LockedUntil *time.Time
 	Errors      []string
 	UniqueKey   *string
-	Message     []byte
+	Message     json.RawMessage
 }

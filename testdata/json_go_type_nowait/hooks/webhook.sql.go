@@ -8,6 +8,7 @@ package hooks
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -407,7 +408,8 @@ const purgeWebhook = `-- name: PurgeWebhook :execrows
 WITH doomed AS (
     SELECT id
     FROM webhook_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance webhook_queue', 0)))
+      AND ((state = 'succeeded' AND finished_at < now() - $1::interval))
     ORDER BY finished_at
     LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
@@ -424,7 +426,8 @@ type PurgeWebhookParams struct {
 
 // PurgeWebhook deletes up to @max finished jobs past their retention, oldest
 // first. SKIP LOCKED and the bounded batch keep it from waiting on workers or
-// holding a long transaction.
+// holding a long transaction; the maintenance lock (as in ReapWebhook) keeps
+// other nodes' batches off the queue meanwhile.
 func (q *Queries) PurgeWebhook(ctx context.Context, arg PurgeWebhookParams) (int64, error) {
 	result, err := q.db.Exec(ctx, purgeWebhook, arg.SucceededRetention, arg.Max)
 	if err != nil {
@@ -434,13 +437,13 @@ func (q *Queries) PurgeWebhook(ctx context.Context, arg PurgeWebhookParams) (int
 }
 
 type PushManyWebhookParams struct {
-	Message     []byte
+	Message     json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 }
 
 type PushManyWebhookAtParams struct {
-	Message     []byte
+	Message     json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 	RunAfter    time.Time
@@ -461,7 +464,7 @@ RETURNING id, run_after
 `
 
 type PushWebhookParams struct {
-	Message     []byte
+	Message     json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 	Now         *time.Time
@@ -497,7 +500,8 @@ const reapWebhook = `-- name: ReapWebhook :execrows
 WITH doomed AS (
     SELECT id
     FROM webhook_queue
-    WHERE state = 'running'
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance webhook_queue', 0)))
+      AND state = 'running'
       AND locked_until < now()
       AND attempt >= max_attempts
     ORDER BY locked_until
@@ -517,7 +521,12 @@ WHERE job.id = doomed.id
 // ReapWebhook makes dead up to @max running jobs whose lease expired on their
 // last attempt, which claims no longer take. The batch is bounded and SKIP
 // LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction.
+// update then finds it gone) nor holds a long transaction. It first takes the
+// queue's maintenance lock for the statement's transaction
+// (pg_try_advisory_xact_lock, evaluated once): while another node's batch
+// holds it, this one does nothing, so one node at a time maintains the queue,
+// and the lock ends with the statement, also behind a transaction-mode
+// pooler.
 func (q *Queries) ReapWebhook(ctx context.Context, max int32) (int64, error) {
 	result, err := q.db.Exec(ctx, reapWebhook, max)
 	if err != nil {

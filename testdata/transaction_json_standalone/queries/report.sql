@@ -134,12 +134,14 @@ WHERE id = @id AND attempt = @attempt AND state = 'available';
 -- name: PurgeReport :execrows
 -- PurgeReport deletes up to @max finished jobs past their retention, oldest
 -- first. SKIP LOCKED and the bounded batch keep it from waiting on workers or
--- holding a long transaction.
+-- holding a long transaction; the maintenance lock (as in ReapReport) keeps
+-- other nodes' batches off the queue meanwhile.
 WITH doomed AS (
     SELECT id
     FROM report_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - @succeeded_retention::interval)
-       OR (state = 'dead' AND finished_at < now() - @dead_retention::interval)
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance report_queue', 0)))
+      AND ((state = 'succeeded' AND finished_at < now() - @succeeded_retention::interval)
+        OR (state = 'dead' AND finished_at < now() - @dead_retention::interval))
     ORDER BY finished_at
     LIMIT sqlc.arg('max')::integer
     FOR UPDATE SKIP LOCKED

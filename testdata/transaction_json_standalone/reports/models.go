@@ -6,6 +6,7 @@
 package reports
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -37,5 +38,5 @@ type ReportRow struct {
 	LockedUntil *time.Time
 	Errors      []string
 	UniqueKey   *string
-	Payload     []byte
+	Payload     json.RawMessage
 }

@@ -8,6 +8,7 @@ package reports
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -375,8 +376,9 @@ const purgeReport = `-- name: PurgeReport :execrows
 WITH doomed AS (
     SELECT id
     FROM report_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - $1::interval)
-       OR (state = 'dead' AND finished_at < now() - $2::interval)
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance report_queue', 0)))
+      AND ((state = 'succeeded' AND finished_at < now() - $1::interval)
+        OR (state = 'dead' AND finished_at < now() - $2::interval))
     ORDER BY finished_at
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
@@ -394,7 +396,8 @@ type PurgeReportParams struct {
 
 // PurgeReport deletes up to @max finished jobs past their retention, oldest
 // first. SKIP LOCKED and the bounded batch keep it from waiting on workers or
-// holding a long transaction.
+// holding a long transaction; the maintenance lock (as in ReapReport) keeps
+// other nodes' batches off the queue meanwhile.
 func (q *Queries) PurgeReport(ctx context.Context, arg PurgeReportParams) (int64, error) {
 	result, err := q.db.Exec(ctx, purgeReport, arg.SucceededRetention, arg.DeadRetention, arg.Max)
 	if err != nil {
@@ -404,13 +407,13 @@ func (q *Queries) PurgeReport(ctx context.Context, arg PurgeReportParams) (int64
 }
 
 type PushManyReportParams struct {
-	Payload     []byte
+	Payload     json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 }
 
 type PushManyReportAtParams struct {
-	Payload     []byte
+	Payload     json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 	RunAfter    time.Time
@@ -431,7 +434,7 @@ RETURNING id, run_after
 `
 
 type PushReportParams struct {
-	Payload     []byte
+	Payload     json.RawMessage
 	Priority    int16
 	MaxAttempts int32
 	Now         *time.Time

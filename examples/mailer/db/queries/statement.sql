@@ -137,12 +137,14 @@ WHERE id = @id AND attempt = @attempt AND state = 'available';
 -- name: PurgeStatement :execrows
 -- PurgeStatement deletes up to @max finished jobs past their retention,
 -- oldest first. SKIP LOCKED and the bounded batch keep it from waiting on
--- workers or holding a long transaction.
+-- workers or holding a long transaction; the maintenance lock (as in
+-- ReapStatement) keeps other nodes' batches off the queue meanwhile.
 WITH doomed AS (
     SELECT id
     FROM statement_queue
-    WHERE (state = 'succeeded' AND finished_at < now() - @succeeded_retention::interval)
-       OR (state = 'dead' AND finished_at < now() - @dead_retention::interval)
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance statement_queue', 0)))
+      AND ((state = 'succeeded' AND finished_at < now() - @succeeded_retention::interval)
+        OR (state = 'dead' AND finished_at < now() - @dead_retention::interval))
     ORDER BY finished_at
     LIMIT sqlc.arg('max')::integer
     FOR UPDATE SKIP LOCKED

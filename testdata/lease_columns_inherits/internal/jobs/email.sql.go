@@ -535,7 +535,8 @@ const reapEmail = `-- name: ReapEmail :execrows
 WITH doomed AS (
     SELECT id
     FROM email_queue
-    WHERE state = 'running'
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance email_queue', 0)))
+      AND state = 'running'
       AND locked_until < now()
       AND attempt >= max_attempts
     ORDER BY locked_until
@@ -555,7 +556,12 @@ WHERE job.id = doomed.id
 // ReapEmail makes dead up to @max running jobs whose lease expired on their
 // last attempt, which claims no longer take. The batch is bounded and SKIP
 // LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction.
+// update then finds it gone) nor holds a long transaction. It first takes the
+// queue's maintenance lock for the statement's transaction
+// (pg_try_advisory_xact_lock, evaluated once): while another node's batch
+// holds it, this one does nothing, so one node at a time maintains the queue,
+// and the lock ends with the statement, also behind a transaction-mode
+// pooler.
 func (q *Queries) ReapEmail(ctx context.Context, max int32) (int64, error) {
 	result, err := q.db.Exec(ctx, reapEmail, max)
 	if err != nil {
