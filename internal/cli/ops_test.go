@@ -64,7 +64,7 @@ func TestStatsCommand(t *testing.T) {
 	}
 	code, out, _ = run(t, "stats", "--db", url, "--json")
 	var stats []map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &stats) != nil || len(stats) != 6 {
+	if code != 0 || json.Unmarshal([]byte(out), &stats) != nil || len(stats) != 10 {
 		t.Fatalf("stats --json = %d:\n%s", code, out)
 	}
 	for _, s := range stats {

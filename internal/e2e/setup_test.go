@@ -62,3 +62,13 @@ func querySQL(t *testing.T, goFile, constName string) string {
 	}
 	return string(m[1])
 }
+
+// pgCount runs a count(*) query on a PostgreSQL pool.
+func pgCount(t *testing.T, db *pgxpool.Pool, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -2,52 +2,44 @@ package e2e_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/queuegen/queuegen/internal/e2e/jobs"
+	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 )
 
-func begin(t *testing.T, db *pgxpool.Pool) pgx.Tx {
-	t.Helper()
-	tx, err := db.Begin(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tx.Rollback(context.Background()) })
-	return tx
+func TestTransactionRollbackReturnsJob(t *testing.T) {
+	eachTx(t, txRollbackReturnsJob[pgx.Tx], txRollbackReturnsJob[*sql.Tx])
 }
 
-func TestTransactionRollbackReturnsJob(t *testing.T) {
-	t.Parallel()
+func txRollbackReturnsJob[Tx any](t *testing.T, e *engine, x *txEngine[Tx]) {
 	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewReportQueue(db)
-	res, err := q.Push(ctx, jobs.ReportPayload{ReportID: 9, RequestedAt: time.Now().UTC().Truncate(time.Second)})
+	q := x.q
+	res, err := q.Push(ctx, payload.Task{Name: "r", N: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	tx1 := begin(t, db)
+	tx1 := x.begin(t)
 	got, err := q.Claim(ctx, tx1, 5)
-	if err != nil || len(got) != 1 || got[0].ID != res.ID || got[0].Attempt != 1 || got[0].Payload.ReportID != 9 {
+	if err != nil || len(got) != 1 || got[0].ID != res.ID || got[0].Attempt != 1 || got[0].Payload.N != 9 {
 		t.Fatalf("claim in tx = %+v, %v", got, err)
 	}
 	// Another transaction skips the locked row.
-	tx2 := begin(t, db)
+	tx2 := x.begin(t)
 	if other, err := q.Claim(ctx, tx2, 5); err != nil || len(other) != 0 {
 		t.Fatalf("second claimer got %+v, %v; want nothing (SKIP LOCKED)", other, err)
 	}
-	tx2.Rollback(ctx)
+	x.driver.Rollback(ctx, tx2)
 	// Rollback returns the job, attempt and all.
-	if err := tx1.Rollback(ctx); err != nil {
+	if err := x.driver.Rollback(ctx, tx1); err != nil {
 		t.Fatal(err)
 	}
 	back, _ := q.Get(ctx, res.ID)
@@ -55,7 +47,7 @@ func TestTransactionRollbackReturnsJob(t *testing.T) {
 		t.Fatalf("after rollback: %+v; want available at attempt 0", back)
 	}
 
-	tx3 := begin(t, db)
+	tx3 := x.begin(t)
 	got, err = q.Claim(ctx, tx3, 5)
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claim after rollback = %v, %v", got, err)
@@ -63,7 +55,7 @@ func TestTransactionRollbackReturnsJob(t *testing.T) {
 	if err := q.Complete(ctx, tx3, got[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := tx3.Commit(ctx); err != nil {
+	if err := x.driver.Commit(ctx, tx3); err != nil {
 		t.Fatal(err)
 	}
 	done, _ := q.Get(ctx, res.ID)
@@ -73,17 +65,19 @@ func TestTransactionRollbackReturnsJob(t *testing.T) {
 }
 
 func TestTransactionFailDeadAndBatch(t *testing.T) {
-	t.Parallel()
+	eachTx(t, txFailDeadAndBatch[pgx.Tx], txFailDeadAndBatch[*sql.Tx])
+}
+
+func txFailDeadAndBatch[Tx any](t *testing.T, e *engine, x *txEngine[Tx]) {
 	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewReportQueue(db)
+	q := x.q
 	for i := range 3 {
-		if _, err := q.Push(ctx, jobs.ReportPayload{ReportID: int64(i)}); err != nil {
+		if _, err := q.Push(ctx, task(fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Attempt 1 of 2 fails for all: retried after backoff.
-	tx := begin(t, db)
+	tx := x.begin(t)
 	got, err := q.Claim(ctx, tx, 10)
 	if err != nil || len(got) != 3 {
 		t.Fatalf("claim = %d, %v", len(got), err)
@@ -97,11 +91,11 @@ func TestTransactionFailDeadAndBatch(t *testing.T) {
 			t.Errorf("state after first failure = %q, want available", s)
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := x.driver.Commit(ctx, tx); err != nil {
 		t.Fatal(err)
 	}
 	// Attempt 2 of 2: one fails (dead), one completes, one is snoozed.
-	tx = begin(t, db)
+	tx = x.begin(t)
 	got, err = q.Claim(ctx, tx, 10, queue.ClaimAt(time.Now().Add(time.Hour)))
 	if err != nil || len(got) != 3 {
 		t.Fatalf("second claim = %d, %v", len(got), err)
@@ -119,7 +113,7 @@ func TestTransactionFailDeadAndBatch(t *testing.T) {
 	if err := q.Complete(ctx, tx, got[0]); !errors.Is(err, queue.ErrNotHeld) {
 		t.Errorf("Complete of a dead job = %v, want ErrNotHeld", err)
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := x.driver.Commit(ctx, tx); err != nil {
 		t.Fatal(err)
 	}
 	dead, _ := q.Get(ctx, got[0].ID)
@@ -135,18 +129,16 @@ func TestTransactionFailDeadAndBatch(t *testing.T) {
 // TestTransactionConcurrentClaims: claimers in concurrent transactions
 // each get distinct jobs, and all jobs are worked exactly once.
 func TestTransactionConcurrentClaims(t *testing.T) {
-	t.Parallel()
+	eachTx(t, txConcurrentClaims[pgx.Tx], txConcurrentClaims[*sql.Tx])
+}
+
+func txConcurrentClaims[Tx any](t *testing.T, e *engine, x *txEngine[Tx]) {
 	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewInvoiceQueue(db)
+	q := x.q
 	const total = 500
-	ps := make([]jobs.InvoicePayload, total)
+	ps := make([]payload.Task, total)
 	for i := range ps {
-		var n pgtype.Numeric
-		if err := n.Scan("12.50"); err != nil {
-			t.Fatal(err)
-		}
-		ps[i] = jobs.InvoicePayload{InvoiceID: int64(i), Amount: n}
+		ps[i] = payload.Task{Name: "invoice", N: i}
 	}
 	if _, err := q.PushMany(ctx, ps, queue.Priority(1)); err != nil {
 		t.Fatal(err)
@@ -157,14 +149,14 @@ func TestTransactionConcurrentClaims(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for {
-				tx, err := db.Begin(ctx)
+				tx, err := x.driver.Begin(ctx, queue.DefaultIsolation)
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				got, err := q.Claim(ctx, tx, 5)
 				if err != nil || len(got) == 0 {
-					tx.Rollback(ctx)
+					x.driver.Rollback(ctx, tx)
 					if err != nil {
 						t.Error(err)
 					}
@@ -175,7 +167,7 @@ func TestTransactionConcurrentClaims(t *testing.T) {
 						t.Error(err)
 					}
 				}
-				if err := tx.Commit(ctx); err != nil {
+				if err := x.driver.Commit(ctx, tx); err != nil {
 					t.Error(err)
 					return
 				}
@@ -201,20 +193,23 @@ func TestTransactionConcurrentClaims(t *testing.T) {
 // TestPushInCallerTransaction: WithTx pushes as part of the caller's
 // transaction, so a rollback un-pushes.
 func TestPushInCallerTransaction(t *testing.T) {
-	t.Parallel()
+	eachTx(t, txPushInCallerTransaction[pgx.Tx], txPushInCallerTransaction[*sql.Tx])
+}
+
+func txPushInCallerTransaction[Tx any](t *testing.T, e *engine, x *txEngine[Tx]) {
 	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewEmailQueue(db)
-	tx := begin(t, db)
-	res, err := q.WithTx(tx).Push(ctx, jobs.EmailPayload{Recipient: "tx"})
+	tx := x.begin(t)
+	res, err := x.pushIn(ctx, tx, task("tx"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := q.Claim(ctx, "n", 1); len(got) != 0 {
+	other := x.begin(t)
+	if got, _ := x.q.Claim(ctx, other, 1); len(got) != 0 {
 		t.Errorf("an uncommitted push was claimable")
 	}
-	tx.Rollback(ctx)
-	if _, err := q.Get(ctx, res.ID); !errors.Is(err, pgx.ErrNoRows) {
+	x.driver.Rollback(ctx, other)
+	x.driver.Rollback(ctx, tx)
+	if _, err := x.q.Get(ctx, res.ID); !errors.Is(err, e.noRows) {
 		t.Errorf("after rollback Get = %v, want no rows", err)
 	}
 }

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/queuegen/queuegen/internal/e2e/jobs"
+	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 )
 
@@ -18,24 +19,29 @@ import (
 // failing handler's writes are rolled back while its failure is recorded;
 // a panic fails the attempt; every job is worked once per attempt.
 func TestTxWorker(t *testing.T) {
-	t.Parallel()
+	eachTx(t, txWorker[pgx.Tx], txWorker[*sql.Tx])
+}
+
+func txWorker[Tx any](t *testing.T, e *engine, x *txEngine[Tx]) {
 	ctx := context.Background()
-	db := migrated(t)
-	if _, err := db.Exec(ctx, "CREATE TABLE rendered (report_id bigint PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
-	q := jobs.NewReportQueue(db)
-	for _, id := range []int64{1, 2, 3, 4, 5} {
-		q.Push(ctx, jobs.ReportPayload{ReportID: id})
+	e.exec(t, "CREATE TABLE rendered (n BIGINT PRIMARY KEY)")
+	q := x.q
+	ids := map[int]int64{}
+	for _, n := range []int{1, 2, 3, 4, 5} {
+		res, err := q.Push(ctx, payload.Task{Name: "render", N: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[n] = res.ID
 	}
 	retryAt := time.Now().Add(time.Hour).Truncate(time.Microsecond)
 	var handled atomic.Int64
-	w := q.Worker(func(ctx context.Context, tx pgx.Tx, job *queue.Job[jobs.ReportPayload]) error {
+	w := q.Worker(func(ctx context.Context, tx Tx, job *queue.Job[payload.Task]) error {
 		defer handled.Add(1)
-		if _, err := tx.Exec(ctx, "INSERT INTO rendered VALUES ($1)", job.Payload.ReportID); err != nil {
+		if err := x.exec(ctx, tx, "INSERT INTO rendered VALUES (?)", job.Payload.N); err != nil {
 			return err
 		}
-		switch job.Payload.ReportID {
+		switch job.Payload.N {
 		case 3:
 			return errors.New("renderer crashed")
 		case 4:
@@ -48,28 +54,32 @@ func TestTxWorker(t *testing.T) {
 	stop := runWorker(t, w)
 	eventually(t, 30*time.Second, "all five handled", func() bool { return handled.Load() >= 5 })
 	stop()
-	if n := count(t, db, "SELECT count(*) FROM rendered"); n != 2 {
+	if n := e.count(t, "SELECT count(*) FROM rendered"); n != 2 {
 		t.Errorf("%d rows written; want the two successes' writes only", n)
 	}
-	if n := count(t, db, "SELECT count(*) FROM report_queue WHERE state = 'succeeded'"); n != 2 {
+	if n := e.count(t, "SELECT count(*) FROM txtask_queue WHERE state = 'succeeded'"); n != 2 {
 		t.Errorf("%d succeeded, want 2", n)
 	}
-	var errs []string
-	db.QueryRow(ctx, "SELECT errors FROM report_queue WHERE payload->>'report_id' = '3'").Scan(&errs)
-	if len(errs) != 1 || errs[0] != "renderer crashed" {
+	job := func(n int) *queue.Job[payload.Task] {
+		j, err := q.Get(ctx, ids[n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	if errs := job(3).Errors; len(errs) != 1 || errs[0] != "renderer crashed" {
 		t.Errorf("failed job's errors = %q", errs)
 	}
-	db.QueryRow(ctx, "SELECT errors FROM report_queue WHERE payload->>'report_id' = '4'").Scan(&errs)
-	if len(errs) != 1 || !strings.Contains(errs[0], "panic: renderer panicked") {
+	if errs := job(4).Errors; len(errs) != 1 || !strings.Contains(errs[0], "panic: renderer panicked") {
 		t.Errorf("panicked job's errors = %q", errs)
 	}
-	if n := count(t, db, "SELECT count(*) FROM report_queue WHERE state = 'available' AND attempt = 1 AND run_after > now()"); n != 3 {
-		t.Errorf("%d jobs waiting to retry with attempt 1 recorded, want 3", n)
+	for _, n := range []int{3, 4, 5} {
+		if j := job(n); j.State != queue.StateAvailable || j.Attempt != 1 || !j.RunAfter.After(time.Now()) {
+			t.Errorf("job %d = %+v; want waiting to retry, attempt 1 recorded", n, j)
+		}
 	}
-	var runAfter time.Time
-	db.QueryRow(ctx, "SELECT run_after FROM report_queue WHERE payload->>'report_id' = '5'").Scan(&runAfter)
-	if !runAfter.Equal(retryAt) {
-		t.Errorf("RetryAt(%v) made the job due at %v", retryAt, runAfter)
+	if at := job(5).RunAfter; !at.Equal(retryAt) {
+		t.Errorf("RetryAt(%v) made the job due at %v", retryAt, at)
 	}
 }
 
@@ -77,13 +87,15 @@ func TestTxWorker(t *testing.T) {
 // grace period is cancelled; its transaction rolls back and the job is
 // available again as if never claimed.
 func TestTxWorkerShutdownReturnsTheJob(t *testing.T) {
-	t.Parallel()
+	eachTx(t, txWorkerShutdownReturnsTheJob[pgx.Tx], txWorkerShutdownReturnsTheJob[*sql.Tx])
+}
+
+func txWorkerShutdownReturnsTheJob[Tx any](t *testing.T, e *engine, x *txEngine[Tx]) {
 	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewReportQueue(db)
-	res, _ := q.Push(ctx, jobs.ReportPayload{ReportID: 9})
+	q := x.q
+	res, _ := q.Push(ctx, task("slow"))
 	started := make(chan struct{})
-	w := q.Worker(func(ctx context.Context, tx pgx.Tx, job *queue.Job[jobs.ReportPayload]) error {
+	w := q.Worker(func(ctx context.Context, tx Tx, job *queue.Job[payload.Task]) error {
 		close(started)
 		<-ctx.Done()
 		return ctx.Err()
@@ -96,34 +108,5 @@ func TestTxWorkerShutdownReturnsTheJob(t *testing.T) {
 	j, err := q.Get(ctx, res.ID)
 	if err != nil || j.State != queue.StateAvailable || j.Attempt != 0 || len(j.Errors) != 0 {
 		t.Errorf("after shutdown: %+v, %v; want available, never attempted", j, err)
-	}
-}
-
-// TestDepthLeavesOutHeldJobs: a job claimed in a transaction still open is
-// not counted as due by Depth, though other sessions still see its row as
-// available; once the transaction ends it counts again.
-func TestDepthLeavesOutHeldJobs(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewReportQueue(db)
-	for _, id := range []int64{1, 2} {
-		if _, err := q.Push(ctx, jobs.ReportPayload{ReportID: id}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := q.Claim(ctx, tx, 1); err != nil || len(got) != 1 {
-		t.Fatalf("claim = %d, %v", len(got), err)
-	}
-	if n, err := q.Depth(ctx); err != nil || n != 1 {
-		t.Errorf("Depth with one job held = %d, %v; want 1", n, err)
-	}
-	tx.Rollback(ctx)
-	if n, err := q.Depth(ctx); err != nil || n != 2 {
-		t.Errorf("Depth after the rollback = %d, %v; want 2", n, err)
 	}
 }

@@ -12,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/queuegen/queuegen/internal/e2e/jobs"
-	"github.com/queuegen/queuegen/internal/pgtest"
+	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 )
 
@@ -32,15 +29,6 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func count(t *testing.T, db *pgxpool.Pool, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // runWorker runs w until the test ends (or stop is called) and reports
@@ -61,359 +49,312 @@ func runWorker(t *testing.T, w interface{ Run(context.Context) error }) (stop fu
 }
 
 func TestWorkerWorksEveryJobWithinItsConcurrency(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewEmailQueue(db)
-	const total = 300
-	ps := make([]jobs.EmailPayload, total)
-	for i := range ps {
-		ps[i] = jobs.EmailPayload{Recipient: fmt.Sprint(i)}
-	}
-	if _, err := q.PushMany(ctx, ps); err != nil {
-		t.Fatal(err)
-	}
-	var inFlight, peak, handled atomic.Int64
-	var batches sync.Map
-	w := q.Worker(func(ctx context.Context, job *queue.Job[jobs.EmailPayload]) error {
-		n := inFlight.Add(1)
-		defer inFlight.Add(-1)
-		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		const total = 300
+		ps := make([]payload.Task, total)
+		for i := range ps {
+			ps[i] = task(fmt.Sprint(i))
 		}
-		time.Sleep(2 * time.Millisecond)
-		handled.Add(1)
-		return nil
-	}, queue.Concurrency(5), queue.Logger(quiet), queue.WithHooks(queue.Hooks{
-		Batch: func(_ string, kind string, size int) {
-			v, _ := batches.LoadOrStore(kind, new(atomic.Int64))
-			v.(*atomic.Int64).Add(int64(size))
-		},
-	}))
-	stop := runWorker(t, w)
-	eventually(t, 30*time.Second, "every job completed", func() bool { return count(t, db, "SELECT count(*) FROM email_queue") == 0 })
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	if handled.Load() != total {
-		t.Errorf("handled %d jobs, want %d", handled.Load(), total)
-	}
-	if p := peak.Load(); p > 5 || p < 2 {
-		t.Errorf("peak concurrency %d, want between 2 and the limit 5", p)
-	}
-	for _, kind := range []string{"claim", "complete"} {
-		v, _ := batches.Load(kind)
-		if v == nil || v.(*atomic.Int64).Load() != total {
-			t.Errorf("Batch hook saw %v %s jobs, want %d", v, kind, total)
+		if _, err := q.PushMany(ctx, ps); err != nil {
+			t.Fatal(err)
 		}
-	}
+		var inFlight, peak, handled atomic.Int64
+		var batches sync.Map
+		w := q.Worker(func(ctx context.Context, job *queue.Job[payload.Task]) error {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(2 * time.Millisecond)
+			handled.Add(1)
+			return nil
+		}, queue.Concurrency(5), queue.Logger(quiet), queue.WithHooks(queue.Hooks{
+			Batch: func(_ string, kind string, size int) {
+				v, _ := batches.LoadOrStore(kind, new(atomic.Int64))
+				v.(*atomic.Int64).Add(int64(size))
+			},
+		}))
+		stop := runWorker(t, w)
+		eventually(t, 30*time.Second, "every job completed", func() bool { return e.count(t, "SELECT count(*) FROM task_queue") == 0 })
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		if handled.Load() != total {
+			t.Errorf("handled %d jobs, want %d", handled.Load(), total)
+		}
+		if p := peak.Load(); p > 5 || p < 2 {
+			t.Errorf("peak concurrency %d, want between 2 and the limit 5", p)
+		}
+		for _, kind := range []string{"claim", "complete"} {
+			v, _ := batches.Load(kind)
+			if v == nil || v.(*atomic.Int64).Load() != total {
+				t.Errorf("Batch hook saw %v %s jobs, want %d", v, kind, total)
+			}
+		}
+	})
 }
 
 func TestWorkerOutcomes(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewEmailQueue(db)
-	ids := map[string]int64{}
-	for _, name := range []string{"ok", "fail", "last", "snooze", "retryat", "discard", "panic"} {
-		opts := []queue.PushOption{}
-		if name == "last" {
-			opts = append(opts, queue.MaxAttempts(1))
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		ids := map[string]int64{}
+		for _, name := range []string{"ok", "fail", "last", "snooze", "retryat", "discard", "panic"} {
+			opts := []queue.PushOption{}
+			if name == "last" {
+				opts = append(opts, queue.MaxAttempts(1))
+			}
+			res, err := q.Push(ctx, task(name), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[name] = res.ID
 		}
-		res, err := q.Push(ctx, jobs.EmailPayload{Recipient: name}, opts...)
-		if err != nil {
+		retryAt := time.Now().Add(time.Hour).Truncate(time.Microsecond) // both engines keep microseconds
+		var seen sync.Map
+		var outcomes sync.Map
+		w := q.Worker(func(ctx context.Context, job *queue.Job[payload.Task]) error {
+			seen.Store(job.Payload.Name, true)
+			switch job.Payload.Name {
+			case "fail", "last":
+				return errors.New("smtp: 451 try later")
+			case "snooze":
+				return queue.SnoozeFor(time.Hour)
+			case "retryat":
+				return queue.RetryAt(retryAt, errors.New("rate limited"))
+			case "discard":
+				return queue.Discard(errors.New("bad address"))
+			case "panic":
+				var m map[string]int
+				m["boom"]++ // a real panic: assignment to a nil map
+			}
+			return nil
+		}, queue.Logger(quiet), queue.WithHooks(queue.Hooks{
+			JobFinished: func(_ context.Context, j queue.JobInfo, o queue.Outcome, _ time.Duration, _ error) {
+				outcomes.Store(j.ID, o)
+			},
+		}))
+		stop := runWorker(t, w)
+		eventually(t, 30*time.Second, "every job handled once", func() bool {
+			n := 0
+			seen.Range(func(any, any) bool { n++; return true })
+			return n == len(ids)
+		})
+		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
-		ids[name] = res.ID
-	}
-	retryAt := time.Now().Add(time.Hour).Truncate(time.Microsecond) // PostgreSQL keeps microseconds
-	var seen sync.Map
-	var outcomes sync.Map
-	w := q.Worker(func(ctx context.Context, job *queue.Job[jobs.EmailPayload]) error {
-		seen.Store(job.Payload.Recipient, true)
-		switch job.Payload.Recipient {
-		case "fail", "last":
-			return errors.New("smtp: 451 try later")
-		case "snooze":
-			return queue.SnoozeFor(time.Hour)
-		case "retryat":
-			return queue.RetryAt(retryAt, errors.New("rate limited"))
-		case "discard":
-			return queue.Discard(errors.New("bad address"))
-		case "panic":
-			var m map[string]int
-			m["boom"]++ // a real panic: assignment to a nil map
+		get := func(name string) *queue.Job[payload.Task] {
+			j, err := q.Get(ctx, ids[name])
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return j
 		}
-		return nil
-	}, queue.Logger(quiet), queue.WithHooks(queue.Hooks{
-		JobFinished: func(_ context.Context, j queue.JobInfo, o queue.Outcome, _ time.Duration, _ error) {
-			outcomes.Store(j.ID, o)
-		},
-	}))
-	stop := runWorker(t, w)
-	eventually(t, 30*time.Second, "every job handled once", func() bool {
-		n := 0
-		seen.Range(func(any, any) bool { n++; return true })
-		return n == len(ids)
+		if _, err := q.Get(ctx, ids["ok"]); err == nil {
+			t.Errorf("the completed job is still there")
+		}
+		if j := get("fail"); j.State != queue.StateAvailable || len(j.Errors) != 1 || j.Errors[0] != "smtp: 451 try later" || j.Attempt != 1 {
+			t.Errorf("failed job = %+v", j)
+		}
+		if j := get("last"); j.State != queue.StateDead || len(j.Errors) != 1 {
+			t.Errorf("job failing its last attempt = %+v", j)
+		}
+		if j := get("snooze"); j.State != queue.StateAvailable || j.MaxAttempts != 4 || time.Until(j.RunAfter) < 50*time.Minute {
+			t.Errorf("snoozed job = %+v", j)
+		}
+		if j := get("retryat"); j.State != queue.StateAvailable || j.Errors[0] != "rate limited" || !j.RunAfter.Equal(retryAt) {
+			t.Errorf("retry-at job = %+v, want run_after exactly %v", j, retryAt)
+		}
+		if j := get("discard"); j.State != queue.StateDead || j.Errors[0] != "bad address" {
+			t.Errorf("discarded job = %+v", j)
+		}
+		if j := get("panic"); j.State != queue.StateAvailable || !strings.Contains(j.Errors[0], "panic: assignment to entry in nil map") || !strings.Contains(j.Errors[0], "goroutine") {
+			t.Errorf("panicking job = %+v; want failed with the panic and its stack", j)
+		}
+		for name, want := range map[string]queue.Outcome{"ok": queue.OutcomeCompleted, "fail": queue.OutcomeFailed, "last": queue.OutcomeDead,
+			"snooze": queue.OutcomeSnoozed, "discard": queue.OutcomeDead, "panic": queue.OutcomeFailed} {
+			if got, _ := outcomes.Load(ids[name]); got != want {
+				t.Errorf("%s: JobFinished outcome %v, want %v", name, got, want)
+			}
+		}
 	})
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	get := func(name string) *queue.Job[jobs.EmailPayload] {
-		j, err := q.Get(ctx, ids[name])
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return j
-	}
-	if _, err := q.Get(ctx, ids["ok"]); err == nil {
-		t.Errorf("the completed job is still there")
-	}
-	if j := get("fail"); j.State != queue.StateAvailable || len(j.Errors) != 1 || j.Errors[0] != "smtp: 451 try later" || j.Attempt != 1 {
-		t.Errorf("failed job = %+v", j)
-	}
-	if j := get("last"); j.State != queue.StateDead || len(j.Errors) != 1 {
-		t.Errorf("job failing its last attempt = %+v", j)
-	}
-	if j := get("snooze"); j.State != queue.StateAvailable || j.MaxAttempts != jobs.EmailMaxAttempts+1 || time.Until(j.RunAfter) < 50*time.Minute {
-		t.Errorf("snoozed job = %+v", j)
-	}
-	if j := get("retryat"); j.State != queue.StateAvailable || j.Errors[0] != "rate limited" || !j.RunAfter.Equal(retryAt) {
-		t.Errorf("retry-at job = %+v, want run_after exactly %v", j, retryAt)
-	}
-	if j := get("discard"); j.State != queue.StateDead || j.Errors[0] != "bad address" {
-		t.Errorf("discarded job = %+v", j)
-	}
-	if j := get("panic"); j.State != queue.StateAvailable || !strings.Contains(j.Errors[0], "panic: assignment to entry in nil map") || !strings.Contains(j.Errors[0], "goroutine") {
-		t.Errorf("panicking job = %+v; want failed with the panic and its stack", j)
-	}
-	for name, want := range map[string]queue.Outcome{"ok": queue.OutcomeCompleted, "fail": queue.OutcomeFailed, "last": queue.OutcomeDead,
-		"snooze": queue.OutcomeSnoozed, "discard": queue.OutcomeDead, "panic": queue.OutcomeFailed} {
-		if got, _ := outcomes.Load(ids[name]); got != want {
-			t.Errorf("%s: JobFinished outcome %v, want %v", name, got, want)
-		}
-	}
 }
 
 // TestWorkerHeartbeatKeepsALongJob: a job that runs three times longer
 // than its lease keeps it, so a second worker never gets it.
 func TestWorkerHeartbeatKeepsALongJob(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewEmailQueue(db)
-	if _, err := q.Push(ctx, jobs.EmailPayload{Recipient: "long"}); err != nil {
-		t.Fatal(err)
-	}
-	var runs atomic.Int64
-	handler := func(ctx context.Context, job *queue.Job[jobs.EmailPayload]) error {
-		runs.Add(1)
-		select {
-		case <-time.After(1500 * time.Millisecond):
-			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		if _, err := q.Push(ctx, task("long")); err != nil {
+			t.Fatal(err)
 		}
-	}
-	opts := []queue.WorkerOption{queue.Lease(time.Second), queue.PollInterval(50 * time.Millisecond), queue.Logger(quiet)}
-	runWorker(t, q.Worker(handler, append(opts, queue.Node("a"))...))
-	runWorker(t, q.Worker(handler, append(opts, queue.Node("b"))...))
-	eventually(t, 30*time.Second, "the long job completed", func() bool { return count(t, db, "SELECT count(*) FROM email_queue") == 0 })
-	if runs.Load() != 1 {
-		t.Errorf("the long job ran %d times, want once", runs.Load())
-	}
+		var runs atomic.Int64
+		handler := func(ctx context.Context, job *queue.Job[payload.Task]) error {
+			runs.Add(1)
+			select {
+			case <-time.After(1500 * time.Millisecond):
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+		opts := []queue.WorkerOption{queue.Lease(time.Second), queue.PollInterval(50 * time.Millisecond), queue.Logger(quiet)}
+		runWorker(t, q.Worker(handler, append(opts, queue.Node("a"))...))
+		runWorker(t, q.Worker(handler, append(opts, queue.Node("b"))...))
+		eventually(t, 30*time.Second, "the long job completed", func() bool { return e.count(t, "SELECT count(*) FROM task_queue") == 0 })
+		if runs.Load() != 1 {
+			t.Errorf("the long job ran %d times, want once", runs.Load())
+		}
+	})
 }
 
 // TestWorkerLostLeaseCancelsTheJob: when the job is claimed again behind
 // the worker's back, the heartbeat notices and cancels the handler, and
 // the worker does not complete the new attempt.
 func TestWorkerLostLeaseCancelsTheJob(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewEmailQueue(db)
-	res, _ := q.Push(ctx, jobs.EmailPayload{Recipient: "stolen"})
-	cancelled := make(chan error, 1)
-	started := make(chan struct{})
-	w := q.Worker(func(ctx context.Context, job *queue.Job[jobs.EmailPayload]) error {
-		close(started)
-		<-ctx.Done()
-		cancelled <- context.Cause(ctx)
-		return nil // even a nil result must not complete a lost job
-	}, queue.Lease(900*time.Millisecond), queue.Logger(quiet))
-	runWorker(t, w)
-	<-started
-	// Another node takes the job over (as a claim after expiry would).
-	if _, err := db.Exec(ctx, "UPDATE email_queue SET attempt = attempt + 1, locked_by = 'thief' WHERE id = $1", res.ID); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case cause := <-cancelled:
-		if cause == nil || !strings.Contains(cause.Error(), "lease was lost") {
-			t.Errorf("handler context cause = %v", cause)
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		res, _ := q.Push(ctx, task("stolen"))
+		cancelled := make(chan error, 1)
+		started := make(chan struct{})
+		w := q.Worker(func(ctx context.Context, job *queue.Job[payload.Task]) error {
+			close(started)
+			<-ctx.Done()
+			cancelled <- context.Cause(ctx)
+			return nil // even a nil result must not complete a lost job
+		}, queue.Lease(900*time.Millisecond), queue.Logger(quiet))
+		runWorker(t, w)
+		<-started
+		// Another node takes the job over (as a claim after expiry would).
+		e.exec(t, "UPDATE task_queue SET attempt = attempt + 1, locked_by = 'thief' WHERE id = ?", res.ID)
+		select {
+		case cause := <-cancelled:
+			if cause == nil || !strings.Contains(cause.Error(), "lease was lost") {
+				t.Errorf("handler context cause = %v", cause)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the handler was not cancelled")
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the handler was not cancelled")
-	}
-	time.Sleep(100 * time.Millisecond) // let a (wrong) completion flush
-	if j, err := q.Get(ctx, res.ID); err != nil || j.LockedBy != "thief" || j.State != queue.StateRunning {
-		t.Errorf("the thief's attempt was touched: %+v, %v", j, err)
-	}
+		time.Sleep(100 * time.Millisecond) // let a (wrong) completion flush
+		if j, err := q.Get(ctx, res.ID); err != nil || j.LockedBy != "thief" || j.State != queue.StateRunning {
+			t.Errorf("the thief's attempt was touched: %+v, %v", j, err)
+		}
+	})
 }
 
 // TestWorkerGracefulShutdown: on shutdown, a quick job finishes and is
 // completed, a job that outlasts the grace period is cancelled and
 // released, and nothing is left claimed.
 func TestWorkerGracefulShutdown(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewEmailQueue(db)
-	quick, _ := q.Push(ctx, jobs.EmailPayload{Recipient: "quick"})
-	slow, _ := q.Push(ctx, jobs.EmailPayload{Recipient: "slow"})
-	var running sync.WaitGroup
-	running.Add(2)
-	w := q.Worker(func(ctx context.Context, job *queue.Job[jobs.EmailPayload]) error {
-		running.Done()
-		if job.Payload.Recipient == "quick" {
-			time.Sleep(100 * time.Millisecond)
-			return nil
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		quick, _ := q.Push(ctx, task("quick"))
+		slow, _ := q.Push(ctx, task("slow"))
+		var running sync.WaitGroup
+		running.Add(2)
+		w := q.Worker(func(ctx context.Context, job *queue.Job[payload.Task]) error {
+			running.Done()
+			if job.Payload.Name == "quick" {
+				time.Sleep(100 * time.Millisecond)
+				return nil
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		}, queue.ShutdownTimeout(500*time.Millisecond), queue.Logger(quiet))
+		stop := runWorker(t, w)
+		running.Wait()
+		if err := stop(); err != nil {
+			t.Fatal(err)
 		}
-		<-ctx.Done()
-		return ctx.Err()
-	}, queue.ShutdownTimeout(500*time.Millisecond), queue.Logger(quiet))
-	stop := runWorker(t, w)
-	running.Wait()
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := q.Get(ctx, quick.ID); err == nil {
-		t.Errorf("the quick job was not completed at shutdown")
-	}
-	j, err := q.Get(ctx, slow.ID)
-	if err != nil || j.State != queue.StateAvailable || j.LockedBy != "" || j.MaxAttempts != jobs.EmailMaxAttempts+1 {
-		t.Errorf("the slow job after shutdown = %+v, %v; want released (available, attempt given back)", j, err)
-	}
-	if n := count(t, db, "SELECT count(*) FROM email_queue WHERE state = 'running'"); n != 0 {
-		t.Errorf("%d jobs left claimed after shutdown", n)
-	}
+		if _, err := q.Get(ctx, quick.ID); err == nil {
+			t.Errorf("the quick job was not completed at shutdown")
+		}
+		j, err := q.Get(ctx, slow.ID)
+		if err != nil || j.State != queue.StateAvailable || j.LockedBy != "" || j.MaxAttempts != 4 {
+			t.Errorf("the slow job after shutdown = %+v, %v; want released (available, attempt given back)", j, err)
+		}
+		if n := e.count(t, "SELECT count(*) FROM task_queue WHERE state = 'running'"); n != 0 {
+			t.Errorf("%d jobs left claimed after shutdown", n)
+		}
+	})
 }
 
 // TestWorkerReleasesWhatItsNodeLeft: a worker with a stable node id
 // releases, on start, the jobs a crashed run of the same node held.
 func TestWorkerReleasesWhatItsNodeLeft(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewEmailQueue(db)
-	q.PushMany(ctx, []jobs.EmailPayload{{Recipient: "a"}, {Recipient: "b"}})
-	if got, _ := q.Claim(ctx, "pod-7", 10); len(got) != 2 { // the run that crashed
-		t.Fatalf("claimed %d", len(got))
-	}
-	var handled atomic.Int64
-	runWorker(t, q.Worker(func(context.Context, *queue.Job[jobs.EmailPayload]) error {
-		handled.Add(1)
-		return nil
-	}, queue.Node("pod-7"), queue.PollInterval(50*time.Millisecond), queue.Logger(quiet)))
-	eventually(t, 30*time.Second, "the crashed run's jobs worked", func() bool { return handled.Load() == 2 })
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		q.PushMany(ctx, []payload.Task{task("a"), task("b")})
+		if got, _ := q.Claim(ctx, "pod-7", 10); len(got) != 2 { // the run that crashed
+			t.Fatalf("claimed %d", len(got))
+		}
+		var handled atomic.Int64
+		runWorker(t, q.Worker(func(context.Context, *queue.Job[payload.Task]) error {
+			handled.Add(1)
+			return nil
+		}, queue.Node("pod-7"), queue.PollInterval(50*time.Millisecond), queue.Logger(quiet)))
+		eventually(t, 30*time.Second, "the crashed run's jobs worked", func() bool { return handled.Load() == 2 })
+	})
 }
 
-// TestWorkerWakesOnNotifyAndSurvivesAKilledListener: with polling
-// effectively off, a push wakes the worker through LISTEN/NOTIFY; after
-// the listener's connection is killed, it reconnects and pushes still
-// arrive.
-func TestWorkerWakesOnNotifyAndSurvivesAKilledListener(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewEmailQueue(db)
-	// The listener's connection goes to the server itself: through a
-	// transaction-mode pooler LISTEN cannot work.
-	l := queue.NewListenerURL(pgtest.Direct(db.Config().ConnString()), quiet)
-	defer l.Close()
-	handled := make(chan string, 10)
-	runWorker(t, q.Worker(func(_ context.Context, job *queue.Job[jobs.EmailPayload]) error {
-		handled <- job.Payload.Recipient
-		return nil
-	}, queue.PollInterval(time.Hour), queue.WithListener(l), queue.Logger(quiet)))
-	listening := func() bool {
-		return count(t, db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'queuegen-listener' AND datname = current_database() AND state = 'idle'") == 1
-	}
-	eventually(t, 30*time.Second, "the listener", listening)
-	// Pushed by another program (plain SQL): only the database's
-	// notification can wake the worker, not a push of this process.
-	push := func(name string) {
-		if _, err := db.Exec(ctx, "INSERT INTO email_queue (recipient, max_attempts) VALUES ($1, 3)", name); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case got := <-handled:
-			if got != name {
-				t.Fatalf("handled %q, want %q", got, name)
+// TestWorkerWakesOnLocalPush: with polling effectively off and no
+// listener, a push made through this process's accessor wakes its
+// worker at once (MySQL's only wake-up besides polling).
+func TestWorkerWakesOnLocalPush(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		handled := make(chan string, 10)
+		runWorker(t, e.nowait.Worker(func(_ context.Context, job *queue.Job[payload.Task]) error {
+			handled <- job.Payload.Name
+			return nil
+		}, queue.PollInterval(time.Hour), queue.Logger(quiet)))
+		time.Sleep(200 * time.Millisecond) // the worker's first claim, empty, is done
+		for _, name := range []string{"one", "two"} {
+			if _, err := e.nowait.Push(ctx, task(name)); err != nil {
+				t.Fatal(err)
 			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%s was not handled: the push did not wake the worker (polling is hourly)", name)
+			select {
+			case got := <-handled:
+				if got != name {
+					t.Fatalf("handled %q, want %q", got, name)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%s was not handled: the push did not wake the worker (polling is hourly)", name)
+			}
 		}
-	}
-	push("first")
-	if count(t, db, "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'queuegen-listener' AND datname = current_database()) k") != 1 {
-		t.Fatal("no listener connection to kill")
-	}
-	eventually(t, 30*time.Second, "the listener to reconnect", listening)
-	push("after reconnect")
+	})
 }
 
 // TestPauseAndResumeAcrossWorkers: a pause stops both workers claiming; a
 // resume lets them go on.
 func TestPauseAndResumeAcrossWorkers(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewEmailQueue(db)
-	if err := q.Pause(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var handled atomic.Int64
-	for _, node := range []string{"one", "two"} {
-		runWorker(t, q.Worker(func(context.Context, *queue.Job[jobs.EmailPayload]) error {
-			handled.Add(1)
-			return nil
-		}, queue.Node(node), queue.PollInterval(50*time.Millisecond), queue.Logger(quiet)))
-	}
-	q.PushMany(ctx, []jobs.EmailPayload{{Recipient: "a"}, {Recipient: "b"}, {Recipient: "c"}})
-	time.Sleep(1500 * time.Millisecond) // several poll periods
-	if n := handled.Load(); n != 0 {
-		t.Fatalf("%d jobs handled while paused", n)
-	}
-	if err := q.Resume(ctx); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "the jobs after resume", func() bool { return handled.Load() == 3 })
-}
-
-// TestListenerBehindPoolerSaysSo: through a transaction-mode pooler a
-// LISTEN succeeds but nothing arrives; the listener notices (it notifies
-// itself and waits) and says what to do, rather than leaving the workers
-// to poll in silence.
-func TestListenerBehindPoolerSaysSo(t *testing.T) {
-	t.Parallel()
-	url := pgtest.Pooled(t, migratedURL(t))
-	var logs strings.Builder
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return logs.Write(p)
-	}), nil))
-	l := queue.NewListenerURL(url, logger)
-	defer l.Close()
-	l.Subscribe("queuegen_email_queue", make(chan struct{}, 1))
-	eventually(t, 30*time.Second, "the listener's warning", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return strings.Contains(logs.String(), "does not receive notifications") && strings.Contains(logs.String(), "NewListenerURL")
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		if err := q.Pause(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var handled atomic.Int64
+		for _, node := range []string{"one", "two"} {
+			runWorker(t, q.Worker(func(context.Context, *queue.Job[payload.Task]) error {
+				handled.Add(1)
+				return nil
+			}, queue.Node(node), queue.PollInterval(50*time.Millisecond), queue.Logger(quiet)))
+		}
+		q.PushMany(ctx, []payload.Task{task("a"), task("b"), task("c")})
+		time.Sleep(1500 * time.Millisecond) // several poll periods
+		if n := handled.Load(); n != 0 {
+			t.Fatalf("%d jobs handled while paused", n)
+		}
+		if err := q.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "the jobs after resume", func() bool { return handled.Load() == 3 })
 	})
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -35,6 +35,13 @@ type Engine interface {
 	// Qualify is name as written in SQL in schema: qualified unless the
 	// schema is the engine's default.
 	Qualify(schema, name string) string
+	// DefaultSchema is the schema tables go in when the spec names none;
+	// "" for an engine without schemas inside a database.
+	DefaultSchema() string
+	// Inheritance reports whether a queue table can inherit the base
+	// table's columns (INHERITS). Without it there is no base table: each
+	// queue table carries the base columns itself.
+	Inheritance() bool
 	// Column is the table column a spec column becomes.
 	Column(c *spec.Column) *catalog.Column
 	// GoType is the Go type of a payload column of type t in the code
@@ -47,7 +54,8 @@ type Engine interface {
 	// NotifyFunction names the trigger function that wakes workers on
 	// push, or "" when the engine has no notifications.
 	NotifyFunction() string
-	// BaseTable is the INHERITS parent with the spec's extra base columns.
+	// BaseTable is the INHERITS parent with the spec's extra base columns
+	// (asked only where Inheritance is true).
 	BaseTable(name string, extra []*catalog.Column) *catalog.Table
 	// QueueTable is a queue's table with its keys and indexes.
 	QueueTable(q QueueTable) *catalog.Table
@@ -98,7 +106,7 @@ type Limits struct {
 // generated accessors use.
 type Driver struct {
 	// Tx is the transaction type transaction-mode handlers receive.
-	Tx gocode.Ident
+	Tx gocode.Type
 	// ErrNoRows is the error a :one query returns when no row matched.
 	ErrNoRows gocode.Ident
 	// TxDriver makes the queue.TxDriver that begins and ends transactions
@@ -177,6 +185,19 @@ type DDL interface {
 	OnlineIndexesNeedNoTransaction() bool
 	// MaxIdentifier is the longest name the engine keeps whole.
 	MaxIdentifier() int
+}
+
+// SqlcAdapter is implemented by an engine whose SQL sqlc's parser and
+// catalog know only in part. Package generate hands sqlc the schema and the
+// queries through it, and passes the Go that sqlc writes back through it;
+// the files queuegen writes keep the engine's own SQL.
+type SqlcAdapter interface {
+	// SqlcSchema is the catalog as sqlc must read it.
+	SqlcSchema(c *catalog.Catalog) *catalog.Catalog
+	// SqlcQueries rewrites a query file for sqlc, and SqlcGo undoes the
+	// rewrite in the query text sqlc copies into its Go.
+	SqlcQueries(sql string) string
+	SqlcGo(code string) string
 }
 
 var (

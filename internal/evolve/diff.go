@@ -259,8 +259,10 @@ func (d *differ) buildTable(t *catalog.Table) []string {
 		out = append(out, d.ddl.CreateTrigger(t))
 	}
 	for _, i := range t.Indexes {
-		if !i.InTable() {
-			out = append(out, d.ddl.CreateIndex(t, i))
+		// An engine may declare every index in CREATE TABLE (CreateIndex
+		// is then empty).
+		if s := d.ddl.CreateIndex(t, i); !i.InTable() && s != "" {
+			out = append(out, s)
 		}
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/queuegen/queuegen/internal/catalog"
 	"github.com/queuegen/queuegen/internal/model"
 )
 
@@ -156,10 +157,11 @@ SELECT 'write the Down migration' AS todo WHERE false;
 }
 
 // SchemaFile writes the schema file sqlc compiles the queries against: the
-// DDL of the whole catalog the migrations produce, from the same builder
-// as the migrations (sqlc's catalog does not follow every ALTER TABLE of
-// a migration chain, so it reads this instead).
-func SchemaFile(m *model.Model) File {
+// DDL of the whole catalog c the migrations produce (the model's, or the
+// engine's adaptation of it for sqlc), from the same builder as the
+// migrations (sqlc's catalog does not follow every ALTER TABLE of a
+// migration chain, so it reads this instead).
+func SchemaFile(m *model.Model, c *catalog.Catalog) File {
 	var b strings.Builder
 	b.WriteString(Header + "\n")
 	fmt.Fprintf(&b, `-- Source: %s.
@@ -168,7 +170,7 @@ func SchemaFile(m *model.Model) File {
 -- than the migration chain. It is not a migration; apply the files in
 -- %s with goose (queuegen migrate up).
 `, m.Source, m.MigrationsDir)
-	for _, s := range Schema(m.Catalog, m.Engine.DDL(m.Schema)) {
+	for _, s := range Schema(c, m.Engine.DDL(m.Schema)) {
 		b.WriteString("\n" + s + "\n")
 	}
 	return File{Path: path.Join(m.QueriesDir, "schema.sql"), Data: []byte(b.String())}

@@ -20,6 +20,7 @@ import (
 
 	sqlc "github.com/sqlc-dev/sqlc/pkg/cli"
 
+	"github.com/queuegen/queuegen/internal/engine"
 	"github.com/queuegen/queuegen/internal/evolve"
 	"github.com/queuegen/queuegen/internal/model"
 	"github.com/queuegen/queuegen/internal/render"
@@ -73,7 +74,7 @@ func Generate(specPath string, opts Options) (*Output, error) {
 	for _, f := range rendered {
 		files = append(files, File(f))
 	}
-	files = append(files, File(evolve.SchemaFile(m)))
+	files = append(files, File(evolve.SchemaFile(m, m.Catalog)))
 	goFiles, err := runSQLC(m, files)
 	if err != nil {
 		return nil, err
@@ -98,8 +99,24 @@ var sqlcMu sync.Mutex
 
 // runSQLC writes the rendered queries, schema and sqlc.yaml to a temporary
 // directory, runs sqlc there and returns the Go files it wrote, with
-// queuegen's header.
+// queuegen's header. An engine whose SQL sqlc knows only in part adapts
+// what sqlc reads and writes (engine.SqlcAdapter).
 func runSQLC(m *model.Model, files []File) ([]File, error) {
+	adapter, _ := m.Engine.(engine.SqlcAdapter)
+	if adapter != nil {
+		schema := File(evolve.SchemaFile(m, adapter.SqlcSchema(m.Catalog)))
+		var adapted []File
+		for _, f := range files {
+			switch {
+			case f.Path == schema.Path:
+				f = schema
+			case strings.HasSuffix(f.Path, ".sql"):
+				f.Data = []byte(adapter.SqlcQueries(string(f.Data)))
+			}
+			adapted = append(adapted, f)
+		}
+		files = adapted
+	}
 	tmp, err := os.MkdirTemp("", "queuegen-sqlc-")
 	if err != nil {
 		return nil, err
@@ -135,6 +152,9 @@ func runSQLC(m *model.Model, files []File) ([]File, error) {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
+		}
+		if adapter != nil {
+			data = []byte(adapter.SqlcGo(string(data)))
 		}
 		rel, _ := filepath.Rel(out, p)
 		goFiles = append(goFiles, File{Path: path.Join(m.GoDir, filepath.ToSlash(rel)), Data: sqlcHeader(data)})

@@ -7,8 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/queuegen/queuegen/internal/dbtest"
 	"github.com/queuegen/queuegen/internal/generate"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/pgtest"
@@ -29,8 +28,8 @@ func TestGoldenMigrationsApply(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			url := pgtest.URL(t)
-			m, err := migrate.Open(url, filepath.Join(filepath.Dir(specPath), out.Model.MigrationsDir))
+			db := dbtest.New(t, out.Model.Engine.Name())
+			m, err := migrate.Open(db.Address, filepath.Join(filepath.Dir(specPath), out.Model.MigrationsDir))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -38,18 +37,7 @@ func TestGoldenMigrationsApply(t *testing.T) {
 			if err := m.Up(ctx, io.Discard); err != nil {
 				t.Fatalf("up: %v", err)
 			}
-			conn, err := pgx.Connect(ctx, url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close(ctx)
-			tables := func() int {
-				var n int
-				if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename NOT IN ('goose_db_version', 'queuegen_db_version') AND schemaname NOT IN ('pg_catalog', 'information_schema')`).Scan(&n); err != nil {
-					t.Fatal(err)
-				}
-				return n
-			}
+			tables := func() int { return db.Tables(t) }
 			want := len(out.Model.Catalog.Tables())
 			if got := tables(); got != want {
 				t.Errorf("after up: %d tables, want %d", got, want)

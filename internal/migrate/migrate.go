@@ -1,8 +1,9 @@
 // Package migrate applies the goose migrations queuegen emits, with goose
 // used as a library: a goose.Provider over the migrations directory and a
-// database/sql handle from pgx's stdlib driver. Each spec's migrations keep
-// their own history, in a version table of their own, so that several
-// specs, and an application's own goose migrations, share one database.
+// database/sql handle (pgx's stdlib driver, or go-sql-driver/mysql). Each
+// spec's migrations keep their own history, in a version table of their
+// own, so that several specs, and an application's own goose migrations,
+// share one database.
 package migrate
 
 import (
@@ -16,8 +17,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+
+	"github.com/queuegen/queuegen/internal/dburl"
 )
 
 // DefaultTable is the version table of a spec that names none.
@@ -25,6 +27,7 @@ const DefaultTable = "queuegen_db_version"
 
 // Migrator applies the migrations in one directory to one database.
 type Migrator struct {
+	engine   string
 	db       *sql.DB
 	provider *goose.Provider
 	schema   string
@@ -39,10 +42,11 @@ type options struct {
 	schema, table string
 }
 
-// Schema is the schema the migrations create their tables in (default
-// public). The version table is created there too; Open creates the schema
-// first if it is missing, since goose writes its table before the first
-// migration runs.
+// Schema is the PostgreSQL schema the migrations create their tables in
+// (default public). The version table is created there too; Open creates
+// the schema first if it is missing, since goose writes its table before
+// the first migration runs. MySQL has no schemas: the tables go in the
+// connection's database, and Schema is ignored.
 func Schema(name string) Option {
 	return func(o *options) error {
 		if name == "" {
@@ -65,33 +69,40 @@ func Table(name string) Option {
 	}
 }
 
-// Open connects to the database at url and prepares the migrations in dir.
-// Close it when done.
-func Open(url, dir string, opts ...Option) (*Migrator, error) {
+// Open connects to the database at address (a PostgreSQL or MySQL URL or
+// DSN, see package dburl) and prepares the migrations in dir. Close it
+// when done.
+func Open(address, dir string, opts ...Option) (*Migrator, error) {
 	o := options{schema: "public", table: DefaultTable}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
 		}
 	}
-	cfg, err := pgx.ParseConfig(url)
+	db, err := dburl.Parse(address)
 	if err != nil {
-		return nil, fmt.Errorf("bad database URL: %w", err)
+		return nil, err
 	}
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("migrations directory: %w", err)
 	}
-	db := stdlib.OpenDB(*cfg)
-	table := o.table
-	if o.schema != "public" {
+	h, err := db.Open()
+	if err != nil {
+		return nil, err
+	}
+	dialect, table := goose.DialectPostgres, o.table
+	switch {
+	case db.Engine == dburl.MySQL:
+		dialect, o.schema = goose.DialectMySQL, ""
+	case o.schema != "public":
 		table = o.schema + "." + o.table
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, os.DirFS(dir), goose.WithTableName(table), goose.WithDisableGlobalRegistry(true))
+	p, err := goose.NewProvider(dialect, h, os.DirFS(dir), goose.WithTableName(table), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
-		db.Close()
+		h.Close()
 		return nil, fmt.Errorf("migrations in %s: %w", dir, err)
 	}
-	return &Migrator{db: db, provider: p, schema: o.schema, table: o.table}, nil
+	return &Migrator{engine: db.Engine, db: h, provider: p, schema: o.schema, table: o.table}, nil
 }
 
 // prepare creates the schema (so that goose can create its version table
@@ -104,23 +115,70 @@ func (m *Migrator) prepare(ctx context.Context) error {
 	if err := m.db.PingContext(ctx); err != nil {
 		return fmt.Errorf("cannot connect to the database: %s", OneLine(err))
 	}
-	if m.schema != "public" {
+	if m.engine == dburl.MySQL {
+		if err := checkMySQL(ctx, m.db); err != nil {
+			return err
+		}
+	} else if m.schema != "public" {
 		if _, err := m.db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{m.schema}.Sanitize()); err != nil {
 			return err
 		}
 	}
 	var registry, versions bool
-	err := m.db.QueryRowContext(ctx, `SELECT
+	var err error
+	if m.engine == dburl.MySQL {
+		err = m.db.QueryRowContext(ctx, `SELECT
+    EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'queuegen_queues'),
+    EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?)`, m.table).Scan(&registry, &versions)
+	} else {
+		err = m.db.QueryRowContext(ctx, `SELECT
     to_regclass(quote_ident($1) || '.queuegen_queues') IS NOT NULL,
     to_regclass(quote_ident($1) || '.' || quote_ident($2)) IS NOT NULL`, m.schema, m.table).Scan(&registry, &versions)
+	}
 	if err != nil {
 		return err
 	}
 	if registry && !versions {
-		return fmt.Errorf("schema %s already holds queuegen's queues, but not their version table %s.%s: they were migrated with another version table (queuegen used goose_db_version before specs had one of their own); name it in the spec, e.g. migrations_table: goose_db_version", m.schema, m.schema, m.table)
+		where := "schema " + m.schema
+		if m.engine == dburl.MySQL {
+			where = "the database"
+		}
+		return fmt.Errorf("%s already holds queuegen's queues, but not their version table %s: they were migrated with another version table (queuegen used goose_db_version before specs had one of their own); name it in the spec, e.g. migrations_table: goose_db_version", where, m.table)
 	}
 	m.prepared = true
 	return nil
+}
+
+// checkMySQL refuses a server too old for the migrations and queries
+// queuegen writes: MySQL before 8.0.13 (expression defaults, SKIP LOCKED)
+// or MariaDB before 10.8 (descending index keys, which priority queues'
+// claims need to read their index without a sort).
+func checkMySQL(ctx context.Context, db *sql.DB) error {
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return err
+	}
+	if msg := mysqlTooOld(version); msg != "" {
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// mysqlTooOld says why a server of version (SELECT VERSION()) is too old,
+// or "".
+func mysqlTooOld(version string) string {
+	var major, minor, patch int
+	fmt.Sscanf(version, "%d.%d.%d", &major, &minor, &patch)
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		if major < 10 || major == 10 && minor < 8 {
+			return fmt.Sprintf("MariaDB %s is too old for queuegen: it needs MariaDB 10.8 or later (descending index keys for the claim index)", version)
+		}
+		return ""
+	}
+	if major < 8 || major == 8 && minor == 0 && patch < 13 {
+		return fmt.Sprintf("MySQL %s is too old for queuegen: it needs MySQL 8.0.13 or later (SKIP LOCKED, expression defaults)", version)
+	}
+	return ""
 }
 
 // DB is the database handle, for status queries beside goose's.

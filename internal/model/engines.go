@@ -2,5 +2,6 @@ package model
 
 // The engines a spec may name. A new engine is one more import here.
 import (
+	_ "github.com/queuegen/queuegen/internal/engine/mysql"
 	_ "github.com/queuegen/queuegen/internal/engine/postgres"
 )

@@ -80,28 +80,31 @@ func Build(s *spec.Spec) (*Model, error) {
 		GoOut:         relPath(s.Queries, s.Package.Dir),
 		Schema:        s.Schema,
 	}
-	c := &catalog.Catalog{Schema: s.Schema, Registry: eng.Registry()}
+	if !s.Has("schema") {
+		m.Schema = eng.DefaultSchema()
+	}
+	c := &catalog.Catalog{Schema: m.Schema, Registry: eng.Registry()}
 	m.Catalog = c
-	m.Registry = eng.Qualify(s.Schema, c.Registry.Name)
-	m.MigrationsTable = eng.Qualify(s.Schema, s.MigrationsTable)
-	m.Renames = append(m.Renames, Rename{s.Schema, c.Registry.Name, "QueueRegistryRow"})
+	m.Registry = eng.Qualify(m.Schema, c.Registry.Name)
+	m.MigrationsTable = eng.Qualify(m.Schema, s.MigrationsTable)
+	m.Renames = append(m.Renames, Rename{m.Schema, c.Registry.Name, "QueueRegistryRow"})
 
 	var extra []*catalog.Column
 	for _, col := range s.Base.Columns {
 		extra = append(extra, eng.Column(col))
 	}
 	for _, q := range s.Queues {
-		if q.Inherits {
+		if q.Inherits && eng.Inheritance() {
 			c.Base = eng.BaseTable(s.Base.Table, extra)
-			m.Renames = append(m.Renames, Rename{s.Schema, c.Base.Name, "BaseRow"})
+			m.Renames = append(m.Renames, Rename{m.Schema, c.Base.Name, "BaseRow"})
 			break
 		}
 	}
 	for _, q := range s.Queues {
 		if len(q.Periodic) > 0 {
 			c.Periodic = eng.Periodic()
-			m.Periodic = eng.Qualify(s.Schema, c.Periodic.Name)
-			m.Renames = append(m.Renames, Rename{s.Schema, c.Periodic.Name, "PeriodicTickRow"})
+			m.Periodic = eng.Qualify(m.Schema, c.Periodic.Name)
+			m.Renames = append(m.Renames, Rename{m.Schema, c.Periodic.Name, "PeriodicTickRow"})
 			break
 		}
 	}
@@ -121,7 +124,7 @@ func Build(s *spec.Spec) (*Model, error) {
 		q := m.queue(s, sq)
 		m.Queues = append(m.Queues, q)
 		c.Queues = append(c.Queues, &catalog.Queue{Name: q.Name, Mode: string(sq.Mode), Table: q.Table, RenamedFrom: sq.RenamedFrom})
-		m.Renames = append(m.Renames, Rename{s.Schema, q.Table.Name, q.RowType})
+		m.Renames = append(m.Renames, Rename{m.Schema, q.Table.Name, q.RowType})
 		for _, name := range GoNames(q.GoName) {
 			prev, taken := owner[name]
 			if !taken {
@@ -206,7 +209,9 @@ func (m *Model) checkNames(s *spec.Spec) spec.Errors {
 // with their parameter and row types.
 func GoNames(g string) []string {
 	names := []string{g + "Queue", g + "Payload", g + "Row", g + "MaxAttempts", g + "Lease", g + "Backoff", g + "RetainSucceeded", g + "RetainDead"}
-	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "FailManyAt", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth", "Purge", "AdvanceTick", "Defaults"} {
+	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "FailManyAt", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth", "Purge", "AdvanceTick", "Defaults",
+		// MySQL's claims, failures and maintenance are several statements.
+		"ClaimExpired", "ClaimDue", "Lease", "Attempt", "Held", "Now", "LockMaintenance", "Doomed"} {
 		names = append(names, op+g, op+g+"Params", op+g+"Row")
 	}
 	return append(names, "PushMany"+g+"At", "PushMany"+g+"AtParams")

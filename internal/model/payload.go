@@ -69,6 +69,9 @@ type Field struct {
 	Default string
 }
 
+// IsJSON reports whether the field is a JSON document (json.RawMessage).
+func (f *Field) IsJSON() bool { return f.Type.Is(jsonRaw.Ident) }
+
 // Unset is how a field with a default is tested for being unset: "nil"
 // (pointer, slice) or "valid" (a type with a Valid field).
 func (f *Field) Unset() string {
@@ -115,6 +118,9 @@ func (m *Model) payload(s *spec.Spec, sq *spec.Queue, goName string) *Payload {
 	if sq.Inherits {
 		for _, c := range s.Base.Columns {
 			p.Fields = append(p.Fields, field(c))
+			if !eng.Inheritance() {
+				p.Columns = append(p.Columns, eng.Column(c))
+			}
 		}
 	}
 	for _, c := range sq.Payload.Columns {

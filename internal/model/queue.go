@@ -96,9 +96,12 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 	}
 	comment := "Queue " + q.Name + ": one row per job; " + mode + "."
 	var parent *catalog.Table
-	if sq.Inherits {
+	switch {
+	case sq.Inherits && eng.Inheritance():
 		parent = m.Catalog.Base
 		comment += "\nThe bookkeeping columns come from " + parent.Name + "; the columns below are the payload."
+	case sq.Inherits && len(s.Base.Columns) > 0:
+		comment += "\nAfter the bookkeeping columns come the base columns, copied into each queue table (there is no INHERITS), then the payload."
 	}
 	q.Table = eng.QueueTable(engine.QueueTable{
 		Name:     sq.Table,

@@ -182,6 +182,7 @@ func goFuncs(f *gocode.File) template.FuncMap {
 		"quote":    strconv.Quote,
 		"value":    func(v model.Value) string { return goValue(f, v) },
 		"args":     func(vs ...any) []any { return vs },
+		"add":      func(a, b int) int { return a + b },
 	}
 }
 

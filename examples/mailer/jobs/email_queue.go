@@ -216,15 +216,6 @@ func (q *EmailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EmailPayl
 	return states, nil
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *EmailQueue) failed(jobs []*queue.Job[EmailPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
-	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
-	return ids, attempts, messages
-}
-
 // Snooze puts a held job back until at without using up an attempt.
 func (q *EmailQueue) Snooze(ctx context.Context, job *queue.Job[EmailPayload], at time.Time) error {
 	n, err := q.q.SnoozeEmail(ctx, SnoozeEmailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
@@ -365,6 +356,15 @@ func (q *EmailQueue) jobs(rows []EmailRow) []*queue.Job[EmailPayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *EmailQueue) failed(jobs []*queue.Job[EmailPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

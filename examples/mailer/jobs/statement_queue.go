@@ -219,15 +219,6 @@ func (q *StatementQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queu
 	return states, nil
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *StatementQueue) failed(jobs []*queue.Job[StatementPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
-	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
-	return ids, attempts, messages
-}
-
 // Snooze puts a held job back until at without using up an attempt.
 func (q *StatementQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[StatementPayload], at time.Time) error {
 	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, SnoozeStatementParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
@@ -377,6 +368,15 @@ func (q *StatementQueue) jobs(ctx context.Context, d *StatementQueue, rows []Sta
 		jobs = append(jobs, job)
 	}
 	return jobs, nil
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *StatementQueue) failed(jobs []*queue.Job[StatementPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

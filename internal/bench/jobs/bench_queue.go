@@ -207,15 +207,6 @@ func (q *BenchQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[BenchPayl
 	return states, nil
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *BenchQueue) failed(jobs []*queue.Job[BenchPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
-	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
-	return ids, attempts, messages
-}
-
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchQueue) Snooze(ctx context.Context, job *queue.Job[BenchPayload], at time.Time) error {
 	n, err := q.q.SnoozeBench(ctx, SnoozeBenchParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
@@ -354,6 +345,15 @@ func (q *BenchQueue) jobs(rows []BenchRow) []*queue.Job[BenchPayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *BenchQueue) failed(jobs []*queue.Job[BenchPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

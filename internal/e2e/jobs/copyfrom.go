@@ -253,6 +253,152 @@ func (q *Queries) PushManyInvoiceAt(ctx context.Context, arg []PushManyInvoiceAt
 	return q.db.CopyFrom(ctx, []string{"invoice_queue"}, []string{"tenant_id", "invoice_id", "amount", "priority", "max_attempts", "run_after"}, &iteratorForPushManyInvoiceAt{rows: arg})
 }
 
+// iteratorForPushManyKept implements pgx.CopyFromSource.
+type iteratorForPushManyKept struct {
+	rows                 []PushManyKeptParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyKept) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyKept) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Payload,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyKept) Err() error {
+	return nil
+}
+
+// PushManyKept inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
+func (q *Queries) PushManyKept(ctx context.Context, arg []PushManyKeptParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"kept_queue"}, []string{"payload", "priority", "max_attempts"}, &iteratorForPushManyKept{rows: arg})
+}
+
+// iteratorForPushManyKeptAt implements pgx.CopyFromSource.
+type iteratorForPushManyKeptAt struct {
+	rows                 []PushManyKeptAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyKeptAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyKeptAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Payload,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyKeptAt) Err() error {
+	return nil
+}
+
+// PushManyKeptAt is PushManyKept with run_after given by the caller.
+func (q *Queries) PushManyKeptAt(ctx context.Context, arg []PushManyKeptAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"kept_queue"}, []string{"payload", "priority", "max_attempts", "run_after"}, &iteratorForPushManyKeptAt{rows: arg})
+}
+
+// iteratorForPushManyNowait implements pgx.CopyFromSource.
+type iteratorForPushManyNowait struct {
+	rows                 []PushManyNowaitParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyNowait) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyNowait) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Payload,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyNowait) Err() error {
+	return nil
+}
+
+// PushManyNowait inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
+func (q *Queries) PushManyNowait(ctx context.Context, arg []PushManyNowaitParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"nowait_queue"}, []string{"payload", "priority", "max_attempts"}, &iteratorForPushManyNowait{rows: arg})
+}
+
+// iteratorForPushManyNowaitAt implements pgx.CopyFromSource.
+type iteratorForPushManyNowaitAt struct {
+	rows                 []PushManyNowaitAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyNowaitAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyNowaitAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Payload,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyNowaitAt) Err() error {
+	return nil
+}
+
+// PushManyNowaitAt is PushManyNowait with run_after given by the caller.
+func (q *Queries) PushManyNowaitAt(ctx context.Context, arg []PushManyNowaitAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"nowait_queue"}, []string{"payload", "priority", "max_attempts", "run_after"}, &iteratorForPushManyNowaitAt{rows: arg})
+}
+
 // iteratorForPushManyReport implements pgx.CopyFromSource.
 type iteratorForPushManyReport struct {
 	rows                 []PushManyReportParams
@@ -324,6 +470,152 @@ func (r iteratorForPushManyReportAt) Err() error {
 // PushManyReportAt is PushManyReport with run_after given by the caller.
 func (q *Queries) PushManyReportAt(ctx context.Context, arg []PushManyReportAtParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"report_queue"}, []string{"payload", "priority", "max_attempts", "run_after"}, &iteratorForPushManyReportAt{rows: arg})
+}
+
+// iteratorForPushManyTask implements pgx.CopyFromSource.
+type iteratorForPushManyTask struct {
+	rows                 []PushManyTaskParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyTask) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyTask) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Payload,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyTask) Err() error {
+	return nil
+}
+
+// PushManyTask inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
+func (q *Queries) PushManyTask(ctx context.Context, arg []PushManyTaskParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"task_queue"}, []string{"payload", "priority", "max_attempts"}, &iteratorForPushManyTask{rows: arg})
+}
+
+// iteratorForPushManyTaskAt implements pgx.CopyFromSource.
+type iteratorForPushManyTaskAt struct {
+	rows                 []PushManyTaskAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyTaskAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyTaskAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Payload,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyTaskAt) Err() error {
+	return nil
+}
+
+// PushManyTaskAt is PushManyTask with run_after given by the caller.
+func (q *Queries) PushManyTaskAt(ctx context.Context, arg []PushManyTaskAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"task_queue"}, []string{"payload", "priority", "max_attempts", "run_after"}, &iteratorForPushManyTaskAt{rows: arg})
+}
+
+// iteratorForPushManyTxtask implements pgx.CopyFromSource.
+type iteratorForPushManyTxtask struct {
+	rows                 []PushManyTxtaskParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyTxtask) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyTxtask) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Payload,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyTxtask) Err() error {
+	return nil
+}
+
+// PushManyTxtask inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
+func (q *Queries) PushManyTxtask(ctx context.Context, arg []PushManyTxtaskParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"txtask_queue"}, []string{"payload", "priority", "max_attempts"}, &iteratorForPushManyTxtask{rows: arg})
+}
+
+// iteratorForPushManyTxtaskAt implements pgx.CopyFromSource.
+type iteratorForPushManyTxtaskAt struct {
+	rows                 []PushManyTxtaskAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyTxtaskAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyTxtaskAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Payload,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyTxtaskAt) Err() error {
+	return nil
+}
+
+// PushManyTxtaskAt is PushManyTxtask with run_after given by the caller.
+func (q *Queries) PushManyTxtaskAt(ctx context.Context, arg []PushManyTxtaskAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"txtask_queue"}, []string{"payload", "priority", "max_attempts", "run_after"}, &iteratorForPushManyTxtaskAt{rows: arg})
 }
 
 // iteratorForPushManyTyped implements pgx.CopyFromSource.

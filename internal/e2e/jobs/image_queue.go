@@ -190,26 +190,6 @@ func (q *ImageQueue) pushed(n int64, err error) (int64, error) {
 	return n, err
 }
 
-// unset reports whether p leaves a field whose column has a default unset.
-func (q *ImageQueue) unset(p ImagePayload) bool {
-	return p.Format == nil || p.Quality == nil || !p.Ratio.Valid || p.TakenAt == nil || !p.Ref.Valid || p.Label == nil
-}
-
-// defaults reads, in one query, the values the column defaults give to
-// the jobs of ps that leave a defaulted field unset, in order.
-func (q *ImageQueue) defaults(ctx context.Context, ps []ImagePayload) ([]DefaultsImageRow, error) {
-	n := 0
-	for _, p := range ps {
-		if q.unset(p) {
-			n++
-		}
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	return q.q.DefaultsImage(ctx, int32(n))
-}
-
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for ImageLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
@@ -303,15 +283,6 @@ func (q *ImageQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ImagePayl
 		states[r.ID] = queue.State(r.State)
 	}
 	return states, nil
-}
-
-// failed is the parallel arrays a batch failure sends.
-func (q *ImageQueue) failed(jobs []*queue.Job[ImagePayload], causes []error) (ids []int64, attempts []int32, messages []string) {
-	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
-	return ids, attempts, messages
 }
 
 // Snooze puts a held job back until at without using up an attempt.
@@ -459,6 +430,35 @@ func (q *ImageQueue) jobs(rows []ImageRow) []*queue.Job[ImagePayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// unset reports whether p leaves a field whose column has a default unset.
+func (q *ImageQueue) unset(p ImagePayload) bool {
+	return p.Format == nil || p.Quality == nil || !p.Ratio.Valid || p.TakenAt == nil || !p.Ref.Valid || p.Label == nil
+}
+
+// defaults reads, in one query, the values the column defaults give to
+// the jobs of ps that leave a defaulted field unset, in order.
+func (q *ImageQueue) defaults(ctx context.Context, ps []ImagePayload) ([]DefaultsImageRow, error) {
+	n := 0
+	for _, p := range ps {
+		if q.unset(p) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return q.q.DefaultsImage(ctx, int32(n))
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *ImageQueue) failed(jobs []*queue.Job[ImagePayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

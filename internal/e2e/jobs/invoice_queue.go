@@ -210,15 +210,6 @@ func (q *InvoiceQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.
 	return states, nil
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *InvoiceQueue) failed(jobs []*queue.Job[InvoicePayload], causes []error) (ids []int64, attempts []int32, messages []string) {
-	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
-	return ids, attempts, messages
-}
-
 // Snooze puts a held job back until at without using up an attempt.
 func (q *InvoiceQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[InvoicePayload], at time.Time) error {
 	n, err := q.WithTx(tx).q.SnoozeInvoice(ctx, SnoozeInvoiceParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
@@ -322,6 +313,15 @@ func (q *InvoiceQueue) jobs(rows []InvoiceRow) []*queue.Job[InvoicePayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *InvoiceQueue) failed(jobs []*queue.Job[InvoicePayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -232,26 +232,6 @@ func (q *TypedQueue) pushed(n int64, err error) (int64, error) {
 	return n, err
 }
 
-// unset reports whether p leaves a field whose column has a default unset.
-func (q *TypedQueue) unset(p TypedPayload) bool {
-	return p.DCount == nil
-}
-
-// defaults reads, in one query, the values the column defaults give to
-// the jobs of ps that leave a defaulted field unset, in order.
-func (q *TypedQueue) defaults(ctx context.Context, ps []TypedPayload) ([]DefaultsTypedRow, error) {
-	n := 0
-	for _, p := range ps {
-		if q.unset(p) {
-			n++
-		}
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	return q.q.DefaultsTyped(ctx, int32(n))
-}
-
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for TypedLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
@@ -345,15 +325,6 @@ func (q *TypedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[TypedPayl
 		states[r.ID] = queue.State(r.State)
 	}
 	return states, nil
-}
-
-// failed is the parallel arrays a batch failure sends.
-func (q *TypedQueue) failed(jobs []*queue.Job[TypedPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
-	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
-	return ids, attempts, messages
 }
 
 // Snooze puts a held job back until at without using up an attempt.
@@ -519,6 +490,35 @@ func (q *TypedQueue) jobs(rows []TypedRow) []*queue.Job[TypedPayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// unset reports whether p leaves a field whose column has a default unset.
+func (q *TypedQueue) unset(p TypedPayload) bool {
+	return p.DCount == nil
+}
+
+// defaults reads, in one query, the values the column defaults give to
+// the jobs of ps that leave a defaulted field unset, in order.
+func (q *TypedQueue) defaults(ctx context.Context, ps []TypedPayload) ([]DefaultsTypedRow, error) {
+	n := 0
+	for _, p := range ps {
+		if q.unset(p) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return q.q.DefaultsTyped(ctx, int32(n))
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *TypedQueue) failed(jobs []*queue.Job[TypedPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -209,15 +209,6 @@ func (q *WebhookQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload
 	return states, nil
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *WebhookQueue) failed(jobs []*queue.Job[payload.Webhook], causes []error) (ids []int64, attempts []int32, messages []string) {
-	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
-	return ids, attempts, messages
-}
-
 // Snooze puts a held job back until at without using up an attempt.
 func (q *WebhookQueue) Snooze(ctx context.Context, job *queue.Job[payload.Webhook], at time.Time) error {
 	n, err := q.q.SnoozeWebhook(ctx, SnoozeWebhookParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
@@ -364,6 +355,15 @@ func (q *WebhookQueue) jobs(ctx context.Context, d *WebhookQueue, rows []Webhook
 		jobs = append(jobs, job)
 	}
 	return jobs, nil
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *WebhookQueue) failed(jobs []*queue.Job[payload.Webhook], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

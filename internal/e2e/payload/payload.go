@@ -9,3 +9,11 @@ type Webhook struct {
 	URL  string          `json:"url"`
 	Body json.RawMessage `json:"body,omitempty"`
 }
+
+// Task is the payload of the queues the suites that run on every engine
+// share (task, kept, nowait, txtask): one Go type for both engines'
+// generated packages, so that one test drives either.
+type Task struct {
+	Name string `json:"name"`
+	N    int    `json:"n,omitempty"`
+}

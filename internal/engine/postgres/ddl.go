@@ -28,31 +28,15 @@ func (d ddl) CreateSchema() string {
 // NULL and default, comment), then the primary key, unique constraints and
 // checks, INHERITS and the storage parameters.
 func (d ddl) CreateTable(t *catalog.Table) string {
-	defaults := make([]string, len(t.Columns))
-	for i, c := range t.Columns {
-		defaults[i] = c.Default
-	}
-	return guard(d.createTable(t), defaults...)
-}
-
-// guard keeps goose from splitting a statement inside a default: goose
-// ends a statement at a line ending with a semicolon, and a literal may
-// hold one (or a newline, or "--"). Such a statement is marked as one.
-func guard(stmt string, defaults ...string) string {
-	for _, def := range defaults {
-		if strings.ContainsAny(def, ";\n") || strings.Contains(def, "--") {
-			return "-- +goose StatementBegin\n" + stmt + "\n-- +goose StatementEnd"
-		}
-	}
-	return stmt
+	return engine.GooseGuard(d.createTable(t), engine.Defaults(t.Columns)...)
 }
 
 func (d ddl) createTable(t *catalog.Table) string {
 	var b strings.Builder
-	lines(&b, t.Comment)
+	engine.Lines(&b, t.Comment)
 	fmt.Fprintf(&b, "CREATE TABLE %s (", d.q(t.Name))
 	var items []string
-	items = append(items, columnLines(t.Columns)...)
+	items = append(items, engine.ColumnLines(t.Columns)...)
 	for _, i := range t.Indexes {
 		switch {
 		case i.Primary:
@@ -70,7 +54,7 @@ func (d ddl) createTable(t *catalog.Table) string {
 	}
 	if len(items) > 0 {
 		b.WriteString("\n")
-		b.WriteString(joinItems(items))
+		b.WriteString(engine.JoinItems(items))
 		b.WriteString("\n")
 	}
 	b.WriteString(")")
@@ -79,7 +63,7 @@ func (d ddl) createTable(t *catalog.Table) string {
 	}
 	if len(t.Options) > 0 {
 		b.WriteString("\n")
-		lines(&b, t.OptionsComment)
+		engine.Lines(&b, t.OptionsComment)
 		b.WriteString("WITH (\n")
 		for i, o := range t.Options {
 			b.WriteString("    " + o.Name + " = " + o.Value)
@@ -94,78 +78,11 @@ func (d ddl) createTable(t *catalog.Table) string {
 	return b.String()
 }
 
-// joinItems joins the lines of a CREATE TABLE body: a comma after every
-// item but the last, placed before the item's trailing comment.
-func joinItems(items []string) string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		comma := ","
-		if i == len(items)-1 {
-			comma = ""
-		}
-		if def, comment, ok := strings.Cut(it, "\x00"); ok {
-			out[i] = "    " + def + comma + comment
-		} else {
-			out[i] = "    " + it + comma
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
-// columnLines aligns column definitions in columns: name, type,
-// constraints, comment. The comment is separated by \x00 so that
-// joinItems can put the comma before it.
-func columnLines(cs []*catalog.Column) []string {
-	nameW, typeW, defW := 0, 0, 0
-	rest := make([]string, len(cs))
-	for i, c := range cs {
-		var r []string
-		if c.NotNull {
-			r = append(r, "NOT NULL")
-		}
-		if c.Default != "" {
-			r = append(r, "DEFAULT "+c.Default)
-		}
-		rest[i] = strings.Join(r, " ")
-		nameW = max(nameW, len(c.Name))
-		if rest[i] != "" {
-			typeW = max(typeW, len(c.Type))
-		}
-	}
-	defs := make([]string, len(cs))
-	for i, c := range cs {
-		defs[i] = pad(c.Name, nameW) + " " + c.Type
-		if rest[i] != "" {
-			defs[i] = pad(c.Name, nameW) + " " + pad(c.Type, typeW) + " " + rest[i]
-		}
-		if c.Comment != "" {
-			defW = max(defW, len(defs[i]))
-		}
-	}
-	out := make([]string, len(cs))
-	for i, c := range cs {
-		out[i] = defs[i]
-		if c.Comment != "" {
-			// joinItems puts the comma before the padding.
-			out[i] = defs[i] + "\x00" + strings.Repeat(" ", defW-len(defs[i])) + " -- " + c.Comment
-		}
-	}
-	return out
-}
-
-func pad(s string, w int) string { return s + strings.Repeat(" ", max(0, w-len(s))) }
-
-func lines(b *strings.Builder, ls []string) {
-	for _, l := range ls {
-		b.WriteString(l + "\n")
-	}
-}
-
 // CreateIndex writes CREATE INDEX for a new table (no CONCURRENTLY: the
 // table is empty, and the migration's transaction creates it).
 func (d ddl) CreateIndex(t *catalog.Table, i *catalog.Index) string {
 	var b strings.Builder
-	lines(&b, engine.Comment(i.Comment))
+	engine.Lines(&b, engine.Comment(i.Comment))
 	b.WriteString(createIndex(d.q(t.Name), i, false))
 	return b.String()
 }
@@ -189,7 +106,7 @@ func (d ddl) DropTable(t *catalog.Table) string { return "DROP TABLE " + d.q(t.N
 
 func (d ddl) CreateFunction(name string) string {
 	var b strings.Builder
-	lines(&b, engine.Comment(name+" wakes the workers of queues declared with notify: true. After each "+
+	engine.Lines(&b, engine.Comment(name+" wakes the workers of queues declared with notify: true. After each "+
 		"INSERT or COPY into such a queue's table it sends one notification on channel "+
 		"queuegen_<table> (PostgreSQL folds repeats within a transaction into one). NOTIFY takes a "+
 		"cluster-wide lock at commit, which serialises committing pushers: enable it where wake-up "+
@@ -249,21 +166,10 @@ func (d ddl) RenameTrigger(table, from, to string) string {
 	return fmt.Sprintf("ALTER TRIGGER %s ON %s RENAME TO %s;", from, d.q(table), to)
 }
 
-func columnDef(c *catalog.Column) string {
-	s := c.Name + " " + c.Type
-	if c.NotNull {
-		s += " NOT NULL"
-	}
-	if c.Default != "" {
-		s += " DEFAULT " + c.Default
-	}
-	return s
-}
-
 // AddColumn adds a column; ALTER TABLE without ONLY reaches the children
 // of an INHERITS parent, so a base column is one statement.
 func (d ddl) AddColumn(t *catalog.Table, c *catalog.Column) string {
-	return guard(fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s;", d.q(t.Name), columnDef(c)), c.Default)
+	return engine.GooseGuard(fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s;", d.q(t.Name), engine.ColumnDef(c)), c.Default)
 }
 
 // AddRewrites: since PostgreSQL 11 a column with a non-volatile default is
@@ -305,7 +211,7 @@ func (d ddl) DropNotNull(t *catalog.Table, column string) string {
 }
 
 func (d ddl) SetDefault(t *catalog.Table, column, def string) string {
-	return guard(d.alterColumn(t, column)+" SET DEFAULT "+def+";", def)
+	return engine.GooseGuard(d.alterColumn(t, column)+" SET DEFAULT "+def+";", def)
 }
 
 func (d ddl) DropDefault(t *catalog.Table, column string) string {

@@ -39,6 +39,12 @@ func (Engine) Qualify(schema, name string) string {
 	return schema + "." + name
 }
 
+// DefaultSchema is "public".
+func (Engine) DefaultSchema() string { return DefaultSchema }
+
+// Inheritance is true: PostgreSQL has CREATE TABLE … INHERITS.
+func (Engine) Inheritance() bool { return true }
+
 // Goose is goose's "postgres" dialect.
 func (Engine) Goose() string { return "postgres" }
 
@@ -53,7 +59,7 @@ const (
 // Driver is pgx/v5.
 func (Engine) Driver() engine.Driver {
 	return engine.Driver{
-		Tx:        pgx.Ident("Tx"),
+		Tx:        gocode.Named(pgx.Ident("Tx")),
 		ErrNoRows: pgx.Ident("ErrNoRows"),
 		TxDriver:  gocode.QueueImp.Ident("Pgx"),
 	}

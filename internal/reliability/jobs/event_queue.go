@@ -215,15 +215,6 @@ func (q *EventQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EventPayl
 	return states, nil
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *EventQueue) failed(jobs []*queue.Job[EventPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
-	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
-	return ids, attempts, messages
-}
-
 // Snooze puts a held job back until at without using up an attempt.
 func (q *EventQueue) Snooze(ctx context.Context, job *queue.Job[EventPayload], at time.Time) error {
 	n, err := q.q.SnoozeEvent(ctx, SnoozeEventParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
@@ -370,6 +361,15 @@ func (q *EventQueue) jobs(ctx context.Context, d *EventQueue, rows []EventRow) (
 		jobs = append(jobs, job)
 	}
 	return jobs, nil
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *EventQueue) failed(jobs []*queue.Job[EventPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -201,15 +201,6 @@ func (q *LedgerQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 	return states, nil
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *LedgerQueue) failed(jobs []*queue.Job[LedgerPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
-	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
-	return ids, attempts, messages
-}
-
 // Snooze puts a held job back until at without using up an attempt.
 func (q *LedgerQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[LedgerPayload], at time.Time) error {
 	n, err := q.WithTx(tx).q.SnoozeLedger(ctx, SnoozeLedgerParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
@@ -311,6 +302,15 @@ func (q *LedgerQueue) jobs(rows []LedgerRow) []*queue.Job[LedgerPayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *LedgerQueue) failed(jobs []*queue.Job[LedgerPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -207,15 +207,6 @@ func (q *WorkQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[WorkPayloa
 	return states, nil
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *WorkQueue) failed(jobs []*queue.Job[WorkPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
-	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
-	return ids, attempts, messages
-}
-
 // Snooze puts a held job back until at without using up an attempt.
 func (q *WorkQueue) Snooze(ctx context.Context, job *queue.Job[WorkPayload], at time.Time) error {
 	n, err := q.q.SnoozeWork(ctx, SnoozeWorkParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
@@ -354,6 +345,15 @@ func (q *WorkQueue) jobs(rows []WorkRow) []*queue.Job[WorkPayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *WorkQueue) failed(jobs []*queue.Job[WorkPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -203,15 +203,6 @@ func (q *PingQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[PingPayloa
 	return states, nil
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *PingQueue) failed(jobs []*queue.Job[PingPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
-	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
-	return ids, attempts, messages
-}
-
 // Snooze puts a held job back until at without using up an attempt.
 func (q *PingQueue) Snooze(ctx context.Context, job *queue.Job[PingPayload], at time.Time) error {
 	n, err := q.q.SnoozePing(ctx, SnoozePingParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
@@ -349,6 +340,15 @@ func (q *PingQueue) jobs(rows []PingRow) []*queue.Job[PingPayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *PingQueue) failed(jobs []*queue.Job[PingPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

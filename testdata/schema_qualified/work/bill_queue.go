@@ -205,15 +205,6 @@ func (q *BillQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.Job
 	return states, nil
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *BillQueue) failed(jobs []*queue.Job[BillPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
-	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
-	return ids, attempts, messages
-}
-
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BillQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[BillPayload], at time.Time) error {
 	n, err := q.WithTx(tx).q.SnoozeBill(ctx, SnoozeBillParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
@@ -316,6 +307,15 @@ func (q *BillQueue) jobs(rows []BillRow) []*queue.Job[BillPayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *BillQueue) failed(jobs []*queue.Job[BillPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -221,15 +221,6 @@ func (q *ReportQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 	return states, nil
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *ReportQueue) failed(jobs []*queue.Job[ReportPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
-	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
-	}
-	return ids, attempts, messages
-}
-
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ReportQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[ReportPayload], at time.Time) error {
 	n, err := q.WithTx(tx).q.SnoozeReport(ctx, SnoozeReportParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
@@ -379,6 +370,15 @@ func (q *ReportQueue) jobs(ctx context.Context, d *ReportQueue, rows []ReportRow
 		jobs = append(jobs, job)
 	}
 	return jobs, nil
+}
+
+// failed is the parallel arrays a batch failure sends.
+func (q *ReportQueue) failed(jobs []*queue.Job[ReportPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	}
+	return ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

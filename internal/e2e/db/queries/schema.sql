@@ -342,3 +342,196 @@ CREATE INDEX image_queue_node_idx ON image_queue (locked_by)
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX image_queue_finished_idx ON image_queue (finished_at)
     WHERE state IN ('succeeded', 'dead');
+
+-- Queue task: one row per job; lease mode: a claim is committed at once and
+-- holds the job until its lease expires.
+CREATE TABLE task_queue (
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
+    CONSTRAINT task_queue_pkey PRIMARY KEY (id),
+    CONSTRAINT task_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX task_queue_claim_idx ON task_queue (priority DESC, run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX task_queue_lease_idx ON task_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX task_queue_node_idx ON task_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- At most one unfinished job per unique key; push relies on it with ON
+-- CONFLICT DO NOTHING.
+CREATE UNIQUE INDEX task_queue_unique_key_idx ON task_queue (unique_key)
+    WHERE unique_key IS NOT NULL AND state IN ('available', 'running');
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX task_queue_finished_idx ON task_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+-- Queue kept: one row per job; lease mode: a claim is committed at once and
+-- holds the job until its lease expires.
+CREATE TABLE kept_queue (
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
+    CONSTRAINT kept_queue_pkey PRIMARY KEY (id),
+    CONSTRAINT kept_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX kept_queue_claim_idx ON kept_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX kept_queue_lease_idx ON kept_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX kept_queue_node_idx ON kept_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX kept_queue_finished_idx ON kept_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+-- Queue nowait: one row per job; lease mode: a claim is committed at once and
+-- holds the job until its lease expires.
+CREATE TABLE nowait_queue (
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
+    CONSTRAINT nowait_queue_pkey PRIMARY KEY (id),
+    CONSTRAINT nowait_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX nowait_queue_claim_idx ON nowait_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX nowait_queue_lease_idx ON nowait_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX nowait_queue_node_idx ON nowait_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX nowait_queue_finished_idx ON nowait_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+-- Queue txtask: one row per job; transaction mode: a claim holds the job by
+-- row lock until the caller's transaction ends.
+CREATE TABLE txtask_queue (
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
+    CONSTRAINT txtask_queue_pkey PRIMARY KEY (id),
+    CONSTRAINT txtask_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX txtask_queue_claim_idx ON txtask_queue (priority DESC, run_after, id)
+    WHERE state = 'available';
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX txtask_queue_finished_idx ON txtask_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');

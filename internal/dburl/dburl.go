@@ -1,0 +1,142 @@
+// Package dburl reads the database addresses queuegen's commands take
+// (--db, $DATABASE_URL): a PostgreSQL URL or key=value connection string,
+// or a MySQL URL (mysql://user:password@host:port/database?param=value)
+// or go-sql-driver/mysql DSN (user:password@tcp(host:port)/database), and
+// opens a database/sql handle on them.
+package dburl
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// Engine names, as in the spec's engine key.
+const (
+	PostgreSQL = "postgresql"
+	MySQL      = "mysql"
+)
+
+// DB is a parsed database address.
+type DB struct {
+	// Engine is PostgreSQL or MySQL.
+	Engine string
+	// URL is the address as given (PostgreSQL's, for pgx).
+	URL string
+	// MySQL is a MySQL address's driver configuration, with what the
+	// generated code needs set: parseTime (DATETIME as time.Time, in UTC)
+	// and interpolateParams (one round trip a statement).
+	MySQL *mysql.Config
+}
+
+// Parse reads s. It names the engine from the scheme (postgres://,
+// postgresql://, mysql://), or from the form of a connection string: a
+// go-sql-driver DSN has "@tcp(" or "@unix(" in it, anything else is taken
+// for libpq's key=value form.
+func Parse(s string) (DB, error) {
+	switch {
+	case s == "":
+		return DB{}, errors.New("no database URL")
+	case strings.Contains(s, "@tcp(") || strings.Contains(s, "@unix(") || strings.HasPrefix(s, "tcp(") || strings.HasPrefix(s, "unix("):
+		cfg, err := mysql.ParseDSN(s)
+		if err != nil {
+			return DB{}, fmt.Errorf("the MySQL DSN does not parse: %v", err)
+		}
+		return DB{Engine: MySQL, URL: s, MySQL: Config(cfg)}, nil
+	case !strings.Contains(s, "://"):
+		return DB{Engine: PostgreSQL, URL: s}, nil // libpq's key=value form
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return DB{}, fmt.Errorf("the database URL does not parse: %v", Redact(err.Error(), s))
+	}
+	switch u.Scheme {
+	case "postgres", "postgresql":
+		return DB{Engine: PostgreSQL, URL: s}, nil
+	case "mysql", "mariadb":
+		cfg, err := mysqlConfig(u)
+		if err != nil {
+			return DB{}, err
+		}
+		return DB{Engine: MySQL, URL: s, MySQL: cfg}, nil
+	}
+	return DB{}, fmt.Errorf("database URLs of scheme %q are not supported: use postgres://user@host:5432/db for PostgreSQL or mysql://user:password@host:3306/db for MySQL and MariaDB", u.Scheme)
+}
+
+// mysqlConfig turns a mysql:// URL into the driver's configuration; its
+// query parameters are the driver's DSN parameters.
+func mysqlConfig(u *url.URL) (*mysql.Config, error) {
+	cfg := mysql.NewConfig()
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	cfg.Net = "tcp"
+	cfg.Addr = u.Host
+	if u.Port() == "" {
+		cfg.Addr = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	if cfg.DBName == "" || strings.Contains(cfg.DBName, "/") {
+		return nil, fmt.Errorf("the MySQL URL names no database: want mysql://user:password@host:3306/database")
+	}
+	if len(u.Query()) > 0 {
+		// The driver reads its parameters from a DSN: format one with them.
+		dsn := cfg.FormatDSN() + "?" + u.RawQuery
+		parsed, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("the MySQL URL's parameters: %v", err)
+		}
+		cfg = parsed
+	}
+	return Config(cfg), nil
+}
+
+// Config sets what queuegen's generated MySQL code needs of a connection:
+// DATETIME read as time.Time (parseTime) in UTC (loc), and arguments sent
+// with the statement (interpolateParams: one round trip, not a prepare and
+// an execute).
+func Config(cfg *mysql.Config) *mysql.Config {
+	cfg = cfg.Clone()
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.InterpolateParams = true
+	return cfg
+}
+
+// Open opens a database/sql handle on d.
+func (d DB) Open() (*sql.DB, error) {
+	if d.Engine == MySQL {
+		conn, err := mysql.NewConnector(d.MySQL)
+		if err != nil {
+			return nil, err
+		}
+		return sql.OpenDB(conn), nil
+	}
+	cfg, err := pgx.ParseConfig(d.URL)
+	if err != nil {
+		return nil, fmt.Errorf("bad database URL: %w", err)
+	}
+	return stdlib.OpenDB(*cfg), nil
+}
+
+// Redact keeps a URL's password out of msg.
+func Redact(msg, db string) string {
+	if u, err := url.Parse(db); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
+	}
+	if cfg, err := mysql.ParseDSN(db); err == nil && cfg.Passwd != "" {
+		msg = strings.ReplaceAll(msg, cfg.Passwd, "xxxxx")
+	}
+	return msg
+}
