@@ -1,26 +1,26 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"slices"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/database"
+	"github.com/queuegen/queuegen/internal/dburl"
 )
 
 //go:embed db/migrations/*.sql
 var migrations embed.FS
+
+//go:embed db/mysql/migrations/*.sql
+var mysqlMigrations embed.FS
 
 // Config is one bench run.
 type Config struct {
@@ -46,17 +46,23 @@ type Config struct {
 	Out, Progress io.Writer
 	// JSON writes each workload's summary as one JSON object per line.
 	JSON bool
+
+	// mysqlDatabase replaces Schema as the MySQL bench's database, for
+	// tests that run beside one another on one server.
+	mysqlDatabase string
 }
 
 // Workloads are the workloads in the order "all" runs them.
 var Workloads = []string{"push", "push-many", "drain", "latency", "latency-poll", "steady"}
 
-// Schema is the schema the bench creates, fills and drops.
+// Schema is the schema (PostgreSQL) or database (MySQL, MariaDB) the
+// bench creates, fills and drops.
 const Schema = "queuegen_bench"
 
-// Run runs cfg's workloads against the database at url: it creates the
-// bench schema, runs, and drops the schema again.
-func Run(ctx context.Context, url string, cfg Config) error {
+// Run runs cfg's workloads against the database at address (a PostgreSQL
+// or MySQL address, as dburl.Parse reads it): it creates the bench schema
+// or database, runs, and drops it again.
+func Run(ctx context.Context, address string, cfg Config) error {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
@@ -69,22 +75,28 @@ func Run(ctx context.Context, url string, cfg Config) error {
 			return fmt.Errorf("unknown workload %q: want one of %v or all", n, Workloads)
 		}
 	}
-	poolCfg, err := pgxpool.ParseConfig(url)
+	d, err := dburl.Parse(address)
 	if err != nil {
 		return err
 	}
-	poolCfg.MaxConns = int32(max(16, cfg.Workers+8))
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	conns := max(16, cfg.Workers+8)
+	var t target
+	switch d.Engine {
+	case dburl.MySQL:
+		t, err = newMySQL(d, cmp.Or(cfg.mysqlDatabase, Schema), conns)
+	default:
+		t, err = newPostgres(ctx, d.URL, conns)
+	}
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer t.close()
 	for _, name := range names {
-		if err := setup(ctx, pool); err != nil {
+		if err := t.setup(ctx); err != nil {
 			return fmt.Errorf("bench setup: %w", err)
 		}
-		err := workloads[name](ctx, pool, withDefaults(name, cfg))
-		teardown(pool)
+		err := workloads[name](ctx, t, withDefaults(name, cfg))
+		t.teardown()
 		if err != nil {
 			return fmt.Errorf("bench %s: %w", name, err)
 		}
@@ -92,12 +104,12 @@ func Run(ctx context.Context, url string, cfg Config) error {
 	return nil
 }
 
-var workloads = map[string]func(context.Context, *pgxpool.Pool, Config) error{
+var workloads = map[string]func(context.Context, target, Config) error{
 	"push":         runPush,
 	"push-many":    runPushMany,
 	"drain":        runDrain,
-	"latency":      func(ctx context.Context, p *pgxpool.Pool, c Config) error { return runLatency(ctx, p, c, true) },
-	"latency-poll": func(ctx context.Context, p *pgxpool.Pool, c Config) error { return runLatency(ctx, p, c, false) },
+	"latency":      func(ctx context.Context, t target, c Config) error { return runLatency(ctx, t, c, true) },
+	"latency-poll": func(ctx context.Context, t target, c Config) error { return runLatency(ctx, t, c, false) },
 	"steady":       runSteady,
 }
 
@@ -125,35 +137,6 @@ func withDefaults(workload string, cfg Config) Config {
 		cfg.Claimers = 2
 	}
 	return cfg
-}
-
-// setup applies the bench queue's migrations to a fresh schema, with
-// goose's version table inside it.
-func setup(ctx context.Context, pool *pgxpool.Pool) error {
-	teardown(pool)
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+Schema); err != nil {
-		return err
-	}
-	dir, err := fs.Sub(migrations, "db/migrations")
-	if err != nil {
-		return err
-	}
-	store, err := database.NewStore(database.DialectPostgres, Schema+".goose_db_version")
-	if err != nil {
-		return err
-	}
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := goose.NewProvider("", db, dir, goose.WithStore(store))
-	if err != nil {
-		return err
-	}
-	_, err = p.Up(ctx)
-	return err
-}
-
-func teardown(pool *pgxpool.Pool) {
-	pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+Schema+" CASCADE")
 }
 
 // quiet discards the runtime's logs: the bench prints its own.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/queuegen/queuegen/internal/bench/jobs"
+	"github.com/queuegen/queuegen/internal/dbtest"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/pgtest"
 	"github.com/queuegen/queuegen/queue"
 )
@@ -17,42 +19,62 @@ func TestMain(m *testing.M) { os.Exit(pgtest.RunMain(m)) }
 
 var summaryLine = regexp.MustCompile(`(?m)^bench (\S+): (\d+) jobs in \d+\.\d{3} s = \d+ jobs/s( p50=\d+\.\d{3} p99=\d+\.\d{3})?$`)
 
-// TestEveryWorkloadSmoke runs each workload once on a small N: a smoke
-// test of the bench (it asserts the output's form, never a speed).
+// TestEveryWorkloadSmoke runs each workload once on a small N, on every
+// engine: a smoke test of the bench (it asserts the output's form, never
+// a speed).
 func TestEveryWorkloadSmoke(t *testing.T) {
-	var out bytes.Buffer
-	cfg := Config{Workload: "all", Jobs: 300, Duration: 2 * time.Second, Out: &out}
-	if err := Run(context.Background(), pgtest.URL(t), cfg); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	got := map[string]string{}
-	for _, m := range summaryLine.FindAllStringSubmatch(out.String(), -1) {
-		got[m[1]] = m[0]
-	}
-	for _, w := range Workloads {
-		if got[w] == "" {
-			t.Errorf("no summary line for %s in:\n%s", w, out.String())
-		}
-	}
-	for _, w := range []string{"push", "push-many", "latency", "latency-poll"} {
-		if !regexp.MustCompile(`p50=`).MatchString(got[w]) {
-			t.Errorf("%s summary lacks p50/p99: %q", w, got[w])
-		}
-	}
-	if !regexp.MustCompile(`(?m)^steady: pushed \d+ at \d+ jobs/s; depth \[.*\]; dead tuples \d+, live \d+, table with indexes`).MatchString(out.String()) {
-		t.Errorf("steady lacks its table-health line:\n%s", out.String())
+	for _, engine := range dbtest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			cfg := Config{Workload: "all", Jobs: 300, Duration: 2 * time.Second, Out: &out}
+			health := `dead tuples \d+, live \d+, table with indexes`
+			db := dbtest.New(t, engine)
+			if engine == dburl.MySQL {
+				// The bench's own database, beside the test's: named after
+				// it, so that parallel runs on one server do not meet.
+				parsed, err := dburl.Parse(db.Address)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.mysqlDatabase = parsed.MySQL.DBName + "_bench"
+				health = `InnoDB history list -?\d+, rows ~\d+, table with indexes`
+			}
+			if err := Run(context.Background(), db.Address, cfg); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			got := map[string]string{}
+			for _, m := range summaryLine.FindAllStringSubmatch(out.String(), -1) {
+				got[m[1]] = m[0]
+			}
+			for _, w := range Workloads {
+				if got[w] == "" {
+					t.Errorf("no summary line for %s in:\n%s", w, out.String())
+				}
+			}
+			for _, w := range []string{"push", "push-many", "latency", "latency-poll"} {
+				if !regexp.MustCompile(`p50=`).MatchString(got[w]) {
+					t.Errorf("%s summary lacks p50/p99: %q", w, got[w])
+				}
+			}
+			if !regexp.MustCompile(`(?m)^steady: pushed \d+ at \d+ jobs/s; depth \[.*\]; ` + health).MatchString(out.String()) {
+				t.Errorf("steady lacks its table-health line:\n%s", out.String())
+			}
+		})
 	}
 }
 
-// prepared returns a pool on a bench schema holding n due jobs.
+// prepared returns the PostgreSQL bench queue on a bench schema holding
+// n due jobs.
 func prepared(b *testing.B, n int) *jobs.BenchQueue {
 	b.Helper()
 	ctx := context.Background()
 	pool := pgtest.Pool(b)
-	if err := setup(ctx, pool); err != nil {
+	t := &pgTarget{pool}
+	if err := t.setup(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if err := fill(ctx, pool, n); err != nil {
+	if err := t.fill(ctx, n); err != nil {
 		b.Fatal(err)
 	}
 	return jobs.NewBenchQueue(pool)

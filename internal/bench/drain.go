@@ -6,9 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/queuegen/queuegen/internal/bench/jobs"
 	"github.com/queuegen/queuegen/queue"
 )
 
@@ -16,20 +13,23 @@ import (
 // Workers with a no-op handler works them all; timed until every job is
 // completed and committed (the completer reports a batch only after its
 // statement commits; the table is then checked empty).
-func runDrain(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
-	if err := fill(ctx, pool, cfg.Jobs); err != nil {
+func runDrain(ctx context.Context, t target, cfg Config) error {
+	if err := t.fill(ctx, cfg.Jobs); err != nil {
 		return err
 	}
-	q := jobs.NewBenchQueue(pool)
 	var completed atomic.Int64
 	allDone := make(chan struct{})
-	w := q.Worker(func(context.Context, *queue.Job[jobs.BenchPayload]) error { return nil },
+	w, _, closeW, err := t.worker(ctx, nil, false,
 		queue.Concurrency(cfg.Workers), queue.Claimers(cfg.Claimers), queue.MaxClaim(cfg.Batch), queue.FlushSize(cfg.Batch), queue.Logger(quiet),
 		queue.WithHooks(queue.Hooks{Batch: func(_ string, kind string, n int) {
 			if kind == "complete" && completed.Add(int64(n)) == int64(cfg.Jobs) {
 				close(allDone)
 			}
 		}}))
+	if err != nil {
+		return err
+	}
+	defer closeW()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := progress(cfg.Progress, "drain", &completed)
@@ -51,8 +51,8 @@ func runDrain(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
 	if err := <-errc; err != nil {
 		return err
 	}
-	var left int
-	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+Schema+".bench_queue").Scan(&left); err != nil {
+	left, err := t.left(ctx)
+	if err != nil {
 		return err
 	}
 	if left != 0 {

@@ -45,5 +45,5 @@ func runBench(c *invocation) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	return bench.Run(ctx, url, cfg)
+	return bench.Run(ctx, url.URL, cfg)
 }

@@ -13,9 +13,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
+
+	"github.com/queuegen/queuegen/internal/dburl"
 )
 
 // command is one subcommand.
@@ -94,7 +95,8 @@ The migrations' history is kept in the spec's version table
 		}},
 		{"Measuring (see BENCHMARKS.md)", []*command{
 			{name: "bench", args: "--db URL --workload W", run: runBench,
-				summary: "measure push, push-many, drain, latency and steady workloads on queues of its own"},
+				summary: "measure push, push-many, drain, latency and steady workloads on queues of its own",
+				help:    "On PostgreSQL the bench works in a schema of its own, queuegen_bench; on MySQL and MariaDB in a\ndatabase of its own, queuegen_bench, on the server --db names. It creates it, and drops it at the end."},
 		}},
 		{"About", []*command{
 			{name: "version", args: "", run: runVersion,
@@ -262,35 +264,19 @@ func (c *invocation) printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// databaseURL checks a --db value: set, and of a scheme queuegen's
-// engines speak.
-func databaseURL(db string) (string, error) {
+// databaseURL checks a --db value: set, and an address of an engine
+// queuegen speaks (a PostgreSQL URL or key=value string, a mysql:// URL or
+// a go-sql-driver/mysql DSN).
+func databaseURL(db string) (dburl.DB, error) {
 	if db == "" {
-		return "", usageError{errors.New("--db URL is required (or set DATABASE_URL)")}
+		return dburl.DB{}, usageError{errors.New("--db URL is required (or set DATABASE_URL)")}
 	}
-	if !strings.Contains(db, "://") {
-		return db, nil // a key=value connection string, as libpq takes
-	}
-	u, err := url.Parse(db)
-	if err != nil {
-		return "", fmt.Errorf("the database URL does not parse: %v", redactErr(err, db))
-	}
-	switch u.Scheme {
-	case "postgres", "postgresql":
-		return db, nil
-	}
-	return "", fmt.Errorf("database URLs of scheme %q are not supported: queuegen speaks PostgreSQL, postgres://user@host:5432/db (or a key=value connection string)", u.Scheme)
+	return dburl.Parse(db)
 }
 
 // redactErr keeps a password out of an error that quotes the URL.
 func redactErr(err error, db string) string {
-	msg := err.Error()
-	if u, perr := url.Parse(db); perr == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
-		}
-	}
-	return msg
+	return dburl.Redact(err.Error(), db)
 }
 
 func runHelp(c *invocation) error {

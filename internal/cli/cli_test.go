@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/queuegen/queuegen/internal/cli"
+	"github.com/queuegen/queuegen/internal/dbtest"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/pgtest"
 )
 
@@ -55,7 +57,9 @@ func copyTree(t *testing.T, src string) string {
 // TestCommittedTreesAreFresh is `queuegen check` over every spec whose
 // output is committed: the example, the e2e fixture and the golden cases.
 func TestCommittedTreesAreFresh(t *testing.T) {
-	specs := []string{"../../examples/mailer/queuegen.yaml", "../e2e/queuegen.yaml", "../bench/queuegen.yaml"}
+	specs := []string{"../../examples/mailer/queuegen.yaml", "../../examples/mailer-mysql/queuegen.yaml",
+		"../e2e/queuegen.yaml", "../e2e/mysql/queuegen.yaml", "../bench/queuegen.yaml", "../bench/queuegen.mysql.yaml",
+		"../reliability/queuegen.yaml", "../reliability/mysql/queuegen.yaml"}
 	golden, _ := filepath.Glob("../../testdata/*/queuegen.yaml")
 	for _, spec := range append(specs, golden...) {
 		code, out, errs := run(t, "check", "-f", spec)
@@ -192,25 +196,35 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	}
 }
 
-// TestExampleRuns builds and runs examples/mailer against a fresh database:
-// migrate, push, claim, complete, as a new user would.
+// TestExampleRuns builds and runs each engine's example (examples/mailer,
+// examples/mailer-mysql) against a fresh database: migrate, push, claim,
+// complete, as a new user would.
 func TestExampleRuns(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "mailer")
-	if b, err := exec.Command("go", "build", "-o", bin, "../../examples/mailer").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	url := pgtest.URL(t)
-	for range 2 { // twice: the second run finds its migrations applied
-		out, err := exec.Command(bin, "-db", url).CombinedOutput()
-		if err != nil {
-			t.Fatalf("mailer: %v\n%s", err, out)
-		}
-		for _, want := range []string{"sent email", "email to ada@example.com already queued", "rendered statement for account 42",
-			"metric queuegen.jobs.finished{outcome=completed,queue=email} 2", "metric queuegen.jobs.finished{outcome=completed,queue=statement} 1"} {
-			if !strings.Contains(string(out), want) {
-				t.Errorf("mailer output lacks %q:\n%s", want, out)
+	examples := map[string]string{dburl.PostgreSQL: "../../examples/mailer", dburl.MySQL: "../../examples/mailer-mysql"}
+	for _, engine := range dbtest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			bin := filepath.Join(t.TempDir(), "mailer")
+			if b, err := exec.Command("go", "build", "-o", bin, examples[engine]).CombinedOutput(); err != nil {
+				t.Fatalf("go build: %v\n%s", err, b)
 			}
-		}
+			address := dbtest.New(t, engine).Address
+			want := []string{"sent email", "email to ada@example.com already queued", "rendered statement for account 42"}
+			if engine == dburl.PostgreSQL {
+				want = append(want, "metric queuegen.jobs.finished{outcome=completed,queue=email} 2", "metric queuegen.jobs.finished{outcome=completed,queue=statement} 1")
+			}
+			for range 2 { // twice: the second run finds its migrations applied
+				out, err := exec.Command(bin, "-db", address).CombinedOutput()
+				if err != nil {
+					t.Fatalf("mailer: %v\n%s", err, out)
+				}
+				for _, w := range want {
+					if !strings.Contains(string(out), w) {
+						t.Errorf("mailer output lacks %q:\n%s", w, out)
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/queuegen/queuegen/internal/dbtest"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/pgtest"
 )
 
@@ -63,10 +65,22 @@ func TestVersion(t *testing.T) {
 
 // TestMigrateActions: flags before or after the action; every action
 // through goose's Provider, each saying what it did; nothing to do is
-// said, not silent.
+// said, not silent. On every engine.
 func TestMigrateActions(t *testing.T) {
-	t.Parallel()
-	spec := project(t, specIn("public"))
+	for _, engine := range dbtest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			testMigrateActions(t, engine)
+		})
+	}
+}
+
+func testMigrateActions(t *testing.T, engine string) {
+	text := specIn("public")
+	if engine == dburl.MySQL {
+		text = strings.Replace(text, "schema: public\n", "engine: mysql\n", 1)
+	}
+	spec := project(t, text)
 	// Three migrations: the first, and two changes.
 	data, _ := os.ReadFile(spec)
 	for _, change := range []string{"    payload: {columns: {n: integer, m: {type: text, nullable: true}}}\n", "    payload: {columns: {n: integer, m: {type: text, nullable: true}, k: {type: text, nullable: true}}}\n"} {
@@ -76,7 +90,7 @@ func TestMigrateActions(t *testing.T) {
 			t.Fatalf("generate: %s%s", out, errs)
 		}
 	}
-	url := pgtest.URL(t)
+	url := dbtest.New(t, engine).Address
 	steps := []struct {
 		args []string
 		want string
@@ -84,6 +98,7 @@ func TestMigrateActions(t *testing.T) {
 		{[]string{"migrate", "--db", url, "-f", spec, "up-to", "2"}, "up    00002_alter_ping_queue.sql"},
 		{[]string{"migrate", "version", "--db", url, "-f", spec}, "2\n"},
 		{[]string{"migrate", "up", "--db", url, "-f", spec}, "up    00003_alter_ping_queue.sql"},
+		{[]string{"migrate", "status", "--db", url, "-f", spec}, "1 queue registered:\n  ping "},
 		{[]string{"-f", spec, "--db", url}, "no migrations to apply; at version 3\n"}, // "migrate up" again, flags first
 		{[]string{"migrate", "redo", "--db", url, "-f", spec}, "down  00003_alter_ping_queue.sql"},
 		{[]string{"migrate", "down-to", "1", "--db", url, "-f", spec}, "at version 1\n"},
@@ -140,9 +155,9 @@ func TestMigratePartialFailure(t *testing.T) {
 // it does; --db falls back to $DATABASE_URL for every database command.
 func TestDatabaseURLs(t *testing.T) {
 	for _, cmd := range [][]string{{"stats"}, {"migrate", "up"}, {"jobs", "--queue", "x"}, {"bench"}} {
-		code, _, errs := run(t, append(cmd, "--db", "mysql://root@127.0.0.1:3306/app")...)
-		if code != 1 || !strings.Contains(errs, `database URLs of scheme "mysql" are not supported: queuegen speaks PostgreSQL, postgres://`) {
-			t.Errorf("%v with a mysql:// URL = %d, %q", cmd, code, errs)
+		code, _, errs := run(t, append(cmd, "--db", "sqlserver://sa@127.0.0.1:1433/app")...)
+		if code != 1 || !strings.Contains(errs, `database URLs of scheme "sqlserver" are not supported: use postgres://`) || !strings.Contains(errs, "mysql://") {
+			t.Errorf("%v with a sqlserver:// URL = %d, %q", cmd, code, errs)
 		}
 	}
 	url, _ := seeded(t)

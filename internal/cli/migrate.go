@@ -10,10 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/queuegen/queuegen/generated"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/spec"
 )
@@ -59,7 +61,7 @@ func runMigrate(c *invocation) error {
 		return err
 	}
 	dir := filepath.Join(filepath.Dir(*file), filepath.FromSlash(s.Migrations))
-	m, err := migrate.Open(url, dir, migrate.Schema(s.Schema), migrate.Table(s.MigrationsTable))
+	m, err := migrate.Open(url.URL, dir, migrate.Schema(s.Schema), migrate.Table(s.MigrationsTable))
 	if err != nil {
 		return err
 	}
@@ -79,7 +81,10 @@ func runMigrate(c *invocation) error {
 		fmt.Fprintln(c.stdout, v)
 		return nil
 	}
-	stop := indexProgress(ctx, url, c.stderr)
+	stop := func() {}
+	if url.Engine == dburl.PostgreSQL {
+		stop = indexProgress(ctx, url.URL, c.stderr)
+	}
 	rep, err := m.Migrate(ctx, action, target)
 	stop()
 	if rep == nil {
@@ -127,7 +132,7 @@ func runMigrate(c *invocation) error {
 	return nil
 }
 
-func migrateStatus(ctx context.Context, c *invocation, m *migrate.Migrator, url, schema string, asJSON bool) error {
+func migrateStatus(ctx context.Context, c *invocation, m *migrate.Migrator, url dburl.DB, schema string, asJSON bool) error {
 	st, err := m.Status(ctx)
 	if err != nil {
 		return err
@@ -172,9 +177,12 @@ func migrateStatus(ctx context.Context, c *invocation, m *migrate.Migrator, url,
 }
 
 // registered reads the queue registry, with queuegen's own generated
-// query; nil when there is none yet.
-func registered(ctx context.Context, url, schema string) ([]generated.QueuegenQueue, error) {
-	cfg, err := pgx.ParseConfig(url)
+// query on PostgreSQL; nil when there is none yet.
+func registered(ctx context.Context, url dburl.DB, schema string) ([]generated.QueuegenQueue, error) {
+	if url.Engine == dburl.MySQL {
+		return registeredMySQL(ctx, url)
+	}
+	cfg, err := pgx.ParseConfig(url.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -190,6 +198,34 @@ func registered(ctx context.Context, url, schema string) ([]generated.QueuegenQu
 		return nil, nil
 	}
 	return queues, err
+}
+
+// registeredMySQL reads a MySQL database's queue registry (the database
+// is the schema there); nil when there is none yet.
+func registeredMySQL(ctx context.Context, url dburl.DB) ([]generated.QueuegenQueue, error) {
+	db, err := url.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, "SELECT name, table_name, mode, paused FROM queuegen_queues ORDER BY name")
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) && myErr.Number == 1146 { // ER_NO_SUCH_TABLE
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var queues []generated.QueuegenQueue
+	for rows.Next() {
+		var q generated.QueuegenQueue
+		if err := rows.Scan(&q.Name, &q.TableName, &q.Mode, &q.Paused); err != nil {
+			return nil, err
+		}
+		queues = append(queues, q)
+	}
+	return queues, rows.Err()
 }
 
 // indexProgress reports, once a second, the indexes being built while a

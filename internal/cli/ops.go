@@ -11,8 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/ops"
 	"github.com/queuegen/queuegen/internal/spec"
@@ -31,80 +30,87 @@ type opsFlags struct {
 
 func newOpsFlags(c *invocation, needQueue bool) *opsFlags {
 	o := &opsFlags{c: c, file: c.specFlag(), db: c.dbFlag(), json: c.jsonFlag(),
-		schema: c.fs.String("schema", "", "the queues' PostgreSQL schema (default: the spec's, else public)")}
+		schema: c.fs.String("schema", "", "the queues' PostgreSQL schema (default: the spec's, else public; MySQL has none)")}
 	if needQueue {
 		o.queue = c.fs.String("queue", "", "the queue")
 	}
 	return o
 }
 
-// open parses the flags and connects.
-func (o *opsFlags) open(ctx context.Context) (*pgxpool.Pool, string, error) {
+// open parses the flags and connects. The schema is --schema, else the
+// spec's (-f), else public, on PostgreSQL; MySQL has no schemas (the
+// database --db names holds the queues), and there --schema is refused.
+func (o *opsFlags) open(ctx context.Context) (*ops.Conn, error) {
 	if err := o.c.parse(); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if err := o.c.noArgs(); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	url, err := databaseURL(*o.db)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if o.queue != nil && *o.queue == "" {
-		return nil, "", usageError{errors.New("--queue is required")}
+		return nil, usageError{errors.New("--queue is required")}
 	}
 	schema := *o.schema
-	if schema == "" {
+	switch {
+	case url.Engine == dburl.MySQL:
+		if schema != "" {
+			return nil, usageError{fmt.Errorf("--schema %s: MySQL and MariaDB have no schemas; the database --db names holds the queues", schema)}
+		}
+	case schema == "":
 		schema = spec.DefaultSchema
 		if _, err := os.Stat(*o.file); err == nil {
 			s, err := spec.Load(*o.file)
 			if err != nil {
-				return nil, "", err
+				return nil, err
 			}
 			schema, o.spec = s.Schema, s
 		}
 	}
-	pool, err := pgxpool.New(ctx, url)
+	conn, err := ops.Open(ctx, url, schema)
 	if err != nil {
-		return nil, "", fmt.Errorf("the database URL: %s", redactErr(err, url))
+		return nil, fmt.Errorf("the database URL: %s", redactErr(err, url.URL))
 	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, "", fmt.Errorf("cannot connect to the database: %s", redactErr(errors.New(migrate.OneLine(err)), url))
+	if err := conn.Ping(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("cannot connect to the database: %s", redactErr(errors.New(migrate.OneLine(err)), url.URL))
 	}
-	return pool, schema, nil
+	return conn, nil
 }
 
 // openQueue is open, then the registered queue --queue names.
-func (o *opsFlags) openQueue(ctx context.Context) (*pgxpool.Pool, string, ops.Queue, error) {
-	pool, schema, err := o.open(ctx)
+func (o *opsFlags) openQueue(ctx context.Context) (*ops.Conn, ops.Queue, error) {
+	conn, err := o.open(ctx)
 	if err != nil {
-		return nil, "", ops.Queue{}, err
+		return nil, ops.Queue{}, err
 	}
-	q, err := ops.Find(ctx, pool, schema, *o.queue)
+	q, err := conn.Find(ctx, *o.queue)
 	if err != nil {
-		pool.Close()
-		return nil, "", ops.Queue{}, err
+		conn.Close()
+		return nil, ops.Queue{}, err
 	}
-	return pool, schema, q, nil
+	return conn, q, nil
 }
 
 func runStats(c *invocation) error {
 	o := newOpsFlags(c, false)
 	ctx := context.Background()
-	pool, schema, err := o.open(ctx)
+	conn, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	stats, err := ops.QueueStats(ctx, pool, schema)
+	defer conn.Close()
+	stats, err := conn.QueueStats(ctx)
 	if err != nil {
 		return err
 	}
-	if o.spec != nil {
+	if o.spec != nil && conn.Engine() == dburl.PostgreSQL {
 		for _, q := range o.spec.Queues {
 			if q.Inherits {
-				all, err := ops.BaseStats(ctx, pool, schema, o.spec.Base.Table)
+				all, err := conn.BaseStats(ctx, o.spec.Base.Table)
 				if err != nil {
 					return err
 				}
@@ -139,13 +145,13 @@ func runJobs(c *invocation) error {
 	before := c.fs.Int64("before", 0, "list jobs with smaller ids only (the next page: give the last id listed)")
 	limit := c.fs.Int("limit", 50, "list at most this many jobs")
 	ctx := context.Background()
-	pool, schema, q, err := o.openQueue(ctx)
+	conn, q, err := o.openQueue(ctx)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer conn.Close()
 	if *id != 0 {
-		job, err := ops.GetJob(ctx, pool, schema, q, *id)
+		job, err := conn.GetJob(ctx, q, *id)
 		if err != nil {
 			return err
 		}
@@ -154,7 +160,7 @@ func runJobs(c *invocation) error {
 		}
 		return printJob(c, q, job)
 	}
-	jobs, err := ops.Jobs(ctx, pool, schema, q, ops.Filter{State: *state}, *before, *limit)
+	jobs, err := conn.Jobs(ctx, q, ops.Filter{State: *state}, *before, *limit)
 	if err != nil {
 		return err
 	}
@@ -252,18 +258,18 @@ func runAction(action ops.Action) func(*invocation) error {
 		state := c.fs.String("state", "", "every job in this state (see queuegen jobs)")
 		yes := c.fs.Bool("yes", false, "do it when more than one job matches")
 		ctx := context.Background()
-		pool, schema, q, err := o.openQueue(ctx)
+		conn, q, err := o.openQueue(ctx)
 		if err != nil {
 			return err
 		}
-		defer pool.Close()
+		defer conn.Close()
 		if (*id == 0) == (*state == "") {
 			return usageError{errors.New("give --id or --state")}
 		}
 		f := ops.Filter{ID: *id, State: *state}
 		past := map[ops.Action]string{ops.Retry: "retried", ops.Cancel: "cancelled", ops.Purge: "purged"}[action]
 		if *id == 0 && !*yes {
-			n, err := ops.Count(ctx, pool, schema, q, f, action)
+			n, err := conn.Count(ctx, q, f, action)
 			if err != nil {
 				return err
 			}
@@ -273,7 +279,7 @@ func runAction(action ops.Action) func(*invocation) error {
 			}
 		}
 		p := newProgress(c.stderr)
-		res, err := ops.Apply(ctx, pool, schema, q, f, action, func(done, total int) {
+		res, err := conn.Apply(ctx, q, f, action, func(done, total int) {
 			if total > ops.BatchSize {
 				p.line(fmt.Sprintf("%s: %d of %d jobs", action, done, total))
 			}
@@ -337,12 +343,12 @@ func runPause(paused bool) func(*invocation) error {
 	return func(c *invocation) error {
 		o := newOpsFlags(c, true)
 		ctx := context.Background()
-		pool, schema, q, err := o.openQueue(ctx)
+		conn, q, err := o.openQueue(ctx)
 		if err != nil {
 			return err
 		}
-		defer pool.Close()
-		if err := ops.SetPaused(ctx, pool, schema, q, paused); err != nil {
+		defer conn.Close()
+		if err := conn.SetPaused(ctx, q, paused); err != nil {
 			return err
 		}
 		if *o.json {

@@ -1,21 +1,32 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"io"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/queuegen/queuegen/internal/dbtest"
+	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/internal/e2e/jobs"
+	"github.com/queuegen/queuegen/internal/e2e/mysql/myjobs"
+	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/internal/engine/postgres"
+	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/pgtest"
 )
 
-// seeded migrates the e2e spec's queues into a fresh database and seeds
-// queue email with jobs in every state.
+// seeded migrates the e2e spec's queues into a fresh PostgreSQL database
+// and seeds queue email with jobs in every state.
 func seeded(t *testing.T) (url string, conn *pgx.Conn) {
 	t.Helper()
 	url = pgtest.URL(t)
@@ -42,94 +53,277 @@ INSERT INTO email_queue (recipient, max_attempts, state, attempt, errors, finish
 	return url, conn
 }
 
-func TestStatsCommand(t *testing.T) {
-	url, _ := seeded(t)
-	code, out, errs := run(t, "stats", "--db", url)
-	if code != 0 {
-		t.Fatalf("stats = %d: %s", code, errs)
+// opsDB is one engine's database for the operations tests, migrated with
+// a spec's queues; statements on it are written once for both engines
+// (see sql).
+type opsDB struct {
+	engine string
+	// url is the address --db takes.
+	url string
+	db  *sql.DB
+	// spec is the spec whose migrations made the queues, and queues how
+	// many it registers.
+	spec   string
+	queues int
+	// txQueue is a transaction-mode queue of the spec with a JSON payload
+	// column.
+	txQueue string
+}
+
+// seededOn is a database of engine with queue email seeded as seeded
+// seeds it: on PostgreSQL seeded's (the e2e spec), on MySQL the golden
+// MySQL case's queues (testdata/mysql: email, with the same column
+// recipient, and statement, in transaction mode).
+func seededOn(t *testing.T, engine string) *opsDB {
+	t.Helper()
+	if engine == dburl.PostgreSQL {
+		url, _ := seeded(t)
+		return &opsDB{engine: engine, url: url, db: opsOpen(t, url), spec: "../e2e/queuegen.yaml", queues: 10, txQueue: "report"}
 	}
-	// QUEUE READY SCHEDULED RETRYING RUNNING SUCCEEDED DEAD OLDEST CLAIMS/S
-	// (the failed job is due again, so it is ready)
-	if !regexp.MustCompile(`(?m)^\s*email\s+4\s+1\s+0\s+1\s+0\s+2\s+\S+\s+0\.02\s*$`).MatchString(out) {
-		t.Errorf("stats table:\n%s", out)
+	d := &opsDB{engine: engine, url: opsMigrated(t, "../../testdata/mysql/db/migrations"), spec: "../../testdata/mysql/queuegen.yaml", queues: 2, txQueue: "statement"}
+	d.db = opsOpen(t, d.url)
+	for _, stmt := range []string{
+		"INSERT INTO email_queue (recipient, max_attempts, created_at, run_after) VALUES ('ready', 3, {now}, {now}), ('ready', 3, {now}, {now}), ('ready', 3, {now}, {now})",
+		"INSERT INTO email_queue (recipient, max_attempts, created_at, run_after) VALUES ('later', 3, {now}, {now} + INTERVAL 1 HOUR)",
+		`INSERT INTO email_queue (recipient, max_attempts, state, attempt, locked_by, locked_until, attempted_at, created_at, run_after)
+    VALUES ('busy', 3, 'running', 1, 'node-1', {now} + INTERVAL 1 MINUTE, {now}, {now}, {now})`,
+		"INSERT INTO email_queue (recipient, max_attempts, attempt, errors, created_at, run_after) VALUES ('flaky', 3, 1, JSON_ARRAY('timeout'), {now}, {now})",
+		`INSERT INTO email_queue (recipient, max_attempts, state, attempt, errors, finished_at, created_at, run_after)
+    VALUES ('bad', 3, 'dead', 3, JSON_ARRAY('a', 'b', 'smtp: 550 no such user'), {now}, {now}, {now}),
+           ('bad', 3, 'dead', 3, JSON_ARRAY('a', 'b', 'smtp: 550 no such user'), {now}, {now}, {now})`,
+	} {
+		d.exec(t, stmt)
 	}
-	if !strings.Contains(out, "webhook") || !strings.Contains(out, "CLAIMS/S") {
-		t.Errorf("stats lacks a queue or the header:\n%s", out)
+	return d
+}
+
+// opsMigrated is the address of a fresh MySQL database with the migrations
+// in dir applied.
+func opsMigrated(t *testing.T, dir string) string {
+	t.Helper()
+	db := dbtest.New(t, dburl.MySQL)
+	m, err := migrate.Open(db.Address, dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// With the spec, a last row counts every inheriting queue through
-	// the base table.
-	code, out, _ = run(t, "stats", "--db", url, "-f", "../e2e/queuegen.yaml")
-	if code != 0 || !regexp.MustCompile(`(?m)^\s*\* \(base_queue\)\s+4\s+1\s+0\s+1\s+0\s+2\s`).MatchString(out) {
-		t.Errorf("stats with the spec:\n%s", out)
+	defer m.Close()
+	if err := m.Up(context.Background(), io.Discard); err != nil {
+		t.Fatalf("migrate %s: %v", dir, err)
 	}
-	code, out, _ = run(t, "stats", "--db", url, "--json")
-	var stats []map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &stats) != nil || len(stats) != 10 {
-		t.Fatalf("stats --json = %d:\n%s", code, out)
+	return db.Address
+}
+
+// opsOpen is a database/sql handle on address, closed when the test ends.
+func opsOpen(t *testing.T, address string) *sql.DB {
+	t.Helper()
+	parsed, err := dburl.Parse(address)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, s := range stats {
-		if s["queue"] == "email" && (s["ready"] != 4.0 || s["dead"] != 2.0 || s["running"] != 1.0) {
-			t.Errorf("email stats = %v", s)
-		}
+	db, err := parsed.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// eachOpsEngine runs f, in parallel, on a seeded database of each engine.
+func eachOpsEngine(t *testing.T, f func(t *testing.T, d *opsDB)) {
+	for _, engine := range dbtest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			f(t, seededOn(t, engine))
+		})
 	}
 }
 
+// sql is a statement written for both engines in the engine's dialect:
+// {now} is the database's clock (UTC_TIMESTAMP(6) on MySQL, whose times
+// are UTC), {errors} the errors column as a JSON array, and each ?
+// placeholder becomes $n on PostgreSQL.
+func (d *opsDB) sql(query string) string {
+	now, errs := "UTC_TIMESTAMP(6)", "errors"
+	if d.engine == dburl.PostgreSQL {
+		now, errs = "now()", "array_to_json(errors)"
+	}
+	query = strings.ReplaceAll(strings.ReplaceAll(query, "{now}", now), "{errors}", errs)
+	if d.engine == dburl.PostgreSQL {
+		var b strings.Builder
+		n := 0
+		for _, r := range query {
+			if r == '?' {
+				n++
+				b.WriteString("$" + strconv.Itoa(n))
+				continue
+			}
+			b.WriteRune(r)
+		}
+		query = b.String()
+	}
+	return query
+}
+
+func (d *opsDB) exec(t *testing.T, query string, args ...any) {
+	t.Helper()
+	if _, err := d.db.Exec(d.sql(query), args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// one is the single integer query reads.
+func (d *opsDB) one(t *testing.T, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := d.db.QueryRow(d.sql(query), args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// insert runs an INSERT of one row and returns its id.
+func (d *opsDB) insert(t *testing.T, query string, args ...any) int64 {
+	t.Helper()
+	if d.engine == dburl.PostgreSQL {
+		return d.one(t, query+" RETURNING id", args...)
+	}
+	res, err := d.db.Exec(d.sql(query), args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// errorsOf reads the errors of job id of table.
+func (d *opsDB) errorsOf(t *testing.T, table string, id int64) []string {
+	t.Helper()
+	var doc string
+	if err := d.db.QueryRow(d.sql("SELECT {errors} FROM "+table+" WHERE id = ?"), id).Scan(&doc); err != nil {
+		t.Fatal(err)
+	}
+	var errs []string
+	if err := json.Unmarshal([]byte(doc), &errs); err != nil {
+		t.Fatalf("errors %s: %v", doc, err)
+	}
+	return errs
+}
+
+func TestStatsCommand(t *testing.T) {
+	eachOpsEngine(t, func(t *testing.T, d *opsDB) {
+		code, out, errs := run(t, "stats", "--db", d.url)
+		if code != 0 {
+			t.Fatalf("stats = %d: %s", code, errs)
+		}
+		// QUEUE READY SCHEDULED RETRYING RUNNING SUCCEEDED DEAD OLDEST CLAIMS/S
+		// (the failed job is due again, so it is ready)
+		if !regexp.MustCompile(`(?m)^\s*email\s+4\s+1\s+0\s+1\s+0\s+2\s+\S+\s+0\.02\s*$`).MatchString(out) {
+			t.Errorf("stats table:\n%s", out)
+		}
+		if !strings.Contains(out, d.txQueue) || !strings.Contains(out, "CLAIMS/S") {
+			t.Errorf("stats lacks a queue or the header:\n%s", out)
+		}
+		code, out, _ = run(t, "stats", "--db", d.url, "-f", d.spec)
+		if d.engine == dburl.PostgreSQL {
+			// With the spec, a last row counts every inheriting queue
+			// through the base table.
+			if code != 0 || !regexp.MustCompile(`(?m)^\s*\* \(base_queue\)\s+4\s+1\s+0\s+1\s+0\s+2\s`).MatchString(out) {
+				t.Errorf("stats with the spec:\n%s", out)
+			}
+		} else if code != 0 || strings.Contains(out, "* (") || !strings.Contains(out, "email") {
+			// MySQL has no INHERITS: no row across a base table.
+			t.Errorf("stats with the spec:\n%s", out)
+		}
+		code, out, _ = run(t, "stats", "--db", d.url, "--json")
+		var stats []map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &stats) != nil || len(stats) != d.queues {
+			t.Fatalf("stats --json = %d:\n%s", code, out)
+		}
+		for _, s := range stats {
+			if s["queue"] == "email" && (s["ready"] != 4.0 || s["scheduled"] != 1.0 || s["dead"] != 2.0 || s["running"] != 1.0 ||
+				s["oldest_ready_age_seconds"].(float64) <= 0 || s["oldest_ready_age_seconds"].(float64) > 60) {
+				t.Errorf("email stats = %v", s)
+			}
+		}
+	})
+}
+
 func TestJobsRetryCancelPurgePause(t *testing.T) {
-	url, conn := seeded(t)
-	ctx := context.Background()
-	code, out, _ := run(t, "jobs", "--db", url, "--queue", "email", "--state", "dead")
-	if code != 0 || strings.Count(out, "smtp: 550 no such user") != 2 || !strings.Contains(out, "3/3") || !strings.Contains(out, "2 jobs of queue email (state dead)") {
-		t.Errorf("jobs --state dead = %d:\n%s", code, out)
-	}
-	if code, out, _ := run(t, "jobs", "--db", url, "--queue", "email", "--state", "failed"); code != 0 || !strings.Contains(out, "timeout") || !strings.Contains(out, "3 jobs") {
-		t.Errorf("jobs --state failed = %d:\n%s", code, out)
-	}
-	if code, _, errs := run(t, "jobs", "--db", url, "--queue", "nope"); code != 1 || !strings.Contains(errs, `no queue "nope"`) {
-		t.Errorf("jobs of an unknown queue = %d, %q", code, errs)
-	}
+	eachOpsEngine(t, func(t *testing.T, d *opsDB) {
+		url := d.url
+		code, out, _ := run(t, "jobs", "--db", url, "--queue", "email", "--state", "dead")
+		if code != 0 || strings.Count(out, "smtp: 550 no such user") != 2 || !strings.Contains(out, "3/3") || !strings.Contains(out, "2 jobs of queue email (state dead)") {
+			t.Errorf("jobs --state dead = %d:\n%s", code, out)
+		}
+		if code, out, _ := run(t, "jobs", "--db", url, "--queue", "email", "--state", "failed"); code != 0 || !strings.Contains(out, "timeout") || !strings.Contains(out, "3 jobs") {
+			t.Errorf("jobs --state failed = %d:\n%s", code, out)
+		}
+		if code, _, errs := run(t, "jobs", "--db", url, "--queue", "nope"); code != 1 || !strings.Contains(errs, `no queue "nope" (registered: [`) {
+			t.Errorf("jobs of an unknown queue = %d, %q", code, errs)
+		}
 
-	// More than one job needs --yes; nothing changes without it.
-	code, out, _ = run(t, "retry", "--db", url, "--queue", "email", "--state", "dead")
-	if code != 1 || !strings.Contains(out, "2 jobs of queue email match (state dead): nothing retried; pass --yes") {
-		t.Errorf("retry without --yes = %d:\n%s", code, out)
-	}
-	if n := countRows(t, conn, "SELECT count(*) FROM email_queue WHERE state = 'dead'"); n != 2 {
-		t.Fatalf("retry without --yes changed something: %d dead", n)
-	}
-	code, out, _ = run(t, "retry", "--db", url, "--queue", "email", "--state", "dead", "--yes")
-	if code != 0 || !strings.Contains(out, "retried 2 jobs of queue email: ") {
-		t.Errorf("retry --yes = %d:\n%s", code, out)
-	}
-	if n := countRows(t, conn, "SELECT count(*) FROM email_queue WHERE recipient = 'bad' AND state = 'available' AND max_attempts = 4"); n != 2 {
-		t.Errorf("retried jobs: %d available with an attempt left, want 2", n)
-	}
+		// More than one job needs --yes; nothing changes without it.
+		code, out, _ = run(t, "retry", "--db", url, "--queue", "email", "--state", "dead")
+		if code != 1 || !strings.Contains(out, "2 jobs of queue email match (state dead): nothing retried; pass --yes") {
+			t.Errorf("retry without --yes = %d:\n%s", code, out)
+		}
+		if n := d.one(t, "SELECT count(*) FROM email_queue WHERE state = 'dead'"); n != 2 {
+			t.Fatalf("retry without --yes changed something: %d dead", n)
+		}
+		code, out, _ = run(t, "retry", "--db", url, "--queue", "email", "--state", "dead", "--yes")
+		if code != 0 || !strings.Contains(out, "retried 2 jobs of queue email: ") {
+			t.Errorf("retry --yes = %d:\n%s", code, out)
+		}
+		if n := d.one(t, "SELECT count(*) FROM email_queue WHERE recipient = 'bad' AND state = 'available' AND max_attempts = 4 AND attempt = 3 AND finished_at IS NULL AND run_after <= {now}"); n != 2 {
+			t.Errorf("retried jobs: %d available now with an attempt left and no finished_at, want 2", n)
+		}
 
-	var busy int64
-	conn.QueryRow(ctx, "SELECT id FROM email_queue WHERE recipient = 'busy'").Scan(&busy)
-	code, out, _ = run(t, "cancel", "--db", url, "--queue", "email", "--id", itoa(busy))
-	if code != 0 || out != "cancelled 1 job of queue email: "+itoa(busy)+"\n" {
-		t.Errorf("cancel --id = %d:\n%q", code, out)
-	}
-	if n := countRows(t, conn, "SELECT count(*) FROM email_queue WHERE recipient = 'busy' AND state = 'dead' AND errors[1] = 'cancelled by an operator'"); n != 1 {
-		t.Errorf("the cancelled job is not dead with the operator's error")
-	}
-	code, out, _ = run(t, "purge", "--db", url, "--queue", "email", "--state", "dead")
-	if code != 0 || !strings.Contains(out, "purged 1 job of") {
-		t.Errorf("purge of the one dead job = %d:\n%s", code, out)
-	}
+		busy := d.one(t, "SELECT id FROM email_queue WHERE recipient = 'busy'")
+		code, out, _ = run(t, "cancel", "--db", url, "--queue", "email", "--id", itoa(busy))
+		if code != 0 || out != "cancelled 1 job of queue email: "+itoa(busy)+"\n" {
+			t.Errorf("cancel --id = %d:\n%q", code, out)
+		}
+		if n := d.one(t, "SELECT count(*) FROM email_queue WHERE id = ? AND state = 'dead' AND finished_at IS NOT NULL AND locked_by IS NULL AND locked_until IS NULL", busy); n != 1 {
+			t.Errorf("the cancelled job is not dead, finished and unlocked")
+		}
+		if errs := d.errorsOf(t, "email_queue", busy); len(errs) != 1 || errs[0] != "cancelled by an operator" {
+			t.Errorf("the cancelled job's errors = %q, want the operator's", errs)
+		}
 
-	if code, out, _ := run(t, "pause", "--db", url, "--queue", "email"); code != 0 || !strings.Contains(out, "queue email paused") {
-		t.Errorf("pause = %d: %s", code, out)
-	}
-	if n := countRows(t, conn, "SELECT count(*) FROM queuegen_queues WHERE name = 'email' AND paused"); n != 1 {
-		t.Errorf("pause did not persist")
-	}
-	if _, out, _ := run(t, "stats", "--db", url); !strings.Contains(out, "email (paused)") {
-		t.Errorf("stats does not show the pause:\n%s", out)
-	}
-	if code, _, _ := run(t, "resume", "--db", url, "--queue", "email"); code != 0 || countRows(t, conn, "SELECT count(*) FROM queuegen_queues WHERE paused") != 0 {
-		t.Errorf("resume = %d", code)
-	}
+		// Purge asks for --yes too.
+		available := d.one(t, "SELECT count(*) FROM email_queue WHERE state = 'available' AND run_after <= {now}")
+		code, out, _ = run(t, "purge", "--db", url, "--queue", "email", "--state", "available")
+		if code != 1 || !strings.Contains(out, itoa(available)+" jobs of queue email match (state available): nothing purged; pass --yes to purge them") {
+			t.Errorf("purge without --yes = %d:\n%s", code, out)
+		}
+		if n := d.one(t, "SELECT count(*) FROM email_queue WHERE state = 'available' AND run_after <= {now}"); n != available {
+			t.Errorf("purge without --yes deleted jobs: %d available, was %d", n, available)
+		}
+		code, out, _ = run(t, "purge", "--db", url, "--queue", "email", "--state", "dead")
+		if code != 0 || out != "purged 1 job of queue email: "+itoa(busy)+"\n" {
+			t.Errorf("purge of the one dead job = %d:\n%s", code, out)
+		}
+		if n := d.one(t, "SELECT count(*) FROM email_queue WHERE id = ?", busy); n != 0 {
+			t.Errorf("the purged job is still there")
+		}
+
+		if code, out, _ := run(t, "pause", "--db", url, "--queue", "email"); code != 0 || out != "queue email paused: workers see it within their pause check (about a second)\n" {
+			t.Errorf("pause = %d: %s", code, out)
+		}
+		if n := d.one(t, "SELECT count(*) FROM queuegen_queues WHERE name = 'email' AND paused"); n != 1 {
+			t.Errorf("pause did not persist")
+		}
+		if _, out, _ := run(t, "stats", "--db", url); !strings.Contains(out, "email (paused)") {
+			t.Errorf("stats does not show the pause:\n%s", out)
+		}
+		if code, out, _ := run(t, "resume", "--db", url, "--queue", "email", "--json"); code != 0 || opsCompact(out) != `{"paused":false,"queue":"email"}` ||
+			d.one(t, "SELECT count(*) FROM queuegen_queues WHERE paused") != 0 {
+			t.Errorf("resume = %d: %s", code, out)
+		}
+	})
 }
 
 func countRows(t *testing.T, conn *pgx.Conn, sql string) int {
@@ -139,6 +333,15 @@ func countRows(t *testing.T, conn *pgx.Conn, sql string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// opsCompact is the JSON document doc on one line.
+func opsCompact(doc string) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(doc)); err != nil {
+		return doc
+	}
+	return b.String()
 }
 
 func itoa(n int64) string {
@@ -151,100 +354,219 @@ func itoa(n int64) string {
 // several dead jobs sharing a key the newest is retried; the command then
 // fails with a summary. A missing id is an error.
 func TestRetryUniqueConflicts(t *testing.T) {
-	url, conn := seeded(t)
-	ctx := context.Background()
-	var heldDead, holder, olderTwin, newerTwin, free int64
-	for _, row := range []struct {
-		dst        *int64
-		state, key string
-	}{{&heldDead, "dead", "k1"}, {&holder, "available", "k1"}, {&olderTwin, "dead", "k2"}, {&newerTwin, "dead", "k2"}, {&free, "dead", ""}} {
-		var key any
-		if row.key != "" {
-			key = row.key
+	eachOpsEngine(t, func(t *testing.T, d *opsDB) {
+		url := d.url
+		var heldDead, holder, olderTwin, newerTwin, free int64
+		for _, row := range []struct {
+			dst        *int64
+			state, key string
+		}{{&heldDead, "dead", "k1"}, {&holder, "available", "k1"}, {&olderTwin, "dead", "k2"}, {&newerTwin, "dead", "k2"}, {&free, "dead", ""}} {
+			var key any
+			if row.key != "" {
+				key = row.key
+			}
+			finished := "NULL"
+			if row.state == "dead" {
+				finished = "{now}"
+			}
+			*row.dst = d.insert(t, `INSERT INTO email_queue (recipient, max_attempts, state, attempt, unique_key, finished_at, created_at, run_after)
+			VALUES ('u', 1, ?, 1, ?, `+finished+`, {now}, {now})`, row.state, key)
 		}
-		if err := conn.QueryRow(ctx, `INSERT INTO email_queue (recipient, max_attempts, state, attempt, unique_key, finished_at)
-			VALUES ('u', 1, $1, 1, $2, CASE WHEN $1 = 'dead' THEN now() END) RETURNING id`, row.state, key).Scan(row.dst); err != nil {
-			t.Fatal(err)
+		d.exec(t, "DELETE FROM email_queue WHERE recipient <> 'u'")
+		code, out, errs := run(t, "retry", "--db", url, "--queue", "email", "--state", "dead", "--yes")
+		wantOut := "retried 2 jobs of queue email: " + itoa(newerTwin) + ", " + itoa(free) + "\n" +
+			"not retried: job " + itoa(heldDead) + ", as job " + itoa(holder) + ` holds its unique key "k1" (retry job ` + itoa(heldDead) + " once that one finishes)\n" +
+			"not retried: job " + itoa(olderTwin) + ", as job " + itoa(newerTwin) + ` holds its unique key "k2" (retry job ` + itoa(olderTwin) + " once that one finishes)\n"
+		if code != 1 || out != wantOut || !strings.Contains(errs, "retried 2 of 4 matching jobs; 2 could not be retried") {
+			t.Errorf("retry with conflicts = %d\n%s\nwant\n%s\nstderr %q", code, out, wantOut, errs)
 		}
-	}
-	if _, err := conn.Exec(ctx, "DELETE FROM email_queue WHERE recipient <> 'u'"); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errs := run(t, "retry", "--db", url, "--queue", "email", "--state", "dead", "--yes")
-	wantOut := "retried 2 jobs of queue email: " + itoa(newerTwin) + ", " + itoa(free) + "\n" +
-		"not retried: job " + itoa(heldDead) + ", as job " + itoa(holder) + ` holds its unique key "k1" (retry job ` + itoa(heldDead) + " once that one finishes)\n" +
-		"not retried: job " + itoa(olderTwin) + ", as job " + itoa(newerTwin) + ` holds its unique key "k2" (retry job ` + itoa(olderTwin) + " once that one finishes)\n"
-	if code != 1 || out != wantOut || !strings.Contains(errs, "retried 2 of 4 matching jobs; 2 could not be retried") {
-		t.Errorf("retry with conflicts = %d\n%s\nwant\n%s\nstderr %q", code, out, wantOut, errs)
-	}
-	if n := countRows(t, conn, "SELECT count(*) FROM email_queue WHERE state = 'available'"); n != 3 {
-		t.Errorf("%d available after the retry, want the holder and the two retried", n)
-	}
-	if code, _, errs := run(t, "retry", "--db", url, "--queue", "email", "--id", "99999"); code != 1 || !strings.Contains(errs, "queue email has no job 99999") {
-		t.Errorf("retry of a missing id = %d, %q", code, errs)
-	}
-	if code, _, errs := run(t, "cancel", "--db", url, "--queue", "email", "--id", itoa(heldDead)); code != 1 || !strings.Contains(errs, "is dead; cancel applies to available, running jobs") {
-		t.Errorf("cancel of a dead job = %d, %q", code, errs)
-	}
+		if n := d.one(t, "SELECT count(*) FROM email_queue WHERE state = 'available' AND finished_at IS NULL AND max_attempts = 2"); n != 2 {
+			t.Errorf("%d retried jobs available with an attempt left and no finished_at, want 2", n)
+		}
+		if n := d.one(t, "SELECT count(*) FROM email_queue WHERE state = 'available'"); n != 3 {
+			t.Errorf("%d available after the retry, want the holder and the two retried", n)
+		}
+		if code, _, errs := run(t, "retry", "--db", url, "--queue", "email", "--id", "99999"); code != 1 || !strings.Contains(errs, "queue email has no job 99999") {
+			t.Errorf("retry of a missing id = %d, %q", code, errs)
+		}
+		if code, _, errs := run(t, "cancel", "--db", url, "--queue", "email", "--id", itoa(heldDead)); code != 1 || !strings.Contains(errs, "is dead; cancel applies to available, running jobs") {
+			t.Errorf("cancel of a dead job = %d, %q", code, errs)
+		}
+		// retry --json has the conflicts.
+		code, out, _ = run(t, "retry", "--db", url, "--queue", "email", "--id", itoa(olderTwin), "--json")
+		want := `{"queue":"email","action":"retry","changed":[],"conflicts":[{"id":` + itoa(olderTwin) + `,"unique_key":"k2","held_by":` + itoa(newerTwin) + `}]}`
+		if code != 1 || opsCompact(out) != want {
+			t.Errorf("retry --json of a conflicting job = %d:\n%s\nwant\n%s", code, out, want)
+		}
+	})
 }
 
 // TestOperationsDoNotWaitOnHeldJobs: a job a transaction-mode worker holds
 // (its claiming transaction is open) counts as running, not ready, in stats
-// and is left out of Depth; cancel, retry and purge skip it at once,
-// name it, and fail, instead of waiting for the transaction.
+// (and, on PostgreSQL, is left out of Depth); cancel, retry and purge skip
+// it at once, name it, and fail, instead of waiting for the transaction.
 func TestOperationsDoNotWaitOnHeldJobs(t *testing.T) {
-	url, conn := seeded(t)
-	ctx := context.Background()
-	var held, free int64
-	conn.QueryRow(ctx, `INSERT INTO report_queue (payload, max_attempts) VALUES ('{"report_id": 1}', 3) RETURNING id`).Scan(&held)
-	conn.QueryRow(ctx, `INSERT INTO report_queue (payload, max_attempts) VALUES ('{"report_id": 2}', 3) RETURNING id`).Scan(&free)
-	worker, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer worker.Close(ctx)
-	tx, err := worker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	// What a transaction-mode claim does: lock the row, count the attempt.
-	if _, err := tx.Exec(ctx, "UPDATE report_queue SET attempt = attempt + 1 WHERE id = $1", held); err != nil {
-		t.Fatal(err)
-	}
-
-	code, out, _ := run(t, "stats", "--db", url, "--json")
-	var stats []map[string]any
-	json.Unmarshal([]byte(out), &stats)
-	for _, s := range stats {
-		if s["queue"] == "report" && (s["ready"] != 1.0 || s["running"] != 1.0) {
-			t.Errorf("report stats with one job held = %v; want 1 ready, 1 running", s)
+	eachOpsEngine(t, func(t *testing.T, d *opsDB) {
+		ctx := context.Background()
+		url, table := d.url, d.txQueue+"_queue"
+		push := `INSERT INTO ` + table + ` (payload, max_attempts, created_at, run_after) VALUES (?, 3, {now}, {now})`
+		held := d.insert(t, push, `{"report_id": 1}`)
+		free := d.insert(t, push, `{"report_id": 2}`)
+		tx, err := d.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if code != 0 {
-		t.Errorf("stats = %d", code)
-	}
-	var depth int64
-	conn.QueryRow(ctx, "SELECT count(*) FROM report_queue WHERE state = 'available' AND NOT ("+postgres.Held+")").Scan(&depth)
-	if depth != 1 {
-		t.Errorf("Depth's predicate counts %d, want the one free job", depth)
-	}
+		defer tx.Rollback()
+		// What a transaction-mode claim does: lock the row, count the attempt.
+		if _, err := tx.Exec(d.sql("UPDATE "+table+" SET attempt = attempt + 1 WHERE id = ?"), held); err != nil {
+			t.Fatal(err)
+		}
 
-	begin := time.Now()
-	code, out, errs := run(t, "cancel", "--db", url, "--queue", "report", "--state", "available", "--yes")
-	if took := time.Since(begin); took > 3*time.Second {
-		t.Errorf("cancel took %v: it waited on the held job", took)
-	}
-	if code != 1 || !strings.Contains(out, "cancelled 1 job of queue report: "+itoa(free)) ||
-		!strings.Contains(out, "skipped 1 job that a transaction in progress holds") || !strings.Contains(errs, "1 could not be cancelled") {
-		t.Errorf("cancel beside a held job = %d:\n%s%s", code, out, errs)
-	}
-	code, out, _ = run(t, "purge", "--db", url, "--queue", "report", "--id", itoa(held))
-	if code != 1 || !strings.Contains(out, "purged 0 jobs") || !strings.Contains(out, ": "+itoa(held)+";") {
-		t.Errorf("purge of the held job = %d:\n%s", code, out)
-	}
-	tx.Rollback(ctx)
-	if code, out, errs := run(t, "purge", "--db", url, "--queue", "report", "--id", itoa(held)); code != 0 || !strings.Contains(out, "purged 1 job") {
-		t.Errorf("purge once the transaction ended = %d:\n%s%s", code, out, errs)
+		code, out, _ := run(t, "stats", "--db", url, "--json")
+		var stats []map[string]any
+		json.Unmarshal([]byte(out), &stats)
+		for _, s := range stats {
+			if s["queue"] == d.txQueue && (s["ready"] != 1.0 || s["running"] != 1.0) {
+				t.Errorf("%s stats with one job held = %v; want 1 ready, 1 running", d.txQueue, s)
+			}
+		}
+		if code != 0 {
+			t.Errorf("stats = %d", code)
+		}
+		if d.engine == dburl.PostgreSQL {
+			if depth := d.one(t, "SELECT count(*) FROM report_queue WHERE state = 'available' AND NOT ("+postgres.Held+")"); depth != 1 {
+				t.Errorf("Depth's predicate counts %d, want the one free job", depth)
+			}
+		}
+
+		begin := time.Now()
+		code, out, errs := run(t, "cancel", "--db", url, "--queue", d.txQueue, "--state", "available", "--yes")
+		if took := time.Since(begin); took > 3*time.Second {
+			t.Errorf("cancel took %v: it waited on the held job", took)
+		}
+		if code != 1 || !strings.Contains(out, "cancelled 1 job of queue "+d.txQueue+": "+itoa(free)+"\n") ||
+			!strings.Contains(out, "skipped 1 job that a transaction in progress holds (a transaction-mode worker working them, or a long transaction): "+itoa(held)+"; run again once it ends\n") ||
+			!strings.Contains(errs, "cancelled 1 of 2 matching jobs; 1 could not be cancelled (see above)") {
+			t.Errorf("cancel beside a held job = %d:\n%s%s", code, out, errs)
+		}
+		for _, action := range []string{"retry", "purge"} {
+			code, out, _ = run(t, action, "--db", url, "--queue", d.txQueue, "--id", itoa(held), "--json")
+			if code != 1 || !strings.Contains(opsCompact(out), `"changed":[],"locked":[`+itoa(held)+`]}`) {
+				t.Errorf("%s --json of the held job = %d:\n%s", action, code, out)
+			}
+		}
+		code, out, _ = run(t, "purge", "--db", url, "--queue", d.txQueue, "--id", itoa(held))
+		if code != 1 || !strings.Contains(out, "purged 0 jobs") || !strings.Contains(out, ": "+itoa(held)+";") {
+			t.Errorf("purge of the held job = %d:\n%s", code, out)
+		}
+		tx.Rollback()
+		if code, out, errs := run(t, "purge", "--db", url, "--queue", d.txQueue, "--id", itoa(held)); code != 0 || !strings.Contains(out, "purged 1 job") {
+			t.Errorf("purge once the transaction ended = %d:\n%s%s", code, out, errs)
+		}
+	})
+}
+
+// TestOperationsBesideAGeneratedClaim: a job the generated code of either
+// engine claimed in transaction mode, its transaction open, is running in
+// stats and skipped by the actions; once its worker completes it, it is
+// succeeded.
+func TestOperationsBesideAGeneratedClaim(t *testing.T) {
+	for _, engine := range dbtest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			var url string
+			var held int64
+			var complete func() error
+			switch engine {
+			case dburl.PostgreSQL:
+				url, _ = seeded(t)
+				pool, err := pgxpool.New(ctx, url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(pool.Close)
+				q := jobs.NewTxtaskQueue(pool)
+				for _, n := range []int{1, 2} {
+					if _, err := q.Push(ctx, payload.Task{Name: "t", N: n}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				tx, err := pool.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { tx.Rollback(ctx) })
+				claimed, err := q.Claim(ctx, tx, 1)
+				if err != nil || len(claimed) != 1 {
+					t.Fatalf("claim = %v, %v", claimed, err)
+				}
+				held = claimed[0].ID
+				complete = func() error {
+					if err := q.Complete(ctx, tx, claimed[0]); err != nil {
+						return err
+					}
+					return tx.Commit(ctx)
+				}
+			case dburl.MySQL:
+				url = opsMigrated(t, "../e2e/mysql/db/migrations")
+				db := opsOpen(t, url)
+				q := myjobs.NewTxtaskQueue(db)
+				for _, n := range []int{1, 2} {
+					if _, err := q.Push(ctx, payload.Task{Name: "t", N: n}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { tx.Rollback() })
+				claimed, err := q.Claim(ctx, tx, 1)
+				if err != nil || len(claimed) != 1 {
+					t.Fatalf("claim = %v, %v", claimed, err)
+				}
+				held = claimed[0].ID
+				complete = func() error {
+					if err := q.Complete(ctx, tx, claimed[0]); err != nil {
+						return err
+					}
+					return tx.Commit()
+				}
+			}
+			txtask := func() map[string]any {
+				t.Helper()
+				code, out, errs := run(t, "stats", "--db", url, "--json")
+				var stats []map[string]any
+				if code != 0 || json.Unmarshal([]byte(out), &stats) != nil {
+					t.Fatalf("stats --json = %d:\n%s%s", code, out, errs)
+				}
+				for _, s := range stats {
+					if s["queue"] == "txtask" {
+						return s
+					}
+				}
+				t.Fatalf("no queue txtask in stats:\n%s", out)
+				return nil
+			}
+			if s := txtask(); s["ready"] != 1.0 || s["running"] != 1.0 || s["succeeded"] != 0.0 {
+				t.Errorf("txtask stats with one job claimed = %v; want 1 ready, 1 running", s)
+			}
+			code, out, errs := run(t, "cancel", "--db", url, "--queue", "txtask", "--id", itoa(held))
+			if code != 1 || out != "cancelled 0 jobs of queue txtask\nskipped 1 job that a transaction in progress holds (a transaction-mode worker working them, or a long transaction): "+itoa(held)+"; run again once it ends\n" ||
+				errs != "queuegen cancel: cancelled 0 of 1 matching job; 1 could not be cancelled (see above)\n" {
+				t.Errorf("cancel of the claimed job = %d:\n%s%s", code, out, errs)
+			}
+			if err := complete(); err != nil {
+				t.Fatal(err)
+			}
+			if s := txtask(); s["ready"] != 1.0 || s["running"] != 0.0 || s["succeeded"] != 1.0 || s["claims_per_second"].(float64) <= 0 {
+				t.Errorf("txtask stats once the job is done = %v; want 1 ready, 1 succeeded", s)
+			}
+			code, _, errs = run(t, "cancel", "--db", url, "--queue", "txtask", "--id", itoa(held))
+			if code != 1 || errs != "queuegen cancel: job "+itoa(held)+" of queue txtask is succeeded; cancel applies to available, running jobs\n" {
+				t.Errorf("cancel of the completed job = %d: %q", code, errs)
+			}
+		})
 	}
 }

@@ -1,7 +1,13 @@
 // Package ops holds the operations behind queuegen's stats, jobs, retry,
-// cancel, purge, pause and resume commands. Queues are found through the
-// registry table; their tables are named from it, always quoted
-// (pgx.Identifier), and every value is a bound parameter.
+// cancel, purge, pause and resume commands, on PostgreSQL and on MySQL or
+// MariaDB alike: Open connects to a database, and the methods of the Conn
+// it returns are the operations, with the same results and guarantees on
+// either engine (where an engine cannot give one, the method says so).
+//
+// Queues are found through the registry table, queuegen_queues; their
+// tables are named from it, always quoted (pgx.Identifier on PostgreSQL;
+// backticks around a name checked to be a plain identifier on MySQL), and
+// every value is a bound parameter.
 package ops
 
 import (
@@ -14,17 +20,104 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/queuegen/queuegen/internal/engine/postgres"
+	"github.com/queuegen/queuegen/internal/dburl"
 )
 
-// DB is what ops needs: a pool or a connection.
-type DB interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+// Conn is a connection pool on one database's queues: the operations are
+// its methods. It is safe for concurrent use; Close it when done.
+type Conn struct {
+	engine string
+	b      backend
+}
+
+// Open opens a pool on db. schema is the PostgreSQL schema holding the
+// queues (the spec's; public by default); MySQL has no schemas (the
+// database db names holds the queues), and there schema must be empty.
+// Open does not connect: Ping does, as does any operation.
+func Open(ctx context.Context, db dburl.DB, schema string) (*Conn, error) {
+	switch db.Engine {
+	case dburl.PostgreSQL:
+		if schema == "" {
+			return nil, errors.New("ops: no schema: PostgreSQL's queues live in a schema (public by default)")
+		}
+		b, err := openPostgres(ctx, db, schema)
+		if err != nil {
+			return nil, err
+		}
+		return &Conn{engine: db.Engine, b: b}, nil
+	case dburl.MySQL:
+		if schema != "" {
+			return nil, fmt.Errorf("ops: schema %q given for a MySQL database: MySQL has no schemas, the database the address names holds the queues", schema)
+		}
+		b, err := openMySQL(db)
+		if err != nil {
+			return nil, err
+		}
+		return &Conn{engine: db.Engine, b: b}, nil
+	}
+	return nil, fmt.Errorf("ops: no engine %q", db.Engine)
+}
+
+// Engine is the database's engine: dburl.PostgreSQL or dburl.MySQL.
+func (c *Conn) Engine() string { return c.engine }
+
+// Ping connects, or checks the pool's connection.
+func (c *Conn) Ping(ctx context.Context) error { return c.b.ping(ctx) }
+
+// Close closes the pool.
+func (c *Conn) Close() { c.b.close() }
+
+// backend is one engine's side of the operations; Conn holds what is the
+// same on both.
+type backend interface {
+	ping(ctx context.Context) error
+	close()
+	// queues reads the registry, by name.
+	queues(ctx context.Context) ([]Queue, error)
+	// stats fills in s's counts of q.
+	stats(ctx context.Context, q Queue, s *Stats) error
+	// baseStats fills in s's counts across the INHERITS parent base.
+	baseStats(ctx context.Context, base string, s *Stats) error
+	// jobs lists up to limit jobs of q matching f (checked), newest first,
+	// with ids below before when it is > 0.
+	jobs(ctx context.Context, q Queue, f Filter, before int64, limit int) ([]Job, error)
+	// count counts the jobs of q matching f (checked) in one of states.
+	count(ctx context.Context, q Queue, f Filter, states []string) (int64, error)
+	// matching lists, ascending, the ids of the jobs of q matching f
+	// (checked) in one of states.
+	matching(ctx context.Context, q Queue, f Filter, states []string) ([]int64, error)
+	// state reads the state of job id of q; ok is false when there is none.
+	state(ctx context.Context, q Queue, id int64) (state string, ok bool, err error)
+	// begin begins one short transaction of Apply on q's table.
+	begin(ctx context.Context, q Queue) (batch, error)
+	// retryable reports an error that rolled a whole transaction back (a
+	// deadlock), after which the transaction may simply run again.
+	retryable(err error) bool
+	setPaused(ctx context.Context, q Queue, paused bool) error
+}
+
+// batch is one transaction of Apply, on its queue's table.
+type batch interface {
+	// lock locks those of ids still in one of states, in id order, passing
+	// over rows another transaction holds (SKIP LOCKED), and returns them.
+	lock(ctx context.Context, ids []int64, states []string) ([]candidate, error)
+	// matching returns, ascending, those of ids in one of states, by a
+	// plain read (one that neither locks nor waits).
+	matching(ctx context.Context, ids []int64, states []string) ([]int64, error)
+	// holders returns, of each of keys, the newest unfinished job holding
+	// it, leaving the jobs of ids out.
+	holders(ctx context.Context, keys []string, ids []int64) (map[string]int64, error)
+	// change does action to ids, rows lock returned, and returns those it
+	// changed.
+	change(ctx context.Context, action Action, ids []int64) ([]int64, error)
+	commit(ctx context.Context) error
+	rollback(ctx context.Context)
+}
+
+// candidate is a job a batch locked, with its unique key.
+type candidate struct {
+	id  int64
+	key *string
 }
 
 // Queue is a registered queue.
@@ -33,26 +126,12 @@ type Queue struct {
 	Paused            bool
 }
 
-// Queues lists the registered queues of schema, by name.
-func Queues(ctx context.Context, db DB, schema string) ([]Queue, error) {
-	rows, err := db.Query(ctx, "SELECT name, table_name, mode, paused FROM "+pgx.Identifier{schema, "queuegen_queues"}.Sanitize()+" ORDER BY name")
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-			return nil, fmt.Errorf("no queue registry in schema %s: apply the migrations first (queuegen migrate up)", schema)
-		}
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Queue, error) {
-		var q Queue
-		err := r.Scan(&q.Name, &q.Table, &q.Mode, &q.Paused)
-		return q, err
-	})
-}
+// Queues lists the registered queues, by name.
+func (c *Conn) Queues(ctx context.Context) ([]Queue, error) { return c.b.queues(ctx) }
 
 // Find returns the registered queue named name.
-func Find(ctx context.Context, db DB, schema, name string) (Queue, error) {
-	qs, err := Queues(ctx, db, schema)
+func (c *Conn) Find(ctx context.Context, name string) (Queue, error) {
+	qs, err := c.Queues(ctx)
 	if err != nil {
 		return Queue{}, err
 	}
@@ -71,6 +150,17 @@ func Find(ctx context.Context, db DB, schema, name string) (Queue, error) {
 // and never failed; not yet due after failing), running are the jobs a
 // worker holds (leased, or in transaction mode locked by the claiming
 // transaction), then succeeded and dead.
+//
+// On PostgreSQL the counts are one statement's, one snapshot. On MySQL a
+// plain read cannot see a row lock, so the counts take two statements in
+// one READ COMMITTED transaction, milliseconds apart: the counts by state,
+// then, for a transaction-mode queue, a locking read of its due jobs that
+// passes over the ones a transaction holds (FOR UPDATE SKIP LOCKED, rolled
+// back at once); the due jobs it could not lock are counted running, not
+// ready. That probe locks the queue's free due jobs for the length of one
+// scan, which claims meanwhile pass over. A lease-mode job is held by a
+// transaction only inside a claim, between its SELECT and its UPDATE: on
+// MySQL such a job counts as it was last committed.
 type Stats struct {
 	// Queue is the queue; BaseTable, instead, names the INHERITS parent
 	// whose counts cover every queue that inherits it.
@@ -90,16 +180,16 @@ type Stats struct {
 	ClaimsPerSecond float64 `json:"claims_per_second"`
 }
 
-// QueueStats reads the counts of every queue of schema.
-func QueueStats(ctx context.Context, db DB, schema string) ([]Stats, error) {
-	qs, err := Queues(ctx, db, schema)
+// QueueStats reads the counts of every registered queue.
+func (c *Conn) QueueStats(ctx context.Context) ([]Stats, error) {
+	qs, err := c.Queues(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Stats, 0, len(qs))
 	for _, q := range qs {
 		s := Stats{Queue: q.Name, Paused: q.Paused}
-		if err := statsOf(ctx, db, table(schema, q), &s); err != nil {
+		if err := c.b.stats(ctx, q, &s); err != nil {
 			return nil, fmt.Errorf("queue %s: %w", q.Name, err)
 		}
 		out = append(out, s)
@@ -107,34 +197,17 @@ func QueueStats(ctx context.Context, db DB, schema string) ([]Stats, error) {
 	return out, nil
 }
 
+// ErrNoBaseTable is BaseStats's error on an engine without INHERITS
+// (MySQL: every queue table carries the base columns itself).
+var ErrNoBaseTable = errors.New("MySQL has no INHERITS base table: its queue tables carry the base columns themselves, and stats counts each queue")
+
 // BaseStats reads the counts of every queue inheriting base, in one
 // statement: a query on an INHERITS parent reads its children too.
-func BaseStats(ctx context.Context, db DB, schema, base string) (Stats, error) {
+// PostgreSQL only: on MySQL it returns ErrNoBaseTable.
+func (c *Conn) BaseStats(ctx context.Context, base string) (Stats, error) {
 	s := Stats{BaseTable: base}
-	return s, statsOf(ctx, db, pgx.Identifier{schema, base}.Sanitize(), &s)
+	return s, c.b.baseStats(ctx, base, &s)
 }
-
-// statsOf counts in one statement, so every count and age describes one
-// snapshot.
-func statsOf(ctx context.Context, db DB, from string, s *Stats) error {
-	return db.QueryRow(ctx, `WITH jobs AS (
-    SELECT state, run_after, attempted_at, cardinality(errors) > 0 AS failed,
-           state = 'available' AND `+postgres.Held+` AS held
-    FROM `+from+`
-)
-SELECT
-    count(*) FILTER (WHERE state = 'available' AND NOT held AND run_after <= now()),
-    count(*) FILTER (WHERE state = 'available' AND NOT held AND run_after > now() AND NOT failed),
-    count(*) FILTER (WHERE state = 'available' AND NOT held AND run_after > now() AND failed),
-    count(*) FILTER (WHERE state = 'running' OR held),
-    count(*) FILTER (WHERE state = 'succeeded'),
-    count(*) FILTER (WHERE state = 'dead'),
-    coalesce(extract(epoch FROM now() - min(run_after) FILTER (WHERE state = 'available' AND NOT held AND run_after <= now())), 0)::float8,
-    (count(*) FILTER (WHERE attempted_at > now() - interval '1 minute'))::float8 / 60
-FROM jobs`).Scan(&s.Ready, &s.Scheduled, &s.Retrying, &s.Running, &s.Succeeded, &s.Dead, &s.OldestAge, &s.ClaimsPerSecond)
-}
-
-func table(schema string, q Queue) string { return pgx.Identifier{schema, q.Table}.Sanitize() }
 
 // Job is one job as the jobs command shows it.
 type Job struct {
@@ -153,7 +226,12 @@ type Job struct {
 	// Errors are the failed attempts' errors, oldest first.
 	Errors []string `json:"errors"`
 	// Payload holds the job's payload columns by name (a JSON payload is
-	// its column's document).
+	// its column's document), as PostgreSQL's to_jsonb renders them: keys
+	// shortest first, then in byte order (in nested documents too). On
+	// MySQL they are rendered alike: booleans (TINYINT(1)) as true and
+	// false, FLOAT and DOUBLE in their shortest digits in plain decimal
+	// notation, times in RFC 3339 with their +00:00 offset, dates
+	// as 2006-01-02, binary columns as "\\x" and their hex digits.
 	Payload json.RawMessage `json:"payload"`
 }
 
@@ -171,57 +249,44 @@ type Filter struct {
 	State string
 }
 
-// where renders the filter as a predicate with its parameters.
-func (f Filter) where() (string, []any, error) {
-	if f.ID != 0 {
-		return "id = $1", []any{f.ID}, nil
+// predicates are the filter's states, each as a predicate on a queue
+// table in either engine's SQL.
+var predicates = map[string]struct{ pg, my string }{
+	"all": {"true", "TRUE"},
+	"available": {"state = 'available' AND run_after <= now()",
+		"state = 'available' AND run_after <= UTC_TIMESTAMP(6)"},
+	"scheduled": {"state = 'available' AND run_after > now() AND cardinality(errors) = 0",
+		"state = 'available' AND run_after > UTC_TIMESTAMP(6) AND JSON_LENGTH(errors) = 0"},
+	"retrying": {"state = 'available' AND run_after > now() AND cardinality(errors) > 0",
+		"state = 'available' AND run_after > UTC_TIMESTAMP(6) AND JSON_LENGTH(errors) > 0"},
+	"failed": {"(state = 'dead' OR (state = 'available' AND cardinality(errors) > 0))",
+		"(state = 'dead' OR (state = 'available' AND JSON_LENGTH(errors) > 0))"},
+	"running":   {"state = 'running'", "state = 'running'"},
+	"succeeded": {"state = 'succeeded'", "state = 'succeeded'"},
+	"dead":      {"state = 'dead'", "state = 'dead'"},
+}
+
+// check refuses a state the filter does not know.
+func (f Filter) check() error {
+	if _, ok := predicates[f.State]; f.ID == 0 && !ok {
+		return fmt.Errorf("unknown state %q: want all, available, scheduled, retrying, failed, running, succeeded or dead", f.State)
 	}
-	pred, ok := map[string]string{
-		"all":       "true",
-		"available": "state = 'available' AND run_after <= now()",
-		"scheduled": "state = 'available' AND run_after > now() AND cardinality(errors) = 0",
-		"retrying":  "state = 'available' AND run_after > now() AND cardinality(errors) > 0",
-		"failed":    "(state = 'dead' OR (state = 'available' AND cardinality(errors) > 0))",
-		"running":   "state = 'running'",
-		"succeeded": "state = 'succeeded'",
-		"dead":      "state = 'dead'",
-	}[f.State]
-	if !ok {
-		return "", nil, fmt.Errorf("unknown state %q: want all, available, scheduled, retrying, failed, running, succeeded or dead", f.State)
-	}
-	return pred, nil, nil
+	return nil
 }
 
 // Jobs lists up to limit jobs of q matching f, newest first; with before
 // > 0, only jobs with a smaller id (the next page: keyset paging, which
 // stays fast however deep it goes).
-func Jobs(ctx context.Context, db DB, schema string, q Queue, f Filter, before int64, limit int) ([]Job, error) {
-	where, args, err := f.where()
-	if err != nil {
+func (c *Conn) Jobs(ctx context.Context, q Queue, f Filter, before int64, limit int) ([]Job, error) {
+	if err := f.check(); err != nil {
 		return nil, err
 	}
-	if before > 0 {
-		args = append(args, before)
-		where += fmt.Sprintf(" AND id < $%d", len(args))
-	}
-	args = append(args, bookkeeping, limit)
-	rows, err := db.Query(ctx, fmt.Sprintf(`SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at,
-    finished_at, locked_by, locked_until, unique_key, errors, to_jsonb(job) - $%d::text[]
-FROM %s AS job WHERE %s ORDER BY id DESC LIMIT $%d`, len(args)-1, table(schema, q), where, len(args)), args...)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
-		var j Job
-		err := r.Scan(&j.ID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Priority, &j.RunAfter, &j.CreatedAt, &j.AttemptedAt,
-			&j.FinishedAt, &j.LockedBy, &j.LockedUntil, &j.UniqueKey, &j.Errors, &j.Payload)
-		return j, err
-	})
+	return c.b.jobs(ctx, q, f, before, limit)
 }
 
 // GetJob reads one job of q; a NoJobError when there is none.
-func GetJob(ctx context.Context, db DB, schema string, q Queue, id int64) (Job, error) {
-	jobs, err := Jobs(ctx, db, schema, q, Filter{ID: id}, 0, 1)
+func (c *Conn) GetJob(ctx context.Context, q Queue, id int64) (Job, error) {
+	jobs, err := c.Jobs(ctx, q, Filter{ID: id}, 0, 1)
 	if err != nil {
 		return Job{}, err
 	}
@@ -232,15 +297,11 @@ func GetJob(ctx context.Context, db DB, schema string, q Queue, id int64) (Job, 
 }
 
 // Count counts the jobs of q matching f that action applies to.
-func Count(ctx context.Context, db DB, schema string, q Queue, f Filter, action Action) (int64, error) {
-	where, args, err := f.where()
-	if err != nil {
+func (c *Conn) Count(ctx context.Context, q Queue, f Filter, action Action) (int64, error) {
+	if err := f.check(); err != nil {
 		return 0, err
 	}
-	args = append(args, states[action])
-	var n int64
-	err = db.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s AND state = ANY($%d::text[])", table(schema, q), where, len(args)), args...).Scan(&n)
-	return n, err
+	return c.b.count(ctx, q, f, states[action])
 }
 
 // Action is what retry, cancel and purge do to the jobs they select.
@@ -263,6 +324,9 @@ var states = map[Action][]string{
 	Cancel: {"available", "running"},
 	Purge:  {"available", "running", "succeeded", "dead"},
 }
+
+// cancelled is the error Cancel records.
+const cancelled = "cancelled by an operator"
 
 // Result is what an action did.
 type Result struct {
@@ -291,15 +355,17 @@ func (r *Result) Skipped() int { return len(r.Locked) + len(r.Conflicts) }
 // action does not apply to.
 type NoJobError struct{ Msg string }
 
+// Error is the message, which names the queue and the job.
 func (e *NoJobError) Error() string { return e.Msg }
 
 // lockTimeout bounds how long an action waits for a lock it cannot skip
 // (the registry row, the table's lock): operations never hang silently.
-const lockTimeout = "5s"
+const lockTimeout = 5 * time.Second
 
 // BatchSize is how many jobs one transaction of an action changes: a large
 // retry, cancel or purge runs as many short transactions, never one long
-// one that would hold back vacuum or lock many rows at once.
+// one that would hold back vacuum (PostgreSQL) or purge (InnoDB), or lock
+// many rows at once.
 const BatchSize = 10000
 
 // Apply does action to the jobs of q matching f, in batches of BatchSize,
@@ -307,35 +373,32 @@ const BatchSize = 10000
 // job a transaction holds: such jobs are skipped and reported. Retry skips
 // jobs whose unique key another unfinished job holds (and, of several
 // retried jobs sharing a key, retries the newest), naming the holder.
-func Apply(ctx context.Context, db TxBeginner, schema string, q Queue, f Filter, action Action, progress func(done, total int)) (*Result, error) {
-	where, args, err := f.where()
-	if err != nil {
+//
+// Each batch is a transaction that locks its jobs FOR UPDATE SKIP LOCKED
+// (on MySQL at READ COMMITTED, so that it locks no gaps) and then changes
+// them by id; one a deadlock rolled back runs again, up to three times.
+func (c *Conn) Apply(ctx context.Context, q Queue, f Filter, action Action, progress func(done, total int)) (*Result, error) {
+	if err := f.check(); err != nil {
 		return nil, err
 	}
 	applicable, ok := states[action]
 	if !ok {
 		return nil, fmt.Errorf("unknown action %q", action)
 	}
-	t := table(schema, q)
-	args = append(args, applicable)
-	rows, err := db.Query(ctx, fmt.Sprintf("SELECT id FROM %s WHERE %s AND state = ANY($%d::text[]) ORDER BY id", t, where, len(args)), args...)
-	if err != nil {
-		return nil, err
-	}
-	all, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	all, err := c.b.matching(ctx, q, f, applicable)
 	if err != nil {
 		return nil, err
 	}
 	if f.ID != 0 && len(all) == 0 {
-		return nil, noJob(ctx, db, t, q, f.ID, action)
+		return nil, c.noJob(ctx, q, f.ID, action)
 	}
 	res := &Result{Changed: []int64{}}
 	done := 0
-	for batch := range slices.Chunk(all, BatchSize) {
-		if err := applyBatch(ctx, db, t, batch, action, res); err != nil {
+	for ids := range slices.Chunk(all, BatchSize) {
+		if err := c.applyBatch(ctx, q, ids, action, res); err != nil {
 			return res, err
 		}
-		done += len(batch)
+		done += len(ids)
 		if progress != nil {
 			progress(done, len(all))
 		}
@@ -347,32 +410,34 @@ func Apply(ctx context.Context, db TxBeginner, schema string, q Queue, f Filter,
 }
 
 // applyBatch does action to the jobs of ids that still qualify, in one
-// short transaction.
-func applyBatch(ctx context.Context, db TxBeginner, t string, ids []int64, action Action, res *Result) error {
-	tx, err := db.Begin(ctx)
+// short transaction, run again when a deadlock rolled it back; res gets
+// what a committed transaction did.
+func (c *Conn) applyBatch(ctx context.Context, q Queue, ids []int64, action Action, res *Result) error {
+	for try := 1; ; try++ {
+		part, err := c.tryBatch(ctx, q, ids, action)
+		if err != nil {
+			if try < 3 && c.b.retryable(err) {
+				continue
+			}
+			return err
+		}
+		res.Changed = append(res.Changed, part.Changed...)
+		res.Locked = append(res.Locked, part.Locked...)
+		res.Conflicts = append(res.Conflicts, part.Conflicts...)
+		return nil
+	}
+}
+
+func (c *Conn) tryBatch(ctx context.Context, q Queue, ids []int64, action Action) (*Result, error) {
+	tx, err := c.b.begin(ctx, q)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	// The rows are never waited for (SKIP LOCKED); this bounds waiting for
-	// anything else, such as a lock on the whole table.
-	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+lockTimeout+"'"); err != nil {
-		return err
-	}
-	rows, err := tx.Query(ctx, "SELECT id, unique_key FROM "+t+" WHERE id = ANY($1::bigint[]) AND state = ANY($2::text[]) ORDER BY id FOR UPDATE SKIP LOCKED", ids, states[action])
+	defer tx.rollback(context.WithoutCancel(ctx))
+	part := &Result{}
+	cands, err := tx.lock(ctx, ids, states[action])
 	if err != nil {
-		return err
-	}
-	type candidate struct {
-		id  int64
-		key *string
-	}
-	cands, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
-		var c candidate
-		return c, r.Scan(&c.id, &c.key)
-	})
-	if err != nil {
-		return err
+		return nil, err
 	}
 	lockable := map[int64]bool{}
 	for _, c := range cands {
@@ -387,11 +452,11 @@ func applyBatch(ctx context.Context, db TxBeginner, t string, ids []int64, actio
 	if len(missing) > 0 {
 		// Those that still qualify are held by a transaction; the others
 		// changed meanwhile (a worker finished them) and are left alone.
-		locked, err := collectIDs(ctx, tx, "SELECT id FROM "+t+" WHERE id = ANY($1::bigint[]) AND state = ANY($2::text[])", missing, states[action])
+		locked, err := tx.matching(ctx, missing, states[action])
 		if err != nil {
-			return err
+			return nil, err
 		}
-		res.Locked = append(res.Locked, locked...)
+		part.Locked = locked
 	}
 	chosen := make([]int64, 0, len(cands))
 	if action == Retry {
@@ -412,24 +477,8 @@ func applyBatch(ctx context.Context, db TxBeginner, t string, ids []int64, actio
 		}
 		holders := map[string]int64{}
 		if len(keys) > 0 {
-			rows, err := tx.Query(ctx, `SELECT DISTINCT ON (unique_key) unique_key, id FROM `+t+`
-WHERE unique_key = ANY($1::text[]) AND state IN ('available', 'running') AND id <> ALL($2::bigint[])
-ORDER BY unique_key, id DESC`, keys, ids)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var k string
-				var id int64
-				if err := rows.Scan(&k, &id); err != nil {
-					rows.Close()
-					return err
-				}
-				holders[k] = id
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
+			if holders, err = tx.holders(ctx, keys, ids); err != nil {
+				return nil, err
 			}
 		}
 		for _, k := range keys {
@@ -441,7 +490,7 @@ ORDER BY unique_key, id DESC`, keys, ids)
 				group = group[:len(group)-1]
 			}
 			for _, id := range group {
-				res.Conflicts = append(res.Conflicts, Conflict{ID: id, Key: k, Holder: holder})
+				part.Conflicts = append(part.Conflicts, Conflict{ID: id, Key: k, Holder: holder})
 			}
 		}
 	} else {
@@ -449,59 +498,30 @@ ORDER BY unique_key, id DESC`, keys, ids)
 			chosen = append(chosen, c.id)
 		}
 	}
-	var sql string
-	switch action {
-	case Retry:
-		sql = `UPDATE %s SET state = 'available', run_after = now(), finished_at = NULL,
-    locked_by = NULL, locked_until = NULL, max_attempts = greatest(max_attempts, attempt + 1)
-WHERE id = ANY($1::bigint[]) RETURNING id`
-	case Cancel:
-		sql = `UPDATE %s SET state = 'dead', finished_at = now(), locked_by = NULL, locked_until = NULL,
-    errors = array_append(errors, 'cancelled by an operator')
-WHERE id = ANY($1::bigint[]) RETURNING id`
-	case Purge:
-		sql = `DELETE FROM %s WHERE id = ANY($1::bigint[]) RETURNING id`
+	if len(chosen) > 0 {
+		if part.Changed, err = tx.change(ctx, action, chosen); err != nil {
+			return nil, err
+		}
 	}
-	changed, err := collectIDs(ctx, tx, fmt.Sprintf(sql, t), chosen)
-	if err != nil {
-		return err
+	if err := tx.commit(ctx); err != nil {
+		return nil, err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return err
-	}
-	res.Changed = append(res.Changed, changed...)
-	return nil
+	return part, nil
 }
 
 // noJob explains why the job with id matched nothing.
-func noJob(ctx context.Context, tx DB, table string, q Queue, id int64, action Action) error {
-	var state string
-	err := tx.QueryRow(ctx, "SELECT state FROM "+table+" WHERE id = $1", id).Scan(&state)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return &NoJobError{fmt.Sprintf("queue %s has no job %d", q.Name, id)}
-	}
+func (c *Conn) noJob(ctx context.Context, q Queue, id int64, action Action) error {
+	state, ok, err := c.b.state(ctx, q, id)
 	if err != nil {
 		return err
+	}
+	if !ok {
+		return &NoJobError{fmt.Sprintf("queue %s has no job %d", q.Name, id)}
 	}
 	return &NoJobError{fmt.Sprintf("job %d of queue %s is %s; %s applies to %s jobs", id, q.Name, state, action, strings.Join(states[action], ", "))}
 }
 
-func collectIDs(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]int64, error) {
-	rows, err := tx.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
-}
-
-// TxBeginner is a DB that also begins transactions: a pool or connection.
-type TxBeginner interface {
-	DB
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
-
 // SetPaused pauses or resumes q.
-func SetPaused(ctx context.Context, db DB, schema string, q Queue, paused bool) error {
-	_, err := db.Exec(ctx, "UPDATE "+pgx.Identifier{schema, "queuegen_queues"}.Sanitize()+" SET paused = $1 WHERE name = $2", paused, q.Name)
-	return err
+func (c *Conn) SetPaused(ctx context.Context, q Queue, paused bool) error {
+	return c.b.setPaused(ctx, q, paused)
 }

@@ -2,29 +2,27 @@ package reliability_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/queuegen/queuegen/internal/mytest"
 	"github.com/queuegen/queuegen/internal/pgtest"
-	"github.com/queuegen/queuegen/internal/reliability/jobs"
 	"github.com/queuegen/queuegen/queue"
 )
 
 // runWorkers runs n in-process workers of queue work until stop is
 // called.
-func runWorkers(t *testing.T, pool *pgxpool.Pool, n int, work time.Duration) (stop func()) {
+func runWorkers(t *testing.T, tg *target, n int, sleep time.Duration) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	q := jobs.NewWorkQueue(pool)
 	for i := range n {
 		node := "node-" + string(rune('a'+i))
-		w := q.Worker(func(ctx context.Context, job *queue.Job[jobs.WorkPayload]) error {
-			time.Sleep(work)
-			record(ctx, pool, "work_queue", job.ID, job.Attempt, node)
+		w := tg.work.worker(func(ctx context.Context, job *queue.Job[work]) error {
+			time.Sleep(sleep)
+			record(ctx, tg, "work_queue", job.ID, job.Attempt, node)
 			return nil
 		}, queue.Node(node), queue.Concurrency(8), queue.PollInterval(100*time.Millisecond), queue.Logger(quiet))
 		wg.Go(func() {
@@ -39,82 +37,130 @@ func runWorkers(t *testing.T, pool *pgxpool.Pool, n int, work time.Duration) (st
 	return stop
 }
 
-func pushWork(t *testing.T, pool *pgxpool.Pool, total int) {
+func pushWork(t *testing.T, tg *target, total int) {
 	t.Helper()
-	ps := make([]jobs.WorkPayload, total)
+	ps := make([]work, total)
 	for i := range ps {
-		ps[i] = jobs.WorkPayload{N: int64(i), Kind: "ok"}
+		ps[i] = work{N: int64(i), Kind: "ok"}
 	}
-	if _, err := jobs.NewWorkQueue(pool).PushMany(context.Background(), ps); err != nil {
+	if err := tg.work.pushMany(context.Background(), ps); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestConnectionsTerminated kills every worker connection with
-// pg_terminate_backend, again and again, while two workers drain the
-// queue: they reconnect and carry on, and completions that fail to be
-// written are retried, never dropped.
+// TestConnectionsTerminated kills every worker connection, again and
+// again, while two workers drain the queue (pg_terminate_backend; KILL
+// CONNECTION on MySQL): they reconnect and carry on, and completions that
+// fail to be written are retried, never dropped. On every engine.
 func TestConnectionsTerminated(t *testing.T) {
-	t.Parallel()
-	_, pool := prepare(t, "")
-	total := scale(4000, 40000)
-	pushWork(t, pool, total)
-	admin, err := pgxpool.New(context.Background(), pgtest.ServerURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	var db string
-	pool.QueryRow(context.Background(), "SELECT current_database()").Scan(&db)
+	eachEngine(t, func(t *testing.T, engine string) {
+		tg := prepare(t, engine, "")
+		total := scale(4000, 40000)
+		pushWork(t, tg, total)
+		admin, pgAdmin := adminDB(t, engine)
+		db := tg.database(t)
 
-	stop := runWorkers(t, pool, 2, 5*time.Millisecond)
-	kills := 0
-	for unfinished(t, pool) > 0 {
-		time.Sleep(150 * time.Millisecond)
-		admin.Exec(context.Background(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", db)
-		kills++
-	}
-	if kills < 3 {
-		t.Fatalf("only %d rounds of terminations before the queue drained: the scenario tests too little", kills)
-	}
-	waitFinished(t, pool, "work_queue", 2*time.Minute)
-	stop()
-	t.Logf("terminated every connection %d times", kills)
-	check(t, "terminate-backends", tally(t, pool, "work_queue", total), exactlyOnce)
+		stop := runWorkers(t, tg, 2, 5*time.Millisecond)
+		kills, sessions := 0, 0
+		for unfinished(t, tg) > 0 {
+			time.Sleep(150 * time.Millisecond)
+			sessions += tg.terminateSessions(t, admin, pgAdmin, db)
+			kills++
+		}
+		if kills < 3 {
+			t.Fatalf("only %d rounds of terminations before the queue drained: the scenario tests too little", kills)
+		}
+		waitFinished(t, tg, "work_queue", 2*time.Minute)
+		stop()
+		t.Logf("terminated every connection %d times (%d sessions)", kills, sessions)
+		check(t, tg, "terminate-backends", tally(t, tg, "work_queue", total), exactlyOnce,
+			fmt.Sprintf("%d rounds of terminations, %d sessions ended", kills, sessions))
+	})
 }
 
-// TestDatabaseRestart restarts the server (pg_ctl restart -m fast) of a
-// private cluster twice while two workers drain the queue.
-func TestDatabaseRestart(t *testing.T) {
-	t.Parallel()
-	cluster := pgtest.NewCluster(t)
-	_, pool := prepare(t, cluster.URL())
-	total := scale(2000, 20000)
-	pushWork(t, pool, total)
-	stop := runWorkers(t, pool, 2, 5*time.Millisecond)
-	for range scale(2, 10) {
-		time.Sleep(300 * time.Millisecond)
-		if unfinished(t, pool) == 0 {
-			t.Fatal("the queue was drained before the restart: the scenario tests nothing")
-		}
-		cluster.Restart(t)
+// private is a private server of one engine that a test may stop and
+// restart: a pgtest.Cluster or a mytest.Server (MariaDB).
+type private struct {
+	// address is its URL or DSN, for prepare.
+	address string
+	// restart restarts it, as it sees fit for the round, and says how:
+	// "restart" or "crash".
+	restart func(round int) string
+	// stop and start stop it cleanly and start it again.
+	stop, start func()
+}
+
+// privateServer starts a private server of engine. Its restarts: on
+// PostgreSQL pg_ctl restart -m fast; on MySQL a clean shutdown (SIGTERM)
+// in even rounds and a crash (SIGKILL) in odd ones, each started again on
+// the same data directory and port.
+func privateServer(t *testing.T, engine string) *private {
+	t.Helper()
+	if engine == postgres {
+		c := pgtest.NewCluster(t)
+		return &private{address: c.URL(),
+			restart: func(int) string { c.Restart(t); return "restart" },
+			stop:    func() { c.Stop(t) }, start: func() { c.Start(t) }}
 	}
-	waitFinished(t, pool, "work_queue", 2*time.Minute)
-	stop()
-	check(t, "database-restart", tally(t, pool, "work_queue", total), atLeastOnce)
+	s := mytest.NewServer(t)
+	return &private{address: s.DSN(),
+		restart: func(round int) string {
+			if round%2 == 1 {
+				s.Crash(t)
+				return "crash"
+			}
+			s.Restart(t)
+			return "restart"
+		},
+		stop: func() { s.Stop(t) }, start: func() { s.Start(t) }}
+}
+
+// TestDatabaseRestart restarts the server of a private cluster twice
+// while two workers drain the queue (on MySQL, once cleanly and once by
+// SIGKILL). On every engine.
+func TestDatabaseRestart(t *testing.T) {
+	eachEngine(t, func(t *testing.T, engine string) {
+		server := privateServer(t, engine)
+		tg := prepare(t, engine, server.address)
+		total := scale(2000, 20000)
+		pushWork(t, tg, total)
+		stop := runWorkers(t, tg, 2, 5*time.Millisecond)
+		done := map[string]int{}
+		for round := range scale(2, 10) {
+			time.Sleep(300 * time.Millisecond)
+			if unfinished(t, tg) == 0 {
+				t.Fatal("the queue was drained before the restart: the scenario tests nothing")
+			}
+			done[server.restart(round)]++
+		}
+		waitFinished(t, tg, "work_queue", 2*time.Minute)
+		stop()
+		var what []string
+		for _, kind := range []struct{ one, many string }{{"restart", "restarts"}, {"crash", "crashes (SIGKILL)"}} {
+			switch n := done[kind.one]; n {
+			case 0:
+			case 1:
+				what = append(what, "1 "+kind.one)
+			default:
+				what = append(what, fmt.Sprintf("%d %s", n, kind.many))
+			}
+		}
+		check(t, tg, "database-restart", tally(t, tg, "work_queue", total), atLeastOnce, what...)
+	})
 }
 
 // unfinished counts the work jobs not yet finished, retrying while the
 // server is coming back.
-func unfinished(t *testing.T, pool *pgxpool.Pool) int {
+func unfinished(t *testing.T, tg *target) int {
 	t.Helper()
-	var n int
+	var err error
 	for range 50 {
-		if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM work_queue WHERE state <> 'dead'").Scan(&n); err == nil {
+		var n int
+		if n, err = tg.queryInt(context.Background(), "SELECT count(*) FROM work_queue WHERE state <> 'dead'"); err == nil {
 			return n
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatal("the database did not answer")
+	t.Fatalf("the database did not answer: %v", err)
 	return 0
 }

@@ -18,99 +18,96 @@ import (
 // TestHandlerFailures: handlers that panic or hang past their timeout,
 // and jobs whose JSON payload was edited to a shape that no longer
 // decodes, each end dead with their error kept, while the worker goes on
-// with the healthy jobs.
+// with the healthy jobs. On every engine.
 func TestHandlerFailures(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	_, pool := prepare(t, "")
-	work := jobs.NewWorkQueue(pool)
-	events := jobs.NewEventQueue(pool)
-	const healthy, each = 200, 5
-	var ps []jobs.WorkPayload
-	for i := range healthy {
-		ps = append(ps, jobs.WorkPayload{N: int64(i), Kind: "ok"})
-	}
-	if _, err := work.PushMany(ctx, ps); err != nil {
-		t.Fatal(err)
-	}
-	for i := range each {
-		for _, kind := range []string{"panic", "hang", "error"} {
-			if _, err := work.Push(ctx, jobs.WorkPayload{N: int64(i), Kind: kind}, queue.MaxAttempts(2)); err != nil {
+	eachEngine(t, func(t *testing.T, engine string) {
+		ctx := context.Background()
+		tg := prepare(t, engine, "")
+		const healthy, each = 200, 5
+		var ps []work
+		for i := range healthy {
+			ps = append(ps, work{N: int64(i), Kind: "ok"})
+		}
+		if err := tg.work.pushMany(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+		for i := range each {
+			for _, kind := range []string{"panic", "hang", "error"} {
+				if _, err := tg.work.push(ctx, work{N: int64(i), Kind: kind}, queue.MaxAttempts(2)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var eventIDs []int64
+		for i := range 2 * each {
+			res, err := tg.events.push(ctx, event{N: int64(i), Label: "fine"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			eventIDs = append(eventIDs, res.ID)
+		}
+		// Half the events are edited to a wrong shape (label a number).
+		for _, id := range eventIDs[:each] {
+			if err := tg.exec(ctx, `UPDATE event_queue SET payload = '{"n": 1, "label": 42}' WHERE id = ?`, id); err != nil {
 				t.Fatal(err)
 			}
 		}
-	}
-	var eventIDs []int64
-	for i := range 2 * each {
-		res, err := events.Push(ctx, jobs.EventPayload{N: int64(i), Label: "fine"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		eventIDs = append(eventIDs, res.ID)
-	}
-	// Half the events are edited to a wrong shape (label a number).
-	if _, err := pool.Exec(ctx, `UPDATE event_queue SET payload = '{"n": 1, "label": 42}' WHERE id = ANY($1)`, eventIDs[:each]); err != nil {
-		t.Fatal(err)
-	}
 
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{}, 2)
-	go func() {
-		work.Worker(func(ctx context.Context, job *queue.Job[jobs.WorkPayload]) error {
-			switch job.Payload.Kind {
-			case "panic":
-				var p *jobs.WorkPayload
-				_ = p.N // nil dereference
-			case "hang":
-				<-ctx.Done()
-				return ctx.Err()
-			case "error":
-				return errors.New("upstream said no")
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{}, 2)
+		go func() {
+			tg.work.worker(func(ctx context.Context, job *queue.Job[work]) error {
+				switch job.Payload.Kind {
+				case "panic":
+					var p *work
+					_ = p.N // nil dereference
+				case "hang":
+					<-ctx.Done()
+					return ctx.Err()
+				case "error":
+					return errors.New("upstream said no")
+				}
+				record(ctx, tg, "work_queue", job.ID, job.Attempt, "w")
+				return nil
+			}, queue.JobTimeout(200*time.Millisecond), queue.Concurrency(8), queue.PollInterval(50*time.Millisecond), queue.Logger(quiet)).Run(runCtx)
+			done <- struct{}{}
+		}()
+		go func() {
+			tg.events.worker(func(ctx context.Context, job *queue.Job[event]) error {
+				record(ctx, tg, "event_queue", job.ID, job.Attempt, "w")
+				return nil
+			},
+				queue.PollInterval(50*time.Millisecond), queue.Logger(quiet)).Run(runCtx)
+			done <- struct{}{}
+		}()
+		waitFinished(t, tg, "work_queue", time.Minute)
+		waitFinished(t, tg, "event_queue", time.Minute)
+		cancel()
+		<-done
+		<-done
+
+		wc := tally(t, tg, "work_queue", healthy+3*each)
+		check(t, tg, "handler-failures", wc, exactlyOnce)
+		if wc.dead != 3*each || wc.completed != healthy {
+			t.Errorf("work: %d dead, %d completed; want %d dead, %d completed", wc.dead, wc.completed, 3*each, healthy)
+		}
+		ec := tally(t, tg, "event_queue", 2*each)
+		check(t, tg, "undecodable-payloads", ec, exactlyOnce)
+		if ec.dead != each || ec.completed != each {
+			t.Errorf("events: %d dead, %d completed; want %d of each", ec.dead, ec.completed, each)
+		}
+		// Each dead job keeps the error of each attempt.
+		for kind, want := range map[string]string{"panic": "panic: runtime error: invalid memory address", "hang": "job timed out after 200ms", "error": "upstream said no"} {
+			errs := tg.jobErrors(t, "work_queue", "kind = ?", kind)
+			if len(errs) != 2 || !strings.Contains(errs[0], want) || !strings.Contains(errs[1], want) {
+				t.Errorf("%s job's errors = %q, want two attempts with %q", kind, errs, want)
 			}
-			record(ctx, pool, "work_queue", job.ID, job.Attempt, "w")
-			return nil
-		}, queue.JobTimeout(200*time.Millisecond), queue.Concurrency(8), queue.PollInterval(50*time.Millisecond), queue.Logger(quiet)).Run(runCtx)
-		done <- struct{}{}
-	}()
-	go func() {
-		events.Worker(func(ctx context.Context, job *queue.Job[jobs.EventPayload]) error {
-			record(ctx, pool, "event_queue", job.ID, job.Attempt, "w")
-			return nil
-		},
-			queue.PollInterval(50*time.Millisecond), queue.Logger(quiet)).Run(runCtx)
-		done <- struct{}{}
-	}()
-	waitFinished(t, pool, "work_queue", time.Minute)
-	waitFinished(t, pool, "event_queue", time.Minute)
-	cancel()
-	<-done
-	<-done
-
-	wc := tally(t, pool, "work_queue", healthy+3*each)
-	check(t, "handler-failures", wc, exactlyOnce)
-	if wc.dead != 3*each || wc.completed != healthy {
-		t.Errorf("work: %d dead, %d completed; want %d dead, %d completed", wc.dead, wc.completed, 3*each, healthy)
-	}
-	ec := tally(t, pool, "event_queue", 2*each)
-	check(t, "undecodable-payloads", ec, exactlyOnce)
-	if ec.dead != each || ec.completed != each {
-		t.Errorf("events: %d dead, %d completed; want %d of each", ec.dead, ec.completed, each)
-	}
-	// Each dead job keeps the error of each attempt.
-	for kind, want := range map[string]string{"panic": "panic: runtime error: invalid memory address", "hang": "job timed out after 200ms", "error": "upstream said no"} {
-		var errs []string
-		if err := pool.QueryRow(ctx, "SELECT errors FROM work_queue WHERE kind = $1 LIMIT 1", kind).Scan(&errs); err != nil {
-			t.Fatal(err)
 		}
-		if len(errs) != 2 || !strings.Contains(errs[0], want) || !strings.Contains(errs[1], want) {
-			t.Errorf("%s job's errors = %q, want two attempts with %q", kind, errs, want)
+		errs := tg.jobErrors(t, "event_queue", "state = 'dead'")
+		if len(errs) != 1 || !strings.Contains(errs[0], "payload cannot be decoded") {
+			t.Errorf("undecodable job's errors = %q", errs)
 		}
-	}
-	var errs []string
-	pool.QueryRow(ctx, "SELECT errors FROM event_queue WHERE state = 'dead' LIMIT 1").Scan(&errs)
-	if len(errs) != 1 || !strings.Contains(errs[0], "payload cannot be decoded") {
-		t.Errorf("undecodable job's errors = %q", errs)
-	}
+	})
 }
 
 // TestIsolationLevels works a transaction-mode queue under READ
@@ -119,13 +116,16 @@ func TestHandlerFailures(t *testing.T) {
 // one to a shared total in its transaction, so concurrent handlers
 // conflict: serialization failures and deadlocks roll back and are
 // retried, and in the end the total counts every job exactly once.
+// PostgreSQL only: it is about PostgreSQL's isolation levels and
+// serialization failures.
 func TestIsolationLevels(t *testing.T) {
 	t.Parallel()
 	for _, level := range []queue.Isolation{queue.ReadCommitted, queue.RepeatableRead, queue.Serializable} {
 		t.Run(strings.ToLower(level.String()), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			_, pool := prepare(t, "")
+			tg := prepare(t, postgres, "")
+			pool := tg.pool
 			if _, err := pool.Exec(ctx, "CREATE TABLE total (n bigint NOT NULL); INSERT INTO total VALUES (0)"); err != nil {
 				t.Fatal(err)
 			}
@@ -158,14 +158,14 @@ func TestIsolationLevels(t *testing.T) {
 						}
 					}})).Run(runCtx)
 			}()
-			waitFinished(t, pool, "ledger_queue", 2*time.Minute)
+			waitFinished(t, tg, "ledger_queue", 2*time.Minute)
 			cancel()
 			<-done
 			t.Logf("%s: %d serialization failures rolled back and retried", level, rolledBack.Load())
 			if level != queue.ReadCommitted && rolledBack.Load() == 0 {
 				t.Errorf("no serialization failure happened under %s: the scenario tests no retry", level)
 			}
-			if n := count(t, pool, "SELECT count(*) FROM completed_log WHERE attempt > 1"); n != 0 {
+			if n := tg.count(t, "SELECT count(*) FROM completed_log WHERE attempt > 1"); n != 0 {
 				t.Errorf("%d jobs used more than one attempt: serialization failures must not count as failed attempts", n)
 			}
 			var n int
@@ -173,15 +173,15 @@ func TestIsolationLevels(t *testing.T) {
 			if n != total {
 				t.Errorf("the total is %d after %d jobs: a job's work was lost or committed twice", n, total)
 			}
-			check(t, "isolation-"+strings.ReplaceAll(strings.ToLower(level.String()), " ", "-"), tally(t, pool, "ledger_queue", total), exactlyOnce)
+			check(t, tg, "isolation-"+strings.ReplaceAll(strings.ToLower(level.String()), " ", "-"), tally(t, tg, "ledger_queue", total), exactlyOnce)
 		})
 	}
 	t.Run("lease mode, serializable sessions", func(t *testing.T) {
 		t.Parallel()
-		url, setupPool := prepare(t, "")
+		setup := prepare(t, postgres, "")
 		total := scale(1000, 10000)
-		pushWork(t, setupPool, total)
-		cfg, err := pgxpool.ParseConfig(url)
+		pushWork(t, setup, total)
+		cfg, err := pgxpool.ParseConfig(setup.address)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,18 +191,9 @@ func TestIsolationLevels(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer pool.Close()
-		stop := runWorkers(t, pool, 3, time.Millisecond)
-		waitFinished(t, setupPool, "work_queue", 2*time.Minute)
+		stop := runWorkers(t, setup.withPool(pool), 3, time.Millisecond)
+		waitFinished(t, setup, "work_queue", 2*time.Minute)
 		stop()
-		check(t, "isolation-lease-serializable", tally(t, setupPool, "work_queue", total), exactlyOnce)
+		check(t, setup, "isolation-lease-serializable", tally(t, setup, "work_queue", total), exactlyOnce)
 	})
-}
-
-func count(t *testing.T, pool *pgxpool.Pool, sql string) int {
-	t.Helper()
-	var n int
-	if err := pool.QueryRow(context.Background(), sql).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

@@ -13,7 +13,8 @@ import (
 // TestSuiteCatchesMutations proves the suite can fail: it builds this
 // package's tests with the queuegen_mutation tag, whose runtime carries
 // deliberate bugs (queue/mutation_on.go), runs scenarios with each bug
-// switched on, and requires each run to fail with the sign of that bug.
+// switched on, on each engine apart, and requires each run to fail with
+// the sign of that bug.
 func TestSuiteCatchesMutations(t *testing.T) {
 	if os.Getenv("QUEUEGEN_MUTATION") != "" {
 		t.Fatal("TestSuiteCatchesMutations runs the suite under mutations; it must not run under one itself")
@@ -37,17 +38,19 @@ func TestSuiteCatchesMutations(t *testing.T) {
 		// runs every 11th job's handler twice
 		{"double-run", "TestHandlerFailures", "handled successfully more than once"},
 	} {
-		t.Run(m.name, func(t *testing.T) {
-			t.Parallel()
-			cmd := exec.Command(bin, "-test.run", "^("+m.scenarios+")$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "QUEUEGEN_MUTATION="+m.name, "QUEUEGEN_RELIABILITY_REPORT=")
-			out, err := cmd.CombinedOutput()
-			if err == nil {
-				t.Fatalf("the suite passed with the %s bug in the runtime:\n%s", m.name, out)
-			}
-			if !strings.Contains(string(out), m.sign) {
-				t.Errorf("the suite failed with the %s bug, but not with its sign %q:\n%s", m.name, m.sign, out)
-			}
-		})
+		for _, engine := range engines() {
+			t.Run(m.name+"/"+engine, func(t *testing.T) {
+				t.Parallel()
+				cmd := exec.Command(bin, "-test.run", "^("+m.scenarios+")$/^("+engine+")$", "-test.count=1")
+				cmd.Env = append(os.Environ(), "QUEUEGEN_MUTATION="+m.name, "QUEUEGEN_RELIABILITY_REPORT=")
+				out, err := cmd.CombinedOutput()
+				if err == nil {
+					t.Fatalf("the suite passed on %s with the %s bug in the runtime:\n%s", engine, m.name, out)
+				}
+				if !strings.Contains(string(out), m.sign) {
+					t.Errorf("the suite failed on %s with the %s bug, but not with its sign %q:\n%s", engine, m.name, m.sign, out)
+				}
+			})
+		}
 	}
 }

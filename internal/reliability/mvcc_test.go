@@ -8,20 +8,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/queuegen/queuegen/internal/reliability/jobs"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 )
 
 // drain pushes total jobs and times three workers working them all.
-func drain(t *testing.T, pool *pgxpool.Pool, total int) time.Duration {
+func drain(t *testing.T, tg *target, total int) time.Duration {
 	t.Helper()
-	pushWork(t, pool, total)
+	pushWork(t, tg, total)
 	start := time.Now()
-	stop := runWorkers(t, pool, 3, 0)
-	waitFinished(t, pool, "work_queue", 5*time.Minute)
+	stop := runWorkers(t, tg, 3, 0)
+	waitFinished(t, tg, "work_queue", 5*time.Minute)
 	took := time.Since(start)
 	stop()
 	return took
@@ -32,18 +30,19 @@ func drain(t *testing.T, pool *pgxpool.Pool, total int) time.Duration {
 // open. The snapshot keeps every claimed and deleted row version alive,
 // so claims wade through index entries they cannot skip: the known MVCC
 // failure mode of Postgres queues. The test requires no error and nothing
-// lost, and reports the slowdown (README, "Guarantees").
+// lost, and reports the slowdown (README, "Guarantees"). PostgreSQL only:
+// it is about PostgreSQL's MVCC.
 func TestLongTransactionHoldsBackVacuum(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	total := scale(10000, 100000)
 
-	_, pool := prepare(t, "")
-	baseline := drain(t, pool, total)
-	check(t, "baseline-drain", tally(t, pool, "work_queue", total), exactlyOnce)
+	base := prepare(t, postgres, "")
+	baseline := drain(t, base, total)
+	check(t, base, "baseline-drain", tally(t, base, "work_queue", total), exactlyOnce)
 
-	_, held := prepare(t, "")
-	conn, err := held.Acquire(ctx)
+	held := prepare(t, postgres, "")
+	conn, err := held.pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +60,7 @@ func TestLongTransactionHoldsBackVacuum(t *testing.T) {
 	}
 	slowed := drain(t, held, total)
 	tx.Rollback(ctx)
-	check(t, "drain-with-long-transaction", tally(t, held, "work_queue", total), exactlyOnce)
+	check(t, held, "drain-with-long-transaction", tally(t, held, "work_queue", total), exactlyOnce)
 	t.Logf("drain of %d jobs: %s normally, %s with a transaction holding its snapshot (%.1fx)", total, baseline.Round(time.Millisecond), slowed.Round(time.Millisecond), slowed.Seconds()/baseline.Seconds())
 }
 
@@ -99,10 +98,12 @@ func (s *spyQueue) Extend(ctx context.Context, job *queue.Job[jobs.WorkPayload],
 //   - A worker whose heartbeat cannot reach the database gives its job
 //     up when the lease runs out locally, and the job is claimed again
 //     elsewhere once it expires in the database.
+//
+// PostgreSQL only (its spy wraps the PostgreSQL accessor).
 func TestClockSkew(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, pool := prepare(t, "")
+	pool := prepare(t, postgres, "").pool
 	q := jobs.NewWorkQueue(pool)
 	live, _ := q.Push(ctx, jobs.WorkPayload{N: 1, Kind: "live"})
 	expired, _ := q.Push(ctx, jobs.WorkPayload{N: 2, Kind: "expired"})
@@ -155,8 +156,8 @@ func TestClockSkew(t *testing.T) {
 	// A worker cut off from the database gives its jobs up when their
 	// leases run out by its own monotonic timer; another node then claims
 	// them, once they expired in the database.
-	_, pool2 := prepare(t, "")
-	q2 := jobs.NewWorkQueue(pool2)
+	tg2 := prepare(t, postgres, "")
+	q2 := jobs.NewWorkQueue(tg2.pool)
 	const cutOff = 20
 	for i := range cutOff {
 		q2.Push(ctx, jobs.WorkPayload{N: int64(i), Kind: "cut-off"})
@@ -180,14 +181,14 @@ func TestClockSkew(t *testing.T) {
 	}
 	cancelCut()
 	<-cutDone
-	stop := runWorkers(t, pool2, 1, 0)
-	waitFinished(t, pool2, "work_queue", 30*time.Second)
+	stop := runWorkers(t, tg2, 1, 0)
+	waitFinished(t, tg2, "work_queue", 30*time.Second)
 	stop()
 	// The cut-off worker may itself claim them again once they expired
 	// (its slots free up when it gives them up), so they finish at
 	// attempt 2 or later; never at the attempt whose lease it lost.
-	if n := count(t, pool2, "SELECT count(*) FROM completed_log WHERE attempt >= 2"); n != cutOff {
+	if n := tg2.count(t, "SELECT count(*) FROM completed_log WHERE attempt >= 2"); n != cutOff {
 		t.Errorf("%d jobs completed at attempt 2 or later, want all %d", n, cutOff)
 	}
-	check(t, "clock-skew", tally(t, pool2, "work_queue", cutOff), exactlyOnce)
+	check(t, tg2, "clock-skew", tally(t, tg2, "work_queue", cutOff), exactlyOnce)
 }

@@ -18,38 +18,39 @@ import (
 // TestWorkerStartsWhileDatabaseDown: a worker with a stable node id first
 // releases what its node left claimed; when the database cannot be
 // reached then, it retries until it can, instead of giving up for good,
-// and then works the queue.
+// and then works the queue. On every engine.
 func TestWorkerStartsWhileDatabaseDown(t *testing.T) {
-	t.Parallel()
-	cluster := pgtest.NewCluster(t)
-	_, pool := prepare(t, cluster.URL())
-	total := 200
-	pushWork(t, pool, total)
-	cluster.Stop(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var handled atomic.Int64
-	w := jobs.NewWorkQueue(pool).Worker(func(context.Context, *queue.Job[jobs.WorkPayload]) error {
-		handled.Add(1)
-		return nil
-	}, queue.Node("restarting-node"), queue.PollInterval(100*time.Millisecond), queue.Logger(quiet))
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(ctx) }()
-	time.Sleep(time.Second)
-	select {
-	case err := <-ran:
-		t.Fatalf("the worker gave up while the database was down: %v", err)
-	default:
-	}
-	cluster.Start(t)
-	waitFinished(t, pool, "work_queue", time.Minute)
-	cancel()
-	if err := <-ran; err != nil {
-		t.Errorf("Run = %v", err)
-	}
-	if handled.Load() < int64(total) {
-		t.Errorf("handled %d of %d jobs", handled.Load(), total)
-	}
+	eachEngine(t, func(t *testing.T, engine string) {
+		server := privateServer(t, engine)
+		tg := prepare(t, engine, server.address)
+		total := 200
+		pushWork(t, tg, total)
+		server.stop()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var handled atomic.Int64
+		w := tg.work.worker(func(context.Context, *queue.Job[work]) error {
+			handled.Add(1)
+			return nil
+		}, queue.Node("restarting-node"), queue.PollInterval(100*time.Millisecond), queue.Logger(quiet))
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(ctx) }()
+		time.Sleep(time.Second)
+		select {
+		case err := <-ran:
+			t.Fatalf("the worker gave up while the database was down: %v", err)
+		default:
+		}
+		server.start()
+		waitFinished(t, tg, "work_queue", time.Minute)
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+		if handled.Load() < int64(total) {
+			t.Errorf("handled %d of %d jobs", handled.Load(), total)
+		}
+	})
 }
 
 // refusingQueue is the work queue with completions that the database
@@ -72,11 +73,13 @@ func (q *refusingQueue) CompleteMany(ctx context.Context, js []*queue.Job[jobs.W
 // handlers still return at once (they hand their result over and free
 // their slot), and a shutdown ends within ShutdownTimeout, saying how many
 // finished jobs it could not record, which come back when their leases
-// expire.
+// expire. PostgreSQL only: it is about the runtime, with the database
+// refusal simulated around the PostgreSQL accessor.
 func TestShutdownWhileWritesFail(t *testing.T) {
 	t.Parallel()
-	_, pool := prepare(t, "")
-	pushWork(t, pool, 500)
+	tg := prepare(t, postgres, "")
+	pool := tg.pool
+	pushWork(t, tg, 500)
 	q := &refusingQueue{WorkQueue: jobs.NewWorkQueue(pool)}
 	q.refusing.Store(true)
 	var handled atomic.Int64
@@ -116,7 +119,7 @@ func TestShutdownWhileWritesFail(t *testing.T) {
 		queue.PollInterval(100*time.Millisecond), queue.Logger(quiet))
 	done := make(chan struct{})
 	go func() { w2.Run(runCtx); close(done) }()
-	waitFinished(t, pool, "work_queue", time.Minute)
+	waitFinished(t, tg, "work_queue", time.Minute)
 	stop()
 	<-done
 }
@@ -125,12 +128,14 @@ func TestShutdownWhileWritesFail(t *testing.T) {
 // server is stopped for a few seconds and started again. Once it is back,
 // workers claim again within their poll interval (their slots are not held
 // by results waiting to be written), and the pickup latency returns to
-// normal at once. The scenario reports the figures.
+// normal at once. The scenario reports the figures. PostgreSQL only, so
+// far.
 func TestRecoveryAfterRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cluster := pgtest.NewCluster(t)
-	_, pool := prepare(t, cluster.URL())
+	tg := prepare(t, postgres, cluster.URL())
+	pool := tg.pool
 	const poll = 200 * time.Millisecond
 	q := jobs.NewWorkQueue(pool)
 	var mu sync.Mutex
@@ -142,7 +147,7 @@ func TestRecoveryAfterRestart(t *testing.T) {
 	for i := range 4 {
 		node := fmt.Sprintf("node-%d", i)
 		w := q.Worker(func(ctx context.Context, job *queue.Job[jobs.WorkPayload]) error {
-			record(ctx, pool, "work_queue", job.ID, job.Attempt, node)
+			record(ctx, tg, "work_queue", job.ID, job.Attempt, node)
 			now := time.Now()
 			mu.Lock()
 			handledAt = append(handledAt, now)
@@ -186,7 +191,7 @@ func TestRecoveryAfterRestart(t *testing.T) {
 	time.Sleep(6 * time.Second)
 	stopPush()
 	pushers.Wait()
-	waitFinished(t, pool, "work_queue", time.Minute)
+	waitFinished(t, tg, "work_queue", time.Minute)
 	stopWork()
 	workers.Wait()
 
@@ -225,5 +230,5 @@ func TestRecoveryAfterRestart(t *testing.T) {
 	if p := pct(0.5); len(pickups) < 100 || p > poll+100*time.Millisecond {
 		t.Errorf("pickup p50 %v over %d jobs after the restart; want within the poll interval %v", p, len(pickups), poll)
 	}
-	check(t, "restart-steady-pushes", tallyAcked(t, pool, "work_queue", acked), atLeastOnce)
+	check(t, tg, "restart-steady-pushes", tallyAcked(t, tg, "work_queue", acked), atLeastOnce)
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -14,9 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/migrate"
+	"github.com/queuegen/queuegen/internal/mytest"
 	"github.com/queuegen/queuegen/internal/pgtest"
 )
 
@@ -25,7 +29,13 @@ import (
 var long = flag.Bool("reliability.long", false, "run the fault scenarios longer")
 
 func TestMain(m *testing.M) {
+	// The MySQL driver logs each connection that a restart or KILL broke;
+	// the scenarios count what matters.
+	mysql.SetLogger(log.New(io.Discard, "", 0))
 	code := pgtest.RunMain(m)
+	if workerDir != "" {
+		os.RemoveAll(workerDir)
+	}
 	reportMu.Lock()
 	for _, line := range report {
 		fmt.Println(line)
@@ -79,9 +89,23 @@ CREATE TRIGGER work_completed AFTER DELETE ON work_queue FOR EACH ROW EXECUTE FU
 CREATE TRIGGER ledger_completed AFTER DELETE ON ledger_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
 CREATE TRIGGER event_completed AFTER DELETE ON event_queue FOR EACH ROW EXECUTE FUNCTION log_completion();`
 
+// mysqlAudit is audit on MySQL, one statement at a time: a trigger per
+// queue table (MySQL triggers name no function), times in UTC.
+var mysqlAudit = []string{
+	`CREATE TABLE handled (queue VARCHAR(64) NOT NULL, job_id BIGINT NOT NULL, attempt INT NOT NULL, instance VARCHAR(255) NOT NULL,
+    run VARCHAR(32) NOT NULL, at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), PRIMARY KEY (queue, job_id, attempt, run)) ENGINE = InnoDB`,
+	`CREATE TABLE completed_log (queue VARCHAR(64) NOT NULL, job_id BIGINT NOT NULL, attempt INT NOT NULL, KEY (queue, job_id)) ENGINE = InnoDB`,
+	`CREATE TRIGGER work_completed AFTER DELETE ON work_queue FOR EACH ROW INSERT INTO completed_log VALUES ('work_queue', OLD.id, OLD.attempt)`,
+	`CREATE TRIGGER ledger_completed AFTER DELETE ON ledger_queue FOR EACH ROW INSERT INTO completed_log VALUES ('ledger_queue', OLD.id, OLD.attempt)`,
+	`CREATE TRIGGER event_completed AFTER DELETE ON event_queue FOR EACH ROW INSERT INTO completed_log VALUES ('event_queue', OLD.id, OLD.attempt)`,
+}
+
 // recordSQL records a successful handler run, named by a token of its
 // own: running it again for the same run changes nothing.
 const recordSQL = "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING"
+
+// mysqlRecordSQL is recordSQL on MySQL.
+const mysqlRecordSQL = "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE run = run"
 
 // runToken names one handler run.
 func runToken() string { return strconv.FormatUint(rand.Uint64(), 36) }
@@ -89,27 +113,38 @@ func runToken() string { return strconv.FormatUint(rand.Uint64(), 36) }
 // record records that a lease-mode handler is about to return success,
 // retrying until the database has it (the connection may be killed under
 // it): each run that returns success is recorded exactly once.
-func record(ctx context.Context, pool *pgxpool.Pool, table string, id int64, attempt int32, instance string) {
+func record(ctx context.Context, tg *target, table string, id int64, attempt int32, instance string) {
 	run := runToken()
+	ctx = context.WithoutCancel(ctx)
 	for {
-		if _, err := pool.Exec(context.WithoutCancel(ctx), recordSQL, table, id, attempt, instance, run); err == nil {
+		var err error
+		if tg.engine == postgres {
+			_, err = tg.pool.Exec(ctx, recordSQL, table, id, attempt, instance, run)
+		} else {
+			_, err = tg.db.ExecContext(ctx, mysqlRecordSQL, table, id, attempt, instance, run)
+		}
+		if err == nil {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// prepare migrates a database (a fresh one, or url when given) and adds
-// the audit tables.
-func prepare(t *testing.T, url string) (string, *pgxpool.Pool) {
+// prepare migrates a database of engine (a fresh one on the shared
+// server, or address when given: a private server's) and adds the audit
+// tables.
+func prepare(t *testing.T, engine, address string) *target {
 	t.Helper()
-	if url == "" {
-		url = pgtest.URL(t)
-	} else {
-		url = pgtest.Route(t, url)
+	switch {
+	case engine == mysqlEng && address == "":
+		address = mytest.DSN(t)
+	case address == "":
+		address = pgtest.URL(t)
+	case engine == postgres:
+		address = pgtest.Route(t, address)
 	}
 	ctx := context.Background()
-	m, err := migrate.Open(url, "db/migrations")
+	m, err := migrate.Open(address, migrations(engine))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,15 +152,36 @@ func prepare(t *testing.T, url string) (string, *pgxpool.Pool) {
 	if err := m.Up(ctx, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := pgxpool.New(ctx, url)
+	tg := &target{engine: engine, address: address}
+	if engine == postgres {
+		tg.pool, err = pgxpool.New(ctx, address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(tg.pool.Close)
+		if _, err := tg.pool.Exec(ctx, audit); err != nil {
+			t.Fatal(err)
+		}
+		return tg.on()
+	}
+	parsed, err := dburl.Parse(address)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(pool.Close)
-	if _, err := pool.Exec(ctx, audit); err != nil {
+	if tg.db, err = parsed.Open(); err != nil {
 		t.Fatal(err)
 	}
-	return url, pool
+	// database/sql keeps two idle connections by default: the workers'
+	// claims, handlers and completions would open and close connections
+	// all the time.
+	tg.db.SetMaxIdleConns(64)
+	t.Cleanup(func() { tg.db.Close() })
+	for _, stmt := range mysqlAudit {
+		if _, err := tg.db.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tg.on()
 }
 
 // counts are a scenario's outcome for one queue table.
@@ -143,24 +199,17 @@ type counts struct {
 func (c counts) lost() int { return c.pushed - c.completed - c.dead - c.left }
 
 // tally counts what became of the jobs of table.
-func tally(t *testing.T, pool *pgxpool.Pool, table string, pushed int) counts {
+func tally(t *testing.T, tg *target, table string, pushed int) counts {
 	t.Helper()
-	ctx := context.Background()
 	c := counts{pushed: pushed}
-	q := func(sql string, args ...any) int {
-		var n int
-		if err := pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	c.completed = q("SELECT count(DISTINCT job_id) FROM completed_log WHERE queue = $1", table)
-	c.double = q("SELECT count(*) - count(DISTINCT job_id) FROM completed_log WHERE queue = $1", table)
+	q := func(sql string, args ...any) int { return tg.count(t, sql, args...) }
+	c.completed = q("SELECT count(DISTINCT job_id) FROM completed_log WHERE queue = ?", table)
+	c.double = q("SELECT count(*) - count(DISTINCT job_id) FROM completed_log WHERE queue = ?", table)
 	c.dead = q("SELECT count(*) FROM " + table + " WHERE state = 'dead'")
 	c.left = q("SELECT count(*) FROM " + table + " WHERE state <> 'dead'")
 	c.unhandled = q(`SELECT count(DISTINCT job_id) FROM completed_log c
-WHERE c.queue = $1 AND NOT EXISTS (SELECT 1 FROM handled h WHERE h.queue = c.queue AND h.job_id = c.job_id)`, table)
-	c.twice = q("SELECT count(*) FROM (SELECT job_id FROM handled WHERE queue = $1 GROUP BY job_id HAVING count(*) > 1) AS x", table)
+WHERE c.queue = ? AND NOT EXISTS (SELECT 1 FROM handled h WHERE h.queue = c.queue AND h.job_id = c.job_id)`, table)
+	c.twice = q("SELECT count(*) FROM (SELECT job_id FROM handled WHERE queue = ? GROUP BY job_id HAVING count(*) > 1) AS x", table)
 	return c
 }
 
@@ -168,11 +217,12 @@ WHERE c.queue = $1 AND NOT EXISTS (SELECT 1 FROM handled h WHERE h.queue = c.que
 // every acknowledged id must be completed, dead or left, and a job the
 // database holds beyond those is a push whose reply was lost, counted as
 // pushed (and as unacked) rather than as a surplus that hides a loss.
-func tallyAcked(t *testing.T, pool *pgxpool.Pool, table string, acked []int64) counts {
+// (PostgreSQL: the ids are passed as an array.)
+func tallyAcked(t *testing.T, tg *target, table string, acked []int64) counts {
 	t.Helper()
-	c := tally(t, pool, table, len(acked))
+	c := tally(t, tg, table, len(acked))
 	var missing int
-	err := pool.QueryRow(context.Background(), `SELECT count(*) FROM unnest($1::bigint[]) AS a(id)
+	err := tg.pool.QueryRow(context.Background(), `SELECT count(*) FROM unnest($1::bigint[]) AS a(id)
 WHERE NOT EXISTS (SELECT 1 FROM completed_log l WHERE l.queue = $2 AND l.job_id = a.id)
   AND NOT EXISTS (SELECT 1 FROM `+table+` j WHERE j.id = a.id)`, acked, table).Scan(&missing)
 	if err != nil {
@@ -199,15 +249,20 @@ const (
 
 // check requires, per job, that nothing is lost, left unfinished,
 // completed twice or completed without a successful handler run, and
-// (exactlyOnce) no successful run repeated; it prints the scenario's line.
-func check(t *testing.T, scenario string, c counts, d delivery) {
+// (exactlyOnce) no successful run repeated; it prints the scenario's line,
+// with what the scenario did (detail) when it says.
+func check(t *testing.T, tg *target, scenario string, c counts, d delivery, detail ...string) {
 	t.Helper()
 	rule := "exactly once"
 	if d == atLeastOnce {
 		rule = "lease mode: at least once"
 	}
+	scenario += tg.label()
 	if pgtest.ViaPgBouncer() {
 		scenario += " (through PgBouncer)"
+	}
+	if len(detail) > 0 {
+		rule += "; " + strings.Join(detail, ", ")
 	}
 	unacked := ""
 	if c.unacked != 0 {
@@ -228,12 +283,11 @@ func check(t *testing.T, scenario string, c counts, d delivery) {
 }
 
 // waitFinished waits until table holds no unfinished job.
-func waitFinished(t *testing.T, pool *pgxpool.Pool, table string, timeout time.Duration) {
+func waitFinished(t *testing.T, tg *target, table string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		var left int
-		err := pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table+" WHERE state <> 'dead'").Scan(&left)
+		left, err := tg.queryInt(context.Background(), "SELECT count(*) FROM "+table+" WHERE state <> 'dead'")
 		if err == nil && left == 0 {
 			return
 		}

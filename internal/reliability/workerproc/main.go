@@ -3,7 +3,8 @@
 // killing it at a random moment). Every delivery is logged to table
 // handled, with this process's incarnation, so the test can tell which
 // re-deliveries followed a holder's death. Each run that returns success is
-// recorded first.
+// recorded first. -db is a PostgreSQL URL or a MySQL DSN or URL: the
+// engine decides which generated package works the queue.
 package main
 
 import (
@@ -20,14 +21,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/reliability/jobs"
+	"github.com/queuegen/queuegen/internal/reliability/mysql/myjobs"
 	"github.com/queuegen/queuegen/queue"
 )
 
 func main() {
-	db := flag.String("db", "", "database URL")
+	db := flag.String("db", "", "database URL (PostgreSQL) or DSN (MySQL)")
 	node := flag.String("node", "", "node id (stable across restarts of one slot)")
 	instance := flag.String("instance", "", "this incarnation's id")
 	concurrency := flag.Int("concurrency", 8, "handlers at once")
@@ -35,27 +39,54 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	fmt.Println("ready") // SIGTERM now shuts down gracefully
-	pool, err := pgxpool.New(ctx, *db)
+	opts := []queue.WorkerOption{queue.Node(*node), queue.Concurrency(*concurrency), queue.PollInterval(100 * time.Millisecond),
+		queue.ShutdownTimeout(5 * time.Second), queue.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	parsed, err := dburl.Parse(*db)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer pool.Close()
-	q := jobs.NewWorkQueue(pool)
-	w := q.Worker(func(ctx context.Context, job *queue.Job[jobs.WorkPayload]) error {
+	var w interface{ Run(context.Context) error }
+	if parsed.Engine == dburl.MySQL {
+		mysql.SetLogger(log.New(io.Discard, "", 0)) // the broken connections of a test's kills
+		h, err := parsed.Open()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer h.Close()
+		h.SetMaxIdleConns(2 * *concurrency)
+		w = myjobs.NewWorkQueue(h).Worker(handler[myjobs.WorkPayload](*instance, func(ctx context.Context, args ...any) error {
+			_, err := h.ExecContext(ctx, "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES ('work_queue', ?, ?, ?, ?) ON DUPLICATE KEY UPDATE run = run", args...)
+			return err
+		}), opts...)
+	} else {
+		pool, err := pgxpool.New(ctx, *db)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer pool.Close()
+		w = jobs.NewWorkQueue(pool).Worker(handler[jobs.WorkPayload](*instance, func(ctx context.Context, args ...any) error {
+			_, err := pool.Exec(ctx, "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES ('work_queue', $1, $2, $3, $4) ON CONFLICT DO NOTHING", args...)
+			return err
+		}), opts...)
+	}
+	if err := w.Run(ctx); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// handler works a job for a moment, then records the successful run
+// (job id, attempt, instance, run token) with record, retrying until the
+// database has it (the suite's accounting: see audit), and returns
+// success.
+func handler[P any](instance string, record func(ctx context.Context, args ...any) error) queue.Handler[P] {
+	return func(ctx context.Context, job *queue.Job[P]) error {
 		time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
-		// Record the successful run before returning it, retrying until
-		// the database has it (the suite's accounting: see audit).
 		run := strconv.FormatUint(rand.Uint64(), 36)
 		for {
-			if _, err := pool.Exec(context.WithoutCancel(ctx), "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES ('work_queue', $1, $2, $3, $4) ON CONFLICT DO NOTHING",
-				job.ID, job.Attempt, *instance, run); err == nil {
+			if err := record(context.WithoutCancel(ctx), job.ID, job.Attempt, instance, run); err == nil {
 				return nil
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-	}, queue.Node(*node), queue.Concurrency(*concurrency), queue.PollInterval(100*time.Millisecond),
-		queue.ShutdownTimeout(5*time.Second), queue.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err := w.Run(ctx); err != nil {
-		log.Fatal(err)
 	}
 }

@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/pressly/goose/v3"
+
+	"github.com/queuegen/queuegen/internal/bench/myjobs"
+	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/queue"
+)
+
+// myTarget is a MySQL or MariaDB server. MySQL has no schemas inside a
+// database, so the bench works in a database of its own (Schema, unless a
+// test names another), which it creates and drops on the server the
+// address names; the address's own database is not touched.
+type myTarget struct {
+	admin    *sql.DB // on the address's database: CREATE and DROP DATABASE
+	db       *sql.DB // on the bench's database
+	database string
+}
+
+func newMySQL(d dburl.DB, database string, conns int) (*myTarget, error) {
+	admin, err := d.Open()
+	if err != nil {
+		return nil, err
+	}
+	cfg := d.MySQL.Clone()
+	cfg.DBName = database
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		admin.Close()
+		return nil, err
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	return &myTarget{admin: admin, db: db, database: database}, nil
+}
+
+func (t *myTarget) close() {
+	t.db.Close()
+	t.admin.Close()
+}
+
+func (t *myTarget) setup(ctx context.Context) error {
+	t.teardown()
+	if _, err := t.admin.ExecContext(ctx, "CREATE DATABASE `"+t.database+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		return err
+	}
+	dir, err := fs.Sub(mysqlMigrations, "db/mysql/migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectMySQL, t.db, dir)
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(ctx)
+	return err
+}
+
+func (t *myTarget) teardown() {
+	t.db.SetMaxIdleConns(0) // close the connections on the database to drop
+	t.admin.Exec("DROP DATABASE IF EXISTS `" + t.database + "`")
+	t.db.SetMaxIdleConns(t.db.Stats().MaxOpenConnections)
+}
+
+func myPayload(n int64) myjobs.BenchPayload {
+	return myjobs.BenchPayload{Recipient: "a@example.com", N: int32(n)}
+}
+
+func (t *myTarget) pushers(ctx context.Context, n int) ([]func(context.Context, int64) error, func(), error) {
+	var conns []*sql.Conn
+	release := func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	push := make([]func(context.Context, int64) error, n)
+	for i := range push {
+		c, err := t.db.Conn(ctx)
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		conns = append(conns, c)
+		q := myjobs.NewBenchQueue(c)
+		push[i] = func(ctx context.Context, n int64) error { _, err := q.Push(ctx, myPayload(n)); return err }
+	}
+	return push, release, nil
+}
+
+func (t *myTarget) pushMany(ctx context.Context, from, to int64) (int64, error) {
+	batch := make([]myjobs.BenchPayload, 0, to-from)
+	for n := from; n < to; n++ {
+		batch = append(batch, myPayload(n))
+	}
+	return myjobs.NewBenchQueue(t.db).PushMany(ctx, batch)
+}
+
+func (t *myTarget) fill(ctx context.Context, n int) error {
+	for i := 0; i < n; i += 1000 {
+		if _, err := t.pushMany(ctx, int64(i), int64(min(i+1000, n))); err != nil {
+			return err
+		}
+	}
+	_, err := t.db.ExecContext(ctx, "ANALYZE TABLE bench_queue")
+	return err
+}
+
+// worker: MySQL has no LISTEN/NOTIFY; a push through an accessor of this
+// process wakes the process's idle workers of the queue at once, so the
+// latency workload measures that wake, and latency-poll the polling.
+func (t *myTarget) worker(ctx context.Context, started func(), wake bool, opts ...queue.WorkerOption) (runner, func(context.Context, int64) error, func(), error) {
+	q := myjobs.NewBenchQueue(t.db)
+	push := func(ctx context.Context, n int64) error { _, err := q.Push(ctx, myPayload(n)); return err }
+	if !wake {
+		// A push from another process: nothing wakes the worker.
+		push = func(ctx context.Context, n int64) error {
+			_, err := t.db.ExecContext(ctx, "INSERT INTO bench_queue (recipient, n, max_attempts, created_at, run_after) VALUES (?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
+				"a@example.com", n, myjobs.BenchMaxAttempts)
+			return err
+		}
+	}
+	return q.Worker(handler[myjobs.BenchPayload](started), opts...), push, func() {}, nil
+}
+
+func (t *myTarget) depth(ctx context.Context) (int64, error) {
+	return myjobs.NewBenchQueue(t.db).Depth(ctx)
+}
+
+func (t *myTarget) left(ctx context.Context) (int64, error) {
+	var n int64
+	err := t.db.QueryRowContext(ctx, "SELECT count(*) FROM bench_queue").Scan(&n)
+	return n, err
+}
+
+// health reads InnoDB's purge backlog (the history list: undo not yet
+// purged, InnoDB's dead rows) and the table's size.
+func (t *myTarget) health(ctx context.Context) (string, error) {
+	var rows, size int64
+	if err := t.db.QueryRowContext(ctx, `SELECT table_rows, data_length + index_length FROM information_schema.tables
+WHERE table_schema = DATABASE() AND table_name = 'bench_queue'`).Scan(&rows, &size); err != nil {
+		return "", err
+	}
+	var history int64
+	if err := t.db.QueryRowContext(ctx, `SELECT count FROM information_schema.innodb_metrics WHERE name = 'trx_rseg_history_len'`).Scan(&history); err != nil {
+		history = -1
+	}
+	return fmt.Sprintf("InnoDB history list %d, rows ~%d, table with indexes %.1f MB", history, rows, float64(size)/(1<<20)), nil
+}

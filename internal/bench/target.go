@@ -1,0 +1,43 @@
+package bench
+
+import (
+	"context"
+
+	"github.com/queuegen/queuegen/queue"
+)
+
+// target is the database a bench runs on, through the bench queue
+// queuegen generated for its engine (package jobs for PostgreSQL, package
+// myjobs for MySQL and MariaDB). The workloads are written once against
+// it.
+type target interface {
+	// setup creates the bench's schema (PostgreSQL) or database (MySQL)
+	// and applies the bench queue's migrations; teardown drops it.
+	setup(ctx context.Context) error
+	teardown()
+	// pushers returns n single-job push functions, each on a connection
+	// of its own (as a load generator's clients are), and a release of
+	// those connections.
+	pushers(ctx context.Context, n int) ([]func(ctx context.Context, n int64) error, func(), error)
+	// pushMany pushes the jobs numbered from to to-1 with one PushMany.
+	pushMany(ctx context.Context, from, to int64) (int64, error)
+	// fill pushes n jobs quickly, untimed, and refreshes the planner's
+	// statistics.
+	fill(ctx context.Context, n int) error
+	// worker is a worker of the bench queue whose handler calls started
+	// (when not nil) and succeeds. wake picks the push-to-worker wake-up
+	// the latency workload measures: LISTEN/NOTIFY on PostgreSQL, the
+	// in-process wake of a push through the same accessor on MySQL; with
+	// wake false the worker polls only.
+	worker(ctx context.Context, started func(), wake bool, opts ...queue.WorkerOption) (w runner, push func(ctx context.Context, n int64) error, closeFn func(), err error)
+	// depth is the queue's Depth; left counts the rows of the bench
+	// table.
+	depth(ctx context.Context) (int64, error)
+	left(ctx context.Context) (int64, error)
+	// health is steady's closing line about the table: dead rows, size.
+	health(ctx context.Context) (string, error)
+	close()
+}
+
+// runner is a worker.
+type runner interface{ Run(context.Context) error }

@@ -1,0 +1,233 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/internal/engine/postgres"
+)
+
+// pgBackend is the operations on PostgreSQL, through a pgx pool, on the
+// queues of one schema.
+type pgBackend struct {
+	pool   *pgxpool.Pool
+	schema string
+}
+
+func openPostgres(ctx context.Context, db dburl.DB, schema string) (*pgBackend, error) {
+	pool, err := pgxpool.New(ctx, db.URL)
+	if err != nil {
+		return nil, err
+	}
+	return &pgBackend{pool: pool, schema: schema}, nil
+}
+
+func (p *pgBackend) ping(ctx context.Context) error { return p.pool.Ping(ctx) }
+
+func (p *pgBackend) close() { p.pool.Close() }
+
+func (p *pgBackend) queues(ctx context.Context) ([]Queue, error) {
+	rows, err := p.pool.Query(ctx, "SELECT name, table_name, mode, paused FROM "+pgx.Identifier{p.schema, "queuegen_queues"}.Sanitize()+" ORDER BY name")
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+			return nil, fmt.Errorf("no queue registry in schema %s: apply the migrations first (queuegen migrate up)", p.schema)
+		}
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Queue, error) {
+		var q Queue
+		err := r.Scan(&q.Name, &q.Table, &q.Mode, &q.Paused)
+		return q, err
+	})
+}
+
+func (p *pgBackend) stats(ctx context.Context, q Queue, s *Stats) error {
+	return p.statsOf(ctx, p.table(q), s)
+}
+
+func (p *pgBackend) baseStats(ctx context.Context, base string, s *Stats) error {
+	return p.statsOf(ctx, pgx.Identifier{p.schema, base}.Sanitize(), s)
+}
+
+// statsOf counts in one statement, so every count and age describes one
+// snapshot.
+func (p *pgBackend) statsOf(ctx context.Context, from string, s *Stats) error {
+	return p.pool.QueryRow(ctx, `WITH jobs AS (
+    SELECT state, run_after, attempted_at, cardinality(errors) > 0 AS failed,
+           state = 'available' AND `+postgres.Held+` AS held
+    FROM `+from+`
+)
+SELECT
+    count(*) FILTER (WHERE state = 'available' AND NOT held AND run_after <= now()),
+    count(*) FILTER (WHERE state = 'available' AND NOT held AND run_after > now() AND NOT failed),
+    count(*) FILTER (WHERE state = 'available' AND NOT held AND run_after > now() AND failed),
+    count(*) FILTER (WHERE state = 'running' OR held),
+    count(*) FILTER (WHERE state = 'succeeded'),
+    count(*) FILTER (WHERE state = 'dead'),
+    coalesce(extract(epoch FROM now() - min(run_after) FILTER (WHERE state = 'available' AND NOT held AND run_after <= now())), 0)::float8,
+    (count(*) FILTER (WHERE attempted_at > now() - interval '1 minute'))::float8 / 60
+FROM jobs`).Scan(&s.Ready, &s.Scheduled, &s.Retrying, &s.Running, &s.Succeeded, &s.Dead, &s.OldestAge, &s.ClaimsPerSecond)
+}
+
+func (p *pgBackend) table(q Queue) string { return pgx.Identifier{p.schema, q.Table}.Sanitize() }
+
+// pgWhere renders a checked filter as a predicate with its parameters.
+func pgWhere(f Filter) (string, []any) {
+	if f.ID != 0 {
+		return "id = $1", []any{f.ID}
+	}
+	return predicates[f.State].pg, nil
+}
+
+func (p *pgBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, limit int) ([]Job, error) {
+	where, args := pgWhere(f)
+	if before > 0 {
+		args = append(args, before)
+		where += fmt.Sprintf(" AND id < $%d", len(args))
+	}
+	args = append(args, bookkeeping, limit)
+	rows, err := p.pool.Query(ctx, fmt.Sprintf(`SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at,
+    finished_at, locked_by, locked_until, unique_key, errors, to_jsonb(job) - $%d::text[]
+FROM %s AS job WHERE %s ORDER BY id DESC LIMIT $%d`, len(args)-1, p.table(q), where, len(args)), args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
+		var j Job
+		err := r.Scan(&j.ID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Priority, &j.RunAfter, &j.CreatedAt, &j.AttemptedAt,
+			&j.FinishedAt, &j.LockedBy, &j.LockedUntil, &j.UniqueKey, &j.Errors, &j.Payload)
+		return j, err
+	})
+}
+
+func (p *pgBackend) count(ctx context.Context, q Queue, f Filter, states []string) (int64, error) {
+	where, args := pgWhere(f)
+	args = append(args, states)
+	var n int64
+	err := p.pool.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s AND state = ANY($%d::text[])", p.table(q), where, len(args)), args...).Scan(&n)
+	return n, err
+}
+
+func (p *pgBackend) matching(ctx context.Context, q Queue, f Filter, states []string) ([]int64, error) {
+	where, args := pgWhere(f)
+	args = append(args, states)
+	rows, err := p.pool.Query(ctx, fmt.Sprintf("SELECT id FROM %s WHERE %s AND state = ANY($%d::text[]) ORDER BY id", p.table(q), where, len(args)), args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+func (p *pgBackend) state(ctx context.Context, q Queue, id int64) (string, bool, error) {
+	var state string
+	err := p.pool.QueryRow(ctx, "SELECT state FROM "+p.table(q)+" WHERE id = $1", id).Scan(&state)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	return state, err == nil, err
+}
+
+func (p *pgBackend) begin(ctx context.Context, q Queue) (batch, error) {
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The rows are never waited for (SKIP LOCKED); this bounds waiting for
+	// anything else, such as a lock on the whole table.
+	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = '%ds'", int(lockTimeout.Seconds()))); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return &pgBatch{tx: tx, table: p.table(q)}, nil
+}
+
+// retryable: a deadlock (40P01) or serialization failure (40001) rolled
+// the transaction back.
+func (p *pgBackend) retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+func (p *pgBackend) setPaused(ctx context.Context, q Queue, paused bool) error {
+	_, err := p.pool.Exec(ctx, "UPDATE "+pgx.Identifier{p.schema, "queuegen_queues"}.Sanitize()+" SET paused = $1 WHERE name = $2", paused, q.Name)
+	return err
+}
+
+// pgBatch is a batch of Apply on PostgreSQL.
+type pgBatch struct {
+	tx    pgx.Tx
+	table string
+}
+
+func (b *pgBatch) lock(ctx context.Context, ids []int64, states []string) ([]candidate, error) {
+	rows, err := b.tx.Query(ctx, "SELECT id, unique_key FROM "+b.table+" WHERE id = ANY($1::bigint[]) AND state = ANY($2::text[]) ORDER BY id FOR UPDATE SKIP LOCKED", ids, states)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
+		var c candidate
+		return c, r.Scan(&c.id, &c.key)
+	})
+}
+
+func (b *pgBatch) matching(ctx context.Context, ids []int64, states []string) ([]int64, error) {
+	return b.collectIDs(ctx, "SELECT id FROM "+b.table+" WHERE id = ANY($1::bigint[]) AND state = ANY($2::text[])", ids, states)
+}
+
+func (b *pgBatch) holders(ctx context.Context, keys []string, ids []int64) (map[string]int64, error) {
+	rows, err := b.tx.Query(ctx, `SELECT DISTINCT ON (unique_key) unique_key, id FROM `+b.table+`
+WHERE unique_key = ANY($1::text[]) AND state IN ('available', 'running') AND id <> ALL($2::bigint[])
+ORDER BY unique_key, id DESC`, keys, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	holders := map[string]int64{}
+	for rows.Next() {
+		var k string
+		var id int64
+		if err := rows.Scan(&k, &id); err != nil {
+			return nil, err
+		}
+		holders[k] = id
+	}
+	return holders, rows.Err()
+}
+
+func (b *pgBatch) change(ctx context.Context, action Action, ids []int64) ([]int64, error) {
+	var sql string
+	switch action {
+	case Retry:
+		sql = `UPDATE %s SET state = 'available', run_after = now(), finished_at = NULL,
+    locked_by = NULL, locked_until = NULL, max_attempts = greatest(max_attempts, attempt + 1)
+WHERE id = ANY($1::bigint[]) RETURNING id`
+	case Cancel:
+		sql = `UPDATE %s SET state = 'dead', finished_at = now(), locked_by = NULL, locked_until = NULL,
+    errors = array_append(errors, 'cancelled by an operator')
+WHERE id = ANY($1::bigint[]) RETURNING id`
+	case Purge:
+		sql = `DELETE FROM %s WHERE id = ANY($1::bigint[]) RETURNING id`
+	default:
+		return nil, fmt.Errorf("unknown action %q", action)
+	}
+	return b.collectIDs(ctx, fmt.Sprintf(sql, b.table), ids)
+}
+
+func (b *pgBatch) commit(ctx context.Context) error { return b.tx.Commit(ctx) }
+
+func (b *pgBatch) rollback(ctx context.Context) { b.tx.Rollback(ctx) }
+
+func (b *pgBatch) collectIDs(ctx context.Context, sql string, args ...any) ([]int64, error) {
+	rows, err := b.tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
