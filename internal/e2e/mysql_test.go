@@ -233,6 +233,7 @@ func TestMySQLClaimPlans(t *testing.T) {
 		{"txtask.sql.go", "claimTxtask", []any{nil, 10}, "txtask_queue_claim_idx"},
 		{"kept.sql.go", "claimDueKept", []any{nil, 10}, "kept_queue_claim_idx"},
 		{"task.sql.go", "doomedTask", []any{10}, "task_queue_lease_idx"},
+		{"task.sql.go", "releaseNodeTask", []any{"n"}, "task_queue_lease_idx"},
 		{"kept.sql.go", "purgeKept", []any{3600000000, 7200000000, 10}, "kept_queue_finished_idx"},
 	} {
 		stmt := querySQL(t, "mysql/myjobs/"+c.file, c.query)

@@ -108,9 +108,7 @@ func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 	if q.Lease {
 		t.Indexes = append(t.Indexes,
 			&catalog.Index{Name: q.Name + "_lease_idx", Columns: []string{"state", "locked_until"},
-				Comment: "Finds running jobs whose lease expired (claimed again, or reaped on their last attempt)."},
-			&catalog.Index{Name: q.Name + "_node_idx", Columns: []string{"locked_by"},
-				Comment: "Finds the jobs one node holds, to release them when it restarts."})
+				Comment: "Finds running jobs: those whose lease expired (claimed again, or reaped on their last attempt), and those a restarting node held. There is no index on locked_by: every push and claim would pay for it, and the running jobs are only those in flight."})
 	}
 	if q.Unique {
 		t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_unique_key_idx", Unique: true, Columns: []string{"unique_active"},

@@ -58,11 +58,11 @@ CREATE TABLE email_queue (
     -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
     -- first available entries in order and stops, without a sort.
     KEY email_queue_claim_idx (state, priority DESC, run_after, id),
-    -- Finds running jobs whose lease expired (claimed again, or reaped on their
-    -- last attempt).
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
     KEY email_queue_lease_idx (state, locked_until),
-    -- Finds the jobs one node holds, to release them when it restarts.
-    KEY email_queue_node_idx (locked_by),
     -- At most one unfinished job per unique key; push relies on it with ON
     -- DUPLICATE KEY UPDATE.
     UNIQUE KEY email_queue_unique_key_idx (unique_active),

@@ -205,13 +205,16 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- name: ReleaseNodeKept :execrows
 -- ReleaseNodeKept makes every job @node holds claimable again, for a node
 -- restarting after a crash; the attempt counts, as the crash may have been
--- the job's doing. It finds the node's jobs through the locked_by index; a
--- job claimed again meanwhile is held by another node and is not touched.
+-- the job's doing. It reads the running jobs through the lease index (state
+-- leads it), so it reads no more rows than there are jobs in flight; under
+-- READ COMMITTED it neither waits for nor keeps locks on other nodes' rows,
+-- and a job claimed again meanwhile is held by another node and is not
+-- touched.
 UPDATE kept_queue
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
-WHERE locked_by = sqlc.arg(node) AND state = 'running';
+WHERE state = 'running' AND locked_by = sqlc.arg(node);
 
 -- name: LockMaintenanceKept :many
 -- LockMaintenanceKept takes the queue's maintenance lock, its registry row,

@@ -53,11 +53,11 @@ CREATE TABLE task_queue (
     -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
     -- first available entries in order and stops, without a sort.
     KEY task_queue_claim_idx (state, priority DESC, run_after, id),
-    -- Finds running jobs whose lease expired (claimed again, or reaped on their
-    -- last attempt).
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
     KEY task_queue_lease_idx (state, locked_until),
-    -- Finds the jobs one node holds, to release them when it restarts.
-    KEY task_queue_node_idx (locked_by),
     -- At most one unfinished job per unique key; push relies on it with ON
     -- DUPLICATE KEY UPDATE.
     UNIQUE KEY task_queue_unique_key_idx (unique_active),
@@ -87,11 +87,11 @@ CREATE TABLE kept_queue (
     -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
     -- first available entries in order and stops, without a sort.
     KEY kept_queue_claim_idx (state, run_after, id),
-    -- Finds running jobs whose lease expired (claimed again, or reaped on their
-    -- last attempt).
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
     KEY kept_queue_lease_idx (state, locked_until),
-    -- Finds the jobs one node holds, to release them when it restarts.
-    KEY kept_queue_node_idx (locked_by),
     -- Finds finished jobs for retention, oldest first (finished_at is set only on
     -- succeeded and dead jobs).
     KEY kept_queue_finished_idx (finished_at)
@@ -118,11 +118,11 @@ CREATE TABLE nowait_queue (
     -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
     -- first available entries in order and stops, without a sort.
     KEY nowait_queue_claim_idx (state, run_after, id),
-    -- Finds running jobs whose lease expired (claimed again, or reaped on their
-    -- last attempt).
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
     KEY nowait_queue_lease_idx (state, locked_until),
-    -- Finds the jobs one node holds, to release them when it restarts.
-    KEY nowait_queue_node_idx (locked_by),
     -- Finds finished jobs for retention, oldest first (finished_at is set only on
     -- succeeded and dead jobs).
     KEY nowait_queue_finished_idx (finished_at)
@@ -199,11 +199,11 @@ CREATE TABLE typed_queue (
     -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
     -- first available entries in order and stops, without a sort.
     KEY typed_queue_claim_idx (state, run_after, id),
-    -- Finds running jobs whose lease expired (claimed again, or reaped on their
-    -- last attempt).
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
     KEY typed_queue_lease_idx (state, locked_until),
-    -- Finds the jobs one node holds, to release them when it restarts.
-    KEY typed_queue_node_idx (locked_by),
     -- Finds finished jobs for retention, oldest first (finished_at is set only on
     -- succeeded and dead jobs).
     KEY typed_queue_finished_idx (finished_at)
@@ -239,11 +239,11 @@ CREATE TABLE image_queue (
     -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
     -- first available entries in order and stops, without a sort.
     KEY image_queue_claim_idx (state, run_after, id),
-    -- Finds running jobs whose lease expired (claimed again, or reaped on their
-    -- last attempt).
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
     KEY image_queue_lease_idx (state, locked_until),
-    -- Finds the jobs one node holds, to release them when it restarts.
-    KEY image_queue_node_idx (locked_by),
     -- Finds finished jobs for retention, oldest first (finished_at is set only on
     -- succeeded and dead jobs).
     KEY image_queue_finished_idx (finished_at)

@@ -47,11 +47,11 @@ CREATE TABLE work_queue (
     -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
     -- first available entries in order and stops, without a sort.
     KEY work_queue_claim_idx (state, run_after, id),
-    -- Finds running jobs whose lease expired (claimed again, or reaped on their
-    -- last attempt).
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
     KEY work_queue_lease_idx (state, locked_until),
-    -- Finds the jobs one node holds, to release them when it restarts.
-    KEY work_queue_node_idx (locked_by),
     -- Finds finished jobs for retention, oldest first (finished_at is set only on
     -- succeeded and dead jobs).
     KEY work_queue_finished_idx (finished_at)
@@ -110,11 +110,11 @@ CREATE TABLE event_queue (
     -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
     -- first available entries in order and stops, without a sort.
     KEY event_queue_claim_idx (state, run_after, id),
-    -- Finds running jobs whose lease expired (claimed again, or reaped on their
-    -- last attempt).
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
     KEY event_queue_lease_idx (state, locked_until),
-    -- Finds the jobs one node holds, to release them when it restarts.
-    KEY event_queue_node_idx (locked_by),
     -- Finds finished jobs for retention, oldest first (finished_at is set only on
     -- succeeded and dead jobs).
     KEY event_queue_finished_idx (finished_at)
