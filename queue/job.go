@@ -48,7 +48,9 @@ type Job[P any] struct {
 type PushResult struct {
 	// ID is the new job's id; 0 when Duplicate.
 	ID int64
-	// RunAfter is when the job becomes claimable.
+	// RunAfter is when the job becomes claimable. On MySQL and MariaDB,
+	// which cannot return it from the insert, it is zero when the
+	// database's clock decided it (no RunAt or RunAfter option).
 	RunAfter time.Time
 	// Duplicate is true when the queue has a unique key and an unfinished
 	// job already holds it: nothing was inserted.
