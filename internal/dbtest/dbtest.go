@@ -15,6 +15,16 @@ import (
 // Engines are the engines the suites run on, by their spec names.
 var Engines = []string{dburl.PostgreSQL, dburl.MySQL}
 
+// ThisRun lists the engines this test process runs its suites on: every
+// engine, but only PostgreSQL in the second run through PgBouncer
+// (pgtest.RerunViaPgBouncer), which is about PostgreSQL.
+func ThisRun() []string {
+	if pgtest.ViaPgBouncer() {
+		return []string{dburl.PostgreSQL}
+	}
+	return Engines
+}
+
 // DB is a fresh, empty database of one engine, dropped when the test ends.
 type DB struct {
 	// Engine is its engine's name.

@@ -17,7 +17,6 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/mysql/myjobs"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/internal/migrate"
-	"github.com/queuegen/queuegen/internal/pgtest"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 )
@@ -116,22 +115,12 @@ func (x *txEngine[Tx]) begin(t *testing.T) Tx {
 	return tx
 }
 
-// engines lists the engines the suites run on: both, but only PostgreSQL
-// in the run through PgBouncer (pgtest.RunMainTwice), which is about
-// PostgreSQL.
-func engines() []string {
-	if pgtest.ViaPgBouncer() {
-		return []string{dburl.PostgreSQL}
-	}
-	return dbtest.Engines
-}
-
 // eachEngine runs test once per engine, in parallel subtests named after
 // the engines, each with a fresh migrated database.
 func eachEngine(t *testing.T, test func(t *testing.T, e *engine)) {
 	t.Helper()
 	t.Parallel()
-	for _, name := range engines() {
+	for _, name := range dbtest.ThisRun() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			test(t, open(t, name))

@@ -13,7 +13,9 @@ import (
 	"github.com/queuegen/queuegen/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.RunMainTwice(m)) }
+// TestMain runs the suites, then again through PgBouncer, but for the
+// MySQL-only tests, which a PostgreSQL pooler has nothing to do with.
+func TestMain(m *testing.M) { os.Exit(pgtest.RunMainTwice(m, "^TestMySQL")) }
 
 // migrated returns a pool on a fresh database with the e2e migrations
 // applied by goose.

@@ -721,16 +721,7 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'unique_act
 		return nil, err
 	}
 	defer rows.Close()
-	holders := map[string]int64{}
-	for rows.Next() {
-		var k string
-		var id int64
-		if err := rows.Scan(&k, &id); err != nil {
-			return nil, err
-		}
-		holders[k] = id
-	}
-	return holders, rows.Err()
+	return scanHolders(rows)
 }
 
 // change changes the rows lock locked: they are this transaction's, in a

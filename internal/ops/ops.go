@@ -525,3 +525,26 @@ func (c *Conn) noJob(ctx context.Context, q Queue, id int64, action Action) erro
 func (c *Conn) SetPaused(ctx context.Context, q Queue, paused bool) error {
 	return c.b.setPaused(ctx, q, paused)
 }
+
+// rowScanner is what the backends' result sets share: pgx.Rows and
+// *sql.Rows.
+type rowScanner interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// scanHolders reads (unique key, holder id) rows: the jobs that hold the
+// unique keys a retry would take.
+func scanHolders(rows rowScanner) (map[string]int64, error) {
+	holders := map[string]int64{}
+	for rows.Next() {
+		var k string
+		var id int64
+		if err := rows.Scan(&k, &id); err != nil {
+			return nil, err
+		}
+		holders[k] = id
+	}
+	return holders, rows.Err()
+}

@@ -189,16 +189,7 @@ ORDER BY unique_key, id DESC`, keys, ids)
 		return nil, err
 	}
 	defer rows.Close()
-	holders := map[string]int64{}
-	for rows.Next() {
-		var k string
-		var id int64
-		if err := rows.Scan(&k, &id); err != nil {
-			return nil, err
-		}
-		holders[k] = id
-	}
-	return holders, rows.Err()
+	return scanHolders(rows)
 }
 
 func (b *pgBatch) change(ctx context.Context, action Action, ids []int64) ([]int64, error) {

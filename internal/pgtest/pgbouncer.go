@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -37,23 +38,28 @@ func ViaPgBouncer() bool { return os.Getenv(EnvVia) == "pgbouncer" }
 // must hold behind a pooler:
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.RunMainTwice(m)) }
-func RunMainTwice(m *testing.M) int {
+//
+// notAgain are regular expressions of tests the second run leaves out
+// (go test -skip), for tests a pooler has nothing to do with, such as
+// another engine's.
+func RunMainTwice(m *testing.M, notAgain ...string) int {
 	code := RunMain(m)
 	if code != 0 {
 		return code
 	}
-	return RerunViaPgBouncer()
+	return RerunViaPgBouncer(notAgain...)
 }
 
 // RerunViaPgBouncer runs this test binary again, with its arguments,
 // through PgBouncer (the second half of RunMainTwice, for a TestMain that
-// has work to do between the runs). In the rerun itself it does nothing.
-func RerunViaPgBouncer() int {
+// has work to do between the runs), leaving out the tests notAgain
+// matches. In the rerun itself it does nothing.
+func RerunViaPgBouncer(notAgain ...string) int {
 	if os.Getenv(EnvVia) != "" {
 		return 0
 	}
 	fmt.Println("pgtest: the same tests again, through PgBouncer in transaction mode")
-	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd := exec.Command(os.Args[0], rerunArgs(os.Args[1:], notAgain)...)
 	cmd.Env = append(os.Environ(), EnvVia+"=pgbouncer")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -64,6 +70,29 @@ func RerunViaPgBouncer() int {
 		return 1
 	}
 	return 0
+}
+
+// rerunArgs are the test binary's arguments with notAgain added to its
+// -test.skip pattern (joined with any the caller gave).
+func rerunArgs(args, notAgain []string) []string {
+	if len(notAgain) == 0 {
+		return args
+	}
+	skip := strings.Join(notAgain, "|")
+	out := make([]string, 0, len(args)+1)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case strings.HasPrefix(a, "-test.skip="):
+			skip += "|" + strings.TrimPrefix(a, "-test.skip=")
+		case a == "-test.skip" && i+1 < len(args):
+			skip += "|" + args[i+1]
+			i++
+		default:
+			out = append(out, a)
+		}
+	}
+	return append(out, "-test.skip="+skip)
 }
 
 // bouncer is a PgBouncer this process started, in front of one server.

@@ -274,3 +274,21 @@ func TestWithDatabase(t *testing.T) {
 		t.Error("withDatabase accepted a keyword/value DSN")
 	}
 }
+
+// TestRerunArgs: the run through PgBouncer leaves out the tests it is
+// told to, joined with any -skip the caller gave, and keeps the rest of
+// the arguments.
+func TestRerunArgs(t *testing.T) {
+	for _, c := range []struct {
+		args, notAgain, want []string
+	}{
+		{[]string{"-test.v=true"}, nil, []string{"-test.v=true"}},
+		{[]string{"-test.v=true"}, []string{"^TestA$", "^TestMySQL"}, []string{"-test.v=true", "-test.skip=^TestA$|^TestMySQL"}},
+		{[]string{"-test.skip=Slow", "-test.run=X"}, []string{"^TestA$"}, []string{"-test.run=X", "-test.skip=^TestA$|Slow"}},
+		{[]string{"-test.skip", "Slow"}, []string{"^TestA$"}, []string{"-test.skip=^TestA$|Slow"}},
+	} {
+		if got := rerunArgs(c.args, c.notAgain); strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("rerunArgs(%q, %q) = %q, want %q", c.args, c.notAgain, got, c.want)
+		}
+	}
+}

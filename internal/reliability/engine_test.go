@@ -33,21 +33,12 @@ const (
 	mysqlEng = dburl.MySQL
 )
 
-// engines lists the engines the suite runs on: both, but only PostgreSQL
-// in the run through PgBouncer, which is about PostgreSQL.
-func engines() []string {
-	if pgtest.ViaPgBouncer() {
-		return []string{postgres}
-	}
-	return dbtest.Engines
-}
-
 // eachEngine runs test once per engine, in parallel subtests named after
 // the engines.
 func eachEngine(t *testing.T, test func(t *testing.T, engine string)) {
 	t.Helper()
 	t.Parallel()
-	for _, engine := range engines() {
+	for _, engine := range dbtest.ThisRun() {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			test(t, engine)
@@ -161,30 +152,27 @@ func (tg *target) count(t *testing.T, stmt string, args ...any) int {
 func (tg *target) column(t *testing.T, stmt string, args ...any) []string {
 	t.Helper()
 	ctx := context.Background()
-	var out []string
+	var rows interface {
+		Next() bool
+		Scan(dest ...any) error
+		Err() error
+	}
 	if tg.engine == postgres {
-		rows, err := tg.pool.Query(ctx, dollars(stmt), args...)
+		r, err := tg.pool.Query(ctx, dollars(stmt), args...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, s)
-		}
-		if err := rows.Err(); err != nil {
+		defer r.Close()
+		rows = r
+	} else {
+		r, err := tg.db.QueryContext(ctx, stmt, args...)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return out
+		defer r.Close()
+		rows = r
 	}
-	rows, err := tg.db.QueryContext(ctx, stmt, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
+	var out []string
 	for rows.Next() {
 		var s string
 		if err := rows.Scan(&s); err != nil {

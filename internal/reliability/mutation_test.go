@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queuegen/queuegen/internal/pgtest"
+	"github.com/queuegen/queuegen/internal/dbtest"
 )
 
 // TestSuiteCatchesMutations proves the suite can fail: it builds this
@@ -18,9 +18,6 @@ import (
 func TestSuiteCatchesMutations(t *testing.T) {
 	if os.Getenv("QUEUEGEN_MUTATION") != "" {
 		t.Fatal("TestSuiteCatchesMutations runs the suite under mutations; it must not run under one itself")
-	}
-	if pgtest.ViaPgBouncer() {
-		t.Skip("the mutation tests prove that the suite can fail; they run once, in the direct run")
 	}
 	bin := filepath.Join(t.TempDir(), "reliability.test")
 	if out, err := exec.Command("go", "test", "-c", "-tags", "queuegen_mutation", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -38,7 +35,7 @@ func TestSuiteCatchesMutations(t *testing.T) {
 		// runs every 11th job's handler twice
 		{"double-run", "TestHandlerFailures", "handled successfully more than once"},
 	} {
-		for _, engine := range engines() {
+		for _, engine := range dbtest.ThisRun() {
 			t.Run(m.name+"/"+engine, func(t *testing.T) {
 				t.Parallel()
 				cmd := exec.Command(bin, "-test.run", "^("+m.scenarios+")$/^("+engine+")$", "-test.count=1")
