@@ -93,6 +93,16 @@ The migrations' history is kept in the spec's version table
 			{name: "resume", args: "--queue Q", run: runPause(false),
 				summary: "undo pause"},
 		}},
+		{"Watching", []*command{
+			{name: "ui", args: "[--db URL] [-f queuegen.yaml] [--addr 127.0.0.1:8080] [--auth basic|token] [--read-only]", run: runUI,
+				summary: "serve the web dashboard: queues, jobs, periodic jobs, and the operations above",
+				help: `It listens on loopback unless --addr says otherwise, and any other address
+requires --auth: basic reads the user and password from $QUEUEGEN_UI_USER and
+$QUEUEGEN_UI_PASSWORD; token reads $QUEUEGEN_UI_TOKEN (sent as a bearer token, or
+as the password of basic authentication). Every action is a POST with a CSRF
+token; --read-only hides and refuses them. The spec (-f), when there is one,
+gives the schema and the periodic jobs' schedules.`},
+		}},
 		{"Measuring (see BENCHMARKS.md)", []*command{
 			{name: "bench", args: "--db URL --workload W", run: runBench,
 				summary: "measure push, push-many, drain, latency and steady workloads on queues of its own",

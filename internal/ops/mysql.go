@@ -134,10 +134,24 @@ func anys[T any](vs []T) []any {
 
 // myWhere renders a checked filter as a predicate with its parameters.
 func myWhere(f Filter) (string, []any) {
+	where, args := predicates[f.State].my, []any(nil)
 	if f.ID != 0 {
-		return "id = ?", []any{f.ID}
+		where, args = "id = ?", []any{f.ID}
 	}
-	return predicates[f.State].my, nil
+	more, margs := f.narrowing(func(int) string { return "?" }, 0, quoteColumn, true)
+	return where + more, append(args, margs...)
+}
+
+func (m *myBackend) columns(ctx context.Context, q Queue) ([]string, error) {
+	cols, err := m.payloadColumns(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.name
+	}
+	return names, nil
 }
 
 // stats counts q's jobs as Stats documents: one statement of counts by
@@ -145,11 +159,20 @@ func myWhere(f Filter) (string, []any) {
 // jobs passing over those a transaction holds, both at one instant, now,
 // read from the database's clock.
 func (m *myBackend) stats(ctx context.Context, q Queue, s *Stats) error {
+	return m.statsOn(ctx, m.db, q, s)
+}
+
+// myBeginner is a pool or one of its connections.
+type myBeginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+func (m *myBackend) statsOn(ctx context.Context, db myBeginner, q Queue, s *Stats) error {
 	t, err := m.table(q)
 	if err != nil {
 		return err
 	}
-	tx, err := m.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return err
 	}
@@ -391,6 +414,19 @@ func errorList(doc []byte) ([]string, error) {
 	return out, nil
 }
 
+// plainJSON is json.Marshal without its escaping of <, > and &, which
+// PostgreSQL's to_jsonb does not do either: the text of a value stays
+// as it was.
+func plainJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // payloadJSON renders a job's payload columns as a JSON object, in the
 // forms Job.Payload documents.
 func payloadJSON(cols []myColumn, values []any) (json.RawMessage, error) {
@@ -400,7 +436,7 @@ func payloadJSON(cols []myColumn, values []any) (json.RawMessage, error) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		key, _ := json.Marshal(c.name)
+		key, _ := plainJSON(c.name)
 		b.Write(key)
 		b.WriteString(": ")
 		v, err := valueJSON(c.kind, values[i])
@@ -435,14 +471,14 @@ func valueJSON(kind columnKind, v any) ([]byte, error) {
 	case kindBool:
 		switch v := v.(type) {
 		case int64:
-			return json.Marshal(v != 0)
+			return plainJSON(v != 0)
 		case []byte, string:
-			return json.Marshal(text() != "0")
+			return plainJSON(text() != "0")
 		}
 	case kindNumber:
 		switch v := v.(type) {
 		case int64, uint64:
-			return json.Marshal(v)
+			return plainJSON(v)
 		case float32:
 			return []byte(pgFloat(float64(v), 32)), nil
 		case float64:
@@ -455,21 +491,21 @@ func valueJSON(kind columnKind, v any) ([]byte, error) {
 		}
 	case kindTime:
 		if t, ok := v.(time.Time); ok {
-			return json.Marshal(t.UTC().Format("2006-01-02T15:04:05.999999-07:00"))
+			return plainJSON(t.UTC().Format("2006-01-02T15:04:05.999999-07:00"))
 		}
 	case kindDate:
 		if t, ok := v.(time.Time); ok {
-			return json.Marshal(t.Format(time.DateOnly))
+			return plainJSON(t.Format(time.DateOnly))
 		}
 	case kindBytes:
 		if b, ok := v.([]byte); ok {
-			return json.Marshal(`\x` + hex.EncodeToString(b))
+			return plainJSON(`\x` + hex.EncodeToString(b))
 		}
 	}
 	if t, ok := v.(time.Time); ok {
-		return json.Marshal(t.UTC().Format(time.RFC3339Nano))
+		return plainJSON(t.UTC().Format(time.RFC3339Nano))
 	}
-	return json.Marshal(text())
+	return plainJSON(text())
 }
 
 // pgFloat renders a FLOAT (bits 32) or DOUBLE as PostgreSQL's to_jsonb
@@ -596,12 +632,11 @@ func writeJSONB(b *bytes.Buffer, v any) error {
 	case json.Number:
 		b.WriteString(pgNumeric(string(v)))
 	default:
-		enc := json.NewEncoder(b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(v); err != nil {
+		doc, err := plainJSON(v)
+		if err != nil {
 			return err
 		}
-		b.Truncate(b.Len() - 1) // Encode's newline
+		b.Write(doc)
 	}
 	return nil
 }

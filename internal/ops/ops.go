@@ -74,8 +74,27 @@ type backend interface {
 	close()
 	// queues reads the registry, by name.
 	queues(ctx context.Context) ([]Queue, error)
+	// columns lists the columns of q's table, in any order.
+	columns(ctx context.Context, q Queue) ([]string, error)
 	// stats fills in s's counts of q.
 	stats(ctx context.Context, q Queue, s *Stats) error
+	// statsWithin is stats within a time budget; exact is false when it
+	// ran out.
+	statsWithin(ctx context.Context, q Queue, budget time.Duration, s *Stats) (exact bool, err error)
+	// oldestWithin finds the age of q's oldest due job within budget;
+	// known is false when it ran out.
+	oldestWithin(ctx context.Context, q Queue, budget time.Duration) (age time.Duration, known bool, err error)
+	// estimate is the planner's estimate of q's jobs in state (one of
+	// GlanceStates).
+	estimate(ctx context.Context, q Queue, state string) (int64, error)
+	// finished counts q's finished jobs still in its table by the minute
+	// they finished, since since, within budget (nil when it ran out).
+	finished(ctx context.Context, q Queue, since time.Time, budget time.Duration) ([]Minute, bool, error)
+	// counters reads the server's running counts of rows inserted and
+	// deleted, by table; nil where the engine keeps none.
+	counters(ctx context.Context) (map[string]Counters, error)
+	// periodic reads the periodic jobs' last ticks.
+	periodic(ctx context.Context) ([]Tick, error)
 	// baseStats fills in s's counts across the INHERITS parent base.
 	baseStats(ctx context.Context, base string, s *Stats) error
 	// jobs lists up to limit jobs of q matching f (checked), newest first,
@@ -240,13 +259,25 @@ type Job struct {
 var bookkeeping = []string{"id", "state", "attempt", "max_attempts", "priority", "run_after", "created_at",
 	"attempted_at", "finished_at", "locked_by", "locked_until", "errors", "unique_key"}
 
-// Filter selects jobs: one id, or every job in a state. States are
-// available (due now), scheduled (not yet due, never failed), retrying
-// (not yet due, after failures), running, succeeded and dead, as Stats
-// counts them; "failed" means available after failures, and dead.
+// Filter selects jobs: one id, or every job in a state, narrowed by the
+// optional fields below. States are available (due now), scheduled (not
+// yet due, never failed), retrying (not yet due, after failures),
+// running, succeeded and dead, as Stats counts them; "failed" means
+// available after failures, and dead.
 type Filter struct {
 	ID    int64
 	State string
+	// Since and Until, where set, keep the jobs created at or after Since
+	// and before Until.
+	Since, Until time.Time
+	// Column, where set, keeps the jobs whose payload column of that name
+	// equals Value, compared as text as the database renders the column
+	// (a JSON payload column as its document). Column must be one of the
+	// queue's payload columns (Conn.Columns).
+	Column, Value string
+	// ErrorText, where set, keeps the jobs one of whose recorded errors
+	// contains it (case-sensitive).
+	ErrorText string
 }
 
 // predicates are the filter's states, each as a predicate on a queue
@@ -266,19 +297,88 @@ var predicates = map[string]struct{ pg, my string }{
 	"dead":      {"state = 'dead'", "state = 'dead'"},
 }
 
-// check refuses a state the filter does not know.
-func (f Filter) check() error {
+// check refuses a state the filter does not know, and a column that is
+// not one of q's payload columns.
+func (c *Conn) check(ctx context.Context, q Queue, f Filter) error {
 	if _, ok := predicates[f.State]; f.ID == 0 && !ok {
 		return fmt.Errorf("unknown state %q: want all, available, scheduled, retrying, failed, running, succeeded or dead", f.State)
 	}
+	if f.Column == "" {
+		return nil
+	}
+	cols, err := c.Columns(ctx, q)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(cols, f.Column) {
+		return fmt.Errorf("queue %s has no payload column %q (it has %s)", q.Name, f.Column, strings.Join(cols, ", "))
+	}
 	return nil
+}
+
+// Columns lists q's payload columns, by name.
+func (c *Conn) Columns(ctx context.Context, q Queue) ([]string, error) {
+	cols, err := c.b.columns(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	cols = slices.DeleteFunc(cols, func(name string) bool { return slices.Contains(bookkeeping, name) || name == "unique_active" })
+	slices.Sort(cols)
+	return cols, nil
+}
+
+// narrowing is the part of a filter past its id or state, as predicates
+// in one engine's SQL, each with its one parameter: the caller numbers
+// the parameters (ph gives the nth's placeholder, from 1) and quotes the
+// column, which check has found among the table's.
+func (f Filter) narrowing(ph func(n int) string, first int, quote func(string) string, my bool) (string, []any) {
+	var where []string
+	var args []any
+	add := func(pred string, arg any) {
+		where = append(where, fmt.Sprintf(pred, ph(first+len(args))))
+		args = append(args, arg)
+	}
+	if !f.Since.IsZero() {
+		add("created_at >= %s", f.Since.UTC())
+	}
+	if !f.Until.IsZero() {
+		add("created_at < %s", f.Until.UTC())
+	}
+	switch {
+	case f.Column != "" && my:
+		add("CAST("+quote(f.Column)+" AS CHAR) = %s", f.Value)
+	case f.Column != "":
+		add(quote(f.Column)+"::text = %s", f.Value)
+	}
+	switch {
+	case f.ErrorText != "" && my:
+		add("JSON_SEARCH(errors, 'one', %s, '|') IS NOT NULL", "%"+likeEscape(f.ErrorText, '|')+"%")
+	case f.ErrorText != "":
+		add("strpos(array_to_string(errors, E'\\n'), %s) > 0", f.ErrorText)
+	}
+	if len(where) == 0 {
+		return "", nil
+	}
+	return " AND " + strings.Join(where, " AND "), args
+}
+
+// likeEscape escapes LIKE's wildcards in s with esc.
+func likeEscape(s string, esc rune) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '%' || r == '_' || r == esc {
+			b.WriteRune(esc)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Jobs lists up to limit jobs of q matching f, newest first; with before
 // > 0, only jobs with a smaller id (the next page: keyset paging, which
 // stays fast however deep it goes).
 func (c *Conn) Jobs(ctx context.Context, q Queue, f Filter, before int64, limit int) ([]Job, error) {
-	if err := f.check(); err != nil {
+	if err := c.check(ctx, q, f); err != nil {
 		return nil, err
 	}
 	return c.b.jobs(ctx, q, f, before, limit)
@@ -298,7 +398,7 @@ func (c *Conn) GetJob(ctx context.Context, q Queue, id int64) (Job, error) {
 
 // Count counts the jobs of q matching f that action applies to.
 func (c *Conn) Count(ctx context.Context, q Queue, f Filter, action Action) (int64, error) {
-	if err := f.check(); err != nil {
+	if err := c.check(ctx, q, f); err != nil {
 		return 0, err
 	}
 	return c.b.count(ctx, q, f, states[action])
@@ -378,7 +478,7 @@ const BatchSize = 10000
 // (on MySQL at READ COMMITTED, so that it locks no gaps) and then changes
 // them by id; one a deadlock rolled back runs again, up to three times.
 func (c *Conn) Apply(ctx context.Context, q Queue, f Filter, action Action, progress func(done, total int)) (*Result, error) {
-	if err := f.check(); err != nil {
+	if err := c.check(ctx, q, f); err != nil {
 		return nil, err
 	}
 	applicable, ok := states[action]

@@ -13,6 +13,11 @@ import (
 	"github.com/queuegen/queuegen/internal/engine/postgres"
 )
 
+// pgQuerier is a pool or a transaction.
+type pgQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // pgBackend is the operations on PostgreSQL, through a pgx pool, on the
 // queues of one schema.
 type pgBackend struct {
@@ -49,17 +54,17 @@ func (p *pgBackend) queues(ctx context.Context) ([]Queue, error) {
 }
 
 func (p *pgBackend) stats(ctx context.Context, q Queue, s *Stats) error {
-	return p.statsOf(ctx, p.table(q), s)
+	return statsOf(ctx, p.pool, p.table(q), s)
 }
 
 func (p *pgBackend) baseStats(ctx context.Context, base string, s *Stats) error {
-	return p.statsOf(ctx, pgx.Identifier{p.schema, base}.Sanitize(), s)
+	return statsOf(ctx, p.pool, pgx.Identifier{p.schema, base}.Sanitize(), s)
 }
 
 // statsOf counts in one statement, so every count and age describes one
 // snapshot.
-func (p *pgBackend) statsOf(ctx context.Context, from string, s *Stats) error {
-	return p.pool.QueryRow(ctx, `WITH jobs AS (
+func statsOf(ctx context.Context, db pgQuerier, from string, s *Stats) error {
+	return db.QueryRow(ctx, `WITH jobs AS (
     SELECT state, run_after, attempted_at, cardinality(errors) > 0 AS failed,
            state = 'available' AND `+postgres.Held+` AS held
     FROM `+from+`
@@ -80,10 +85,21 @@ func (p *pgBackend) table(q Queue) string { return pgx.Identifier{p.schema, q.Ta
 
 // pgWhere renders a checked filter as a predicate with its parameters.
 func pgWhere(f Filter) (string, []any) {
+	where, args := predicates[f.State].pg, []any(nil)
 	if f.ID != 0 {
-		return "id = $1", []any{f.ID}
+		where, args = "id = $1", []any{f.ID}
 	}
-	return predicates[f.State].pg, nil
+	more, margs := f.narrowing(func(n int) string { return fmt.Sprintf("$%d", n) }, len(args)+1,
+		func(col string) string { return pgx.Identifier{col}.Sanitize() }, false)
+	return where + more, append(args, margs...)
+}
+
+func (p *pgBackend) columns(ctx context.Context, q Queue) ([]string, error) {
+	rows, err := p.pool.Query(ctx, "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2", p.schema, q.Table)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 func (p *pgBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, limit int) ([]Job, error) {

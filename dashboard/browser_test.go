@@ -1,0 +1,174 @@
+package dashboard_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/queuegen/queuegen/internal/dbtest"
+	"github.com/queuegen/queuegen/internal/dburl"
+)
+
+// screenshots, when set, is a directory the browser test also writes its
+// screenshots to (the README's come from: go test ./dashboard -run
+// TestBrowser/postgresql -screenshots ../docs/dashboard).
+var screenshots = flag.String("screenshots", "", "also write the browser test's screenshots to this directory")
+
+// chromium finds the browser, or fails the test saying how to install it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	t.Fatal("no Chromium to run the browser tests in: install it (Debian: apt-get install -y chromium); .ci/run does")
+	return ""
+}
+
+// browser starts a headless Chromium for t, failing t on any exception a
+// page's scripts throw.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	ctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelTime(); cancelCtx(); cancelAlloc() })
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if ex, ok := ev.(*runtime.EventExceptionThrown); ok {
+			t.Errorf("a script threw: %s %v", ex.ExceptionDetails.Text, ex.ExceptionDetails.Exception)
+		}
+	}); err != nil {
+		t.Fatalf("starting Chromium: %v", err)
+	}
+	return ctx
+}
+
+// shot saves a screenshot of the whole page as name.png under the test's
+// temporary directory, and under -screenshots when given.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	dirs := []string{t.TempDir()}
+	if *screenshots != "" {
+		dirs = append(dirs, *screenshots)
+	}
+	for _, dir := range dirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("screenshot %s: %d bytes", name, len(png))
+}
+
+// TestBrowser loads every page in headless Chromium against a real
+// database of each engine, clicks pause and retry, and checks the
+// database changed; the counts refresh without a reload.
+func TestBrowser(t *testing.T) {
+	t.Parallel()
+	for _, engine := range dbtest.ThisRun() {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			s := newSite(t, engine)
+			ctx := browser(t)
+			dead := strconv.FormatInt(s.dead, 10)
+			run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+				t.Helper()
+				if err := chromedp.Do(ctx, steps...); err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+			}
+			text := func(sel string) string {
+				t.Helper()
+				s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+				if err != nil {
+					t.Fatalf("the text of %s: %v", sel, err)
+				}
+				return s
+			}
+
+			// The overview, with its charts drawn by uPlot.
+			run("overview", chromedp.Navigate(s.srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`.chart[data-drawn="1"] canvas`)))
+			shot(t, ctx, "overview")
+
+			// The counts refresh by themselves (htmx, every 3 s).
+			cell := `#queues a[href="/queues/email?state=available"]`
+			before := text(cell)
+			if _, err := s.db.SQL.Exec(`INSERT INTO email_queue (recipient, subject, body, tenant_id, max_attempts, run_after, created_at)
+VALUES ('d@example.com', 'Hi', 'x', 1, 8, ` + now(engine) + `, ` + now(engine) + `)`); err != nil {
+				t.Fatal(err)
+			}
+			want := strconv.Itoa(mustAtoi(t, before) + 1)
+			run("wait for the refresh", chromedp.Poll[chromedp.Void](`document.querySelector('`+cell+`').textContent === "`+want+`"`,
+				chromedp.WithPollingTimeout(10*time.Second)))
+
+			// Pause, by its button.
+			run("pause", chromedp.Click(chromedp.CSS(`form[action="/queues/email/pause"] button`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+			flash := text(`.flash`)
+			if !strings.Contains(flash, "queue email paused") || !s.paused("email") {
+				t.Errorf("after clicking Pause: flash %q, paused %v", flash, s.paused("email"))
+			}
+
+			// A job list, filtered.
+			run("jobs", chromedp.Navigate(s.srv.URL+"/queues/email"), chromedp.WaitVisible(chromedp.CSS(`table.jobs`)),
+				chromedp.SetValue(chromedp.CSS(`select[name="state"]`), "dead"), chromedp.Click(chromedp.CSS(`form.filters button`)),
+				chromedp.WaitVisible(chromedp.CSS(`a[href="/queues/email/jobs/`+dead+`"]`)))
+			shot(t, ctx, "jobs")
+
+			// The hostile job: its payload shows as text, and Retry works.
+			run("job", chromedp.Click(chromedp.CSS(`a[href="/queues/email/jobs/`+dead+`"]`)), chromedp.WaitVisible(chromedp.CSS(`#action-retry`)))
+			payload := text(`table.kv`)
+			if !strings.Contains(payload, hostile[:len(`<script>alert(1)</script>`)]) {
+				t.Errorf("the payload does not show as text: %q", payload)
+			}
+			shot(t, ctx, "job")
+			run("retry", chromedp.Click(chromedp.CSS(`#action-retry`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+			flash = text(`.flash`)
+			if got := s.value("SELECT state FROM email_queue WHERE id = ?", s.dead); got != "available" || !strings.Contains(flash, "retried 1 job") {
+				t.Errorf("after clicking retry: the job is %s, flash %q", got, flash)
+			}
+
+			// Purge by filter, through its confirm page.
+			run("confirm", chromedp.Navigate(s.srv.URL+"/queues/email/confirm?action=purge&column=recipient&value=a@example.com"),
+				chromedp.WaitVisible(chromedp.CSS(`#confirm`)), chromedp.Click(chromedp.CSS(`#confirm`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+			flash = text(`.flash`)
+			if n := s.value("SELECT COUNT(*) FROM email_queue WHERE recipient = 'a@example.com'"); n != "0" || !strings.Contains(flash, "purged 1 job") {
+				t.Errorf("after confirming the purge: %s jobs left, flash %q", n, flash)
+			}
+
+			run("periodic", chromedp.Navigate(s.srv.URL+"/periodic"), chromedp.WaitVisible(chromedp.CSS(`table.periodic`)))
+			shot(t, ctx, "periodic")
+			if engine == dburl.PostgreSQL {
+				run("overview again", chromedp.Navigate(s.srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`.chart[data-drawn="1"] canvas`)))
+			}
+		})
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		t.Fatalf("a count %q: %v", s, err)
+	}
+	return n
+}

@@ -1,0 +1,241 @@
+package ops
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Glance is one queue's counts as a screen that refreshes every few
+// seconds shows them: the counts of Stats when one statement counts them
+// within a time budget, and otherwise, for a table too large to count in
+// that time, the query planner's estimates from the table's statistics,
+// marked Estimated. Either way it costs at most the budget and a few
+// catalog reads, however large the table grows.
+type Glance struct {
+	Queue Queue
+	// Counts are by state, as Stats partitions them, in the order of
+	// GlanceStates.
+	Counts [6]int64
+	// Estimated is true when the counts are the planner's estimates.
+	Estimated bool
+	// OldestAge is the age of the oldest due job (0 for none); when
+	// OldestKnown is false, finding it took longer than the budget.
+	OldestAge   time.Duration
+	OldestKnown bool
+}
+
+// GlanceStates are the states of Glance.Counts, in order.
+var GlanceStates = [6]string{"available", "scheduled", "retrying", "running", "succeeded", "dead"}
+
+// Glance reads q's counts within about budget (see Glance).
+func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glance, error) {
+	g := Glance{Queue: q}
+	var s Stats
+	exact, err := c.b.statsWithin(ctx, q, budget, &s)
+	if err != nil {
+		return g, fmt.Errorf("queue %s: %w", q.Name, err)
+	}
+	if exact {
+		g.Counts = [6]int64{s.Ready, s.Scheduled, s.Retrying, s.Running, s.Succeeded, s.Dead}
+		g.OldestAge, g.OldestKnown = time.Duration(s.OldestAge*float64(time.Second)), true
+		return g, nil
+	}
+	g.Estimated = true
+	for i, state := range GlanceStates {
+		if g.Counts[i], err = c.b.estimate(ctx, q, state); err != nil {
+			return g, fmt.Errorf("queue %s: estimating the %s jobs: %w", q.Name, state, err)
+		}
+	}
+	// An index probe where the claim index leads with run_after; where
+	// it leads with priority, a scan that a fifth of the budget rarely
+	// covers, and then the age is unknown.
+	g.OldestAge, g.OldestKnown, err = c.b.oldestWithin(ctx, q, budget/5)
+	if err != nil {
+		return g, fmt.Errorf("queue %s: %w", q.Name, err)
+	}
+	return g, nil
+}
+
+// pgTimedOut reports a statement cancelled by statement_timeout (and not
+// by ctx, which pgx cancels the same way).
+func pgTimedOut(ctx context.Context, err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "57014" && ctx.Err() == nil
+}
+
+// pgWithin runs f in a read-only transaction whose statements time out
+// after budget; timedOut reports whether one did.
+func (p *pgBackend) pgWithin(ctx context.Context, budget time.Duration, f func(tx pgx.Tx) error) (timedOut bool, err error) {
+	tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	// Without parallel workers, a statement stops at its timeout, not
+	// once its workers have wound down.
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = "+strconv.FormatInt(max(budget.Milliseconds(), 1), 10)+
+		"; SET LOCAL max_parallel_workers_per_gather = 0"); err != nil {
+		return false, err
+	}
+	if err := f(tx); err != nil {
+		if pgTimedOut(ctx, err) {
+			return true, nil
+		}
+		return false, err
+	}
+	return false, nil
+}
+
+func (p *pgBackend) statsWithin(ctx context.Context, q Queue, budget time.Duration, s *Stats) (bool, error) {
+	timedOut, err := p.pgWithin(ctx, budget, func(tx pgx.Tx) error { return statsOf(ctx, tx, p.table(q), s) })
+	return !timedOut && err == nil, err
+}
+
+func (p *pgBackend) oldestWithin(ctx context.Context, q Queue, budget time.Duration) (time.Duration, bool, error) {
+	var age float64
+	timedOut, err := p.pgWithin(ctx, budget, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `SELECT coalesce(extract(epoch FROM now() - min(run_after)), 0)::float8 FROM `+p.table(q)+
+			` WHERE state = 'available' AND run_after <= now()`).Scan(&age)
+	})
+	return time.Duration(age * float64(time.Second)), !timedOut && err == nil, err
+}
+
+// estimate is the planner's estimate of the rows of q in state, from
+// EXPLAIN, which plans the count without running it.
+func (p *pgBackend) estimate(ctx context.Context, q Queue, state string) (int64, error) {
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		} `json:"Plan"`
+	}
+	var doc []byte
+	if err := p.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+p.table(q)+" WHERE "+predicates[state].pg).Scan(&doc); err != nil {
+		return 0, err
+	}
+	if err := json.Unmarshal(doc, &plan); err != nil || len(plan) == 0 {
+		return 0, fmt.Errorf("reading the plan %s: %v", doc, err)
+	}
+	return int64(plan[0].Plan.Rows), nil
+}
+
+// myTimeout bounds every SELECT of one connection, on MariaDB
+// (max_statement_time, in seconds) or MySQL (max_execution_time, in
+// milliseconds); reset restores it.
+func (m *myBackend) myTimeout(ctx context.Context, conn *sql.Conn, budget time.Duration) (reset func(), err error) {
+	maria, err := m.isMariaDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	set := "SET SESSION max_execution_time = %d"
+	value := max(budget.Milliseconds(), 1)
+	if maria {
+		set = "SET SESSION max_statement_time = %d/1000"
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(set, value)); err != nil {
+		return nil, err
+	}
+	return func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf(set, 0)); err != nil {
+			// A connection that keeps the timeout must not go back to
+			// the pool.
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}, nil
+}
+
+// myTimedOut reports a statement stopped by myTimeout's limit: MariaDB's
+// ER_STATEMENT_TIMEOUT or MySQL's ER_QUERY_TIMEOUT.
+func myTimedOut(err error) bool {
+	n := myErrno(err)
+	return n == 1969 || n == 3024
+}
+
+// myWithin runs f on one connection whose SELECTs time out after budget.
+func (m *myBackend) myWithin(ctx context.Context, budget time.Duration, f func(conn *sql.Conn) error) (timedOut bool, err error) {
+	conn, err := m.db.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	reset, err := m.myTimeout(ctx, conn, budget)
+	if err != nil {
+		return false, err
+	}
+	defer reset()
+	if err := f(conn); err != nil {
+		if myTimedOut(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	return false, nil
+}
+
+func (m *myBackend) statsWithin(ctx context.Context, q Queue, budget time.Duration, s *Stats) (bool, error) {
+	timedOut, err := m.myWithin(ctx, budget, func(conn *sql.Conn) error { return m.statsOn(ctx, conn, q, s) })
+	return !timedOut && err == nil, err
+}
+
+func (m *myBackend) oldestWithin(ctx context.Context, q Queue, budget time.Duration) (time.Duration, bool, error) {
+	t, err := m.table(q)
+	if err != nil {
+		return 0, false, err
+	}
+	var age sql.NullFloat64
+	timedOut, err := m.myWithin(ctx, budget, func(conn *sql.Conn) error {
+		return conn.QueryRowContext(ctx, `SELECT TIMESTAMPDIFF(MICROSECOND, MIN(run_after), UTC_TIMESTAMP(6)) / 1e6 FROM `+t+
+			` WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)`).Scan(&age)
+	})
+	return time.Duration(age.Float64 * float64(time.Second)), !timedOut && err == nil, err
+}
+
+// estimate is the optimizer's estimate of the rows of q in state: the
+// rows column of EXPLAIN (InnoDB estimates a range of an index by diving
+// into it), scaled by its filtered column where the server has one.
+func (m *myBackend) estimate(ctx context.Context, q Queue, state string) (int64, error) {
+	t, err := m.table(q)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := m.db.QueryContext(ctx, "EXPLAIN SELECT 1 FROM "+t+" WHERE "+predicates[state].my)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	names, err := rows.Columns()
+	if err != nil {
+		return 0, err
+	}
+	if !rows.Next() {
+		return 0, errors.Join(rows.Err(), errors.New("EXPLAIN returned no row"))
+	}
+	vals := make([]sql.NullString, len(names))
+	ptrs := make([]any, len(names))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return 0, err
+	}
+	n, filtered := 0.0, 100.0
+	for i, name := range names {
+		switch name {
+		case "rows":
+			n, _ = strconv.ParseFloat(vals[i].String, 64)
+		case "filtered":
+			if f, err := strconv.ParseFloat(vals[i].String, 64); err == nil {
+				filtered = f
+			}
+		}
+	}
+	return int64(n * filtered / 100), nil
+}
