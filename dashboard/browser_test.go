@@ -3,11 +3,13 @@ package dashboard_test
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,10 +48,25 @@ func browser(t *testing.T) context.Context {
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
 	ctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelTime(); cancelCtx(); cancelAlloc() })
+	// Exceptions are collected and reported when the test ends: the
+	// listener may run after it has.
+	var mu sync.Mutex
+	var thrown []string
+	t.Cleanup(func() {
+		cancelTime()
+		cancelCtx()
+		cancelAlloc()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ex := range thrown {
+			t.Errorf("a script threw: %s", ex)
+		}
+	})
 	if err := chromedp.Listen(ctx, func(ev any) {
 		if ex, ok := ev.(*runtime.EventExceptionThrown); ok {
-			t.Errorf("a script threw: %s %v", ex.ExceptionDetails.Text, ex.ExceptionDetails.Exception)
+			mu.Lock()
+			thrown = append(thrown, fmt.Sprintf("%s %v", ex.ExceptionDetails.Text, ex.ExceptionDetails.Exception))
+			mu.Unlock()
 		}
 	}); err != nil {
 		t.Fatalf("starting Chromium: %v", err)
