@@ -118,6 +118,26 @@ func shortDuration(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
+// queue finds the queue the path names, or renders a problem page.
+func (h *Handler) queue(w http.ResponseWriter, r *http.Request) (ops.Queue, bool) {
+	q, err := h.conn.Find(r.Context(), r.PathValue("queue"))
+	if err != nil {
+		h.problem(w, r, http.StatusNotFound, err)
+		return q, false
+	}
+	return q, true
+}
+
+// jobID reads the job id the path names, or renders a problem page.
+func (h *Handler) jobID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		h.problem(w, r, http.StatusNotFound, fmt.Errorf("no job %q: want a job id", clean(r.PathValue("id"))))
+		return 0, false
+	}
+	return id, true
+}
+
 // view is what every page renders from.
 type view struct {
 	P        string // the prefix
@@ -360,11 +380,11 @@ type jobsData struct {
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), listTimeout)
 	defer cancel()
-	q, err := h.conn.Find(ctx, r.PathValue("queue"))
-	if err != nil {
-		h.problem(w, r, http.StatusNotFound, err)
+	q, ok := h.queue(w, r)
+	if !ok {
 		return
 	}
+	var err error
 	d := jobsData{Queue: q, States: []string{"all", "available", "scheduled", "retrying", "failed", "running", "succeeded", "dead"},
 		Actions: []ops.Action{ops.Retry, ops.Cancel, ops.Purge}}
 	if d.Columns, err = h.conn.Columns(ctx, q); err != nil {
@@ -416,14 +436,12 @@ type field struct{ Name, Value string }
 
 func (h *Handler) job(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	q, err := h.conn.Find(ctx, r.PathValue("queue"))
-	if err != nil {
-		h.problem(w, r, http.StatusNotFound, err)
+	q, ok := h.queue(w, r)
+	if !ok {
 		return
 	}
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		h.problem(w, r, http.StatusNotFound, fmt.Errorf("no job %q: want a job id", clean(r.PathValue("id"))))
+	id, ok := h.jobID(w, r)
+	if !ok {
 		return
 	}
 	j, err := h.conn.GetJob(ctx, q, id)
@@ -483,9 +501,8 @@ type confirmData struct {
 func (h *Handler) confirm(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), listTimeout)
 	defer cancel()
-	q, err := h.conn.Find(ctx, r.PathValue("queue"))
-	if err != nil {
-		h.problem(w, r, http.StatusNotFound, err)
+	q, ok := h.queue(w, r)
+	if !ok {
 		return
 	}
 	action, err := actionOf(r.URL.Query().Get("action"))
@@ -521,9 +538,8 @@ func actionOf(s string) (ops.Action, error) {
 // matches (the form of the confirm page).
 func (h *Handler) queueAction(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	q, err := h.conn.Find(ctx, r.PathValue("queue"))
-	if err != nil {
-		h.problem(w, r, http.StatusNotFound, err)
+	q, ok := h.queue(w, r)
+	if !ok {
 		return
 	}
 	back := h.cfg.prefix + "/"
@@ -560,14 +576,12 @@ func (h *Handler) queueAction(w http.ResponseWriter, r *http.Request) {
 // jobAction is an action on one job.
 func (h *Handler) jobAction(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	q, err := h.conn.Find(ctx, r.PathValue("queue"))
-	if err != nil {
-		h.problem(w, r, http.StatusNotFound, err)
+	q, ok := h.queue(w, r)
+	if !ok {
 		return
 	}
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		h.problem(w, r, http.StatusNotFound, fmt.Errorf("no job %q", clean(r.PathValue("id"))))
+	id, ok := h.jobID(w, r)
+	if !ok {
 		return
 	}
 	action, err := actionOf(r.PathValue("action"))

@@ -58,7 +58,7 @@ func (o *opsFlags) open(ctx context.Context) (*ops.Conn, error) {
 	switch {
 	case url.Engine == dburl.MySQL:
 		if schema != "" {
-			return nil, usageError{fmt.Errorf("--schema %s: MySQL and MariaDB have no schemas; the database --db names holds the queues", schema)}
+			return nil, noSchemaOnMySQL(schema)
 		}
 	case schema == "":
 		schema = spec.DefaultSchema
@@ -79,6 +79,11 @@ func (o *opsFlags) open(ctx context.Context) (*ops.Conn, error) {
 		return nil, fmt.Errorf("cannot connect to the database: %s", redactErr(errors.New(migrate.OneLine(err)), url.URL))
 	}
 	return conn, nil
+}
+
+// noSchemaOnMySQL refuses --schema on a MySQL database.
+func noSchemaOnMySQL(schema string) error {
+	return usageError{fmt.Errorf("--schema %s: MySQL and MariaDB have no schemas; the database --db names holds the queues", schema)}
 }
 
 // openQueue is open, then the registered queue --queue names.

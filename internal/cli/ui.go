@@ -47,7 +47,7 @@ func runUI(c *invocation) error {
 	}
 	if *schema != "" {
 		if url.Engine == dburl.MySQL {
-			return usageError{fmt.Errorf("--schema %s: MySQL and MariaDB have no schemas; the database --db names holds the queues", *schema)}
+			return noSchemaOnMySQL(*schema)
 		}
 		opts = append(opts, dashboard.Schema(*schema))
 	}
