@@ -28,7 +28,7 @@ func runBench(c *invocation) error {
 		return err
 	}
 	cfg.JSON = *asJSON
-	url, err := databaseURL(*db)
+	url, err := c.databaseURL(*db)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,9 @@ type command struct {
 	// more in the command's own usage.
 	summary, help string
 	run           func(c *invocation) error
+	// sqlServer is set on the commands that work on SQL Server; the others
+	// (the operations commands, ui, bench) refuse its URLs.
+	sqlServer bool
 }
 
 // group is a heading of the overall usage and its commands.
@@ -61,7 +64,7 @@ func init() {
 				summary: "write a commented starter spec"},
 		}},
 		{"Migrating", []*command{
-			{name: "migrate", args: "ACTION [VERSION] [--db URL] [-f queuegen.yaml]", run: runMigrate,
+			{name: "migrate", args: "ACTION [VERSION] [--db URL] [-f queuegen.yaml]", run: runMigrate, sqlServer: true,
 				summary: "apply the migrations with goose: up, up-to, down, down-to, redo, reset, status, version",
 				help: `Actions:
   up             apply every pending migration
@@ -275,13 +278,18 @@ func (c *invocation) printJSON(v any) error {
 }
 
 // databaseURL checks a --db value: set, and an address of an engine
-// queuegen speaks (a PostgreSQL URL or key=value string, a mysql:// URL or
-// a go-sql-driver/mysql DSN).
-func databaseURL(db string) (dburl.DB, error) {
+// queuegen speaks (a PostgreSQL URL or key=value string, a mysql:// URL,
+// a go-sql-driver/mysql DSN, or a sqlserver:// URL) that the command
+// works on.
+func (c *invocation) databaseURL(db string) (dburl.DB, error) {
 	if db == "" {
 		return dburl.DB{}, usageError{errors.New("--db URL is required (or set DATABASE_URL)")}
 	}
-	return dburl.Parse(db)
+	url, err := dburl.Parse(db)
+	if err == nil && url.Engine == dburl.SQLServer && !c.cmd.sqlServer {
+		err = errors.New("SQL Server is not supported by the operations commands, ui and bench yet; generate, check and migrate support it")
+	}
+	return url, err
 }
 
 // redactErr keeps a password out of an error that quotes the URL.

@@ -155,9 +155,9 @@ func TestMigratePartialFailure(t *testing.T) {
 // it does; --db falls back to $DATABASE_URL for every database command.
 func TestDatabaseURLs(t *testing.T) {
 	for _, cmd := range [][]string{{"stats"}, {"migrate", "up"}, {"jobs", "--queue", "x"}, {"bench"}} {
-		code, _, errs := run(t, append(cmd, "--db", "sqlserver://sa@127.0.0.1:1433/app")...)
-		if code != 1 || !strings.Contains(errs, `database URLs of scheme "sqlserver" are not supported: use postgres://`) || !strings.Contains(errs, "mysql://") {
-			t.Errorf("%v with a sqlserver:// URL = %d, %q", cmd, code, errs)
+		code, _, errs := run(t, append(cmd, "--db", "oracle://scott@127.0.0.1:1521/app")...)
+		if code != 1 || !strings.Contains(errs, `database URLs of scheme "oracle" are not supported: use postgres://`) || !strings.Contains(errs, "mysql://") || !strings.Contains(errs, "sqlserver://") {
+			t.Errorf("%v with an oracle:// URL = %d, %q", cmd, code, errs)
 		}
 	}
 	url, _ := seeded(t)

@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	mssql "github.com/microsoft/go-mssqldb"
 
 	"github.com/queuegen/queuegen/generated"
 	"github.com/queuegen/queuegen/internal/dburl"
@@ -49,7 +50,7 @@ func runMigrate(c *invocation) error {
 	case len(c.positional) > 1:
 		return usageError{fmt.Errorf("unexpected argument %q", c.positional[1])}
 	}
-	url, err := databaseURL(*db)
+	url, err := c.databaseURL(*db)
 	if err != nil {
 		return err
 	}
@@ -179,8 +180,13 @@ func migrateStatus(ctx context.Context, c *invocation, m *migrate.Migrator, url 
 // registered reads the queue registry, with queuegen's own generated
 // query on PostgreSQL; nil when there is none yet.
 func registered(ctx context.Context, url dburl.DB, schema string) ([]generated.QueuegenQueue, error) {
-	if url.Engine == dburl.MySQL {
-		return registeredMySQL(ctx, url)
+	switch {
+	case url.Engine == dburl.MySQL:
+		return registeredSQL(ctx, url, "queuegen_queues")
+	case url.Engine == dburl.SQLServer && schema == spec.DefaultSchema:
+		return registeredSQL(ctx, url, "queuegen_queues") // the login's default schema, dbo
+	case url.Engine == dburl.SQLServer:
+		return registeredSQL(ctx, url, "["+schema+"].queuegen_queues")
 	}
 	cfg, err := pgx.ParseConfig(url.URL)
 	if err != nil {
@@ -200,17 +206,19 @@ func registered(ctx context.Context, url dburl.DB, schema string) ([]generated.Q
 	return queues, err
 }
 
-// registeredMySQL reads a MySQL database's queue registry (the database
-// is the schema there); nil when there is none yet.
-func registeredMySQL(ctx context.Context, url dburl.DB) ([]generated.QueuegenQueue, error) {
+// registeredSQL reads the queue registry table of a MySQL database (the
+// database is the schema there) or a SQL Server one; nil when there is
+// none yet.
+func registeredSQL(ctx context.Context, url dburl.DB, table string) ([]generated.QueuegenQueue, error) {
 	db, err := url.Open()
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, "SELECT name, table_name, mode, paused FROM queuegen_queues ORDER BY name")
+	rows, err := db.QueryContext(ctx, "SELECT name, table_name, mode, paused FROM "+table+" ORDER BY name")
 	var myErr *mysql.MySQLError
-	if errors.As(err, &myErr) && myErr.Number == 1146 { // ER_NO_SUCH_TABLE
+	var msErr mssql.Error
+	if errors.As(err, &myErr) && myErr.Number == 1146 || errors.As(err, &msErr) && msErr.Number == 208 { // no such table
 		return nil, nil
 	}
 	if err != nil {

@@ -47,7 +47,7 @@ func (o *opsFlags) open(ctx context.Context) (*ops.Conn, error) {
 	if err := o.c.noArgs(); err != nil {
 		return nil, err
 	}
-	url, err := databaseURL(*o.db)
+	url, err := o.c.databaseURL(*o.db)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func runUI(c *invocation) error {
 	if err := c.noArgs(); err != nil {
 		return err
 	}
-	url, err := databaseURL(*db)
+	url, err := c.databaseURL(*db)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,8 @@
 // Package dburl reads the database addresses queuegen's commands take
 // (--db, $DATABASE_URL): a PostgreSQL URL or key=value connection string,
-// or a MySQL URL (mysql://user:password@host:port/database?param=value)
-// or go-sql-driver/mysql DSN (user:password@tcp(host:port)/database), and
+// a MySQL URL (mysql://user:password@host:port/database?param=value) or
+// go-sql-driver/mysql DSN (user:password@tcp(host:port)/database), or a
+// SQL Server URL (sqlserver://user:password@host:1433?database=name), and
 // opens a database/sql handle on them.
 package dburl
 
@@ -17,19 +18,23 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	mssql "github.com/microsoft/go-mssqldb"
+	"github.com/microsoft/go-mssqldb/msdsn"
 )
 
 // Engine names, as in the spec's engine key.
 const (
 	PostgreSQL = "postgresql"
 	MySQL      = "mysql"
+	SQLServer  = "sqlserver"
 )
 
 // DB is a parsed database address.
 type DB struct {
-	// Engine is PostgreSQL or MySQL.
+	// Engine is PostgreSQL, MySQL or SQLServer.
 	Engine string
-	// URL is the address as given (PostgreSQL's, for pgx).
+	// URL is the address as given (PostgreSQL's, for pgx; SQL Server's,
+	// for go-mssqldb).
 	URL string
 	// MySQL is a MySQL address's driver configuration, with what the
 	// generated code needs set: parseTime (DATETIME as time.Time, in UTC)
@@ -38,7 +43,8 @@ type DB struct {
 }
 
 // Parse reads s. It names the engine from the scheme (postgres://,
-// postgresql://, mysql://), or from the form of a connection string: a
+// postgresql://, mysql://, sqlserver://), or from the form of a connection
+// string: a
 // go-sql-driver DSN has "@tcp(" or "@unix(" in it, anything else is taken
 // for libpq's key=value form.
 func Parse(s string) (DB, error) {
@@ -67,8 +73,13 @@ func Parse(s string) (DB, error) {
 			return DB{}, err
 		}
 		return DB{Engine: MySQL, URL: s, MySQL: cfg}, nil
+	case "sqlserver":
+		if _, err := msdsn.Parse(s); err != nil {
+			return DB{}, fmt.Errorf("the SQL Server URL does not parse: %v", Redact(err.Error(), s))
+		}
+		return DB{Engine: SQLServer, URL: s}, nil
 	}
-	return DB{}, fmt.Errorf("database URLs of scheme %q are not supported: use postgres://user@host:5432/db for PostgreSQL or mysql://user:password@host:3306/db for MySQL and MariaDB", u.Scheme)
+	return DB{}, fmt.Errorf("database URLs of scheme %q are not supported: use postgres://user@host:5432/db for PostgreSQL, mysql://user:password@host:3306/db for MySQL and MariaDB or sqlserver://user:password@host:1433?database=db for SQL Server", u.Scheme)
 }
 
 // mysqlConfig turns a mysql:// URL into the driver's configuration; its
@@ -112,12 +123,21 @@ func Config(cfg *mysql.Config) *mysql.Config {
 	return cfg
 }
 
-// Open opens a database/sql handle on d.
+// Open opens a database/sql handle on d: pgx's stdlib driver,
+// go-sql-driver/mysql, or go-mssqldb's "sqlserver" driver (parameters
+// written @p1, @p2… or @name, not ?).
 func (d DB) Open() (*sql.DB, error) {
-	if d.Engine == MySQL {
+	switch d.Engine {
+	case MySQL:
 		conn, err := mysql.NewConnector(d.MySQL)
 		if err != nil {
 			return nil, err
+		}
+		return sql.OpenDB(conn), nil
+	case SQLServer:
+		conn, err := mssql.NewConnector(d.URL)
+		if err != nil {
+			return nil, fmt.Errorf("bad database URL: %v", Redact(err.Error(), d.URL))
 		}
 		return sql.OpenDB(conn), nil
 	}
@@ -128,11 +148,15 @@ func (d DB) Open() (*sql.DB, error) {
 	return stdlib.OpenDB(*cfg), nil
 }
 
-// Redact keeps a URL's password out of msg.
+// Redact keeps a URL's password out of msg: the URL's own, or a
+// sqlserver:// URL's password parameter.
 func Redact(msg, db string) string {
-	if u, err := url.Parse(db); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
+	if u, err := url.Parse(db); err == nil {
+		p, _ := u.User.Password()
+		for _, p := range []string{p, u.Query().Get("password")} {
+			if p != "" {
+				msg = strings.ReplaceAll(msg, p, "xxxxx")
+			}
 		}
 	}
 	if cfg, err := mysql.ParseDSN(db); err == nil && cfg.Passwd != "" {

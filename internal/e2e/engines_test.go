@@ -16,6 +16,7 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/jobs"
 	"github.com/queuegen/queuegen/internal/e2e/mysql/myjobs"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
+	"github.com/queuegen/queuegen/internal/e2e/sqlserver/msjobs"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -23,12 +24,13 @@ import (
 
 // The suites of this file's kind run once per engine: each test calls
 // eachEngine (or eachTx, for transaction mode) and gets, per engine, a
-// fresh migrated database and the generated accessors of the queues both
-// specs declare alike (task, kept, nowait, txtask), whose payload is one Go
-// type, payload.Task.
+// fresh migrated database and the generated accessors of the queues every
+// spec declares alike (task, kept, nowait, txtask), whose payload is one Go
+// type, payload.Task. They run on PostgreSQL and MySQL, and on SQL Server
+// too where $QUEUEGEN_SQLSERVER_URL names one (see dbtest.ThisRun).
 
-// leaseQueue is what the suites use of a lease-mode queue: either
-// engine's generated accessor of task, kept or nowait.
+// leaseQueue is what the suites use of a lease-mode queue: any engine's
+// generated accessor of task, kept or nowait.
 type leaseQueue interface {
 	queue.LeaseQueue[payload.Task]
 	Push(ctx context.Context, p payload.Task, opts ...queue.PushOption) (queue.PushResult, error)
@@ -72,9 +74,11 @@ type engine struct {
 	periodic []periodicQueue
 	// noRows is the error Get returns for a job that is gone.
 	noRows error
-	// pg and my are the transaction-mode queue txtask, one set.
-	pg *txEngine[pgx.Tx]
-	my *txEngine[*sql.Tx]
+	// pg and std are the transaction-mode queue txtask, one set: pg on
+	// PostgreSQL (pgx), std on the engines of database/sql (MySQL, SQL
+	// Server).
+	pg  *txEngine[pgx.Tx]
+	std *txEngine[*sql.Tx]
 }
 
 // txQueue is what the suites use of the transaction-mode queue txtask,
@@ -100,7 +104,7 @@ type txEngine[Tx any] struct {
 	// pushIn pushes in tx (the accessor's WithTx).
 	pushIn func(ctx context.Context, tx Tx, p payload.Task) (queue.PushResult, error)
 	// exec runs a statement with arguments in tx, written with ? for the
-	// arguments.
+	// arguments (see engine.placeholders).
 	exec func(ctx context.Context, tx Tx, stmt string, args ...any) error
 }
 
@@ -120,7 +124,7 @@ func (x *txEngine[Tx]) begin(t *testing.T) Tx {
 func eachEngine(t *testing.T, test func(t *testing.T, e *engine)) {
 	t.Helper()
 	t.Parallel()
-	for _, name := range dbtest.ThisRun() {
+	for _, name := range dbtest.AndSQLServer(dbtest.ThisRun()) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			test(t, open(t, name))
@@ -128,27 +132,31 @@ func eachEngine(t *testing.T, test func(t *testing.T, e *engine)) {
 	}
 }
 
-// eachTx runs the transaction-mode suite pg or my on each engine.
-func eachTx(t *testing.T, pg func(*testing.T, *engine, *txEngine[pgx.Tx]), my func(*testing.T, *engine, *txEngine[*sql.Tx])) {
+// eachTx runs the transaction-mode suite on each engine: pg on
+// PostgreSQL, std on the engines of database/sql.
+func eachTx(t *testing.T, pg func(*testing.T, *engine, *txEngine[pgx.Tx]), std func(*testing.T, *engine, *txEngine[*sql.Tx])) {
 	t.Helper()
 	eachEngine(t, func(t *testing.T, e *engine) {
 		if e.pg != nil {
 			pg(t, e, e.pg)
 		} else {
-			my(t, e, e.my)
+			std(t, e, e.std)
 		}
 	})
+}
+
+// migrations are the migrations directory of each engine's spec.
+var migrations = map[string]string{
+	dburl.PostgreSQL: "db/migrations",
+	dburl.MySQL:      "mysql/db/migrations",
+	dburl.SQLServer:  "sqlserver/db/migrations",
 }
 
 // open creates and migrates a database of engine name.
 func open(t *testing.T, name string) *engine {
 	t.Helper()
 	db := dbtest.New(t, name)
-	dir := "db/migrations"
-	if name == dburl.MySQL {
-		dir = "mysql/db/migrations"
-	}
-	m, err := migrate.Open(db.Address, dir)
+	m, err := migrate.Open(db.Address, migrations[name])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,34 +177,58 @@ func open(t *testing.T, name string) *engine {
 				return tx.WithTx(t).Push(ctx, p)
 			},
 			exec: func(ctx context.Context, t pgx.Tx, stmt string, args ...any) error {
-				_, err := t.Exec(ctx, dollars(stmt), args...)
+				_, err := t.Exec(ctx, e.placeholders(stmt), args...)
 				return err
 			}}
 	case dburl.MySQL:
 		task, tx := myjobs.NewTaskQueue(db.SQL), myjobs.NewTxtaskQueue(db.SQL)
 		e.task, e.kept, e.nowait = task, myjobs.NewKeptQueue(db.SQL), myjobs.NewNowaitQueue(db.SQL)
 		e.periodic = []periodicQueue{task, tx}
-		e.noRows = sql.ErrNoRows
-		e.my = &txEngine[*sql.Tx]{q: tx, driver: queueimpl.MySQL(db.SQL),
-			pushIn: func(ctx context.Context, t *sql.Tx, p payload.Task) (queue.PushResult, error) {
-				return tx.WithTx(t).Push(ctx, p)
-			},
-			exec: func(ctx context.Context, t *sql.Tx, stmt string, args ...any) error {
-				_, err := t.ExecContext(ctx, stmt, args...)
-				return err
-			}}
+		setStd(e, tx, queueimpl.MySQL(db.SQL))
+	case dburl.SQLServer:
+		task, tx := msjobs.NewTaskQueue(db.SQL), msjobs.NewTxtaskQueue(db.SQL)
+		e.task, e.kept, e.nowait = task, msjobs.NewKeptQueue(db.SQL), msjobs.NewNowaitQueue(db.SQL)
+		e.periodic = []periodicQueue{task, tx}
+		setStd(e, tx, queueimpl.SQLServer(db.SQL))
 	}
 	return e
 }
 
-// dollars numbers a statement's ? placeholders for PostgreSQL ($1, $2…).
-func dollars(stmt string) string {
+// stdTxQueue is a database/sql spec's generated accessor of txtask
+// (myjobs', msjobs'), whose WithTx gives an accessor of its own type.
+type stdTxQueue[Q any] interface {
+	txQueue[*sql.Tx]
+	WithTx(tx *sql.Tx) Q
+}
+
+// setStd makes tx, whose transactions driver begins, e's transaction-mode
+// queue on database/sql, where a job that is gone is sql.ErrNoRows.
+func setStd[Q stdTxQueue[Q]](e *engine, tx Q, driver queue.TxDriver[*sql.Tx]) {
+	e.noRows = sql.ErrNoRows
+	e.std = &txEngine[*sql.Tx]{q: tx, driver: driver,
+		pushIn: func(ctx context.Context, t *sql.Tx, p payload.Task) (queue.PushResult, error) {
+			return tx.WithTx(t).Push(ctx, p)
+		},
+		exec: func(ctx context.Context, t *sql.Tx, stmt string, args ...any) error {
+			_, err := t.ExecContext(ctx, e.placeholders(stmt), args...)
+			return err
+		}}
+}
+
+// placeholders writes a statement's ? placeholders as the engine's driver
+// takes them: numbered $1, $2… for PostgreSQL, @p1, @p2… for SQL Server
+// (go-mssqldb's sqlserver driver); MySQL's stay ?.
+func (e *engine) placeholders(stmt string) string {
+	prefix := map[string]string{dburl.PostgreSQL: "$", dburl.SQLServer: "@p"}[e.name]
+	if prefix == "" {
+		return stmt
+	}
 	var b strings.Builder
 	n := 0
 	for _, r := range stmt {
 		if r == '?' {
 			n++
-			fmt.Fprintf(&b, "$%d", n)
+			fmt.Fprintf(&b, "%s%d", prefix, n)
 			continue
 		}
 		b.WriteRune(r)
@@ -207,28 +239,29 @@ func dollars(stmt string) string {
 // exec runs a statement on the engine's database; args are written ?.
 func (e *engine) exec(t *testing.T, stmt string, args ...any) {
 	t.Helper()
-	if e.name == dburl.PostgreSQL {
-		stmt = dollars(stmt)
-	}
+	stmt = e.placeholders(stmt)
 	if _, err := e.db.SQL.Exec(stmt, args...); err != nil {
 		t.Fatalf("%s: %v", stmt, err)
 	}
 }
 
-// sql picks the statement of the engine's dialect.
-func (e *engine) sql(pg, my string) string {
-	if e.name == dburl.MySQL {
+// sql picks the statement of the engine's dialect: PostgreSQL's, MySQL's
+// or SQL Server's (T-SQL).
+func (e *engine) sql(pg, my, ms string) string {
+	switch e.name {
+	case dburl.MySQL:
 		return my
+	case dburl.SQLServer:
+		return ms
 	}
 	return pg
 }
 
-// count runs a count(*) query on the engine's database.
+// count runs a count(*) query on the engine's database; args are written
+// ?.
 func (e *engine) count(t *testing.T, query string, args ...any) int {
 	t.Helper()
-	if e.name == dburl.PostgreSQL {
-		query = dollars(query)
-	}
+	query = e.placeholders(query)
 	var n int
 	if err := e.db.SQL.QueryRow(query, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)

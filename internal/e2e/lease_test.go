@@ -284,7 +284,8 @@ func TestLeaseReleaseNodeAndReap(t *testing.T) {
 		// node's leases, once expired, are on their last attempt: Reap
 		// makes them dead.
 		e.exec(t, e.sql("UPDATE task_queue SET locked_until = now() - interval '1 minute' WHERE locked_by = 'other'",
-			"UPDATE task_queue SET locked_until = UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE WHERE locked_by = 'other'"))
+			"UPDATE task_queue SET locked_until = UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE WHERE locked_by = 'other'",
+			"UPDATE task_queue SET locked_until = DATEADD(minute, -1, SYSUTCDATETIME()) WHERE locked_by = 'other'"))
 		if got, _ := q.Claim(ctx, "n", 10); len(got) != 2 {
 			t.Errorf("claim after ReleaseNode got %d jobs, want the 2 released ones (not the expired last attempts)", len(got))
 		}
@@ -488,7 +489,8 @@ func TestLeaseNowait(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tx.ExecContext(ctx, "SELECT id FROM nowait_queue FOR UPDATE"); err != nil {
+		forUpdate := "SELECT id FROM nowait_queue FOR UPDATE"
+		if _, err := tx.ExecContext(ctx, e.sql(forUpdate, forUpdate, "SELECT id FROM nowait_queue WITH (UPDLOCK, ROWLOCK)")); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()

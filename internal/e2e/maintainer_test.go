@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/queue"
 )
 
@@ -22,7 +23,8 @@ func (e *engine) age(t *testing.T, table string, d time.Duration, ids ...int64) 
 	}
 	hours := int(d.Hours())
 	e.exec(t, fmt.Sprintf(e.sql("UPDATE %s SET finished_at = now() - interval '%d hours' WHERE id IN (%s)",
-		"UPDATE %s SET finished_at = UTC_TIMESTAMP(6) - INTERVAL %d HOUR WHERE id IN (%s)"), table, hours, strings.Join(list, ", ")))
+		"UPDATE %s SET finished_at = UTC_TIMESTAMP(6) - INTERVAL %d HOUR WHERE id IN (%s)",
+		"UPDATE %s SET finished_at = DATEADD(hour, -%d, SYSUTCDATETIME()) WHERE id IN (%s)"), table, hours, strings.Join(list, ", ")))
 }
 
 // TestMaintainerRetention: finished jobs past their retention are
@@ -84,12 +86,14 @@ func (e *engine) holdMaintenanceLock(t *testing.T, name, table string) (release 
 		t.Fatal(err)
 	}
 	var locked bool
-	if e.name == "mysql" {
-		var got string
-		err = tx.QueryRowContext(ctx, "SELECT name FROM queuegen_queues WHERE name = ? FOR UPDATE", name).Scan(&got)
-		locked = got == name
-	} else {
+	if e.name == dburl.PostgreSQL {
 		err = tx.QueryRowContext(ctx, "SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance ' || $1, 0))", table).Scan(&locked)
+	} else { // the queue's registry row
+		var got string
+		forUpdate := "SELECT name FROM queuegen_queues WHERE name = ? FOR UPDATE"
+		lock := e.sql(forUpdate, forUpdate, "SELECT name FROM queuegen_queues WITH (UPDLOCK, ROWLOCK) WHERE name = ?")
+		err = tx.QueryRowContext(ctx, e.placeholders(lock), name).Scan(&got)
+		locked = got == name
 	}
 	if err != nil || !locked {
 		tx.Rollback()
@@ -109,7 +113,8 @@ func TestMaintainerOneNodeAtATime(t *testing.T) {
 		q.Push(ctx, task("x"), queue.MaxAttempts(1))
 		q.Claim(ctx, "dead-node", 1)
 		e.exec(t, e.sql("UPDATE task_queue SET locked_until = now() - interval '1 minute'",
-			"UPDATE task_queue SET locked_until = UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE"))
+			"UPDATE task_queue SET locked_until = UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE",
+			"UPDATE task_queue SET locked_until = DATEADD(minute, -1, SYSUTCDATETIME())"))
 
 		release := e.holdMaintenanceLock(t, "task", "task_queue")
 		m := queue.NewMaintainer([]queue.Maintained{q}, queue.MaintainerLogger(quiet))

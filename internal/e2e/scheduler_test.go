@@ -56,7 +56,7 @@ func TestPeriodicTickPushedOnce(t *testing.T) {
 			}
 		} else {
 			get = func(ctx context.Context, id int64) (string, error) {
-				j, err := e.my.q.Get(ctx, id)
+				j, err := e.std.q.Get(ctx, id)
 				return j.Payload.Name, err
 			}
 		}
@@ -79,8 +79,8 @@ func TestSchedulersOnThreeNodes(t *testing.T) {
 		eventually(t, 30*time.Second, "three ticks", func() bool { return e.count(t, "SELECT count(*) FROM txtask_queue") >= 3 })
 		cancel()
 		wg.Wait()
-		second := e.sql("date_trunc('second', created_at)", "DATE_FORMAT(created_at, '%Y%m%d%H%i%s')")
-		if n := e.count(t, "SELECT count(*) FROM (SELECT "+second+" AS s FROM txtask_queue GROUP BY s HAVING count(*) > 1) d"); n != 0 {
+		second := e.sql("date_trunc('second', created_at)", "DATE_FORMAT(created_at, '%Y%m%d%H%i%s')", "CONVERT(CHAR(19), created_at, 120)")
+		if n := e.count(t, "SELECT count(*) FROM (SELECT "+second+" AS s FROM txtask_queue GROUP BY "+second+" HAVING count(*) > 1) d"); n != 0 {
 			t.Errorf("%d ticks were pushed more than once", n)
 		}
 		if n := e.count(t, "SELECT count(*) FROM txtask_queue"); n != e.count(t, "SELECT count(DISTINCT "+second+") FROM txtask_queue") {

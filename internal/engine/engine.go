@@ -200,6 +200,27 @@ type SqlcAdapter interface {
 	SqlcGo(code string) string
 }
 
+// QueryCoder is implemented by an engine sqlc has no engine for: queuegen
+// writes the Go code of its queries itself (package querycode), in the
+// shape of sqlc's, asking the engine what sqlc's catalog would have told.
+type QueryCoder interface {
+	// ParamType is the Go type of the query parameter @name, one the
+	// engine's templates write (payload columns are the model's).
+	ParamType(name string) (gocode.Type, bool)
+	// ColumnType is the Go type of a bookkeeping column of a queue table,
+	// or of a result column the templates name with AS.
+	ColumnType(name string) (gocode.Type, bool)
+	// Arg is the function that turns a Go value of type t into what the
+	// driver must be sent, or the zero Ident to send it as it is.
+	Arg(t gocode.Type) gocode.Ident
+	// Scan is the function that wraps a pointer to a result of type t in
+	// the sql.Scanner the driver's value must go through, or the zero
+	// Ident to scan into the pointer itself.
+	Scan(t gocode.Type) gocode.Ident
+	// Header is the second line of the Go files, saying who wrote them.
+	Header() string
+}
+
 var (
 	mu      sync.RWMutex
 	engines = map[string]Engine{}

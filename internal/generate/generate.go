@@ -23,6 +23,7 @@ import (
 	"github.com/queuegen/queuegen/internal/engine"
 	"github.com/queuegen/queuegen/internal/evolve"
 	"github.com/queuegen/queuegen/internal/model"
+	"github.com/queuegen/queuegen/internal/querycode"
 	"github.com/queuegen/queuegen/internal/render"
 	"github.com/queuegen/queuegen/internal/spec"
 )
@@ -75,7 +76,7 @@ func Generate(specPath string, opts Options) (*Output, error) {
 		files = append(files, File(f))
 	}
 	files = append(files, File(evolve.SchemaFile(m, m.Catalog)))
-	goFiles, err := runSQLC(m, files)
+	goFiles, err := queriesGo(m, files)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +92,28 @@ func Generate(specPath string, opts Options) (*Output, error) {
 	files = append(files, File(state))
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return &Output{Root: root, Model: m, Files: files}, nil
+}
+
+// queriesGo writes the Go code of the queries: sqlc's, or queuegen's own
+// (package querycode) for an engine sqlc has none for.
+func queriesGo(m *model.Model, files []File) ([]File, error) {
+	coder, ok := m.Engine.(engine.QueryCoder)
+	if !ok {
+		return runSQLC(m, files)
+	}
+	queries := map[string][]byte{}
+	for _, f := range files {
+		queries[f.Path] = f.Data
+	}
+	code, err := querycode.Generate(m, coder, queries)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]File, len(code))
+	for i, f := range code {
+		out[i] = File(f)
+	}
+	return out, nil
 }
 
 // sqlcMu serialises in-process sqlc runs: sqlc was written as a program and

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/queuegen/queuegen/internal/dbtest"
@@ -28,7 +29,13 @@ func TestGoldenMigrationsApply(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			db := dbtest.New(t, out.Model.Engine.Name())
+			eng := out.Model.Engine.Name()
+			if !slices.Contains(dbtest.AndSQLServer(dbtest.ThisRun()), eng) {
+				// Only SQL Server, which cannot run here: its SQL is
+				// grammar-checked (TestSQLServerGrammar) instead.
+				t.Skipf("no %s server in this run: set QUEUEGEN_SQLSERVER_URL to apply these migrations to one", eng)
+			}
+			db := dbtest.New(t, eng)
 			m, err := migrate.Open(db.Address, filepath.Join(filepath.Dir(specPath), out.Model.MigrationsDir))
 			if err != nil {
 				t.Fatal(err)

@@ -233,8 +233,11 @@ func isStd(p ImportPath) bool {
 // PackageName is the name a package is conventionally referred to by: the
 // last element of its path, without a major-version element (/v5) or
 // suffix (.v3), with characters that cannot appear in a Go identifier
-// removed.
+// removed; or the name a known package declares (go-mssqldb's is mssql).
 func PackageName(p ImportPath) string {
+	if name, ok := packageNames[p]; ok {
+		return name
+	}
 	s := string(p)
 	base := path.Base(s)
 	if len(base) > 1 && base[0] == 'v' && strings.Trim(base[1:], "0123456789") == "" {
@@ -253,6 +256,12 @@ func PackageName(p ImportPath) string {
 		return "pkg"
 	}
 	return b.String()
+}
+
+// packageNames are the names of the packages generated code imports whose
+// name is not the last element of their path.
+var packageNames = map[ImportPath]string{
+	"github.com/microsoft/go-mssqldb": "mssql",
 }
 
 // Duration renders d as a Go constant expression ("5 * time.Minute"),

@@ -1,6 +1,7 @@
 // Package migrate applies the goose migrations queuegen emits, with goose
 // used as a library: a goose.Provider over the migrations directory and a
-// database/sql handle (pgx's stdlib driver, or go-sql-driver/mysql). Each
+// database/sql handle (pgx's stdlib driver, go-sql-driver/mysql, or
+// go-mssqldb's sqlserver driver with goose's mssql dialect). Each
 // spec's migrations keep their own history, in a version table of their
 // own, so that several specs, and an application's own goose migrations,
 // share one database.
@@ -42,11 +43,13 @@ type options struct {
 	schema, table string
 }
 
-// Schema is the PostgreSQL schema the migrations create their tables in
-// (default public). The version table is created there too; Open creates
-// the schema first if it is missing, since goose writes its table before
-// the first migration runs. MySQL has no schemas: the tables go in the
-// connection's database, and Schema is ignored.
+// Schema is the PostgreSQL or SQL Server schema the migrations create
+// their tables in (default public on PostgreSQL; on SQL Server dbo, which
+// public, the spec's default, also means there). The version table is
+// created there too; Open creates the schema first if it is missing, since
+// goose writes its table before the first migration runs. MySQL has no
+// schemas: the tables go in the connection's database, and Schema is
+// ignored.
 func Schema(name string) Option {
 	return func(o *options) error {
 		if name == "" {
@@ -69,9 +72,9 @@ func Table(name string) Option {
 	}
 }
 
-// Open connects to the database at address (a PostgreSQL or MySQL URL or
-// DSN, see package dburl) and prepares the migrations in dir. Close it
-// when done.
+// Open connects to the database at address (a PostgreSQL, MySQL or SQL
+// Server URL or DSN, see package dburl) and prepares the migrations in
+// dir. Close it when done.
 func Open(address, dir string, opts ...Option) (*Migrator, error) {
 	o := options{schema: "public", table: DefaultTable}
 	for _, opt := range opts {
@@ -90,11 +93,17 @@ func Open(address, dir string, opts ...Option) (*Migrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	dialect, table := goose.DialectPostgres, o.table
-	switch {
-	case db.Engine == dburl.MySQL:
+	dialect, table, defaultSchema := goose.DialectPostgres, o.table, "public"
+	switch db.Engine {
+	case dburl.MySQL:
 		dialect, o.schema = goose.DialectMySQL, ""
-	case o.schema != "public":
+	case dburl.SQLServer:
+		dialect, defaultSchema = goose.DialectMSSQL, sqlServerSchema
+		if o.schema == "public" {
+			o.schema = sqlServerSchema
+		}
+	}
+	if o.schema != "" && o.schema != defaultSchema {
 		table = o.schema + "." + o.table
 	}
 	p, err := goose.NewProvider(dialect, h, os.DirFS(dir), goose.WithTableName(table), goose.WithDisableGlobalRegistry(true))
@@ -104,6 +113,9 @@ func Open(address, dir string, opts ...Option) (*Migrator, error) {
 	}
 	return &Migrator{engine: db.Engine, db: h, provider: p, schema: o.schema, table: o.table}, nil
 }
+
+// sqlServerSchema is SQL Server's default schema.
+const sqlServerSchema = "dbo"
 
 // prepare creates the schema (so that goose can create its version table
 // in it) and refuses a database whose queues were migrated under another
@@ -115,27 +127,21 @@ func (m *Migrator) prepare(ctx context.Context) error {
 	if err := m.db.PingContext(ctx); err != nil {
 		return fmt.Errorf("cannot connect to the database: %s", OneLine(err))
 	}
-	if m.engine == dburl.MySQL {
-		if err := checkMySQL(ctx, m.db); err != nil {
-			return err
-		}
-	} else if m.schema != "public" {
-		if _, err := m.db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{m.schema}.Sanitize()); err != nil {
-			return err
-		}
-	}
-	var registry, versions bool
 	var err error
-	if m.engine == dburl.MySQL {
-		err = m.db.QueryRowContext(ctx, `SELECT
-    EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'queuegen_queues'),
-    EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?)`, m.table).Scan(&registry, &versions)
-	} else {
-		err = m.db.QueryRowContext(ctx, `SELECT
-    to_regclass(quote_ident($1) || '.queuegen_queues') IS NOT NULL,
-    to_regclass(quote_ident($1) || '.' || quote_ident($2)) IS NOT NULL`, m.schema, m.table).Scan(&registry, &versions)
+	switch {
+	case m.engine == dburl.MySQL:
+		err = checkMySQL(ctx, m.db)
+	case m.engine == dburl.SQLServer:
+		err = m.prepareSQLServer(ctx)
+	case m.schema != "public":
+		_, err = m.db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{m.schema}.Sanitize())
 	}
 	if err != nil {
+		return err
+	}
+	var registry, versions bool
+	query, args := m.tablesQuery()
+	if err := m.db.QueryRowContext(ctx, query, args...).Scan(&registry, &versions); err != nil {
 		return err
 	}
 	if registry && !versions {
@@ -147,6 +153,53 @@ func (m *Migrator) prepare(ctx context.Context) error {
 	}
 	m.prepared = true
 	return nil
+}
+
+// tablesQuery is the query, and its arguments, of whether the registry
+// and the version table exist.
+func (m *Migrator) tablesQuery() (string, []any) {
+	switch m.engine {
+	case dburl.MySQL:
+		return `SELECT
+    EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'queuegen_queues'),
+    EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?)`, []any{m.table}
+	case dburl.SQLServer:
+		// In dbo the names are left unqualified, as the migrations and
+		// goose leave them: they resolve in the login's default schema.
+		schema := ""
+		if m.schema != sqlServerSchema {
+			schema = "[" + strings.ReplaceAll(m.schema, "]", "]]") + "]."
+		}
+		return `SELECT
+    CAST(IIF(OBJECT_ID(@p1 + N'queuegen_queues', N'U') IS NULL, 0, 1) AS BIT),
+    CAST(IIF(OBJECT_ID(@p1 + QUOTENAME(@p2), N'U') IS NULL, 0, 1) AS BIT)`, []any{schema, m.table}
+	}
+	return `SELECT
+    to_regclass(quote_ident($1) || '.queuegen_queues') IS NOT NULL,
+    to_regclass(quote_ident($1) || '.' || quote_ident($2)) IS NOT NULL`, []any{m.schema, m.table}
+}
+
+// prepareSQLServer refuses a database below compatibility level 130 (SQL
+// Server 2016), which has no OPENJSON for queuegen's batch statements, and
+// creates the schema if it is missing. CREATE SCHEMA must be alone in its
+// batch, hence EXEC.
+func (m *Migrator) prepareSQLServer(ctx context.Context) error {
+	var level int
+	if err := m.db.QueryRowContext(ctx, "SELECT compatibility_level FROM sys.databases WHERE name = DB_NAME()").Scan(&level); err != nil {
+		return err
+	}
+	if level < 130 {
+		return fmt.Errorf("the database's compatibility level is %d: queuegen needs 130 (SQL Server 2016) or later, for OPENJSON (ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 130)", level)
+	}
+	if m.schema == sqlServerSchema {
+		return nil
+	}
+	_, err := m.db.ExecContext(ctx, `IF SCHEMA_ID(@p1) IS NULL
+BEGIN
+    DECLARE @create NVARCHAR(300) = N'CREATE SCHEMA ' + QUOTENAME(@p1);
+    EXEC (@create);
+END`, m.schema)
+	return err
 }
 
 // checkMySQL refuses a server too old for the migrations and queries

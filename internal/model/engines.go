@@ -4,4 +4,5 @@ package model
 import (
 	_ "github.com/queuegen/queuegen/internal/engine/mysql"
 	_ "github.com/queuegen/queuegen/internal/engine/postgres"
+	_ "github.com/queuegen/queuegen/internal/engine/sqlserver"
 )

@@ -60,6 +60,11 @@ func Render(m *model.Model) ([]File, error) {
 		return nil, fmt.Errorf("render %s: %w", PackageFile, err)
 	}
 	files = append(files, File{Path: path.Join(m.GoDir, PackageFile), Data: code})
+	if set.Lookup("sqlc.yaml.tmpl") == nil {
+		// The engine's queries are not compiled by sqlc (package
+		// querycode writes their Go).
+		return files, nil
+	}
 	cfg, err := renderSQL(set, "sqlc.yaml.tmpl", sqlData{Model: m})
 	if err != nil {
 		return nil, fmt.Errorf("render sqlc.yaml: %w", err)

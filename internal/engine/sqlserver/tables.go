@@ -1,0 +1,145 @@
+package sqlserver
+
+import (
+	"github.com/queuegen/queuegen/internal/catalog"
+	"github.com/queuegen/queuegen/internal/engine"
+)
+
+// Names of queuegen's own tables.
+const (
+	RegistryTable = "queuegen_queues"
+	PeriodicTable = "queuegen_periodic"
+)
+
+// States is the type of a job's state column, whose CHECK constraint
+// (stateCheck) admits the four states only.
+const States = "VARCHAR(9)"
+
+// stateCheck is the CHECK of every queue table's state column.
+func stateCheck(table string) *catalog.Check {
+	return &catalog.Check{Name: table + "_state_check", Expr: "state IN ('available', 'running', 'succeeded', 'dead')"}
+}
+
+// Registry is the queue registry, queuegen_queues.
+func (Engine) Registry() *catalog.Table {
+	return &catalog.Table{
+		Name: RegistryTable,
+		Comment: engine.Comment(RegistryTable + " is the queue registry: one row per queue, written by the " +
+			"migrations queuegen emits, so that tools find every queue table of a database without " +
+			"reading the spec. A maintenance batch locks its queue's row for its transaction, so " +
+			"that one node at a time maintains a queue."),
+		Columns: []*catalog.Column{
+			{Name: "name", Type: "NVARCHAR(255)", NotNull: true},
+			{Name: "table_name", Type: "NVARCHAR(128)", NotNull: true},
+			{Name: "mode", Type: "VARCHAR(11)", NotNull: true},
+			{Name: "paused", Type: "BIT", NotNull: true, Default: "0"},
+			{Name: "registered_at", Type: DateTime, NotNull: true, Default: Now},
+		},
+		Checks: []*catalog.Check{{Name: RegistryTable + "_mode_check", Expr: "mode IN ('lease', 'transaction')"}},
+		Indexes: []*catalog.Index{
+			{Name: RegistryTable + "_pkey", Primary: true, Columns: []string{"name"}},
+			{Name: RegistryTable + "_table_name_key", Unique: true, Constraint: true, Columns: []string{"table_name"}},
+		},
+	}
+}
+
+// Periodic is queuegen_periodic.
+func (Engine) Periodic() *catalog.Table {
+	return &catalog.Table{
+		Name: PeriodicTable,
+		Comment: engine.Comment(PeriodicTable + " records the last tick pushed of each periodic job, so " +
+			"that any number of nodes push each tick exactly once: a node advances the tick and " +
+			"pushes the job in one transaction, and of nodes racing for one tick only one advances it."),
+		Columns: []*catalog.Column{
+			{Name: "queue", Type: "NVARCHAR(255)", NotNull: true},
+			{Name: "name", Type: "NVARCHAR(255)", NotNull: true},
+			{Name: "last_tick", Type: DateTime, NotNull: true},
+		},
+		Indexes: []*catalog.Index{{Name: PeriodicTable + "_pkey", Primary: true, Columns: []string{"queue", "name"}}},
+	}
+}
+
+// NotifyFunction is "": queuegen does not use Service Broker for wake-ups.
+func (Engine) NotifyFunction() string { return "" }
+
+// bookkeeping are the columns every queue table has, in order, before the
+// payload. Times are UTC (see Now); run_after and created_at have no
+// default, as queuegen's statements always set them.
+func bookkeeping() []*catalog.Column {
+	return []*catalog.Column{
+		{Name: "id", Type: "BIGINT IDENTITY", NotNull: true, Comment: "job id"},
+		{Name: "state", Type: States, NotNull: true, Default: "'available'", Comment: "running: leased (lease mode)"},
+		{Name: "attempt", Type: "INT", NotNull: true, Default: "0", Comment: "claims so far; with id, the fencing token"},
+		{Name: "max_attempts", Type: "INT", NotNull: true, Comment: "dead after this many failed attempts"},
+		{Name: "priority", Type: "SMALLINT", NotNull: true, Default: "0", Comment: "higher first, where the queue orders by it"},
+		{Name: "run_after", Type: DateTime, NotNull: true, Comment: "not claimed before this time (UTC)"},
+		{Name: "created_at", Type: DateTime, NotNull: true, Comment: "UTC, like every time here"},
+		{Name: "attempted_at", Type: DateTime, Comment: "when the current attempt was claimed"},
+		{Name: "finished_at", Type: DateTime, Comment: "when it succeeded or died; retention counts from here"},
+		{Name: "locked_by", Type: "NVARCHAR(255)", Comment: "lease mode: the node holding the job"},
+		{Name: "locked_until", Type: DateTime, Comment: "lease mode: when the lease expires"},
+		{Name: "errors", Type: "NVARCHAR(MAX)", NotNull: true, Default: "N'[]'", Comment: "JSON array, one string per failed attempt"},
+		{Name: "unique_key", Type: "NVARCHAR(255)", Comment: "dedupe key among unfinished jobs"},
+	}
+}
+
+// QueueTable is a queue's table: every column (SQL Server has no INHERITS,
+// so an inheriting queue's table carries the base columns itself, in the
+// payload), its primary key, the state's CHECK and the filtered indexes
+// its queries need. A filtered index holds only the rows of the state its
+// query reads, so it stays as small as the work in that state, however
+// many finished jobs the table keeps.
+func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
+	t := &catalog.Table{Name: q.Name, Comment: q.Comment}
+	t.Columns = append(bookkeeping(), q.Payload...)
+	t.Checks = []*catalog.Check{stateCheck(q.Name)}
+	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_pkey", Primary: true, Columns: []string{"id"}})
+	claim := []string{"run_after", "id"}
+	if q.Priority {
+		claim = []string{"priority DESC", "run_after", "id"}
+	}
+	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_claim_idx", Columns: claim, Where: "state = 'available'",
+		Comment: "Serves the claim: the available jobs in the claim's ORDER BY, so a claim reads the first entries in order and stops, without a sort."})
+	if q.Lease {
+		t.Indexes = append(t.Indexes,
+			&catalog.Index{Name: q.Name + "_lease_idx", Columns: []string{"locked_until"}, Where: "state = 'running'",
+				Comment: "Finds running jobs by lease expiry: those whose lease expired (claimed again, or reaped on their last attempt), and those a restarting node held."})
+	}
+	if q.Unique {
+		t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_unique_key_idx", Unique: true, Columns: []string{"unique_key"},
+			Where:   "unique_key IS NOT NULL AND state IN ('available', 'running')",
+			Comment: "At most one unfinished job per unique key; push checks it under a key-range lock, and the index is the guarantee."})
+	}
+	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_finished_idx", Columns: []string{"finished_at", "state"},
+		Where:   "state IN ('succeeded', 'dead')",
+		Comment: "Finds finished jobs for retention, oldest first, whatever their state: the purge reads it in order and tests the state in the index."})
+	return t
+}
+
+// Relations are the names SQL Server keeps per schema: the table and its
+// constraints (primary key, unique constraints, checks, column defaults).
+// Index names are per table, but queuegen's are named after their table
+// and so unique anyway.
+func (Engine) Relations(t *catalog.Table) []string {
+	names := []string{t.Name}
+	for _, i := range t.Indexes {
+		names = append(names, i.Name)
+	}
+	for _, k := range t.Checks {
+		names = append(names, k.Name)
+	}
+	for _, c := range t.Columns {
+		if c.Default != "" {
+			names = append(names, defaultName(t.Name, c.Name))
+		}
+	}
+	return names
+}
+
+// defaultName names the DEFAULT constraint of a column.
+func defaultName(table, column string) string { return table + "_" + column + "_default" }
+
+// Limits: 128 characters a name; 1,024 columns a table.
+func (Engine) Limits() engine.Limits {
+	return engine.Limits{MaxIdentifier: MaxIdentifier, MaxColumns: 1024}
+}

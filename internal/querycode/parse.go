@@ -1,0 +1,131 @@
+package querycode
+
+import (
+	"fmt"
+	"strings"
+)
+
+// query is one named query of a query file.
+type query struct {
+	// Name and Kind are from its "-- name: Name :kind" line.
+	Name, Kind string
+	// Doc are its comment lines, without "-- ".
+	Doc []string
+	// SQL is its text, without the comments above it.
+	SQL string
+	// Params are the names of its @parameters, in order of first use.
+	Params []string
+}
+
+// parseFile splits a query file into its named queries: each starts at a
+// "-- name: Name :kind" line, its comment lines follow, then its SQL.
+func parseFile(data string) ([]*query, error) {
+	var out []*query
+	var cur *query
+	var body []string
+	flush := func() {
+		if cur != nil {
+			cur.SQL = strings.TrimSpace(strings.Join(body, "\n"))
+			cur.Params = params(cur.SQL)
+			out = append(out, cur)
+		}
+	}
+	for _, line := range strings.Split(data, "\n") {
+		if rest, ok := strings.CutPrefix(line, "-- name: "); ok {
+			flush()
+			f := strings.Fields(rest)
+			if len(f) != 2 || !strings.HasPrefix(f[1], ":") {
+				return nil, fmt.Errorf("bad query name line %q", line)
+			}
+			cur, body = &query{Name: f[0], Kind: f[1]}, nil
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		if c, ok := strings.CutPrefix(line, "-- "); ok && len(body) == 0 {
+			cur.Doc = append(cur.Doc, c)
+			continue
+		}
+		body = append(body, line)
+	}
+	flush()
+	return out, nil
+}
+
+// params lists the @parameters of a statement in order of first use,
+// skipping string literals, comments and @@ functions.
+func params(sql string) []string {
+	var names []string
+	seen := map[string]bool{}
+	for i := 0; i < len(sql); i++ {
+		switch c := sql[i]; {
+		case c == '\'':
+			for i++; i < len(sql) && sql[i] != '\''; i++ {
+			}
+		case c == '-' && strings.HasPrefix(sql[i:], "--"):
+			for i < len(sql) && sql[i] != '\n' {
+				i++
+			}
+		case c == '@' && i+1 < len(sql) && sql[i+1] == '@':
+			i++
+			for i+1 < len(sql) && isIdent(sql[i+1]) {
+				i++
+			}
+		case c == '@':
+			j := i + 1
+			for j < len(sql) && isIdent(sql[j]) {
+				j++
+			}
+			if name := sql[i+1 : j]; name != "" && !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
+			i = j - 1
+		}
+	}
+	return names
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// resultColumns lists what a query returns: the column list of its OUTPUT
+// clause, or of its SELECT when it is one. Each item is a column name
+// (what follows the last dot, or AS), or "*" for every column of the
+// table. It is nil for a query that returns nothing.
+func resultColumns(sql string) ([]string, error) {
+	var list string
+	if _, after, ok := strings.Cut(sql, "\nOUTPUT "); ok {
+		list, _, _ = strings.Cut(after, "\n")
+		list = strings.TrimSuffix(strings.TrimSpace(list), ";")
+	} else if after, ok := strings.CutPrefix(sql, "SELECT "); ok {
+		list = after
+		if i := strings.Index(list, "\nFROM"); i >= 0 {
+			list = list[:i]
+		} else if i := strings.Index(list, " FROM "); i >= 0 {
+			list = list[:i]
+		}
+		list = strings.TrimSuffix(strings.TrimSpace(list), ";")
+	} else {
+		return nil, nil
+	}
+	var cols []string
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if _, alias, ok := strings.Cut(item, " AS "); ok {
+			item = alias
+		}
+		if i := strings.LastIndexByte(item, '.'); i >= 0 {
+			item = item[i+1:]
+		}
+		for j := 0; j < len(item); j++ {
+			if !isIdent(item[j]) && item != "*" {
+				return nil, fmt.Errorf("result column %q is neither a column nor named with AS", item)
+			}
+		}
+		cols = append(cols, item)
+	}
+	return cols, nil
+}
