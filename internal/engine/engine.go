@@ -210,9 +210,11 @@ type QueryCoder interface {
 	// ColumnType is the Go type of a bookkeeping column of a queue table,
 	// or of a result column the templates name with AS.
 	ColumnType(name string) (gocode.Type, bool)
-	// Arg is the function that turns a Go value of type t into what the
-	// driver must be sent, or the zero Ident to send it as it is.
-	Arg(t gocode.Type) gocode.Ident
+	// Arg is the function that turns a Go value of type t, for a column
+	// of SQL type sqlType where the parameter is a payload column's (""
+	// otherwise), into what the driver must be sent, or the zero Ident to
+	// send it as it is.
+	Arg(t gocode.Type, sqlType string) gocode.Ident
 	// Scan is the function that wraps a pointer to a result of type t in
 	// the sql.Scanner the driver's value must go through, or the zero
 	// Ident to scan into the pointer itself.

@@ -200,33 +200,40 @@ func (g *generator) rowType(f *gocode.File, q *model.Queue) string {
 type param struct {
 	Name, GoName string
 	Type         gocode.Type
+	// SQLType is the column's type where the parameter is a payload
+	// column's, else "".
+	SQLType string
 }
 
 // paramType types parameter name of query qu: a payload input in the
 // push (whose parameters are the payload's), else the engine's.
-func (g *generator) paramType(q *model.Queue, qu *query, name string) (gocode.Type, error) {
+func (g *generator) paramType(q *model.Queue, qu *query, name string) (param, error) {
+	p := param{Name: name, GoName: spec.GoName(name)}
 	if strings.HasPrefix(qu.Name, "Push") {
 		for _, f := range q.Payload.Inputs {
 			if f.Name == name {
-				return f.Type, nil
+				p.Type, p.SQLType = f.Type, f.SQLType
+				return p, nil
 			}
 		}
 	}
-	if t, ok := g.coder.ParamType(name); ok {
-		return t, nil
+	t, ok := g.coder.ParamType(name)
+	if !ok {
+		return p, fmt.Errorf("no Go type for parameter @%s", name)
 	}
-	return gocode.Type{}, fmt.Errorf("no Go type for parameter @%s", name)
+	p.Type = t
+	return p, nil
 }
 
 // query writes one query's constant, structs and method.
 func (g *generator) query(f *gocode.File, q *model.Queue, qu *query) (string, error) {
 	var ps []param
 	for _, n := range qu.Params {
-		t, err := g.paramType(q, qu, n)
+		p, err := g.paramType(q, qu, n)
 		if err != nil {
 			return "", err
 		}
-		ps = append(ps, param{Name: n, GoName: spec.GoName(n), Type: t})
+		ps = append(ps, p)
 	}
 	var results []column
 	text := qu.SQL
@@ -277,7 +284,7 @@ func (g *generator) query(f *gocode.File, q *model.Queue, qu *query) (string, er
 		if len(ps) == 1 {
 			v = lowerCamel(p.Name)
 		}
-		if conv := g.coder.Arg(p.Type); conv.Name != "" {
+		if conv := g.coder.Arg(p.Type, p.SQLType); conv.Name != "" {
 			v = f.Qualify(conv) + "(" + v + ")"
 		}
 		args[i] = fmt.Sprintf("%s(%s, %s)", named, strconv.Quote(p.Name), v)

@@ -91,7 +91,8 @@ type sqlData struct {
 }
 
 var sqlFuncs = template.FuncMap{
-	"join": strings.Join,
+	"join":      strings.Join,
+	"hasPrefix": strings.HasPrefix,
 	// maintenanceLock is the SQL literal naming a queue's maintenance
 	// lock: its table, qualified, so queues of two schemas do not share
 	// one.

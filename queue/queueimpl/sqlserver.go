@@ -87,6 +87,17 @@ func NullDateTime2(t *time.Time) mssql.NullDateTime {
 	return mssql.NullDateTime{DateTime: DateTime2(*t), Valid: true}
 }
 
+// Date is the date t shows, in its own location, as a DATE parameter.
+func Date(t time.Time) civil.Date { return civil.DateOf(t) }
+
+// NullDate is Date(*t), or a DATE NULL when t is nil.
+func NullDate(t *time.Time) mssql.NullDate {
+	if t == nil {
+		return mssql.NullDate{}
+	}
+	return mssql.NullDate{Date: Date(*t), Valid: true}
+}
+
 // JSONText is a JSON document as an NVARCHAR parameter: sent as bytes, it
 // would be VARBINARY, which SQL Server would read as UTF-16 text.
 func JSONText(doc json.RawMessage) string { return string(doc) }
@@ -171,6 +182,20 @@ func OpenJSONValue(v any) any {
 }
 
 const openJSONTime = "2006-01-02T15:04:05.000000"
+
+// OpenJSONDate is a DATE column's value in a bulk insert's JSON row: the
+// date a time.Time (or *time.Time) shows, in its own location.
+func OpenJSONDate(v any) any {
+	switch v := v.(type) {
+	case time.Time:
+		return v.Format(time.DateOnly)
+	case *time.Time:
+		if v != nil {
+			return v.Format(time.DateOnly)
+		}
+	}
+	return nil
+}
 
 // fence is one job of a batch statement: its id and attempt, and, for a
 // failure, its error and when to retry it.

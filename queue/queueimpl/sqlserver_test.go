@@ -82,3 +82,16 @@ func TestDateTime2(t *testing.T) {
 		t.Error("nil time is not NULL")
 	}
 }
+
+func TestOpenJSONDate(t *testing.T) {
+	day := time.Date(2026, 11, 24, 0, 30, 0, 0, time.FixedZone("x", 5*3600))
+	if got := OpenJSONDate(day); got != "2026-11-24" {
+		t.Errorf("%v: %v (the date it shows, not UTC's)", day, got)
+	}
+	if got := OpenJSONDate((*time.Time)(nil)); got != nil {
+		t.Errorf("nil: %v", got)
+	}
+	if got := Date(day); got.String() != "2026-11-24" || !NullDate(&day).Valid || NullDate(nil).Valid {
+		t.Errorf("Date: %v", got)
+	}
+}

@@ -97,7 +97,7 @@ SELECT
 FROM OPENJSON(@jobs) WITH (
     tenant_id BIGINT '$.tenant_id',
     recipient NVARCHAR(MAX) '$.recipient',
-    subject NVARCHAR(200) '$.subject',
+    subject NVARCHAR(MAX) '$.subject',
     body NVARCHAR(MAX) '$.body'
 ) AS job;
 `
@@ -582,7 +582,7 @@ func (q *Queries) ReleaseEmail(ctx context.Context, arg ReleaseEmailParams) (int
 }
 
 const releaseNodeEmail = `-- name: ReleaseNodeEmail :execrows
-UPDATE email_queue WITH (READPAST)
+UPDATE email_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -607,7 +607,7 @@ func (q *Queries) ReleaseNodeEmail(ctx context.Context, node string) (int64, err
 
 const lockMaintenanceEmail = `-- name: LockMaintenanceEmail :many
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'email';
 `
 
@@ -710,13 +710,14 @@ func (q *Queries) SetPausedEmail(ctx context.Context, paused bool) (int64, error
 
 const depthEmail = `-- name: DepthEmail :one
 SELECT COUNT_BIG(*) AS depth
-FROM email_queue WITH (READPAST)
+FROM email_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 `
 
 // DepthEmail counts the jobs due now, for monitoring, through the claim
-// index; READPAST passes over rows locked at that moment (a claim taking
-// them), so it never waits.
+// index; READPAST passes over rows locked against it at that moment (a claim
+// taking them, a push not yet committed), so it never waits.
+// READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) DepthEmail(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, depthEmail)
 	var i int64

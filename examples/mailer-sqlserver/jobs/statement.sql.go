@@ -410,7 +410,7 @@ func (q *Queries) DiscardStatement(ctx context.Context, arg DiscardStatementPara
 
 const lockMaintenanceStatement = `-- name: LockMaintenanceStatement :many
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'statement';
 `
 
@@ -447,9 +447,10 @@ func (q *Queries) LockMaintenanceStatement(ctx context.Context) ([]string, error
 const purgeStatement = `-- name: PurgeStatement :execrows
 WITH expired AS (
     SELECT TOP (@limit) *
-    FROM statement_queue WITH (ROWLOCK, READPAST)
-    WHERE (state = 'succeeded' AND finished_at < DATEADD(second, -(@succeeded_retention_us / 1000000), SYSUTCDATETIME()))
-       OR (state = 'dead' AND finished_at < DATEADD(second, -(@dead_retention_us / 1000000), SYSUTCDATETIME()))
+    FROM statement_queue WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
+    WHERE state IN ('succeeded', 'dead')
+      AND ((state = 'succeeded' AND finished_at < DATEADD(second, -(@succeeded_retention_us / 1000000), SYSUTCDATETIME()))
+        OR (state = 'dead' AND finished_at < DATEADD(second, -(@dead_retention_us / 1000000), SYSUTCDATETIME())))
     ORDER BY finished_at
 )
 DELETE FROM expired;
@@ -481,7 +482,7 @@ func (q *Queries) PurgeStatement(ctx context.Context, arg PurgeStatementParams) 
 
 const advanceTickStatement = `-- name: AdvanceTickStatement :execrows
 MERGE queuegen_periodic WITH (HOLDLOCK) AS p
-USING (SELECT N'statement' AS queue, @name AS name, @tick AS last_tick) AS tick
+USING (SELECT N'statement' AS queue, @name AS name, CAST(@tick AS DATETIME2(6)) AS last_tick) AS tick
    ON p.queue = tick.queue AND p.name = tick.name
 WHEN MATCHED AND p.last_tick < tick.last_tick THEN
     UPDATE SET last_tick = tick.last_tick
@@ -547,13 +548,16 @@ func (q *Queries) SetPausedStatement(ctx context.Context, paused bool) (int64, e
 
 const depthStatement = `-- name: DepthStatement :one
 SELECT COUNT_BIG(*) AS depth
-FROM statement_queue WITH (READPAST)
+FROM statement_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 `
 
 // DepthStatement counts the jobs due now, for monitoring, through the claim
-// index; READPAST passes over rows locked at that moment (jobs being worked,
-// held by their transaction), so it never waits.
+// index; READPAST passes over rows locked against it at that moment (a push
+// not yet committed; jobs being worked are counted: their claim changed no
+// key of the claim index, so its lock does not stop a read), so it never
+// waits. READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT
+// is on.
 func (q *Queries) DepthStatement(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, depthStatement)
 	var i int64

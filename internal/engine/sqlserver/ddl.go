@@ -19,21 +19,19 @@ import (
 // (CREATE SCHEMA runs through EXEC), so the statements also parse as one
 // script, as the tests check with a T-SQL grammar.
 //
-// Constraints, column defaults included, are named after their table,
-// as SQL Server keeps their names per schema; a rename that would leave a
-// default's name behind is harmless, as DropDefault and DropColumn look
-// the default up by column.
+// Keys and checks are named after their table (SQL Server keeps their
+// names per schema, and renames them with the table). Column defaults are
+// left for SQL Server to name: a default named after its table would keep
+// the old name through a rename, and collide with a new table of that
+// name; DropDefault and DropColumn look a default up by its column.
 type ddl struct{ schema string }
 
 func (d ddl) q(name string) string { return Engine{}.Qualify(d.schema, name) }
 
-// object is a table's name as sp_rename and OBJECT_ID take it.
-func (d ddl) object(name string) string {
-	if d.schema == "" {
-		return quote(DefaultSchema + "." + name)
-	}
-	return quote(d.schema + "." + name)
-}
+// object is a name as sp_rename and OBJECT_ID take it: qualified as the
+// DDL writes it, so that both find what the DDL created (in the login's
+// default schema, when the spec names none).
+func (d ddl) object(name string) string { return quote(d.q(name)) }
 
 func (ddl) MaxIdentifier() int { return MaxIdentifier }
 
@@ -46,13 +44,14 @@ func (d ddl) CreateSchema() string {
 	return fmt.Sprintf("IF SCHEMA_ID(%s) IS NULL\n    EXEC (N'CREATE SCHEMA %s');", quote(d.schema), d.schema)
 }
 
-// CreateTable writes CREATE TABLE with aligned columns (each default a
-// named constraint), then the primary key, unique constraints and checks.
+// CreateTable writes CREATE TABLE with aligned columns, then the primary
+// key, unique constraints and checks; a queue table's lock escalation is
+// turned off.
 func (d ddl) CreateTable(t *catalog.Table) string {
 	var b strings.Builder
 	engine.Lines(&b, t.Comment)
 	fmt.Fprintf(&b, "CREATE TABLE %s (\n", d.q(t.Name))
-	items := columnLines(t)
+	items := engine.ColumnLines(t.Columns)
 	for _, i := range t.Indexes {
 		if i.InTable() {
 			items = append(items, constraint(i))
@@ -63,28 +62,14 @@ func (d ddl) CreateTable(t *catalog.Table) string {
 	}
 	b.WriteString(engine.JoinItems(items))
 	b.WriteString("\n);")
+	if t.Column("run_after") != nil { // a queue table
+		// A batch of 5,000 row locks or more (a bulk push, a purge)
+		// would otherwise escalate to a table lock, which READPAST
+		// cannot pass: every claim would wait for it.
+		fmt.Fprintf(&b, "\n-- No lock escalation: a table lock would stop every claim (READPAST passes\n-- row locks only).\nALTER TABLE %s SET (LOCK_ESCALATION = DISABLE);", d.q(t.Name))
+	}
 	return engine.GooseGuard(b.String(), engine.Defaults(t.Columns)...)
 }
-
-// columnLines are t's column definitions, aligned, each default a named
-// constraint: NOT NULL CONSTRAINT t_c_default DEFAULT x.
-func columnLines(t *catalog.Table) []string {
-	cs := make([]*catalog.Column, len(t.Columns))
-	for i, c := range t.Columns {
-		cc := *c
-		if c.Default != "" {
-			cc.Default = "\x01" + defaultName(t.Name, c.Name) + "\x02" + c.Default
-		}
-		cs[i] = &cc
-	}
-	lines := engine.ColumnLines(cs)
-	for i, l := range lines {
-		lines[i] = namedDefault.ReplaceAllString(l, "CONSTRAINT $1 DEFAULT ")
-	}
-	return lines
-}
-
-var namedDefault = regexp.MustCompile("DEFAULT \x01([^\x02]*)\x02")
 
 // constraint declares a primary key or unique constraint in CREATE TABLE.
 func constraint(i *catalog.Index) string {
@@ -178,7 +163,7 @@ func (d ddl) AddColumn(t *catalog.Table, c *catalog.Column) string {
 		def += " NOT NULL"
 	}
 	if c.Default != "" {
-		def += " CONSTRAINT " + defaultName(t.Name, c.Name) + " DEFAULT " + c.Default
+		def += " DEFAULT " + c.Default
 	}
 	return engine.GooseGuard(fmt.Sprintf("ALTER TABLE %s ADD %s;", d.q(t.Name), def), c.Default)
 }
@@ -253,7 +238,7 @@ func (d ddl) DropNotNull(t *catalog.Table, name string) string {
 
 // SetDefault and DropDefault change only the catalog.
 func (d ddl) SetDefault(t *catalog.Table, name, def string) string {
-	return d.dropDefault(t, name) + "\n" + engine.GooseGuard(fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s DEFAULT %s FOR %s;", d.q(t.Name), defaultName(t.Name, name), def, name), def)
+	return d.dropDefault(t, name) + "\n" + engine.GooseGuard(fmt.Sprintf("ALTER TABLE %s ADD DEFAULT %s FOR %s;", d.q(t.Name), def, name), def)
 }
 
 func (d ddl) DropDefault(t *catalog.Table, name string) string { return d.dropDefault(t, name) }

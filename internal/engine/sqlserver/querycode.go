@@ -71,12 +71,17 @@ func (Engine) ColumnType(name string) (gocode.Type, bool) {
 	return t, ok
 }
 
-// Arg converts times to DATETIME2 and JSON documents to text (see
-// queueimpl.DateTime2 and JSONText).
-func (Engine) Arg(t gocode.Type) gocode.Ident {
+// Arg converts times to DATETIME2 in UTC, dates to DATE (the date the
+// time.Time shows, in its own location), and JSON documents to text (see
+// queueimpl.DateTime2, Date and JSONText).
+func (Engine) Arg(t gocode.Type, sqlType string) gocode.Ident {
 	switch {
 	case t.Slices > 0:
 		return gocode.Ident{}
+	case sqlType == "DATE" && t.IsPointer():
+		return gocode.QueueImp.Ident("NullDate")
+	case sqlType == "DATE":
+		return gocode.QueueImp.Ident("Date")
 	case t.IsPointer() && t.Elem().Is(timeTime.Ident):
 		return gocode.QueueImp.Ident("NullDateTime2")
 	case t.Is(timeTime.Ident):

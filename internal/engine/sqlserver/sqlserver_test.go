@@ -12,6 +12,8 @@ func TestLiteral(t *testing.T) {
 		typ, value, want string
 	}{
 		{"text", "it's -- a \\ test", `N'it''s -- a \ test'`},
+		{"text", "a\\\nb\r\n", `N'a\' + NCHAR(10) + N'b' + NCHAR(13) + NCHAR(10)`},
+		{"text", "", `N''`},
 		{"boolean", "true", "1"},
 		{"boolean", "false", "0"},
 		{"integer", "42", "42"},
@@ -56,9 +58,12 @@ func TestArg(t *testing.T) {
 		{gocode.Bytes, ""},
 	}
 	for _, c := range cases {
-		if got := e.Arg(c.t).Name; got != c.want {
+		if got := e.Arg(c.t, "").Name; got != c.want {
 			t.Errorf("%v: %q, want %q", c.t, got, c.want)
 		}
+	}
+	if e.Arg(timeTime, "DATE").Name != "Date" || e.Arg(timeTime.Ptr(), "DATE").Name != "NullDate" {
+		t.Error("dates are not sent as DATE")
 	}
 	if e.Scan(jsonRaw).Name != "ScanJSON" || e.Scan(jsonRaw.Ptr()).Name != "ScanNullJSON" || e.Scan(gocode.String).Name != "" {
 		t.Error("JSON columns are not scanned through queueimpl.ScanJSON")

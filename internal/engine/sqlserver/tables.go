@@ -51,8 +51,8 @@ func (Engine) Periodic() *catalog.Table {
 			"that any number of nodes push each tick exactly once: a node advances the tick and " +
 			"pushes the job in one transaction, and of nodes racing for one tick only one advances it."),
 		Columns: []*catalog.Column{
-			{Name: "queue", Type: "NVARCHAR(255)", NotNull: true},
-			{Name: "name", Type: "NVARCHAR(255)", NotNull: true},
+			{Name: "queue", Type: "NVARCHAR(200)", NotNull: true},
+			{Name: "name", Type: "NVARCHAR(200)", NotNull: true},
 			{Name: "last_tick", Type: DateTime, NotNull: true},
 		},
 		Indexes: []*catalog.Index{{Name: PeriodicTable + "_pkey", Primary: true, Columns: []string{"queue", "name"}}},
@@ -79,7 +79,7 @@ func bookkeeping() []*catalog.Column {
 		{Name: "locked_by", Type: "NVARCHAR(255)", Comment: "lease mode: the node holding the job"},
 		{Name: "locked_until", Type: DateTime, Comment: "lease mode: when the lease expires"},
 		{Name: "errors", Type: "NVARCHAR(MAX)", NotNull: true, Default: "N'[]'", Comment: "JSON array, one string per failed attempt"},
-		{Name: "unique_key", Type: "NVARCHAR(255)", Comment: "dedupe key among unfinished jobs"},
+		{Name: "unique_key", Type: "NVARCHAR(255) COLLATE Latin1_General_100_BIN2", Comment: "dedupe key, compared byte for byte"},
 	}
 }
 
@@ -117,7 +117,7 @@ func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 }
 
 // Relations are the names SQL Server keeps per schema: the table and its
-// constraints (primary key, unique constraints, checks, column defaults).
+// constraints (primary key, unique constraints, checks).
 // Index names are per table, but queuegen's are named after their table
 // and so unique anyway.
 func (Engine) Relations(t *catalog.Table) []string {
@@ -128,16 +128,8 @@ func (Engine) Relations(t *catalog.Table) []string {
 	for _, k := range t.Checks {
 		names = append(names, k.Name)
 	}
-	for _, c := range t.Columns {
-		if c.Default != "" {
-			names = append(names, defaultName(t.Name, c.Name))
-		}
-	}
 	return names
 }
-
-// defaultName names the DEFAULT constraint of a column.
-func defaultName(table, column string) string { return table + "_" + column + "_default" }
 
 // Limits: 128 characters a name; 1,024 columns a table.
 func (Engine) Limits() engine.Limits {

@@ -106,9 +106,30 @@ func literal(t spec.Type, v string) string {
 	return quote(v)
 }
 
-// quote renders s as a Unicode string literal: N'…' with quotes doubled.
-// T-SQL has no escape character in a literal, so nothing else needs care.
-func quote(s string) string { return "N'" + strings.ReplaceAll(s, "'", "''") + "'" }
+// quote renders s as a Unicode string literal: N'…' with quotes doubled,
+// and line breaks written as NCHAR(10) and NCHAR(13) joined with +. A
+// literal then stays on one line: a line break inside one would be
+// re-indented with the statement, and a backslash before one is T-SQL's
+// line continuation, which drops both.
+func quote(s string) string {
+	var parts []string
+	lit := func(p string) string { return "N'" + strings.ReplaceAll(p, "'", "''") + "'" }
+	start := 0
+	for i, r := range s {
+		if r != '\n' && r != '\r' {
+			continue
+		}
+		if i > start {
+			parts = append(parts, lit(s[start:i]))
+		}
+		parts = append(parts, fmt.Sprintf("NCHAR(%d)", r))
+		start = i + 1
+	}
+	if start < len(s) || len(parts) == 0 {
+		parts = append(parts, lit(s[start:]))
+	}
+	return strings.Join(parts, " + ")
+}
 
 var (
 	timeTime   = gocode.Named(gocode.Time.Ident("Time"))

@@ -10,23 +10,26 @@
 -- Queue sms: one row per job; lease mode: a claim is committed at once and
 -- holds the job until its lease expires.
 CREATE TABLE sms_queue (
-    id           BIGINT IDENTITY NOT NULL, -- job id
-    state        VARCHAR(9)      NOT NULL CONSTRAINT sms_queue_state_default DEFAULT 'available', -- running: leased (lease mode)
-    attempt      INT             NOT NULL CONSTRAINT sms_queue_attempt_default DEFAULT 0, -- claims so far; with id, the fencing token
-    max_attempts INT             NOT NULL, -- dead after this many failed attempts
-    priority     SMALLINT        NOT NULL CONSTRAINT sms_queue_priority_default DEFAULT 0, -- higher first, where the queue orders by it
-    run_after    DATETIME2(6)    NOT NULL, -- not claimed before this time (UTC)
-    created_at   DATETIME2(6)    NOT NULL, -- UTC, like every time here
-    attempted_at DATETIME2(6),             -- when the current attempt was claimed
-    finished_at  DATETIME2(6),             -- when it succeeded or died; retention counts from here
-    locked_by    NVARCHAR(255),            -- lease mode: the node holding the job
-    locked_until DATETIME2(6),             -- lease mode: when the lease expires
-    errors       NVARCHAR(MAX)   NOT NULL CONSTRAINT sms_queue_errors_default DEFAULT N'[]', -- JSON array, one string per failed attempt
-    unique_key   NVARCHAR(255),            -- dedupe key among unfinished jobs
+    id           BIGINT IDENTITY NOT NULL,                      -- job id
+    state        VARCHAR(9)      NOT NULL DEFAULT 'available',  -- running: leased (lease mode)
+    attempt      INT             NOT NULL DEFAULT 0,            -- claims so far; with id, the fencing token
+    max_attempts INT             NOT NULL,                      -- dead after this many failed attempts
+    priority     SMALLINT        NOT NULL DEFAULT 0,            -- higher first, where the queue orders by it
+    run_after    DATETIME2(6)    NOT NULL,                      -- not claimed before this time (UTC)
+    created_at   DATETIME2(6)    NOT NULL,                      -- UTC, like every time here
+    attempted_at DATETIME2(6),                                  -- when the current attempt was claimed
+    finished_at  DATETIME2(6),                                  -- when it succeeded or died; retention counts from here
+    locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
+    locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
+    errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     phone        NVARCHAR(MAX)   NOT NULL,
     CONSTRAINT sms_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT sms_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 );
+-- No lock escalation: a table lock would stop every claim (READPAST passes
+-- row locks only).
+ALTER TABLE sms_queue SET (LOCK_ESCALATION = DISABLE);
 
 -- Serves the claim: the available jobs in the claim's ORDER BY, so a claim
 -- reads the first entries in order and stops, without a sort.

@@ -16,7 +16,7 @@ DECLARE @default sysname = (
     SELECT d.name
     FROM sys.default_constraints AS d
     JOIN sys.columns AS c ON c.object_id = d.parent_object_id AND c.column_id = d.parent_column_id
-    WHERE d.parent_object_id = OBJECT_ID(N'dbo.email_queue') AND c.name = N'cc'
+    WHERE d.parent_object_id = OBJECT_ID(N'email_queue') AND c.name = N'cc'
 );
 IF @default IS NOT NULL
 BEGIN

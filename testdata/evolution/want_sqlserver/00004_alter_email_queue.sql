@@ -7,7 +7,7 @@
 
 -- +goose Up
 
-ALTER TABLE email_queue ADD retries INT NOT NULL CONSTRAINT email_queue_retries_default DEFAULT 0;
+ALTER TABLE email_queue ADD retries INT NOT NULL DEFAULT 0;
 
 -- +goose Down
 
@@ -16,7 +16,7 @@ DECLARE @default sysname = (
     SELECT d.name
     FROM sys.default_constraints AS d
     JOIN sys.columns AS c ON c.object_id = d.parent_object_id AND c.column_id = d.parent_column_id
-    WHERE d.parent_object_id = OBJECT_ID(N'dbo.email_queue') AND c.name = N'retries'
+    WHERE d.parent_object_id = OBJECT_ID(N'email_queue') AND c.name = N'retries'
 );
 IF @default IS NOT NULL
 BEGIN

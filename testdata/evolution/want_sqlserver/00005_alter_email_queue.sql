@@ -8,14 +8,14 @@
 
 -- +goose Up
 
-IF INDEXPROPERTY(OBJECT_ID(N'dbo.email_queue'), N'email_queue_claim_idx_next', 'IndexID') IS NULL
+IF INDEXPROPERTY(OBJECT_ID(N'email_queue'), N'email_queue_claim_idx_next', 'IndexID') IS NULL
     CREATE INDEX email_queue_claim_idx_next ON email_queue (priority DESC, run_after, id)
         WHERE state = 'available'
         WITH (ONLINE = ON);
 DROP INDEX IF EXISTS email_queue_claim_idx ON email_queue;
-EXEC sp_rename N'dbo.email_queue.email_queue_claim_idx_next', N'email_queue_claim_idx', N'INDEX';
+EXEC sp_rename N'email_queue.email_queue_claim_idx_next', N'email_queue_claim_idx', N'INDEX';
 
-IF INDEXPROPERTY(OBJECT_ID(N'dbo.email_queue'), N'email_queue_unique_key_idx', 'IndexID') IS NULL
+IF INDEXPROPERTY(OBJECT_ID(N'email_queue'), N'email_queue_unique_key_idx', 'IndexID') IS NULL
     CREATE UNIQUE INDEX email_queue_unique_key_idx ON email_queue (unique_key)
         WHERE unique_key IS NOT NULL AND state IN ('available', 'running')
         WITH (ONLINE = ON);
@@ -24,9 +24,9 @@ IF INDEXPROPERTY(OBJECT_ID(N'dbo.email_queue'), N'email_queue_unique_key_idx', '
 
 DROP INDEX IF EXISTS email_queue_unique_key_idx ON email_queue;
 
-IF INDEXPROPERTY(OBJECT_ID(N'dbo.email_queue'), N'email_queue_claim_idx_next', 'IndexID') IS NULL
+IF INDEXPROPERTY(OBJECT_ID(N'email_queue'), N'email_queue_claim_idx_next', 'IndexID') IS NULL
     CREATE INDEX email_queue_claim_idx_next ON email_queue (run_after, id)
         WHERE state = 'available'
         WITH (ONLINE = ON);
 DROP INDEX IF EXISTS email_queue_claim_idx ON email_queue;
-EXEC sp_rename N'dbo.email_queue.email_queue_claim_idx_next', N'email_queue_claim_idx', N'INDEX';
+EXEC sp_rename N'email_queue.email_queue_claim_idx_next', N'email_queue_claim_idx', N'INDEX';

@@ -19,7 +19,7 @@ DECLARE @default sysname = (
     SELECT d.name
     FROM sys.default_constraints AS d
     JOIN sys.columns AS c ON c.object_id = d.parent_object_id AND c.column_id = d.parent_column_id
-    WHERE d.parent_object_id = OBJECT_ID(N'dbo.sms_queue') AND c.name = N'tenant_id'
+    WHERE d.parent_object_id = OBJECT_ID(N'sms_queue') AND c.name = N'tenant_id'
 );
 IF @default IS NOT NULL
 BEGIN
@@ -34,7 +34,7 @@ DECLARE @default sysname = (
     SELECT d.name
     FROM sys.default_constraints AS d
     JOIN sys.columns AS c ON c.object_id = d.parent_object_id AND c.column_id = d.parent_column_id
-    WHERE d.parent_object_id = OBJECT_ID(N'dbo.email_queue') AND c.name = N'tenant_id'
+    WHERE d.parent_object_id = OBJECT_ID(N'email_queue') AND c.name = N'tenant_id'
 );
 IF @default IS NOT NULL
 BEGIN

@@ -16,22 +16,25 @@ DROP TABLE report_queue;
 -- The table comes back empty: Down cannot bring back the jobs Up dropped.
 CREATE TABLE report_queue (
     id           BIGINT IDENTITY NOT NULL,
-    state        VARCHAR(9)      NOT NULL CONSTRAINT report_queue_state_default DEFAULT 'available',
-    attempt      INT             NOT NULL CONSTRAINT report_queue_attempt_default DEFAULT 0,
+    state        VARCHAR(9)      NOT NULL DEFAULT 'available',
+    attempt      INT             NOT NULL DEFAULT 0,
     max_attempts INT             NOT NULL,
-    priority     SMALLINT        NOT NULL CONSTRAINT report_queue_priority_default DEFAULT 0,
+    priority     SMALLINT        NOT NULL DEFAULT 0,
     run_after    DATETIME2(6)    NOT NULL,
     created_at   DATETIME2(6)    NOT NULL,
     attempted_at DATETIME2(6),
     finished_at  DATETIME2(6),
     locked_by    NVARCHAR(255),
     locked_until DATETIME2(6),
-    errors       NVARCHAR(MAX)   NOT NULL CONSTRAINT report_queue_errors_default DEFAULT N'[]',
-    unique_key   NVARCHAR(255),
+    errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',
+    unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     payload      NVARCHAR(MAX)   NOT NULL,
     CONSTRAINT report_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT report_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 );
+-- No lock escalation: a table lock would stop every claim (READPAST passes
+-- row locks only).
+ALTER TABLE report_queue SET (LOCK_ESCALATION = DISABLE);
 
 --
 CREATE INDEX report_queue_claim_idx ON report_queue (run_after, id)

@@ -9,44 +9,44 @@
 
 -- +goose Up
 
-EXEC sp_rename N'dbo.email_queue', N'mail_queue';
+EXEC sp_rename N'email_queue', N'mail_queue';
 
-EXEC sp_rename N'dbo.email_queue_pkey', N'mail_queue_pkey', N'OBJECT';
+EXEC sp_rename N'email_queue_pkey', N'mail_queue_pkey', N'OBJECT';
 
-EXEC sp_rename N'dbo.mail_queue.email_queue_claim_idx', N'mail_queue_claim_idx', N'INDEX';
+EXEC sp_rename N'mail_queue.email_queue_claim_idx', N'mail_queue_claim_idx', N'INDEX';
 
-EXEC sp_rename N'dbo.mail_queue.email_queue_lease_idx', N'mail_queue_lease_idx', N'INDEX';
+EXEC sp_rename N'mail_queue.email_queue_lease_idx', N'mail_queue_lease_idx', N'INDEX';
 
-EXEC sp_rename N'dbo.mail_queue.email_queue_unique_key_idx', N'mail_queue_unique_key_idx', N'INDEX';
+EXEC sp_rename N'mail_queue.email_queue_unique_key_idx', N'mail_queue_unique_key_idx', N'INDEX';
 
-EXEC sp_rename N'dbo.mail_queue.email_queue_finished_idx', N'mail_queue_finished_idx', N'INDEX';
+EXEC sp_rename N'mail_queue.email_queue_finished_idx', N'mail_queue_finished_idx', N'INDEX';
 
-EXEC sp_rename N'dbo.email_queue_state_check', N'mail_queue_state_check', N'OBJECT';
+EXEC sp_rename N'email_queue_state_check', N'mail_queue_state_check', N'OBJECT';
 
 UPDATE queuegen_queues
 SET name = N'mail', table_name = N'mail_queue', mode = 'lease'
 WHERE name = N'email';
 
-EXEC sp_rename N'dbo.mail_queue.recipient', N'address', N'COLUMN';
+EXEC sp_rename N'mail_queue.recipient', N'address', N'COLUMN';
 
 -- +goose Down
 
-EXEC sp_rename N'dbo.mail_queue.address', N'recipient', N'COLUMN';
+EXEC sp_rename N'mail_queue.address', N'recipient', N'COLUMN';
 
 UPDATE queuegen_queues
 SET name = N'email', table_name = N'email_queue', mode = 'lease'
 WHERE name = N'mail';
 
-EXEC sp_rename N'dbo.mail_queue_state_check', N'email_queue_state_check', N'OBJECT';
+EXEC sp_rename N'mail_queue_state_check', N'email_queue_state_check', N'OBJECT';
 
-EXEC sp_rename N'dbo.mail_queue.mail_queue_finished_idx', N'email_queue_finished_idx', N'INDEX';
+EXEC sp_rename N'mail_queue.mail_queue_finished_idx', N'email_queue_finished_idx', N'INDEX';
 
-EXEC sp_rename N'dbo.mail_queue.mail_queue_unique_key_idx', N'email_queue_unique_key_idx', N'INDEX';
+EXEC sp_rename N'mail_queue.mail_queue_unique_key_idx', N'email_queue_unique_key_idx', N'INDEX';
 
-EXEC sp_rename N'dbo.mail_queue.mail_queue_lease_idx', N'email_queue_lease_idx', N'INDEX';
+EXEC sp_rename N'mail_queue.mail_queue_lease_idx', N'email_queue_lease_idx', N'INDEX';
 
-EXEC sp_rename N'dbo.mail_queue.mail_queue_claim_idx', N'email_queue_claim_idx', N'INDEX';
+EXEC sp_rename N'mail_queue.mail_queue_claim_idx', N'email_queue_claim_idx', N'INDEX';
 
-EXEC sp_rename N'dbo.mail_queue_pkey', N'email_queue_pkey', N'OBJECT';
+EXEC sp_rename N'mail_queue_pkey', N'email_queue_pkey', N'OBJECT';
 
-EXEC sp_rename N'dbo.mail_queue', N'email_queue';
+EXEC sp_rename N'mail_queue', N'email_queue';

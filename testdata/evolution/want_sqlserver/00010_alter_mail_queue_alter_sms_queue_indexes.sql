@@ -14,7 +14,7 @@ DROP INDEX IF EXISTS sms_queue_lease_idx ON sms_queue;
 
 -- +goose Down
 
-IF INDEXPROPERTY(OBJECT_ID(N'dbo.sms_queue'), N'sms_queue_lease_idx', 'IndexID') IS NULL
+IF INDEXPROPERTY(OBJECT_ID(N'sms_queue'), N'sms_queue_lease_idx', 'IndexID') IS NULL
     CREATE INDEX sms_queue_lease_idx ON sms_queue (locked_until)
         WHERE state = 'running'
         WITH (ONLINE = ON);

@@ -12,8 +12,8 @@
 -- tick and pushes the job in one transaction, and of nodes racing for one
 -- tick only one advances it.
 CREATE TABLE queuegen_periodic (
-    queue     NVARCHAR(255) NOT NULL,
-    name      NVARCHAR(255) NOT NULL,
+    queue     NVARCHAR(200) NOT NULL,
+    name      NVARCHAR(200) NOT NULL,
     last_tick DATETIME2(6)  NOT NULL,
     CONSTRAINT queuegen_periodic_pkey PRIMARY KEY CLUSTERED (queue, name)
 );

@@ -25,8 +25,7 @@ SELECT
     COALESCE(@region, N'eu'),
     @recipient,
     @subject,
-    COALESCE(@body, N'Hello;
-it''s a \ test -- really'),
+    COALESCE(@body, N'Hello;' + NCHAR(10) + N'it''s a \ test -- really'),
     @attachment,
     @sent_on,
     @amount,
@@ -93,7 +92,7 @@ func (q *Queries) PushEmail(ctx context.Context, arg PushEmailParams) (PushEmail
 		sql.Named("subject", arg.Subject),
 		sql.Named("body", arg.Body),
 		sql.Named("attachment", arg.Attachment),
-		sql.Named("sent_on", queueimpl.NullDateTime2(arg.SentOn)),
+		sql.Named("sent_on", queueimpl.NullDate(arg.SentOn)),
 		sql.Named("amount", arg.Amount),
 		sql.Named("ratio", arg.Ratio),
 		sql.Named("weight", arg.Weight),
@@ -127,8 +126,7 @@ SELECT
     COALESCE(job.region, N'eu'),
     job.recipient,
     job.subject,
-    COALESCE(job.body, N'Hello;
-it''s a \ test -- really'),
+    COALESCE(job.body, N'Hello;' + NCHAR(10) + N'it''s a \ test -- really'),
     CONVERT(VARBINARY(MAX), job.attachment, 1),
     job.sent_on,
     job.amount,
@@ -146,7 +144,7 @@ FROM OPENJSON(@jobs) WITH (
     tenant_id BIGINT '$.tenant_id',
     region NVARCHAR(MAX) '$.region',
     recipient NVARCHAR(MAX) '$.recipient',
-    subject NVARCHAR(200) '$.subject',
+    subject NVARCHAR(MAX) '$.subject',
     body NVARCHAR(MAX) '$.body',
     attachment NVARCHAR(MAX) '$.attachment',
     sent_on DATE '$.sent_on',
@@ -671,7 +669,7 @@ func (q *Queries) ReleaseEmail(ctx context.Context, arg ReleaseEmailParams) (int
 }
 
 const releaseNodeEmail = `-- name: ReleaseNodeEmail :execrows
-UPDATE queues.email_queue WITH (READPAST)
+UPDATE queues.email_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -696,7 +694,7 @@ func (q *Queries) ReleaseNodeEmail(ctx context.Context, node string) (int64, err
 
 const lockMaintenanceEmail = `-- name: LockMaintenanceEmail :many
 SELECT name
-FROM queues.queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queues.queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'email';
 `
 
@@ -766,9 +764,10 @@ func (q *Queries) ReapEmail(ctx context.Context, limit int32) (int64, error) {
 const purgeEmail = `-- name: PurgeEmail :execrows
 WITH expired AS (
     SELECT TOP (@limit) *
-    FROM queues.email_queue WITH (ROWLOCK, READPAST)
-    WHERE (state = 'succeeded' AND finished_at < DATEADD(second, -(@succeeded_retention_us / 1000000), SYSUTCDATETIME()))
-       OR (state = 'dead' AND finished_at < DATEADD(second, -(@dead_retention_us / 1000000), SYSUTCDATETIME()))
+    FROM queues.email_queue WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
+    WHERE state IN ('succeeded', 'dead')
+      AND ((state = 'succeeded' AND finished_at < DATEADD(second, -(@succeeded_retention_us / 1000000), SYSUTCDATETIME()))
+        OR (state = 'dead' AND finished_at < DATEADD(second, -(@dead_retention_us / 1000000), SYSUTCDATETIME())))
     ORDER BY finished_at
 )
 DELETE FROM expired;
@@ -835,13 +834,14 @@ func (q *Queries) SetPausedEmail(ctx context.Context, paused bool) (int64, error
 
 const depthEmail = `-- name: DepthEmail :one
 SELECT COUNT_BIG(*) AS depth
-FROM queues.email_queue WITH (READPAST)
+FROM queues.email_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 `
 
 // DepthEmail counts the jobs due now, for monitoring, through the claim
-// index; READPAST passes over rows locked at that moment (a claim taking
-// them), so it never waits.
+// index; READPAST passes over rows locked against it at that moment (a claim
+// taking them, a push not yet committed), so it never waits.
+// READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) DepthEmail(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, depthEmail)
 	var i int64

@@ -136,7 +136,7 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 			"subject":    queueimpl.OpenJSONValue(p.Subject),
 			"body":       queueimpl.OpenJSONValue(p.Body),
 			"attachment": queueimpl.OpenJSONValue(p.Attachment),
-			"sent_on":    queueimpl.OpenJSONValue(p.SentOn),
+			"sent_on":    queueimpl.OpenJSONDate(p.SentOn),
 			"amount":     queueimpl.OpenJSONValue(p.Amount),
 			"ratio":      queueimpl.OpenJSONValue(p.Ratio),
 			"weight":     queueimpl.OpenJSONValue(p.Weight),

@@ -406,7 +406,7 @@ func (q *Queries) DiscardStatement(ctx context.Context, arg DiscardStatementPara
 
 const advanceTickStatement = `-- name: AdvanceTickStatement :execrows
 MERGE queues.queuegen_periodic WITH (HOLDLOCK) AS p
-USING (SELECT N'statement' AS queue, @name AS name, @tick AS last_tick) AS tick
+USING (SELECT N'statement' AS queue, @name AS name, CAST(@tick AS DATETIME2(6)) AS last_tick) AS tick
    ON p.queue = tick.queue AND p.name = tick.name
 WHEN MATCHED AND p.last_tick < tick.last_tick THEN
     UPDATE SET last_tick = tick.last_tick
@@ -472,13 +472,16 @@ func (q *Queries) SetPausedStatement(ctx context.Context, paused bool) (int64, e
 
 const depthStatement = `-- name: DepthStatement :one
 SELECT COUNT_BIG(*) AS depth
-FROM queues.statement_queue WITH (READPAST)
+FROM queues.statement_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 `
 
 // DepthStatement counts the jobs due now, for monitoring, through the claim
-// index; READPAST passes over rows locked at that moment (jobs being worked,
-// held by their transaction), so it never waits.
+// index; READPAST passes over rows locked against it at that moment (a push
+// not yet committed; jobs being worked are counted: their claim changed no
+// key of the claim index, so its lock does not stop a read), so it never
+// waits. READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT
+// is on.
 func (q *Queries) DepthStatement(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, depthStatement)
 	var i int64

@@ -571,7 +571,7 @@ func (q *Queries) ReleaseWebhook(ctx context.Context, arg ReleaseWebhookParams) 
 }
 
 const releaseNodeWebhook = `-- name: ReleaseNodeWebhook :execrows
-UPDATE queues.webhook_queue WITH (READPAST)
+UPDATE queues.webhook_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -596,7 +596,7 @@ func (q *Queries) ReleaseNodeWebhook(ctx context.Context, node string) (int64, e
 
 const lockMaintenanceWebhook = `-- name: LockMaintenanceWebhook :many
 SELECT name
-FROM queues.queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queues.queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'webhook';
 `
 
@@ -700,13 +700,14 @@ func (q *Queries) SetPausedWebhook(ctx context.Context, paused bool) (int64, err
 
 const depthWebhook = `-- name: DepthWebhook :one
 SELECT COUNT_BIG(*) AS depth
-FROM queues.webhook_queue WITH (READPAST)
+FROM queues.webhook_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 `
 
 // DepthWebhook counts the jobs due now, for monitoring, through the claim
-// index; READPAST passes over rows locked at that moment (a claim taking
-// them), so it never waits.
+// index; READPAST passes over rows locked against it at that moment (a claim
+// taking them, a push not yet committed), so it never waits.
+// READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) DepthWebhook(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, depthWebhook)
 	var i int64

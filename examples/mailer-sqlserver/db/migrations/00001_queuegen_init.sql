@@ -18,8 +18,8 @@ CREATE TABLE queuegen_queues (
     name          NVARCHAR(255) NOT NULL,
     table_name    NVARCHAR(128) NOT NULL,
     mode          VARCHAR(11)   NOT NULL,
-    paused        BIT           NOT NULL CONSTRAINT queuegen_queues_paused_default DEFAULT 0,
-    registered_at DATETIME2(6)  NOT NULL CONSTRAINT queuegen_queues_registered_at_default DEFAULT SYSUTCDATETIME(),
+    paused        BIT           NOT NULL DEFAULT 0,
+    registered_at DATETIME2(6)  NOT NULL DEFAULT SYSUTCDATETIME(),
     CONSTRAINT queuegen_queues_pkey PRIMARY KEY CLUSTERED (name),
     CONSTRAINT queuegen_queues_table_name_key UNIQUE (table_name),
     CONSTRAINT queuegen_queues_mode_check CHECK (mode IN ('lease', 'transaction'))
@@ -30,8 +30,8 @@ CREATE TABLE queuegen_queues (
 -- tick and pushes the job in one transaction, and of nodes racing for one
 -- tick only one advances it.
 CREATE TABLE queuegen_periodic (
-    queue     NVARCHAR(255) NOT NULL,
-    name      NVARCHAR(255) NOT NULL,
+    queue     NVARCHAR(200) NOT NULL,
+    name      NVARCHAR(200) NOT NULL,
     last_tick DATETIME2(6)  NOT NULL,
     CONSTRAINT queuegen_periodic_pkey PRIMARY KEY CLUSTERED (queue, name)
 );
@@ -41,19 +41,19 @@ CREATE TABLE queuegen_periodic (
 -- After the bookkeeping columns come the base columns, copied into each queue
 -- table (there is no INHERITS), then the payload.
 CREATE TABLE email_queue (
-    id           BIGINT IDENTITY NOT NULL, -- job id
-    state        VARCHAR(9)      NOT NULL CONSTRAINT email_queue_state_default DEFAULT 'available', -- running: leased (lease mode)
-    attempt      INT             NOT NULL CONSTRAINT email_queue_attempt_default DEFAULT 0, -- claims so far; with id, the fencing token
-    max_attempts INT             NOT NULL, -- dead after this many failed attempts
-    priority     SMALLINT        NOT NULL CONSTRAINT email_queue_priority_default DEFAULT 0, -- higher first, where the queue orders by it
-    run_after    DATETIME2(6)    NOT NULL, -- not claimed before this time (UTC)
-    created_at   DATETIME2(6)    NOT NULL, -- UTC, like every time here
-    attempted_at DATETIME2(6),             -- when the current attempt was claimed
-    finished_at  DATETIME2(6),             -- when it succeeded or died; retention counts from here
-    locked_by    NVARCHAR(255),            -- lease mode: the node holding the job
-    locked_until DATETIME2(6),             -- lease mode: when the lease expires
-    errors       NVARCHAR(MAX)   NOT NULL CONSTRAINT email_queue_errors_default DEFAULT N'[]', -- JSON array, one string per failed attempt
-    unique_key   NVARCHAR(255),            -- dedupe key among unfinished jobs
+    id           BIGINT IDENTITY NOT NULL,                      -- job id
+    state        VARCHAR(9)      NOT NULL DEFAULT 'available',  -- running: leased (lease mode)
+    attempt      INT             NOT NULL DEFAULT 0,            -- claims so far; with id, the fencing token
+    max_attempts INT             NOT NULL,                      -- dead after this many failed attempts
+    priority     SMALLINT        NOT NULL DEFAULT 0,            -- higher first, where the queue orders by it
+    run_after    DATETIME2(6)    NOT NULL,                      -- not claimed before this time (UTC)
+    created_at   DATETIME2(6)    NOT NULL,                      -- UTC, like every time here
+    attempted_at DATETIME2(6),                                  -- when the current attempt was claimed
+    finished_at  DATETIME2(6),                                  -- when it succeeded or died; retention counts from here
+    locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
+    locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
+    errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     tenant_id    BIGINT          NOT NULL,
     recipient    NVARCHAR(MAX)   NOT NULL,
     subject      NVARCHAR(200)   NOT NULL,
@@ -61,6 +61,9 @@ CREATE TABLE email_queue (
     CONSTRAINT email_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT email_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 );
+-- No lock escalation: a table lock would stop every claim (READPAST passes
+-- row locks only).
+ALTER TABLE email_queue SET (LOCK_ESCALATION = DISABLE);
 
 -- Serves the claim: the available jobs in the claim's ORDER BY, so a claim
 -- reads the first entries in order and stops, without a sort.
@@ -88,23 +91,26 @@ VALUES (N'email', N'email_queue', 'lease');
 -- Queue statement: one row per job; transaction mode: a claim holds the job
 -- by row lock until the caller's transaction ends.
 CREATE TABLE statement_queue (
-    id           BIGINT IDENTITY NOT NULL, -- job id
-    state        VARCHAR(9)      NOT NULL CONSTRAINT statement_queue_state_default DEFAULT 'available', -- running: leased (lease mode)
-    attempt      INT             NOT NULL CONSTRAINT statement_queue_attempt_default DEFAULT 0, -- claims so far; with id, the fencing token
-    max_attempts INT             NOT NULL, -- dead after this many failed attempts
-    priority     SMALLINT        NOT NULL CONSTRAINT statement_queue_priority_default DEFAULT 0, -- higher first, where the queue orders by it
-    run_after    DATETIME2(6)    NOT NULL, -- not claimed before this time (UTC)
-    created_at   DATETIME2(6)    NOT NULL, -- UTC, like every time here
-    attempted_at DATETIME2(6),             -- when the current attempt was claimed
-    finished_at  DATETIME2(6),             -- when it succeeded or died; retention counts from here
-    locked_by    NVARCHAR(255),            -- lease mode: the node holding the job
-    locked_until DATETIME2(6),             -- lease mode: when the lease expires
-    errors       NVARCHAR(MAX)   NOT NULL CONSTRAINT statement_queue_errors_default DEFAULT N'[]', -- JSON array, one string per failed attempt
-    unique_key   NVARCHAR(255),            -- dedupe key among unfinished jobs
-    payload      NVARCHAR(MAX)   NOT NULL, -- the payload, encoded as JSON
+    id           BIGINT IDENTITY NOT NULL,                      -- job id
+    state        VARCHAR(9)      NOT NULL DEFAULT 'available',  -- running: leased (lease mode)
+    attempt      INT             NOT NULL DEFAULT 0,            -- claims so far; with id, the fencing token
+    max_attempts INT             NOT NULL,                      -- dead after this many failed attempts
+    priority     SMALLINT        NOT NULL DEFAULT 0,            -- higher first, where the queue orders by it
+    run_after    DATETIME2(6)    NOT NULL,                      -- not claimed before this time (UTC)
+    created_at   DATETIME2(6)    NOT NULL,                      -- UTC, like every time here
+    attempted_at DATETIME2(6),                                  -- when the current attempt was claimed
+    finished_at  DATETIME2(6),                                  -- when it succeeded or died; retention counts from here
+    locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
+    locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
+    errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
+    payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT statement_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT statement_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 );
+-- No lock escalation: a table lock would stop every claim (READPAST passes
+-- row locks only).
+ALTER TABLE statement_queue SET (LOCK_ESCALATION = DISABLE);
 
 -- Serves the claim: the available jobs in the claim's ORDER BY, so a claim
 -- reads the first entries in order and stops, without a sort.

@@ -54,7 +54,7 @@ SELECT
 FROM OPENJSON(@jobs) WITH (
     tenant_id BIGINT '$.tenant_id',
     recipient NVARCHAR(MAX) '$.recipient',
-    subject NVARCHAR(200) '$.subject',
+    subject NVARCHAR(MAX) '$.subject',
     body NVARCHAR(MAX) '$.body'
 ) AS job;
 
@@ -217,7 +217,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- reads no more rows than there are jobs in flight; READPAST passes over rows
 -- a claim or a finishing worker holds at that moment (they are not this
 -- node's: it is only starting).
-UPDATE email_queue WITH (READPAST)
+UPDATE email_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -229,7 +229,7 @@ WHERE state = 'running' AND locked_by = @node;
 -- holds the row until the transaction ends, and READPAST returns no row while
 -- another node's batch holds it, so that node maintains the queue meanwhile.
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'email';
 
 -- name: ReapEmail :execrows
@@ -270,10 +270,11 @@ WHERE name = N'email';
 
 -- name: DepthEmail :one
 -- DepthEmail counts the jobs due now, for monitoring, through the claim
--- index; READPAST passes over rows locked at that moment (a claim taking
--- them), so it never waits.
+-- index; READPAST passes over rows locked against it at that moment (a claim
+-- taking them, a push not yet committed), so it never waits.
+-- READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 SELECT COUNT_BIG(*) AS depth
-FROM email_queue WITH (READPAST)
+FROM email_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
 -- name: GetEmail :one

@@ -28,8 +28,7 @@ VALUES (
     COALESCE(@taken_at, SYSUTCDATETIME()),
     COALESCE(@ref, NEWID()),
     COALESCE(@label, N'untitled'),
-    COALESCE(@note, N'it''s; \ a
-line -- end'),
+    COALESCE(@note, N'it''s; \ a' + NCHAR(10) + N'line -- end'),
     @meta,
     @priority, @max_attempts,
     COALESCE(@now, SYSUTCDATETIME()),
@@ -99,8 +98,7 @@ SELECT
     COALESCE(job.taken_at, SYSUTCDATETIME()),
     COALESCE(job.ref, NEWID()),
     COALESCE(job.label, N'untitled'),
-    COALESCE(job.note, N'it''s; \ a
-line -- end'),
+    COALESCE(job.note, N'it''s; \ a' + NCHAR(10) + N'line -- end'),
     job.meta,
     @priority, @max_attempts,
     SYSUTCDATETIME(),
@@ -608,7 +606,7 @@ func (q *Queries) ReleaseImage(ctx context.Context, arg ReleaseImageParams) (int
 }
 
 const releaseNodeImage = `-- name: ReleaseNodeImage :execrows
-UPDATE image_queue WITH (READPAST)
+UPDATE image_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -633,7 +631,7 @@ func (q *Queries) ReleaseNodeImage(ctx context.Context, node string) (int64, err
 
 const lockMaintenanceImage = `-- name: LockMaintenanceImage :many
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'image';
 `
 
@@ -736,13 +734,14 @@ func (q *Queries) SetPausedImage(ctx context.Context, paused bool) (int64, error
 
 const depthImage = `-- name: DepthImage :one
 SELECT COUNT_BIG(*) AS depth
-FROM image_queue WITH (READPAST)
+FROM image_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 `
 
 // DepthImage counts the jobs due now, for monitoring, through the claim
-// index; READPAST passes over rows locked at that moment (a claim taking
-// them), so it never waits.
+// index; READPAST passes over rows locked against it at that moment (a claim
+// taking them, a push not yet committed), so it never waits.
+// READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) DepthImage(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, depthImage)
 	var i int64

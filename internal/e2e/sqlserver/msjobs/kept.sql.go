@@ -557,7 +557,7 @@ func (q *Queries) ReleaseKept(ctx context.Context, arg ReleaseKeptParams) (int64
 }
 
 const releaseNodeKept = `-- name: ReleaseNodeKept :execrows
-UPDATE kept_queue WITH (READPAST)
+UPDATE kept_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -582,7 +582,7 @@ func (q *Queries) ReleaseNodeKept(ctx context.Context, node string) (int64, erro
 
 const lockMaintenanceKept = `-- name: LockMaintenanceKept :many
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'kept';
 `
 
@@ -652,9 +652,10 @@ func (q *Queries) ReapKept(ctx context.Context, limit int32) (int64, error) {
 const purgeKept = `-- name: PurgeKept :execrows
 WITH expired AS (
     SELECT TOP (@limit) *
-    FROM kept_queue WITH (ROWLOCK, READPAST)
-    WHERE (state = 'succeeded' AND finished_at < DATEADD(second, -(@succeeded_retention_us / 1000000), SYSUTCDATETIME()))
-       OR (state = 'dead' AND finished_at < DATEADD(second, -(@dead_retention_us / 1000000), SYSUTCDATETIME()))
+    FROM kept_queue WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
+    WHERE state IN ('succeeded', 'dead')
+      AND ((state = 'succeeded' AND finished_at < DATEADD(second, -(@succeeded_retention_us / 1000000), SYSUTCDATETIME()))
+        OR (state = 'dead' AND finished_at < DATEADD(second, -(@dead_retention_us / 1000000), SYSUTCDATETIME())))
     ORDER BY finished_at
 )
 DELETE FROM expired;
@@ -721,13 +722,14 @@ func (q *Queries) SetPausedKept(ctx context.Context, paused bool) (int64, error)
 
 const depthKept = `-- name: DepthKept :one
 SELECT COUNT_BIG(*) AS depth
-FROM kept_queue WITH (READPAST)
+FROM kept_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 `
 
 // DepthKept counts the jobs due now, for monitoring, through the claim index;
-// READPAST passes over rows locked at that moment (a claim taking them), so
-// it never waits.
+// READPAST passes over rows locked against it at that moment (a claim taking
+// them, a push not yet committed), so it never waits. READCOMMITTEDLOCK makes
+// READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) DepthKept(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, depthKept)
 	var i int64

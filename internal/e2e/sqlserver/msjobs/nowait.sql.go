@@ -550,7 +550,7 @@ func (q *Queries) ReleaseNowait(ctx context.Context, arg ReleaseNowaitParams) (i
 }
 
 const releaseNodeNowait = `-- name: ReleaseNodeNowait :execrows
-UPDATE nowait_queue WITH (READPAST)
+UPDATE nowait_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -575,7 +575,7 @@ func (q *Queries) ReleaseNodeNowait(ctx context.Context, node string) (int64, er
 
 const lockMaintenanceNowait = `-- name: LockMaintenanceNowait :many
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'nowait';
 `
 
@@ -679,13 +679,14 @@ func (q *Queries) SetPausedNowait(ctx context.Context, paused bool) (int64, erro
 
 const depthNowait = `-- name: DepthNowait :one
 SELECT COUNT_BIG(*) AS depth
-FROM nowait_queue WITH (READPAST)
+FROM nowait_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 `
 
 // DepthNowait counts the jobs due now, for monitoring, through the claim
-// index; READPAST passes over rows locked at that moment (a claim taking
-// them), so it never waits.
+// index; READPAST passes over rows locked against it at that moment (a claim
+// taking them, a push not yet committed), so it never waits.
+// READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) DepthNowait(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, depthNowait)
 	var i int64

@@ -562,7 +562,7 @@ func (q *Queries) ReleaseTask(ctx context.Context, arg ReleaseTaskParams) (int64
 }
 
 const releaseNodeTask = `-- name: ReleaseNodeTask :execrows
-UPDATE task_queue WITH (READPAST)
+UPDATE task_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -587,7 +587,7 @@ func (q *Queries) ReleaseNodeTask(ctx context.Context, node string) (int64, erro
 
 const lockMaintenanceTask = `-- name: LockMaintenanceTask :many
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'task';
 `
 
@@ -655,7 +655,7 @@ func (q *Queries) ReapTask(ctx context.Context, limit int32) (int64, error) {
 
 const advanceTickTask = `-- name: AdvanceTickTask :execrows
 MERGE queuegen_periodic WITH (HOLDLOCK) AS p
-USING (SELECT N'task' AS queue, @name AS name, @tick AS last_tick) AS tick
+USING (SELECT N'task' AS queue, @name AS name, CAST(@tick AS DATETIME2(6)) AS last_tick) AS tick
    ON p.queue = tick.queue AND p.name = tick.name
 WHEN MATCHED AND p.last_tick < tick.last_tick THEN
     UPDATE SET last_tick = tick.last_tick
@@ -721,13 +721,14 @@ func (q *Queries) SetPausedTask(ctx context.Context, paused bool) (int64, error)
 
 const depthTask = `-- name: DepthTask :one
 SELECT COUNT_BIG(*) AS depth
-FROM task_queue WITH (READPAST)
+FROM task_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 `
 
 // DepthTask counts the jobs due now, for monitoring, through the claim index;
-// READPAST passes over rows locked at that moment (a claim taking them), so
-// it never waits.
+// READPAST passes over rows locked against it at that moment (a claim taking
+// them, a push not yet committed), so it never waits. READCOMMITTEDLOCK makes
+// READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) DepthTask(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, depthTask)
 	var i int64

@@ -105,7 +105,7 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (PushTyped
 		sql.Named("c_double", arg.CDouble),
 		sql.Named("c_uuid", arg.CUuid),
 		sql.Named("c_timestamptz", queueimpl.DateTime2(arg.CTimestamptz)),
-		sql.Named("c_date", queueimpl.DateTime2(arg.CDate)),
+		sql.Named("c_date", queueimpl.Date(arg.CDate)),
 		sql.Named("c_jsonb", queueimpl.JSONText(arg.CJsonb)),
 		sql.Named("c_bytea", arg.CBytea),
 		sql.Named("n_text", arg.NText),
@@ -115,7 +115,7 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (PushTyped
 		sql.Named("n_double", arg.NDouble),
 		sql.Named("n_numeric", arg.NNumeric),
 		sql.Named("n_timestamptz", queueimpl.NullDateTime2(arg.NTimestamptz)),
-		sql.Named("n_date", queueimpl.NullDateTime2(arg.NDate)),
+		sql.Named("n_date", queueimpl.NullDate(arg.NDate)),
 		sql.Named("n_uuid", arg.NUuid),
 		sql.Named("n_jsonb", queueimpl.NullJSONText(arg.NJsonb)),
 		sql.Named("n_bytea", arg.NBytea),
@@ -169,7 +169,7 @@ SELECT
     COALESCE(@run_after, SYSUTCDATETIME())
 FROM OPENJSON(@jobs) WITH (
     c_text NVARCHAR(MAX) '$.c_text',
-    c_varchar NVARCHAR(10) '$.c_varchar',
+    c_varchar NVARCHAR(MAX) '$.c_varchar',
     c_smallint SMALLINT '$.c_smallint',
     c_integer INT '$.c_integer',
     c_bigint BIGINT '$.c_bigint',
@@ -726,7 +726,7 @@ func (q *Queries) ReleaseTyped(ctx context.Context, arg ReleaseTypedParams) (int
 }
 
 const releaseNodeTyped = `-- name: ReleaseNodeTyped :execrows
-UPDATE typed_queue WITH (READPAST)
+UPDATE typed_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -751,7 +751,7 @@ func (q *Queries) ReleaseNodeTyped(ctx context.Context, node string) (int64, err
 
 const lockMaintenanceTyped = `-- name: LockMaintenanceTyped :many
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'typed';
 `
 
@@ -854,13 +854,14 @@ func (q *Queries) SetPausedTyped(ctx context.Context, paused bool) (int64, error
 
 const depthTyped = `-- name: DepthTyped :one
 SELECT COUNT_BIG(*) AS depth
-FROM typed_queue WITH (READPAST)
+FROM typed_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 `
 
 // DepthTyped counts the jobs due now, for monitoring, through the claim
-// index; READPAST passes over rows locked at that moment (a claim taking
-// them), so it never waits.
+// index; READPAST passes over rows locked against it at that moment (a claim
+// taking them, a push not yet committed), so it never waits.
+// READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) DepthTyped(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, depthTyped)
 	var i int64

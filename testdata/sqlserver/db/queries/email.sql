@@ -23,8 +23,7 @@ SELECT
     COALESCE(@region, N'eu'),
     @recipient,
     @subject,
-    COALESCE(@body, N'Hello;
-it''s a \ test -- really'),
+    COALESCE(@body, N'Hello;' + NCHAR(10) + N'it''s a \ test -- really'),
     @attachment,
     @sent_on,
     @amount,
@@ -61,8 +60,7 @@ SELECT
     COALESCE(job.region, N'eu'),
     job.recipient,
     job.subject,
-    COALESCE(job.body, N'Hello;
-it''s a \ test -- really'),
+    COALESCE(job.body, N'Hello;' + NCHAR(10) + N'it''s a \ test -- really'),
     CONVERT(VARBINARY(MAX), job.attachment, 1),
     job.sent_on,
     job.amount,
@@ -80,7 +78,7 @@ FROM OPENJSON(@jobs) WITH (
     tenant_id BIGINT '$.tenant_id',
     region NVARCHAR(MAX) '$.region',
     recipient NVARCHAR(MAX) '$.recipient',
-    subject NVARCHAR(200) '$.subject',
+    subject NVARCHAR(MAX) '$.subject',
     body NVARCHAR(MAX) '$.body',
     attachment NVARCHAR(MAX) '$.attachment',
     sent_on DATE '$.sent_on',
@@ -261,7 +259,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- reads no more rows than there are jobs in flight; READPAST passes over rows
 -- a claim or a finishing worker holds at that moment (they are not this
 -- node's: it is only starting).
-UPDATE queues.email_queue WITH (READPAST)
+UPDATE queues.email_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -274,7 +272,7 @@ WHERE state = 'running' AND locked_by = @node;
 -- returns no row while another node's batch holds it, so that node maintains
 -- the queue meanwhile.
 SELECT name
-FROM queues.queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queues.queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'email';
 
 -- name: ReapEmail :execrows
@@ -308,9 +306,10 @@ SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt
 -- passes over any that are.
 WITH expired AS (
     SELECT TOP (@limit) *
-    FROM queues.email_queue WITH (ROWLOCK, READPAST)
-    WHERE (state = 'succeeded' AND finished_at < DATEADD(second, -(@succeeded_retention_us / 1000000), SYSUTCDATETIME()))
-       OR (state = 'dead' AND finished_at < DATEADD(second, -(@dead_retention_us / 1000000), SYSUTCDATETIME()))
+    FROM queues.email_queue WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
+    WHERE state IN ('succeeded', 'dead')
+      AND ((state = 'succeeded' AND finished_at < DATEADD(second, -(@succeeded_retention_us / 1000000), SYSUTCDATETIME()))
+        OR (state = 'dead' AND finished_at < DATEADD(second, -(@dead_retention_us / 1000000), SYSUTCDATETIME())))
     ORDER BY finished_at
 )
 DELETE FROM expired;
@@ -331,10 +330,11 @@ WHERE name = N'email';
 
 -- name: DepthEmail :one
 -- DepthEmail counts the jobs due now, for monitoring, through the claim
--- index; READPAST passes over rows locked at that moment (a claim taking
--- them), so it never waits.
+-- index; READPAST passes over rows locked against it at that moment (a claim
+-- taking them, a push not yet committed), so it never waits.
+-- READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 SELECT COUNT_BIG(*) AS depth
-FROM queues.email_queue WITH (READPAST)
+FROM queues.email_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
 -- name: GetEmail :one

@@ -208,7 +208,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- reads no more rows than there are jobs in flight; READPAST passes over rows
 -- a claim or a finishing worker holds at that moment (they are not this
 -- node's: it is only starting).
-UPDATE queues.webhook_queue WITH (READPAST)
+UPDATE queues.webhook_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -221,7 +221,7 @@ WHERE state = 'running' AND locked_by = @node;
 -- row while another node's batch holds it, so that node maintains the queue
 -- meanwhile.
 SELECT name
-FROM queues.queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queues.queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'webhook';
 
 -- name: ReapWebhook :execrows
@@ -262,10 +262,11 @@ WHERE name = N'webhook';
 
 -- name: DepthWebhook :one
 -- DepthWebhook counts the jobs due now, for monitoring, through the claim
--- index; READPAST passes over rows locked at that moment (a claim taking
--- them), so it never waits.
+-- index; READPAST passes over rows locked against it at that moment (a claim
+-- taking them, a push not yet committed), so it never waits.
+-- READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 SELECT COUNT_BIG(*) AS depth
-FROM queues.webhook_queue WITH (READPAST)
+FROM queues.webhook_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
 -- name: GetWebhook :one

@@ -22,8 +22,8 @@ CREATE TABLE queuegen_queues (
     name          NVARCHAR(255) NOT NULL,
     table_name    NVARCHAR(128) NOT NULL,
     mode          VARCHAR(11)   NOT NULL,
-    paused        BIT           NOT NULL CONSTRAINT queuegen_queues_paused_default DEFAULT 0,
-    registered_at DATETIME2(6)  NOT NULL CONSTRAINT queuegen_queues_registered_at_default DEFAULT SYSUTCDATETIME(),
+    paused        BIT           NOT NULL DEFAULT 0,
+    registered_at DATETIME2(6)  NOT NULL DEFAULT SYSUTCDATETIME(),
     CONSTRAINT queuegen_queues_pkey PRIMARY KEY CLUSTERED (name),
     CONSTRAINT queuegen_queues_table_name_key UNIQUE (table_name),
     CONSTRAINT queuegen_queues_mode_check CHECK (mode IN ('lease', 'transaction'))
@@ -34,8 +34,8 @@ CREATE TABLE queuegen_queues (
 -- tick and pushes the job in one transaction, and of nodes racing for one
 -- tick only one advances it.
 CREATE TABLE queuegen_periodic (
-    queue     NVARCHAR(255) NOT NULL,
-    name      NVARCHAR(255) NOT NULL,
+    queue     NVARCHAR(200) NOT NULL,
+    name      NVARCHAR(200) NOT NULL,
     last_tick DATETIME2(6)  NOT NULL,
     CONSTRAINT queuegen_periodic_pkey PRIMARY KEY CLUSTERED (queue, name)
 );
@@ -43,23 +43,26 @@ CREATE TABLE queuegen_periodic (
 -- Queue task: one row per job; lease mode: a claim is committed at once and
 -- holds the job until its lease expires.
 CREATE TABLE task_queue (
-    id           BIGINT IDENTITY NOT NULL, -- job id
-    state        VARCHAR(9)      NOT NULL CONSTRAINT task_queue_state_default DEFAULT 'available', -- running: leased (lease mode)
-    attempt      INT             NOT NULL CONSTRAINT task_queue_attempt_default DEFAULT 0, -- claims so far; with id, the fencing token
-    max_attempts INT             NOT NULL, -- dead after this many failed attempts
-    priority     SMALLINT        NOT NULL CONSTRAINT task_queue_priority_default DEFAULT 0, -- higher first, where the queue orders by it
-    run_after    DATETIME2(6)    NOT NULL, -- not claimed before this time (UTC)
-    created_at   DATETIME2(6)    NOT NULL, -- UTC, like every time here
-    attempted_at DATETIME2(6),             -- when the current attempt was claimed
-    finished_at  DATETIME2(6),             -- when it succeeded or died; retention counts from here
-    locked_by    NVARCHAR(255),            -- lease mode: the node holding the job
-    locked_until DATETIME2(6),             -- lease mode: when the lease expires
-    errors       NVARCHAR(MAX)   NOT NULL CONSTRAINT task_queue_errors_default DEFAULT N'[]', -- JSON array, one string per failed attempt
-    unique_key   NVARCHAR(255),            -- dedupe key among unfinished jobs
-    payload      NVARCHAR(MAX)   NOT NULL, -- the payload, encoded as JSON
+    id           BIGINT IDENTITY NOT NULL,                      -- job id
+    state        VARCHAR(9)      NOT NULL DEFAULT 'available',  -- running: leased (lease mode)
+    attempt      INT             NOT NULL DEFAULT 0,            -- claims so far; with id, the fencing token
+    max_attempts INT             NOT NULL,                      -- dead after this many failed attempts
+    priority     SMALLINT        NOT NULL DEFAULT 0,            -- higher first, where the queue orders by it
+    run_after    DATETIME2(6)    NOT NULL,                      -- not claimed before this time (UTC)
+    created_at   DATETIME2(6)    NOT NULL,                      -- UTC, like every time here
+    attempted_at DATETIME2(6),                                  -- when the current attempt was claimed
+    finished_at  DATETIME2(6),                                  -- when it succeeded or died; retention counts from here
+    locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
+    locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
+    errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
+    payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT task_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT task_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 );
+-- No lock escalation: a table lock would stop every claim (READPAST passes
+-- row locks only).
+ALTER TABLE task_queue SET (LOCK_ESCALATION = DISABLE);
 
 -- Serves the claim: the available jobs in the claim's ORDER BY, so a claim
 -- reads the first entries in order and stops, without a sort.
@@ -87,23 +90,26 @@ VALUES (N'task', N'task_queue', 'lease');
 -- Queue kept: one row per job; lease mode: a claim is committed at once and
 -- holds the job until its lease expires.
 CREATE TABLE kept_queue (
-    id           BIGINT IDENTITY NOT NULL, -- job id
-    state        VARCHAR(9)      NOT NULL CONSTRAINT kept_queue_state_default DEFAULT 'available', -- running: leased (lease mode)
-    attempt      INT             NOT NULL CONSTRAINT kept_queue_attempt_default DEFAULT 0, -- claims so far; with id, the fencing token
-    max_attempts INT             NOT NULL, -- dead after this many failed attempts
-    priority     SMALLINT        NOT NULL CONSTRAINT kept_queue_priority_default DEFAULT 0, -- higher first, where the queue orders by it
-    run_after    DATETIME2(6)    NOT NULL, -- not claimed before this time (UTC)
-    created_at   DATETIME2(6)    NOT NULL, -- UTC, like every time here
-    attempted_at DATETIME2(6),             -- when the current attempt was claimed
-    finished_at  DATETIME2(6),             -- when it succeeded or died; retention counts from here
-    locked_by    NVARCHAR(255),            -- lease mode: the node holding the job
-    locked_until DATETIME2(6),             -- lease mode: when the lease expires
-    errors       NVARCHAR(MAX)   NOT NULL CONSTRAINT kept_queue_errors_default DEFAULT N'[]', -- JSON array, one string per failed attempt
-    unique_key   NVARCHAR(255),            -- dedupe key among unfinished jobs
-    payload      NVARCHAR(MAX)   NOT NULL, -- the payload, encoded as JSON
+    id           BIGINT IDENTITY NOT NULL,                      -- job id
+    state        VARCHAR(9)      NOT NULL DEFAULT 'available',  -- running: leased (lease mode)
+    attempt      INT             NOT NULL DEFAULT 0,            -- claims so far; with id, the fencing token
+    max_attempts INT             NOT NULL,                      -- dead after this many failed attempts
+    priority     SMALLINT        NOT NULL DEFAULT 0,            -- higher first, where the queue orders by it
+    run_after    DATETIME2(6)    NOT NULL,                      -- not claimed before this time (UTC)
+    created_at   DATETIME2(6)    NOT NULL,                      -- UTC, like every time here
+    attempted_at DATETIME2(6),                                  -- when the current attempt was claimed
+    finished_at  DATETIME2(6),                                  -- when it succeeded or died; retention counts from here
+    locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
+    locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
+    errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
+    payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT kept_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT kept_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 );
+-- No lock escalation: a table lock would stop every claim (READPAST passes
+-- row locks only).
+ALTER TABLE kept_queue SET (LOCK_ESCALATION = DISABLE);
 
 -- Serves the claim: the available jobs in the claim's ORDER BY, so a claim
 -- reads the first entries in order and stops, without a sort.
@@ -126,23 +132,26 @@ VALUES (N'kept', N'kept_queue', 'lease');
 -- Queue nowait: one row per job; lease mode: a claim is committed at once and
 -- holds the job until its lease expires.
 CREATE TABLE nowait_queue (
-    id           BIGINT IDENTITY NOT NULL, -- job id
-    state        VARCHAR(9)      NOT NULL CONSTRAINT nowait_queue_state_default DEFAULT 'available', -- running: leased (lease mode)
-    attempt      INT             NOT NULL CONSTRAINT nowait_queue_attempt_default DEFAULT 0, -- claims so far; with id, the fencing token
-    max_attempts INT             NOT NULL, -- dead after this many failed attempts
-    priority     SMALLINT        NOT NULL CONSTRAINT nowait_queue_priority_default DEFAULT 0, -- higher first, where the queue orders by it
-    run_after    DATETIME2(6)    NOT NULL, -- not claimed before this time (UTC)
-    created_at   DATETIME2(6)    NOT NULL, -- UTC, like every time here
-    attempted_at DATETIME2(6),             -- when the current attempt was claimed
-    finished_at  DATETIME2(6),             -- when it succeeded or died; retention counts from here
-    locked_by    NVARCHAR(255),            -- lease mode: the node holding the job
-    locked_until DATETIME2(6),             -- lease mode: when the lease expires
-    errors       NVARCHAR(MAX)   NOT NULL CONSTRAINT nowait_queue_errors_default DEFAULT N'[]', -- JSON array, one string per failed attempt
-    unique_key   NVARCHAR(255),            -- dedupe key among unfinished jobs
-    payload      NVARCHAR(MAX)   NOT NULL, -- the payload, encoded as JSON
+    id           BIGINT IDENTITY NOT NULL,                      -- job id
+    state        VARCHAR(9)      NOT NULL DEFAULT 'available',  -- running: leased (lease mode)
+    attempt      INT             NOT NULL DEFAULT 0,            -- claims so far; with id, the fencing token
+    max_attempts INT             NOT NULL,                      -- dead after this many failed attempts
+    priority     SMALLINT        NOT NULL DEFAULT 0,            -- higher first, where the queue orders by it
+    run_after    DATETIME2(6)    NOT NULL,                      -- not claimed before this time (UTC)
+    created_at   DATETIME2(6)    NOT NULL,                      -- UTC, like every time here
+    attempted_at DATETIME2(6),                                  -- when the current attempt was claimed
+    finished_at  DATETIME2(6),                                  -- when it succeeded or died; retention counts from here
+    locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
+    locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
+    errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
+    payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT nowait_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT nowait_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 );
+-- No lock escalation: a table lock would stop every claim (READPAST passes
+-- row locks only).
+ALTER TABLE nowait_queue SET (LOCK_ESCALATION = DISABLE);
 
 -- Serves the claim: the available jobs in the claim's ORDER BY, so a claim
 -- reads the first entries in order and stops, without a sort.
@@ -165,23 +174,26 @@ VALUES (N'nowait', N'nowait_queue', 'lease');
 -- Queue txtask: one row per job; transaction mode: a claim holds the job by
 -- row lock until the caller's transaction ends.
 CREATE TABLE txtask_queue (
-    id           BIGINT IDENTITY NOT NULL, -- job id
-    state        VARCHAR(9)      NOT NULL CONSTRAINT txtask_queue_state_default DEFAULT 'available', -- running: leased (lease mode)
-    attempt      INT             NOT NULL CONSTRAINT txtask_queue_attempt_default DEFAULT 0, -- claims so far; with id, the fencing token
-    max_attempts INT             NOT NULL, -- dead after this many failed attempts
-    priority     SMALLINT        NOT NULL CONSTRAINT txtask_queue_priority_default DEFAULT 0, -- higher first, where the queue orders by it
-    run_after    DATETIME2(6)    NOT NULL, -- not claimed before this time (UTC)
-    created_at   DATETIME2(6)    NOT NULL, -- UTC, like every time here
-    attempted_at DATETIME2(6),             -- when the current attempt was claimed
-    finished_at  DATETIME2(6),             -- when it succeeded or died; retention counts from here
-    locked_by    NVARCHAR(255),            -- lease mode: the node holding the job
-    locked_until DATETIME2(6),             -- lease mode: when the lease expires
-    errors       NVARCHAR(MAX)   NOT NULL CONSTRAINT txtask_queue_errors_default DEFAULT N'[]', -- JSON array, one string per failed attempt
-    unique_key   NVARCHAR(255),            -- dedupe key among unfinished jobs
-    payload      NVARCHAR(MAX)   NOT NULL, -- the payload, encoded as JSON
+    id           BIGINT IDENTITY NOT NULL,                      -- job id
+    state        VARCHAR(9)      NOT NULL DEFAULT 'available',  -- running: leased (lease mode)
+    attempt      INT             NOT NULL DEFAULT 0,            -- claims so far; with id, the fencing token
+    max_attempts INT             NOT NULL,                      -- dead after this many failed attempts
+    priority     SMALLINT        NOT NULL DEFAULT 0,            -- higher first, where the queue orders by it
+    run_after    DATETIME2(6)    NOT NULL,                      -- not claimed before this time (UTC)
+    created_at   DATETIME2(6)    NOT NULL,                      -- UTC, like every time here
+    attempted_at DATETIME2(6),                                  -- when the current attempt was claimed
+    finished_at  DATETIME2(6),                                  -- when it succeeded or died; retention counts from here
+    locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
+    locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
+    errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
+    payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT txtask_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT txtask_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 );
+-- No lock escalation: a table lock would stop every claim (READPAST passes
+-- row locks only).
+ALTER TABLE txtask_queue SET (LOCK_ESCALATION = DISABLE);
 
 -- Serves the claim: the available jobs in the claim's ORDER BY, so a claim
 -- reads the first entries in order and stops, without a sort.
@@ -199,19 +211,19 @@ VALUES (N'txtask', N'txtask_queue', 'transaction');
 -- Queue typed: one row per job; lease mode: a claim is committed at once and
 -- holds the job until its lease expires.
 CREATE TABLE typed_queue (
-    id            BIGINT IDENTITY  NOT NULL, -- job id
-    state         VARCHAR(9)       NOT NULL CONSTRAINT typed_queue_state_default DEFAULT 'available', -- running: leased (lease mode)
-    attempt       INT              NOT NULL CONSTRAINT typed_queue_attempt_default DEFAULT 0, -- claims so far; with id, the fencing token
-    max_attempts  INT              NOT NULL, -- dead after this many failed attempts
-    priority      SMALLINT         NOT NULL CONSTRAINT typed_queue_priority_default DEFAULT 0, -- higher first, where the queue orders by it
-    run_after     DATETIME2(6)     NOT NULL, -- not claimed before this time (UTC)
-    created_at    DATETIME2(6)     NOT NULL, -- UTC, like every time here
-    attempted_at  DATETIME2(6),              -- when the current attempt was claimed
-    finished_at   DATETIME2(6),              -- when it succeeded or died; retention counts from here
-    locked_by     NVARCHAR(255),             -- lease mode: the node holding the job
-    locked_until  DATETIME2(6),              -- lease mode: when the lease expires
-    errors        NVARCHAR(MAX)    NOT NULL CONSTRAINT typed_queue_errors_default DEFAULT N'[]', -- JSON array, one string per failed attempt
-    unique_key    NVARCHAR(255),             -- dedupe key among unfinished jobs
+    id            BIGINT IDENTITY  NOT NULL,                     -- job id
+    state         VARCHAR(9)       NOT NULL DEFAULT 'available', -- running: leased (lease mode)
+    attempt       INT              NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts  INT              NOT NULL,                     -- dead after this many failed attempts
+    priority      SMALLINT         NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after     DATETIME2(6)     NOT NULL,                     -- not claimed before this time (UTC)
+    created_at    DATETIME2(6)     NOT NULL,                     -- UTC, like every time here
+    attempted_at  DATETIME2(6),                                  -- when the current attempt was claimed
+    finished_at   DATETIME2(6),                                  -- when it succeeded or died; retention counts from here
+    locked_by     NVARCHAR(255),                                 -- lease mode: the node holding the job
+    locked_until  DATETIME2(6),                                  -- lease mode: when the lease expires
+    errors        NVARCHAR(MAX)    NOT NULL DEFAULT N'[]',       -- JSON array, one string per failed attempt
+    unique_key    NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     c_text        NVARCHAR(MAX)    NOT NULL,
     c_varchar     NVARCHAR(10)     NOT NULL,
     c_smallint    SMALLINT         NOT NULL,
@@ -240,6 +252,9 @@ CREATE TABLE typed_queue (
     CONSTRAINT typed_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT typed_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 );
+-- No lock escalation: a table lock would stop every claim (READPAST passes
+-- row locks only).
+ALTER TABLE typed_queue SET (LOCK_ESCALATION = DISABLE);
 
 -- Serves the claim: the available jobs in the claim's ORDER BY, so a claim
 -- reads the first entries in order and stops, without a sort.
@@ -263,32 +278,34 @@ VALUES (N'typed', N'typed_queue', 'lease');
 -- Queue image: one row per job; lease mode: a claim is committed at once and
 -- holds the job until its lease expires.
 CREATE TABLE image_queue (
-    id           BIGINT IDENTITY  NOT NULL, -- job id
-    state        VARCHAR(9)       NOT NULL CONSTRAINT image_queue_state_default DEFAULT 'available', -- running: leased (lease mode)
-    attempt      INT              NOT NULL CONSTRAINT image_queue_attempt_default DEFAULT 0, -- claims so far; with id, the fencing token
-    max_attempts INT              NOT NULL, -- dead after this many failed attempts
-    priority     SMALLINT         NOT NULL CONSTRAINT image_queue_priority_default DEFAULT 0, -- higher first, where the queue orders by it
-    run_after    DATETIME2(6)     NOT NULL, -- not claimed before this time (UTC)
-    created_at   DATETIME2(6)     NOT NULL, -- UTC, like every time here
-    attempted_at DATETIME2(6),              -- when the current attempt was claimed
-    finished_at  DATETIME2(6),              -- when it succeeded or died; retention counts from here
-    locked_by    NVARCHAR(255),             -- lease mode: the node holding the job
-    locked_until DATETIME2(6),              -- lease mode: when the lease expires
-    errors       NVARCHAR(MAX)    NOT NULL CONSTRAINT image_queue_errors_default DEFAULT N'[]', -- JSON array, one string per failed attempt
-    unique_key   NVARCHAR(255),             -- dedupe key among unfinished jobs
+    id           BIGINT IDENTITY  NOT NULL,                     -- job id
+    state        VARCHAR(9)       NOT NULL DEFAULT 'available', -- running: leased (lease mode)
+    attempt      INT              NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts INT              NOT NULL,                     -- dead after this many failed attempts
+    priority     SMALLINT         NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    DATETIME2(6)     NOT NULL,                     -- not claimed before this time (UTC)
+    created_at   DATETIME2(6)     NOT NULL,                     -- UTC, like every time here
+    attempted_at DATETIME2(6),                                  -- when the current attempt was claimed
+    finished_at  DATETIME2(6),                                  -- when it succeeded or died; retention counts from here
+    locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
+    locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
+    errors       NVARCHAR(MAX)    NOT NULL DEFAULT N'[]',       -- JSON array, one string per failed attempt
+    unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     url          NVARCHAR(MAX)    NOT NULL,
-    format       NVARCHAR(MAX)    NOT NULL CONSTRAINT image_queue_format_default DEFAULT N'webp',
-    quality      INT              NOT NULL CONSTRAINT image_queue_quality_default DEFAULT 80,
-    ratio        DECIMAL(4, 2)    NOT NULL CONSTRAINT image_queue_ratio_default DEFAULT 1.5,
-    taken_at     DATETIME2(6)     NOT NULL CONSTRAINT image_queue_taken_at_default DEFAULT SYSUTCDATETIME(),
-    ref          UNIQUEIDENTIFIER NOT NULL CONSTRAINT image_queue_ref_default DEFAULT NEWID(),
-    label        NVARCHAR(MAX)    CONSTRAINT image_queue_label_default DEFAULT N'untitled',
-    note         NVARCHAR(MAX)    NOT NULL CONSTRAINT image_queue_note_default DEFAULT N'it''s; \ a
-    line -- end',
+    format       NVARCHAR(MAX)    NOT NULL DEFAULT N'webp',
+    quality      INT              NOT NULL DEFAULT 80,
+    ratio        DECIMAL(4, 2)    NOT NULL DEFAULT 1.5,
+    taken_at     DATETIME2(6)     NOT NULL DEFAULT SYSUTCDATETIME(),
+    ref          UNIQUEIDENTIFIER NOT NULL DEFAULT NEWID(),
+    label        NVARCHAR(MAX)    DEFAULT N'untitled',
+    note         NVARCHAR(MAX)    NOT NULL DEFAULT N'it''s; \ a' + NCHAR(10) + N'line -- end',
     meta         NVARCHAR(MAX)    NOT NULL,
     CONSTRAINT image_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT image_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
 );
+-- No lock escalation: a table lock would stop every claim (READPAST passes
+-- row locks only).
+ALTER TABLE image_queue SET (LOCK_ESCALATION = DISABLE);
 -- +goose StatementEnd
 
 -- Serves the claim: the available jobs in the claim's ORDER BY, so a claim

@@ -20,8 +20,7 @@ VALUES (
     COALESCE(@taken_at, SYSUTCDATETIME()),
     COALESCE(@ref, NEWID()),
     COALESCE(@label, N'untitled'),
-    COALESCE(@note, N'it''s; \ a
-line -- end'),
+    COALESCE(@note, N'it''s; \ a' + NCHAR(10) + N'line -- end'),
     @meta,
     @priority, @max_attempts,
     COALESCE(@now, SYSUTCDATETIME()),
@@ -46,8 +45,7 @@ SELECT
     COALESCE(job.taken_at, SYSUTCDATETIME()),
     COALESCE(job.ref, NEWID()),
     COALESCE(job.label, N'untitled'),
-    COALESCE(job.note, N'it''s; \ a
-line -- end'),
+    COALESCE(job.note, N'it''s; \ a' + NCHAR(10) + N'line -- end'),
     job.meta,
     @priority, @max_attempts,
     SYSUTCDATETIME(),
@@ -223,7 +221,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- reads no more rows than there are jobs in flight; READPAST passes over rows
 -- a claim or a finishing worker holds at that moment (they are not this
 -- node's: it is only starting).
-UPDATE image_queue WITH (READPAST)
+UPDATE image_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -235,7 +233,7 @@ WHERE state = 'running' AND locked_by = @node;
 -- holds the row until the transaction ends, and READPAST returns no row while
 -- another node's batch holds it, so that node maintains the queue meanwhile.
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'image';
 
 -- name: ReapImage :execrows
@@ -276,10 +274,11 @@ WHERE name = N'image';
 
 -- name: DepthImage :one
 -- DepthImage counts the jobs due now, for monitoring, through the claim
--- index; READPAST passes over rows locked at that moment (a claim taking
--- them), so it never waits.
+-- index; READPAST passes over rows locked against it at that moment (a claim
+-- taking them, a push not yet committed), so it never waits.
+-- READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 SELECT COUNT_BIG(*) AS depth
-FROM image_queue WITH (READPAST)
+FROM image_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
 -- name: GetImage :one

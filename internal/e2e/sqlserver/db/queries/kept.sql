@@ -205,7 +205,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- reads no more rows than there are jobs in flight; READPAST passes over rows
 -- a claim or a finishing worker holds at that moment (they are not this
 -- node's: it is only starting).
-UPDATE kept_queue WITH (READPAST)
+UPDATE kept_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -218,7 +218,7 @@ WHERE state = 'running' AND locked_by = @node;
 -- returns no row while another node's batch holds it, so that node maintains
 -- the queue meanwhile.
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'kept';
 
 -- name: ReapKept :execrows
@@ -252,9 +252,10 @@ SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt
 -- passes over any that are.
 WITH expired AS (
     SELECT TOP (@limit) *
-    FROM kept_queue WITH (ROWLOCK, READPAST)
-    WHERE (state = 'succeeded' AND finished_at < DATEADD(second, -(@succeeded_retention_us / 1000000), SYSUTCDATETIME()))
-       OR (state = 'dead' AND finished_at < DATEADD(second, -(@dead_retention_us / 1000000), SYSUTCDATETIME()))
+    FROM kept_queue WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
+    WHERE state IN ('succeeded', 'dead')
+      AND ((state = 'succeeded' AND finished_at < DATEADD(second, -(@succeeded_retention_us / 1000000), SYSUTCDATETIME()))
+        OR (state = 'dead' AND finished_at < DATEADD(second, -(@dead_retention_us / 1000000), SYSUTCDATETIME())))
     ORDER BY finished_at
 )
 DELETE FROM expired;
@@ -275,10 +276,11 @@ WHERE name = N'kept';
 
 -- name: DepthKept :one
 -- DepthKept counts the jobs due now, for monitoring, through the claim index;
--- READPAST passes over rows locked at that moment (a claim taking them), so
--- it never waits.
+-- READPAST passes over rows locked against it at that moment (a claim taking
+-- them, a push not yet committed), so it never waits. READCOMMITTEDLOCK makes
+-- READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 SELECT COUNT_BIG(*) AS depth
-FROM kept_queue WITH (READPAST)
+FROM kept_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
 -- name: GetKept :one

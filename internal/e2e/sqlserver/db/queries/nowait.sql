@@ -198,7 +198,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- reads no more rows than there are jobs in flight; READPAST passes over rows
 -- a claim or a finishing worker holds at that moment (they are not this
 -- node's: it is only starting).
-UPDATE nowait_queue WITH (READPAST)
+UPDATE nowait_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -211,7 +211,7 @@ WHERE state = 'running' AND locked_by = @node;
 -- row while another node's batch holds it, so that node maintains the queue
 -- meanwhile.
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'nowait';
 
 -- name: ReapNowait :execrows
@@ -252,10 +252,11 @@ WHERE name = N'nowait';
 
 -- name: DepthNowait :one
 -- DepthNowait counts the jobs due now, for monitoring, through the claim
--- index; READPAST passes over rows locked at that moment (a claim taking
--- them), so it never waits.
+-- index; READPAST passes over rows locked against it at that moment (a claim
+-- taking them, a push not yet committed), so it never waits.
+-- READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 SELECT COUNT_BIG(*) AS depth
-FROM nowait_queue WITH (READPAST)
+FROM nowait_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
 -- name: GetNowait :one

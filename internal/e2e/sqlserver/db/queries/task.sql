@@ -208,7 +208,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- reads no more rows than there are jobs in flight; READPAST passes over rows
 -- a claim or a finishing worker holds at that moment (they are not this
 -- node's: it is only starting).
-UPDATE task_queue WITH (READPAST)
+UPDATE task_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -220,7 +220,7 @@ WHERE state = 'running' AND locked_by = @node;
 -- holds the row until the transaction ends, and READPAST returns no row while
 -- another node's batch holds it, so that node maintains the queue meanwhile.
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'task';
 
 -- name: ReapTask :execrows
@@ -252,7 +252,7 @@ SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt
 -- tick exactly one advances it, and it pushes the job in the same
 -- transaction.
 MERGE queuegen_periodic WITH (HOLDLOCK) AS p
-USING (SELECT N'task' AS queue, @name AS name, @tick AS last_tick) AS tick
+USING (SELECT N'task' AS queue, @name AS name, CAST(@tick AS DATETIME2(6)) AS last_tick) AS tick
    ON p.queue = tick.queue AND p.name = tick.name
 WHEN MATCHED AND p.last_tick < tick.last_tick THEN
     UPDATE SET last_tick = tick.last_tick
@@ -275,10 +275,11 @@ WHERE name = N'task';
 
 -- name: DepthTask :one
 -- DepthTask counts the jobs due now, for monitoring, through the claim index;
--- READPAST passes over rows locked at that moment (a claim taking them), so
--- it never waits.
+-- READPAST passes over rows locked against it at that moment (a claim taking
+-- them, a push not yet committed), so it never waits. READCOMMITTEDLOCK makes
+-- READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 SELECT COUNT_BIG(*) AS depth
-FROM task_queue WITH (READPAST)
+FROM task_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
 -- name: GetTask :one

@@ -149,7 +149,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'available';
 -- row while another node's batch holds it, so that node maintains the queue
 -- meanwhile.
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'txtask';
 
 -- name: PurgeTxtask :execrows
@@ -161,9 +161,10 @@ WHERE name = N'txtask';
 -- READPAST passes over any that are.
 WITH expired AS (
     SELECT TOP (@limit) *
-    FROM txtask_queue WITH (ROWLOCK, READPAST)
-    WHERE (state = 'succeeded' AND finished_at < DATEADD(second, -(@succeeded_retention_us / 1000000), SYSUTCDATETIME()))
-       OR (state = 'dead' AND finished_at < DATEADD(second, -(@dead_retention_us / 1000000), SYSUTCDATETIME()))
+    FROM txtask_queue WITH (ROWLOCK, READPAST, READCOMMITTEDLOCK)
+    WHERE state IN ('succeeded', 'dead')
+      AND ((state = 'succeeded' AND finished_at < DATEADD(second, -(@succeeded_retention_us / 1000000), SYSUTCDATETIME()))
+        OR (state = 'dead' AND finished_at < DATEADD(second, -(@dead_retention_us / 1000000), SYSUTCDATETIME())))
     ORDER BY finished_at
 )
 DELETE FROM expired;
@@ -175,7 +176,7 @@ DELETE FROM expired;
 -- for one tick exactly one advances it, and it pushes the job in the same
 -- transaction.
 MERGE queuegen_periodic WITH (HOLDLOCK) AS p
-USING (SELECT N'txtask' AS queue, @name AS name, @tick AS last_tick) AS tick
+USING (SELECT N'txtask' AS queue, @name AS name, CAST(@tick AS DATETIME2(6)) AS last_tick) AS tick
    ON p.queue = tick.queue AND p.name = tick.name
 WHEN MATCHED AND p.last_tick < tick.last_tick THEN
     UPDATE SET last_tick = tick.last_tick
@@ -198,10 +199,13 @@ WHERE name = N'txtask';
 
 -- name: DepthTxtask :one
 -- DepthTxtask counts the jobs due now, for monitoring, through the claim
--- index; READPAST passes over rows locked at that moment (jobs being worked,
--- held by their transaction), so it never waits.
+-- index; READPAST passes over rows locked against it at that moment (a push
+-- not yet committed; jobs being worked are counted: their claim changed no
+-- key of the claim index, so its lock does not stop a read), so it never
+-- waits. READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT
+-- is on.
 SELECT COUNT_BIG(*) AS depth
-FROM txtask_queue WITH (READPAST)
+FROM txtask_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
 -- name: GetTxtask :one

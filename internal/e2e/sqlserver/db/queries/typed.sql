@@ -84,7 +84,7 @@ SELECT
     COALESCE(@run_after, SYSUTCDATETIME())
 FROM OPENJSON(@jobs) WITH (
     c_text NVARCHAR(MAX) '$.c_text',
-    c_varchar NVARCHAR(10) '$.c_varchar',
+    c_varchar NVARCHAR(MAX) '$.c_varchar',
     c_smallint SMALLINT '$.c_smallint',
     c_integer INT '$.c_integer',
     c_bigint BIGINT '$.c_bigint',
@@ -277,7 +277,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- reads no more rows than there are jobs in flight; READPAST passes over rows
 -- a claim or a finishing worker holds at that moment (they are not this
 -- node's: it is only starting).
-UPDATE typed_queue WITH (READPAST)
+UPDATE typed_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
@@ -289,7 +289,7 @@ WHERE state = 'running' AND locked_by = @node;
 -- holds the row until the transaction ends, and READPAST returns no row while
 -- another node's batch holds it, so that node maintains the queue meanwhile.
 SELECT name
-FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST)
+FROM queuegen_queues WITH (ROWLOCK, UPDLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE name = N'typed';
 
 -- name: ReapTyped :execrows
@@ -330,10 +330,11 @@ WHERE name = N'typed';
 
 -- name: DepthTyped :one
 -- DepthTyped counts the jobs due now, for monitoring, through the claim
--- index; READPAST passes over rows locked at that moment (a claim taking
--- them), so it never waits.
+-- index; READPAST passes over rows locked against it at that moment (a claim
+-- taking them, a push not yet committed), so it never waits.
+-- READCOMMITTEDLOCK makes READPAST valid where READ_COMMITTED_SNAPSHOT is on.
 SELECT COUNT_BIG(*) AS depth
-FROM typed_queue WITH (READPAST)
+FROM typed_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
 -- name: GetTyped :one
