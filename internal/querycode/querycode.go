@@ -54,7 +54,11 @@ func Generate(m *model.Model, coder engine.QueryCoder, queries map[string][]byte
 	f = gocode.NewFile("")
 	var models strings.Builder
 	for _, q := range m.Queues {
-		models.WriteString(g.rowType(f, q))
+		code, err := g.rowType(f, q)
+		if err != nil {
+			return nil, err
+		}
+		models.WriteString(code)
 	}
 	if err := add("models.go", f, models.String()); err != nil {
 		return nil, err
@@ -182,10 +186,10 @@ func (g *generator) columnType(q *model.Queue, byName map[string]*model.Field, c
 }
 
 // rowType declares the queue's row struct.
-func (g *generator) rowType(f *gocode.File, q *model.Queue) string {
+func (g *generator) rowType(f *gocode.File, q *model.Queue) (string, error) {
 	cols, err := g.columns(q)
 	if err != nil {
-		panic(err)
+		return "", err
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "// %s is a row of %s.\ntype %s struct {\n", q.RowType, q.QName, q.RowType)
@@ -193,7 +197,7 @@ func (g *generator) rowType(f *gocode.File, q *model.Queue) string {
 		fmt.Fprintf(&b, "\t%s %s\n", c.GoName, f.TypeString(c.Type))
 	}
 	b.WriteString("}\n\n")
-	return b.String()
+	return b.String(), nil
 }
 
 // param is one parameter of a query.
@@ -227,58 +231,85 @@ func (g *generator) paramType(q *model.Queue, qu *query, name string) (param, er
 
 // query writes one query's constant, structs and method.
 func (g *generator) query(f *gocode.File, q *model.Queue, qu *query) (string, error) {
+	ps, err := g.params(q, qu)
+	if err != nil {
+		return "", err
+	}
+	results, text, err := g.results(q, qu)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	lower := strings.ToLower(qu.Name[:1]) + qu.Name[1:]
+	fmt.Fprintf(&b, "const %s = `-- name: %s %s\n%s\n`\n\n", lower, qu.Name, qu.Kind, strings.ReplaceAll(text, "`", "` + \"`\" + `"))
+	sig, call := g.signature(f, &b, qu, ps, lower)
+	rowT, targets := g.row(f, &b, q, qu, results)
+	for _, l := range qu.Doc {
+		b.WriteString("// " + l + "\n")
+	}
+	if err := method(f, &b, qu, sig, call, rowT, targets); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// params types the query's parameters.
+func (g *generator) params(q *model.Queue, qu *query) ([]param, error) {
 	var ps []param
 	for _, n := range qu.Params {
 		p, err := g.paramType(q, qu, n)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		ps = append(ps, p)
 	}
-	var results []column
+	return ps, nil
+}
+
+// results types what a :one or :many query returns, and returns its text
+// with a whole row's * written out.
+func (g *generator) results(q *model.Queue, qu *query) ([]column, string, error) {
 	text := qu.SQL
-	if qu.Kind == ":one" || qu.Kind == ":many" {
-		names, err := resultColumns(qu.SQL)
-		if err != nil {
-			return "", err
-		}
-		if len(names) == 0 {
-			return "", fmt.Errorf("%s returns nothing: it has no OUTPUT clause and is no SELECT", qu.Kind)
-		}
-		all, err := g.columns(q)
-		if err != nil {
-			return "", err
-		}
-		for _, n := range names {
-			if n == "*" {
-				text = expandStar(text, all)
-				results = append(results, column{Name: "*", GoName: q.RowType, Type: gocode.Named(gocode.Local(q.RowType))})
-				continue
-			}
-			c, err := g.result(q, all, n)
-			if err != nil {
-				return "", err
-			}
-			results = append(results, c)
-		}
-		if len(results) > 1 {
-			for _, r := range results {
-				if r.Name == "*" {
-					return "", fmt.Errorf("a whole row must be the only result")
-				}
-			}
-		}
+	if qu.Kind != ":one" && qu.Kind != ":many" {
+		return nil, text, nil
 	}
+	names, err := resultColumns(qu.SQL)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(names) == 0 {
+		return nil, "", fmt.Errorf("%s returns nothing: it has no OUTPUT clause and is no SELECT", qu.Kind)
+	}
+	all, err := g.columns(q)
+	if err != nil {
+		return nil, "", err
+	}
+	var results []column
+	for _, n := range names {
+		if n == "*" {
+			if len(names) > 1 {
+				return nil, "", fmt.Errorf("a whole row must be the only result")
+			}
+			text = expandStar(text, all)
+			results = append(results, column{Name: "*", GoName: q.RowType, Type: gocode.Named(gocode.Local(q.RowType))})
+			continue
+		}
+		c, err := g.result(all, n)
+		if err != nil {
+			return nil, "", err
+		}
+		results = append(results, c)
+	}
+	return results, text, nil
+}
 
-	var b strings.Builder
-	lower := strings.ToLower(qu.Name[:1]) + qu.Name[1:]
-	fmt.Fprintf(&b, "const %s = `-- name: %s %s\n%s\n`\n\n", lower, qu.Name, qu.Kind, strings.ReplaceAll(text, "`", "` + \"`\" + `"))
-
-	// Parameters: one is passed alone, more in a struct, as sqlc does.
-	var sig string
-	args := make([]string, len(ps))
+// signature declares the parameters' struct where there are several (one
+// is passed alone, as sqlc does) and returns the method's parameter list
+// and the arguments of its database call.
+func (g *generator) signature(f *gocode.File, b *strings.Builder, qu *query, ps []param, constant string) (sig, call string) {
 	ctx := f.Use(gocode.Context)
 	named := f.Qualify(gocode.ImportPath("database/sql").Ident("Named"))
+	args := make([]string, len(ps))
 	for i, p := range ps {
 		v := "arg." + p.GoName
 		if len(ps) == 1 {
@@ -295,56 +326,59 @@ func (g *generator) query(f *gocode.File, q *model.Queue, qu *query) (string, er
 	case 1:
 		sig = fmt.Sprintf("ctx %s.Context, %s %s", ctx, lowerCamel(ps[0].Name), f.TypeString(ps[0].Type))
 	default:
-		fmt.Fprintf(&b, "type %sParams struct {\n", qu.Name)
+		fmt.Fprintf(b, "type %sParams struct {\n", qu.Name)
 		for _, p := range ps {
-			fmt.Fprintf(&b, "\t%s %s\n", p.GoName, f.TypeString(p.Type))
+			fmt.Fprintf(b, "\t%s %s\n", p.GoName, f.TypeString(p.Type))
 		}
 		b.WriteString("}\n\n")
 		sig = fmt.Sprintf("ctx %s.Context, arg %sParams", ctx, qu.Name)
 	}
-	call := lower
+	call = constant
 	if len(args) > 0 {
 		call += ",\n\t\t" + strings.Join(args, ",\n\t\t") + ",\n\t"
 	}
+	return sig, call
+}
 
-	// The result: a whole row, one column alone, or a row struct.
-	var rowT string
-	var targets []string
+// row declares the result's row struct where it has several columns (a
+// whole row is the queue's row type, one column its own type) and returns
+// the result type and what Scan is given.
+func (g *generator) row(f *gocode.File, b *strings.Builder, q *model.Queue, qu *query, results []column) (rowT string, targets []string) {
 	switch {
 	case len(results) == 1 && results[0].Name == "*":
-		rowT = q.RowType
 		all, _ := g.columns(q)
 		for _, c := range all {
 			targets = append(targets, g.target(f, c, "i."+c.GoName))
 		}
+		return q.RowType, targets
 	case len(results) == 1:
-		rowT = f.TypeString(results[0].Type)
-		targets = []string{g.target(f, results[0], "i")}
+		return f.TypeString(results[0].Type), []string{g.target(f, results[0], "i")}
 	case len(results) > 1:
 		rowT = qu.Name + "Row"
-		fmt.Fprintf(&b, "type %s struct {\n", rowT)
+		fmt.Fprintf(b, "type %s struct {\n", rowT)
 		for _, r := range results {
-			fmt.Fprintf(&b, "\t%s %s\n", r.GoName, f.TypeString(r.Type))
+			fmt.Fprintf(b, "\t%s %s\n", r.GoName, f.TypeString(r.Type))
 			targets = append(targets, g.target(f, r, "i."+r.GoName))
 		}
 		b.WriteString("}\n\n")
 	}
-	for _, l := range qu.Doc {
-		b.WriteString("// " + l + "\n")
-	}
-	sqlPkg := f.Use("database/sql")
+	return rowT, targets
+}
+
+// method writes the query's method, by its kind, as sqlc does.
+func method(f *gocode.File, b *strings.Builder, qu *query, sig, call, rowT string, targets []string) error {
 	switch qu.Kind {
 	case ":exec":
-		fmt.Fprintf(&b, "func (q *Queries) %s(%s) error {\n\t_, err := q.db.ExecContext(ctx, %s)\n\treturn err\n}\n\n", qu.Name, sig, call)
+		fmt.Fprintf(b, "func (q *Queries) %s(%s) error {\n\t_, err := q.db.ExecContext(ctx, %s)\n\treturn err\n}\n\n", qu.Name, sig, call)
 	case ":execrows":
-		fmt.Fprintf(&b, "func (q *Queries) %s(%s) (int64, error) {\n\tresult, err := q.db.ExecContext(ctx, %s)\n\tif err != nil {\n\t\treturn 0, err\n\t}\n\treturn result.RowsAffected()\n}\n\n", qu.Name, sig, call)
+		fmt.Fprintf(b, "func (q *Queries) %s(%s) (int64, error) {\n\tresult, err := q.db.ExecContext(ctx, %s)\n\tif err != nil {\n\t\treturn 0, err\n\t}\n\treturn result.RowsAffected()\n}\n\n", qu.Name, sig, call)
 	case ":execresult":
-		fmt.Fprintf(&b, "func (q *Queries) %s(%s) (%s.Result, error) {\n\treturn q.db.ExecContext(ctx, %s)\n}\n\n", qu.Name, sig, sqlPkg, call)
+		fmt.Fprintf(b, "func (q *Queries) %s(%s) (%s.Result, error) {\n\treturn q.db.ExecContext(ctx, %s)\n}\n\n", qu.Name, sig, f.Use("database/sql"), call)
 	case ":one":
-		fmt.Fprintf(&b, "func (q *Queries) %s(%s) (%s, error) {\n\trow := q.db.QueryRowContext(ctx, %s)\n\tvar i %s\n\terr := row.Scan(\n\t\t%s,\n\t)\n\treturn i, err\n}\n\n",
+		fmt.Fprintf(b, "func (q *Queries) %s(%s) (%s, error) {\n\trow := q.db.QueryRowContext(ctx, %s)\n\tvar i %s\n\terr := row.Scan(\n\t\t%s,\n\t)\n\treturn i, err\n}\n\n",
 			qu.Name, sig, rowT, call, rowT, strings.Join(targets, ",\n\t\t"))
 	case ":many":
-		fmt.Fprintf(&b, `func (q *Queries) %s(%s) ([]%s, error) {
+		fmt.Fprintf(b, `func (q *Queries) %s(%s) ([]%s, error) {
 	rows, err := q.db.QueryContext(ctx, %s)
 	if err != nil {
 		return nil, err
@@ -371,9 +405,9 @@ func (g *generator) query(f *gocode.File, q *model.Queue, qu *query) (string, er
 
 `, qu.Name, sig, rowT, call, rowT, rowT, strings.Join(targets, ",\n\t\t\t"))
 	default:
-		return "", fmt.Errorf("unknown kind %s", qu.Kind)
+		return fmt.Errorf("unknown kind %s", qu.Kind)
 	}
-	return b.String(), nil
+	return nil
 }
 
 // target is what Scan is given for result c stored at v.
@@ -385,7 +419,7 @@ func (g *generator) target(f *gocode.File, c column, v string) string {
 }
 
 // result types result column n of a queue query.
-func (g *generator) result(q *model.Queue, all []column, n string) (column, error) {
+func (g *generator) result(all []column, n string) (column, error) {
 	for _, c := range all {
 		if c.Name == n {
 			return c, nil
