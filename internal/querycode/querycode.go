@@ -235,7 +235,11 @@ func (g *generator) query(f *gocode.File, q *model.Queue, qu *query) (string, er
 	if err != nil {
 		return "", err
 	}
-	results, text, err := g.results(q, qu)
+	all, err := g.columns(q)
+	if err != nil {
+		return "", err
+	}
+	results, text, err := g.results(q, qu, all)
 	if err != nil {
 		return "", err
 	}
@@ -243,7 +247,7 @@ func (g *generator) query(f *gocode.File, q *model.Queue, qu *query) (string, er
 	lower := strings.ToLower(qu.Name[:1]) + qu.Name[1:]
 	fmt.Fprintf(&b, "const %s = `-- name: %s %s\n%s\n`\n\n", lower, qu.Name, qu.Kind, strings.ReplaceAll(text, "`", "` + \"`\" + `"))
 	sig, call := g.signature(f, &b, qu, ps, lower)
-	rowT, targets := g.row(f, &b, q, qu, results)
+	rowT, targets := g.row(f, &b, q, qu, results, all)
 	for _, l := range qu.Doc {
 		b.WriteString("// " + l + "\n")
 	}
@@ -266,9 +270,10 @@ func (g *generator) params(q *model.Queue, qu *query) ([]param, error) {
 	return ps, nil
 }
 
-// results types what a :one or :many query returns, and returns its text
-// with a whole row's * written out.
-func (g *generator) results(q *model.Queue, qu *query) ([]column, string, error) {
+// results types what a :one or :many query returns, from the queue
+// table's columns (all) and the engine's, and returns its text with a
+// whole row's * written out.
+func (g *generator) results(q *model.Queue, qu *query, all []column) ([]column, string, error) {
 	text := qu.SQL
 	if qu.Kind != ":one" && qu.Kind != ":many" {
 		return nil, text, nil
@@ -279,10 +284,6 @@ func (g *generator) results(q *model.Queue, qu *query) ([]column, string, error)
 	}
 	if len(names) == 0 {
 		return nil, "", fmt.Errorf("%s returns nothing: it has no OUTPUT clause and is no SELECT", qu.Kind)
-	}
-	all, err := g.columns(q)
-	if err != nil {
-		return nil, "", err
 	}
 	var results []column
 	for _, n := range names {
@@ -343,10 +344,9 @@ func (g *generator) signature(f *gocode.File, b *strings.Builder, qu *query, ps 
 // row declares the result's row struct where it has several columns (a
 // whole row is the queue's row type, one column its own type) and returns
 // the result type and what Scan is given.
-func (g *generator) row(f *gocode.File, b *strings.Builder, q *model.Queue, qu *query, results []column) (rowT string, targets []string) {
+func (g *generator) row(f *gocode.File, b *strings.Builder, q *model.Queue, qu *query, results, all []column) (rowT string, targets []string) {
 	switch {
 	case len(results) == 1 && results[0].Name == "*":
-		all, _ := g.columns(q)
 		for _, c := range all {
 			targets = append(targets, g.target(f, c, "i."+c.GoName))
 		}

@@ -30,9 +30,14 @@ type SQLDB interface {
 // over db. DefaultIsolation is READ COMMITTED, not MySQL's REPEATABLE
 // READ: under REPEATABLE READ a claim's locking read takes gap locks, on
 // which concurrent claimers deadlock.
-func MySQL(db SQLBeginner) queue.TxDriver[*sql.Tx] { return mysqlDriver{db} }
+func MySQL(db SQLBeginner) queue.TxDriver[*sql.Tx] { return mysqlDriver{sqlTx{db}} }
 
-type mysqlDriver struct{ db SQLBeginner }
+type mysqlDriver struct{ sqlTx }
+
+// sqlTx begins, commits and rolls back the database/sql transactions of
+// the TxDrivers of database/sql's engines (MySQL, SQL Server), which add
+// their savepoints and the errors they retry.
+type sqlTx struct{ db SQLBeginner }
 
 var sqlIsolation = map[queue.Isolation]sql.IsolationLevel{
 	queue.DefaultIsolation: sql.LevelReadCommitted,
@@ -41,12 +46,12 @@ var sqlIsolation = map[queue.Isolation]sql.IsolationLevel{
 	queue.Serializable:     sql.LevelSerializable,
 }
 
-func (d mysqlDriver) Begin(ctx context.Context, iso queue.Isolation) (*sql.Tx, error) {
+func (d sqlTx) Begin(ctx context.Context, iso queue.Isolation) (*sql.Tx, error) {
 	return d.db.BeginTx(ctx, &sql.TxOptions{Isolation: sqlIsolation[iso]})
 }
 
-func (mysqlDriver) Commit(_ context.Context, tx *sql.Tx) error   { return tx.Commit() }
-func (mysqlDriver) Rollback(_ context.Context, tx *sql.Tx) error { return tx.Rollback() }
+func (sqlTx) Commit(_ context.Context, tx *sql.Tx) error   { return tx.Commit() }
+func (sqlTx) Rollback(_ context.Context, tx *sql.Tx) error { return tx.Rollback() }
 
 // Savepoint sets a SAVEPOINT in tx; the handler writes through tx itself.
 func (mysqlDriver) Savepoint(ctx context.Context, tx *sql.Tx) (*sql.Tx, func(context.Context) error, func(context.Context) error, error) {
@@ -79,12 +84,18 @@ func rolledBack(err error) bool {
 // again, up to three times: the generated statements lock few rows, in
 // index order, but InnoDB may still pick one of two claimers as a victim.
 func InTx(ctx context.Context, db SQLBeginner, tx *sql.Tx, f func(*sql.Tx) error) error {
+	return inTxRetrying(ctx, db, tx, f, rolledBack)
+}
+
+// inTxRetrying runs f in tx, or in a transaction of its own run again (up
+// to three times) while it fails with an error retry reports.
+func inTxRetrying(ctx context.Context, db SQLBeginner, tx *sql.Tx, f func(*sql.Tx) error, retry func(error) bool) error {
 	if tx != nil {
 		return f(tx)
 	}
 	var err error
 	for range 3 {
-		if err = inTx(ctx, db, f); !rolledBack(err) {
+		if err = inTx(ctx, db, f); !retry(err) {
 			return err
 		}
 	}

@@ -19,16 +19,9 @@ import (
 // DefaultIsolation is READ COMMITTED, the claim's: its READPAST and
 // UPDLOCK hints skip and lock rows under READ COMMITTED (and, with
 // READCOMMITTEDLOCK, also where READ_COMMITTED_SNAPSHOT is on).
-func SQLServer(db SQLBeginner) queue.TxDriver[*sql.Tx] { return sqlServerDriver{db} }
+func SQLServer(db SQLBeginner) queue.TxDriver[*sql.Tx] { return sqlServerDriver{sqlTx{db}} }
 
-type sqlServerDriver struct{ db SQLBeginner }
-
-func (d sqlServerDriver) Begin(ctx context.Context, iso queue.Isolation) (*sql.Tx, error) {
-	return d.db.BeginTx(ctx, &sql.TxOptions{Isolation: sqlIsolation[iso]})
-}
-
-func (sqlServerDriver) Commit(_ context.Context, tx *sql.Tx) error   { return tx.Commit() }
-func (sqlServerDriver) Rollback(_ context.Context, tx *sql.Tx) error { return tx.Rollback() }
+type sqlServerDriver struct{ sqlTx }
 
 // Savepoint sets a savepoint in tx with SAVE TRANSACTION; the handler
 // writes through tx itself. SQL Server has no RELEASE: a savepoint ends
@@ -47,12 +40,12 @@ func (sqlServerDriver) Savepoint(ctx context.Context, tx *sql.Tx) (*sql.Tx, func
 
 // Retryable reports an error that rolled back the whole transaction: a
 // deadlock victim (1205) or a snapshot update conflict (3960).
-func (sqlServerDriver) Retryable(err error) bool { return SQLServerRolledBack(err) }
+func (sqlServerDriver) Retryable(err error) bool { return sqlServerRolledBack(err) }
 
-// SQLServerRolledBack reports whether err is SQL Server's deadlock (1205)
+// sqlServerRolledBack reports whether err is SQL Server's deadlock (1205)
 // or snapshot update conflict (3960), after which the transaction is gone
 // and may be run again.
-func SQLServerRolledBack(err error) bool {
+func sqlServerRolledBack(err error) bool {
 	var e mssql.Error
 	return errors.As(err, &e) && (e.Number == 1205 || e.Number == 3960)
 }
@@ -62,16 +55,7 @@ func SQLServerRolledBack(err error) bool {
 // back otherwise, run again (up to three times) when SQL Server picked it
 // as a deadlock victim.
 func SQLServerInTx(ctx context.Context, db SQLBeginner, tx *sql.Tx, f func(*sql.Tx) error) error {
-	if tx != nil {
-		return f(tx)
-	}
-	var err error
-	for range 3 {
-		if err = inTx(ctx, db, f); !SQLServerRolledBack(err) {
-			return err
-		}
-	}
-	return err
+	return inTxRetrying(ctx, db, tx, f, sqlServerRolledBack)
 }
 
 // DateTime2 is t as a DATETIME2 parameter, in UTC. go-mssqldb sends a
@@ -161,7 +145,7 @@ func OpenJSONValue(v any) any {
 		if v == nil {
 			return nil
 		}
-		return v.UTC().Format(openJSONTime)
+		return OpenJSONValue(*v)
 	case json.RawMessage:
 		if v == nil {
 			return nil
@@ -171,7 +155,7 @@ func OpenJSONValue(v any) any {
 		if v == nil {
 			return nil
 		}
-		return string(*v)
+		return OpenJSONValue(*v)
 	case []byte:
 		if v == nil {
 			return nil
@@ -191,7 +175,7 @@ func OpenJSONDate(v any) any {
 		return v.Format(time.DateOnly)
 	case *time.Time:
 		if v != nil {
-			return v.Format(time.DateOnly)
+			return OpenJSONDate(*v)
 		}
 	}
 	return nil
