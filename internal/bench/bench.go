@@ -24,8 +24,8 @@ var mysqlMigrations embed.FS
 
 // Config is one bench run.
 type Config struct {
-	// Workload is push, push-many, drain, latency, latency-poll, steady or
-	// all.
+	// Workload is push, push-many, drain, latency, latency-poll, steady,
+	// all (those six) or drain-scale (minutes: apart from all).
 	Workload string
 	// Jobs is how many jobs a workload works (push, push-many, drain,
 	// latency).
@@ -41,6 +41,12 @@ type Config struct {
 	Rate int
 	// Claimers is the worker's number of claim loops (drain, steady).
 	Claimers int
+	// Backlogs are drain-scale's backlog sizes; Kept is how many finished
+	// jobs its kept case keeps; Hold how long its snapshot case holds a
+	// snapshot (see runDrainScale).
+	Backlogs []int
+	Kept     int
+	Hold     time.Duration
 	// Out receives the summary lines; Progress a line a second while a
 	// workload runs (io.Discard when nil).
 	Out, Progress io.Writer
@@ -54,6 +60,11 @@ type Config struct {
 
 // Workloads are the workloads in the order "all" runs them.
 var Workloads = []string{"push", "push-many", "drain", "latency", "latency-poll", "steady"}
+
+// DrainScale is the workload that measures the drain against backlogs of
+// millions of jobs, kept history and a held snapshot: it fills tens of
+// millions of rows, so "all" leaves it out.
+const DrainScale = "drain-scale"
 
 // Schema is the schema (PostgreSQL) or database (MySQL, MariaDB) the
 // bench creates, fills and drops.
@@ -71,8 +82,8 @@ func Run(ctx context.Context, address string, cfg Config) error {
 		names = Workloads
 	}
 	for _, n := range names {
-		if !slices.Contains(Workloads, n) {
-			return fmt.Errorf("unknown workload %q: want one of %v or all", n, Workloads)
+		if !slices.Contains(Workloads, n) && n != DrainScale {
+			return fmt.Errorf("unknown workload %q: want one of %v, all or %s", n, Workloads, DrainScale)
 		}
 	}
 	d, err := dburl.Parse(address)
@@ -111,13 +122,14 @@ var workloads = map[string]func(context.Context, target, Config) error{
 	"latency":      func(ctx context.Context, t target, c Config) error { return runLatency(ctx, t, c, true) },
 	"latency-poll": func(ctx context.Context, t target, c Config) error { return runLatency(ctx, t, c, false) },
 	"steady":       runSteady,
+	DrainScale:     runDrainScale,
 }
 
 // withDefaults fills in what cfg leaves zero, per workload.
 func withDefaults(workload string, cfg Config) Config {
-	jobs := map[string]int{"push": 100000, "push-many": 1000000, "drain": 200000, "latency": 1000, "latency-poll": 20, "steady": 0}
-	workers := map[string]int{"push": 8, "push-many": 8, "drain": 1000, "latency": 1, "latency-poll": 1, "steady": 1000}
-	batch := map[string]int{"push-many": 100, "drain": 500, "steady": 500}
+	jobs := map[string]int{"push": 100000, "push-many": 1000000, "drain": 200000, DrainScale: 100000, "latency": 1000, "latency-poll": 20, "steady": 0}
+	workers := map[string]int{"push": 8, "push-many": 8, "drain": 1000, DrainScale: 1000, "latency": 1, "latency-poll": 1, "steady": 1000}
+	batch := map[string]int{"push-many": 100, "drain": 500, DrainScale: 500, "steady": 500}
 	if cfg.Jobs == 0 {
 		cfg.Jobs = jobs[workload]
 	}
@@ -135,6 +147,15 @@ func withDefaults(workload string, cfg Config) Config {
 	}
 	if cfg.Claimers == 0 {
 		cfg.Claimers = 2
+	}
+	if cfg.Backlogs == nil {
+		cfg.Backlogs = []int{1000000, 10000000}
+	}
+	if cfg.Kept == 0 {
+		cfg.Kept = 5000000
+	}
+	if cfg.Hold == 0 {
+		cfg.Hold = time.Minute
 	}
 	return cfg
 }

@@ -27,20 +27,9 @@ func TestEveryWorkloadSmoke(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			var out bytes.Buffer
-			cfg := Config{Workload: "all", Jobs: 300, Duration: 2 * time.Second, Out: &out}
-			health := `dead tuples \d+, live \d+, table with indexes`
-			db := dbtest.New(t, engine)
-			if engine == dburl.MySQL {
-				// The bench's own database, beside the test's: named after
-				// it, so that parallel runs on one server do not meet.
-				parsed, err := dburl.Parse(db.Address)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg.mysqlDatabase = parsed.MySQL.DBName + "_bench"
-				health = `InnoDB history list -?\d+, rows ~\d+, table with indexes`
-			}
-			if err := Run(context.Background(), db.Address, cfg); err != nil {
+			cfg, address, health := smokeConfig(t, engine, &out)
+			cfg.Workload = "all"
+			if err := Run(context.Background(), address, cfg); err != nil {
 				t.Fatalf("%v\n%s", err, out.String())
 			}
 			got := map[string]string{}
@@ -62,6 +51,51 @@ func TestEveryWorkloadSmoke(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDrainScaleSmoke runs drain-scale on small numbers, on every engine:
+// each case's summary line, then its line of ratio and sizes.
+func TestDrainScaleSmoke(t *testing.T) {
+	for _, engine := range dbtest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			cfg, address, _ := smokeConfig(t, engine, &out)
+			cfg.Workload, cfg.Backlogs, cfg.Kept, cfg.Hold = DrainScale, []int{900}, 600, time.Second
+			if err := Run(context.Background(), address, cfg); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			for _, c := range []string{"base", "backlog-900", "kept-0", "kept-600", "snapshot-1s"} {
+				name := regexp.QuoteMeta("drain-scale/" + c)
+				if !regexp.MustCompile(`(?m)^bench ` + name + `: 300 jobs in `).MatchString(out.String()) {
+					t.Errorf("no summary line for %s in:\n%s", c, out.String())
+				}
+				detail := `(?m)^  ` + name + `: (\d+\.\d\d× \S+; )?filled in \d+\.\d s; table \d+\.\d MB → \d+\.\d MB, indexes \d+\.\d MB → \d+\.\d MB$`
+				if !regexp.MustCompile(detail).MatchString(out.String()) {
+					t.Errorf("no ratio and sizes line for %s in:\n%s", c, out.String())
+				}
+			}
+		})
+	}
+}
+
+// smokeConfig is a small bench run, the address of a database of the
+// test's own, and the form of the engine's table-health line.
+func smokeConfig(t *testing.T, engine string, out *bytes.Buffer) (Config, string, string) {
+	cfg := Config{Jobs: 300, Duration: 2 * time.Second, Out: out}
+	health := `dead tuples \d+, live \d+, table with indexes`
+	db := dbtest.New(t, engine)
+	if engine == dburl.MySQL {
+		// The bench's own database, beside the test's: named after it, so
+		// that parallel runs on one server do not meet.
+		parsed, err := dburl.Parse(db.Address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.mysqlDatabase = parsed.MySQL.DBName + "_bench"
+		health = `InnoDB history list -?\d+, rows ~\d+, table with indexes`
+	}
+	return cfg, db.Address, health
 }
 
 // prepared returns the PostgreSQL bench queue on a bench schema holding

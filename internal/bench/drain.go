@@ -17,38 +17,11 @@ func runDrain(ctx context.Context, t target, cfg Config) error {
 	if err := t.fill(ctx, cfg.Jobs); err != nil {
 		return err
 	}
-	var completed atomic.Int64
-	allDone := make(chan struct{})
-	w, _, closeW, err := t.worker(ctx, nil, false,
-		queue.Concurrency(cfg.Workers), queue.Claimers(cfg.Claimers), queue.MaxClaim(cfg.Batch), queue.FlushSize(cfg.Batch), queue.Logger(quiet),
-		queue.WithHooks(queue.Hooks{Batch: func(_ string, kind string, n int) {
-			if kind == "complete" && completed.Add(int64(n)) == int64(cfg.Jobs) {
-				close(allDone)
-			}
-		}}))
+	took, err := drainTimed(ctx, cfg, "drain", cfg.Jobs, func(opts ...queue.WorkerOption) (runner, func(), error) {
+		w, _, closeW, err := t.worker(ctx, nil, false, opts...)
+		return w, closeW, err
+	})
 	if err != nil {
-		return err
-	}
-	defer closeW()
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := progress(cfg.Progress, "drain", &completed)
-	start := time.Now()
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(runCtx) }()
-	select {
-	case <-allDone:
-	case err := <-errc:
-		stop()
-		return fmt.Errorf("worker stopped early: %v", err)
-	case <-time.After(10 * time.Minute):
-		stop()
-		return errTimeout
-	}
-	took := time.Since(start)
-	stop()
-	cancel()
-	if err := <-errc; err != nil {
 		return err
 	}
 	left, err := t.left(ctx)
@@ -58,6 +31,46 @@ func runDrain(ctx context.Context, t target, cfg Config) error {
 	if left != 0 {
 		return fmt.Errorf("%d jobs left after the drain", left)
 	}
-	cfg.summary("drain", completed.Load(), took, nil)
+	cfg.summary("drain", int64(cfg.Jobs), took, nil)
 	return nil
+}
+
+// drainTimed runs the worker newWorker builds, with the drain's options
+// (Workers, Claimers, Batch) and a hook counting completions, and times it
+// from its start until n jobs are completed and committed; then it stops
+// the worker. Jobs it claimed beyond n stay leased.
+func drainTimed(ctx context.Context, cfg Config, name string, n int, newWorker func(...queue.WorkerOption) (runner, func(), error)) (time.Duration, error) {
+	var completed atomic.Int64
+	enough := make(chan struct{})
+	var once atomic.Bool
+	w, closeW, err := newWorker(
+		queue.Concurrency(cfg.Workers), queue.Claimers(cfg.Claimers), queue.MaxClaim(cfg.Batch), queue.FlushSize(cfg.Batch), queue.Logger(quiet),
+		queue.WithHooks(queue.Hooks{Batch: func(_ string, kind string, k int) {
+			if kind == "complete" && completed.Add(int64(k)) >= int64(n) && once.CompareAndSwap(false, true) {
+				close(enough)
+			}
+		}}))
+	if err != nil {
+		return 0, err
+	}
+	defer closeW()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := progress(cfg.Progress, name, &completed)
+	start := time.Now()
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(runCtx) }()
+	select {
+	case <-enough:
+	case err := <-errc:
+		stop()
+		return 0, fmt.Errorf("worker stopped early: %v", err)
+	case <-time.After(10 * time.Minute):
+		stop()
+		return 0, errTimeout
+	}
+	took := time.Since(start)
+	stop()
+	cancel()
+	return took, <-errc
 }

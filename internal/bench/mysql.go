@@ -154,3 +154,62 @@ WHERE table_schema = DATABASE() AND table_name = 'bench_queue'`).Scan(&rows, &si
 	}
 	return fmt.Sprintf("InnoDB history list %d, rows ~%d, table with indexes %.1f MB", history, rows, float64(size)/(1<<20)), nil
 }
+
+func (t *myTarget) keptWorker(ctx context.Context, opts ...queue.WorkerOption) runner {
+	return myjobs.NewBenchKeptQueue(t.db).Worker(handler[myjobs.BenchKeptPayload](nil), opts...)
+}
+
+// fillKept inserts the finished jobs 10,000 at a time (older ids than the
+// queued ones, as history is), then pushes the queued ones.
+func (t *myTarget) fillKept(ctx context.Context, finished, queued int) error {
+	const digits = "(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
+	for i := 0; i < finished; i += 10000 {
+		if _, err := t.db.ExecContext(ctx, `INSERT INTO bench_kept_queue (state, attempt, max_attempts, created_at, run_after, attempted_at, finished_at, recipient, n)
+SELECT 'succeeded', 1, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 'a@example.com', a.d + 10 * b.d + 100 * c.d + 1000 * e.d
+FROM `+digits+` a CROSS JOIN `+digits+` b CROSS JOIN `+digits+` c CROSS JOIN `+digits+` e
+LIMIT ?`, myjobs.BenchKeptMaxAttempts, min(10000, finished-i)); err != nil {
+			return err
+		}
+	}
+	q := myjobs.NewBenchKeptQueue(t.db)
+	for i := 0; i < queued; i += 1000 {
+		batch := make([]myjobs.BenchKeptPayload, 0, 1000)
+		for n := i; n < min(i+1000, queued); n++ {
+			batch = append(batch, myjobs.BenchKeptPayload(myPayload(int64(n))))
+		}
+		if _, err := q.PushMany(ctx, batch); err != nil {
+			return err
+		}
+	}
+	_, err := t.db.ExecContext(ctx, "ANALYZE TABLE bench_kept_queue")
+	return err
+}
+
+// sizes are InnoDB's figures from its statistics: approximate.
+func (t *myTarget) sizes(ctx context.Context, kept bool) (table, indexes int64, err error) {
+	name := "bench_queue"
+	if kept {
+		name = "bench_kept_queue"
+	}
+	err = t.db.QueryRowContext(ctx, `SELECT data_length, index_length FROM information_schema.tables
+WHERE table_schema = DATABASE() AND table_name = ?`, name).Scan(&table, &indexes)
+	return table, indexes, err
+}
+
+// holdSnapshot holds a consistent-snapshot transaction's read view: until
+// it ends, InnoDB's purge keeps every row version deleted or replaced
+// after it began (the history list grows).
+func (t *myTarget) holdSnapshot(ctx context.Context) (func(), error) {
+	conn, err := t.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return func() {
+		conn.ExecContext(context.Background(), "ROLLBACK")
+		conn.Close()
+	}, nil
+}

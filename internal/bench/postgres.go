@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -178,4 +179,53 @@ func handler[P any](started func()) queue.Handler[P] {
 		}
 		return nil
 	}
+}
+
+func (t *pgTarget) keptWorker(ctx context.Context, opts ...queue.WorkerOption) runner {
+	return jobs.NewBenchKeptQueue(t.pool).Worker(handler[jobs.BenchKeptPayload](nil), opts...)
+}
+
+// fillKept inserts the finished jobs with one INSERT … SELECT (older ids
+// than the queued ones, as history is), then pushes the queued ones.
+func (t *pgTarget) fillKept(ctx context.Context, finished, queued int) error {
+	if _, err := t.pool.Exec(ctx, `INSERT INTO `+Schema+`.bench_kept_queue (state, attempt, max_attempts, attempted_at, finished_at, recipient, n)
+SELECT 'succeeded', 1, $1, now(), now(), 'a@example.com', g FROM generate_series(1, $2) AS g`, jobs.BenchKeptMaxAttempts, finished); err != nil {
+		return err
+	}
+	q := jobs.NewBenchKeptQueue(t.pool)
+	for i := 0; i < queued; i += 10000 {
+		batch := make([]jobs.BenchKeptPayload, 0, 10000)
+		for n := i; n < min(i+10000, queued); n++ {
+			batch = append(batch, jobs.BenchKeptPayload(payload(int64(n))))
+		}
+		if _, err := q.PushMany(ctx, batch); err != nil {
+			return err
+		}
+	}
+	_, err := t.pool.Exec(ctx, "VACUUM ANALYZE "+Schema+".bench_kept_queue")
+	return err
+}
+
+func (t *pgTarget) sizes(ctx context.Context, kept bool) (table, indexes int64, err error) {
+	name := Schema + ".bench_queue"
+	if kept {
+		name = Schema + ".bench_kept_queue"
+	}
+	err = t.pool.QueryRow(ctx, "SELECT pg_table_size($1::regclass), pg_indexes_size($1::regclass)", name).Scan(&table, &indexes)
+	return table, indexes, err
+}
+
+// holdSnapshot holds a REPEATABLE READ transaction's snapshot: until it
+// ends, no row deleted or updated after it began can be removed, by
+// vacuum or by an index scan marking its entry dead.
+func (t *pgTarget) holdSnapshot(ctx context.Context) (func(), error) {
+	tx, err := t.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, "SELECT count(*) FROM "+Schema+".bench_queue WHERE id < 0"); err != nil {
+		tx.Rollback(ctx)
+		return nil, err
+	}
+	return func() { tx.Rollback(context.Background()) }, nil
 }

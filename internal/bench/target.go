@@ -36,6 +36,20 @@ type target interface {
 	left(ctx context.Context) (int64, error)
 	// health is steady's closing line about the table: dead rows, size.
 	health(ctx context.Context) (string, error)
+	// keptWorker is a worker of the bench_kept queue (on_success: keep)
+	// whose handler succeeds; fillKept puts finished (succeeded) jobs and
+	// then queued ones into that queue, untimed, and refreshes the
+	// planner's statistics.
+	keptWorker(ctx context.Context, opts ...queue.WorkerOption) runner
+	fillKept(ctx context.Context, finished, queued int) error
+	// sizes are the bytes of the bench table (of bench_kept with kept)
+	// and of its indexes.
+	sizes(ctx context.Context, kept bool) (table, indexes int64, err error)
+	// holdSnapshot begins a read-only transaction, on a connection of its
+	// own, that holds a snapshot until release is called: the xmin
+	// horizon a long report query holds on PostgreSQL, the read view
+	// that holds back InnoDB's purge.
+	holdSnapshot(ctx context.Context) (release func(), err error)
 	close()
 }
 

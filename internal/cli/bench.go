@@ -2,9 +2,13 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/queuegen/queuegen/internal/bench"
 )
@@ -12,22 +16,32 @@ import (
 func runBench(c *invocation) error {
 	db := c.dbFlag()
 	cfg := bench.Config{Out: c.stdout, Progress: c.stderr}
-	c.fs.StringVar(&cfg.Workload, "workload", "all", "push, push-many, drain, latency, latency-poll, steady or all")
-	c.fs.IntVar(&cfg.Jobs, "jobs", 0, "jobs per workload (default: push 100000, push-many 1000000, drain 200000, latency 1000, latency-poll 20)")
+	c.fs.StringVar(&cfg.Workload, "workload", "all", "push, push-many, drain, latency, latency-poll, steady, all (those six) or drain-scale")
+	c.fs.IntVar(&cfg.Jobs, "jobs", 0, "jobs per workload (default: push 100000, push-many 1000000, drain 200000, drain-scale 100000, latency 1000, latency-poll 20)")
 	c.fs.DurationVar(&cfg.Duration, "duration", 0, "how long steady runs (default 60s)")
 	c.fs.IntVar(&cfg.Workers, "workers", 0, "pushers (push, push-many: default 8) or the worker's concurrency (drain, steady: default 1000)")
 	c.fs.IntVar(&cfg.Batch, "batch", 0, "PushMany batch size (default 100), or the worker's claim and flush batch (drain, steady: default 500)")
 	c.fs.IntVar(&cfg.Rate, "rate", 5000, "steady's push rate, jobs/s")
 	c.fs.IntVar(&cfg.Claimers, "claimers", 0, "the worker's claim loops (drain, steady: default 2)")
+	backlogs := c.fs.String("backlogs", "1000000,10000000", "drain-scale: the backlogs to drain --jobs from, comma-separated (each at least --jobs)")
+	c.fs.IntVar(&cfg.Kept, "kept", 5000000, "drain-scale: finished jobs kept in the table of its kept case")
+	c.fs.DurationVar(&cfg.Hold, "hold", time.Minute, "drain-scale: how long its snapshot case holds a snapshot open")
 	cpuProfile := c.fs.String("cpuprofile", "", "write a CPU profile of the bench process to this file")
 	asJSON := c.jsonFlag()
-	if err := c.parse(); err != nil {
-		return err
+	err := c.parse()
+	if err == nil {
+		err = c.noArgs()
 	}
-	if err := c.noArgs(); err != nil {
+	if err != nil {
 		return err
 	}
 	cfg.JSON = *asJSON
+	if cfg.Backlogs, err = positiveInts("--backlogs", *backlogs); err != nil {
+		return err
+	}
+	if cfg.Kept < 0 || cfg.Hold < 0 {
+		return fmt.Errorf("--kept and --hold must not be negative")
+	}
 	url, err := c.databaseURL(*db)
 	if err != nil {
 		return err
@@ -46,4 +60,17 @@ func runBench(c *invocation) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	return bench.Run(ctx, url.URL, cfg)
+}
+
+// positiveInts reads a comma-separated list of positive integers.
+func positiveInts(flag, list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s: %q is not a positive integer", flag, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -102,26 +103,33 @@ func (o *opsFlags) openQueue(ctx context.Context) (*ops.Conn, ops.Queue, error) 
 
 func runStats(c *invocation) error {
 	o := newOpsFlags(c, false)
+	exact := c.fs.Bool("exact", false, "count every queue exactly, however long its table takes to read")
+	budget := c.fs.Duration("budget", 50*time.Millisecond, "without --exact: count a queue exactly if that takes at most this long, else show the planner's estimates, marked ≈")
 	ctx := context.Background()
 	conn, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	stats, err := conn.QueueStats(ctx)
+	if *budget <= 0 {
+		return usageError{errors.New("--budget must be positive")}
+	}
+	var stats []ops.Stats
+	if *exact {
+		stats, err = conn.QueueStats(ctx)
+	} else {
+		stats, err = conn.QueueStatsWithin(ctx, *budget)
+	}
 	if err != nil {
 		return err
 	}
 	if o.spec != nil && conn.Engine() == dburl.PostgreSQL {
-		for _, q := range o.spec.Queues {
-			if q.Inherits {
-				all, err := conn.BaseStats(ctx, o.spec.Base.Table)
-				if err != nil {
-					return err
-				}
-				stats = append(stats, all)
-				break
-			}
+		base, ok, err := baseRow(ctx, conn, o.spec, stats, *exact)
+		if err != nil {
+			return err
+		}
+		if ok {
+			stats = append(stats, base)
 		}
 	}
 	if *o.json {
@@ -129,6 +137,7 @@ func runStats(c *invocation) error {
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRETRYING\tRUNNING\tSUCCEEDED\tDEAD\tOLDEST READY\tCLAIMS/S (1m)\t")
+	estimated := false
 	for _, s := range stats {
 		name := s.Queue
 		if s.BaseTable != "" {
@@ -137,10 +146,63 @@ func runStats(c *invocation) error {
 		if s.Paused {
 			name += " (paused)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%.2f\t\n", name, s.Ready, s.Scheduled, s.Retrying, s.Running, s.Succeeded, s.Dead,
-			(time.Duration(s.OldestAge * float64(time.Second))).Round(time.Millisecond), s.ClaimsPerSecond)
+		count := func(n int64) string { return strconv.FormatInt(n, 10) }
+		oldest := (time.Duration(s.OldestAge * float64(time.Second))).Round(time.Millisecond).String()
+		claims := strconv.FormatFloat(s.ClaimsPerSecond, 'f', 2, 64)
+		if s.Estimated {
+			estimated = true
+			count = func(n int64) string { return "≈" + strconv.FormatInt(n, 10) }
+			claims = "-"
+			if s.OldestUnknown {
+				oldest = "?"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, count(s.Ready), count(s.Scheduled), count(s.Retrying), count(s.Running),
+			count(s.Succeeded), count(s.Dead), oldest, claims)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if estimated {
+		fmt.Fprintf(c.stdout, "≈: the planner's estimates, for tables too large to count within %s (--exact counts them; ? and - were not measured)\n", *budget)
+	}
+	return nil
+}
+
+// baseRow is stats' row across the spec's INHERITS parent, if a queue
+// inherits it: counted through the parent with exact, else the sum of the
+// inheriting queues' rows (estimated if one of them is).
+func baseRow(ctx context.Context, conn *ops.Conn, sp *spec.Spec, stats []ops.Stats, exact bool) (ops.Stats, bool, error) {
+	inherits := map[string]bool{}
+	for _, q := range sp.Queues {
+		if q.Inherits {
+			inherits[q.Name] = true
+		}
+	}
+	if len(inherits) == 0 {
+		return ops.Stats{}, false, nil
+	}
+	if exact {
+		s, err := conn.BaseStats(ctx, sp.Base.Table)
+		return s, err == nil, err
+	}
+	sum := ops.Stats{BaseTable: sp.Base.Table}
+	for _, s := range stats {
+		if !inherits[s.Queue] {
+			continue
+		}
+		sum.Ready += s.Ready
+		sum.Scheduled += s.Scheduled
+		sum.Retrying += s.Retrying
+		sum.Running += s.Running
+		sum.Succeeded += s.Succeeded
+		sum.Dead += s.Dead
+		sum.ClaimsPerSecond += s.ClaimsPerSecond
+		sum.OldestAge = max(sum.OldestAge, s.OldestAge)
+		sum.Estimated = sum.Estimated || s.Estimated
+		sum.OldestUnknown = sum.OldestUnknown || s.OldestUnknown
+	}
+	return sum, true, nil
 }
 
 func runJobs(c *invocation) error {

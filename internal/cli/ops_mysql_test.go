@@ -79,7 +79,7 @@ func TestOpsMySQLRegistryNames(t *testing.T) {
 	d.exec(t, "UPDATE queuegen_queues SET table_name = ? WHERE name = 'statement'", "email_queue`; DROP TABLE email_queue; --")
 	want := "queue statement: the registry names its table \"email_queue`; DROP TABLE email_queue; --\", which is not a plain identifier"
 	for _, cmd := range [][]string{{"stats"}, {"jobs", "--queue", "statement"}, {"purge", "--queue", "statement", "--state", "all", "--yes"}} {
-		if code, _, errs := run(t, append(cmd, "--db", d.url)...); code != 1 || !strings.Contains(errs, want) {
+		if code, _, errs := run(t, append(cmd, "--db", d.url)...); code != 1 || !strings.Contains(errs, want) || strings.Count(errs, "queue statement:") != 1 {
 			t.Errorf("%v with a hostile table name = %d, %q", cmd, code, errs)
 		}
 	}

@@ -244,9 +244,26 @@ func TestStatsCommand(t *testing.T) {
 		}
 		for _, s := range stats {
 			if s["queue"] == "email" && (s["ready"] != 4.0 || s["scheduled"] != 1.0 || s["dead"] != 2.0 || s["running"] != 1.0 ||
-				s["oldest_ready_age_seconds"].(float64) <= 0 || s["oldest_ready_age_seconds"].(float64) > 60) {
+				s["oldest_ready_age_seconds"].(float64) <= 0 || s["oldest_ready_age_seconds"].(float64) > 60 || s["estimated"] != false) {
 				t.Errorf("email stats = %v", s)
 			}
+		}
+
+		// A table larger than the budget can count (1 ms: 2,000 rows, by
+		// the catalog's figure) shows the planner's estimates, marked;
+		// --exact counts it whole.
+		for range 10 {
+			d.exec(t, "INSERT INTO email_queue (recipient, max_attempts, created_at, run_after) SELECT recipient, max_attempts, created_at, run_after FROM email_queue WHERE recipient = 'ready'")
+		}
+		d.exec(t, map[string]string{dburl.PostgreSQL: "ANALYZE email_queue", dburl.MySQL: "ANALYZE TABLE email_queue"}[d.engine])
+		code, out, errs = run(t, "stats", "--db", d.url, "--budget", "1ms")
+		if code != 0 || !regexp.MustCompile(`(?m)^\s*email\s+≈\d+\s+≈\d+\s+≈\d+\s+≈\d+\s+≈\d+\s+≈\d+\s+\S+\s+-\s*$`).MatchString(out) ||
+			!strings.Contains(out, "≈: the planner's estimates, for tables too large to count within 1ms") {
+			t.Errorf("stats of a large table within 1ms = %d:\n%s%s", code, out, errs)
+		}
+		code, out, errs = run(t, "stats", "--db", d.url, "--budget", "1ms", "--exact")
+		if code != 0 || !regexp.MustCompile(`(?m)^\s*email\s+3073\s+1\s+0\s+1\s+0\s+2\s`).MatchString(out) || strings.Contains(out, "≈") {
+			t.Errorf("stats --exact = %d:\n%s%s", code, out, errs)
 		}
 	})
 }

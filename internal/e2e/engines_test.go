@@ -44,6 +44,8 @@ type leaseQueue interface {
 	Reap(ctx context.Context, max int) (int64, error)
 	Pause(ctx context.Context) error
 	Resume(ctx context.Context) error
+	Depth(ctx context.Context) (int64, error)
+	DepthAtMost(ctx context.Context, limit int) (int64, error)
 	Worker(handler queue.Handler[payload.Task], opts ...queue.WorkerOption) *queue.Worker[payload.Task]
 }
 

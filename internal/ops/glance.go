@@ -38,21 +38,52 @@ var GlanceStates = [6]string{"available", "scheduled", "retrying", "running", "s
 
 // Glance reads q's counts within about budget (see Glance).
 func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glance, error) {
-	g := Glance{Queue: q}
-	var s Stats
-	exact, err := c.b.statsWithin(ctx, q, budget, &s)
+	g, _, err := c.glance(ctx, q, budget)
+	return g, err
+}
+
+// QueueStatsWithin is QueueStats for tables of any size: each queue is
+// counted exactly where Glance can within budget, and otherwise its
+// Stats hold the planner's estimates, marked Estimated (see Stats).
+func (c *Conn) QueueStatsWithin(ctx context.Context, budget time.Duration) ([]Stats, error) {
+	qs, err := c.Queues(ctx)
 	if err != nil {
-		return g, fmt.Errorf("queue %s: %w", q.Name, err)
+		return nil, err
 	}
-	if exact {
-		g.Counts = [6]int64{s.Ready, s.Scheduled, s.Retrying, s.Running, s.Succeeded, s.Dead}
-		g.OldestAge, g.OldestKnown = time.Duration(s.OldestAge*float64(time.Second)), true
-		return g, nil
+	out := make([]Stats, 0, len(qs))
+	for _, q := range qs {
+		_, s, err := c.glance(ctx, q, budget)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// glance is Glance and the same counts as Stats: exact, with the claims
+// per second, or estimated.
+func (c *Conn) glance(ctx context.Context, q Queue, budget time.Duration) (Glance, Stats, error) {
+	g, s := Glance{Queue: q}, Stats{Queue: q.Name, Paused: q.Paused}
+	rows, err := c.b.rows(ctx, q) // its errors name the queue
+	if err != nil {
+		return g, s, err
+	}
+	if float64(rows) <= budget.Seconds()*countRate {
+		exact, err := c.b.statsWithin(ctx, q, budget, &s)
+		if err != nil {
+			return g, s, fmt.Errorf("queue %s: %w", q.Name, err)
+		}
+		if exact {
+			g.Counts = [6]int64{s.Ready, s.Scheduled, s.Retrying, s.Running, s.Succeeded, s.Dead}
+			g.OldestAge, g.OldestKnown = time.Duration(s.OldestAge*float64(time.Second)), true
+			return g, s, nil
+		}
 	}
 	g.Estimated = true
 	for i, state := range GlanceStates {
 		if g.Counts[i], err = c.b.estimate(ctx, q, state); err != nil {
-			return g, fmt.Errorf("queue %s: estimating the %s jobs: %w", q.Name, state, err)
+			return g, s, fmt.Errorf("queue %s: estimating the %s jobs: %w", q.Name, state, err)
 		}
 	}
 	// An index probe where the claim index leads with run_after; where
@@ -60,10 +91,19 @@ func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glanc
 	// covers, and then the age is unknown.
 	g.OldestAge, g.OldestKnown, err = c.b.oldestWithin(ctx, q, budget/5)
 	if err != nil {
-		return g, fmt.Errorf("queue %s: %w", q.Name, err)
+		return g, s, fmt.Errorf("queue %s: %w", q.Name, err)
 	}
-	return g, nil
+	s = Stats{Queue: q.Name, Paused: q.Paused, Estimated: true,
+		Ready: g.Counts[0], Scheduled: g.Counts[1], Retrying: g.Counts[2], Running: g.Counts[3], Succeeded: g.Counts[4], Dead: g.Counts[5],
+		OldestAge: g.OldestAge.Seconds(), OldestUnknown: !g.OldestKnown}
+	return g, s, nil
 }
+
+// countRate is how many rows a second one statement counts, about, on a
+// small server: a table the catalog says holds more rows than the budget
+// lets it count is estimated without trying, so that a glance at a large
+// table costs a few catalog reads and not the budget as well.
+const countRate = 2_000_000
 
 // pgTimedOut reports a statement cancelled by statement_timeout (and not
 // by ctx, which pgx cancels the same way).
@@ -107,6 +147,17 @@ func (p *pgBackend) oldestWithin(ctx context.Context, q Queue, budget time.Durat
 			` WHERE state = 'available' AND run_after <= now()`).Scan(&age)
 	})
 	return time.Duration(age * float64(time.Second)), !timedOut && err == nil, err
+}
+
+// rows is the catalog's estimate of q's rows, as the last VACUUM or
+// ANALYZE left it (0 for a table never analyzed: reltuples is -1). Its
+// errors name the queue.
+func (p *pgBackend) rows(ctx context.Context, q Queue) (int64, error) {
+	var n float64
+	if err := p.pool.QueryRow(ctx, "SELECT reltuples FROM pg_class WHERE oid = $1::regclass", p.table(q)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("queue %s: %w", q.Name, err)
+	}
+	return int64(max(n, 0)), nil
 }
 
 // estimate is the planner's estimate of the rows of q in state, from
@@ -196,6 +247,23 @@ func (m *myBackend) oldestWithin(ctx context.Context, q Queue, budget time.Durat
 			` WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)`).Scan(&age)
 	})
 	return time.Duration(age.Float64 * float64(time.Second)), !timedOut && err == nil, err
+}
+
+// rows is InnoDB's estimate of q's rows, from its statistics. Its errors,
+// m.table's among them, name the queue.
+func (m *myBackend) rows(ctx context.Context, q Queue) (int64, error) {
+	if _, err := m.table(q); err != nil {
+		return 0, err
+	}
+	var n sql.NullInt64
+	err := m.db.QueryRowContext(ctx, "SELECT table_rows FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?", q.Table).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = fmt.Errorf("no table %s", q.Table)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("queue %s: %w", q.Name, err)
+	}
+	return n.Int64, nil
 }
 
 // estimate is the optimizer's estimate of the rows of q in state: the

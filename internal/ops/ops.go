@@ -84,6 +84,8 @@ type backend interface {
 	// oldestWithin finds the age of q's oldest due job within budget;
 	// known is false when it ran out.
 	oldestWithin(ctx context.Context, q Queue, budget time.Duration) (age time.Duration, known bool, err error)
+	// rows is the catalog's estimate of the rows of q's table.
+	rows(ctx context.Context, q Queue) (int64, error)
 	// estimate is the planner's estimate of q's jobs in state (one of
 	// GlanceStates).
 	estimate(ctx context.Context, q Queue, state string) (int64, error)
@@ -195,8 +197,15 @@ type Stats struct {
 	OldestAge float64 `json:"oldest_ready_age_seconds"`
 	// ClaimsPerSecond counts the claims of the last minute among the jobs
 	// still in the table (completed jobs of on_success: delete queues are
-	// gone, so there it counts running and retried claims only).
+	// gone, so there it counts running and retried claims only); 0 where
+	// the counts are estimated.
 	ClaimsPerSecond float64 `json:"claims_per_second"`
+	// Estimated is true when the counts are the query planner's estimates
+	// (QueueStatsWithin, on a table too large to count within its budget);
+	// OldestUnknown then says that finding the oldest ready job's age
+	// took longer than a fifth of the budget (OldestAge is 0).
+	Estimated     bool `json:"estimated"`
+	OldestUnknown bool `json:"oldest_unknown,omitempty"`
 }
 
 // QueueStats reads the counts of every registered queue.

@@ -195,6 +195,24 @@ func (q *Queries) CompleteStatement(ctx context.Context, arg CompleteStatementPa
 	return result.RowsAffected()
 }
 
+const depthAtMostStatement = `-- name: DepthAtMostStatement :one
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM statement_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due
+`
+
+// DepthAtMostStatement counts what DepthStatement counts, up to the limit: it
+// reads at most that many entries of the claim index, so its cost does not
+// grow with the backlog. It locks nothing.
+func (q *Queries) DepthAtMostStatement(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostStatement, limit)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthStatement = `-- name: DepthStatement :one
 SELECT COUNT(*) FROM statement_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)

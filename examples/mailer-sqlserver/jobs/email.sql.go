@@ -727,6 +727,29 @@ func (q *Queries) DepthEmail(ctx context.Context) (int64, error) {
 	return i, err
 }
 
+const depthAtMostEmail = `-- name: DepthAtMostEmail :one
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM email_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+`
+
+// DepthAtMostEmail counts what DepthEmail counts, up to @limit: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It never waits, as DepthEmail.
+func (q *Queries) DepthAtMostEmail(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostEmail,
+		sql.Named("limit", limit),
+	)
+	var i int64
+	err := row.Scan(
+		&i,
+	)
+	return i, err
+}
+
 const getEmail = `-- name: GetEmail :one
 SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, recipient, subject, body
 FROM email_queue

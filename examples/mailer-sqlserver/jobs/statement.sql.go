@@ -567,6 +567,29 @@ func (q *Queries) DepthStatement(ctx context.Context) (int64, error) {
 	return i, err
 }
 
+const depthAtMostStatement = `-- name: DepthAtMostStatement :one
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM statement_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+`
+
+// DepthAtMostStatement counts what DepthStatement counts, up to @limit: it
+// reads at most that many entries of the claim index, so its cost does not
+// grow with the backlog. It never waits, as DepthStatement.
+func (q *Queries) DepthAtMostStatement(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostStatement,
+		sql.Named("limit", limit),
+	)
+	var i int64
+	err := row.Scan(
+		&i,
+	)
+	return i, err
+}
+
 const getStatement = `-- name: GetStatement :one
 SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload
 FROM statement_queue

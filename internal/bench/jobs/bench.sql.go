@@ -146,6 +146,24 @@ func (q *Queries) CompleteManyBench(ctx context.Context, arg CompleteManyBenchPa
 	return result.RowsAffected(), nil
 }
 
+const depthAtMostBench = `-- name: DepthAtMostBench :one
+SELECT count(*) FROM (
+    SELECT 1 FROM queuegen_bench.bench_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostBench counts what DepthBench counts, up to @max: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It locks nothing.
+func (q *Queries) DepthAtMostBench(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostBench, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthBench = `-- name: DepthBench :one
 SELECT count(*) FROM queuegen_bench.bench_queue
 WHERE state = 'available' AND run_after <= now()

@@ -147,6 +147,24 @@ func (q *Queries) CompleteManyBenchNotify(ctx context.Context, arg CompleteManyB
 	return result.RowsAffected(), nil
 }
 
+const depthAtMostBenchNotify = `-- name: DepthAtMostBenchNotify :one
+SELECT count(*) FROM (
+    SELECT 1 FROM queuegen_bench.bench_notify_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostBenchNotify counts what DepthBenchNotify counts, up to @max: it
+// reads at most that many entries of the claim index, so its cost does not
+// grow with the backlog. It locks nothing.
+func (q *Queries) DepthAtMostBenchNotify(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostBenchNotify, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthBenchNotify = `-- name: DepthBenchNotify :one
 SELECT count(*) FROM queuegen_bench.bench_notify_queue
 WHERE state = 'available' AND run_after <= now()

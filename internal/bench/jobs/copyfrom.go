@@ -85,6 +85,82 @@ func (q *Queries) PushManyBenchAt(ctx context.Context, arg []PushManyBenchAtPara
 	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_queue"}, []string{"recipient", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchAt{rows: arg})
 }
 
+// iteratorForPushManyBenchKept implements pgx.CopyFromSource.
+type iteratorForPushManyBenchKept struct {
+	rows                 []PushManyBenchKeptParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchKept) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchKept) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Recipient,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchKept) Err() error {
+	return nil
+}
+
+// PushManyBenchKept inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyBenchKept(ctx context.Context, arg []PushManyBenchKeptParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_kept_queue"}, []string{"recipient", "n", "priority", "max_attempts"}, &iteratorForPushManyBenchKept{rows: arg})
+}
+
+// iteratorForPushManyBenchKeptAt implements pgx.CopyFromSource.
+type iteratorForPushManyBenchKeptAt struct {
+	rows                 []PushManyBenchKeptAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchKeptAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchKeptAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Recipient,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchKeptAt) Err() error {
+	return nil
+}
+
+// PushManyBenchKeptAt is PushManyBenchKept with run_after given by the
+// caller.
+func (q *Queries) PushManyBenchKeptAt(ctx context.Context, arg []PushManyBenchKeptAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_kept_queue"}, []string{"recipient", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchKeptAt{rows: arg})
+}
+
 // iteratorForPushManyBenchNotify implements pgx.CopyFromSource.
 type iteratorForPushManyBenchNotify struct {
 	rows                 []PushManyBenchNotifyParams

@@ -201,6 +201,24 @@ func (q *Queries) CompleteManyBench(ctx context.Context, arg CompleteManyBenchPa
 	return result.RowsAffected()
 }
 
+const depthAtMostBench = `-- name: DepthAtMostBench :one
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM bench_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due
+`
+
+// DepthAtMostBench counts what DepthBench counts, up to the limit: it reads
+// at most that many entries of the claim index, so its cost does not grow
+// with the backlog. It locks nothing.
+func (q *Queries) DepthAtMostBench(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostBench, limit)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthBench = `-- name: DepthBench :one
 SELECT COUNT(*) FROM bench_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)

@@ -12,6 +12,50 @@ import (
 	"time"
 )
 
+type BenchKeptQueueState string
+
+const (
+	BenchKeptQueueStateAvailable BenchKeptQueueState = "available"
+	BenchKeptQueueStateRunning   BenchKeptQueueState = "running"
+	BenchKeptQueueStateSucceeded BenchKeptQueueState = "succeeded"
+	BenchKeptQueueStateDead      BenchKeptQueueState = "dead"
+)
+
+func (e *BenchKeptQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = BenchKeptQueueState(s)
+	case string:
+		*e = BenchKeptQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for BenchKeptQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullBenchKeptQueueState struct {
+	BenchKeptQueueState BenchKeptQueueState
+	Valid               bool // Valid is true if BenchKeptQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullBenchKeptQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.BenchKeptQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.BenchKeptQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullBenchKeptQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.BenchKeptQueueState), nil
+}
+
 type BenchQueueState string
 
 const (
@@ -96,6 +140,24 @@ func (ns NullQueuegenQueuesMode) Value() (driver.Value, error) {
 		return nil, nil
 	}
 	return string(ns.QueuegenQueuesMode), nil
+}
+
+type BenchKeptRow struct {
+	ID          int64
+	State       BenchKeptQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	UniqueKey   *string
+	Recipient   string
+	N           int32
 }
 
 type BenchRow struct {

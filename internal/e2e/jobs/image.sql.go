@@ -209,6 +209,24 @@ func (q *Queries) DefaultsImage(ctx context.Context, n int32) ([]DefaultsImageRo
 	return items, nil
 }
 
+const depthAtMostImage = `-- name: DepthAtMostImage :one
+SELECT count(*) FROM (
+    SELECT 1 FROM image_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostImage counts what DepthImage counts, up to @max: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It locks nothing.
+func (q *Queries) DepthAtMostImage(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostImage, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthImage = `-- name: DepthImage :one
 SELECT count(*) FROM image_queue
 WHERE state = 'available' AND run_after <= now()

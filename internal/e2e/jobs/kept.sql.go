@@ -154,6 +154,24 @@ func (q *Queries) CompleteManyKept(ctx context.Context, arg CompleteManyKeptPara
 	return result.RowsAffected(), nil
 }
 
+const depthAtMostKept = `-- name: DepthAtMostKept :one
+SELECT count(*) FROM (
+    SELECT 1 FROM kept_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostKept counts what DepthKept counts, up to @max: it reads at most
+// that many entries of the claim index, so its cost does not grow with the
+// backlog. It locks nothing.
+func (q *Queries) DepthAtMostKept(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostKept, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthKept = `-- name: DepthKept :one
 SELECT count(*) FROM kept_queue
 WHERE state = 'available' AND run_after <= now()

@@ -147,6 +147,24 @@ func (q *Queries) CompleteNowait(ctx context.Context, arg CompleteNowaitParams) 
 	return result.RowsAffected(), nil
 }
 
+const depthAtMostNowait = `-- name: DepthAtMostNowait :one
+SELECT count(*) FROM (
+    SELECT 1 FROM nowait_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostNowait counts what DepthNowait counts, up to @max: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It locks nothing.
+func (q *Queries) DepthAtMostNowait(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostNowait, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthNowait = `-- name: DepthNowait :one
 SELECT count(*) FROM nowait_queue
 WHERE state = 'available' AND run_after <= now()

@@ -170,6 +170,24 @@ func (q *Queries) CompleteTask(ctx context.Context, arg CompleteTaskParams) (int
 	return result.RowsAffected(), nil
 }
 
+const depthAtMostTask = `-- name: DepthAtMostTask :one
+SELECT count(*) FROM (
+    SELECT 1 FROM task_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostTask counts what DepthTask counts, up to @max: it reads at most
+// that many entries of the claim index, so its cost does not grow with the
+// backlog. It locks nothing.
+func (q *Queries) DepthAtMostTask(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostTask, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthTask = `-- name: DepthTask :one
 SELECT count(*) FROM task_queue
 WHERE state = 'available' AND run_after <= now()

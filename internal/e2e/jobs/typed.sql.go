@@ -217,6 +217,24 @@ func (q *Queries) DefaultsTyped(ctx context.Context, n int32) ([]DefaultsTypedRo
 	return items, nil
 }
 
+const depthAtMostTyped = `-- name: DepthAtMostTyped :one
+SELECT count(*) FROM (
+    SELECT 1 FROM typed_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostTyped counts what DepthTyped counts, up to @max: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It locks nothing.
+func (q *Queries) DepthAtMostTyped(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostTyped, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthTyped = `-- name: DepthTyped :one
 SELECT count(*) FROM typed_queue
 WHERE state = 'available' AND run_after <= now()

@@ -155,6 +155,24 @@ func (q *Queries) CompleteWebhook(ctx context.Context, arg CompleteWebhookParams
 	return result.RowsAffected(), nil
 }
 
+const depthAtMostWebhook = `-- name: DepthAtMostWebhook :one
+SELECT count(*) FROM (
+    SELECT 1 FROM webhook_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostWebhook counts what DepthWebhook counts, up to @max: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It locks nothing.
+func (q *Queries) DepthAtMostWebhook(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostWebhook, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthWebhook = `-- name: DepthWebhook :one
 SELECT count(*) FROM webhook_queue
 WHERE state = 'available' AND run_after <= now()

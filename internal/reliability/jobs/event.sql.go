@@ -146,6 +146,24 @@ func (q *Queries) CompleteManyEvent(ctx context.Context, arg CompleteManyEventPa
 	return result.RowsAffected(), nil
 }
 
+const depthAtMostEvent = `-- name: DepthAtMostEvent :one
+SELECT count(*) FROM (
+    SELECT 1 FROM event_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostEvent counts what DepthEvent counts, up to @max: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It locks nothing.
+func (q *Queries) DepthAtMostEvent(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostEvent, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthEvent = `-- name: DepthEvent :one
 SELECT count(*) FROM event_queue
 WHERE state = 'available' AND run_after <= now()

@@ -146,6 +146,24 @@ func (q *Queries) CompleteWork(ctx context.Context, arg CompleteWorkParams) (int
 	return result.RowsAffected(), nil
 }
 
+const depthAtMostWork = `-- name: DepthAtMostWork :one
+SELECT count(*) FROM (
+    SELECT 1 FROM work_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostWork counts what DepthWork counts, up to @max: it reads at most
+// that many entries of the claim index, so its cost does not grow with the
+// backlog. It locks nothing.
+func (q *Queries) DepthAtMostWork(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostWork, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthWork = `-- name: DepthWork :one
 SELECT count(*) FROM work_queue
 WHERE state = 'available' AND run_after <= now()

@@ -145,6 +145,24 @@ func (q *Queries) CompletePing(ctx context.Context, arg CompletePingParams) (int
 	return result.RowsAffected(), nil
 }
 
+const depthAtMostPing = `-- name: DepthAtMostPing :one
+SELECT count(*) FROM (
+    SELECT 1 FROM ping_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostPing counts what DepthPing counts, up to @max: it reads at most
+// that many entries of the claim index, so its cost does not grow with the
+// backlog. It locks nothing.
+func (q *Queries) DepthAtMostPing(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostPing, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthPing = `-- name: DepthPing :one
 SELECT count(*) FROM ping_queue
 WHERE state = 'available' AND run_after <= now()

@@ -235,6 +235,16 @@ WHERE name = 'ping';
 SELECT count(*) FROM ping_queue
 WHERE state = 'available' AND run_after <= now();
 
+-- name: DepthAtMostPing :one
+-- DepthAtMostPing counts what DepthPing counts, up to @max: it reads at most
+-- that many entries of the claim index, so its cost does not grow with the
+-- backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM ping_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetPing :one
 -- GetPing reads one job by id; a plain read that locks nothing.
 SELECT * FROM ping_queue

@@ -238,6 +238,24 @@ func (q *Queries) CompleteManyEmail(ctx context.Context, arg CompleteManyEmailPa
 	return result.RowsAffected()
 }
 
+const depthAtMostEmail = `-- name: DepthAtMostEmail :one
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM email_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due
+`
+
+// DepthAtMostEmail counts what DepthEmail counts, up to the limit: it reads
+// at most that many entries of the claim index, so its cost does not grow
+// with the backlog. It locks nothing.
+func (q *Queries) DepthAtMostEmail(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostEmail, limit)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthEmail = `-- name: DepthEmail :one
 SELECT COUNT(*) FROM email_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)

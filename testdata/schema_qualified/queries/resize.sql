@@ -235,6 +235,16 @@ WHERE name = 'resize';
 SELECT count(*) FROM jobs.resize_jobs
 WHERE state = 'available' AND run_after <= now();
 
+-- name: DepthAtMostResize :one
+-- DepthAtMostResize counts what DepthResize counts, up to @max: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM jobs.resize_jobs
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetResize :one
 -- GetResize reads one job by id; a plain read that locks nothing.
 SELECT * FROM jobs.resize_jobs

@@ -145,6 +145,24 @@ func (q *Queries) CompleteResize(ctx context.Context, arg CompleteResizeParams) 
 	return result.RowsAffected(), nil
 }
 
+const depthAtMostResize = `-- name: DepthAtMostResize :one
+SELECT count(*) FROM (
+    SELECT 1 FROM jobs.resize_jobs
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostResize counts what DepthResize counts, up to @max: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It locks nothing.
+func (q *Queries) DepthAtMostResize(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostResize, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthResize = `-- name: DepthResize :one
 SELECT count(*) FROM jobs.resize_jobs
 WHERE state = 'available' AND run_after <= now()

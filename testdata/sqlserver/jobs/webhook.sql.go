@@ -717,6 +717,29 @@ func (q *Queries) DepthWebhook(ctx context.Context) (int64, error) {
 	return i, err
 }
 
+const depthAtMostWebhook = `-- name: DepthAtMostWebhook :one
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM queues.webhook_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+`
+
+// DepthAtMostWebhook counts what DepthWebhook counts, up to @limit: it reads
+// at most that many entries of the claim index, so its cost does not grow
+// with the backlog. It never waits, as DepthWebhook.
+func (q *Queries) DepthAtMostWebhook(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostWebhook,
+		sql.Named("limit", limit),
+	)
+	var i int64
+	err := row.Scan(
+		&i,
+	)
+	return i, err
+}
+
 const getWebhook = `-- name: GetWebhook :one
 SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, url, body
 FROM queues.webhook_queue

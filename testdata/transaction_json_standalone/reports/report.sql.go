@@ -148,6 +148,26 @@ func (q *Queries) CompleteReport(ctx context.Context, arg CompleteReportParams) 
 	return result.RowsAffected(), nil
 }
 
+const depthAtMostReport = `-- name: DepthAtMostReport :one
+SELECT count(*) FROM (
+    SELECT 1 FROM report_queue
+    WHERE state = 'available' AND run_after <= now()
+      AND NOT (xmax <> '0'::xid AND (xmax::text::bigint IN (SELECT x::text::bigint % 4294967296 FROM pg_snapshot_xip(pg_current_snapshot()) AS x)
+            OR (xmax::text::bigint - pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296 + 4294967296) % 4294967296 < 2147483648))
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostReport counts what DepthReport counts, up to @max: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It locks nothing.
+func (q *Queries) DepthAtMostReport(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostReport, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthReport = `-- name: DepthReport :one
 SELECT count(*) FROM report_queue
 WHERE state = 'available' AND run_after <= now()

@@ -241,6 +241,16 @@ WHERE name = 'email';
 SELECT count(*) FROM email_queue
 WHERE state = 'available' AND run_after <= now();
 
+-- name: DepthAtMostEmail :one
+-- DepthAtMostEmail counts what DepthEmail counts, up to @max: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM email_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetEmail :one
 -- GetEmail reads one job by id; a plain read that locks nothing.
 SELECT * FROM email_queue

@@ -240,6 +240,16 @@ WHERE name = 'bench_notify';
 SELECT count(*) FROM queuegen_bench.bench_notify_queue
 WHERE state = 'available' AND run_after <= now();
 
+-- name: DepthAtMostBenchNotify :one
+-- DepthAtMostBenchNotify counts what DepthBenchNotify counts, up to @max: it
+-- reads at most that many entries of the claim index, so its cost does not
+-- grow with the backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM queuegen_bench.bench_notify_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetBenchNotify :one
 -- GetBenchNotify reads one job by id; a plain read that locks nothing.
 SELECT * FROM queuegen_bench.bench_notify_queue

@@ -258,6 +258,16 @@ WHERE name = 'image';
 SELECT count(*) FROM image_queue
 WHERE state = 'available' AND run_after <= now();
 
+-- name: DepthAtMostImage :one
+-- DepthAtMostImage counts what DepthImage counts, up to @max: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM image_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetImage :one
 -- GetImage reads one job by id; a plain read that locks nothing.
 SELECT * FROM image_queue

@@ -262,6 +262,16 @@ WHERE name = 'kept';
 SELECT count(*) FROM kept_queue
 WHERE state = 'available' AND run_after <= now();
 
+-- name: DepthAtMostKept :one
+-- DepthAtMostKept counts what DepthKept counts, up to @max: it reads at most
+-- that many entries of the claim index, so its cost does not grow with the
+-- backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM kept_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetKept :one
 -- GetKept reads one job by id; a plain read that locks nothing.
 SELECT * FROM kept_queue

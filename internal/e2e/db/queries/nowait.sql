@@ -236,6 +236,16 @@ WHERE name = 'nowait';
 SELECT count(*) FROM nowait_queue
 WHERE state = 'available' AND run_after <= now();
 
+-- name: DepthAtMostNowait :one
+-- DepthAtMostNowait counts what DepthNowait counts, up to @max: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM nowait_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetNowait :one
 -- GetNowait reads one job by id; a plain read that locks nothing.
 SELECT * FROM nowait_queue

@@ -185,6 +185,18 @@ WHERE state = 'available' AND run_after <= now()
   AND NOT (xmax <> '0'::xid AND (xmax::text::bigint IN (SELECT x::text::bigint % 4294967296 FROM pg_snapshot_xip(pg_current_snapshot()) AS x)
         OR (xmax::text::bigint - pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296 + 4294967296) % 4294967296 < 2147483648));
 
+-- name: DepthAtMostReport :one
+-- DepthAtMostReport counts what DepthReport counts, up to @max: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM report_queue
+    WHERE state = 'available' AND run_after <= now()
+      AND NOT (xmax <> '0'::xid AND (xmax::text::bigint IN (SELECT x::text::bigint % 4294967296 FROM pg_snapshot_xip(pg_current_snapshot()) AS x)
+            OR (xmax::text::bigint - pg_snapshot_xmax(pg_current_snapshot())::text::bigint % 4294967296 + 4294967296) % 4294967296 < 2147483648))
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetReport :one
 -- GetReport reads one job by id; a plain read that locks nothing.
 SELECT * FROM report_queue

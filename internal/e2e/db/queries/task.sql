@@ -248,6 +248,16 @@ WHERE name = 'task';
 SELECT count(*) FROM task_queue
 WHERE state = 'available' AND run_after <= now();
 
+-- name: DepthAtMostTask :one
+-- DepthAtMostTask counts what DepthTask counts, up to @max: it reads at most
+-- that many entries of the claim index, so its cost does not grow with the
+-- backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM task_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetTask :one
 -- GetTask reads one job by id; a plain read that locks nothing.
 SELECT * FROM task_queue

@@ -279,6 +279,16 @@ WHERE name = 'typed';
 SELECT count(*) FROM typed_queue
 WHERE state = 'available' AND run_after <= now();
 
+-- name: DepthAtMostTyped :one
+-- DepthAtMostTyped counts what DepthTyped counts, up to @max: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM typed_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetTyped :one
 -- GetTyped reads one job by id; a plain read that locks nothing.
 SELECT * FROM typed_queue

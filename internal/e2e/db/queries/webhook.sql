@@ -244,6 +244,16 @@ WHERE name = 'webhook';
 SELECT count(*) FROM webhook_queue
 WHERE state = 'available' AND run_after <= now();
 
+-- name: DepthAtMostWebhook :one
+-- DepthAtMostWebhook counts what DepthWebhook counts, up to @max: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM webhook_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetWebhook :one
 -- GetWebhook reads one job by id; a plain read that locks nothing.
 SELECT * FROM webhook_queue

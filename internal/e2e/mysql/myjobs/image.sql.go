@@ -216,6 +216,24 @@ func (q *Queries) CompleteManyImage(ctx context.Context, arg CompleteManyImagePa
 	return result.RowsAffected()
 }
 
+const depthAtMostImage = `-- name: DepthAtMostImage :one
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM image_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due
+`
+
+// DepthAtMostImage counts what DepthImage counts, up to the limit: it reads
+// at most that many entries of the claim index, so its cost does not grow
+// with the backlog. It locks nothing.
+func (q *Queries) DepthAtMostImage(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostImage, limit)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthImage = `-- name: DepthImage :one
 SELECT COUNT(*) FROM image_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)

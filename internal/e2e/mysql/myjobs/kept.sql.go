@@ -208,6 +208,24 @@ func (q *Queries) CompleteManyKept(ctx context.Context, arg CompleteManyKeptPara
 	return result.RowsAffected()
 }
 
+const depthAtMostKept = `-- name: DepthAtMostKept :one
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM kept_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due
+`
+
+// DepthAtMostKept counts what DepthKept counts, up to the limit: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It locks nothing.
+func (q *Queries) DepthAtMostKept(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostKept, limit)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthKept = `-- name: DepthKept :one
 SELECT COUNT(*) FROM kept_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)

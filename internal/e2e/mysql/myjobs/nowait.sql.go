@@ -200,6 +200,24 @@ func (q *Queries) CompleteNowait(ctx context.Context, arg CompleteNowaitParams) 
 	return result.RowsAffected()
 }
 
+const depthAtMostNowait = `-- name: DepthAtMostNowait :one
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM nowait_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due
+`
+
+// DepthAtMostNowait counts what DepthNowait counts, up to the limit: it reads
+// at most that many entries of the claim index, so its cost does not grow
+// with the backlog. It locks nothing.
+func (q *Queries) DepthAtMostNowait(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostNowait, limit)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthNowait = `-- name: DepthNowait :one
 SELECT COUNT(*) FROM nowait_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)

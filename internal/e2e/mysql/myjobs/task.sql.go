@@ -225,6 +225,24 @@ func (q *Queries) CompleteTask(ctx context.Context, arg CompleteTaskParams) (int
 	return result.RowsAffected()
 }
 
+const depthAtMostTask = `-- name: DepthAtMostTask :one
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM task_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due
+`
+
+// DepthAtMostTask counts what DepthTask counts, up to the limit: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It locks nothing.
+func (q *Queries) DepthAtMostTask(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostTask, limit)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthTask = `-- name: DepthTask :one
 SELECT COUNT(*) FROM task_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)

@@ -195,6 +195,24 @@ func (q *Queries) CompleteTxtask(ctx context.Context, arg CompleteTxtaskParams) 
 	return result.RowsAffected()
 }
 
+const depthAtMostTxtask = `-- name: DepthAtMostTxtask :one
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM txtask_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due
+`
+
+// DepthAtMostTxtask counts what DepthTxtask counts, up to the limit: it reads
+// at most that many entries of the claim index, so its cost does not grow
+// with the backlog. It locks nothing.
+func (q *Queries) DepthAtMostTxtask(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostTxtask, limit)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthTxtask = `-- name: DepthTxtask :one
 SELECT COUNT(*) FROM txtask_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)

@@ -256,6 +256,24 @@ func (q *Queries) CompleteTyped(ctx context.Context, arg CompleteTypedParams) (i
 	return result.RowsAffected()
 }
 
+const depthAtMostTyped = `-- name: DepthAtMostTyped :one
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM typed_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due
+`
+
+// DepthAtMostTyped counts what DepthTyped counts, up to the limit: it reads
+// at most that many entries of the claim index, so its cost does not grow
+// with the backlog. It locks nothing.
+func (q *Queries) DepthAtMostTyped(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostTyped, limit)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthTyped = `-- name: DepthTyped :one
 SELECT COUNT(*) FROM typed_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)

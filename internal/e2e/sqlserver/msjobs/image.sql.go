@@ -751,6 +751,29 @@ func (q *Queries) DepthImage(ctx context.Context) (int64, error) {
 	return i, err
 }
 
+const depthAtMostImage = `-- name: DepthAtMostImage :one
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM image_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+`
+
+// DepthAtMostImage counts what DepthImage counts, up to @limit: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It never waits, as DepthImage.
+func (q *Queries) DepthAtMostImage(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostImage,
+		sql.Named("limit", limit),
+	)
+	var i int64
+	err := row.Scan(
+		&i,
+	)
+	return i, err
+}
+
 const getImage = `-- name: GetImage :one
 SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta
 FROM image_queue

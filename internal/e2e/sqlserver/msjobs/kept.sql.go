@@ -739,6 +739,29 @@ func (q *Queries) DepthKept(ctx context.Context) (int64, error) {
 	return i, err
 }
 
+const depthAtMostKept = `-- name: DepthAtMostKept :one
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM kept_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+`
+
+// DepthAtMostKept counts what DepthKept counts, up to @limit: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It never waits, as DepthKept.
+func (q *Queries) DepthAtMostKept(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostKept,
+		sql.Named("limit", limit),
+	)
+	var i int64
+	err := row.Scan(
+		&i,
+	)
+	return i, err
+}
+
 const getKept = `-- name: GetKept :one
 SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload
 FROM kept_queue

@@ -696,6 +696,29 @@ func (q *Queries) DepthNowait(ctx context.Context) (int64, error) {
 	return i, err
 }
 
+const depthAtMostNowait = `-- name: DepthAtMostNowait :one
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM nowait_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+`
+
+// DepthAtMostNowait counts what DepthNowait counts, up to @limit: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It never waits, as DepthNowait.
+func (q *Queries) DepthAtMostNowait(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostNowait,
+		sql.Named("limit", limit),
+	)
+	var i int64
+	err := row.Scan(
+		&i,
+	)
+	return i, err
+}
+
 const getNowait = `-- name: GetNowait :one
 SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload
 FROM nowait_queue

@@ -871,6 +871,29 @@ func (q *Queries) DepthTyped(ctx context.Context) (int64, error) {
 	return i, err
 }
 
+const depthAtMostTyped = `-- name: DepthAtMostTyped :one
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM typed_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+`
+
+// DepthAtMostTyped counts what DepthTyped counts, up to @limit: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It never waits, as DepthTyped.
+func (q *Queries) DepthAtMostTyped(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostTyped,
+		sql.Named("limit", limit),
+	)
+	var i int64
+	err := row.Scan(
+		&i,
+	)
+	return i, err
+}
+
 const getTyped = `-- name: GetTyped :one
 SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea
 FROM typed_queue

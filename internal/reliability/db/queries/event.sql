@@ -235,6 +235,16 @@ WHERE name = 'event';
 SELECT count(*) FROM event_queue
 WHERE state = 'available' AND run_after <= now();
 
+-- name: DepthAtMostEvent :one
+-- DepthAtMostEvent counts what DepthEvent counts, up to @max: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM event_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetEvent :one
 -- GetEvent reads one job by id; a plain read that locks nothing.
 SELECT * FROM event_queue

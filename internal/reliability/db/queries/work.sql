@@ -236,6 +236,16 @@ WHERE name = 'work';
 SELECT count(*) FROM work_queue
 WHERE state = 'available' AND run_after <= now();
 
+-- name: DepthAtMostWork :one
+-- DepthAtMostWork counts what DepthWork counts, up to @max: it reads at most
+-- that many entries of the claim index, so its cost does not grow with the
+-- backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM work_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetWork :one
 -- GetWork reads one job by id; a plain read that locks nothing.
 SELECT * FROM work_queue

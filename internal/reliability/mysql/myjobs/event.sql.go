@@ -200,6 +200,24 @@ func (q *Queries) CompleteManyEvent(ctx context.Context, arg CompleteManyEventPa
 	return result.RowsAffected()
 }
 
+const depthAtMostEvent = `-- name: DepthAtMostEvent :one
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM event_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due
+`
+
+// DepthAtMostEvent counts what DepthEvent counts, up to the limit: it reads
+// at most that many entries of the claim index, so its cost does not grow
+// with the backlog. It locks nothing.
+func (q *Queries) DepthAtMostEvent(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostEvent, limit)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthEvent = `-- name: DepthEvent :one
 SELECT COUNT(*) FROM event_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)

@@ -167,6 +167,24 @@ func (q *Queries) CompleteManyLedger(ctx context.Context, arg CompleteManyLedger
 	return result.RowsAffected()
 }
 
+const depthAtMostLedger = `-- name: DepthAtMostLedger :one
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM ledger_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due
+`
+
+// DepthAtMostLedger counts what DepthLedger counts, up to the limit: it reads
+// at most that many entries of the claim index, so its cost does not grow
+// with the backlog. It locks nothing.
+func (q *Queries) DepthAtMostLedger(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostLedger, limit)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthLedger = `-- name: DepthLedger :one
 SELECT COUNT(*) FROM ledger_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)

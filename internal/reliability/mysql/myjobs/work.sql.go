@@ -201,6 +201,24 @@ func (q *Queries) CompleteWork(ctx context.Context, arg CompleteWorkParams) (int
 	return result.RowsAffected()
 }
 
+const depthAtMostWork = `-- name: DepthAtMostWork :one
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM work_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due
+`
+
+// DepthAtMostWork counts what DepthWork counts, up to the limit: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It locks nothing.
+func (q *Queries) DepthAtMostWork(ctx context.Context, limit int32) (int64, error) {
+	row := q.db.QueryRowContext(ctx, depthAtMostWork, limit)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthWork = `-- name: DepthWork :one
 SELECT COUNT(*) FROM work_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)

@@ -252,6 +252,16 @@ WHERE name = 'thumbnail';
 SELECT count(*) FROM thumbnail_queue
 WHERE state = 'available' AND run_after <= now();
 
+-- name: DepthAtMostThumbnail :one
+-- DepthAtMostThumbnail counts what DepthThumbnail counts, up to @max: it
+-- reads at most that many entries of the claim index, so its cost does not
+-- grow with the backlog. It locks nothing.
+SELECT count(*) FROM (
+    SELECT 1 FROM thumbnail_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT sqlc.arg('max')::integer
+) AS due;
+
 -- name: GetThumbnail :one
 -- GetThumbnail reads one job by id; a plain read that locks nothing.
 SELECT * FROM thumbnail_queue

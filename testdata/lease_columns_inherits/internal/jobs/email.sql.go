@@ -187,6 +187,24 @@ func (q *Queries) DefaultsEmail(ctx context.Context, n int32) ([]DefaultsEmailRo
 	return items, nil
 }
 
+const depthAtMostEmail = `-- name: DepthAtMostEmail :one
+SELECT count(*) FROM (
+    SELECT 1 FROM email_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostEmail counts what DepthEmail counts, up to @max: it reads at
+// most that many entries of the claim index, so its cost does not grow with
+// the backlog. It locks nothing.
+func (q *Queries) DepthAtMostEmail(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostEmail, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthEmail = `-- name: DepthEmail :one
 SELECT count(*) FROM email_queue
 WHERE state = 'available' AND run_after <= now()

@@ -186,6 +186,24 @@ func (q *Queries) DefaultsThumbnail(ctx context.Context, n int32) ([]DefaultsThu
 	return items, nil
 }
 
+const depthAtMostThumbnail = `-- name: DepthAtMostThumbnail :one
+SELECT count(*) FROM (
+    SELECT 1 FROM thumbnail_queue
+    WHERE state = 'available' AND run_after <= now()
+    LIMIT $1::integer
+) AS due
+`
+
+// DepthAtMostThumbnail counts what DepthThumbnail counts, up to @max: it
+// reads at most that many entries of the claim index, so its cost does not
+// grow with the backlog. It locks nothing.
+func (q *Queries) DepthAtMostThumbnail(ctx context.Context, max int32) (int64, error) {
+	row := q.db.QueryRow(ctx, depthAtMostThumbnail, max)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const depthThumbnail = `-- name: DepthThumbnail :one
 SELECT count(*) FROM thumbnail_queue
 WHERE state = 'available' AND run_after <= now()

@@ -317,6 +317,16 @@ WHERE name = 'email';
 SELECT COUNT(*) FROM email_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6);
 
+-- name: DepthAtMostEmail :one
+-- DepthAtMostEmail counts what DepthEmail counts, up to the limit: it reads
+-- at most that many entries of the claim index, so its cost does not grow
+-- with the backlog. It locks nothing.
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM email_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due;
+
 -- name: GetEmail :one
 -- GetEmail reads one job by id; a plain read that locks nothing.
 SELECT * FROM email_queue

@@ -179,6 +179,16 @@ WHERE name = 'statement';
 SELECT COUNT(*) FROM statement_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6);
 
+-- name: DepthAtMostStatement :one
+-- DepthAtMostStatement counts what DepthStatement counts, up to the limit: it
+-- reads at most that many entries of the claim index, so its cost does not
+-- grow with the backlog. It locks nothing.
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM statement_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due;
+
 -- name: GetStatement :one
 -- GetStatement reads one job by id; a plain read that locks nothing.
 SELECT * FROM statement_queue

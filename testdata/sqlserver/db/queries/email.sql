@@ -337,6 +337,17 @@ SELECT COUNT_BIG(*) AS depth
 FROM queues.email_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
+-- name: DepthAtMostEmail :one
+-- DepthAtMostEmail counts what DepthEmail counts, up to @limit: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It never waits, as DepthEmail.
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM queues.email_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+
 -- name: GetEmail :one
 -- GetEmail reads one job by id. Under READ COMMITTED it waits for a
 -- transaction that is changing the row.

@@ -178,6 +178,17 @@ SELECT COUNT_BIG(*) AS depth
 FROM queues.statement_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
+-- name: DepthAtMostStatement :one
+-- DepthAtMostStatement counts what DepthStatement counts, up to @limit: it
+-- reads at most that many entries of the claim index, so its cost does not
+-- grow with the backlog. It never waits, as DepthStatement.
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM queues.statement_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+
 -- name: GetStatement :one
 -- GetStatement reads one job by id. Under READ COMMITTED it waits for a
 -- transaction that is changing the row (a transaction-mode claim holds it

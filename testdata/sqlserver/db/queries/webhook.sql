@@ -269,6 +269,17 @@ SELECT COUNT_BIG(*) AS depth
 FROM queues.webhook_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
+-- name: DepthAtMostWebhook :one
+-- DepthAtMostWebhook counts what DepthWebhook counts, up to @limit: it reads
+-- at most that many entries of the claim index, so its cost does not grow
+-- with the backlog. It never waits, as DepthWebhook.
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM queues.webhook_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+
 -- name: GetWebhook :one
 -- GetWebhook reads one job by id. Under READ COMMITTED it waits for a
 -- transaction that is changing the row.

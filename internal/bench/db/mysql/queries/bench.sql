@@ -268,6 +268,16 @@ WHERE name = 'bench';
 SELECT COUNT(*) FROM bench_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6);
 
+-- name: DepthAtMostBench :one
+-- DepthAtMostBench counts what DepthBench counts, up to the limit: it reads
+-- at most that many entries of the claim index, so its cost does not grow
+-- with the backlog. It locks nothing.
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM bench_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due;
+
 -- name: GetBench :one
 -- GetBench reads one job by id; a plain read that locks nothing.
 SELECT * FROM bench_queue

@@ -282,6 +282,16 @@ WHERE name = 'image';
 SELECT COUNT(*) FROM image_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6);
 
+-- name: DepthAtMostImage :one
+-- DepthAtMostImage counts what DepthImage counts, up to the limit: it reads
+-- at most that many entries of the claim index, so its cost does not grow
+-- with the backlog. It locks nothing.
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM image_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due;
+
 -- name: GetImage :one
 -- GetImage reads one job by id; a plain read that locks nothing.
 SELECT * FROM image_queue

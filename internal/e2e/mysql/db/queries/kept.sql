@@ -285,6 +285,16 @@ WHERE name = 'kept';
 SELECT COUNT(*) FROM kept_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6);
 
+-- name: DepthAtMostKept :one
+-- DepthAtMostKept counts what DepthKept counts, up to the limit: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It locks nothing.
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM kept_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due;
+
 -- name: GetKept :one
 -- GetKept reads one job by id; a plain read that locks nothing.
 SELECT * FROM kept_queue

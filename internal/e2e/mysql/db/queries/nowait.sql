@@ -267,6 +267,16 @@ WHERE name = 'nowait';
 SELECT COUNT(*) FROM nowait_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6);
 
+-- name: DepthAtMostNowait :one
+-- DepthAtMostNowait counts what DepthNowait counts, up to the limit: it reads
+-- at most that many entries of the claim index, so its cost does not grow
+-- with the backlog. It locks nothing.
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM nowait_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due;
+
 -- name: GetNowait :one
 -- GetNowait reads one job by id; a plain read that locks nothing.
 SELECT * FROM nowait_queue

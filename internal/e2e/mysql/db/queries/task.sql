@@ -279,6 +279,16 @@ WHERE name = 'task';
 SELECT COUNT(*) FROM task_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6);
 
+-- name: DepthAtMostTask :one
+-- DepthAtMostTask counts what DepthTask counts, up to the limit: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It locks nothing.
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM task_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due;
+
 -- name: GetTask :one
 -- GetTask reads one job by id; a plain read that locks nothing.
 SELECT * FROM task_queue

@@ -204,6 +204,16 @@ WHERE name = 'txtask';
 SELECT COUNT(*) FROM txtask_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6);
 
+-- name: DepthAtMostTxtask :one
+-- DepthAtMostTxtask counts what DepthTxtask counts, up to the limit: it reads
+-- at most that many entries of the claim index, so its cost does not grow
+-- with the backlog. It locks nothing.
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM txtask_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due;
+
 -- name: GetTxtask :one
 -- GetTxtask reads one job by id; a plain read that locks nothing.
 SELECT * FROM txtask_queue

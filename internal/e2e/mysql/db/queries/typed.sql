@@ -322,6 +322,16 @@ WHERE name = 'typed';
 SELECT COUNT(*) FROM typed_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6);
 
+-- name: DepthAtMostTyped :one
+-- DepthAtMostTyped counts what DepthTyped counts, up to the limit: it reads
+-- at most that many entries of the claim index, so its cost does not grow
+-- with the backlog. It locks nothing.
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM typed_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due;
+
 -- name: GetTyped :one
 -- GetTyped reads one job by id; a plain read that locks nothing.
 SELECT * FROM typed_queue

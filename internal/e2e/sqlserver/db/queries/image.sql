@@ -281,6 +281,17 @@ SELECT COUNT_BIG(*) AS depth
 FROM image_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
+-- name: DepthAtMostImage :one
+-- DepthAtMostImage counts what DepthImage counts, up to @limit: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It never waits, as DepthImage.
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM image_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+
 -- name: GetImage :one
 -- GetImage reads one job by id. Under READ COMMITTED it waits for a
 -- transaction that is changing the row.

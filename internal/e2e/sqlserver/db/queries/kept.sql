@@ -283,6 +283,17 @@ SELECT COUNT_BIG(*) AS depth
 FROM kept_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
+-- name: DepthAtMostKept :one
+-- DepthAtMostKept counts what DepthKept counts, up to @limit: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It never waits, as DepthKept.
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM kept_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+
 -- name: GetKept :one
 -- GetKept reads one job by id. Under READ COMMITTED it waits for a
 -- transaction that is changing the row.

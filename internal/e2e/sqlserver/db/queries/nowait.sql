@@ -259,6 +259,17 @@ SELECT COUNT_BIG(*) AS depth
 FROM nowait_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
+-- name: DepthAtMostNowait :one
+-- DepthAtMostNowait counts what DepthNowait counts, up to @limit: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It never waits, as DepthNowait.
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM nowait_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+
 -- name: GetNowait :one
 -- GetNowait reads one job by id. Under READ COMMITTED it waits for a
 -- transaction that is changing the row.

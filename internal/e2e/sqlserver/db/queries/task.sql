@@ -282,6 +282,17 @@ SELECT COUNT_BIG(*) AS depth
 FROM task_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
+-- name: DepthAtMostTask :one
+-- DepthAtMostTask counts what DepthTask counts, up to @limit: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It never waits, as DepthTask.
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM task_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+
 -- name: GetTask :one
 -- GetTask reads one job by id. Under READ COMMITTED it waits for a
 -- transaction that is changing the row.

@@ -208,6 +208,17 @@ SELECT COUNT_BIG(*) AS depth
 FROM txtask_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
+-- name: DepthAtMostTxtask :one
+-- DepthAtMostTxtask counts what DepthTxtask counts, up to @limit: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It never waits, as DepthTxtask.
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM txtask_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+
 -- name: GetTxtask :one
 -- GetTxtask reads one job by id. Under READ COMMITTED it waits for a
 -- transaction that is changing the row (a transaction-mode claim holds it

@@ -337,6 +337,17 @@ SELECT COUNT_BIG(*) AS depth
 FROM typed_queue WITH (READPAST, READCOMMITTEDLOCK)
 WHERE state = 'available' AND run_after <= SYSUTCDATETIME();
 
+-- name: DepthAtMostTyped :one
+-- DepthAtMostTyped counts what DepthTyped counts, up to @limit: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It never waits, as DepthTyped.
+SELECT COUNT_BIG(*) AS depth
+FROM (
+    SELECT TOP (@limit) 1 AS due
+    FROM typed_queue WITH (READPAST, READCOMMITTEDLOCK)
+    WHERE state = 'available' AND run_after <= SYSUTCDATETIME()
+) AS due;
+
 -- name: GetTyped :one
 -- GetTyped reads one job by id. Under READ COMMITTED it waits for a
 -- transaction that is changing the row.

@@ -266,6 +266,16 @@ WHERE name = 'event';
 SELECT COUNT(*) FROM event_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6);
 
+-- name: DepthAtMostEvent :one
+-- DepthAtMostEvent counts what DepthEvent counts, up to the limit: it reads
+-- at most that many entries of the claim index, so its cost does not grow
+-- with the backlog. It locks nothing.
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM event_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due;
+
 -- name: GetEvent :one
 -- GetEvent reads one job by id; a plain read that locks nothing.
 SELECT * FROM event_queue

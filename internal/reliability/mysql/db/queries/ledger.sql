@@ -169,6 +169,16 @@ WHERE name = 'ledger';
 SELECT COUNT(*) FROM ledger_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6);
 
+-- name: DepthAtMostLedger :one
+-- DepthAtMostLedger counts what DepthLedger counts, up to the limit: it reads
+-- at most that many entries of the claim index, so its cost does not grow
+-- with the backlog. It locks nothing.
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM ledger_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due;
+
 -- name: GetLedger :one
 -- GetLedger reads one job by id; a plain read that locks nothing.
 SELECT * FROM ledger_queue

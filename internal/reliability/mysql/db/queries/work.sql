@@ -268,6 +268,16 @@ WHERE name = 'work';
 SELECT COUNT(*) FROM work_queue
 WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6);
 
+-- name: DepthAtMostWork :one
+-- DepthAtMostWork counts what DepthWork counts, up to the limit: it reads at
+-- most that many entries of the claim index, so its cost does not grow with
+-- the backlog. It locks nothing.
+SELECT COUNT(*) FROM (
+    SELECT 1 FROM work_queue
+    WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
+    LIMIT ?
+) AS due;
+
 -- name: GetWork :one
 -- GetWork reads one job by id; a plain read that locks nothing.
 SELECT * FROM work_queue
