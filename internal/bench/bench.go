@@ -47,6 +47,8 @@ type Config struct {
 	Backlogs []int
 	Kept     int
 	Hold     time.Duration
+	// Chart, when set, is the PNG file drain-scale draws its rates in.
+	Chart string
 	// Out receives the summary lines; Progress a line a second while a
 	// workload runs (io.Discard when nil).
 	Out, Progress io.Writer

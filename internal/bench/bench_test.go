@@ -3,7 +3,9 @@ package bench
 import (
 	"bytes"
 	"context"
+	"image/png"
 	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -62,6 +64,7 @@ func TestDrainScaleSmoke(t *testing.T) {
 			var out bytes.Buffer
 			cfg, address, _ := smokeConfig(t, engine, &out)
 			cfg.Workload, cfg.Backlogs, cfg.Kept, cfg.Hold = DrainScale, []int{900}, 600, time.Second
+			cfg.Chart = filepath.Join(t.TempDir(), "drain-scale.png")
 			if err := Run(context.Background(), address, cfg); err != nil {
 				t.Fatalf("%v\n%s", err, out.String())
 			}
@@ -74,6 +77,14 @@ func TestDrainScaleSmoke(t *testing.T) {
 				if !regexp.MustCompile(detail).MatchString(out.String()) {
 					t.Errorf("no ratio and sizes line for %s in:\n%s", c, out.String())
 				}
+			}
+			f, err := os.Open(cfg.Chart)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if img, err := png.Decode(f); err != nil || img.Bounds().Dx() != 960 {
+				t.Errorf("the chart is not a 960-pixel-wide PNG: %v", err)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/queuegen/queuegen/queue"
@@ -23,7 +24,8 @@ import (
 //     (for Hold, or until the drain ends).
 //
 // Each case prints the drain's summary line and a line with its ratio, the
-// fill's time, and the table's and indexes' sizes before and after.
+// fill's time, and the table's and indexes' sizes before and after. With
+// Chart set, the cases' rates are drawn as a bar chart in that PNG file.
 func runDrainScale(ctx context.Context, t target, cfg Config) error {
 	plain := func(opts ...queue.WorkerOption) (runner, func(), error) {
 		w, _, closeW, err := t.worker(ctx, nil, false, opts...)
@@ -54,6 +56,7 @@ func runDrainScale(ctx context.Context, t target, cfg Config) error {
 		}
 	}
 	rates := map[string]float64{}
+	var bars []bar
 	for _, c := range cases {
 		if err := t.setup(ctx); err != nil {
 			return err
@@ -93,14 +96,28 @@ func runDrainScale(ctx context.Context, t target, cfg Config) error {
 		}
 		cfg.summary(name, int64(cfg.Jobs), took, nil)
 		rates[c.name] = float64(cfg.Jobs) / took.Seconds()
-		ratio := ""
+		ratio, note := "", "1"
 		if c.against != "" {
 			ratio = fmt.Sprintf("%.2f× %s; ", rates[c.name]/rates[c.against], c.against)
+			note = fmt.Sprintf("%.2fx %s", rates[c.name]/rates[c.against], c.against)
 		}
+		bars = append(bars, bar{label: c.name, value: rates[c.name], note: note})
 		fmt.Fprintf(cfg.notes(), "  %s: %sfilled in %.1f s; table %s → %s, indexes %s → %s\n",
 			name, ratio, filled.Seconds(), mb(table0), mb(table1), mb(index0), mb(index1))
 	}
-	return nil
+	if cfg.Chart == "" {
+		return nil
+	}
+	f, err := os.Create(cfg.Chart)
+	if err != nil {
+		return err
+	}
+	title := fmt.Sprintf("queuegen drain-scale: %d jobs drained per case (batch %d, concurrency %d)", cfg.Jobs, cfg.Batch, cfg.Workers)
+	if err := writeChart(f, title, "jobs/s", bars); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }

@@ -105,6 +105,7 @@ func runStats(c *invocation) error {
 	o := newOpsFlags(c, false)
 	exact := c.fs.Bool("exact", false, "count every queue exactly, however long its table takes to read")
 	budget := c.fs.Duration("budget", 50*time.Millisecond, "without --exact: count a queue exactly if that takes at most this long, else show the planner's estimates, marked ≈")
+	warnSnapshot := c.fs.Duration("warn-snapshot", 30*time.Second, "warn (on stderr) when a session has held a snapshot open this long: claims slow down until it ends")
 	ctx := context.Background()
 	conn, err := o.open(ctx)
 	if err != nil {
@@ -131,6 +132,9 @@ func runStats(c *invocation) error {
 		if ok {
 			stats = append(stats, base)
 		}
+	}
+	if err := warnHeldSnapshot(ctx, c, conn, *warnSnapshot); err != nil {
+		return err
 	}
 	if *o.json {
 		return c.printJSON(stats)
@@ -165,6 +169,31 @@ func runStats(c *invocation) error {
 	}
 	if estimated {
 		fmt.Fprintf(c.stdout, "≈: the planner's estimates, for tables too large to count within %s (--exact counts them; ? and - were not measured)\n", *budget)
+	}
+	return nil
+}
+
+// warnHeldSnapshot warns on stderr when the server's oldest snapshot has
+// been held open for at least after.
+func warnHeldSnapshot(ctx context.Context, c *invocation, conn *ops.Conn, after time.Duration) error {
+	h, ok, err := conn.OldestSnapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("finding the oldest open snapshot: %w", err)
+	}
+	if !ok || h.Age < after {
+		return nil
+	}
+	who := fmt.Sprintf("session %d", h.PID)
+	if h.User != "" {
+		who += " (user " + h.User
+		if h.Application != "" {
+			who += ", " + h.Application
+		}
+		who += ")"
+	}
+	fmt.Fprintf(c.stderr, "warning: %s has held a snapshot open for %s: until it ends, every claim walks past the jobs worked since it began, and claims grow slower (see BENCHMARKS.md, \"Held snapshot\")\n", who, h.Age.Round(time.Second))
+	if h.Query != "" {
+		fmt.Fprintf(c.stderr, "  its statement: %s\n", strings.Join(strings.Fields(h.Query), " "))
 	}
 	return nil
 }

@@ -261,6 +261,26 @@ func TestStatsCommand(t *testing.T) {
 			!strings.Contains(out, "≈: the planner's estimates, for tables too large to count within 1ms") {
 			t.Errorf("stats of a large table within 1ms = %d:\n%s%s", code, out, errs)
 		}
+		// A session holding a snapshot open past --warn-snapshot is named
+		// on stderr (some session: other tests share the server).
+		held, err := d.db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Close()
+		begin := map[string]string{dburl.PostgreSQL: "BEGIN ISOLATION LEVEL REPEATABLE READ", dburl.MySQL: "START TRANSACTION WITH CONSISTENT SNAPSHOT"}[d.engine]
+		if _, err := held.ExecContext(context.Background(), begin); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := held.ExecContext(context.Background(), "SELECT count(*) FROM email_queue"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond) // InnoDB times a transaction's start to the second
+		code, _, errs = run(t, "stats", "--db", d.url, "--warn-snapshot", "500ms")
+		if code != 0 || !regexp.MustCompile(`warning: session \d+ .*has held a snapshot open for \S+: until it ends, every claim walks past`).MatchString(errs) {
+			t.Errorf("stats beside a held snapshot = %d, stderr:\n%s", code, errs)
+		}
+		held.ExecContext(context.Background(), "ROLLBACK")
 		code, out, errs = run(t, "stats", "--db", d.url, "--budget", "1ms", "--exact")
 		if code != 0 || !regexp.MustCompile(`(?m)^\s*email\s+3073\s+1\s+0\s+1\s+0\s+2\s`).MatchString(out) || strings.Contains(out, "≈") {
 			t.Errorf("stats --exact = %d:\n%s%s", code, out, errs)

@@ -84,6 +84,8 @@ type backend interface {
 	// oldestWithin finds the age of q's oldest due job within budget;
 	// known is false when it ran out.
 	oldestWithin(ctx context.Context, q Queue, budget time.Duration) (age time.Duration, known bool, err error)
+	// oldestSnapshot finds the session holding the oldest snapshot.
+	oldestSnapshot(ctx context.Context) (Holder, bool, error)
 	// rows is the catalog's estimate of the rows of q's table.
 	rows(ctx context.Context, q Queue) (int64, error)
 	// estimate is the planner's estimate of q's jobs in state (one of
