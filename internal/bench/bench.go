@@ -25,7 +25,8 @@ var mysqlMigrations embed.FS
 // Config is one bench run.
 type Config struct {
 	// Workload is push, push-many, drain, latency, latency-poll, steady,
-	// all (those six) or drain-scale (minutes: apart from all).
+	// all (those six), drain-scale or retention (minutes each: apart from
+	// all).
 	Workload string
 	// Jobs is how many jobs a workload works (push, push-many, drain,
 	// latency).
@@ -63,6 +64,11 @@ type Config struct {
 // Workloads are the workloads in the order "all" runs them.
 var Workloads = []string{"push", "push-many", "drain", "latency", "latency-poll", "steady"}
 
+// Retention is the workload that measures retention removing finished
+// jobs by row (on_success: keep) and by partition (on_success: archive);
+// PostgreSQL only, and not part of "all".
+const Retention = "retention"
+
 // DrainScale is the workload that measures the drain against backlogs of
 // millions of jobs, kept history and a held snapshot: it fills tens of
 // millions of rows, so "all" leaves it out.
@@ -84,8 +90,8 @@ func Run(ctx context.Context, address string, cfg Config) error {
 		names = Workloads
 	}
 	for _, n := range names {
-		if !slices.Contains(Workloads, n) && n != DrainScale {
-			return fmt.Errorf("unknown workload %q: want one of %v, all or %s", n, Workloads, DrainScale)
+		if !slices.Contains(Workloads, n) && n != DrainScale && n != Retention {
+			return fmt.Errorf("unknown workload %q: want one of %v, all, %s or %s", n, Workloads, DrainScale, Retention)
 		}
 	}
 	d, err := dburl.Parse(address)
@@ -125,13 +131,14 @@ var workloads = map[string]func(context.Context, target, Config) error{
 	"latency-poll": func(ctx context.Context, t target, c Config) error { return runLatency(ctx, t, c, false) },
 	"steady":       runSteady,
 	DrainScale:     runDrainScale,
+	Retention:      runRetention,
 }
 
 // withDefaults fills in what cfg leaves zero, per workload.
 func withDefaults(workload string, cfg Config) Config {
-	jobs := map[string]int{"push": 100000, "push-many": 1000000, "drain": 200000, DrainScale: 100000, "latency": 1000, "latency-poll": 20, "steady": 0}
+	jobs := map[string]int{"push": 100000, "push-many": 1000000, "drain": 200000, DrainScale: 100000, Retention: 10000000, "latency": 1000, "latency-poll": 20, "steady": 0}
 	workers := map[string]int{"push": 8, "push-many": 8, "drain": 1000, DrainScale: 1000, "latency": 1, "latency-poll": 1, "steady": 1000}
-	batch := map[string]int{"push-many": 100, "drain": 500, DrainScale: 500, "steady": 500}
+	batch := map[string]int{"push-many": 100, "drain": 500, DrainScale: 500, Retention: 10000, "steady": 500}
 	if cfg.Jobs == 0 {
 		cfg.Jobs = jobs[workload]
 	}

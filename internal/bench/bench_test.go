@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,38 @@ func TestDrainScaleSmoke(t *testing.T) {
 			defer f.Close()
 			if img, err := png.Decode(f); err != nil || img.Bounds().Dx() != 960 {
 				t.Errorf("the chart is not a 960-pixel-wide PNG: %v", err)
+			}
+		})
+	}
+}
+
+// TestRetentionSmoke runs the retention workload on small numbers: on
+// PostgreSQL both cases' lines, the archive's leaving no dead tuples; on
+// MySQL, which has no archive, a clear refusal.
+func TestRetentionSmoke(t *testing.T) {
+	for _, engine := range dbtest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			cfg, address, _ := smokeConfig(t, engine, &out)
+			cfg.Workload, cfg.Jobs, cfg.Batch = Retention, 2000, 300
+			err := Run(context.Background(), address, cfg)
+			if engine == dburl.MySQL {
+				if err == nil || !strings.Contains(err.Error(), "run it on PostgreSQL") {
+					t.Errorf("retention on MySQL = %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			for _, c := range []string{"keep", "archive"} {
+				if !regexp.MustCompile(`(?m)^bench retention/` + c + `: 2000 jobs in `).MatchString(out.String()) {
+					t.Errorf("no summary line for %s in:\n%s", c, out.String())
+				}
+			}
+			if !regexp.MustCompile(`(?m)^  retention/archive: 0 dead tuples left for vacuum; tables \d+\.\d MB → \d+\.\d MB$`).MatchString(out.String()) {
+				t.Errorf("the archive's purge left dead tuples, or no line says:\n%s", out.String())
 			}
 		})
 	}

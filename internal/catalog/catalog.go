@@ -43,6 +43,9 @@ type Queue struct {
 	Mode string `yaml:"mode"`
 	// Table is the queue's table.
 	Table *Table `yaml:"table"`
+	// Archive is the table completed jobs move to (on_success: archive),
+	// or nil.
+	Archive *Table `yaml:"archive,omitempty"`
 	// RenamedFrom is the queue's previous name, from the spec: a hint for
 	// the differ, not part of the schema.
 	RenamedFrom string `yaml:"-"`
@@ -66,7 +69,14 @@ type Table struct {
 	Options []Option `yaml:"options,flow,omitempty"`
 	// OptionsComment explains Options in the DDL.
 	OptionsComment []string `yaml:"-"`
+	// PartitionBy makes the table partitioned (PostgreSQL's PARTITION BY,
+	// e.g. "RANGE (finished_at)"), with a default partition named
+	// DefaultPartition; "" for a plain table.
+	PartitionBy string `yaml:"partition_by,omitempty"`
 }
+
+// DefaultPartition is the name of a partitioned table's default partition.
+func (t *Table) DefaultPartition() string { return t.Name + "_default" }
 
 // Column is a column a table declares itself (an INHERITS child's
 // inherited columns are its parent's).
@@ -194,6 +204,9 @@ func (c *Catalog) Tables() []*Table {
 	}
 	for _, q := range c.Queues {
 		out = append(out, q.Table)
+		if q.Archive != nil {
+			out = append(out, q.Archive)
+		}
 	}
 	return out
 }

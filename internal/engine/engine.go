@@ -79,6 +79,23 @@ type Engine interface {
 	Templates() string
 }
 
+// Archiver is an Engine that can keep completed jobs in an archive table
+// (on_success: archive); an engine without it refuses the key in Check.
+type Archiver interface {
+	// ArchiveTable is the archive of queue's table (parent is its
+	// INHERITS parent, or nil): every column of its rows, partitioned so
+	// that retention drops whole partitions.
+	ArchiveTable(queue, parent *catalog.Table) *catalog.Table
+}
+
+// Partitioner is a DDL that writes the default partition of a table with
+// PartitionBy.
+type Partitioner interface {
+	// CreateDefaultPartition creates t's default partition, which takes
+	// the rows no other partition does.
+	CreateDefaultPartition(t *catalog.Table) string
+}
+
 // QueueTable is what a queue's table must serve, for Engine.QueueTable.
 type QueueTable struct {
 	// Name is the table's name.

@@ -109,9 +109,10 @@ type step struct {
 	up, down string
 	// online marks an index built or dropped on an existing table.
 	online bool
-	// data marks a statement that writes rows (the registry), which the
-	// schema file sqlc reads leaves out.
-	data bool
+	// notInSchema marks a statement the schema file sqlc reads leaves
+	// out: one that writes rows (the registry), or makes a partition,
+	// which sqlc would take for a table of its own.
+	notInSchema bool
 }
 
 type differ struct {
@@ -131,7 +132,7 @@ func (d *differ) initial() bool { return d.old.Registry == nil }
 func (d *differ) add(up, down string) { d.steps = append(d.steps, step{up: up, down: down}) }
 
 func (d *differ) addData(up, down string) {
-	d.steps = append(d.steps, step{up: up, down: down, data: true})
+	d.steps = append(d.steps, step{up: up, down: down, notInSchema: true})
 }
 
 func (d *differ) addOnline(up, down string) {
@@ -276,6 +277,61 @@ func (d *differ) createQueue(q *catalog.Queue) {
 	}
 	d.addData(d.ddl.Register(q), d.ddl.Unregister(q.Name))
 	d.note("create_"+q.Table.Name, fmt.Sprintf("add queue %s (table %s)", q.Name, q.Table.Name))
+	if q.Archive != nil {
+		d.createArchive(q)
+	}
+}
+
+// createArchive creates q's archive table, empty, with its default
+// partition.
+func (d *differ) createArchive(q *catalog.Queue) {
+	build := d.buildTable(q.Archive)
+	d.add(build[0], d.ddl.DropTable(q.Archive))
+	if p, ok := d.ddl.(engine.Partitioner); ok {
+		d.steps = append(d.steps, step{up: p.CreateDefaultPartition(q.Archive), notInSchema: true})
+	}
+	for _, s := range build[1:] {
+		d.add(s, "")
+	}
+	d.note("create_"+q.Archive.Name, fmt.Sprintf("queue %s: archive completed jobs in table %s, partitioned by day", q.Name, q.Archive.Name))
+}
+
+// dropArchive drops oq's archive and the jobs in it (allowed only with
+// AllowDrop).
+func (d *differ) dropArchive(oq *catalog.Queue, why string) {
+	if !d.opts.AllowDrop {
+		d.refuse("drop archive "+oq.Archive.Name, why+", and dropping it loses the jobs archived in it", allowDrop)
+		return
+	}
+	build := d.buildTable(oq.Archive)
+	if p, ok := d.ddl.(engine.Partitioner); ok {
+		build = slices.Insert(build, 1, p.CreateDefaultPartition(oq.Archive))
+	}
+	d.add(d.ddl.DropTable(oq.Archive),
+		"-- The archive comes back empty: Down cannot bring back the jobs Up dropped.\n"+strings.Join(build, "\n\n"))
+	d.note("drop_"+oq.Archive.Name, fmt.Sprintf("drop archive %s of queue %s", oq.Archive.Name, oq.Name))
+}
+
+// alterArchive carries the queue table's changes to its archive: a
+// rename, and every column change (the base table's too, since the
+// archive holds its columns itself).
+func (d *differ) alterArchive(oq, nq *catalog.Queue) {
+	switch {
+	case oq.Archive == nil && nq.Archive == nil:
+	case oq.Archive == nil:
+		d.createArchive(nq)
+	case nq.Archive == nil:
+		d.dropArchive(oq, fmt.Sprintf("queue %s no longer archives its completed jobs", nq.Name))
+	default:
+		oa, na := oq.Archive.Clone(), nq.Archive
+		label := "archive " + na.Name
+		if oa.Name != na.Name {
+			d.renameTable(oa, na.Name)
+			d.note("rename_"+oq.Archive.Name+"_to_"+na.Name, fmt.Sprintf("rename archive %s to %s", oq.Archive.Name, na.Name))
+		}
+		d.columns(oa, na, label)
+		d.indexes(oa, na, label)
+	}
 }
 
 func (d *differ) dropQueue(oq *catalog.Queue) {
@@ -283,6 +339,9 @@ func (d *differ) dropQueue(oq *catalog.Queue) {
 		d.refuse("drop queue "+oq.Name, fmt.Sprintf("the spec no longer has it, and dropping table %s loses its jobs", oq.Table.Name),
 			allowDrop+"; if the queue was renamed, say so with renamed_from: "+oq.Name+" on the new queue")
 		return
+	}
+	if oq.Archive != nil {
+		d.dropArchive(oq, fmt.Sprintf("queue %s is dropped", oq.Name))
 	}
 	d.addData(d.ddl.Unregister(oq.Name), d.ddl.Register(oq))
 	d.add(d.ddl.DropTable(oq.Table),
@@ -324,6 +383,7 @@ func (d *differ) alterQueue(oq, nq *catalog.Queue) {
 	d.checks(ot, nt, label)
 	d.options(ot, nt, label)
 	d.indexes(ot, nt, label)
+	d.alterArchive(oq, nq)
 	switch {
 	case ot.NotifyTrigger == nt.NotifyTrigger:
 	case ot.NotifyTrigger == "":
@@ -374,6 +434,10 @@ func (d *differ) renameTable(ot *catalog.Table, newName string) {
 			d.add(d.ddl.RenameConstraint(newName, k.Name, nn), d.ddl.RenameConstraint(newName, nn, k.Name))
 			k.Name = nn
 		}
+	}
+	if ot.PartitionBy != "" {
+		od, nd := ot.DefaultPartition(), newName+"_default"
+		d.add(d.ddl.RenameTable(od, nd), d.ddl.RenameTable(nd, od))
 	}
 	ot.Name = newName
 }
@@ -620,7 +684,7 @@ func Schema(c *catalog.Catalog, ddl engine.DDL) []string {
 	d.diff()
 	var out []string
 	for _, s := range d.steps {
-		if !s.data {
+		if !s.notInSchema {
 			out = append(out, s.up)
 		}
 	}

@@ -123,8 +123,11 @@ func Build(s *spec.Spec) (*Model, error) {
 	for _, sq := range s.Queues {
 		q := m.queue(s, sq)
 		m.Queues = append(m.Queues, q)
-		c.Queues = append(c.Queues, &catalog.Queue{Name: q.Name, Mode: string(sq.Mode), Table: q.Table, RenamedFrom: sq.RenamedFrom})
+		c.Queues = append(c.Queues, &catalog.Queue{Name: q.Name, Mode: string(sq.Mode), Table: q.Table, Archive: q.Archive, RenamedFrom: sq.RenamedFrom})
 		m.Renames = append(m.Renames, Rename{m.Schema, q.Table.Name, q.RowType})
+		if q.Archive != nil {
+			m.Renames = append(m.Renames, Rename{m.Schema, q.Archive.Name, q.ArchiveRowType})
+		}
 		for _, name := range GoNames(q.GoName) {
 			prev, taken := owner[name]
 			if !taken {
@@ -200,6 +203,9 @@ func (m *Model) checkNames(s *spec.Spec) spec.Errors {
 			columns += len(m.Catalog.Base.Columns)
 		}
 		table(q.Table, key, fmt.Sprintf("queue %s (table %s)", q.Name, s.Queues[i].Table), columns)
+		if q.Archive != nil {
+			table(q.Archive, key, fmt.Sprintf("queue %s (archive %s)", q.Name, q.Archive.Name), len(q.Archive.Columns))
+		}
 	}
 	return errs
 }
@@ -208,8 +214,8 @@ func (m *Model) checkNames(s *spec.Spec) spec.Errors {
 // name is g: the accessor's types and constants, and sqlc's query methods
 // with their parameter and row types.
 func GoNames(g string) []string {
-	names := []string{g + "Queue", g + "Payload", g + "Row", g + "MaxAttempts", g + "Lease", g + "Backoff", g + "RetainSucceeded", g + "RetainDead"}
-	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "FailManyAt", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth", "Purge", "AdvanceTick", "Defaults",
+	names := []string{g + "Queue", g + "Payload", g + "Row", g + "ArchiveRow", g + "MaxAttempts", g + "Lease", g + "Backoff", g + "RetainSucceeded", g + "RetainDead"}
+	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "FailManyAt", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "GetArchived", "Paused", "SetPaused", "Depth", "DepthAtMost", "Purge", "AdvanceTick", "Defaults",
 		// MySQL's claims, failures and maintenance are several statements.
 		"ClaimExpired", "ClaimDue", "Lease", "Attempt", "Held", "Now", "LockMaintenance", "Doomed"} {
 		names = append(names, op+g, op+g+"Params", op+g+"Row")

@@ -27,8 +27,14 @@ type Queue struct {
 	// ClaimOrder is the claim's ORDER BY, matching the claim index.
 	ClaimOrder []string
 	// Delete is true when completing a job deletes its row; false keeps
-	// it in state succeeded.
+	// it in state succeeded, in its table or, with Archive, in the
+	// archive.
 	Delete bool
+	// Archive is the table completed jobs move to (on_success: archive),
+	// QArchive its name as written in SQL and ArchiveRowType the Go name
+	// of its row struct; nil and "" otherwise.
+	Archive                                 *catalog.Table
+	QArchive, ArchiveSchema, ArchiveRowType string
 	// UniqueIndex is the index a unique key relies on; nil without one.
 	UniqueIndex *catalog.Index
 	// NotifyChannel is the channel pushes notify, or "".
@@ -114,6 +120,13 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		Comment:  engine.Comment(comment),
 	})
 	q.QName = eng.Qualify(m.Schema, q.Table.Name)
+	if a, ok := eng.(engine.Archiver); ok && sq.OnSuccess == spec.OnSuccessArchive {
+		q.Delete = false
+		q.Archive = a.ArchiveTable(q.Table, parent)
+		q.QArchive = eng.Qualify(m.Schema, q.Archive.Name)
+		q.ArchiveSchema = m.Schema
+		q.ArchiveRowType = q.GoName + "ArchiveRow"
+	}
 	if sq.Unique {
 		for _, i := range q.Table.Indexes {
 			if i.Unique && !i.Primary && !i.Constraint {

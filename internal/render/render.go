@@ -99,6 +99,29 @@ var sqlFuncs = template.FuncMap{
 	"maintenanceLock": func(d sqlData) string {
 		return "'queuegen maintenance " + strings.ReplaceAll(d.Queue.QName, "'", "''") + "'"
 	},
+	// archived lists, for the INSERT that moves completed jobs from the
+	// CTE done to q's archive, the archive's columns (what "columns") or
+	// the value of each (otherwise): the job's own, but succeeded,
+	// finished now and without a lease; wrapped in lines of at most 80
+	// bytes, the later ones indented by indent.
+	"archived": func(q *model.Queue, what, indent string) string {
+		var items []string
+		for _, c := range q.Archive.Columns {
+			switch {
+			case what == "columns":
+				items = append(items, c.Name)
+			case c.Name == "state":
+				items = append(items, "'succeeded'")
+			case c.Name == "finished_at":
+				items = append(items, "now()")
+			case c.Name == "locked_by", c.Name == "locked_until":
+				items = append(items, "NULL")
+			default:
+				items = append(items, "done."+c.Name)
+			}
+		}
+		return wrapList(items, indent, 80)
+	},
 	// columns lists the fields' column names, each with prefix.
 	"columns": func(fs []*model.Field, prefix string) string {
 		out := make([]string, len(fs))
@@ -107,6 +130,31 @@ var sqlFuncs = template.FuncMap{
 		}
 		return strings.Join(out, ", ")
 	},
+}
+
+// wrapList joins items with commas into lines of at most width bytes
+// (an item longer than that gets a line of its own), each line after the
+// first starting with indent; the first is written after something as
+// long as indent.
+func wrapList(items []string, indent string, width int) string {
+	var b strings.Builder
+	line := len(indent)
+	for i, it := range items {
+		if i > 0 {
+			b.WriteString(",")
+			line++
+			if line+1+len(it) > width {
+				b.WriteString("\n" + indent)
+				line = len(indent)
+			} else {
+				b.WriteString(" ")
+				line++
+			}
+		}
+		b.WriteString(it)
+		line += len(it)
+	}
+	return b.String()
 }
 
 func renderSQL(set *template.Template, name string, d sqlData) ([]byte, error) {

@@ -434,7 +434,7 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	}
 	p.keys[key] = Pos{n.Line, n.Column}
 	var havePayload, haveLease bool
-	var leaseNode *yaml.Node
+	var leaseNode, onSuccessNode, retentionNode *yaml.Node
 	p.fields(n, key, map[string]func(string, *yaml.Node){
 		"name":         func(k string, v *yaml.Node) { q.Name = p.ident(v, k) },
 		"renamed_from": func(k string, v *yaml.Node) { q.RenamedFrom = p.ident(v, k) },
@@ -459,9 +459,11 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 		"unique":       func(k string, v *yaml.Node) { q.Unique = p.boolean(v, k) },
 		"notify":       func(k string, v *yaml.Node) { q.Notify = p.boolean(v, k) },
 		"on_success": func(k string, v *yaml.Node) {
-			q.OnSuccess = OnSuccess(p.oneOf(v, k, string(OnSuccessDelete), string(OnSuccessKeep)))
+			onSuccessNode = v
+			q.OnSuccess = OnSuccess(p.oneOf(v, k, string(OnSuccessDelete), string(OnSuccessKeep), string(OnSuccessArchive)))
 		},
 		"retention": func(k string, v *yaml.Node) {
+			retentionNode = v
 			p.fields(v, k, map[string]func(string, *yaml.Node){
 				"succeeded": func(k string, v *yaml.Node) { q.Retention.Succeeded = p.duration(v, k) },
 				"dead":      func(k string, v *yaml.Node) { q.Retention.Dead = p.duration(v, k) },
@@ -496,6 +498,17 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	}
 	if q.Retention.Succeeded > 0 && q.OnSuccess == OnSuccessDelete {
 		p.errorf(n, key+".retention.succeeded", "completed jobs are deleted (on_success: delete), so there is nothing to retain; set on_success: keep")
+	}
+	if q.OnSuccess == OnSuccessArchive {
+		if q.Retention.Succeeded <= 0 {
+			p.errorf(onSuccessNode, key+".on_success", "an archive drops its daily partitions once they pass retention.succeeded, which is missing; set retention: {succeeded: …} (or use on_success: keep to keep jobs forever)")
+		} else if q.Retention.Succeeded < 24*time.Hour {
+			p.errorf(retentionNode, key+".retention.succeeded", "an archive drops whole days: retention.succeeded must be at least 1d (it is %s)", q.Retention.Succeeded)
+		}
+		if len(q.Table)+len(ArchiveSuffix)+ArchivePartitionSuffixLen > MaxIdentifierLength {
+			p.errorf(onSuccessNode, key+".on_success", "the archive's daily partitions are named %s%s_pYYYYMMDD, longer than %d bytes; use a table name of at most %d bytes",
+				q.Table, ArchiveSuffix, MaxIdentifierLength, MaxIdentifierLength-len(ArchiveSuffix)-ArchivePartitionSuffixLen)
+		}
 	}
 	if q.Notify && len(q.Table) > MaxIdentifierLength-len("queuegen_") {
 		p.errorf(n, key+".notify", "the notification channel queuegen_%s would be longer than %d bytes; use a shorter table name", q.Table, MaxIdentifierLength)

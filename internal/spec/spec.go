@@ -126,7 +126,19 @@ const (
 	// OnSuccessKeep keeps the row in state succeeded until retention
 	// removes it.
 	OnSuccessKeep OnSuccess = "keep"
+	// OnSuccessArchive moves the row, in state succeeded, to the queue's
+	// archive table, partitioned by day of finished_at, whose partitions
+	// retention drops whole (PostgreSQL).
+	OnSuccessArchive OnSuccess = "archive"
 )
+
+// ArchiveSuffix names a queue's archive table after its table; its daily
+// partitions add "_pYYYYMMDD".
+const ArchiveSuffix = "_archive"
+
+// ArchivePartitionSuffixLen is the length of a daily partition's suffix,
+// "_pYYYYMMDD".
+const ArchivePartitionSuffixLen = len("_p20060102")
 
 // Queue is one declared queue.
 type Queue struct {

@@ -424,6 +424,38 @@ func (q *Queries) PausedBenchKept(ctx context.Context) (bool, error) {
 	return paused, err
 }
 
+const purgeBenchKept = `-- name: PurgeBenchKept :execrows
+WITH doomed AS (
+    SELECT id
+    FROM queuegen_bench.bench_kept_queue
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance queuegen_bench.bench_kept_queue', 0)))
+      AND ((state = 'succeeded' AND finished_at < now() - $1::interval))
+    ORDER BY finished_at
+    LIMIT $2::integer
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM queuegen_bench.bench_kept_queue AS job
+USING doomed
+WHERE job.id = doomed.id
+`
+
+type PurgeBenchKeptParams struct {
+	SucceededRetention time.Duration
+	Max                int32
+}
+
+// PurgeBenchKept deletes up to @max finished jobs past their retention,
+// oldest first. SKIP LOCKED and the bounded batch keep it from waiting on
+// workers or holding a long transaction; the maintenance lock (as in
+// ReapBenchKept) keeps other nodes' batches off the queue meanwhile.
+func (q *Queries) PurgeBenchKept(ctx context.Context, arg PurgeBenchKeptParams) (int64, error) {
+	result, err := q.db.Exec(ctx, purgeBenchKept, arg.SucceededRetention, arg.Max)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const pushBenchKept = `-- name: PushBenchKept :one
 
 INSERT INTO queuegen_bench.bench_kept_queue (

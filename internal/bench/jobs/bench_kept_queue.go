@@ -28,6 +28,8 @@ const (
 	BenchKeptMaxAttempts = 25
 	// BenchKeptLease is how long a claim holds a job.
 	BenchKeptLease = 30 * time.Second
+	// BenchKeptRetainSucceeded is how long succeeded jobs are kept.
+	BenchKeptRetainSucceeded = 24 * time.Hour
 )
 
 // BenchKeptBackoff is the retry delay of queue bench_kept after a failed attempt.
@@ -260,6 +262,15 @@ func (q *BenchKeptQueue) ReleaseNode(ctx context.Context, node string) (int64, e
 // other expired jobs by themselves.
 func (q *BenchKeptQueue) Reap(ctx context.Context, max int) (int64, error) {
 	return q.q.ReapBenchKept(ctx, int32(max))
+}
+
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *BenchKeptQueue) Purge(ctx context.Context, max int) (int64, error) {
+	return q.q.PurgeBenchKept(ctx, PurgeBenchKeptParams{
+		SucceededRetention: BenchKeptRetainSucceeded,
+		Max:                int32(max),
+	})
 }
 
 // QueueName is the queue's name, "bench_kept".

@@ -48,6 +48,82 @@ func (q *Queries) PushManyBench(ctx context.Context, arg []PushManyBenchParams) 
 	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_queue"}, []string{"recipient", "n", "priority", "max_attempts"}, &iteratorForPushManyBench{rows: arg})
 }
 
+// iteratorForPushManyBenchArchived implements pgx.CopyFromSource.
+type iteratorForPushManyBenchArchived struct {
+	rows                 []PushManyBenchArchivedParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchArchived) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchArchived) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Recipient,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchArchived) Err() error {
+	return nil
+}
+
+// PushManyBenchArchived inserts many jobs in one COPY; created_at and
+// run_after take their defaults (the database's now()); COPY takes no locks
+// that claims wait for.
+func (q *Queries) PushManyBenchArchived(ctx context.Context, arg []PushManyBenchArchivedParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_archived_queue"}, []string{"recipient", "n", "priority", "max_attempts"}, &iteratorForPushManyBenchArchived{rows: arg})
+}
+
+// iteratorForPushManyBenchArchivedAt implements pgx.CopyFromSource.
+type iteratorForPushManyBenchArchivedAt struct {
+	rows                 []PushManyBenchArchivedAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchArchivedAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchArchivedAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Recipient,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchArchivedAt) Err() error {
+	return nil
+}
+
+// PushManyBenchArchivedAt is PushManyBenchArchived with run_after given by
+// the caller.
+func (q *Queries) PushManyBenchArchivedAt(ctx context.Context, arg []PushManyBenchArchivedAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_archived_queue"}, []string{"recipient", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchArchivedAt{rows: arg})
+}
+
 // iteratorForPushManyBenchAt implements pgx.CopyFromSource.
 type iteratorForPushManyBenchAt struct {
 	rows                 []PushManyBenchAtParams

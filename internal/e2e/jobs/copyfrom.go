@@ -10,6 +10,81 @@ import (
 	"context"
 )
 
+// iteratorForPushManyArchived implements pgx.CopyFromSource.
+type iteratorForPushManyArchived struct {
+	rows                 []PushManyArchivedParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyArchived) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyArchived) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].TenantID,
+		r.rows[0].Name,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyArchived) Err() error {
+	return nil
+}
+
+// PushManyArchived inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyArchived(ctx context.Context, arg []PushManyArchivedParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"archived_queue"}, []string{"tenant_id", "name", "priority", "max_attempts"}, &iteratorForPushManyArchived{rows: arg})
+}
+
+// iteratorForPushManyArchivedAt implements pgx.CopyFromSource.
+type iteratorForPushManyArchivedAt struct {
+	rows                 []PushManyArchivedAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyArchivedAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyArchivedAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].TenantID,
+		r.rows[0].Name,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyArchivedAt) Err() error {
+	return nil
+}
+
+// PushManyArchivedAt is PushManyArchived with run_after given by the caller.
+func (q *Queries) PushManyArchivedAt(ctx context.Context, arg []PushManyArchivedAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"archived_queue"}, []string{"tenant_id", "name", "priority", "max_attempts", "run_after"}, &iteratorForPushManyArchivedAt{rows: arg})
+}
+
 // iteratorForPushManyEmail implements pgx.CopyFromSource.
 type iteratorForPushManyEmail struct {
 	rows                 []PushManyEmailParams

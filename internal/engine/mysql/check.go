@@ -29,6 +29,9 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 			}
 			errs = append(errs, s.ErrorAt(k, "the table name %q is a MySQL keyword; choose another", q.Table))
 		}
+		if q.OnSuccess == spec.OnSuccessArchive {
+			errs = append(errs, s.ErrorAt(key+".on_success", "on_success: archive (an archive table partitioned by day) is built for PostgreSQL only so far; use on_success: keep with a retention"))
+		}
 		if q.Notify {
 			errs = append(errs, s.ErrorAt(key+".notify", "MySQL has no LISTEN/NOTIFY: workers poll (queue.PollInterval), and a push made through the same process wakes its workers at once; remove notify"))
 		}

@@ -61,6 +61,9 @@ func (d ddl) createTable(t *catalog.Table) string {
 	if t.Inherits != "" {
 		fmt.Fprintf(&b, " INHERITS (%s)", d.q(t.Inherits))
 	}
+	if t.PartitionBy != "" {
+		fmt.Fprintf(&b, " PARTITION BY %s", t.PartitionBy)
+	}
 	if len(t.Options) > 0 {
 		b.WriteString("\n")
 		engine.Lines(&b, t.OptionsComment)
@@ -75,6 +78,14 @@ func (d ddl) createTable(t *catalog.Table) string {
 		b.WriteString(")")
 	}
 	b.WriteString(";")
+	return b.String()
+}
+
+// CreateDefaultPartition writes the default partition of an archive.
+func (d ddl) CreateDefaultPartition(t *catalog.Table) string {
+	var b strings.Builder
+	engine.Lines(&b, engine.Comment("The rows of days that have no partition of their own: before the queue's first Purge, or when Purge could not make a day's partition in time."))
+	fmt.Fprintf(&b, "CREATE TABLE %s PARTITION OF %s DEFAULT;", d.q(t.DefaultPartition()), d.q(t.Name))
 	return b.String()
 }
 

@@ -3,6 +3,7 @@ package postgres
 import (
 	"github.com/queuegen/queuegen/internal/catalog"
 	"github.com/queuegen/queuegen/internal/engine"
+	"github.com/queuegen/queuegen/internal/spec"
 )
 
 // Names of queuegen's own tables and function.
@@ -171,6 +172,41 @@ func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 	return t
 }
 
+// ArchiveTable is the archive of a queue declared with on_success:
+// archive, the table its completed jobs move to: every column of the
+// queue's table (its parent's first, as the queue's rows have them), id a
+// plain bigint (the queue's sequence numbers the jobs), partitioned by
+// range of finished_at. The columns keep the queue's defaults, so that a
+// column the spec adds later is added to both tables alike. Its daily partitions are made and
+// dropped by the queue's Purge; days without one go to the default
+// partition.
+func (Engine) ArchiveTable(queue, parent *catalog.Table) *catalog.Table {
+	name := queue.Name + spec.ArchiveSuffix
+	var cols []*catalog.Column
+	if parent != nil {
+		cols = append(cols, parent.Columns...)
+	}
+	cols = append(cols, queue.Columns...)
+	t := &catalog.Table{
+		Name: name,
+		Comment: engine.Comment("Archive of queue table " + queue.Name + ": its completed jobs, moved here in state " +
+			"succeeded by the statement that completes them. Partitioned by day of finished_at; the queue's Purge " +
+			"makes the coming days' partitions and drops those past retention whole, so retention leaves no dead " +
+			"rows; days without a partition of their own land in " + name + "_default."),
+		PartitionBy: "RANGE (finished_at)",
+		Indexes: []*catalog.Index{{Name: name + "_id_idx", Columns: []string{"id"},
+			Comment: "Finds an archived job by id (Get): one probe per partition."}},
+	}
+	for _, c := range cols {
+		cc := *c
+		if cc.Name == "id" {
+			cc.Type, cc.Comment = "bigint", "the job's id in "+queue.Name
+		}
+		t.Columns = append(t.Columns, &cc)
+	}
+	return t
+}
+
 // Held is true for a row that a transaction still in progress has locked
 // or changed: in transaction mode, a job a worker is working, whose claim
 // other sessions cannot see until the worker's transaction commits. The
@@ -192,6 +228,9 @@ func (Engine) Relations(t *catalog.Table) []string {
 	}
 	if id := t.Column("id"); id != nil && id.Type == "bigserial" {
 		names = append(names, t.Name+"_id_seq")
+	}
+	if t.PartitionBy != "" {
+		names = append(names, t.DefaultPartition())
 	}
 	return names
 }

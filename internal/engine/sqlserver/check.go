@@ -28,6 +28,9 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 			}
 			errs = append(errs, s.ErrorAt(k, "the table name %q is a SQL Server keyword; choose another", q.Table))
 		}
+		if q.OnSuccess == spec.OnSuccessArchive {
+			errs = append(errs, s.ErrorAt(key+".on_success", "on_success: archive (an archive table partitioned by day) is built for PostgreSQL only so far; use on_success: keep with a retention"))
+		}
 		if q.Notify {
 			errs = append(errs, s.ErrorAt(key+".notify", "SQL Server has no LISTEN/NOTIFY (queuegen does not use Service Broker): workers poll (queue.PollInterval), and a push made through the same process wakes its workers at once; remove notify"))
 		}

@@ -228,6 +228,24 @@ SET state = 'dead',
 FROM doomed
 WHERE job.id = doomed.id;
 
+-- name: PurgeBenchKept :execrows
+-- PurgeBenchKept deletes up to @max finished jobs past their retention,
+-- oldest first. SKIP LOCKED and the bounded batch keep it from waiting on
+-- workers or holding a long transaction; the maintenance lock (as in
+-- ReapBenchKept) keeps other nodes' batches off the queue meanwhile.
+WITH doomed AS (
+    SELECT id
+    FROM queuegen_bench.bench_kept_queue
+    WHERE (SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance queuegen_bench.bench_kept_queue', 0)))
+      AND ((state = 'succeeded' AND finished_at < now() - @succeeded_retention::interval))
+    ORDER BY finished_at
+    LIMIT sqlc.arg('max')::integer
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM queuegen_bench.bench_kept_queue AS job
+USING doomed
+WHERE job.id = doomed.id;
+
 -- name: PausedBenchKept :one
 -- PausedBenchKept reads whether the queue is paused; workers read it about
 -- once a second, so a pause reaches every node within that.

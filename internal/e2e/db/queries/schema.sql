@@ -535,3 +535,66 @@ CREATE INDEX txtask_queue_claim_idx ON txtask_queue (priority DESC, run_after, i
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX txtask_queue_finished_idx ON txtask_queue (finished_at)
     WHERE state IN ('succeeded', 'dead');
+
+-- Queue archived: one row per job; lease mode: a claim is committed at once
+-- and holds the job until its lease expires.
+-- The bookkeeping columns come from base_queue; the columns below are the
+-- payload.
+CREATE TABLE archived_queue (
+    name text NOT NULL,
+    CONSTRAINT archived_queue_pkey PRIMARY KEY (id)
+) INHERITS (base_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX archived_queue_claim_idx ON archived_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX archived_queue_lease_idx ON archived_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX archived_queue_node_idx ON archived_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX archived_queue_finished_idx ON archived_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+-- Archive of queue table archived_queue: its completed jobs, moved here in
+-- state succeeded by the statement that completes them. Partitioned by day of
+-- finished_at; the queue's Purge makes the coming days' partitions and drops
+-- those past retention whole, so retention leaves no dead rows; days without
+-- a partition of their own land in archived_queue_archive_default.
+CREATE TABLE archived_queue_archive (
+    id           bigint      NOT NULL,                     -- the job's id in archived_queue
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    tenant_id    bigint,
+    name         text        NOT NULL
+) PARTITION BY RANGE (finished_at);
+
+-- Finds an archived job by id (Get): one probe per partition.
+CREATE INDEX archived_queue_archive_id_idx ON archived_queue_archive (id);
