@@ -164,3 +164,56 @@ SELECT -g, 'succeeded', 1, 3, $1::timestamptz, 'old' FROM generate_series(1, $2)
 		t.Errorf("a second Purge = %d, %v", n, err)
 	}
 }
+
+// TestArchiveInTransactionMode: a transaction-mode queue's completions move
+// jobs to the archive within the caller's transaction: rolled back, the
+// jobs are in the queue again and the archive holds none; committed, they
+// are archived.
+func TestArchiveInTransactionMode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := migrated(t)
+	q := jobs.NewTxarchivedQueue(db)
+	for i := range 3 {
+		if _, err := q.Push(ctx, jobs.TxarchivedPayload{Name: fmt.Sprint("job-", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Claim(ctx, tx, 2)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("claim = %d, %v", len(got), err)
+	}
+	if err := q.Complete(ctx, tx, got[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := q.CompleteMany(ctx, tx, got[1:]); err != nil || n != 1 {
+		t.Fatalf("CompleteMany = %d, %v", n, err)
+	}
+	tx.Rollback(ctx)
+	if n := count(t, db, "SELECT count(*) FROM txarchived_queue_archive"); n != 0 {
+		t.Errorf("the archive holds %d jobs after a rollback", n)
+	}
+	tx, err = db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = q.Claim(ctx, tx, 3); err != nil || len(got) != 3 {
+		t.Fatalf("claim = %d, %v", len(got), err)
+	}
+	if n, err := q.CompleteMany(ctx, tx, got); err != nil || n != 3 {
+		t.Fatalf("CompleteMany = %d, %v", n, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, db, "SELECT count(*) FROM txarchived_queue"); n != 0 {
+		t.Errorf("the queue's table holds %d jobs after the commit", n)
+	}
+	if job, err := q.Get(ctx, got[2].ID); err != nil || job.State != queue.StateSucceeded || job.Attempt != 1 {
+		t.Errorf("Get of an archived job = %+v, %v", job, err)
+	}
+}

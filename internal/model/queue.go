@@ -31,8 +31,8 @@ type Queue struct {
 	// archive.
 	Delete bool
 	// Archive is the table completed jobs move to (on_success: archive),
-	// QArchive its name as written in SQL and ArchiveRowType the Go name
-	// of its row struct; nil and "" otherwise.
+	// QArchive its name as written in SQL, ArchiveSchema its schema and
+	// ArchiveRowType the Go name of its row struct; nil and "" otherwise.
 	Archive                                 *catalog.Table
 	QArchive, ArchiveSchema, ArchiveRowType string
 	// UniqueIndex is the index a unique key relies on; nil without one.

@@ -620,6 +620,80 @@ func (q *Queries) PushManyTaskAt(ctx context.Context, arg []PushManyTaskAtParams
 	return q.db.CopyFrom(ctx, []string{"task_queue"}, []string{"payload", "priority", "max_attempts", "run_after"}, &iteratorForPushManyTaskAt{rows: arg})
 }
 
+// iteratorForPushManyTxarchived implements pgx.CopyFromSource.
+type iteratorForPushManyTxarchived struct {
+	rows                 []PushManyTxarchivedParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyTxarchived) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyTxarchived) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Name,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyTxarchived) Err() error {
+	return nil
+}
+
+// PushManyTxarchived inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyTxarchived(ctx context.Context, arg []PushManyTxarchivedParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"txarchived_queue"}, []string{"name", "priority", "max_attempts"}, &iteratorForPushManyTxarchived{rows: arg})
+}
+
+// iteratorForPushManyTxarchivedAt implements pgx.CopyFromSource.
+type iteratorForPushManyTxarchivedAt struct {
+	rows                 []PushManyTxarchivedAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyTxarchivedAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyTxarchivedAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Name,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyTxarchivedAt) Err() error {
+	return nil
+}
+
+// PushManyTxarchivedAt is PushManyTxarchived with run_after given by the
+// caller.
+func (q *Queries) PushManyTxarchivedAt(ctx context.Context, arg []PushManyTxarchivedAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"txarchived_queue"}, []string{"name", "priority", "max_attempts", "run_after"}, &iteratorForPushManyTxarchivedAt{rows: arg})
+}
+
 // iteratorForPushManyTxtask implements pgx.CopyFromSource.
 type iteratorForPushManyTxtask struct {
 	rows                 []PushManyTxtaskParams

@@ -210,6 +210,40 @@ type TaskRow struct {
 	Payload     json.RawMessage
 }
 
+type TxarchivedArchiveRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	Name        string
+}
+
+type TxarchivedRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	Name        string
+}
+
 type TxtaskRow struct {
 	ID          int64
 	State       string

@@ -598,3 +598,69 @@ CREATE TABLE archived_queue_archive (
 
 -- Finds an archived job by id (Get): one probe per partition.
 CREATE INDEX archived_queue_archive_id_idx ON archived_queue_archive (id);
+
+-- Queue txarchived: one row per job; transaction mode: a claim holds the job
+-- by row lock until the caller's transaction ends.
+CREATE TABLE txarchived_queue (
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    name         text        NOT NULL,
+    CONSTRAINT txarchived_queue_pkey PRIMARY KEY (id),
+    CONSTRAINT txarchived_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX txarchived_queue_claim_idx ON txarchived_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX txarchived_queue_finished_idx ON txarchived_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+-- Archive of queue table txarchived_queue: its completed jobs, moved here in
+-- state succeeded by the statement that completes them. Partitioned by day of
+-- finished_at; the queue's Purge makes the coming days' partitions and drops
+-- those past retention whole, so retention leaves no dead rows; days without
+-- a partition of their own land in txarchived_queue_archive_default.
+CREATE TABLE txarchived_queue_archive (
+    id           bigint      NOT NULL,                     -- the job's id in txarchived_queue
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    name         text        NOT NULL
+) PARTITION BY RANGE (finished_at);
+
+-- Finds an archived job by id (Get): one probe per partition.
+CREATE INDEX txarchived_queue_archive_id_idx ON txarchived_queue_archive (id);
