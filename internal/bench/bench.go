@@ -25,8 +25,7 @@ var mysqlMigrations embed.FS
 // Config is one bench run.
 type Config struct {
 	// Workload is push, push-many, drain, latency, latency-poll, steady,
-	// all (those six), drain-scale or retention (minutes each: apart from
-	// all).
+	// all (those six), drain-scale, retention or skew (apart from all).
 	Workload string
 	// Jobs is how many jobs a workload works (push, push-many, drain,
 	// latency).
@@ -64,6 +63,10 @@ type Config struct {
 // Workloads are the workloads in the order "all" runs them.
 var Workloads = []string{"push", "push-many", "drain", "latency", "latency-poll", "steady"}
 
+// Skew is the workload that measures fair claims (fair_by) against one
+// tenant's backlog; PostgreSQL only, and not part of "all".
+const Skew = "skew"
+
 // Retention is the workload that measures retention removing finished
 // jobs by row (on_success: keep) and by partition (on_success: archive);
 // PostgreSQL only, and not part of "all".
@@ -90,8 +93,8 @@ func Run(ctx context.Context, address string, cfg Config) error {
 		names = Workloads
 	}
 	for _, n := range names {
-		if !slices.Contains(Workloads, n) && n != DrainScale && n != Retention {
-			return fmt.Errorf("unknown workload %q: want one of %v, all, %s or %s", n, Workloads, DrainScale, Retention)
+		if !slices.Contains(Workloads, n) && n != DrainScale && n != Retention && n != Skew {
+			return fmt.Errorf("unknown workload %q: want one of %v, all, %s, %s or %s", n, Workloads, DrainScale, Retention, Skew)
 		}
 	}
 	d, err := dburl.Parse(address)
@@ -132,13 +135,14 @@ var workloads = map[string]func(context.Context, target, Config) error{
 	"steady":       runSteady,
 	DrainScale:     runDrainScale,
 	Retention:      runRetention,
+	Skew:           runSkew,
 }
 
 // withDefaults fills in what cfg leaves zero, per workload.
 func withDefaults(workload string, cfg Config) Config {
-	jobs := map[string]int{"push": 100000, "push-many": 1000000, "drain": 200000, DrainScale: 100000, Retention: 10000000, "latency": 1000, "latency-poll": 20, "steady": 0}
-	workers := map[string]int{"push": 8, "push-many": 8, "drain": 1000, DrainScale: 1000, "latency": 1, "latency-poll": 1, "steady": 1000}
-	batch := map[string]int{"push-many": 100, "drain": 500, DrainScale: 500, Retention: 10000, "steady": 500}
+	jobs := map[string]int{"push": 100000, "push-many": 1000000, "drain": 200000, DrainScale: 100000, Retention: 10000000, Skew: 100000, "latency": 1000, "latency-poll": 20, "steady": 0}
+	workers := map[string]int{"push": 8, "push-many": 8, "drain": 1000, DrainScale: 1000, Skew: 1000, "latency": 1, "latency-poll": 1, "steady": 1000}
+	batch := map[string]int{"push-many": 100, "drain": 500, DrainScale: 500, Skew: 500, Retention: 10000, "steady": 500}
 	if cfg.Jobs == 0 {
 		cfg.Jobs = jobs[workload]
 	}

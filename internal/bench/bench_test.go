@@ -123,6 +123,38 @@ func TestRetentionSmoke(t *testing.T) {
 	}
 }
 
+// TestSkewSmoke runs the skew workload on small numbers: on PostgreSQL
+// both cases' lines, with the small tenants' waits, and the ratio line; on
+// MySQL, which has no fair claims, a clear refusal.
+func TestSkewSmoke(t *testing.T) {
+	for _, engine := range dbtest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			cfg, address, _ := smokeConfig(t, engine, &out)
+			cfg.Workload, cfg.Jobs = Skew, 500
+			err := Run(context.Background(), address, cfg)
+			if engine == dburl.MySQL {
+				if err == nil || !strings.Contains(err.Error(), "run it on PostgreSQL") {
+					t.Errorf("skew on MySQL = %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			for _, c := range []string{"ordered", "fair"} {
+				if !regexp.MustCompile(`(?m)^bench skew/` + c + `: 1500 jobs in .* p50=\d+\.\d{3} p99=\d+\.\d{3}$`).MatchString(out.String()) {
+					t.Errorf("no summary line with waits for %s in:\n%s", c, out.String())
+				}
+			}
+			if !regexp.MustCompile(`(?m)^  skew/fair: drained at \d+\.\d\d× the ordered queue's rate$`).MatchString(out.String()) {
+				t.Errorf("no ratio line in:\n%s", out.String())
+			}
+		})
+	}
+}
+
 // smokeConfig is a small bench run, the address of a database of the
 // test's own, and the form of the engine's table-health line.
 func smokeConfig(t *testing.T, engine string, out *bytes.Buffer) (Config, string, string) {

@@ -107,6 +107,8 @@ type QueueTable struct {
 	// Lease is true in lease mode; Priority, Unique and Notify are the
 	// spec's keys.
 	Lease, Priority, Unique, Notify bool
+	// FairBy is the column claims take jobs by in turn, or "".
+	FairBy string
 	// Comment describes the queue above CREATE TABLE.
 	Comment []string
 }

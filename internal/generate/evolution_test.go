@@ -38,9 +38,9 @@ type revision struct {
 func evolve(t *testing.T, project string) []revision { return evolveOn(t, project, "") }
 
 // evolveOn is evolve with the revisions written for engine (the
-// PostgreSQL revisions with its engine key, without notify and with keep
-// for archive, which only PostgreSQL serves), or as they are when engine
-// is "".
+// PostgreSQL revisions with its engine key, without notify and fair_by
+// and with keep for archive, which only PostgreSQL serves), or as they
+// are when engine is "".
 func evolveOn(t *testing.T, project, engine string) []revision {
 	t.Helper()
 	specs, _ := filepath.Glob("../../testdata/evolution/rev*.yaml")
@@ -55,8 +55,10 @@ func evolveOn(t *testing.T, project, engine string) []revision {
 		data, _ := os.ReadFile(src)
 		if engine != "" {
 			data = notifyLine.ReplaceAll(data, nil)
-			// Only PostgreSQL archives: elsewhere the jobs are kept.
+			// Only PostgreSQL archives (elsewhere the jobs are kept) and
+			// claims fairly.
 			data = []byte(strings.ReplaceAll(string(data), "on_success: archive", "on_success: keep"))
+			data = fairLine.ReplaceAll(data, nil)
 			data = []byte(strings.Replace(string(data), "version: 1\n", "version: 1\nengine: "+engine+"\n", 1))
 		}
 		if err := os.WriteFile(specPath, data, 0o644); err != nil {
@@ -95,8 +97,12 @@ func TestEvolutionGolden(t *testing.T) {
 	t.Run("sqlserver", func(t *testing.T) { evolutionGolden(t, "sqlserver", "want_sqlserver") })
 }
 
-// notifyLine is a spec line asking for notify, which only PostgreSQL has.
-var notifyLine = regexp.MustCompile(`(?m)^ *notify: .*\n`)
+// notifyLine is a spec line asking for notify, which only PostgreSQL has;
+// fairLine one asking for fair_by, likewise.
+var (
+	notifyLine = regexp.MustCompile(`(?m)^ *notify: .*\n`)
+	fairLine   = regexp.MustCompile(`(?m)^ *fair_by: .*\n`)
+)
 
 // evolutionGolden compares the migrations the revisions emit for engine
 // with those in testdata/evolution/<dir>.

@@ -26,6 +26,9 @@ type Queue struct {
 	Nowait bool
 	// ClaimOrder is the claim's ORDER BY, matching the claim index.
 	ClaimOrder []string
+	// FairBy is the column whose values a claim takes jobs from in turn,
+	// or "" (see spec.Queue.FairBy).
+	FairBy string
 	// Delete is true when completing a job deletes its row; false keeps
 	// it in state succeeded, in its table or, with Archive, in the
 	// archive.
@@ -95,6 +98,7 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		q.ClaimOrder = append([]string{"priority DESC"}, q.ClaimOrder...)
 	}
 	q.Payload = m.payload(s, sq, q.GoName)
+	q.FairBy = sq.FairBy
 
 	mode := "lease mode: a claim is committed at once and holds the job until its lease expires"
 	if !q.Lease {
@@ -115,6 +119,7 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		Payload:  q.Payload.Columns,
 		Lease:    q.Lease,
 		Priority: sq.Priority,
+		FairBy:   sq.FairBy,
 		Unique:   sq.Unique,
 		Notify:   sq.Notify,
 		Comment:  engine.Comment(comment),

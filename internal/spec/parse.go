@@ -434,7 +434,7 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	}
 	p.keys[key] = Pos{n.Line, n.Column}
 	var havePayload, haveLease bool
-	var leaseNode, onSuccessNode, retentionNode *yaml.Node
+	var leaseNode, onSuccessNode, retentionNode, fairNode *yaml.Node
 	p.fields(n, key, map[string]func(string, *yaml.Node){
 		"name":         func(k string, v *yaml.Node) { q.Name = p.ident(v, k) },
 		"renamed_from": func(k string, v *yaml.Node) { q.RenamedFrom = p.ident(v, k) },
@@ -456,8 +456,12 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 		"max_attempts": func(k string, v *yaml.Node) { q.MaxAttempts = p.integer(v, k, 1, 10000) },
 		"backoff":      func(k string, v *yaml.Node) { p.backoff(v, k, &q.Backoff) },
 		"priority":     func(k string, v *yaml.Node) { q.Priority = p.boolean(v, k) },
-		"unique":       func(k string, v *yaml.Node) { q.Unique = p.boolean(v, k) },
-		"notify":       func(k string, v *yaml.Node) { q.Notify = p.boolean(v, k) },
+		"fair_by": func(k string, v *yaml.Node) {
+			fairNode = v
+			q.FairBy = p.ident(v, k)
+		},
+		"unique": func(k string, v *yaml.Node) { q.Unique = p.boolean(v, k) },
+		"notify": func(k string, v *yaml.Node) { q.Notify = p.boolean(v, k) },
 		"on_success": func(k string, v *yaml.Node) {
 			onSuccessNode = v
 			q.OnSuccess = OnSuccess(p.oneOf(v, k, string(OnSuccessDelete), string(OnSuccessKeep), string(OnSuccessArchive)))
@@ -510,6 +514,9 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 				q.Table, ArchiveSuffix, MaxIdentifierLength, MaxIdentifierLength-len(ArchiveSuffix)-ArchivePartitionSuffixLen)
 		}
 	}
+	if q.FairBy != "" {
+		p.checkFairBy(fairNode, key+".fair_by", q)
+	}
 	if q.Notify && len(q.Table) > MaxIdentifierLength-len("queuegen_") {
 		p.errorf(n, key+".notify", "the notification channel queuegen_%s would be longer than %d bytes; use a shorter table name", q.Table, MaxIdentifierLength)
 	}
@@ -517,6 +524,30 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 		p.errorf(n, key+".backoff", "max (%s) is less than min (%s)", q.Backoff.Max, q.Backoff.Min)
 	}
 	return q
+}
+
+// checkFairBy checks that fair_by names a payload column that can key the
+// fair claim: one of the queue's own columns, never NULL.
+func (p *parser) checkFairBy(n *yaml.Node, key string, q *Queue) {
+	if q.Payload.JSON != nil {
+		p.errorf(n, key, "fair_by names a payload column, and a JSON payload has none to index; use payload.columns")
+		return
+	}
+	if q.Priority {
+		p.errorf(n, key, "a fair claim takes each key's jobs by run_after; priority: true is not supported with fair_by yet")
+	}
+	var names []string
+	for _, c := range q.Payload.Columns {
+		if c.Name != q.FairBy {
+			names = append(names, c.Name)
+			continue
+		}
+		if c.Nullable {
+			p.errorf(n, key, "column %s is nullable; a fair claim needs a key on every job: make it NOT NULL", c.Name)
+		}
+		return
+	}
+	p.errorf(n, key, "the queue has no payload column %q (its columns: %s)", q.FairBy, strings.Join(names, ", "))
 }
 
 func (p *parser) periodic(n *yaml.Node, key string) []*Periodic {

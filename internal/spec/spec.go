@@ -165,6 +165,10 @@ type Queue struct {
 	Backoff Backoff
 	// Priority orders claims by priority (highest first) before run_after.
 	Priority bool
+	// FairBy is the payload column whose values claims take jobs from in
+	// turn (round-robin), so that one value's backlog cannot hold back the
+	// others' jobs; "" for one order across the queue.
+	FairBy string
 	// Unique enables a unique key: among unfinished jobs of this queue, at
 	// most one has a given key.
 	Unique bool

@@ -161,6 +161,82 @@ func (q *Queries) PushManyBenchAt(ctx context.Context, arg []PushManyBenchAtPara
 	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_queue"}, []string{"recipient", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchAt{rows: arg})
 }
 
+// iteratorForPushManyBenchFair implements pgx.CopyFromSource.
+type iteratorForPushManyBenchFair struct {
+	rows                 []PushManyBenchFairParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchFair) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchFair) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchFair) Err() error {
+	return nil
+}
+
+// PushManyBenchFair inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyBenchFair(ctx context.Context, arg []PushManyBenchFairParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_fair_queue"}, []string{"tenant", "n", "priority", "max_attempts"}, &iteratorForPushManyBenchFair{rows: arg})
+}
+
+// iteratorForPushManyBenchFairAt implements pgx.CopyFromSource.
+type iteratorForPushManyBenchFairAt struct {
+	rows                 []PushManyBenchFairAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchFairAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchFairAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchFairAt) Err() error {
+	return nil
+}
+
+// PushManyBenchFairAt is PushManyBenchFair with run_after given by the
+// caller.
+func (q *Queries) PushManyBenchFairAt(ctx context.Context, arg []PushManyBenchFairAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_fair_queue"}, []string{"tenant", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchFairAt{rows: arg})
+}
+
 // iteratorForPushManyBenchKept implements pgx.CopyFromSource.
 type iteratorForPushManyBenchKept struct {
 	rows                 []PushManyBenchKeptParams
@@ -311,4 +387,80 @@ func (r iteratorForPushManyBenchNotifyAt) Err() error {
 // caller.
 func (q *Queries) PushManyBenchNotifyAt(ctx context.Context, arg []PushManyBenchNotifyAtParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_notify_queue"}, []string{"recipient", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchNotifyAt{rows: arg})
+}
+
+// iteratorForPushManyBenchTenant implements pgx.CopyFromSource.
+type iteratorForPushManyBenchTenant struct {
+	rows                 []PushManyBenchTenantParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchTenant) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchTenant) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchTenant) Err() error {
+	return nil
+}
+
+// PushManyBenchTenant inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyBenchTenant(ctx context.Context, arg []PushManyBenchTenantParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_tenant_queue"}, []string{"tenant", "n", "priority", "max_attempts"}, &iteratorForPushManyBenchTenant{rows: arg})
+}
+
+// iteratorForPushManyBenchTenantAt implements pgx.CopyFromSource.
+type iteratorForPushManyBenchTenantAt struct {
+	rows                 []PushManyBenchTenantAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchTenantAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchTenantAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchTenantAt) Err() error {
+	return nil
+}
+
+// PushManyBenchTenantAt is PushManyBenchTenant with run_after given by the
+// caller.
+func (q *Queries) PushManyBenchTenantAt(ctx context.Context, arg []PushManyBenchTenantAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_tenant_queue"}, []string{"tenant", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchTenantAt{rows: arg})
 }

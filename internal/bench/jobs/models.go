@@ -45,6 +45,24 @@ type BenchArchivedRow struct {
 	N           int32
 }
 
+type BenchFairRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	Tenant      string
+	N           int32
+}
+
 type BenchKeptRow struct {
 	ID          int64
 	State       string
@@ -96,6 +114,24 @@ type BenchRow struct {
 	Errors      []string
 	UniqueKey   *string
 	Recipient   string
+	N           int32
+}
+
+type BenchTenantRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	Tenant      string
 	N           int32
 }
 

@@ -162,6 +162,81 @@ func (q *Queries) PushManyEmailAt(ctx context.Context, arg []PushManyEmailAtPara
 	return q.db.CopyFrom(ctx, []string{"email_queue"}, []string{"tenant_id", "recipient", "subject", "priority", "max_attempts", "run_after"}, &iteratorForPushManyEmailAt{rows: arg})
 }
 
+// iteratorForPushManyFair implements pgx.CopyFromSource.
+type iteratorForPushManyFair struct {
+	rows                 []PushManyFairParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyFair) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyFair) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyFair) Err() error {
+	return nil
+}
+
+// PushManyFair inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
+func (q *Queries) PushManyFair(ctx context.Context, arg []PushManyFairParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"fair_queue"}, []string{"tenant", "n", "priority", "max_attempts"}, &iteratorForPushManyFair{rows: arg})
+}
+
+// iteratorForPushManyFairAt implements pgx.CopyFromSource.
+type iteratorForPushManyFairAt struct {
+	rows                 []PushManyFairAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyFairAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyFairAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyFairAt) Err() error {
+	return nil
+}
+
+// PushManyFairAt is PushManyFair with run_after given by the caller.
+func (q *Queries) PushManyFairAt(ctx context.Context, arg []PushManyFairAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"fair_queue"}, []string{"tenant", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyFairAt{rows: arg})
+}
+
 // iteratorForPushManyImage implements pgx.CopyFromSource.
 type iteratorForPushManyImage struct {
 	rows                 []PushManyImageParams

@@ -28,6 +28,9 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 			}
 			errs = append(errs, s.ErrorAt(k, "the table name %q is a SQL Server keyword; choose another", q.Table))
 		}
+		if q.FairBy != "" {
+			errs = append(errs, s.ErrorAt(key+".fair_by", "fair_by (claims that take each key's jobs in turn) is built for PostgreSQL only so far; remove it"))
+		}
 		if q.OnSuccess == spec.OnSuccessArchive {
 			errs = append(errs, s.ErrorAt(key+".on_success", "on_success: archive (an archive table partitioned by day) is built for PostgreSQL only so far; use on_success: keep with a retention"))
 		}
