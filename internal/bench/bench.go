@@ -63,6 +63,13 @@ type Config struct {
 // Workloads are the workloads in the order "all" runs them.
 var Workloads = []string{"push", "push-many", "drain", "latency", "latency-poll", "steady"}
 
+// postgresOnly are the workloads of PostgreSQL's own features, with what
+// they measure.
+var postgresOnly = map[string]string{
+	Retention: "compares keep with archive, which is PostgreSQL's",
+	Skew:      "measures fair_by, which is PostgreSQL's",
+}
+
 // Skew is the workload that measures fair claims (fair_by) against one
 // tenant's backlog; PostgreSQL only, and not part of "all".
 const Skew = "skew"
@@ -100,6 +107,11 @@ func Run(ctx context.Context, address string, cfg Config) error {
 	d, err := dburl.Parse(address)
 	if err != nil {
 		return err
+	}
+	for _, n := range names {
+		if why := postgresOnly[n]; why != "" && d.Engine != dburl.PostgreSQL {
+			return fmt.Errorf("the %s workload %s: run it on PostgreSQL", n, why)
+		}
 	}
 	conns := max(16, cfg.Workers+8)
 	var t target

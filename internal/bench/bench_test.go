@@ -91,67 +91,54 @@ func TestDrainScaleSmoke(t *testing.T) {
 	}
 }
 
-// TestRetentionSmoke runs the retention workload on small numbers: on
-// PostgreSQL both cases' lines, the archive's leaving no dead tuples; on
-// MySQL, which has no archive, a clear refusal.
-func TestRetentionSmoke(t *testing.T) {
-	for _, engine := range dbtest.Engines {
-		t.Run(engine, func(t *testing.T) {
-			t.Parallel()
-			var out bytes.Buffer
-			cfg, address, _ := smokeConfig(t, engine, &out)
-			cfg.Workload, cfg.Jobs, cfg.Batch = Retention, 2000, 300
-			err := Run(context.Background(), address, cfg)
-			if engine == dburl.MySQL {
-				if err == nil || !strings.Contains(err.Error(), "run it on PostgreSQL") {
-					t.Errorf("retention on MySQL = %v", err)
+// TestPGOnlySmoke runs the workloads of PostgreSQL's own
+// features on small numbers: on PostgreSQL each prints its lines
+// (retention: both cases, the archive's leaving no dead tuples; skew: both
+// cases with the small tenants' waits, and the ratio line); on MySQL each
+// refuses, saying where to run it.
+func TestPGOnlySmoke(t *testing.T) {
+	for _, w := range []struct {
+		workload string
+		jobs     int
+		want     []string // regular expressions, each a line of the output
+	}{
+		{Retention, 2000, []string{
+			`^bench retention/keep: 2000 jobs in `,
+			`^bench retention/archive: 2000 jobs in `,
+			`^  retention/archive: 0 dead tuples left for vacuum; tables \d+\.\d MB → \d+\.\d MB$`,
+		}},
+		{Skew, 500, []string{
+			`^bench skew/ordered: 1500 jobs in .* p50=\d+\.\d{3} p99=\d+\.\d{3}$`,
+			`^bench skew/fair: 1500 jobs in .* p50=\d+\.\d{3} p99=\d+\.\d{3}$`,
+			`^  skew/fair: drained at \d+\.\d\d× the ordered queue's rate$`,
+		}},
+	} {
+		for _, engine := range dbtest.Engines {
+			t.Run(w.workload+"/"+engine, func(t *testing.T) {
+				t.Parallel()
+				var out bytes.Buffer
+				cfg, address, _ := smokeConfig(t, engine, &out)
+				cfg.Workload, cfg.Jobs = w.workload, w.jobs
+				if w.workload == Retention {
+					cfg.Batch = 300
 				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("%v\n%s", err, out.String())
-			}
-			for _, c := range []string{"keep", "archive"} {
-				if !regexp.MustCompile(`(?m)^bench retention/` + c + `: 2000 jobs in `).MatchString(out.String()) {
-					t.Errorf("no summary line for %s in:\n%s", c, out.String())
+				err := Run(context.Background(), address, cfg)
+				if engine == dburl.MySQL {
+					if err == nil || !strings.Contains(err.Error(), "run it on PostgreSQL") {
+						t.Errorf("%s on MySQL = %v", w.workload, err)
+					}
+					return
 				}
-			}
-			if !regexp.MustCompile(`(?m)^  retention/archive: 0 dead tuples left for vacuum; tables \d+\.\d MB → \d+\.\d MB$`).MatchString(out.String()) {
-				t.Errorf("the archive's purge left dead tuples, or no line says:\n%s", out.String())
-			}
-		})
-	}
-}
-
-// TestSkewSmoke runs the skew workload on small numbers: on PostgreSQL
-// both cases' lines, with the small tenants' waits, and the ratio line; on
-// MySQL, which has no fair claims, a clear refusal.
-func TestSkewSmoke(t *testing.T) {
-	for _, engine := range dbtest.Engines {
-		t.Run(engine, func(t *testing.T) {
-			t.Parallel()
-			var out bytes.Buffer
-			cfg, address, _ := smokeConfig(t, engine, &out)
-			cfg.Workload, cfg.Jobs = Skew, 500
-			err := Run(context.Background(), address, cfg)
-			if engine == dburl.MySQL {
-				if err == nil || !strings.Contains(err.Error(), "run it on PostgreSQL") {
-					t.Errorf("skew on MySQL = %v", err)
+				if err != nil {
+					t.Fatalf("%v\n%s", err, out.String())
 				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("%v\n%s", err, out.String())
-			}
-			for _, c := range []string{"ordered", "fair"} {
-				if !regexp.MustCompile(`(?m)^bench skew/` + c + `: 1500 jobs in .* p50=\d+\.\d{3} p99=\d+\.\d{3}$`).MatchString(out.String()) {
-					t.Errorf("no summary line with waits for %s in:\n%s", c, out.String())
+				for _, line := range w.want {
+					if !regexp.MustCompile(`(?m)` + line).MatchString(out.String()) {
+						t.Errorf("no line %s in:\n%s", line, out.String())
+					}
 				}
-			}
-			if !regexp.MustCompile(`(?m)^  skew/fair: drained at \d+\.\d\d× the ordered queue's rate$`).MatchString(out.String()) {
-				t.Errorf("no ratio line in:\n%s", out.String())
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -30,8 +30,8 @@ type retentionTarget interface {
 // whole. Each prints its summary line and the dead tuples and size left.
 func runRetention(ctx context.Context, t target, cfg Config) error {
 	rt, ok := t.(retentionTarget)
-	if !ok {
-		return errors.New("the retention workload compares keep with archive, which is PostgreSQL's: run it on PostgreSQL")
+	if !ok { // Run refuses it first
+		return errors.New("the retention workload " + postgresOnly[Retention])
 	}
 	for _, archive := range []bool{false, true} {
 		name := "retention/keep"

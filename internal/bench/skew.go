@@ -35,8 +35,8 @@ const skewTenants, skewEach = 50, 20
 // ordered one.
 func runSkew(ctx context.Context, t target, cfg Config) error {
 	st, ok := t.(skewTarget)
-	if !ok {
-		return errors.New("the skew workload measures fair_by, which is PostgreSQL's: run it on PostgreSQL")
+	if !ok { // Run refuses it first
+		return errors.New("the skew workload " + postgresOnly[Skew])
 	}
 	rates := map[bool]float64{}
 	for _, fair := range []bool{false, true} {
