@@ -128,7 +128,7 @@ func Build(s *spec.Spec) (*Model, error) {
 		if q.Archive != nil {
 			m.Renames = append(m.Renames, Rename{m.Schema, q.Archive.Name, q.ArchiveRowType})
 		}
-		for _, name := range GoNames(q.GoName) {
+		for _, name := range GoNames(q.GoName, q.Archive != nil) {
 			prev, taken := owner[name]
 			if !taken {
 				owner[name] = q
@@ -212,12 +212,18 @@ func (m *Model) checkNames(s *spec.Spec) spec.Errors {
 
 // GoNames are the package-level Go names generated for a queue whose Go
 // name is g: the accessor's types and constants, and sqlc's query methods
-// with their parameter and row types.
-func GoNames(g string) []string {
-	names := []string{g + "Queue", g + "Payload", g + "Row", g + "ArchiveRow", g + "MaxAttempts", g + "Lease", g + "Backoff", g + "RetainSucceeded", g + "RetainDead"}
-	for _, op := range []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "FailManyAt", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "GetArchived", "Paused", "SetPaused", "Depth", "DepthAtMost", "Purge", "AdvanceTick", "Defaults",
+// with their parameter and row types (with an archive, its row type and
+// query too).
+func GoNames(g string, archive bool) []string {
+	names := []string{g + "Queue", g + "Payload", g + "Row", g + "MaxAttempts", g + "Lease", g + "Backoff", g + "RetainSucceeded", g + "RetainDead"}
+	ops := []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "FailManyAt", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth", "DepthAtMost", "Purge", "AdvanceTick", "Defaults",
 		// MySQL's claims, failures and maintenance are several statements.
-		"ClaimExpired", "ClaimDue", "Lease", "Attempt", "Held", "Now", "LockMaintenance", "Doomed"} {
+		"ClaimExpired", "ClaimDue", "Lease", "Attempt", "Held", "Now", "LockMaintenance", "Doomed"}
+	if archive {
+		names = append(names, g+"ArchiveRow")
+		ops = append(ops, "GetArchived")
+	}
+	for _, op := range ops {
 		names = append(names, op+g, op+g+"Params", op+g+"Row")
 	}
 	return append(names, "PushMany"+g+"At", "PushMany"+g+"AtParams")

@@ -66,3 +66,29 @@ queues:
 		t.Errorf("colliding derived names: %v", err)
 	}
 }
+
+// TestArchiveGoNames: a queue's archive row type is reserved only when it
+// archives: queues email and email_archive stand side by side until email
+// archives, and then email_archive's row type would be email's archive's.
+func TestArchiveGoNames(t *testing.T) {
+	spec := func(onSuccess string) string {
+		return `version: 1
+package: {name: jobs, dir: jobs}
+migrations: m
+queries: q
+queues:
+  - name: email
+    ` + onSuccess + `
+    payload: {columns: {n: integer}}
+  - name: email_archive
+    payload: {columns: {n: integer}}
+`
+	}
+	if err := build(t, spec("on_success: keep")); err != nil {
+		t.Errorf("email and email_archive without an archive: %v", err)
+	}
+	err := build(t, spec("on_success: archive\n    retention: {succeeded: 7d}"))
+	if err == nil || !strings.Contains(err.Error(), "the generated Go name EmailArchiveRow is also generated for queue \"email\"") {
+		t.Errorf("email archiving beside email_archive: %v", err)
+	}
+}
