@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/queue"
 )
 
 //go:embed db/migrations/*.sql
@@ -251,4 +252,19 @@ func (cfg Config) notes() io.Writer {
 		return cfg.Progress
 	}
 	return cfg.Out
+}
+
+// pushInBatches pushes jobs 0 to n-1, made by payload, with pushMany, size
+// jobs a call: how the workloads fill a queue before they time anything.
+func pushInBatches[P any](ctx context.Context, n, size int, payload func(i int) P, pushMany func(context.Context, []P, ...queue.PushOption) (int64, error)) error {
+	for from := 0; from < n; from += size {
+		batch := make([]P, 0, min(size, n-from))
+		for i := from; i < min(from+size, n); i++ {
+			batch = append(batch, payload(i))
+		}
+		if _, err := pushMany(ctx, batch); err != nil {
+			return err
+		}
+	}
+	return nil
 }

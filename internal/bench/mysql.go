@@ -104,10 +104,8 @@ func (t *myTarget) pushMany(ctx context.Context, from, to int64) (int64, error) 
 }
 
 func (t *myTarget) fill(ctx context.Context, n int) error {
-	for i := 0; i < n; i += 1000 {
-		if _, err := t.pushMany(ctx, int64(i), int64(min(i+1000, n))); err != nil {
-			return err
-		}
+	if err := pushInBatches(ctx, n, 1000, func(i int) myjobs.BenchPayload { return myPayload(int64(i)) }, myjobs.NewBenchQueue(t.db).PushMany); err != nil {
+		return err
 	}
 	_, err := t.db.ExecContext(ctx, "ANALYZE TABLE bench_queue")
 	return err
@@ -171,15 +169,9 @@ LIMIT ?`, myjobs.BenchKeptMaxAttempts, min(10000, finished-i)); err != nil {
 			return err
 		}
 	}
-	q := myjobs.NewBenchKeptQueue(t.db)
-	for i := 0; i < queued; i += 1000 {
-		batch := make([]myjobs.BenchKeptPayload, 0, 1000)
-		for n := i; n < min(i+1000, queued); n++ {
-			batch = append(batch, myjobs.BenchKeptPayload(myPayload(int64(n))))
-		}
-		if _, err := q.PushMany(ctx, batch); err != nil {
-			return err
-		}
+	if err := pushInBatches(ctx, queued, 1000, func(i int) myjobs.BenchKeptPayload { return myjobs.BenchKeptPayload(myPayload(int64(i))) },
+		myjobs.NewBenchKeptQueue(t.db).PushMany); err != nil {
+		return err
 	}
 	_, err := t.db.ExecContext(ctx, "ANALYZE TABLE bench_kept_queue")
 	return err

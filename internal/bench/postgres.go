@@ -97,10 +97,8 @@ func (t *pgTarget) pushMany(ctx context.Context, from, to int64) (int64, error) 
 }
 
 func (t *pgTarget) fill(ctx context.Context, n int) error {
-	for i := 0; i < n; i += 10000 {
-		if _, err := t.pushMany(ctx, int64(i), int64(min(i+10000, n))); err != nil {
-			return err
-		}
+	if err := pushInBatches(ctx, n, 10000, func(i int) jobs.BenchPayload { return payload(int64(i)) }, jobs.NewBenchQueue(t.pool).PushMany); err != nil {
+		return err
 	}
 	_, err := t.pool.Exec(ctx, "VACUUM ANALYZE "+Schema+".bench_queue")
 	return err
@@ -192,15 +190,9 @@ func (t *pgTarget) fillKept(ctx context.Context, finished, queued int) error {
 SELECT 'succeeded', 1, $1, now(), now(), 'a@example.com', g FROM generate_series(1, $2) AS g`, jobs.BenchKeptMaxAttempts, finished); err != nil {
 		return err
 	}
-	q := jobs.NewBenchKeptQueue(t.pool)
-	for i := 0; i < queued; i += 10000 {
-		batch := make([]jobs.BenchKeptPayload, 0, 10000)
-		for n := i; n < min(i+10000, queued); n++ {
-			batch = append(batch, jobs.BenchKeptPayload(payload(int64(n))))
-		}
-		if _, err := q.PushMany(ctx, batch); err != nil {
-			return err
-		}
+	if err := pushInBatches(ctx, queued, 10000, func(i int) jobs.BenchKeptPayload { return jobs.BenchKeptPayload(payload(int64(i))) },
+		jobs.NewBenchKeptQueue(t.pool).PushMany); err != nil {
+		return err
 	}
 	_, err := t.pool.Exec(ctx, "VACUUM ANALYZE "+Schema+".bench_kept_queue")
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/queuegen/queuegen/queue"
@@ -34,6 +35,11 @@ func runDrainScale(ctx context.Context, t target, cfg Config) error {
 	kept := func(opts ...queue.WorkerOption) (runner, func(), error) {
 		return t.keptWorker(ctx, opts...), func() {}, nil
 	}
+	for _, b := range cfg.Backlogs {
+		if b < cfg.Jobs {
+			return fmt.Errorf("backlog %d is smaller than the %d jobs each case drains", b, cfg.Jobs)
+		}
+	}
 	type scenario struct {
 		name    string
 		fill    func() error
@@ -50,11 +56,6 @@ func runDrainScale(ctx context.Context, t target, cfg Config) error {
 		scenario{name: fmt.Sprintf("kept-%d", cfg.Kept), fill: func() error { return t.fillKept(ctx, cfg.Kept, cfg.Jobs) }, keptQ: true, against: "kept-0"},
 		scenario{name: fmt.Sprintf("snapshot-%gs", cfg.Hold.Seconds()), fill: func() error { return t.fill(ctx, cfg.Jobs) }, against: "base", hold: true},
 	)
-	for _, b := range cfg.Backlogs {
-		if b < cfg.Jobs {
-			return fmt.Errorf("backlog %d is smaller than the %d jobs each case drains", b, cfg.Jobs)
-		}
-	}
 	rates := map[string]float64{}
 	var bars []bar
 	for _, c := range cases {
@@ -70,13 +71,16 @@ func runDrainScale(ctx context.Context, t target, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		var release func()
+		release := func() {}
 		if c.hold {
-			if release, err = t.holdSnapshot(ctx); err != nil {
+			hold, err := t.holdSnapshot(ctx)
+			if err != nil {
 				return err
 			}
-			timer := time.AfterFunc(cfg.Hold, release)
-			defer timer.Stop()
+			// Released by the timer or after the drain, whichever comes
+			// first.
+			release = sync.OnceFunc(hold)
+			defer time.AfterFunc(cfg.Hold, release).Stop()
 		}
 		newWorker := plain
 		if c.keptQ {
@@ -84,9 +88,7 @@ func runDrainScale(ctx context.Context, t target, cfg Config) error {
 		}
 		name := "drain-scale/" + c.name
 		took, err := drainTimed(ctx, cfg, name, cfg.Jobs, newWorker)
-		if release != nil {
-			release()
-		}
+		release()
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}

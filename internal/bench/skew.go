@@ -87,27 +87,12 @@ func runSkew(ctx context.Context, t target, cfg Config) error {
 }
 
 func (t *pgTarget) pushTenant(ctx context.Context, fair bool, tenant string, n int) error {
-	for i := 0; i < n; i += 10000 {
-		k := min(10000, n-i)
-		var err error
-		if fair {
-			batch := make([]jobs.BenchFairPayload, k)
-			for j := range batch {
-				batch[j] = jobs.BenchFairPayload{Tenant: tenant, N: int32(i + j)}
-			}
-			_, err = jobs.NewBenchFairQueue(t.pool).PushMany(ctx, batch)
-		} else {
-			batch := make([]jobs.BenchTenantPayload, k)
-			for j := range batch {
-				batch[j] = jobs.BenchTenantPayload{Tenant: tenant, N: int32(i + j)}
-			}
-			_, err = jobs.NewBenchTenantQueue(t.pool).PushMany(ctx, batch)
-		}
-		if err != nil {
-			return err
-		}
+	if fair {
+		return pushInBatches(ctx, n, 10000, func(i int) jobs.BenchFairPayload { return jobs.BenchFairPayload{Tenant: tenant, N: int32(i)} },
+			jobs.NewBenchFairQueue(t.pool).PushMany)
 	}
-	return nil
+	return pushInBatches(ctx, n, 10000, func(i int) jobs.BenchTenantPayload { return jobs.BenchTenantPayload{Tenant: tenant, N: int32(i)} },
+		jobs.NewBenchTenantQueue(t.pool).PushMany)
 }
 
 func (t *pgTarget) tenantWorker(fair bool, started func(tenant string), opts ...queue.WorkerOption) runner {

@@ -252,29 +252,48 @@ func (d *differ) base() {
 	}
 }
 
-// buildTable creates a queue table with its trigger and indexes (built in
-// the migration's transaction: the table is new and empty).
-func (d *differ) buildTable(t *catalog.Table) []string {
-	out := []string{d.ddl.CreateTable(t)}
+// buildTable creates a queue table (or an archive) with its default
+// partition where it is partitioned, its trigger and its indexes (built in
+// the migration's transaction: the table is new and empty). The first
+// step creates the table; the default partition's is left out of the
+// schema file.
+func (d *differ) buildTable(t *catalog.Table) []step {
+	out := []step{{up: d.ddl.CreateTable(t)}}
+	if p, ok := d.ddl.(engine.Partitioner); ok && t.PartitionBy != "" {
+		out = append(out, step{up: p.CreateDefaultPartition(t), notInSchema: true})
+	}
 	if t.NotifyTrigger != "" {
-		out = append(out, d.ddl.CreateTrigger(t))
+		out = append(out, step{up: d.ddl.CreateTrigger(t)})
 	}
 	for _, i := range t.Indexes {
 		// An engine may declare every index in CREATE TABLE (CreateIndex
 		// is then empty).
 		if s := d.ddl.CreateIndex(t, i); !i.InTable() && s != "" {
-			out = append(out, s)
+			out = append(out, step{up: s})
 		}
 	}
 	return out
 }
 
-func (d *differ) createQueue(q *catalog.Queue) {
-	build := d.buildTable(q.Table)
-	d.add(build[0], d.ddl.DropTable(q.Table))
-	for _, s := range build[1:] {
-		d.add(s, "")
+// build adds buildTable's steps, undone by dropping the table.
+func (d *differ) build(t *catalog.Table) {
+	steps := d.buildTable(t)
+	steps[0].down = d.ddl.DropTable(t)
+	d.steps = append(d.steps, steps...)
+}
+
+// drop drops t, undone by building it again, empty: what drops a queue's
+// table or its archive.
+func (d *differ) drop(t *catalog.Table, what string) {
+	var ups []string
+	for _, s := range d.buildTable(t) {
+		ups = append(ups, s.up)
 	}
+	d.add(d.ddl.DropTable(t), "-- The "+what+" comes back empty: Down cannot bring back the jobs Up dropped.\n"+strings.Join(ups, "\n\n"))
+}
+
+func (d *differ) createQueue(q *catalog.Queue) {
+	d.build(q.Table)
 	d.addData(d.ddl.Register(q), d.ddl.Unregister(q.Name))
 	d.note("create_"+q.Table.Name, fmt.Sprintf("add queue %s (table %s)", q.Name, q.Table.Name))
 	if q.Archive != nil {
@@ -282,17 +301,9 @@ func (d *differ) createQueue(q *catalog.Queue) {
 	}
 }
 
-// createArchive creates q's archive table, empty, with its default
-// partition.
+// createArchive creates q's archive table, empty.
 func (d *differ) createArchive(q *catalog.Queue) {
-	build := d.buildTable(q.Archive)
-	d.add(build[0], d.ddl.DropTable(q.Archive))
-	if p, ok := d.ddl.(engine.Partitioner); ok {
-		d.steps = append(d.steps, step{up: p.CreateDefaultPartition(q.Archive), notInSchema: true})
-	}
-	for _, s := range build[1:] {
-		d.add(s, "")
-	}
+	d.build(q.Archive)
 	d.note("create_"+q.Archive.Name, fmt.Sprintf("queue %s: archive completed jobs in table %s, partitioned by day", q.Name, q.Archive.Name))
 }
 
@@ -303,12 +314,7 @@ func (d *differ) dropArchive(oq *catalog.Queue, why string) {
 		d.refuse("drop archive "+oq.Archive.Name, why+", and dropping it loses the jobs archived in it", allowDrop)
 		return
 	}
-	build := d.buildTable(oq.Archive)
-	if p, ok := d.ddl.(engine.Partitioner); ok {
-		build = slices.Insert(build, 1, p.CreateDefaultPartition(oq.Archive))
-	}
-	d.add(d.ddl.DropTable(oq.Archive),
-		"-- The archive comes back empty: Down cannot bring back the jobs Up dropped.\n"+strings.Join(build, "\n\n"))
+	d.drop(oq.Archive, "archive")
 	d.note("drop_"+oq.Archive.Name, fmt.Sprintf("drop archive %s of queue %s", oq.Archive.Name, oq.Name))
 }
 
@@ -344,8 +350,7 @@ func (d *differ) dropQueue(oq *catalog.Queue) {
 		d.dropArchive(oq, fmt.Sprintf("queue %s is dropped", oq.Name))
 	}
 	d.addData(d.ddl.Unregister(oq.Name), d.ddl.Register(oq))
-	d.add(d.ddl.DropTable(oq.Table),
-		"-- The table comes back empty: Down cannot bring back the jobs Up dropped.\n"+strings.Join(d.buildTable(oq.Table), "\n\n"))
+	d.drop(oq.Table, "table")
 	d.note("drop_"+oq.Table.Name, fmt.Sprintf("drop queue %s (table %s)", oq.Name, oq.Table.Name))
 }
 

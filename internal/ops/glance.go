@@ -38,7 +38,9 @@ var GlanceStates = [6]string{"available", "scheduled", "retrying", "running", "s
 
 // Glance reads q's counts within about budget (see Glance).
 func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glance, error) {
-	g, _, err := c.glance(ctx, q, budget)
+	s, err := c.statsWithin(ctx, q, budget)
+	g := Glance{Queue: q, Counts: [6]int64{s.Ready, s.Scheduled, s.Retrying, s.Running, s.Succeeded, s.Dead},
+		Estimated: s.Estimated, OldestAge: time.Duration(s.OldestAge * float64(time.Second)), OldestKnown: !s.OldestUnknown}
 	return g, err
 }
 
@@ -46,57 +48,44 @@ func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glanc
 // counted exactly where Glance can within budget, and otherwise its
 // Stats hold the planner's estimates, marked Estimated (see Stats).
 func (c *Conn) QueueStatsWithin(ctx context.Context, budget time.Duration) ([]Stats, error) {
-	qs, err := c.Queues(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Stats, 0, len(qs))
-	for _, q := range qs {
-		_, s, err := c.glance(ctx, q, budget)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return c.eachQueue(ctx, func(q Queue) (Stats, error) { return c.statsWithin(ctx, q, budget) })
 }
 
-// glance is Glance and the same counts as Stats: exact, with the claims
-// per second, or estimated.
-func (c *Conn) glance(ctx context.Context, q Queue, budget time.Duration) (Glance, Stats, error) {
-	g, s := Glance{Queue: q}, Stats{Queue: q.Name, Paused: q.Paused}
+// statsWithin is q's Stats, counted exactly (with the claims per second)
+// when one statement can count them within budget, else the planner's
+// estimates, marked Estimated.
+func (c *Conn) statsWithin(ctx context.Context, q Queue, budget time.Duration) (Stats, error) {
+	s := Stats{Queue: q.Name, Paused: q.Paused}
 	rows, err := c.b.rows(ctx, q) // its errors name the queue
 	if err != nil {
-		return g, s, err
+		return s, err
 	}
 	if float64(rows) <= budget.Seconds()*countRate {
 		exact, err := c.b.statsWithin(ctx, q, budget, &s)
-		if err != nil {
-			return g, s, fmt.Errorf("queue %s: %w", q.Name, err)
-		}
-		if exact {
-			g.Counts = [6]int64{s.Ready, s.Scheduled, s.Retrying, s.Running, s.Succeeded, s.Dead}
-			g.OldestAge, g.OldestKnown = time.Duration(s.OldestAge*float64(time.Second)), true
-			return g, s, nil
+		if err != nil || exact {
+			return s, queueErr(q, err)
 		}
 	}
-	g.Estimated = true
-	for i, state := range GlanceStates {
-		if g.Counts[i], err = c.b.estimate(ctx, q, state); err != nil {
-			return g, s, fmt.Errorf("queue %s: estimating the %s jobs: %w", q.Name, state, err)
+	s = Stats{Queue: q.Name, Paused: q.Paused, Estimated: true}
+	for i, n := range []*int64{&s.Ready, &s.Scheduled, &s.Retrying, &s.Running, &s.Succeeded, &s.Dead} {
+		if *n, err = c.b.estimate(ctx, q, GlanceStates[i]); err != nil {
+			return s, fmt.Errorf("queue %s: estimating the %s jobs: %w", q.Name, GlanceStates[i], err)
 		}
 	}
 	// An index probe where the claim index leads with run_after; where
 	// it leads with priority, a scan that a fifth of the budget rarely
 	// covers, and then the age is unknown.
-	g.OldestAge, g.OldestKnown, err = c.b.oldestWithin(ctx, q, budget/5)
-	if err != nil {
-		return g, s, fmt.Errorf("queue %s: %w", q.Name, err)
+	age, known, err := c.b.oldestWithin(ctx, q, budget/5)
+	s.OldestAge, s.OldestUnknown = age.Seconds(), !known
+	return s, queueErr(q, err)
+}
+
+// queueErr names q in err, if there is one.
+func queueErr(q Queue, err error) error {
+	if err == nil {
+		return nil
 	}
-	s = Stats{Queue: q.Name, Paused: q.Paused, Estimated: true,
-		Ready: g.Counts[0], Scheduled: g.Counts[1], Retrying: g.Counts[2], Running: g.Counts[3], Succeeded: g.Counts[4], Dead: g.Counts[5],
-		OldestAge: g.OldestAge.Seconds(), OldestUnknown: !g.OldestKnown}
-	return g, s, nil
+	return fmt.Errorf("queue %s: %w", q.Name, err)
 }
 
 // countRate is how many rows a second one statement counts, about, on a

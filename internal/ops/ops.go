@@ -212,15 +212,24 @@ type Stats struct {
 
 // QueueStats reads the counts of every registered queue.
 func (c *Conn) QueueStats(ctx context.Context) ([]Stats, error) {
+	return c.eachQueue(ctx, func(q Queue) (Stats, error) {
+		s := Stats{Queue: q.Name, Paused: q.Paused}
+		return s, queueErr(q, c.b.stats(ctx, q, &s))
+	})
+}
+
+// eachQueue is the Stats stats reads of every registered queue, in the
+// registry's order.
+func (c *Conn) eachQueue(ctx context.Context, stats func(Queue) (Stats, error)) ([]Stats, error) {
 	qs, err := c.Queues(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Stats, 0, len(qs))
 	for _, q := range qs {
-		s := Stats{Queue: q.Name, Paused: q.Paused}
-		if err := c.b.stats(ctx, q, &s); err != nil {
-			return nil, fmt.Errorf("queue %s: %w", q.Name, err)
+		s, err := stats(q)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, s)
 	}

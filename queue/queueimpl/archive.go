@@ -26,6 +26,9 @@ type Archive struct {
 	Retain time.Duration
 }
 
+// partitionDayFormat is the day in a daily partition's name.
+const partitionDayFormat = "20060102"
+
 // archiveAhead is how many days after today Maintain makes partitions for,
 // so that a node down for a day or two does not leave completions to the
 // default partition.
@@ -77,7 +80,7 @@ WHERE i.inhparent = $1::regclass`, parent)
 		if !ok {
 			continue
 		}
-		have[day.Format("20060102")] = true
+		have[day.Format(partitionDayFormat)] = true
 		if day.AddDate(0, 0, 1).After(cutoff) {
 			continue
 		}
@@ -94,17 +97,18 @@ WHERE i.inhparent = $1::regclass`, parent)
 	today := now.UTC().Truncate(24 * time.Hour)
 	for i := range archiveAhead + 1 {
 		day := today.AddDate(0, 0, i)
-		if have[day.Format("20060102")] {
+		if have[day.Format(partitionDayFormat)] {
 			continue
 		}
 		if err := a.createPartition(ctx, tx, parent, day); err != nil {
 			return 0, err
 		}
 	}
+	def := pgx.Identifier{a.Schema, a.Table + "_default"}.Sanitize()
 	tag, err := tx.Exec(ctx, `WITH doomed AS (
-    SELECT id FROM `+pgx.Identifier{a.Schema, a.Table + "_default"}.Sanitize()+` WHERE finished_at < $1 LIMIT $2
+    SELECT id FROM `+def+` WHERE finished_at < $1 LIMIT $2
 )
-DELETE FROM `+pgx.Identifier{a.Schema, a.Table + "_default"}.Sanitize()+` AS job USING doomed WHERE job.id = doomed.id`, cutoff, limit)
+DELETE FROM `+def+` AS job USING doomed WHERE job.id = doomed.id`, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("archive %s: deleting from the default partition: %w", a.Table, err)
 	}
@@ -120,7 +124,7 @@ func (a Archive) createPartition(ctx context.Context, tx pgx.Tx, parent string, 
 	if err != nil {
 		return err
 	}
-	name := a.Table + "_p" + day.Format("20060102")
+	name := a.Table + "_p" + day.Format(partitionDayFormat)
 	_, err = sp.Exec(ctx, fmt.Sprintf("CREATE TABLE %s PARTITION OF %s FOR VALUES FROM ('%s') TO ('%s')",
 		pgx.Identifier{a.Schema, name}.Sanitize(), parent, day.Format("2006-01-02 15:04:05Z07:00"), day.AddDate(0, 0, 1).Format("2006-01-02 15:04:05Z07:00")))
 	var pgErr *pgconn.PgError
@@ -139,9 +143,9 @@ func (a Archive) createPartition(ctx context.Context, tx pgx.Tx, parent string, 
 // rename).
 func partitionDay(name string) (time.Time, bool) {
 	i := strings.LastIndex(name, "_p")
-	if i < 0 || len(name)-i != len("_p20060102") {
+	if i < 0 || len(name)-i != len("_p")+len(partitionDayFormat) {
 		return time.Time{}, false
 	}
-	day, err := time.Parse("20060102", name[i+2:])
+	day, err := time.Parse(partitionDayFormat, name[i+2:])
 	return day, err == nil
 }
