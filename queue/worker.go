@@ -272,9 +272,12 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 		for _, job := range jobs {
 			w.start(jobsCtx, job)
 		}
+		limited, isLimited := w.q.(limitedQueue)
 		switch {
 		case len(jobs) == n:
 			continue // a full batch: there may be more at once
+		case isLimited && heldBack(ctx, limited):
+			wait = min(w.cfg.limitPoll, w.cfg.pollInterval)
 		case len(jobs) > 0:
 			wait = w.cfg.cooldown // jobs are arriving: look again soon
 		default:

@@ -17,6 +17,7 @@ type workerConfig struct {
 	claimers        int
 	maxClaim        int
 	pollInterval    time.Duration
+	limitPoll       time.Duration
 	cooldown        time.Duration
 	pauseInterval   time.Duration
 	flushInterval   time.Duration
@@ -45,6 +46,7 @@ func newWorkerConfig(opts []WorkerOption, concurrency int) workerConfig {
 		claimers:        1,
 		maxClaim:        100,
 		pollInterval:    time.Second,
+		limitPoll:       25 * time.Millisecond,
 		cooldown:        10 * time.Millisecond,
 		pauseInterval:   time.Second,
 		flushInterval:   5 * time.Millisecond,
@@ -94,6 +96,14 @@ func MaxClaim(n int) WorkerOption { return func(c *workerConfig) { c.maxClaim = 
 // 1s). With a Listener, pushes wake it at once and polling only finds
 // scheduled and retried jobs.
 func PollInterval(d time.Duration) WorkerOption { return func(c *workerConfig) { c.pollInterval = d } }
+
+// LimitPollInterval is how often a worker of a queue with limits claims
+// again while its claims come back short and due jobs wait (default
+// 25ms): the limits held them back, and slots free up on other nodes
+// without notice. Never longer than PollInterval.
+func LimitPollInterval(d time.Duration) WorkerOption {
+	return func(c *workerConfig) { c.limitPoll = d }
+}
 
 // FetchCooldown is how long a worker waits before claiming again after a
 // claim that found some jobs but fewer than it asked for (default 10ms):

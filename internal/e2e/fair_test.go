@@ -104,33 +104,51 @@ func TestFairClaimsConcurrently(t *testing.T) {
 	}
 }
 
-// TestFairClaimUsesIndexes: the fair claim's plan reads the fair index (and
-// the lease index), never the whole table, on a table of 100 tenants.
-func TestFairClaimUsesIndexes(t *testing.T) {
+// TestFairAndLimitedClaimsUseIndexes: the claims of queues fair, limited
+// and capped, each over 50,000 queued jobs of 100 tenants with 20 leased,
+// read indexes (the fair or claim index, and the lease index), never a
+// whole table.
+func TestFairAndLimitedClaimsUseIndexes(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db := migrated(t)
-	if _, err := db.Exec(ctx, `INSERT INTO fair_queue (tenant, n, max_attempts) SELECT 't' || (g % 100), g, 3 FROM generate_series(1, 50000) AS g`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(ctx, "ANALYZE fair_queue"); err != nil {
-		t.Fatal(err)
-	}
-	// The claim as sqlc compiled it; parameters in sqlc's order (that of
-	// ClaimFairParams): now, node, lease, max.
-	sql := querySQL(t, "jobs/fair.sql.go", "claimFair")
-	rows, err := db.Query(ctx, "EXPLAIN "+sql, nil, "node", 30*time.Second, 500)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		rows.Scan(&line)
-		plan = append(plan, line)
-	}
-	text := strings.Join(plan, "\n")
-	if strings.Contains(text, "Seq Scan on fair_queue") || !strings.Contains(text, "fair_queue_fair_idx") {
-		t.Errorf("the fair claim reads the table or not the fair index:\n%s", text)
+	for _, c := range []struct {
+		table, goFile, query, fill, index string
+	}{
+		{"fair_queue", "jobs/fair.sql.go", "claimFair", "tenant, n", "fair_queue_fair_idx"},
+		{"limited_queue", "jobs/limited.sql.go", "claimLimited", "tenant, n", "limited_queue_fair_idx"},
+		{"capped_queue", "jobs/capped.sql.go", "claimCapped", "n", "capped_queue_claim_idx"},
+	} {
+		t.Run(c.table, func(t *testing.T) {
+			ctx := context.Background()
+			values := "'t' || (g % 100), g"
+			if c.fill == "n" {
+				values = "g"
+			}
+			for _, sql := range []string{
+				`INSERT INTO ` + c.table + ` (` + c.fill + `, max_attempts) SELECT ` + values + `, 3 FROM generate_series(1, 50000) AS g`,
+				`UPDATE ` + c.table + ` SET state = 'running', attempt = 1, locked_by = 'n', locked_until = now() + interval '1 minute' WHERE id <= 20`,
+				`ANALYZE ` + c.table,
+			} {
+				if _, err := db.Exec(ctx, sql); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The claim as sqlc compiled it; parameters in sqlc's order
+			// (that of the Claim…Params): now, node, lease, max.
+			rows, err := db.Query(ctx, "EXPLAIN "+querySQL(t, c.goFile, c.query), nil, "node", 30*time.Second, 500)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plan []string
+			for rows.Next() {
+				var line string
+				rows.Scan(&line)
+				plan = append(plan, line)
+			}
+			text := strings.Join(plan, "\n")
+			if strings.Contains(text, "Seq Scan on "+c.table) || !strings.Contains(text, c.index) {
+				t.Errorf("the claim reads the table, or not %s:\n%s", c.index, text)
+			}
+		})
 	}
 }

@@ -283,3 +283,20 @@ func names() []string {
 	sort.Strings(names)
 	return names
 }
+
+// PostgreSQLOnly refuses, at their keys, the features of queue q that are
+// built for PostgreSQL alone so far: fair claims, concurrency limits and
+// the archive. Engines other than PostgreSQL call it from Check.
+func PostgreSQLOnly(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
+	var errs spec.Errors
+	if q.FairBy != "" {
+		errs = append(errs, s.ErrorAt(key+".fair_by", "fair_by (claims that take each key's jobs in turn) is built for PostgreSQL only so far; remove it"))
+	}
+	if q.Limits.Set() {
+		errs = append(errs, s.ErrorAt(key+".limits", "limits (concurrency limits held by the claim) are built for PostgreSQL only so far; remove them"))
+	}
+	if q.OnSuccess == spec.OnSuccessArchive {
+		errs = append(errs, s.ErrorAt(key+".on_success", "on_success: archive (an archive table partitioned by day) is built for PostgreSQL only so far; use on_success: keep with a retention"))
+	}
+	return errs
+}

@@ -38,7 +38,7 @@ type revision struct {
 func evolve(t *testing.T, project string) []revision { return evolveOn(t, project, "") }
 
 // evolveOn is evolve with the revisions written for engine (the
-// PostgreSQL revisions with its engine key, without notify and fair_by
+// PostgreSQL revisions with its engine key, without notify, fair_by and limits
 // and with keep for archive, which only PostgreSQL serves), or as they
 // are when engine is "".
 func evolveOn(t *testing.T, project, engine string) []revision {
@@ -59,6 +59,7 @@ func evolveOn(t *testing.T, project, engine string) []revision {
 			// claims fairly.
 			data = []byte(strings.ReplaceAll(string(data), "on_success: archive", "on_success: keep"))
 			data = fairLine.ReplaceAll(data, nil)
+			data = limitsLine.ReplaceAll(data, nil)
 			data = []byte(strings.Replace(string(data), "version: 1\n", "version: 1\nengine: "+engine+"\n", 1))
 		}
 		if err := os.WriteFile(specPath, data, 0o644); err != nil {
@@ -98,10 +99,11 @@ func TestEvolutionGolden(t *testing.T) {
 }
 
 // notifyLine is a spec line asking for notify, which only PostgreSQL has;
-// fairLine one asking for fair_by, likewise.
+// fairLine and limitsLine ask for fair_by and limits, likewise.
 var (
 	notifyLine = regexp.MustCompile(`(?m)^ *notify: .*\n`)
 	fairLine   = regexp.MustCompile(`(?m)^ *fair_by: .*\n`)
+	limitsLine = regexp.MustCompile(`(?m)^ *limits: .*\n`)
 )
 
 // evolutionGolden compares the migrations the revisions emit for engine
@@ -409,6 +411,12 @@ func claimAll(t *testing.T, conn *pgx.Conn, project string, q *model.Queue) int 
 		total += n
 		if !q.Lease {
 			return total // transaction mode: claimed rows stay available; one pass counts them
+		}
+		if q.Limited() {
+			// Finish the batch, freeing its slots for the next.
+			if _, err := conn.Exec(ctx, "UPDATE "+q.QName+" SET state = 'succeeded', finished_at = now(), locked_by = NULL, locked_until = NULL WHERE state = 'running'"); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

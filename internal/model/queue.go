@@ -29,6 +29,9 @@ type Queue struct {
 	// FairBy is the column whose values a claim takes jobs from in turn,
 	// or "" (see spec.Queue.FairBy).
 	FairBy string
+	// PerKey and Global are the queue's concurrency limits (see
+	// spec.Limits); zero for none.
+	PerKey, Global int
 	// Delete is true when completing a job deletes its row; false keeps
 	// it in state succeeded, in its table or, with Archive, in the
 	// archive.
@@ -71,6 +74,10 @@ type Backoff struct {
 // Unique reports whether the queue has a unique key.
 func (q *Queue) Unique() bool { return q.UniqueIndex != nil }
 
+// Limited reports whether the queue has a concurrency limit, which its
+// claims hold by counting leased jobs under the queue's claim lock.
+func (q *Queue) Limited() bool { return q.PerKey > 0 || q.Global > 0 }
+
 // Purges reports whether finished jobs are ever deleted by retention.
 func (q *Queue) Purges() bool { return q.RetainSucceeded > 0 || q.RetainDead > 0 }
 
@@ -99,6 +106,7 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 	}
 	q.Payload = m.payload(s, sq, q.GoName)
 	q.FairBy = sq.FairBy
+	q.PerKey, q.Global = sq.Limits.PerKey, sq.Limits.Global
 
 	mode := "lease mode: a claim is committed at once and holds the job until its lease expires"
 	if !q.Lease {

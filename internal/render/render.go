@@ -99,6 +99,11 @@ var sqlFuncs = template.FuncMap{
 	"maintenanceLock": func(d sqlData) string {
 		return "'queuegen maintenance " + strings.ReplaceAll(d.Queue.QName, "'", "''") + "'"
 	},
+	// claimLock is the SQL literal naming a queue's claim lock, which
+	// claims of a queue with limits take one at a time.
+	"claimLock": func(d sqlData) string {
+		return "'queuegen claims " + strings.ReplaceAll(d.Queue.QName, "'", "''") + "'"
+	},
 	// archived lists, for the INSERT that moves completed jobs from the
 	// CTE done to q's archive, the archive's columns (what "columns") or
 	// the value of each (otherwise): the job's own, but succeeded,

@@ -435,6 +435,7 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	p.keys[key] = Pos{n.Line, n.Column}
 	var havePayload, haveLease bool
 	var leaseNode, onSuccessNode, retentionNode, fairNode *yaml.Node
+	var limitsNode, perKeyNode, globalNode *yaml.Node
 	p.fields(n, key, map[string]func(string, *yaml.Node){
 		"name":         func(k string, v *yaml.Node) { q.Name = p.ident(v, k) },
 		"renamed_from": func(k string, v *yaml.Node) { q.RenamedFrom = p.ident(v, k) },
@@ -459,6 +460,14 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 		"fair_by": func(k string, v *yaml.Node) {
 			fairNode = v
 			q.FairBy = p.ident(v, k)
+		},
+		"limits": func(k string, v *yaml.Node) {
+			limitsNode = v
+			q.Limits.Pos = Pos{v.Line, v.Column}
+			p.fields(v, k, map[string]func(string, *yaml.Node){
+				"per_key": func(k string, v *yaml.Node) { perKeyNode, q.Limits.PerKey = v, p.integer(v, k, 1, 1000000) },
+				"global":  func(k string, v *yaml.Node) { globalNode, q.Limits.Global = v, p.integer(v, k, 1, 1000000) },
+			})
 		},
 		"unique": func(k string, v *yaml.Node) { q.Unique = p.boolean(v, k) },
 		"notify": func(k string, v *yaml.Node) { q.Notify = p.boolean(v, k) },
@@ -517,6 +526,9 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	if q.FairBy != "" {
 		p.checkFairBy(fairNode, key+".fair_by", q)
 	}
+	if limitsNode != nil {
+		p.checkLimits(key+".limits", q, limitsNode, perKeyNode, globalNode)
+	}
 	if q.Notify && len(q.Table) > MaxIdentifierLength-len("queuegen_") {
 		p.errorf(n, key+".notify", "the notification channel queuegen_%s would be longer than %d bytes; use a shorter table name", q.Table, MaxIdentifierLength)
 	}
@@ -548,6 +560,24 @@ func (p *parser) checkFairBy(n *yaml.Node, key string, q *Queue) {
 		return
 	}
 	p.errorf(n, key, "the queue has no payload column %q (its columns: %s)", q.FairBy, strings.Join(names, ", "))
+}
+
+// checkLimits checks that a queue's limits can be counted: the claim
+// counts leased jobs, so the queue is in lease mode, and a per-key limit
+// counts them by the fair_by column.
+func (p *parser) checkLimits(key string, q *Queue, n, perKey, global *yaml.Node) {
+	if n.Kind == yaml.MappingNode && len(n.Content) == 0 {
+		p.errorf(n, key, "set per_key, global or both")
+	}
+	if q.Mode == ModeTransaction {
+		p.errorf(n, key, "limits count the jobs that hold a lease, and a transaction-mode queue's running jobs are row locks no other session can count; use mode: lease")
+	}
+	if q.Limits.PerKey > 0 && q.FairBy == "" {
+		p.errorf(perKey, key+".per_key", "a per-key limit counts running jobs by the fair_by column, which is not set; add fair_by: <column>")
+	}
+	if q.Limits.PerKey > 0 && q.Limits.Global > 0 && q.Limits.Global < q.Limits.PerKey {
+		p.errorf(global, key+".global", "global (%d) is less than per_key (%d), so per_key never reaches its limit", q.Limits.Global, q.Limits.PerKey)
+	}
 }
 
 func (p *parser) periodic(n *yaml.Node, key string) []*Periodic {

@@ -169,6 +169,9 @@ type Queue struct {
 	// turn (round-robin), so that one value's backlog cannot hold back the
 	// others' jobs; "" for one order across the queue.
 	FairBy string
+	// Limits caps how many of the queue's jobs run at once, across every
+	// worker and node; zero values set no cap.
+	Limits Limits
 	// Unique enables a unique key: among unfinished jobs of this queue, at
 	// most one has a given key.
 	Unique bool
@@ -184,6 +187,22 @@ type Queue struct {
 	// Periodic are jobs pushed on a schedule.
 	Periodic []*Periodic
 }
+
+// Limits are a queue's concurrency limits, held by the database: a claim
+// counts the jobs that hold a lease and takes no more than the limits
+// leave room for.
+type Limits struct {
+	Pos Pos
+	// PerKey is the most jobs with one value of the FairBy column that run
+	// at once; 0 for no limit.
+	PerKey int
+	// Global is the most jobs of the queue that run at once; 0 for no
+	// limit.
+	Global int
+}
+
+// Set reports whether any limit is set.
+func (l Limits) Set() bool { return l.PerKey > 0 || l.Global > 0 }
 
 // Periodic is a job pushed on a schedule with a fixed payload, once per
 // tick however many nodes run a scheduler.

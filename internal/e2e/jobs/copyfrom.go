@@ -85,6 +85,79 @@ func (q *Queries) PushManyArchivedAt(ctx context.Context, arg []PushManyArchived
 	return q.db.CopyFrom(ctx, []string{"archived_queue"}, []string{"tenant_id", "name", "priority", "max_attempts", "run_after"}, &iteratorForPushManyArchivedAt{rows: arg})
 }
 
+// iteratorForPushManyCapped implements pgx.CopyFromSource.
+type iteratorForPushManyCapped struct {
+	rows                 []PushManyCappedParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyCapped) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyCapped) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyCapped) Err() error {
+	return nil
+}
+
+// PushManyCapped inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
+func (q *Queries) PushManyCapped(ctx context.Context, arg []PushManyCappedParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"capped_queue"}, []string{"n", "priority", "max_attempts"}, &iteratorForPushManyCapped{rows: arg})
+}
+
+// iteratorForPushManyCappedAt implements pgx.CopyFromSource.
+type iteratorForPushManyCappedAt struct {
+	rows                 []PushManyCappedAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyCappedAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyCappedAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyCappedAt) Err() error {
+	return nil
+}
+
+// PushManyCappedAt is PushManyCapped with run_after given by the caller.
+func (q *Queries) PushManyCappedAt(ctx context.Context, arg []PushManyCappedAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"capped_queue"}, []string{"n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyCappedAt{rows: arg})
+}
+
 // iteratorForPushManyEmail implements pgx.CopyFromSource.
 type iteratorForPushManyEmail struct {
 	rows                 []PushManyEmailParams
@@ -474,6 +547,81 @@ func (r iteratorForPushManyKeptAt) Err() error {
 // PushManyKeptAt is PushManyKept with run_after given by the caller.
 func (q *Queries) PushManyKeptAt(ctx context.Context, arg []PushManyKeptAtParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"kept_queue"}, []string{"payload", "priority", "max_attempts", "run_after"}, &iteratorForPushManyKeptAt{rows: arg})
+}
+
+// iteratorForPushManyLimited implements pgx.CopyFromSource.
+type iteratorForPushManyLimited struct {
+	rows                 []PushManyLimitedParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyLimited) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyLimited) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyLimited) Err() error {
+	return nil
+}
+
+// PushManyLimited inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyLimited(ctx context.Context, arg []PushManyLimitedParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"limited_queue"}, []string{"tenant", "n", "priority", "max_attempts"}, &iteratorForPushManyLimited{rows: arg})
+}
+
+// iteratorForPushManyLimitedAt implements pgx.CopyFromSource.
+type iteratorForPushManyLimitedAt struct {
+	rows                 []PushManyLimitedAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyLimitedAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyLimitedAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyLimitedAt) Err() error {
+	return nil
+}
+
+// PushManyLimitedAt is PushManyLimited with run_after given by the caller.
+func (q *Queries) PushManyLimitedAt(ctx context.Context, arg []PushManyLimitedAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"limited_queue"}, []string{"tenant", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyLimitedAt{rows: arg})
 }
 
 // iteratorForPushManyNowait implements pgx.CopyFromSource.

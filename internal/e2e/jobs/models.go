@@ -65,6 +65,23 @@ type BaseRow struct {
 	TenantID    *int64
 }
 
+type CappedRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	N           int32
+}
+
 type EmailRow struct {
 	ID          int64
 	State       string
@@ -161,6 +178,24 @@ type KeptRow struct {
 	Errors      []string
 	UniqueKey   *string
 	Payload     json.RawMessage
+}
+
+type LimitedRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	Tenant      string
+	N           int32
 }
 
 type NowaitRow struct {

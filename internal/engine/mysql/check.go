@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/queuegen/queuegen/internal/catalog"
+	"github.com/queuegen/queuegen/internal/engine"
 	"github.com/queuegen/queuegen/internal/spec"
 )
 
@@ -29,12 +30,7 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 			}
 			errs = append(errs, s.ErrorAt(k, "the table name %q is a MySQL keyword; choose another", q.Table))
 		}
-		if q.FairBy != "" {
-			errs = append(errs, s.ErrorAt(key+".fair_by", "fair_by (claims that take each key's jobs in turn) is built for PostgreSQL only so far; remove it"))
-		}
-		if q.OnSuccess == spec.OnSuccessArchive {
-			errs = append(errs, s.ErrorAt(key+".on_success", "on_success: archive (an archive table partitioned by day) is built for PostgreSQL only so far; use on_success: keep with a retention"))
-		}
+		errs = append(errs, engine.PostgreSQLOnly(s, key, q)...)
 		if q.Notify {
 			errs = append(errs, s.ErrorAt(key+".notify", "MySQL has no LISTEN/NOTIFY: workers poll (queue.PollInterval), and a push made through the same process wakes its workers at once; remove notify"))
 		}

@@ -159,3 +159,151 @@ func (r iteratorForPushManyExportAt) Err() error {
 func (q *Queries) PushManyExportAt(ctx context.Context, arg []PushManyExportAtParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"export_queue"}, []string{"tenant", "rows", "priority", "max_attempts", "run_after"}, &iteratorForPushManyExportAt{rows: arg})
 }
+
+// iteratorForPushManyReport implements pgx.CopyFromSource.
+type iteratorForPushManyReport struct {
+	rows                 []PushManyReportParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyReport) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyReport) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Name,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyReport) Err() error {
+	return nil
+}
+
+// PushManyReport inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
+func (q *Queries) PushManyReport(ctx context.Context, arg []PushManyReportParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"report_queue"}, []string{"name", "priority", "max_attempts"}, &iteratorForPushManyReport{rows: arg})
+}
+
+// iteratorForPushManyReportAt implements pgx.CopyFromSource.
+type iteratorForPushManyReportAt struct {
+	rows                 []PushManyReportAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyReportAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyReportAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Name,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyReportAt) Err() error {
+	return nil
+}
+
+// PushManyReportAt is PushManyReport with run_after given by the caller.
+func (q *Queries) PushManyReportAt(ctx context.Context, arg []PushManyReportAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"report_queue"}, []string{"name", "priority", "max_attempts", "run_after"}, &iteratorForPushManyReportAt{rows: arg})
+}
+
+// iteratorForPushManyWebhook implements pgx.CopyFromSource.
+type iteratorForPushManyWebhook struct {
+	rows                 []PushManyWebhookParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyWebhook) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyWebhook) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Shop,
+		r.rows[0].Url,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyWebhook) Err() error {
+	return nil
+}
+
+// PushManyWebhook inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyWebhook(ctx context.Context, arg []PushManyWebhookParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"webhook_queue"}, []string{"shop", "url", "priority", "max_attempts"}, &iteratorForPushManyWebhook{rows: arg})
+}
+
+// iteratorForPushManyWebhookAt implements pgx.CopyFromSource.
+type iteratorForPushManyWebhookAt struct {
+	rows                 []PushManyWebhookAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyWebhookAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyWebhookAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Shop,
+		r.rows[0].Url,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyWebhookAt) Err() error {
+	return nil
+}
+
+// PushManyWebhookAt is PushManyWebhook with run_after given by the caller.
+func (q *Queries) PushManyWebhookAt(ctx context.Context, arg []PushManyWebhookAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"webhook_queue"}, []string{"shop", "url", "priority", "max_attempts", "run_after"}, &iteratorForPushManyWebhookAt{rows: arg})
+}

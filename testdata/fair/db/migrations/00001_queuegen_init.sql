@@ -7,6 +7,8 @@
 --   - create base table base_queue
 --   - add queue export (table export_queue)
 --   - add queue charge (table charge_queue)
+--   - add queue webhook (table webhook_queue)
+--   - add queue report (table report_queue)
 
 -- +goose Up
 
@@ -144,7 +146,101 @@ CREATE INDEX charge_queue_finished_idx ON charge_queue (finished_at)
 INSERT INTO queuegen_queues (name, table_name, mode)
 VALUES ('charge', 'charge_queue', 'transaction');
 
+-- Queue webhook: one row per job; lease mode: a claim is committed at once
+-- and holds the job until its lease expires.
+-- The bookkeeping columns come from base_queue; the columns below are the
+-- payload.
+CREATE TABLE webhook_queue (
+    shop bigint NOT NULL,
+    url  text   NOT NULL,
+    CONSTRAINT webhook_queue_pkey PRIMARY KEY (id)
+) INHERITS (base_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX webhook_queue_claim_idx ON webhook_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Serves the fair claim: it skips from one shop to the next (one probe a
+-- value) and reads each value's first due jobs.
+CREATE INDEX webhook_queue_fair_idx ON webhook_queue (shop, run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX webhook_queue_lease_idx ON webhook_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX webhook_queue_node_idx ON webhook_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX webhook_queue_finished_idx ON webhook_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+INSERT INTO queuegen_queues (name, table_name, mode)
+VALUES ('webhook', 'webhook_queue', 'lease');
+
+-- Queue report: one row per job; lease mode: a claim is committed at once and
+-- holds the job until its lease expires.
+-- The bookkeeping columns come from base_queue; the columns below are the
+-- payload.
+CREATE TABLE report_queue (
+    name text NOT NULL,
+    CONSTRAINT report_queue_pkey PRIMARY KEY (id)
+) INHERITS (base_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX report_queue_claim_idx ON report_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX report_queue_lease_idx ON report_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX report_queue_node_idx ON report_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX report_queue_finished_idx ON report_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+INSERT INTO queuegen_queues (name, table_name, mode)
+VALUES ('report', 'report_queue', 'lease');
+
 -- +goose Down
+
+DELETE FROM queuegen_queues WHERE name = 'report';
+
+DROP TABLE report_queue;
+
+DELETE FROM queuegen_queues WHERE name = 'webhook';
+
+DROP TABLE webhook_queue;
 
 DELETE FROM queuegen_queues WHERE name = 'charge';
 

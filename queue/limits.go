@@ -1,0 +1,37 @@
+package queue
+
+import "context"
+
+// Limits are a queue's concurrency limits (the spec's limits key), held by
+// the database: every claim counts the jobs that hold a lease, under the
+// queue's claim lock, and takes no more than the limits leave room for, so
+// they hold across every worker and node. A job holds its slot from its
+// claim until it completes, fails, snoozes, is released or discarded, or
+// its node is released; a job whose lease expired keeps the slot until a
+// claim takes it again.
+//
+// The accessor of a queue with limits has a Limits method. Its Worker
+// claims again every LimitPollInterval while a claim comes back short
+// and due jobs wait, since slots free up on other nodes without notice.
+type Limits struct {
+	// PerKey is the most jobs with one value of the queue's fair_by
+	// column that run at once; 0 for no limit.
+	PerKey int
+	// Global is the most jobs of the queue that run at once; 0 for no
+	// limit.
+	Global int
+}
+
+// limitedQueue is what a queue with limits adds to a LeaseQueue.
+type limitedQueue interface {
+	Limits() Limits
+	DepthAtMost(ctx context.Context, limit int) (int64, error)
+}
+
+// heldBack reports whether a claim that came back short left due jobs
+// behind, which on a queue with limits means the limits held them back.
+// An error counts as held back: the worker then looks again soon.
+func heldBack(ctx context.Context, q limitedQueue) bool {
+	n, err := q.DepthAtMost(ctx, 1)
+	return err != nil || n > 0
+}
