@@ -102,6 +102,14 @@ func (w *Worker[P]) completer(ctx context.Context, stop <-chan struct{}) (unwrit
 				unwritten += len(batch) + w.results.backlog()
 				return false
 			}
+			if w.limited != nil {
+				// The batch freed slots of the queue's limits: claim again
+				// now rather than at the next LimitPollInterval.
+				select {
+				case w.wake <- struct{}{}:
+				default:
+				}
+			}
 		}
 	}
 	for {

@@ -48,6 +48,7 @@ type Worker[P any] struct {
 
 	slots   chan struct{} // one per running handler
 	wake    chan struct{} // capacity 1: coalesces wake-ups
+	limited limitedQueue  // q, when it has limits; else nil
 	handles sync.WaitGroup
 
 	mu      sync.Mutex
@@ -77,8 +78,9 @@ func NewWorker[P any](q LeaseQueue[P], handler Handler[P], opts ...WorkerOption)
 	if lease <= 0 {
 		lease = q.LeaseDuration()
 	}
+	limited, _ := q.(limitedQueue)
 	return &Worker[P]{
-		q: q, handler: handler, cfg: cfg, lease: lease, name: q.QueueName(),
+		q: q, handler: handler, cfg: cfg, lease: lease, name: q.QueueName(), limited: limited,
 		slots:   make(chan struct{}, cfg.concurrency),
 		wake:    make(chan struct{}, 1),
 		running: map[int64]*runningJob[P]{},
@@ -272,11 +274,10 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 		for _, job := range jobs {
 			w.start(jobsCtx, job)
 		}
-		limited, isLimited := w.q.(limitedQueue)
 		switch {
 		case len(jobs) == n:
 			continue // a full batch: there may be more at once
-		case isLimited && heldBack(ctx, limited):
+		case w.limited != nil && heldBack(ctx, w.limited):
 			wait = min(w.cfg.limitPoll, w.cfg.pollInterval)
 		case len(jobs) > 0:
 			wait = w.cfg.cooldown // jobs are arriving: look again soon

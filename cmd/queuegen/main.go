@@ -6,9 +6,15 @@ package main
 import (
 	"os"
 
+	"github.com/queuegen/queuegen/internal/bench"
 	"github.com/queuegen/queuegen/internal/cli"
 )
 
 func main() {
+	// queuegen bench --workload limits runs this executable again as its
+	// worker processes.
+	if code, ok := bench.ChildMain(); ok {
+		os.Exit(code)
+	}
 	os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -1,7 +1,9 @@
 // Command mailer is queuegen's example: a small mail service. It applies
-// its queue migrations, pushes a few emails and a statement job, and works
-// them with the runtime: a lease-mode worker for emails and a
-// transaction-mode worker for statements, woken by LISTEN/NOTIFY, with
+// its queue migrations, pushes a few emails, receipts and a statement job,
+// and works them with the runtime: lease-mode workers for emails and for
+// receipts (taken from each account in turn, within per-account and global
+// limits) and a transaction-mode worker for statements, woken by
+// LISTEN/NOTIFY, with
 // maintenance, a periodic job scheduler, and hooks wired to OpenTelemetry
 // metrics (printed at exit).
 //
@@ -67,6 +69,19 @@ func run(ctx context.Context, url string) error {
 		}
 		fmt.Printf("pushed email %d to %s\n", res.ID, to)
 	}
+	// Receipts: account 7's burst of five is pushed before account 9's
+	// one, and still account 9's is among the first posted.
+	receipts := jobs.NewReceiptQueue(pool)
+	var burst []jobs.ReceiptPayload
+	for i := range 5 {
+		burst = append(burst, jobs.ReceiptPayload{AccountID: 7, Webhook: "https://a7.example.com/hook", Email: fmt.Sprint("msg-", i)})
+	}
+	if _, err := receipts.PushMany(ctx, burst); err != nil {
+		return err
+	}
+	if _, err := receipts.Push(ctx, jobs.ReceiptPayload{AccountID: 9, Webhook: "https://a9.example.com/hook", Email: "msg-0"}); err != nil {
+		return err
+	}
 	statements := jobs.NewStatementQueue(pool)
 	if _, err := statements.Push(ctx, jobs.StatementPayload{AccountID: 42, Month: "2026-10-01"}); err != nil {
 		return err
@@ -81,13 +96,15 @@ func run(ctx context.Context, url string) error {
 	host, _ := os.Hostname()
 
 	emailWorker := emails.Worker(send, append(common, queue.Node(host), queue.Concurrency(4))...)
+	// Room for 20 at once, but the limits let 2 of account 7 run.
+	receiptWorker := receipts.Worker(post, append(common, queue.Node(host), queue.Concurrency(20))...)
 	statementWorker := statements.Worker(render, append(common, queue.Concurrency(2))...)
-	maintainer := queue.NewMaintainer([]queue.Maintained{emails, statements}, queue.MaintainerLogger(logger))
+	maintainer := queue.NewMaintainer([]queue.Maintained{emails, receipts, statements}, queue.MaintainerLogger(logger))
 	scheduler := queue.NewScheduler(statements.PeriodicJobs(), logger)
 
 	workCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for _, r := range []interface{ Run(context.Context) error }{emailWorker, statementWorker, maintainer, scheduler} {
+	for _, r := range []interface{ Run(context.Context) error }{emailWorker, receiptWorker, statementWorker, maintainer, scheduler} {
 		wg.Go(func() {
 			if err := r.Run(workCtx); err != nil {
 				logger.Error("stopped", "err", err)
@@ -114,6 +131,14 @@ func send(ctx context.Context, job *queue.Job[jobs.EmailPayload]) error {
 	return nil
 }
 
+// post is the receipt handler: a call to the account's webhook would go
+// here; the queue's limits keep at most 2 such calls per account running.
+func post(ctx context.Context, job *queue.Job[jobs.ReceiptPayload]) error {
+	time.Sleep(10 * time.Millisecond)
+	fmt.Printf("posted receipt of %s to account %d\n", job.Payload.Email, job.Payload.AccountID)
+	return nil
+}
+
 // render is the statement handler: its writes (here none) commit with the
 // job's completion.
 func render(ctx context.Context, tx pgx.Tx, job *queue.Job[jobs.StatementPayload]) error {
@@ -121,12 +146,14 @@ func render(ctx context.Context, tx pgx.Tx, job *queue.Job[jobs.StatementPayload
 	return nil
 }
 
-// waitDone waits until no email is left and the statement has succeeded.
+// waitDone waits until no email or receipt is left and the statement has
+// succeeded.
 func waitDone(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		var left int
-		err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM email_queue) + (SELECT count(*) FROM statement_queue WHERE state <> 'succeeded')`).Scan(&left)
+		err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM email_queue) + (SELECT count(*) FROM receipt_queue)
+     + (SELECT count(*) FROM statement_queue WHERE state <> 'succeeded')`).Scan(&left)
 		if err != nil {
 			return err
 		}

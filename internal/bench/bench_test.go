@@ -18,7 +18,14 @@ import (
 	"github.com/queuegen/queuegen/queue"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.RunMain(m)) }
+// TestMain runs the tests, or, when the limits workload started this test
+// binary as one of its worker processes, that worker.
+func TestMain(m *testing.M) {
+	if code, ok := ChildMain(); ok {
+		os.Exit(code)
+	}
+	os.Exit(pgtest.RunMain(m))
+}
 
 var summaryLine = regexp.MustCompile(`(?m)^bench (\S+): (\d+) jobs in \d+\.\d{3} s = \d+ jobs/s( p50=\d+\.\d{3} p99=\d+\.\d{3})?$`)
 
@@ -94,7 +101,8 @@ func TestDrainScaleSmoke(t *testing.T) {
 // TestPGOnlySmoke runs the workloads of PostgreSQL's own
 // features on small numbers: on PostgreSQL each prints its lines
 // (retention: both cases, the archive's leaving no dead tuples; skew: both
-// cases with the small tenants' waits, and the ratio line); on MySQL each
+// cases with the small tenants' waits, and the ratio line; limits: the
+// drain by worker processes, sampled within the limits); on MySQL each
 // refuses, saying where to run it.
 func TestPGOnlySmoke(t *testing.T) {
 	for _, w := range []struct {
@@ -111,6 +119,10 @@ func TestPGOnlySmoke(t *testing.T) {
 			`^bench skew/ordered: 1500 jobs in .* p50=\d+\.\d{3} p99=\d+\.\d{3}$`,
 			`^bench skew/fair: 1500 jobs in .* p50=\d+\.\d{3} p99=\d+\.\d{3}$`,
 			`^  skew/fair: drained at \d+\.\d\d× the ordered queue's rate$`,
+		}},
+		{Limits, 2000, []string{
+			`^bench limits: 2000 jobs in `,
+			`^  limits: \d+ samples: at most [0-3] running per tenant \(limit 3\), ([0-9]|1[0-9]|20) in all \(limit 20\); \d+\.\d\d× of the 1000 jobs/s the global limit allows \(20 slots, 20ms jobs\)$`,
 		}},
 	} {
 		for _, engine := range dbtest.Engines {
@@ -167,7 +179,7 @@ func prepared(b *testing.B, n int) *jobs.BenchQueue {
 	b.Helper()
 	ctx := context.Background()
 	pool := pgtest.Pool(b)
-	t := &pgTarget{pool}
+	t := &pgTarget{pool: pool}
 	if err := t.setup(ctx); err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,10 @@ import (
 )
 
 // pgTarget is a PostgreSQL database; the bench works in schema Schema.
-type pgTarget struct{ pool *pgxpool.Pool }
+type pgTarget struct {
+	pool *pgxpool.Pool
+	url  string
+}
 
 func newPostgres(ctx context.Context, url string, conns int) (*pgTarget, error) {
 	cfg, err := pgxpool.ParseConfig(url)
@@ -29,7 +32,7 @@ func newPostgres(ctx context.Context, url string, conns int) (*pgTarget, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &pgTarget{pool}, nil
+	return &pgTarget{pool, url}, nil
 }
 
 func (t *pgTarget) close() { t.pool.Close() }

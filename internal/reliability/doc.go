@@ -1,5 +1,6 @@
-// Package reliability holds the fault suite: workers killed with SIGKILL,
-// the database restarted, connections terminated, claims by many
+// Package reliability holds the fault suite: workers killed with SIGKILL
+// (also while they work a queue with limits, sampled throughout), the
+// database restarted, connections terminated, claims by many
 // claimers at once, handlers that panic or hang, payloads that no longer
 // decode, claims under every isolation level, a transaction holding back
 // vacuum, and clock skew. Each scenario checks its counts and prints one
@@ -17,7 +18,8 @@
 // concurrent claimers, handler failures) run on PostgreSQL and on MySQL/MariaDB, in subtests named
 // after the engine, with the MySQL spec of mysql/queuegen.yaml (generated
 // into package myjobs); their MySQL lines read "<scenario> (mysql)". The
-// others are about PostgreSQL (isolation levels, vacuum, PgBouncer) or
+// others are about PostgreSQL (isolation levels, vacuum, PgBouncer,
+// limits) or
 // so far run on it only. The run through PgBouncer repeats the
 // PostgreSQL scenarios only.
 package reliability

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queuegen/queuegen/internal/reliability/jobs"
 )
 
 // workerBuild is workerproc built once for the test process, into
@@ -43,6 +45,76 @@ func buildWorker(t *testing.T) string {
 	return workerBin
 }
 
+// workerProc is one running workerproc.
+type workerProc struct {
+	cmd      *exec.Cmd
+	instance string
+}
+
+// workerProcs starts and kills workerprocs of one scenario; each start is
+// a new incarnation, named apart from the others in table handled.
+type workerProcs struct {
+	t           *testing.T
+	bin, db     string
+	args        []string // after -db, -node and -instance
+	incarnation int
+}
+
+// start starts a workerproc as node and waits until it is ready.
+func (w *workerProcs) start(node string) *workerProc {
+	w.t.Helper()
+	w.incarnation++
+	p := &workerProc{instance: fmt.Sprintf("%s-%d", node, w.incarnation)}
+	p.cmd = exec.Command(w.bin, append([]string{"-db", w.db, "-node", node, "-instance", p.instance}, w.args...)...)
+	p.cmd.Stderr = os.Stderr
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	// Wait for its signal handler, so that SIGTERM means a graceful stop.
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		w.t.Fatalf("worker %s did not start: %q, %v", p.instance, line, err)
+	}
+	return p
+}
+
+// kill kills p with SIGKILL and reaps it.
+func (p *workerProc) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+}
+
+// stop shuts the workers down gracefully, failing the test for any that
+// does not.
+func (w *workerProcs) stop(ps []*workerProc) {
+	for _, p := range ps {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		if err := p.cmd.Wait(); err != nil {
+			w.t.Errorf("a worker did not shut down cleanly: %v", err)
+		}
+	}
+}
+
+// redeliveries counts the jobs of table handled again after a run that
+// returned success, failing the test for each whose earlier run was not
+// by a killed instance.
+func redeliveries(t *testing.T, tg *target, table string, killed map[string]bool) int {
+	t.Helper()
+	n := 0
+	for _, instance := range tg.column(t, `SELECT h.instance FROM handled h
+WHERE h.queue = ? AND EXISTS (SELECT 1 FROM handled later WHERE later.queue = h.queue AND later.job_id = h.job_id AND later.attempt > h.attempt)`, table) {
+		n++
+		if !killed[instance] {
+			t.Errorf("a job was handled again after instance %s, which was not killed, handled it", instance)
+		}
+	}
+	return n
+}
+
 // TestWorkersKilled works thousands of jobs with three worker processes
 // while the test kills one with SIGKILL at random moments and starts it
 // again. Afterwards every job is completed, none twice, and every job
@@ -51,7 +123,6 @@ func buildWorker(t *testing.T) string {
 func TestWorkersKilled(t *testing.T) {
 	eachEngine(t, func(t *testing.T, engine string) {
 		tg := prepare(t, engine, "")
-		bin := buildWorker(t)
 		total := scale(3000, 30000)
 		chaos := time.Duration(scale(4, 40)) * time.Second
 
@@ -62,62 +133,94 @@ func TestWorkersKilled(t *testing.T) {
 		if err := tg.work.pushMany(context.Background(), ps); err != nil {
 			t.Fatal(err)
 		}
-
-		type proc struct {
-			cmd      *exec.Cmd
-			instance string
-		}
-		incarnation := 0
-		start := func(slot int) *proc {
-			incarnation++
-			p := &proc{instance: fmt.Sprintf("slot%d-%d", slot, incarnation)}
-			p.cmd = exec.Command(bin, "-db", tg.address, "-node", fmt.Sprintf("slot%d", slot), "-instance", p.instance)
-			p.cmd.Stderr = os.Stderr
-			stdout, err := p.cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			// Wait for its signal handler, so that SIGTERM means a graceful stop.
-			line, err := bufio.NewReader(stdout).ReadString('\n')
-			if err != nil || line != "ready\n" {
-				t.Fatalf("worker %s did not start: %q, %v", p.instance, line, err)
-			}
-			return p
-		}
-		procs := []*proc{start(0), start(1), start(2)}
+		w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address}
+		procs := []*workerProc{w.start("slot0"), w.start("slot1"), w.start("slot2")}
 		killed := map[string]bool{}
 		for end := time.Now().Add(chaos); time.Now().Before(end); {
 			time.Sleep(time.Duration(150+rand.IntN(350)) * time.Millisecond)
 			slot := rand.IntN(len(procs))
-			procs[slot].cmd.Process.Signal(syscall.SIGKILL)
-			procs[slot].cmd.Wait()
+			procs[slot].kill()
 			killed[procs[slot].instance] = true
-			procs[slot] = start(slot) // same node id: it releases what it held
+			procs[slot] = w.start(fmt.Sprint("slot", slot)) // same node id: it releases what it held
 		}
 		waitFinished(t, tg, "work_queue", 2*time.Minute)
-		for _, p := range procs {
-			p.cmd.Process.Signal(syscall.SIGTERM)
-			if err := p.cmd.Wait(); err != nil {
-				t.Errorf("a worker did not shut down cleanly: %v", err)
-			}
-		}
-
-		// Every re-delivery follows a delivery to a killed process.
-		redelivered := 0
-		for _, instance := range tg.column(t, `SELECT h.instance FROM handled h
-WHERE EXISTS (SELECT 1 FROM handled later WHERE later.job_id = h.job_id AND later.attempt > h.attempt)`) {
-			redelivered++
-			if !killed[instance] {
-				t.Errorf("a job was handled again after instance %s, which was not killed, handled it", instance)
-			}
-		}
+		w.stop(procs)
+		redelivered := redeliveries(t, tg, "work_queue", killed)
 		check(t, tg, "sigkill", tally(t, tg, "work_queue", total), atLeastOnce,
 			fmt.Sprintf("%d kills", len(killed)), fmt.Sprintf("%d re-deliveries", redelivered))
 		if len(killed) == 0 {
 			t.Error("no worker was killed")
 		}
 	})
+}
+
+// TestLimitedWorkersKilled works queue limited (per_key 2, global 6) with
+// three worker processes of 8 handlers each while the test kills one with
+// SIGKILL at random moments, and a separate connection samples the leased
+// jobs every 2 ms. A killed process comes back under its own node id
+// half the time (releasing its slots at once) and under a new one
+// otherwise (its slots come back as its leases expire, 2 s). Afterwards
+// every job is completed, none twice, no sample saw the limits exceeded,
+// and every re-delivery followed a kill. PostgreSQL only.
+func TestLimitedWorkersKilled(t *testing.T) {
+	tg := prepare(t, postgres, "")
+	ctx := context.Background()
+	total := scale(1500, 15000)
+	chaos := time.Duration(scale(4, 40)) * time.Second
+	q := jobs.NewLimitedQueue(tg.pool)
+	ps := make([]jobs.LimitedPayload, total)
+	for i := range ps {
+		ps[i] = jobs.LimitedPayload{N: int64(i), Tenant: fmt.Sprint("t", i%10)}
+	}
+	if _, err := q.PushMany(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+
+	// Sample the leased jobs, per tenant and in all, until the end.
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	var maxPerKey, maxGlobal, samples int
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for sampleCtx.Err() == nil {
+			var perKey, global int
+			err := tg.pool.QueryRow(sampleCtx, `SELECT coalesce(max(n), 0), coalesce(sum(n), 0)
+FROM (SELECT count(*) AS n FROM limited_queue WHERE state = 'running' GROUP BY tenant) AS per`).Scan(&perKey, &global)
+			if err == nil {
+				maxPerKey, maxGlobal, samples = max(maxPerKey, perKey), max(maxGlobal, global), samples+1
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+
+	w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: []string{"-queue", "limited"}}
+	procs := []*workerProc{w.start("slot0"), w.start("slot1"), w.start("slot2")}
+	killed := map[string]bool{}
+	renamed := 0
+	for end := time.Now().Add(chaos); time.Now().Before(end); {
+		time.Sleep(time.Duration(150+rand.IntN(350)) * time.Millisecond)
+		slot := rand.IntN(len(procs))
+		procs[slot].kill()
+		killed[procs[slot].instance] = true
+		node := fmt.Sprint("slot", slot)
+		if rand.IntN(2) == 0 {
+			node = fmt.Sprintf("slot%d-%d", slot, w.incarnation) // a new node: its slots come back as leases expire
+			renamed++
+		}
+		procs[slot] = w.start(node)
+	}
+	waitFinished(t, tg, "limited_queue", 2*time.Minute)
+	stopSampling()
+	<-sampled
+	w.stop(procs)
+	redelivered := redeliveries(t, tg, "limited_queue", killed)
+	check(t, tg, "sigkill within limits", tally(t, tg, "limited_queue", total), atLeastOnce,
+		fmt.Sprintf("%d kills (%d restarted as a new node)", len(killed), renamed), fmt.Sprintf("%d re-deliveries", redelivered),
+		fmt.Sprintf("%d samples: at most %d leased per tenant and %d in all (limits 2 and 6)", samples, maxPerKey, maxGlobal))
+	if maxPerKey > 2 || maxGlobal > 6 {
+		t.Errorf("sampled %d leased jobs of one tenant and %d in all; the limits are 2 and 6", maxPerKey, maxGlobal)
+	}
+	if len(killed) == 0 || samples == 0 {
+		t.Errorf("%d workers killed, %d samples taken", len(killed), samples)
+	}
 }

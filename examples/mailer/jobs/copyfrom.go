@@ -89,6 +89,83 @@ func (q *Queries) PushManyEmailAt(ctx context.Context, arg []PushManyEmailAtPara
 	return q.db.CopyFrom(ctx, []string{"email_queue"}, []string{"tenant_id", "recipient", "subject", "body", "priority", "max_attempts", "run_after"}, &iteratorForPushManyEmailAt{rows: arg})
 }
 
+// iteratorForPushManyReceipt implements pgx.CopyFromSource.
+type iteratorForPushManyReceipt struct {
+	rows                 []PushManyReceiptParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyReceipt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyReceipt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].AccountID,
+		r.rows[0].Webhook,
+		r.rows[0].Email,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyReceipt) Err() error {
+	return nil
+}
+
+// PushManyReceipt inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyReceipt(ctx context.Context, arg []PushManyReceiptParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"receipt_queue"}, []string{"account_id", "webhook", "email", "priority", "max_attempts"}, &iteratorForPushManyReceipt{rows: arg})
+}
+
+// iteratorForPushManyReceiptAt implements pgx.CopyFromSource.
+type iteratorForPushManyReceiptAt struct {
+	rows                 []PushManyReceiptAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyReceiptAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyReceiptAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].AccountID,
+		r.rows[0].Webhook,
+		r.rows[0].Email,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyReceiptAt) Err() error {
+	return nil
+}
+
+// PushManyReceiptAt is PushManyReceipt with run_after given by the caller.
+func (q *Queries) PushManyReceiptAt(ctx context.Context, arg []PushManyReceiptAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"receipt_queue"}, []string{"account_id", "webhook", "email", "priority", "max_attempts", "run_after"}, &iteratorForPushManyReceiptAt{rows: arg})
+}
+
 // iteratorForPushManyStatement implements pgx.CopyFromSource.
 type iteratorForPushManyStatement struct {
 	rows                 []PushManyStatementParams

@@ -61,6 +61,25 @@ type QueueRegistryRow struct {
 	RegisteredAt time.Time
 }
 
+type ReceiptRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	AccountID   int64
+	Webhook     string
+	Email       string
+}
+
 type StatementRow struct {
 	ID          int64
 	State       string

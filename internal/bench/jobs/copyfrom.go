@@ -313,6 +313,82 @@ func (q *Queries) PushManyBenchKeptAt(ctx context.Context, arg []PushManyBenchKe
 	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_kept_queue"}, []string{"recipient", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchKeptAt{rows: arg})
 }
 
+// iteratorForPushManyBenchLimited implements pgx.CopyFromSource.
+type iteratorForPushManyBenchLimited struct {
+	rows                 []PushManyBenchLimitedParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchLimited) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchLimited) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchLimited) Err() error {
+	return nil
+}
+
+// PushManyBenchLimited inserts many jobs in one COPY; created_at and
+// run_after take their defaults (the database's now()); COPY takes no locks
+// that claims wait for.
+func (q *Queries) PushManyBenchLimited(ctx context.Context, arg []PushManyBenchLimitedParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_limited_queue"}, []string{"tenant", "n", "priority", "max_attempts"}, &iteratorForPushManyBenchLimited{rows: arg})
+}
+
+// iteratorForPushManyBenchLimitedAt implements pgx.CopyFromSource.
+type iteratorForPushManyBenchLimitedAt struct {
+	rows                 []PushManyBenchLimitedAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchLimitedAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchLimitedAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchLimitedAt) Err() error {
+	return nil
+}
+
+// PushManyBenchLimitedAt is PushManyBenchLimited with run_after given by the
+// caller.
+func (q *Queries) PushManyBenchLimitedAt(ctx context.Context, arg []PushManyBenchLimitedAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_limited_queue"}, []string{"tenant", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchLimitedAt{rows: arg})
+}
+
 // iteratorForPushManyBenchNotify implements pgx.CopyFromSource.
 type iteratorForPushManyBenchNotify struct {
 	rows                 []PushManyBenchNotifyParams

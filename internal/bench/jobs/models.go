@@ -81,6 +81,24 @@ type BenchKeptRow struct {
 	N           int32
 }
 
+type BenchLimitedRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	Tenant      string
+	N           int32
+}
+
 type BenchNotifyRow struct {
 	ID          int64
 	State       string

@@ -156,6 +156,81 @@ func (q *Queries) PushManyLedgerAt(ctx context.Context, arg []PushManyLedgerAtPa
 	return q.db.CopyFrom(ctx, []string{"ledger_queue"}, []string{"n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyLedgerAt{rows: arg})
 }
 
+// iteratorForPushManyLimited implements pgx.CopyFromSource.
+type iteratorForPushManyLimited struct {
+	rows                 []PushManyLimitedParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyLimited) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyLimited) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Tenant,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyLimited) Err() error {
+	return nil
+}
+
+// PushManyLimited inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyLimited(ctx context.Context, arg []PushManyLimitedParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"limited_queue"}, []string{"n", "tenant", "priority", "max_attempts"}, &iteratorForPushManyLimited{rows: arg})
+}
+
+// iteratorForPushManyLimitedAt implements pgx.CopyFromSource.
+type iteratorForPushManyLimitedAt struct {
+	rows                 []PushManyLimitedAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyLimitedAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyLimitedAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Tenant,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyLimitedAt) Err() error {
+	return nil
+}
+
+// PushManyLimitedAt is PushManyLimited with run_after given by the caller.
+func (q *Queries) PushManyLimitedAt(ctx context.Context, arg []PushManyLimitedAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"limited_queue"}, []string{"n", "tenant", "priority", "max_attempts", "run_after"}, &iteratorForPushManyLimitedAt{rows: arg})
+}
+
 // iteratorForPushManyWork implements pgx.CopyFromSource.
 type iteratorForPushManyWork struct {
 	rows                 []PushManyWorkParams

@@ -44,6 +44,24 @@ type LedgerRow struct {
 	N           int64
 }
 
+type LimitedRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	N           int64
+	Tenant      string
+}
+
 type QueueRegistryRow struct {
 	Name         string
 	TableName    string

@@ -1,6 +1,7 @@
 // Command workerproc is a worker process of the reliability suite: it works
 // queue "work" until SIGTERM (a graceful shutdown) or SIGKILL (the test
-// killing it at a random moment). Every delivery is logged to table
+// killing it at a random moment): -queue work (the default) or limited
+// (PostgreSQL only). Every delivery is logged to table
 // handled, with this process's incarnation, so the test can tell which
 // re-deliveries followed a holder's death. Each run that returns success is
 // recorded first. -db is a PostgreSQL URL or a MySQL DSN or URL: the
@@ -35,6 +36,7 @@ func main() {
 	node := flag.String("node", "", "node id (stable across restarts of one slot)")
 	instance := flag.String("instance", "", "this incarnation's id")
 	concurrency := flag.Int("concurrency", 8, "handlers at once")
+	name := flag.String("queue", "work", "the queue to work: work or limited (PostgreSQL only)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -46,6 +48,9 @@ func main() {
 		log.Fatal(err)
 	}
 	var w interface{ Run(context.Context) error }
+	if *name != "work" && (*name != "limited" || parsed.Engine == dburl.MySQL) {
+		log.Fatalf("no queue %q on %s", *name, parsed.Engine)
+	}
 	if parsed.Engine == dburl.MySQL {
 		mysql.SetLogger(log.New(io.Discard, "", 0)) // the broken connections of a test's kills
 		h, err := parsed.Open()
@@ -64,10 +69,16 @@ func main() {
 			log.Fatal(err)
 		}
 		defer pool.Close()
-		w = jobs.NewWorkQueue(pool).Worker(handler[jobs.WorkPayload](*instance, func(ctx context.Context, args ...any) error {
-			_, err := pool.Exec(ctx, "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES ('work_queue', $1, $2, $3, $4) ON CONFLICT DO NOTHING", args...)
+		record := func(ctx context.Context, args ...any) error {
+			_, err := pool.Exec(ctx, "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+				append([]any{*name + "_queue"}, args...)...)
 			return err
-		}), opts...)
+		}
+		if *name == "limited" {
+			w = jobs.NewLimitedQueue(pool).Worker(handler[jobs.LimitedPayload](*instance, record), opts...)
+		} else {
+			w = jobs.NewWorkQueue(pool).Worker(handler[jobs.WorkPayload](*instance, record), opts...)
+		}
 	}
 	if err := w.Run(ctx); err != nil {
 		log.Fatal(err)

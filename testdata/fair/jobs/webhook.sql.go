@@ -37,9 +37,11 @@ WITH RECURSIVE busy AS (
 ), keys AS (
     -- Each shop with due jobs, one index probe a value: the first
     -- value, then the next one above it, until none is left.
+    -- None when the queue has no free slot.
     (SELECT shop AS key
      FROM webhook_queue
      WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, now())
+       AND (SELECT n FROM room) > 0
      ORDER BY shop
      LIMIT 1)
     UNION ALL
@@ -61,8 +63,8 @@ WITH RECURSIVE busy AS (
     -- Each value's share of the batch, rounded up.
     SELECT (((SELECT n FROM room) + count(*) - 1) / greatest(count(*), 1))::integer AS n
     FROM open
-), due AS (
-    -- Up to a share of each value's first due jobs, locked; ranked
+), fair AS (
+    -- Up to a share of each value's first due jobs; ranked
     -- within their value, so that the batch takes every value's first
     -- job, then every value's second, and so on.
     -- A value takes no more jobs than it has free slots.
@@ -76,11 +78,20 @@ WITH RECURSIVE busy AS (
               FROM webhook_queue
               WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, now()) AND shop = open.key
               ORDER BY run_after, id
-              LIMIT least(share.n, open.free)
-              FOR UPDATE SKIP LOCKED) AS first
+              LIMIT least(share.n, open.free)) AS first
     ) AS job
     ORDER BY job.turn, job.run_after, job.id
     LIMIT (SELECT n FROM room)
+), due AS (
+    -- The jobs picked, locked. Claims take turns under the claim lock, so
+    -- the fair part need not lock what it reads (it would lock a job of
+    -- every value to keep a few); a job another statement holds is
+    -- skipped, and one changed since is taken only if still available.
+    SELECT id
+    FROM webhook_queue
+    WHERE id = ANY(ARRAY(SELECT id FROM fair))
+      AND state = 'available'
+    FOR UPDATE SKIP LOCKED
 ), picked AS (
     SELECT id FROM expired
     UNION ALL
@@ -462,7 +473,8 @@ func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookRow, error) 
 }
 
 const lockClaimsWebhook = `-- name: LockClaimsWebhook :exec
-SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims webhook_queue', 0))
+SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims webhook_queue', 0)),
+       set_config('synchronous_commit', 'off', true)
 `
 
 // LockClaimsWebhook takes the queue's claim lock until the transaction ends,
@@ -471,7 +483,14 @@ SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims webhook_queue', 0
 // no other claim can lease jobs between that count and this claim's commit.
 // The count is a statement of its own, after the lock: a statement's snapshot
 // is taken when it starts, so one that waited for the lock inside itself
-// would count without the claim it waited for.
+// would count without the claim it waited for. It also makes the transaction
+// commit without waiting for its WAL to reach disk (synchronous_commit off,
+// for this transaction only): the lock is held until the commit, and a flush
+// under it would queue every claim behind a disk write. Other sessions see
+// the commit at once all the same; a crash within the moment before the WAL
+// is flushed (by the next synchronous commit, such as the jobs' completion)
+// loses only the claim, and its jobs are claimed again, as after any lease
+// lost (lease mode runs a job at least once).
 func (q *Queries) LockClaimsWebhook(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, lockClaimsWebhook)
 	return err

@@ -118,6 +118,66 @@ CREATE UNIQUE INDEX email_queue_unique_key_idx ON email_queue (unique_key)
 CREATE INDEX email_queue_finished_idx ON email_queue (finished_at)
     WHERE state IN ('succeeded', 'dead');
 
+-- Queue receipt: one row per job; lease mode: a claim is committed at once
+-- and holds the job until its lease expires.
+CREATE TABLE receipt_queue (
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    account_id   bigint      NOT NULL,
+    webhook      text        NOT NULL,
+    email        text        NOT NULL,
+    CONSTRAINT receipt_queue_pkey PRIMARY KEY (id),
+    CONSTRAINT receipt_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Notifies listening workers once per statement that pushes jobs.
+CREATE TRIGGER receipt_queue_notify AFTER INSERT ON receipt_queue
+    FOR EACH STATEMENT EXECUTE FUNCTION queuegen_notify();
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX receipt_queue_claim_idx ON receipt_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Serves the fair claim: it skips from one account_id to the next (one probe
+-- a value) and reads each value's first due jobs.
+CREATE INDEX receipt_queue_fair_idx ON receipt_queue (account_id, run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX receipt_queue_lease_idx ON receipt_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX receipt_queue_node_idx ON receipt_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX receipt_queue_finished_idx ON receipt_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
 -- Queue statement: one row per job; transaction mode: a claim holds the job
 -- by row lock until the caller's transaction ends.
 CREATE TABLE statement_queue (

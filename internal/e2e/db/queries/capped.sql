@@ -33,8 +33,16 @@ VALUES (@n, @priority, @max_attempts, @run_after);
 -- no other claim can lease jobs between that count and this claim's commit.
 -- The count is a statement of its own, after the lock: a statement's snapshot
 -- is taken when it starts, so one that waited for the lock inside itself
--- would count without the claim it waited for.
-SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims capped_queue', 0));
+-- would count without the claim it waited for. It also makes the transaction
+-- commit without waiting for its WAL to reach disk (synchronous_commit off,
+-- for this transaction only): the lock is held until the commit, and a flush
+-- under it would queue every claim behind a disk write. Other sessions see
+-- the commit at once all the same; a crash within the moment before the WAL
+-- is flushed (by the next synchronous commit, such as the jobs' completion)
+-- loses only the claim, and its jobs are claimed again, as after any lease
+-- lost (lease mode runs a job at least once).
+SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims capped_queue', 0)),
+       set_config('synchronous_commit', 'off', true);
 
 -- name: ClaimCapped :many
 -- ClaimCapped leases up to @max jobs to @node: first running jobs whose lease

@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queuegen/queuegen/internal/bench/jobs"
+	"github.com/queuegen/queuegen/queue"
+)
+
+// Limits is the workload that measures concurrency limits held by the
+// database: worker processes drain a queue with limits while another
+// connection samples its running jobs. PostgreSQL only, and not part of
+// "all".
+const Limits = "limits"
+
+// limitsProcs, limitsTenants and limitsWork shape the limits workload:
+// 4 worker processes of 20 handlers each drain jobs of 100 tenants, each
+// job a 20 ms wait (a call to another service), from queue bench_limited
+// (per_key: 3, global: 20). The workers flush results within 1 ms rather
+// than 5: a result held back is a slot held back.
+const (
+	limitsProcs   = 4
+	limitsTenants = 100
+	limitsWork    = 20 * time.Millisecond
+	limitsPerKey  = 3
+	limitsGlobal  = 20
+)
+
+// limitsTarget is a target whose engine has limits: PostgreSQL.
+type limitsTarget interface {
+	// address is the database's URL, for the worker processes.
+	address() string
+	// limitedPool is the target's pool.
+	limitedPool() *pgxpool.Pool
+}
+
+// childEnv is the environment variable that makes a queuegen process (or
+// a test binary) a worker process of the limits workload: it holds the
+// child's job, as JSON.
+const childEnv = "QUEUEGEN_BENCH_WORKER"
+
+// child is a worker process's job.
+type child struct {
+	URL  string `json:"url"`
+	Node string `json:"node"`
+}
+
+// ChildMain runs this process as a worker process of the limits workload
+// when its environment says so, and reports whether it did and the exit
+// code. The queuegen command and the bench's tests call it first thing:
+// the workload starts its worker processes by running its own executable
+// again.
+func ChildMain() (code int, ran bool) {
+	spec := os.Getenv(childEnv)
+	if spec == "" {
+		return 0, false
+	}
+	var c child
+	if err := json.Unmarshal([]byte(spec), &c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench worker:", err)
+		return 2, true
+	}
+	// Stop on SIGTERM, or when the parent goes away (stdin closes).
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+	pool, err := pgxpool.New(ctx, c.URL)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench worker:", err)
+		return 1, true
+	}
+	defer pool.Close()
+	w := jobs.NewBenchLimitedQueue(pool).Worker(func(ctx context.Context, _ *queue.Job[jobs.BenchLimitedPayload]) error {
+		time.Sleep(limitsWork)
+		return nil
+	}, queue.Node(c.Node), queue.Concurrency(limitsGlobal), queue.Logger(quiet), queue.FlushInterval(time.Millisecond))
+	fmt.Println("ready")
+	if err := w.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "bench worker:", err)
+		return 1, true
+	}
+	return 0, true
+}
+
+// runLimits measures queue bench_limited (per_key: 3, global: 20): it
+// pushes Jobs jobs over 100 tenants, starts 4 worker processes (this
+// executable again, see ChildMain) of 20 handlers each, whose jobs take
+// 20 ms, and samples the running jobs every 2 ms from a connection of its
+// own until the queue is drained. Its summary line is the drain's; a
+// second line gives the samples' maxima, which must be within the limits
+// (the workload fails otherwise), and the rate as a fraction of what the
+// global limit allows (20 slots of 20 ms jobs: 1,000 jobs/s).
+func runLimits(ctx context.Context, t target, cfg Config) error {
+	lt, ok := t.(limitsTarget)
+	if !ok { // Run refuses it first
+		return errors.New("the limits workload " + postgresOnly[Limits])
+	}
+	q := jobs.NewBenchLimitedQueue(lt.limitedPool())
+	if err := pushInBatches(ctx, cfg.Jobs, 10000, func(i int) jobs.BenchLimitedPayload {
+		return jobs.BenchLimitedPayload{Tenant: fmt.Sprintf("t%03d", i%limitsTenants), N: int32(i)}
+	}, q.PushMany); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	var procs []*exec.Cmd
+	defer func() {
+		for _, p := range procs {
+			p.Process.Signal(syscall.SIGTERM)
+			p.Wait()
+		}
+	}()
+	for i := range limitsProcs {
+		spec, _ := json.Marshal(child{URL: lt.address(), Node: fmt.Sprint("bench-limits-", i)})
+		p := exec.Command(exe)
+		p.Env = append(os.Environ(), childEnv+"="+string(spec))
+		p.Stderr = os.Stderr
+		if _, err := p.StdinPipe(); err != nil { // closes when this process exits
+			return err
+		}
+		out, err := p.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		if err := p.Start(); err != nil {
+			return err
+		}
+		procs = append(procs, p)
+		if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+			return fmt.Errorf("worker process %d did not start: %q, %v", i, line, err)
+		}
+	}
+
+	// Sample the running jobs until the queue is empty. A job holds a
+	// lease (locked_until) exactly while it runs: the sample reads the
+	// lease index, not the table.
+	var perKey, global, samples int
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	var sampling sync.WaitGroup
+	sampling.Go(func() {
+		for sampleCtx.Err() == nil {
+			var k, g int
+			if err := lt.limitedPool().QueryRow(sampleCtx, `SELECT coalesce(max(n), 0), coalesce(sum(n), 0)
+FROM (SELECT count(*) AS n FROM `+Schema+`.bench_limited_queue WHERE locked_until IS NOT NULL GROUP BY tenant) AS per`).Scan(&k, &g); err == nil {
+				perKey, global, samples = max(perKey, k), max(global, g), samples+1
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	})
+	// Drained when no job is due and none holds a lease (both read
+	// through partial indexes).
+	for tick := 0; ; tick++ {
+		var left, running int
+		err := lt.limitedPool().QueryRow(ctx, `SELECT (SELECT count(*) FROM `+Schema+`.bench_limited_queue WHERE state = 'available'),
+       (SELECT count(*) FROM `+Schema+`.bench_limited_queue WHERE locked_until IS NOT NULL)`).Scan(&left, &running)
+		if err != nil {
+			stopSampling()
+			return err
+		}
+		if left == 0 && running == 0 {
+			break
+		}
+		if tick%10 == 0 {
+			fmt.Fprintf(cfg.Progress, "limits: %d jobs waiting, %d running\n", left, running)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	took := time.Since(start)
+	stopSampling()
+	sampling.Wait()
+	cfg.summary(Limits, int64(cfg.Jobs), took, nil)
+	ceiling := float64(limitsGlobal) / limitsWork.Seconds()
+	fmt.Fprintf(cfg.notes(), "  limits: %d samples: at most %d running per tenant (limit %d), %d in all (limit %d); %.2f× of the %.0f jobs/s the global limit allows (%d slots, %s jobs)\n",
+		samples, perKey, limitsPerKey, global, limitsGlobal, float64(cfg.Jobs)/took.Seconds()/ceiling, ceiling, limitsGlobal, limitsWork)
+	if perKey > limitsPerKey || global > limitsGlobal {
+		return fmt.Errorf("sampled %d running jobs of one tenant and %d in all, over the limits (%d, %d)", perKey, global, limitsPerKey, limitsGlobal)
+	}
+	return nil
+}
+
+func (t *pgTarget) address() string            { return t.url }
+func (t *pgTarget) limitedPool() *pgxpool.Pool { return t.pool }
