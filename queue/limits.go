@@ -1,9 +1,12 @@
 package queue
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
-// Limits are a queue's concurrency limits (the spec's limits key), held by
-// the database: every claim counts the jobs that hold a lease, under the
+// Limits are a queue's concurrency limits (the spec's limits key) and
+// rate limit (its rate key), held by the database. Concurrency: every claim counts the jobs that hold a lease, under the
 // queue's claim lock, and takes no more than the limits leave room for, so
 // they hold across every worker and node. A job holds its slot from its
 // claim until it completes, fails, snoozes, is released or discarded, or
@@ -20,6 +23,12 @@ type Limits struct {
 	// Global is the most jobs of the queue that run at once; 0 for no
 	// limit.
 	Global int
+	// Rate is the most jobs claimed in any window of length Per (per
+	// value of the fair_by column when RateByKey); 0 for no rate limit.
+	// Each claim counts the claims of the window in the queue's rate log.
+	Rate      int
+	Per       time.Duration
+	RateByKey bool
 }
 
 // limitedQueue is what a queue with limits adds to a LeaseQueue.

@@ -26,8 +26,8 @@ var mysqlMigrations embed.FS
 // Config is one bench run.
 type Config struct {
 	// Workload is push, push-many, drain, latency, latency-poll, steady,
-	// all (those six), drain-scale, retention, skew or limits (apart from
-	// all).
+	// all (those six), drain-scale, retention, skew, limits or rate (apart
+	// from all).
 	Workload string
 	// Jobs is how many jobs a workload works (push, push-many, drain,
 	// latency).
@@ -71,6 +71,7 @@ var postgresOnly = map[string]string{
 	Retention: "compares keep with archive, which is PostgreSQL's",
 	Skew:      "measures fair_by, which is PostgreSQL's",
 	Limits:    "measures limits, which are PostgreSQL's",
+	Rate:      "measures a rate limit, which is PostgreSQL's",
 }
 
 // Skew is the workload that measures fair claims (fair_by) against one
@@ -103,8 +104,8 @@ func Run(ctx context.Context, address string, cfg Config) error {
 		names = Workloads
 	}
 	for _, n := range names {
-		if !slices.Contains(Workloads, n) && n != DrainScale && n != Retention && n != Skew && n != Limits {
-			return fmt.Errorf("unknown workload %q: want one of %v, all, %s, %s, %s or %s", n, Workloads, DrainScale, Retention, Skew, Limits)
+		if _, ok := workloads[n]; !ok {
+			return fmt.Errorf("unknown workload %q: want one of %v, all, %s, %s, %s, %s or %s", n, Workloads, DrainScale, Retention, Skew, Limits, Rate)
 		}
 	}
 	d, err := dburl.Parse(address)
@@ -152,11 +153,12 @@ var workloads = map[string]func(context.Context, target, Config) error{
 	Retention:      runRetention,
 	Skew:           runSkew,
 	Limits:         runLimits,
+	Rate:           runRate,
 }
 
 // withDefaults fills in what cfg leaves zero, per workload.
 func withDefaults(workload string, cfg Config) Config {
-	jobs := map[string]int{"push": 100000, "push-many": 1000000, "drain": 200000, DrainScale: 100000, Retention: 10000000, Skew: 100000, Limits: 100000, "latency": 1000, "latency-poll": 20, "steady": 0}
+	jobs := map[string]int{"push": 100000, "push-many": 1000000, "drain": 200000, DrainScale: 100000, Retention: 10000000, Skew: 100000, Limits: 100000, Rate: 5000, "latency": 1000, "latency-poll": 20, "steady": 0}
 	workers := map[string]int{"push": 8, "push-many": 8, "drain": 1000, DrainScale: 1000, Skew: 1000, "latency": 1, "latency-poll": 1, "steady": 1000}
 	batch := map[string]int{"push-many": 100, "drain": 500, DrainScale: 500, Skew: 500, Retention: 10000, "steady": 500}
 	if cfg.Jobs == 0 {

@@ -102,7 +102,8 @@ func TestDrainScaleSmoke(t *testing.T) {
 // features on small numbers: on PostgreSQL each prints its lines
 // (retention: both cases, the archive's leaving no dead tuples; skew: both
 // cases with the small tenants' waits, and the ratio line; limits: the
-// drain by worker processes, sampled within the limits); on MySQL each
+// drain by worker processes, sampled within the limits; rate: the drain
+// by worker processes, no second above the rate); on MySQL each
 // refuses, saying where to run it.
 func TestPGOnlySmoke(t *testing.T) {
 	for _, w := range []struct {
@@ -119,6 +120,10 @@ func TestPGOnlySmoke(t *testing.T) {
 			`^bench skew/ordered: 1500 jobs in .* p50=\d+\.\d{3} p99=\d+\.\d{3}$`,
 			`^bench skew/fair: 1500 jobs in .* p50=\d+\.\d{3} p99=\d+\.\d{3}$`,
 			`^  skew/fair: drained at \d+\.\d\d× the ordered queue's rate$`,
+		}},
+		{Rate, 1200, []string{
+			`^bench rate: 1200 jobs in `,
+			`^  rate: at most ([0-9]|[1-9][0-9]|[1-4][0-9][0-9]|500) jobs claimed within one second \(limit 500\); \d+ whole seconds: \d+ claimed a second \(\d+\.\d\d× the limit\), least \d+, most \d+$`,
 		}},
 		{Limits, 2000, []string{
 			`^bench limits: 2000 jobs in `,

@@ -52,10 +52,12 @@ type limitsTarget interface {
 // child's job, as JSON.
 const childEnv = "QUEUEGEN_BENCH_WORKER"
 
-// child is a worker process's job.
+// child is a worker process's job: the queue it works (bench_limited or
+// bench_rated), as node, on the database at URL.
 type child struct {
-	URL  string `json:"url"`
-	Node string `json:"node"`
+	URL   string `json:"url"`
+	Node  string `json:"node"`
+	Queue string `json:"queue"`
 }
 
 // ChildMain runs this process as a worker process of the limits workload
@@ -86,10 +88,20 @@ func ChildMain() (code int, ran bool) {
 		return 1, true
 	}
 	defer pool.Close()
-	w := jobs.NewBenchLimitedQueue(pool).Worker(func(ctx context.Context, _ *queue.Job[jobs.BenchLimitedPayload]) error {
-		time.Sleep(limitsWork)
-		return nil
-	}, queue.Node(c.Node), queue.Concurrency(limitsGlobal), queue.Logger(quiet), queue.FlushInterval(time.Millisecond))
+	var w interface{ Run(context.Context) error }
+	switch c.Queue {
+	case "bench_limited":
+		w = jobs.NewBenchLimitedQueue(pool).Worker(func(ctx context.Context, _ *queue.Job[jobs.BenchLimitedPayload]) error {
+			time.Sleep(limitsWork)
+			return nil
+		}, queue.Node(c.Node), queue.Concurrency(limitsGlobal), queue.Logger(quiet), queue.FlushInterval(time.Millisecond))
+	case "bench_rated":
+		w = jobs.NewBenchRatedQueue(pool).Worker(func(context.Context, *queue.Job[jobs.BenchRatedPayload]) error { return nil },
+			queue.Node(c.Node), queue.Logger(quiet))
+	default:
+		fmt.Fprintln(os.Stderr, "bench worker: no queue", c.Queue)
+		return 2, true
+	}
 	fmt.Println("ready")
 	if err := w.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "bench worker:", err)
@@ -117,37 +129,11 @@ func runLimits(ctx context.Context, t target, cfg Config) error {
 	}, q.PushMany); err != nil {
 		return err
 	}
-	exe, err := os.Executable()
+	start := time.Now()
+	stop, err := startWorkers(lt, "bench_limited")
+	defer stop()
 	if err != nil {
 		return err
-	}
-	start := time.Now()
-	var procs []*exec.Cmd
-	defer func() {
-		for _, p := range procs {
-			p.Process.Signal(syscall.SIGTERM)
-			p.Wait()
-		}
-	}()
-	for i := range limitsProcs {
-		spec, _ := json.Marshal(child{URL: lt.address(), Node: fmt.Sprint("bench-limits-", i)})
-		p := exec.Command(exe)
-		p.Env = append(os.Environ(), childEnv+"="+string(spec))
-		p.Stderr = os.Stderr
-		if _, err := p.StdinPipe(); err != nil { // closes when this process exits
-			return err
-		}
-		out, err := p.StdoutPipe()
-		if err != nil {
-			return err
-		}
-		if err := p.Start(); err != nil {
-			return err
-		}
-		procs = append(procs, p)
-		if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
-			return fmt.Errorf("worker process %d did not start: %q, %v", i, line, err)
-		}
 	}
 
 	// Sample the running jobs until the queue is empty. A job holds a
@@ -195,6 +181,44 @@ FROM (SELECT count(*) AS n FROM `+Schema+`.bench_limited_queue WHERE locked_unti
 		return fmt.Errorf("sampled %d running jobs of one tenant and %d in all, over the limits (%d, %d)", perKey, global, limitsPerKey, limitsGlobal)
 	}
 	return nil
+}
+
+// startWorkers starts limitsProcs worker processes of queue (this
+// executable again, see ChildMain) and waits until each is ready. stop
+// shuts down those it started, gracefully.
+func startWorkers(lt limitsTarget, queue string) (stop func(), err error) {
+	var procs []*exec.Cmd
+	stop = func() {
+		for _, p := range procs {
+			p.Process.Signal(syscall.SIGTERM)
+			p.Wait()
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return stop, err
+	}
+	for i := range limitsProcs {
+		spec, _ := json.Marshal(child{URL: lt.address(), Node: fmt.Sprintf("%s-%d", queue, i), Queue: queue})
+		p := exec.Command(exe)
+		p.Env = append(os.Environ(), childEnv+"="+string(spec))
+		p.Stderr = os.Stderr
+		if _, err := p.StdinPipe(); err != nil { // closes when this process exits
+			return stop, err
+		}
+		out, err := p.StdoutPipe()
+		if err != nil {
+			return stop, err
+		}
+		if err := p.Start(); err != nil {
+			return stop, err
+		}
+		procs = append(procs, p)
+		if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+			return stop, fmt.Errorf("worker process %d of %s did not start: %q, %v", i, queue, line, err)
+		}
+	}
+	return stop, nil
 }
 
 func (t *pgTarget) address() string            { return t.url }

@@ -46,6 +46,8 @@ type Queue struct {
 	// Archive is the table completed jobs move to (on_success: archive),
 	// or nil.
 	Archive *Table `yaml:"archive,omitempty"`
+	// RateLog is the log of claims a rate limit counts, or nil.
+	RateLog *Table `yaml:"rate_log,omitempty"`
 	// RenamedFrom is the queue's previous name, from the spec: a hint for
 	// the differ, not part of the schema.
 	RenamedFrom string `yaml:"-"`
@@ -206,6 +208,9 @@ func (c *Catalog) Tables() []*Table {
 		out = append(out, q.Table)
 		if q.Archive != nil {
 			out = append(out, q.Archive)
+		}
+		if q.RateLog != nil {
+			out = append(out, q.RateLog)
 		}
 	}
 	return out

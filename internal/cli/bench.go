@@ -16,8 +16,8 @@ import (
 func runBench(c *invocation) error {
 	db := c.dbFlag()
 	cfg := bench.Config{Out: c.stdout, Progress: c.stderr}
-	c.fs.StringVar(&cfg.Workload, "workload", "all", "push, push-many, drain, latency, latency-poll, steady, all (those six), drain-scale, retention, skew or limits")
-	c.fs.IntVar(&cfg.Jobs, "jobs", 0, "jobs per workload (default: push 100000, push-many 1000000, drain 200000, drain-scale 100000, retention 10000000, skew 100000 (tenant a's backlog), limits 100000, latency 1000, latency-poll 20)")
+	c.fs.StringVar(&cfg.Workload, "workload", "all", "push, push-many, drain, latency, latency-poll, steady, all (those six), drain-scale, retention, skew, limits or rate")
+	c.fs.IntVar(&cfg.Jobs, "jobs", 0, "jobs per workload (default: push 100000, push-many 1000000, drain 200000, drain-scale 100000, retention 10000000, skew 100000 (tenant a's backlog), limits 100000, rate 5000, latency 1000, latency-poll 20)")
 	c.fs.DurationVar(&cfg.Duration, "duration", 0, "how long steady runs (default 60s)")
 	c.fs.IntVar(&cfg.Workers, "workers", 0, "pushers (push, push-many: default 8) or the worker's concurrency (drain, steady: default 1000)")
 	c.fs.IntVar(&cfg.Batch, "batch", 0, "PushMany batch size (default 100), the worker's claim and flush batch (drain, steady: default 500), or Purge's (retention: default 10000)")

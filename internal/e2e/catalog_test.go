@@ -53,8 +53,8 @@ func TestCatalog(t *testing.T) {
 		t.Errorf("base_queue accepted a row")
 	}
 	var registered int
-	if err := db.QueryRow(ctx, "SELECT count(*) FROM queuegen_queues").Scan(&registered); err != nil || registered != 15 {
-		t.Errorf("registry has %d queues, %v; want 15", registered, err)
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM queuegen_queues").Scan(&registered); err != nil || registered != 17 {
+		t.Errorf("registry has %d queues, %v; want 17", registered, err)
 	}
 }
 

@@ -333,3 +333,138 @@ func TestLimitsHoldAcrossWorkers(t *testing.T) {
 		t.Errorf("%d jobs ran at once; the global limit is 5", peakAll)
 	}
 }
+
+// Rates are PostgreSQL's too: queue throttled (fair_by: tenant, rate: 3
+// per 1s per tenant) and queue paced (rate: 4 per 500ms, limits: {global:
+// 3}).
+
+// TestRatePerKeyInTheClaim: each tenant gets its rate's worth of jobs in
+// a window, and more once the window has moved past them.
+func TestRatePerKeyInTheClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := migrated(t)
+	q := jobs.NewThrottledQueue(db)
+	var ps []jobs.ThrottledPayload
+	for i := range 10 {
+		ps = append(ps, jobs.ThrottledPayload{Tenant: "a", N: int32(i)}, jobs.ThrottledPayload{Tenant: "b", N: int32(i)})
+	}
+	if _, err := q.PushMany(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	claim := func(at time.Duration) map[string]int {
+		t.Helper()
+		got, err := q.Claim(ctx, "node", 100, queue.ClaimAt(t0.Add(at)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.CompleteMany(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+		per := map[string]int{}
+		for _, j := range got {
+			per[j.Payload.Tenant]++
+		}
+		return per
+	}
+	for _, c := range []struct {
+		at   time.Duration
+		want string
+	}{
+		{0, "map[a:3 b:3]"},
+		{500 * time.Millisecond, "map[]"},         // the window holds 3 of each
+		{1001 * time.Millisecond, "map[a:3 b:3]"}, // the first claims have left it
+		{1500 * time.Millisecond, "map[]"},
+	} {
+		if got := fmt.Sprint(claim(c.at)); got != c.want {
+			t.Errorf("claim at +%s took %s, want %s", c.at, got, c.want)
+		}
+	}
+	// The log keeps one window: the first claim's rows went with the third.
+	if n := pgCount(t, db, "SELECT count(*) FROM throttled_queue_rate"); n != 2 {
+		t.Errorf("rate log holds %d rows, want the last claim's 2", n)
+	}
+	if q.Limits() != (queue.Limits{Rate: 3, Per: time.Second, RateByKey: true}) {
+		t.Errorf("Limits() = %+v", q.Limits())
+	}
+}
+
+// TestRateAndGlobalLimitTogether: a queue with a rate and a global limit
+// takes what the tighter of the two leaves.
+func TestRateAndGlobalLimitTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := jobs.NewPacedQueue(migrated(t))
+	var ps []jobs.PacedPayload
+	for i := range 20 {
+		ps = append(ps, jobs.PacedPayload{N: int32(i)})
+	}
+	if _, err := q.PushMany(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	for _, c := range []struct {
+		at   time.Duration
+		want int
+		why  string
+	}{
+		{0, 3, "the global limit"},
+		{100 * time.Millisecond, 1, "the rate: 4 per 500ms, 3 taken"},
+		{200 * time.Millisecond, 0, "the rate"},
+		{501 * time.Millisecond, 3, "the rate, 1 taken in the window"},
+	} {
+		got, err := q.Claim(ctx, "node", 100, queue.ClaimAt(t0.Add(c.at)))
+		if err != nil || len(got) != c.want {
+			t.Fatalf("claim at +%s = %d jobs, %v; want %d (%s)", c.at, len(got), err, c.want, c.why)
+		}
+		if _, err := q.CompleteMany(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRateHoldsUnderConcurrentClaims: 8 claimers on their own connections
+// claim a tenant's jobs as fast as they can for 2.5 s; by the jobs'
+// attempted_at (the claims' times), no one-second window holds more than 3
+// of a tenant's jobs, and each window's worth was taken.
+func TestRateHoldsUnderConcurrentClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := migrated(t)
+	q := jobs.NewThrottledQueue(db)
+	var ps []jobs.ThrottledPayload
+	for i := range 40 {
+		ps = append(ps, jobs.ThrottledPayload{Tenant: "a", N: int32(i)}, jobs.ThrottledPayload{Tenant: "b", N: int32(i)})
+	}
+	if _, err := q.PushMany(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now().Add(2500 * time.Millisecond)
+	var wg sync.WaitGroup
+	for c := range 8 {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				if _, err := q.Claim(ctx, fmt.Sprint("node-", c), 2); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	// The most jobs of one tenant whose claims lie within one second.
+	most := pgCount(t, db, `SELECT coalesce(max(n), 0) FROM (
+		SELECT (SELECT count(*) FROM throttled_queue o
+		        WHERE o.tenant = j.tenant AND o.attempted_at > j.attempted_at - interval '1 second' AND o.attempted_at <= j.attempted_at) AS n
+		FROM throttled_queue j WHERE j.attempted_at IS NOT NULL) AS w`)
+	claimed := pgCount(t, db, `SELECT count(*) FROM throttled_queue WHERE attempted_at IS NOT NULL`)
+	if most > 3 {
+		t.Errorf("%d jobs of one tenant claimed within one second; the rate is 3", most)
+	}
+	// 2.5 s: three windows' worth, 9 a tenant.
+	if claimed != 18 {
+		t.Errorf("%d jobs claimed in 2.5 s, want 18 (3 windows of 3, 2 tenants)", claimed)
+	}
+}

@@ -8,8 +8,11 @@ const CommentWidth = 78
 
 // Comment wraps text into SQL comment lines ("-- …") of at most
 // CommentWidth characters; a word longer than the width stays whole.
-// Paragraphs in text are separated by "\n".
+// Paragraphs in text are separated by "\n". No text, no lines.
 func Comment(text string) []string {
+	if text == "" {
+		return nil
+	}
 	var lines []string
 	for _, para := range strings.Split(text, "\n") {
 		lines = append(lines, Wrap("-- ", para, CommentWidth)...)

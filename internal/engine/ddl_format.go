@@ -48,6 +48,9 @@ func JoinItems(items []string) string {
 		}
 		last := ls[len(ls)-1]
 		if def, comment, ok := strings.Cut(last, "\x00"); ok {
+			if comma == "" {
+				comma = " " // keeps the trailing comment in line with those above
+			}
 			out = append(out, "    "+def+comma+comment)
 		} else {
 			out = append(out, "    "+last+comma)

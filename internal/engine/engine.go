@@ -88,6 +88,15 @@ type Archiver interface {
 	ArchiveTable(queue, parent *catalog.Table) *catalog.Table
 }
 
+// RateLogger is an Engine that keeps rate limits: a log of the claims of a
+// queue with a rate limit.
+type RateLogger interface {
+	// RateLog is the rate log of queue table queue: one row per claim (per
+	// value of key, when the limit is per value; key is nil otherwise)
+	// with its time and how many jobs it took.
+	RateLog(queue *catalog.Table, key *catalog.Column) *catalog.Table
+}
+
 // Partitioner is a DDL that writes the default partition of a table with
 // PartitionBy.
 type Partitioner interface {
@@ -285,8 +294,8 @@ func names() []string {
 }
 
 // PostgreSQLOnly refuses, at their keys, the features of queue q that are
-// built for PostgreSQL alone so far: fair claims, concurrency limits and
-// the archive. Engines other than PostgreSQL call it from Check.
+// built for PostgreSQL alone so far: fair claims, concurrency and rate
+// limits, and the archive. Engines other than PostgreSQL call it from Check.
 func PostgreSQLOnly(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 	var errs spec.Errors
 	if q.FairBy != "" {
@@ -294,6 +303,9 @@ func PostgreSQLOnly(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 	}
 	if q.Limits.Set() {
 		errs = append(errs, s.ErrorAt(key+".limits", "limits (concurrency limits held by the claim) are built for PostgreSQL only so far; remove them"))
+	}
+	if q.Rate.Limit > 0 {
+		errs = append(errs, s.ErrorAt(key+".rate", "rate (a rate limit held by the claim) is built for PostgreSQL only so far; remove it"))
 	}
 	if q.OnSuccess == spec.OnSuccessArchive {
 		errs = append(errs, s.ErrorAt(key+".on_success", "on_success: archive (an archive table partitioned by day) is built for PostgreSQL only so far; use on_success: keep with a retention"))

@@ -283,13 +283,17 @@ func (d *differ) build(t *catalog.Table) {
 }
 
 // drop drops t, undone by building it again, empty: what drops a queue's
-// table or its archive.
+// table, its archive or its rate log (whose rows are claims, not jobs).
 func (d *differ) drop(t *catalog.Table, what string) {
 	var ups []string
 	for _, s := range d.buildTable(t) {
 		ups = append(ups, s.up)
 	}
-	d.add(d.ddl.DropTable(t), "-- The "+what+" comes back empty: Down cannot bring back the jobs Up dropped.\n"+strings.Join(ups, "\n\n"))
+	rows := "jobs"
+	if what == "rate log" {
+		rows = "claims it logged"
+	}
+	d.add(d.ddl.DropTable(t), "-- The "+what+" comes back empty: Down cannot bring back the "+rows+" Up dropped.\n"+strings.Join(ups, "\n\n"))
 }
 
 func (d *differ) createQueue(q *catalog.Queue) {
@@ -299,6 +303,59 @@ func (d *differ) createQueue(q *catalog.Queue) {
 	if q.Archive != nil {
 		d.createArchive(q)
 	}
+	if q.RateLog != nil {
+		d.createRateLog(q)
+	}
+}
+
+// createRateLog creates q's rate log, empty.
+func (d *differ) createRateLog(q *catalog.Queue) {
+	d.build(q.RateLog)
+	d.note("create_"+q.RateLog.Name, fmt.Sprintf("queue %s: a log of claims for its rate limit (table %s)", q.Name, q.RateLog.Name))
+}
+
+// dropRateLog drops oq's rate log. The log holds one window of claims and
+// nothing else, so no --allow-drop is asked for: the next window starts
+// empty.
+func (d *differ) dropRateLog(oq *catalog.Queue) {
+	d.drop(oq.RateLog, "rate log")
+	d.note("drop_"+oq.RateLog.Name, fmt.Sprintf("drop rate log %s of queue %s", oq.RateLog.Name, oq.Name))
+}
+
+// alterRateLog creates, drops, renames or rebuilds a queue's rate log.
+// When its columns change (the limit becomes per key, or no longer is,
+// or the key's type changes) the log is dropped and created again rather
+// than altered: it holds only the current window's claims.
+func (d *differ) alterRateLog(oq, nq *catalog.Queue) {
+	o, n := oq.RateLog, nq.RateLog
+	switch {
+	case o == nil && n == nil:
+	case o == nil:
+		d.createRateLog(nq)
+	case n == nil:
+		d.dropRateLog(oq)
+	case !sameColumns(o, n):
+		d.dropRateLog(oq)
+		d.createRateLog(nq)
+	case o.Name != n.Name:
+		d.renameTable(o.Clone(), n.Name)
+		d.note("rename_"+o.Name+"_to_"+n.Name, fmt.Sprintf("rename rate log %s to %s", o.Name, n.Name))
+	}
+}
+
+// sameColumns reports whether a and b have the same columns, in order
+// (names, types, nullability and defaults).
+func sameColumns(a, b *catalog.Table) bool {
+	if len(a.Columns) != len(b.Columns) {
+		return false
+	}
+	for i, c := range a.Columns {
+		o := b.Columns[i]
+		if c.Name != o.Name || c.Type != o.Type || c.NotNull != o.NotNull || c.Default != o.Default {
+			return false
+		}
+	}
+	return true
 }
 
 // createArchive creates q's archive table, empty.
@@ -349,6 +406,9 @@ func (d *differ) dropQueue(oq *catalog.Queue) {
 	if oq.Archive != nil {
 		d.dropArchive(oq, fmt.Sprintf("queue %s is dropped", oq.Name))
 	}
+	if oq.RateLog != nil {
+		d.dropRateLog(oq)
+	}
 	d.addData(d.ddl.Unregister(oq.Name), d.ddl.Register(oq))
 	d.drop(oq.Table, "table")
 	d.note("drop_"+oq.Table.Name, fmt.Sprintf("drop queue %s (table %s)", oq.Name, oq.Table.Name))
@@ -389,6 +449,7 @@ func (d *differ) alterQueue(oq, nq *catalog.Queue) {
 	d.options(ot, nt, label)
 	d.indexes(ot, nt, label)
 	d.alterArchive(oq, nq)
+	d.alterRateLog(oq, nq)
 	switch {
 	case ot.NotifyTrigger == nt.NotifyTrigger:
 	case ot.NotifyTrigger == "":

@@ -38,7 +38,7 @@ type revision struct {
 func evolve(t *testing.T, project string) []revision { return evolveOn(t, project, "") }
 
 // evolveOn is evolve with the revisions written for engine (the
-// PostgreSQL revisions with its engine key, without notify, fair_by and limits
+// PostgreSQL revisions with its engine key, without notify, fair_by, limits and rate
 // and with keep for archive, which only PostgreSQL serves), or as they
 // are when engine is "".
 func evolveOn(t *testing.T, project, engine string) []revision {
@@ -60,6 +60,7 @@ func evolveOn(t *testing.T, project, engine string) []revision {
 			data = []byte(strings.ReplaceAll(string(data), "on_success: archive", "on_success: keep"))
 			data = fairLine.ReplaceAll(data, nil)
 			data = limitsLine.ReplaceAll(data, nil)
+			data = rateLine.ReplaceAll(data, nil)
 			data = []byte(strings.Replace(string(data), "version: 1\n", "version: 1\nengine: "+engine+"\n", 1))
 		}
 		if err := os.WriteFile(specPath, data, 0o644); err != nil {
@@ -99,11 +100,13 @@ func TestEvolutionGolden(t *testing.T) {
 }
 
 // notifyLine is a spec line asking for notify, which only PostgreSQL has;
-// fairLine and limitsLine ask for fair_by and limits, likewise.
+// fairLine, limitsLine and rateLine ask for fair_by, limits and rate,
+// likewise.
 var (
 	notifyLine = regexp.MustCompile(`(?m)^ *notify: .*\n`)
 	fairLine   = regexp.MustCompile(`(?m)^ *fair_by: .*\n`)
 	limitsLine = regexp.MustCompile(`(?m)^ *limits: .*\n`)
+	rateLine   = regexp.MustCompile(`(?m)^ *rate: .*\n`)
 )
 
 // evolutionGolden compares the migrations the revisions emit for engine

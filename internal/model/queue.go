@@ -32,6 +32,15 @@ type Queue struct {
 	// PerKey and Global are the queue's concurrency limits (see
 	// spec.Limits); zero for none.
 	PerKey, Global int
+	// RateLimit is the most claims per RatePer (see spec.Rate), per
+	// FairBy value when RateBy; 0 for no rate limit. RateLog is its log,
+	// QRateLog the log's name as written in SQL, and RateKeyType the SQL
+	// type of FairBy (for the log's array of keys).
+	RateLimit             int
+	RatePer               time.Duration
+	RateBy                bool
+	RateLog               *catalog.Table
+	QRateLog, RateKeyType string
 	// Delete is true when completing a job deletes its row; false keeps
 	// it in state succeeded, in its table or, with Archive, in the
 	// archive.
@@ -74,9 +83,18 @@ type Backoff struct {
 // Unique reports whether the queue has a unique key.
 func (q *Queue) Unique() bool { return q.UniqueIndex != nil }
 
-// Limited reports whether the queue has a concurrency limit, which its
-// claims hold by counting leased jobs under the queue's claim lock.
-func (q *Queue) Limited() bool { return q.PerKey > 0 || q.Global > 0 }
+// Limited reports whether the queue has a concurrency or rate limit,
+// which its claims hold by counting leased jobs or logged claims under the
+// queue's claim lock.
+func (q *Queue) Limited() bool { return q.PerKey > 0 || q.Global > 0 || q.RateLimit > 0 }
+
+// Keyed reports whether the claim caps each FairBy value: a per-key
+// concurrency limit, or a rate limit per value.
+func (q *Queue) Keyed() bool { return q.PerKey > 0 || q.RateBy }
+
+// Capped reports whether the claim caps the queue's whole batch: a global
+// concurrency limit, or a rate limit for the queue.
+func (q *Queue) Capped() bool { return q.Global > 0 || (q.RateLimit > 0 && !q.RateBy) }
 
 // Purges reports whether finished jobs are ever deleted by retention.
 func (q *Queue) Purges() bool { return q.RetainSucceeded > 0 || q.RetainDead > 0 }
@@ -139,6 +157,20 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		q.QArchive = eng.Qualify(m.Schema, q.Archive.Name)
 		q.ArchiveSchema = m.Schema
 		q.ArchiveRowType = q.GoName + "ArchiveRow"
+	}
+	if r, ok := eng.(engine.RateLogger); ok && sq.Rate.Limit > 0 {
+		q.RateLimit, q.RatePer, q.RateBy = sq.Rate.Limit, sq.Rate.Per, sq.Rate.By != ""
+		var key *catalog.Column
+		if q.RateBy {
+			for _, c := range q.Payload.Columns {
+				if c.Name == q.FairBy {
+					key = c
+					q.RateKeyType = c.Type
+				}
+			}
+		}
+		q.RateLog = r.RateLog(q.Table, key)
+		q.QRateLog = eng.Qualify(m.Schema, q.RateLog.Name)
 	}
 	if sq.Unique {
 		for _, i := range q.Table.Indexes {

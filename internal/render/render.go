@@ -104,6 +104,32 @@ var sqlFuncs = template.FuncMap{
 	"claimLock": func(d sqlData) string {
 		return "'queuegen claims " + strings.ReplaceAll(d.Queue.QName, "'", "''") + "'"
 	},
+	// claimNow is the claim's clock: the @now parameter, else the
+	// database's. A limited claim reads statement_timestamp(), when its
+	// statement started, after the claim lock was taken, so that claims'
+	// times follow the order they ran in; others now(), their
+	// transaction's start, which for a one-statement claim is the same.
+	"claimNow": func(q *model.Queue) string {
+		if q.Limited() {
+			return "coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())"
+		}
+		return "coalesce(sqlc.narg('now')::timestamptz, now())"
+	},
+	// interval is d as a PostgreSQL interval literal: '1 second',
+	// '250 milliseconds'.
+	"interval": func(d time.Duration) string {
+		n, unit := int64(d/time.Microsecond), "microsecond"
+		switch {
+		case d%time.Second == 0:
+			n, unit = int64(d/time.Second), "second"
+		case d%time.Millisecond == 0:
+			n, unit = int64(d/time.Millisecond), "millisecond"
+		}
+		if n != 1 {
+			unit += "s"
+		}
+		return fmt.Sprintf("'%d %s'", n, unit)
+	},
 	// archived lists, for the INSERT that moves completed jobs from the
 	// CTE done to q's archive, the archive's columns (what "columns") or
 	// the value of each (otherwise): the job's own, but succeeded,

@@ -435,7 +435,7 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	p.keys[key] = Pos{n.Line, n.Column}
 	var havePayload, haveLease bool
 	var leaseNode, onSuccessNode, retentionNode, fairNode *yaml.Node
-	var limitsNode, perKeyNode, globalNode *yaml.Node
+	var limitsNode, perKeyNode, globalNode, rateNode, rateByNode *yaml.Node
 	p.fields(n, key, map[string]func(string, *yaml.Node){
 		"name":         func(k string, v *yaml.Node) { q.Name = p.ident(v, k) },
 		"renamed_from": func(k string, v *yaml.Node) { q.RenamedFrom = p.ident(v, k) },
@@ -467,6 +467,19 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 			p.fields(v, k, map[string]func(string, *yaml.Node){
 				"per_key": func(k string, v *yaml.Node) { perKeyNode, q.Limits.PerKey = v, p.integer(v, k, 1, 1000000) },
 				"global":  func(k string, v *yaml.Node) { globalNode, q.Limits.Global = v, p.integer(v, k, 1, 1000000) },
+			})
+		},
+		"rate": func(k string, v *yaml.Node) {
+			rateNode = v
+			q.Rate = Rate{Pos: Pos{v.Line, v.Column}, Per: time.Second}
+			p.fields(v, k, map[string]func(string, *yaml.Node){
+				"limit": func(k string, v *yaml.Node) { q.Rate.Limit = p.integer(v, k, 1, 1000000) },
+				"per": func(k string, v *yaml.Node) {
+					if q.Rate.Per = p.duration(v, k); q.Rate.Per < 10*time.Millisecond || q.Rate.Per > 24*time.Hour {
+						p.errorf(v, k, "want a window from 10ms to 1d, got %s", q.Rate.Per)
+					}
+				},
+				"by": func(k string, v *yaml.Node) { rateByNode, q.Rate.By = v, p.ident(v, k) },
 			})
 		},
 		"unique": func(k string, v *yaml.Node) { q.Unique = p.boolean(v, k) },
@@ -529,6 +542,9 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	if limitsNode != nil {
 		p.checkLimits(key+".limits", q, limitsNode, perKeyNode, globalNode)
 	}
+	if rateNode != nil {
+		p.checkRate(key+".rate", q, rateNode, rateByNode)
+	}
 	if q.Notify && len(q.Table) > MaxIdentifierLength-len("queuegen_") {
 		p.errorf(n, key+".notify", "the notification channel queuegen_%s would be longer than %d bytes; use a shorter table name", q.Table, MaxIdentifierLength)
 	}
@@ -577,6 +593,25 @@ func (p *parser) checkLimits(key string, q *Queue, n, perKey, global *yaml.Node)
 	}
 	if q.Limits.PerKey > 0 && q.Limits.Global > 0 && q.Limits.Global < q.Limits.PerKey {
 		p.errorf(global, key+".global", "global (%d) is less than per_key (%d), so per_key never reaches its limit", q.Limits.Global, q.Limits.PerKey)
+	}
+}
+
+// checkRate checks that a queue's rate limit can be held: a limit is
+// given, the queue is in lease mode (its claims commit, and so does the
+// rate log), and a per-key rate counts by the fair_by column.
+func (p *parser) checkRate(key string, q *Queue, n, by *yaml.Node) {
+	if n.Kind == yaml.MappingNode && !p.hasKey(n, "limit") {
+		p.errorf(n, key, "missing: limit (the most claims per window)")
+	}
+	if q.Mode == ModeTransaction {
+		p.errorf(n, key, "a rate limit is kept in a log that each claim writes and commits; a transaction-mode claim commits with its job, so use mode: lease")
+	}
+	if q.Rate.By != "" && q.Rate.By != q.FairBy {
+		why := "fair_by is not set"
+		if q.FairBy != "" {
+			why = "fair_by is " + q.FairBy
+		}
+		p.errorf(by, key+".by", "a per-key rate counts claims by the fair_by column, and %s; set fair_by: %s or remove by", why, q.Rate.By)
 	}
 }
 

@@ -172,6 +172,9 @@ type Queue struct {
 	// Limits caps how many of the queue's jobs run at once, across every
 	// worker and node; zero values set no cap.
 	Limits Limits
+	// Rate caps how many of the queue's jobs are claimed per period,
+	// across every worker and node; unset when Rate.Limit is 0.
+	Rate Rate
 	// Unique enables a unique key: among unfinished jobs of this queue, at
 	// most one has a given key.
 	Unique bool
@@ -203,6 +206,20 @@ type Limits struct {
 
 // Set reports whether any limit is set.
 func (l Limits) Set() bool { return l.PerKey > 0 || l.Global > 0 }
+
+// Rate is a queue's rate limit, held by the database: every claim counts
+// the claims of the last Per in the queue's rate log, under the queue's
+// claim lock, and takes no more than Limit leaves room for.
+type Rate struct {
+	Pos Pos
+	// Limit is the most jobs claimed in any window of length Per.
+	Limit int
+	// Per is the window.
+	Per time.Duration
+	// By, when set, is the FairBy column: the limit holds per value
+	// instead of for the queue.
+	By string
+}
 
 // Periodic is a job pushed on a schedule with a fixed payload, once per
 // tick however many nodes run a scheduler.

@@ -78,6 +78,22 @@ func rolledBack(err error) bool {
 	return errors.As(err, &my) && (my.Number == 1213 || string(my.SQLState[:]) == "40001")
 }
 
+// RetryRolledBack runs f, a statement of the accessor's, and when the
+// accessor is bound to no transaction (tx is nil) runs it again, up to
+// three times in all, while MySQL rolls it back as a deadlock victim: a
+// statement of its own transaction that a deadlock rolled back changed
+// nothing, and the fenced statements a worker writes (CompleteMany) can
+// meet a claim locking rows of the same index pages. Bound to the
+// caller's transaction, the deadlock rolled that transaction back: f runs
+// once and the error is the caller's to handle.
+func RetryRolledBack[T any](tx *sql.Tx, f func() (T, error)) (T, error) {
+	v, err := f()
+	for i := 0; i < 2 && tx == nil && rolledBack(err); i++ {
+		v, err = f()
+	}
+	return v, err
+}
+
 // InTx runs f in tx, or, when tx is nil, in a transaction of its own on db
 // at READ COMMITTED, committed when f returns nil and rolled back
 // otherwise. A transaction of its own that a deadlock rolled back is run

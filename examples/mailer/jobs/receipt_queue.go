@@ -378,30 +378,31 @@ func (q *ReceiptQueue) jobs(rows []ReceiptRow) []*queue.Job[ReceiptPayload] {
 	return jobs
 }
 
-// claimLimited takes the queue's claim lock, then claims, in one
-// transaction: the caller's in a copy made by WithTx, else one of its own,
-// committed before it returns, so the lock is held for the claim alone.
+// claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
+// WithTx, else one of its own, committed before it returns, so the lock is
+// held for the claim alone.
 func (q *ReceiptQueue) claimLimited(ctx context.Context, arg ClaimReceiptParams) ([]ReceiptRow, error) {
 	if q.inTx {
-		if err := q.q.LockClaimsReceipt(ctx); err != nil {
-			return nil, err
-		}
-		return q.q.ClaimReceipt(ctx, arg)
+		return q.claimLocked(ctx, q.q, arg)
 	}
 	tx, err := q.db.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	qtx := q.q.WithTx(tx)
-	if err := qtx.LockClaimsReceipt(ctx); err != nil {
-		return nil, err
-	}
-	rows, err := qtx.ClaimReceipt(ctx, arg)
+	rows, err := q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	if err != nil {
 		return nil, err
 	}
 	return rows, tx.Commit(ctx)
+}
+
+// claimLocked is claimLimited's transaction, run through qq.
+func (q *ReceiptQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimReceiptParams) ([]ReceiptRow, error) {
+	if err := qq.LockClaimsReceipt(ctx); err != nil {
+		return nil, err
+	}
+	return qq.ClaimReceipt(ctx, arg)
 }
 
 // failed is the parallel arrays a batch failure sends.

@@ -18,18 +18,18 @@ WITH RECURSIVE busy AS (
     SELECT tenant AS key, count(*)::integer AS n
     FROM queuegen_bench.bench_limited_queue
     WHERE locked_until IS NOT NULL
-      AND (locked_until >= coalesce($1::timestamptz, now()) OR attempt < max_attempts)
+      AND (locked_until >= coalesce($1::timestamptz, statement_timestamp()) OR attempt < max_attempts)
     GROUP BY tenant
 ), room AS (
-    -- How many due jobs the claim may take: the queue's free slots, at
-    -- most @max.
-    SELECT least($4::integer, greatest(20 - coalesce(sum(n), 0), 0))::integer AS n
-    FROM busy
+    -- How many due jobs the claim may take: at most @max, and the queue's
+    -- free slots.
+    SELECT least($4::integer,
+                 greatest(20 - (SELECT coalesce(sum(n), 0) FROM busy), 0))::integer AS n
 ), expired AS (
     SELECT id
     FROM queuegen_bench.bench_limited_queue
     WHERE state = 'running'
-      AND locked_until < coalesce($1::timestamptz, now())
+      AND locked_until < coalesce($1::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
     LIMIT $4::integer
@@ -37,23 +37,24 @@ WITH RECURSIVE busy AS (
 ), keys AS (
     -- Each tenant with due jobs, one index probe a value: the first
     -- value, then the next one above it, until none is left.
-    -- None when the queue has no free slot.
+    -- None when the claim may take no job.
     (SELECT tenant AS key
      FROM queuegen_bench.bench_limited_queue
-     WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, now())
+     WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp())
        AND (SELECT n FROM room) > 0
      ORDER BY tenant
      LIMIT 1)
     UNION ALL
     SELECT (SELECT next.tenant
             FROM queuegen_bench.bench_limited_queue AS next
-            WHERE next.state = 'available' AND next.run_after <= coalesce($1::timestamptz, now()) AND next.tenant > keys.key
+            WHERE next.state = 'available' AND next.run_after <= coalesce($1::timestamptz, statement_timestamp()) AND next.tenant > keys.key
             ORDER BY next.tenant
             LIMIT 1)
     FROM keys
     WHERE keys.key IS NOT NULL
 ), open AS (
-    -- Each value with due jobs and a free slot, and how many it has free.
+    -- Each value with due jobs that may take more, and how many: its
+    -- free slots.
     SELECT keys.key, 3 - coalesce(busy.n, 0) AS free
     FROM keys
     LEFT JOIN busy ON busy.key = keys.key
@@ -67,7 +68,7 @@ WITH RECURSIVE busy AS (
     -- Up to a share of each value's first due jobs; ranked
     -- within their value, so that the batch takes every value's first
     -- job, then every value's second, and so on.
-    -- A value takes no more jobs than it has free slots.
+    -- A value takes no more jobs than it may (free, above).
     SELECT job.id
     FROM open
     CROSS JOIN share
@@ -76,7 +77,7 @@ WITH RECURSIVE busy AS (
                row_number() OVER (ORDER BY run_after, id) AS turn
         FROM (SELECT id, run_after
               FROM queuegen_bench.bench_limited_queue
-              WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, now()) AND tenant = open.key
+              WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp()) AND tenant = open.key
               ORDER BY run_after, id
               LIMIT least(share.n, open.free)) AS first
     ) AS job
@@ -101,9 +102,9 @@ WITH RECURSIVE busy AS (
 UPDATE queuegen_bench.bench_limited_queue AS job
 SET state = 'running',
     attempt = job.attempt + 1,
-    attempted_at = coalesce($1::timestamptz, now()),
+    attempted_at = coalesce($1::timestamptz, statement_timestamp()),
     locked_by = $2::text,
-    locked_until = coalesce($1::timestamptz, now()) + $3::interval
+    locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant, job.n
 `
@@ -122,13 +123,14 @@ type ClaimBenchLimitedParams struct {
 // goes to one claimer; selecting and updating in one statement leaves no
 // window for a lost update, and the UPDATE commits with the statement, so the
 // lease, not an open transaction, then holds the job. Limits (3 running jobs
-// per tenant, 20 in the queue): the claim counts the leased jobs (busy) and
-// takes no more due jobs than the limits leave room for; it runs after
-// LockClaimsBenchLimited, in its transaction, so no two claims count at once.
-// A slot frees when its job completes, fails, snoozes, is released or
-// discarded, or its node is released; a job whose lease expired keeps its
-// slot until a claim takes it again (first, as expired jobs come first) or,
-// on its last attempt, at once.
+// per tenant, 20 running in the queue): the claim counts the leased jobs
+// (busy) and takes no more due jobs than the limits leave room for; it runs
+// after LockClaimsBenchLimited, in its transaction, so no two claims count at
+// once. Its clock is statement_timestamp(), read after the lock, so claims'
+// times follow the order they ran in. A slot frees when its job completes,
+// fails, snoozes, is released or discarded, or its node is released; a job
+// whose lease expired keeps its slot until a claim takes it again (first, as
+// expired jobs come first) or, on its last attempt, at once.
 // By primary key: the planner cannot tell how few rows the fair part
 // picks, and might otherwise join them to the whole table.
 func (q *Queries) ClaimBenchLimited(ctx context.Context, arg ClaimBenchLimitedParams) ([]BenchLimitedRow, error) {
@@ -480,8 +482,8 @@ SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims queuegen_bench.be
 
 // LockClaimsBenchLimited takes the queue's claim lock until the transaction
 // ends, waiting while another claim holds it; ClaimBenchLimited runs next in
-// the same transaction. The limits are a count of leased jobs, and with the
-// lock held no other claim can lease jobs between that count and this claim's
+// the same transaction. The limits are counts (of leased jobs), and with the
+// lock held no other claim can take jobs between that count and this claim's
 // commit. The count is a statement of its own, after the lock: a statement's
 // snapshot is taken when it starts, so one that waited for the lock inside
 // itself would count without the claim it waited for. It also makes the

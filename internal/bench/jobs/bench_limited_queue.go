@@ -373,30 +373,31 @@ func (q *BenchLimitedQueue) jobs(rows []BenchLimitedRow) []*queue.Job[BenchLimit
 	return jobs
 }
 
-// claimLimited takes the queue's claim lock, then claims, in one
-// transaction: the caller's in a copy made by WithTx, else one of its own,
-// committed before it returns, so the lock is held for the claim alone.
+// claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
+// WithTx, else one of its own, committed before it returns, so the lock is
+// held for the claim alone.
 func (q *BenchLimitedQueue) claimLimited(ctx context.Context, arg ClaimBenchLimitedParams) ([]BenchLimitedRow, error) {
 	if q.inTx {
-		if err := q.q.LockClaimsBenchLimited(ctx); err != nil {
-			return nil, err
-		}
-		return q.q.ClaimBenchLimited(ctx, arg)
+		return q.claimLocked(ctx, q.q, arg)
 	}
 	tx, err := q.db.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	qtx := q.q.WithTx(tx)
-	if err := qtx.LockClaimsBenchLimited(ctx); err != nil {
-		return nil, err
-	}
-	rows, err := qtx.ClaimBenchLimited(ctx, arg)
+	rows, err := q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	if err != nil {
 		return nil, err
 	}
 	return rows, tx.Commit(ctx)
+}
+
+// claimLocked is claimLimited's transaction, run through qq.
+func (q *BenchLimitedQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimBenchLimitedParams) ([]BenchLimitedRow, error) {
+	if err := qq.LockClaimsBenchLimited(ctx); err != nil {
+		return nil, err
+	}
+	return qq.ClaimBenchLimited(ctx, arg)
 }
 
 // failed is the parallel arrays a batch failure sends.

@@ -465,6 +465,80 @@ func (q *Queries) PushManyBenchNotifyAt(ctx context.Context, arg []PushManyBench
 	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_notify_queue"}, []string{"recipient", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchNotifyAt{rows: arg})
 }
 
+// iteratorForPushManyBenchRated implements pgx.CopyFromSource.
+type iteratorForPushManyBenchRated struct {
+	rows                 []PushManyBenchRatedParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchRated) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchRated) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchRated) Err() error {
+	return nil
+}
+
+// PushManyBenchRated inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyBenchRated(ctx context.Context, arg []PushManyBenchRatedParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_rated_queue"}, []string{"n", "priority", "max_attempts"}, &iteratorForPushManyBenchRated{rows: arg})
+}
+
+// iteratorForPushManyBenchRatedAt implements pgx.CopyFromSource.
+type iteratorForPushManyBenchRatedAt struct {
+	rows                 []PushManyBenchRatedAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchRatedAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchRatedAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchRatedAt) Err() error {
+	return nil
+}
+
+// PushManyBenchRatedAt is PushManyBenchRated with run_after given by the
+// caller.
+func (q *Queries) PushManyBenchRatedAt(ctx context.Context, arg []PushManyBenchRatedAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_rated_queue"}, []string{"n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchRatedAt{rows: arg})
+}
+
 // iteratorForPushManyBenchTenant implements pgx.CopyFromSource.
 type iteratorForPushManyBenchTenant struct {
 	rows                 []PushManyBenchTenantParams

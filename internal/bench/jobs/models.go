@@ -117,6 +117,23 @@ type BenchNotifyRow struct {
 	N           int32
 }
 
+type BenchRatedRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	N           int32
+}
+
 type BenchRow struct {
 	ID          int64
 	State       string
@@ -159,4 +176,9 @@ type QueueRegistryRow struct {
 	Mode         string
 	Paused       bool
 	RegisteredAt time.Time
+}
+
+type QueuegenBenchBenchRatedQueueRate struct {
+	ClaimedAt time.Time
+	Jobs      int32
 }

@@ -173,7 +173,9 @@ func (q *BenchKeptQueue) Complete(ctx context.Context, job *queue.Job[BenchKeptP
 // completed; the others were no longer held by the caller.
 func (q *BenchKeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchKeptPayload]) (int64, error) {
 	ids, fences := queueimpl.Fences(jobs)
-	return q.q.CompleteManyBenchKept(ctx, CompleteManyBenchKeptParams{Ids: ids, Fences: fences})
+	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteManyBenchKept(ctx, CompleteManyBenchKeptParams{Ids: ids, Fences: fences})
+	})
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after

@@ -173,7 +173,9 @@ func (q *BenchQueue) Complete(ctx context.Context, job *queue.Job[BenchPayload])
 // completed; the others were no longer held by the caller.
 func (q *BenchQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchPayload]) (int64, error) {
 	ids, fences := queueimpl.Fences(jobs)
-	return q.q.CompleteManyBench(ctx, CompleteManyBenchParams{Ids: ids, Fences: fences})
+	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteManyBench(ctx, CompleteManyBenchParams{Ids: ids, Fences: fences})
+	})
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after

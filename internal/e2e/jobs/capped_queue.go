@@ -368,30 +368,31 @@ func (q *CappedQueue) jobs(rows []CappedRow) []*queue.Job[CappedPayload] {
 	return jobs
 }
 
-// claimLimited takes the queue's claim lock, then claims, in one
-// transaction: the caller's in a copy made by WithTx, else one of its own,
-// committed before it returns, so the lock is held for the claim alone.
+// claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
+// WithTx, else one of its own, committed before it returns, so the lock is
+// held for the claim alone.
 func (q *CappedQueue) claimLimited(ctx context.Context, arg ClaimCappedParams) ([]CappedRow, error) {
 	if q.inTx {
-		if err := q.q.LockClaimsCapped(ctx); err != nil {
-			return nil, err
-		}
-		return q.q.ClaimCapped(ctx, arg)
+		return q.claimLocked(ctx, q.q, arg)
 	}
 	tx, err := q.db.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	qtx := q.q.WithTx(tx)
-	if err := qtx.LockClaimsCapped(ctx); err != nil {
-		return nil, err
-	}
-	rows, err := qtx.ClaimCapped(ctx, arg)
+	rows, err := q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	if err != nil {
 		return nil, err
 	}
 	return rows, tx.Commit(ctx)
+}
+
+// claimLocked is claimLimited's transaction, run through qq.
+func (q *CappedQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimCappedParams) ([]CappedRow, error) {
+	if err := qq.LockClaimsCapped(ctx); err != nil {
+		return nil, err
+	}
+	return qq.ClaimCapped(ctx, arg)
 }
 
 // failed is the parallel arrays a batch failure sends.

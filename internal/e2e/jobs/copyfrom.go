@@ -697,6 +697,79 @@ func (q *Queries) PushManyNowaitAt(ctx context.Context, arg []PushManyNowaitAtPa
 	return q.db.CopyFrom(ctx, []string{"nowait_queue"}, []string{"payload", "priority", "max_attempts", "run_after"}, &iteratorForPushManyNowaitAt{rows: arg})
 }
 
+// iteratorForPushManyPaced implements pgx.CopyFromSource.
+type iteratorForPushManyPaced struct {
+	rows                 []PushManyPacedParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyPaced) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyPaced) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyPaced) Err() error {
+	return nil
+}
+
+// PushManyPaced inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
+func (q *Queries) PushManyPaced(ctx context.Context, arg []PushManyPacedParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"paced_queue"}, []string{"n", "priority", "max_attempts"}, &iteratorForPushManyPaced{rows: arg})
+}
+
+// iteratorForPushManyPacedAt implements pgx.CopyFromSource.
+type iteratorForPushManyPacedAt struct {
+	rows                 []PushManyPacedAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyPacedAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyPacedAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyPacedAt) Err() error {
+	return nil
+}
+
+// PushManyPacedAt is PushManyPaced with run_after given by the caller.
+func (q *Queries) PushManyPacedAt(ctx context.Context, arg []PushManyPacedAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"paced_queue"}, []string{"n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyPacedAt{rows: arg})
+}
+
 // iteratorForPushManyReport implements pgx.CopyFromSource.
 type iteratorForPushManyReport struct {
 	rows                 []PushManyReportParams
@@ -841,6 +914,82 @@ func (r iteratorForPushManyTaskAt) Err() error {
 // PushManyTaskAt is PushManyTask with run_after given by the caller.
 func (q *Queries) PushManyTaskAt(ctx context.Context, arg []PushManyTaskAtParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"task_queue"}, []string{"payload", "priority", "max_attempts", "run_after"}, &iteratorForPushManyTaskAt{rows: arg})
+}
+
+// iteratorForPushManyThrottled implements pgx.CopyFromSource.
+type iteratorForPushManyThrottled struct {
+	rows                 []PushManyThrottledParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyThrottled) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyThrottled) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyThrottled) Err() error {
+	return nil
+}
+
+// PushManyThrottled inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyThrottled(ctx context.Context, arg []PushManyThrottledParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"throttled_queue"}, []string{"tenant", "n", "priority", "max_attempts"}, &iteratorForPushManyThrottled{rows: arg})
+}
+
+// iteratorForPushManyThrottledAt implements pgx.CopyFromSource.
+type iteratorForPushManyThrottledAt struct {
+	rows                 []PushManyThrottledAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyThrottledAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyThrottledAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyThrottledAt) Err() error {
+	return nil
+}
+
+// PushManyThrottledAt is PushManyThrottled with run_after given by the
+// caller.
+func (q *Queries) PushManyThrottledAt(ctx context.Context, arg []PushManyThrottledAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"throttled_queue"}, []string{"tenant", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyThrottledAt{rows: arg})
 }
 
 // iteratorForPushManyTxarchived implements pgx.CopyFromSource.

@@ -215,6 +215,28 @@ type NowaitRow struct {
 	Payload     json.RawMessage
 }
 
+type PacedQueueRate struct {
+	ClaimedAt time.Time
+	Jobs      int32
+}
+
+type PacedRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	N           int32
+}
+
 type PeriodicTickRow struct {
 	Queue    string
 	Name     string
@@ -261,6 +283,30 @@ type TaskRow struct {
 	Errors      []string
 	UniqueKey   *string
 	Payload     json.RawMessage
+}
+
+type ThrottledQueueRate struct {
+	ClaimedAt time.Time
+	Tenant    string
+	Jobs      int32
+}
+
+type ThrottledRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	Tenant      string
+	N           int32
 }
 
 type TxarchivedArchiveRow struct {

@@ -211,6 +211,32 @@ func (Engine) ArchiveTable(queue, parent *catalog.Table) *catalog.Table {
 	return t
 }
 
+// RateLogSuffix names a queue table's rate log: <table>_rate.
+const RateLogSuffix = "_rate"
+
+// RateLog is the rate log of a queue with a rate limit: each claim that
+// takes jobs adds a row (one per key value with a per-key limit), and
+// deletes the rows that have left the window, so the log holds about one
+// window of claims.
+func (Engine) RateLog(queue *catalog.Table, key *catalog.Column) *catalog.Table {
+	name := queue.Name + RateLogSuffix
+	t := &catalog.Table{
+		Name: name,
+		Comment: engine.Comment("Rate log of queue table " + queue.Name + ": the claims of the last window, " +
+			"which claims count to hold the rate limit; each claim adds its row and deletes those past the window."),
+		Columns: []*catalog.Column{
+			{Name: "claimed_at", Type: "timestamptz", NotNull: true, Comment: "when the claim ran"},
+		},
+		Indexes: []*catalog.Index{{Name: name + "_claimed_at_idx", Columns: []string{"claimed_at"},
+			Comment: "Finds the claims of the window, and those past it to delete."}},
+	}
+	if key != nil {
+		t.Columns = append(t.Columns, &catalog.Column{Name: key.Name, Type: key.Type, NotNull: true, Comment: "the claimed jobs' " + key.Name})
+	}
+	t.Columns = append(t.Columns, &catalog.Column{Name: "jobs", Type: "integer", NotNull: true, Comment: "how many jobs the claim took"})
+	return t
+}
+
 // Held is true for a row that a transaction still in progress has locked
 // or changed: in transaction mode, a job a worker is working, whose claim
 // other sessions cannot see until the worker's transaction commits. The

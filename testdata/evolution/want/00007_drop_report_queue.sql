@@ -41,11 +41,9 @@ WITH (
     autovacuum_analyze_threshold = 1000
 );
 
---
 CREATE INDEX report_queue_claim_idx ON report_queue (run_after, id)
     WHERE state = 'available';
 
---
 CREATE INDEX report_queue_finished_idx ON report_queue (finished_at)
     WHERE state IN ('succeeded', 'dead');
 

@@ -36,11 +36,9 @@ CREATE TABLE report_queue (
 -- row locks only).
 ALTER TABLE report_queue SET (LOCK_ESCALATION = DISABLE);
 
---
 CREATE INDEX report_queue_claim_idx ON report_queue (run_after, id)
     WHERE state = 'available';
 
---
 CREATE INDEX report_queue_finished_idx ON report_queue (finished_at, state)
     WHERE state IN ('succeeded', 'dead');
 

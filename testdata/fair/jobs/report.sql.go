@@ -18,17 +18,17 @@ WITH busy AS (
     SELECT count(*)::integer AS n
     FROM report_queue
     WHERE locked_until IS NOT NULL
-      AND (locked_until >= coalesce($1::timestamptz, now()) OR attempt < max_attempts)
+      AND (locked_until >= coalesce($1::timestamptz, statement_timestamp()) OR attempt < max_attempts)
 ), room AS (
-    -- How many due jobs the claim may take: the queue's free slots, at
-    -- most @max.
-    SELECT least($4::integer, greatest(2 - coalesce(sum(n), 0), 0))::integer AS n
-    FROM busy
+    -- How many due jobs the claim may take: at most @max, and the queue's
+    -- free slots.
+    SELECT least($4::integer,
+                 greatest(2 - (SELECT coalesce(sum(n), 0) FROM busy), 0))::integer AS n
 ), expired AS (
     SELECT id
     FROM report_queue
     WHERE state = 'running'
-      AND locked_until < coalesce($1::timestamptz, now())
+      AND locked_until < coalesce($1::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
     LIMIT $4::integer
@@ -37,7 +37,7 @@ WITH busy AS (
     SELECT id
     FROM report_queue
     WHERE state = 'available'
-      AND run_after <= coalesce($1::timestamptz, now())
+      AND run_after <= coalesce($1::timestamptz, statement_timestamp())
     ORDER BY run_after, id
     LIMIT (SELECT n FROM room)
     FOR UPDATE SKIP LOCKED
@@ -50,9 +50,9 @@ WITH busy AS (
 UPDATE report_queue AS job
 SET state = 'running',
     attempt = job.attempt + 1,
-    attempted_at = coalesce($1::timestamptz, now()),
+    attempted_at = coalesce($1::timestamptz, statement_timestamp()),
     locked_by = $2::text,
-    locked_until = coalesce($1::timestamptz, now()) + $3::interval
+    locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.name
 `
@@ -70,13 +70,14 @@ type ClaimReportParams struct {
 // each job goes to one claimer; selecting and updating in one statement
 // leaves no window for a lost update, and the UPDATE commits with the
 // statement, so the lease, not an open transaction, then holds the job.
-// Limits (2 in the queue): the claim counts the leased jobs (busy) and takes
-// no more due jobs than the limits leave room for; it runs after
-// LockClaimsReport, in its transaction, so no two claims count at once. A
-// slot frees when its job completes, fails, snoozes, is released or
-// discarded, or its node is released; a job whose lease expired keeps its
-// slot until a claim takes it again (first, as expired jobs come first) or,
-// on its last attempt, at once.
+// Limits (2 running in the queue): the claim counts the leased jobs (busy)
+// and takes no more due jobs than the limits leave room for; it runs after
+// LockClaimsReport, in its transaction, so no two claims count at once. Its
+// clock is statement_timestamp(), read after the lock, so claims' times
+// follow the order they ran in. A slot frees when its job completes, fails,
+// snoozes, is released or discarded, or its node is released; a job whose
+// lease expired keeps its slot until a claim takes it again (first, as
+// expired jobs come first) or, on its last attempt, at once.
 // By primary key: the planner cannot tell how few rows the limit
 // picks, and might otherwise join them to the whole table.
 func (q *Queries) ClaimReport(ctx context.Context, arg ClaimReportParams) ([]ReportRow, error) {
@@ -425,8 +426,8 @@ SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims report_queue', 0)
 
 // LockClaimsReport takes the queue's claim lock until the transaction ends,
 // waiting while another claim holds it; ClaimReport runs next in the same
-// transaction. The limits are a count of leased jobs, and with the lock held
-// no other claim can lease jobs between that count and this claim's commit.
+// transaction. The limits are counts (of leased jobs), and with the lock held
+// no other claim can take jobs between that count and this claim's commit.
 // The count is a statement of its own, after the lock: a statement's snapshot
 // is taken when it starts, so one that waited for the lock inside itself
 // would count without the claim it waited for. It also makes the transaction

@@ -368,30 +368,31 @@ func (q *ReportQueue) jobs(rows []ReportRow) []*queue.Job[ReportPayload] {
 	return jobs
 }
 
-// claimLimited takes the queue's claim lock, then claims, in one
-// transaction: the caller's in a copy made by WithTx, else one of its own,
-// committed before it returns, so the lock is held for the claim alone.
+// claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
+// WithTx, else one of its own, committed before it returns, so the lock is
+// held for the claim alone.
 func (q *ReportQueue) claimLimited(ctx context.Context, arg ClaimReportParams) ([]ReportRow, error) {
 	if q.inTx {
-		if err := q.q.LockClaimsReport(ctx); err != nil {
-			return nil, err
-		}
-		return q.q.ClaimReport(ctx, arg)
+		return q.claimLocked(ctx, q.q, arg)
 	}
 	tx, err := q.db.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	qtx := q.q.WithTx(tx)
-	if err := qtx.LockClaimsReport(ctx); err != nil {
-		return nil, err
-	}
-	rows, err := qtx.ClaimReport(ctx, arg)
+	rows, err := q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	if err != nil {
 		return nil, err
 	}
 	return rows, tx.Commit(ctx)
+}
+
+// claimLocked is claimLimited's transaction, run through qq.
+func (q *ReportQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimReportParams) ([]ReportRow, error) {
+	if err := qq.LockClaimsReport(ctx); err != nil {
+		return nil, err
+	}
+	return qq.ClaimReport(ctx, arg)
 }
 
 // failed is the parallel arrays a batch failure sends.

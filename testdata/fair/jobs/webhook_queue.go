@@ -373,30 +373,31 @@ func (q *WebhookQueue) jobs(rows []WebhookRow) []*queue.Job[WebhookPayload] {
 	return jobs
 }
 
-// claimLimited takes the queue's claim lock, then claims, in one
-// transaction: the caller's in a copy made by WithTx, else one of its own,
-// committed before it returns, so the lock is held for the claim alone.
+// claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
+// WithTx, else one of its own, committed before it returns, so the lock is
+// held for the claim alone.
 func (q *WebhookQueue) claimLimited(ctx context.Context, arg ClaimWebhookParams) ([]WebhookRow, error) {
 	if q.inTx {
-		if err := q.q.LockClaimsWebhook(ctx); err != nil {
-			return nil, err
-		}
-		return q.q.ClaimWebhook(ctx, arg)
+		return q.claimLocked(ctx, q.q, arg)
 	}
 	tx, err := q.db.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	qtx := q.q.WithTx(tx)
-	if err := qtx.LockClaimsWebhook(ctx); err != nil {
-		return nil, err
-	}
-	rows, err := qtx.ClaimWebhook(ctx, arg)
+	rows, err := q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	if err != nil {
 		return nil, err
 	}
 	return rows, tx.Commit(ctx)
+}
+
+// claimLocked is claimLimited's transaction, run through qq.
+func (q *WebhookQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimWebhookParams) ([]WebhookRow, error) {
+	if err := qq.LockClaimsWebhook(ctx); err != nil {
+		return nil, err
+	}
+	return qq.ClaimWebhook(ctx, arg)
 }
 
 // failed is the parallel arrays a batch failure sends.

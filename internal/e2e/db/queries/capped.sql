@@ -29,8 +29,8 @@ VALUES (@n, @priority, @max_attempts, @run_after);
 -- name: LockClaimsCapped :exec
 -- LockClaimsCapped takes the queue's claim lock until the transaction ends,
 -- waiting while another claim holds it; ClaimCapped runs next in the same
--- transaction. The limits are a count of leased jobs, and with the lock held
--- no other claim can lease jobs between that count and this claim's commit.
+-- transaction. The limits are counts (of leased jobs), and with the lock held
+-- no other claim can take jobs between that count and this claim's commit.
 -- The count is a statement of its own, after the lock: a statement's snapshot
 -- is taken when it starts, so one that waited for the lock inside itself
 -- would count without the claim it waited for. It also makes the transaction
@@ -51,30 +51,31 @@ SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims capped_queue', 0)
 -- each job goes to one claimer; selecting and updating in one statement
 -- leaves no window for a lost update, and the UPDATE commits with the
 -- statement, so the lease, not an open transaction, then holds the job.
--- Limits (3 in the queue): the claim counts the leased jobs (busy) and takes
--- no more due jobs than the limits leave room for; it runs after
--- LockClaimsCapped, in its transaction, so no two claims count at once. A
--- slot frees when its job completes, fails, snoozes, is released or
--- discarded, or its node is released; a job whose lease expired keeps its
--- slot until a claim takes it again (first, as expired jobs come first) or,
--- on its last attempt, at once.
+-- Limits (3 running in the queue): the claim counts the leased jobs (busy)
+-- and takes no more due jobs than the limits leave room for; it runs after
+-- LockClaimsCapped, in its transaction, so no two claims count at once. Its
+-- clock is statement_timestamp(), read after the lock, so claims' times
+-- follow the order they ran in. A slot frees when its job completes, fails,
+-- snoozes, is released or discarded, or its node is released; a job whose
+-- lease expired keeps its slot until a claim takes it again (first, as
+-- expired jobs come first) or, on its last attempt, at once.
 WITH busy AS (
     -- The slots in use: the leased jobs, less those whose
     -- lease expired on their last attempt (no claim takes them again).
     SELECT count(*)::integer AS n
     FROM capped_queue
     WHERE locked_until IS NOT NULL
-      AND (locked_until >= coalesce(sqlc.narg('now')::timestamptz, now()) OR attempt < max_attempts)
+      AND (locked_until >= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) OR attempt < max_attempts)
 ), room AS (
-    -- How many due jobs the claim may take: the queue's free slots, at
-    -- most @max.
-    SELECT least(sqlc.arg('max')::integer, greatest(3 - coalesce(sum(n), 0), 0))::integer AS n
-    FROM busy
+    -- How many due jobs the claim may take: at most @max, and the queue's
+    -- free slots.
+    SELECT least(sqlc.arg('max')::integer,
+                 greatest(3 - (SELECT coalesce(sum(n), 0) FROM busy), 0))::integer AS n
 ), expired AS (
     SELECT id
     FROM capped_queue
     WHERE state = 'running'
-      AND locked_until < coalesce(sqlc.narg('now')::timestamptz, now())
+      AND locked_until < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
     LIMIT sqlc.arg('max')::integer
@@ -83,7 +84,7 @@ WITH busy AS (
     SELECT id
     FROM capped_queue
     WHERE state = 'available'
-      AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now())
+      AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     ORDER BY run_after, id
     LIMIT (SELECT n FROM room)
     FOR UPDATE SKIP LOCKED
@@ -96,9 +97,9 @@ WITH busy AS (
 UPDATE capped_queue AS job
 SET state = 'running',
     attempt = job.attempt + 1,
-    attempted_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    attempted_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()),
     locked_by = sqlc.arg('node')::text,
-    locked_until = coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('lease')::interval
+    locked_until = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) + sqlc.arg('lease')::interval
 -- By primary key: the planner cannot tell how few rows the limit
 -- picks, and might otherwise join them to the whole table.
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))

@@ -195,7 +195,9 @@ func (q *ImageQueue) Complete(ctx context.Context, job *queue.Job[ImagePayload])
 // completed; the others were no longer held by the caller.
 func (q *ImageQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ImagePayload]) (int64, error) {
 	ids, fences := queueimpl.Fences(jobs)
-	return q.q.CompleteManyImage(ctx, CompleteManyImageParams{Ids: ids, Fences: fences})
+	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteManyImage(ctx, CompleteManyImageParams{Ids: ids, Fences: fences})
+	})
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after

@@ -172,7 +172,9 @@ func (q *NowaitQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]
 // completed; the others were no longer held by the caller.
 func (q *NowaitQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
 	ids, fences := queueimpl.Fences(jobs)
-	return q.q.CompleteManyNowait(ctx, CompleteManyNowaitParams{Ids: ids, Fences: fences})
+	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteManyNowait(ctx, CompleteManyNowaitParams{Ids: ids, Fences: fences})
+	})
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after

@@ -243,7 +243,9 @@ func (q *TypedQueue) Complete(ctx context.Context, job *queue.Job[TypedPayload])
 // completed; the others were no longer held by the caller.
 func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPayload]) (int64, error) {
 	ids, fences := queueimpl.Fences(jobs)
-	return q.q.CompleteManyTyped(ctx, CompleteManyTypedParams{Ids: ids, Fences: fences})
+	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteManyTyped(ctx, CompleteManyTypedParams{Ids: ids, Fences: fences})
+	})
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after

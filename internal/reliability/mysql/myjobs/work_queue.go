@@ -173,7 +173,9 @@ func (q *WorkQueue) Complete(ctx context.Context, job *queue.Job[WorkPayload]) e
 // completed; the others were no longer held by the caller.
 func (q *WorkQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WorkPayload]) (int64, error) {
 	ids, fences := queueimpl.Fences(jobs)
-	return q.q.CompleteManyWork(ctx, CompleteManyWorkParams{Ids: ids, Fences: fences})
+	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteManyWork(ctx, CompleteManyWorkParams{Ids: ids, Fences: fences})
+	})
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after

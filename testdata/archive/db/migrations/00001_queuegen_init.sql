@@ -186,7 +186,7 @@ CREATE TABLE ledger_queue_archive (
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
     unique_key   text,                                     -- dedupe key among unfinished jobs
-    payload      jsonb       NOT NULL                     -- the payload, encoded as JSON
+    payload      jsonb       NOT NULL                      -- the payload, encoded as JSON
 ) PARTITION BY RANGE (finished_at);
 
 -- The rows of days that have no partition of their own: before the queue's

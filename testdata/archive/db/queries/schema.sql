@@ -169,7 +169,7 @@ CREATE TABLE ledger_queue_archive (
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
     unique_key   text,                                     -- dedupe key among unfinished jobs
-    payload      jsonb       NOT NULL                     -- the payload, encoded as JSON
+    payload      jsonb       NOT NULL                      -- the payload, encoded as JSON
 ) PARTITION BY RANGE (finished_at);
 
 -- Finds an archived job by id (Get): one probe per partition.

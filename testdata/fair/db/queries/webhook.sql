@@ -30,8 +30,8 @@ VALUES (@shop, @url, @priority, @max_attempts, @run_after);
 -- name: LockClaimsWebhook :exec
 -- LockClaimsWebhook takes the queue's claim lock until the transaction ends,
 -- waiting while another claim holds it; ClaimWebhook runs next in the same
--- transaction. The limits are a count of leased jobs, and with the lock held
--- no other claim can lease jobs between that count and this claim's commit.
+-- transaction. The limits are counts (of leased jobs), and with the lock held
+-- no other claim can take jobs between that count and this claim's commit.
 -- The count is a statement of its own, after the lock: a statement's snapshot
 -- is taken when it starts, so one that waited for the lock inside itself
 -- would count without the claim it waited for. It also makes the transaction
@@ -53,31 +53,32 @@ SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims webhook_queue', 0
 -- goes to one claimer; selecting and updating in one statement leaves no
 -- window for a lost update, and the UPDATE commits with the statement, so the
 -- lease, not an open transaction, then holds the job. Limits (3 running jobs
--- per shop, 20 in the queue): the claim counts the leased jobs (busy) and
--- takes no more due jobs than the limits leave room for; it runs after
--- LockClaimsWebhook, in its transaction, so no two claims count at once. A
--- slot frees when its job completes, fails, snoozes, is released or
--- discarded, or its node is released; a job whose lease expired keeps its
--- slot until a claim takes it again (first, as expired jobs come first) or,
--- on its last attempt, at once.
+-- per shop, 20 running in the queue): the claim counts the leased jobs (busy)
+-- and takes no more due jobs than the limits leave room for; it runs after
+-- LockClaimsWebhook, in its transaction, so no two claims count at once. Its
+-- clock is statement_timestamp(), read after the lock, so claims' times
+-- follow the order they ran in. A slot frees when its job completes, fails,
+-- snoozes, is released or discarded, or its node is released; a job whose
+-- lease expired keeps its slot until a claim takes it again (first, as
+-- expired jobs come first) or, on its last attempt, at once.
 WITH RECURSIVE busy AS (
     -- The slots in use, per shop: the leased jobs, less those whose
     -- lease expired on their last attempt (no claim takes them again).
     SELECT shop AS key, count(*)::integer AS n
     FROM webhook_queue
     WHERE locked_until IS NOT NULL
-      AND (locked_until >= coalesce(sqlc.narg('now')::timestamptz, now()) OR attempt < max_attempts)
+      AND (locked_until >= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) OR attempt < max_attempts)
     GROUP BY shop
 ), room AS (
-    -- How many due jobs the claim may take: the queue's free slots, at
-    -- most @max.
-    SELECT least(sqlc.arg('max')::integer, greatest(20 - coalesce(sum(n), 0), 0))::integer AS n
-    FROM busy
+    -- How many due jobs the claim may take: at most @max, and the queue's
+    -- free slots.
+    SELECT least(sqlc.arg('max')::integer,
+                 greatest(20 - (SELECT coalesce(sum(n), 0) FROM busy), 0))::integer AS n
 ), expired AS (
     SELECT id
     FROM webhook_queue
     WHERE state = 'running'
-      AND locked_until < coalesce(sqlc.narg('now')::timestamptz, now())
+      AND locked_until < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
     LIMIT sqlc.arg('max')::integer
@@ -85,23 +86,24 @@ WITH RECURSIVE busy AS (
 ), keys AS (
     -- Each shop with due jobs, one index probe a value: the first
     -- value, then the next one above it, until none is left.
-    -- None when the queue has no free slot.
+    -- None when the claim may take no job.
     (SELECT shop AS key
      FROM webhook_queue
-     WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now())
+     WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
        AND (SELECT n FROM room) > 0
      ORDER BY shop
      LIMIT 1)
     UNION ALL
     SELECT (SELECT next.shop
             FROM webhook_queue AS next
-            WHERE next.state = 'available' AND next.run_after <= coalesce(sqlc.narg('now')::timestamptz, now()) AND next.shop > keys.key
+            WHERE next.state = 'available' AND next.run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND next.shop > keys.key
             ORDER BY next.shop
             LIMIT 1)
     FROM keys
     WHERE keys.key IS NOT NULL
 ), open AS (
-    -- Each value with due jobs and a free slot, and how many it has free.
+    -- Each value with due jobs that may take more, and how many: its
+    -- free slots.
     SELECT keys.key, 3 - coalesce(busy.n, 0) AS free
     FROM keys
     LEFT JOIN busy ON busy.key = keys.key
@@ -115,7 +117,7 @@ WITH RECURSIVE busy AS (
     -- Up to a share of each value's first due jobs; ranked
     -- within their value, so that the batch takes every value's first
     -- job, then every value's second, and so on.
-    -- A value takes no more jobs than it has free slots.
+    -- A value takes no more jobs than it may (free, above).
     SELECT job.id
     FROM open
     CROSS JOIN share
@@ -124,7 +126,7 @@ WITH RECURSIVE busy AS (
                row_number() OVER (ORDER BY run_after, id) AS turn
         FROM (SELECT id, run_after
               FROM webhook_queue
-              WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now()) AND shop = open.key
+              WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND shop = open.key
               ORDER BY run_after, id
               LIMIT least(share.n, open.free)) AS first
     ) AS job
@@ -149,9 +151,9 @@ WITH RECURSIVE busy AS (
 UPDATE webhook_queue AS job
 SET state = 'running',
     attempt = job.attempt + 1,
-    attempted_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    attempted_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()),
     locked_by = sqlc.arg('node')::text,
-    locked_until = coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('lease')::interval
+    locked_until = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) + sqlc.arg('lease')::interval
 -- By primary key: the planner cannot tell how few rows the fair part
 -- picks, and might otherwise join them to the whole table.
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
