@@ -3,12 +3,14 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/queuegen/queuegen/internal/e2e/jobs"
+	"github.com/queuegen/queuegen/queue"
 )
 
 // fair_by is PostgreSQL's: these tests run on PostgreSQL only, against
@@ -57,6 +59,37 @@ func TestFairClaimTakesEachKeyInTurn(t *testing.T) {
 		if j.Payload.Tenant != "a" || j.Payload.N != int32(i+2) {
 			t.Errorf("second claim's job %d = %s/%d, want a/%d", i, j.Payload.Tenant, j.Payload.N, i+2)
 		}
+	}
+}
+
+// TestFairClaimTakesEachKeysHighestPriorityFirst: with priority (queue
+// fair has priority: true), each tenant's turn takes its highest-priority
+// job first.
+func TestFairClaimTakesEachKeysHighestPriorityFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := jobs.NewFairQueue(migrated(t))
+	pushTenant(t, q, "a", 10)
+	if _, err := q.Push(ctx, jobs.FairPayload{Tenant: "a", N: 99}, queue.Priority(5)); err != nil {
+		t.Fatal(err)
+	}
+	pushTenant(t, q, "b", 2)
+	if _, err := q.Push(ctx, jobs.FairPayload{Tenant: "c", N: 7}, queue.Priority(9)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Claim(ctx, "node", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var took []string
+	for _, j := range got {
+		took = append(took, fmt.Sprintf("%s%d", j.Payload.Tenant, j.Payload.N))
+	}
+	slices.Sort(took)
+	// One turn: each tenant's highest-priority job (a's 99 before its
+	// older 0), the claim's rows in no particular order.
+	if fmt.Sprint(took) != "[a99 b0 c7]" {
+		t.Errorf("claim of 3 took %v; want [a99 b0 c7]", took)
 	}
 }
 

@@ -153,6 +153,15 @@ var sqlFuncs = template.FuncMap{
 		}
 		return wrapList(items, indent, 80)
 	},
+	// qualified is the claim order's terms with prefix before each column:
+	// "job.priority DESC, job.run_after, job.id".
+	"qualified": func(prefix string, order []string) string {
+		out := make([]string, len(order))
+		for i, term := range order {
+			out[i] = prefix + term
+		}
+		return strings.Join(out, ", ")
+	},
 	// columns lists the fields' column names, each with prefix.
 	"columns": func(fs []*model.Field, prefix string) string {
 		out := make([]string, len(fs))

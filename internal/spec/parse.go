@@ -561,9 +561,6 @@ func (p *parser) checkFairBy(n *yaml.Node, key string, q *Queue) {
 		p.errorf(n, key, "fair_by names a payload column, and a JSON payload has none to index; use payload.columns")
 		return
 	}
-	if q.Priority {
-		p.errorf(n, key, "a fair claim takes each key's jobs by run_after; priority: true is not supported with fair_by yet")
-	}
 	var names []string
 	for _, c := range q.Payload.Columns {
 		if c.Name != q.FairBy {

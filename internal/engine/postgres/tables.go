@@ -150,7 +150,7 @@ func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_claim_idx", Columns: claim, Where: "state = 'available'",
 		Comment: "Serves the claim: its predicate and key are the claim's WHERE and ORDER BY, so a claim reads the first entries of this index and stops."})
 	if q.FairBy != "" {
-		t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_fair_idx", Columns: []string{q.FairBy, "run_after", "id"}, Where: "state = 'available'",
+		t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_fair_idx", Columns: append([]string{q.FairBy}, claim...), Where: "state = 'available'",
 			Comment: "Serves the fair claim: it skips from one " + q.FairBy + " to the next (one probe a value) and reads each value's first due jobs."})
 	}
 	if q.Lease {

@@ -700,12 +700,12 @@ WITH (
 
 -- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
 -- so a claim reads the first entries of this index and stops.
-CREATE INDEX fair_queue_claim_idx ON fair_queue (run_after, id)
+CREATE INDEX fair_queue_claim_idx ON fair_queue (priority DESC, run_after, id)
     WHERE state = 'available';
 
 -- Serves the fair claim: it skips from one tenant to the next (one probe a
 -- value) and reads each value's first due jobs.
-CREATE INDEX fair_queue_fair_idx ON fair_queue (tenant, run_after, id)
+CREATE INDEX fair_queue_fair_idx ON fair_queue (tenant, priority DESC, run_after, id)
     WHERE state = 'available';
 
 -- Finds leases that expired (claimed again, or reaped on their last attempt).

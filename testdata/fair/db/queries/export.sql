@@ -73,17 +73,17 @@ WITH RECURSIVE expired AS (
     FROM keys
     CROSS JOIN share
     CROSS JOIN LATERAL (
-        SELECT id, run_after,
-               row_number() OVER (ORDER BY run_after, id) AS turn
-        FROM (SELECT id, run_after
+        SELECT id, priority, run_after,
+               row_number() OVER (ORDER BY priority DESC, run_after, id) AS turn
+        FROM (SELECT id, priority, run_after
               FROM export_queue
               WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now()) AND tenant = keys.key
-              ORDER BY run_after, id
+              ORDER BY priority DESC, run_after, id
               LIMIT share.n
               FOR UPDATE SKIP LOCKED) AS first
     ) AS job
     WHERE keys.key IS NOT NULL
-    ORDER BY job.turn, job.run_after, job.id
+    ORDER BY job.turn, job.priority DESC, job.run_after, job.id
     LIMIT sqlc.arg('max')::integer
 ), picked AS (
     SELECT id FROM expired
