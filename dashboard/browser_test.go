@@ -114,9 +114,30 @@ func TestBrowser(t *testing.T) {
 					t.Fatalf("%s: %v", what, err)
 				}
 			}
+			// clickUntil clicks sel until want shows, up to three times: the
+			// live refresh (every 3 s) may replace the element between the
+			// query for it and the click, and the click is then lost.
+			clickUntil := func(what, sel, want string) {
+				t.Helper()
+				for try := 1; ; try++ {
+					stepCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+					err := chromedp.Do(stepCtx, chromedp.Click(chromedp.CSS(sel)), chromedp.WaitVisible(chromedp.CSS(want)))
+					cancel()
+					if err == nil {
+						return
+					}
+					if try == 3 {
+						t.Fatalf("%s: %v", what, err)
+					}
+				}
+			}
+			// text reads an element's text in one evaluation, polling until
+			// it has some: the live refresh may replace the node between a
+			// query for it and a read of it.
 			text := func(sel string) string {
 				t.Helper()
-				s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+				s, err := chromedp.Run(ctx, chromedp.Poll[string](`(() => { const e = document.querySelector(`+strconv.Quote(sel)+`); return e && e.innerText; })()`,
+					chromedp.WithPollingTimeout(10*time.Second)))
 				if err != nil {
 					t.Fatalf("the text of %s: %v", sel, err)
 				}
@@ -139,7 +160,7 @@ VALUES ('d@example.com', 'Hi', 'x', 1, 8, ` + now(engine) + `, ` + now(engine) +
 				chromedp.WithPollingTimeout(10*time.Second)))
 
 			// Pause, by its button.
-			run("pause", chromedp.Click(chromedp.CSS(`form[action="/queues/email/pause"] button`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+			clickUntil("pause", `form[action="/queues/email/pause"] button`, `.flash`)
 			flash := text(`.flash`)
 			if !strings.Contains(flash, "queue email paused") || !s.paused("email") {
 				t.Errorf("after clicking Pause: flash %q, paused %v", flash, s.paused("email"))
@@ -152,13 +173,13 @@ VALUES ('d@example.com', 'Hi', 'x', 1, 8, ` + now(engine) + `, ` + now(engine) +
 			shot(t, ctx, "jobs")
 
 			// The hostile job: its payload shows as text, and Retry works.
-			run("job", chromedp.Click(chromedp.CSS(`a[href="/queues/email/jobs/`+dead+`"]`)), chromedp.WaitVisible(chromedp.CSS(`#action-retry`)))
+			clickUntil("job", `a[href="/queues/email/jobs/`+dead+`"]`, `#action-retry`)
 			payload := text(`table.kv`)
 			if !strings.Contains(payload, hostile[:len(`<script>alert(1)</script>`)]) {
 				t.Errorf("the payload does not show as text: %q", payload)
 			}
 			shot(t, ctx, "job")
-			run("retry", chromedp.Click(chromedp.CSS(`#action-retry`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+			clickUntil("retry", `#action-retry`, `.flash`)
 			flash = text(`.flash`)
 			if got := s.value("SELECT state FROM email_queue WHERE id = ?", s.dead); got != "available" || !strings.Contains(flash, "retried 1 job") {
 				t.Errorf("after clicking retry: the job is %s, flash %q", got, flash)
