@@ -6,9 +6,10 @@ import (
 )
 
 // Limits are a queue's concurrency limits (the spec's limits key) and
-// rate limit (its rate key), held by the database. Concurrency: every claim counts the jobs that hold a lease, under the
-// queue's claim lock, and takes no more than the limits leave room for, so
-// they hold across every worker and node. A job holds its slot from its
+// rate limit (its rate key), held by the database. Concurrency: every
+// claim counts the jobs that hold a lease, under the queue's claim lock,
+// and takes no more than the limits leave room for, so they hold across
+// every worker and node. A job holds its slot from its
 // claim until it completes, fails, snoozes, is released or discarded, or
 // its node is released; a job whose lease expired keeps the slot until a
 // claim takes it again.

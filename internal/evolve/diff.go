@@ -283,15 +283,11 @@ func (d *differ) build(t *catalog.Table) {
 }
 
 // drop drops t, undone by building it again, empty: what drops a queue's
-// table, its archive or its rate log (whose rows are claims, not jobs).
-func (d *differ) drop(t *catalog.Table, what string) {
+// table, its archive or its rate log; rows names what its rows were.
+func (d *differ) drop(t *catalog.Table, what, rows string) {
 	var ups []string
 	for _, s := range d.buildTable(t) {
 		ups = append(ups, s.up)
-	}
-	rows := "jobs"
-	if what == "rate log" {
-		rows = "claims it logged"
 	}
 	d.add(d.ddl.DropTable(t), "-- The "+what+" comes back empty: Down cannot bring back the "+rows+" Up dropped.\n"+strings.Join(ups, "\n\n"))
 }
@@ -318,7 +314,7 @@ func (d *differ) createRateLog(q *catalog.Queue) {
 // nothing else, so no --allow-drop is asked for: the next window starts
 // empty.
 func (d *differ) dropRateLog(oq *catalog.Queue) {
-	d.drop(oq.RateLog, "rate log")
+	d.drop(oq.RateLog, "rate log", "claims it logged")
 	d.note("drop_"+oq.RateLog.Name, fmt.Sprintf("drop rate log %s of queue %s", oq.RateLog.Name, oq.Name))
 }
 
@@ -371,7 +367,7 @@ func (d *differ) dropArchive(oq *catalog.Queue, why string) {
 		d.refuse("drop archive "+oq.Archive.Name, why+", and dropping it loses the jobs archived in it", allowDrop)
 		return
 	}
-	d.drop(oq.Archive, "archive")
+	d.drop(oq.Archive, "archive", "jobs")
 	d.note("drop_"+oq.Archive.Name, fmt.Sprintf("drop archive %s of queue %s", oq.Archive.Name, oq.Name))
 }
 
@@ -410,7 +406,7 @@ func (d *differ) dropQueue(oq *catalog.Queue) {
 		d.dropRateLog(oq)
 	}
 	d.addData(d.ddl.Unregister(oq.Name), d.ddl.Register(oq))
-	d.drop(oq.Table, "table")
+	d.drop(oq.Table, "table", "jobs")
 	d.note("drop_"+oq.Table.Name, fmt.Sprintf("drop queue %s (table %s)", oq.Name, oq.Table.Name))
 }
 

@@ -41,6 +41,16 @@ func (p *Payload) Defaulted() []*Field {
 	return out
 }
 
+// Input is the input whose column is named column, or nil.
+func (p *Payload) Input(column string) *Field {
+	for _, f := range p.Inputs {
+		if f.Name == column {
+			return f
+		}
+	}
+	return nil
+}
+
 // Field is a field of a payload struct, or the JSON column.
 type Field struct {
 	// Name is the column's name, or the JSON key.

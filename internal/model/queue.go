@@ -32,15 +32,14 @@ type Queue struct {
 	// PerKey and Global are the queue's concurrency limits (see
 	// spec.Limits); zero for none.
 	PerKey, Global int
-	// RateLimit is the most claims per RatePer (see spec.Rate), per
-	// FairBy value when RateBy; 0 for no rate limit. RateLog is its log,
-	// QRateLog the log's name as written in SQL, and RateKeyType the SQL
-	// type of FairBy (for the log's array of keys).
-	RateLimit             int
-	RatePer               time.Duration
-	RateBy                bool
-	RateLog               *catalog.Table
-	QRateLog, RateKeyType string
+	// RateLimit is the most claims per RatePer (see spec.Rate), per value
+	// of RateKey (the FairBy input) when it is set; 0 for no rate limit.
+	// RateLog is its log, QRateLog the log's name as written in SQL.
+	RateLimit int
+	RatePer   time.Duration
+	RateKey   *Field
+	RateLog   *catalog.Table
+	QRateLog  string
 	// Delete is true when completing a job deletes its row; false keeps
 	// it in state succeeded, in its table or, with Archive, in the
 	// archive.
@@ -88,13 +87,16 @@ func (q *Queue) Unique() bool { return q.UniqueIndex != nil }
 // queue's claim lock.
 func (q *Queue) Limited() bool { return q.PerKey > 0 || q.Global > 0 || q.RateLimit > 0 }
 
+// RateBy reports whether the rate limit holds per FairBy value.
+func (q *Queue) RateBy() bool { return q.RateKey != nil }
+
 // Keyed reports whether the claim caps each FairBy value: a per-key
 // concurrency limit, or a rate limit per value.
-func (q *Queue) Keyed() bool { return q.PerKey > 0 || q.RateBy }
+func (q *Queue) Keyed() bool { return q.PerKey > 0 || q.RateBy() }
 
 // Capped reports whether the claim caps the queue's whole batch: a global
 // concurrency limit, or a rate limit for the queue.
-func (q *Queue) Capped() bool { return q.Global > 0 || (q.RateLimit > 0 && !q.RateBy) }
+func (q *Queue) Capped() bool { return q.Global > 0 || (q.RateLimit > 0 && !q.RateBy()) }
 
 // Purges reports whether finished jobs are ever deleted by retention.
 func (q *Queue) Purges() bool { return q.RetainSucceeded > 0 || q.RetainDead > 0 }
@@ -159,15 +161,10 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		q.ArchiveRowType = q.GoName + "ArchiveRow"
 	}
 	if r, ok := eng.(engine.RateLogger); ok && sq.Rate.Limit > 0 {
-		q.RateLimit, q.RatePer, q.RateBy = sq.Rate.Limit, sq.Rate.Per, sq.Rate.By != ""
+		q.RateLimit, q.RatePer = sq.Rate.Limit, sq.Rate.Per
 		var key *catalog.Column
-		if q.RateBy {
-			for _, c := range q.Payload.Columns {
-				if c.Name == q.FairBy {
-					key = c
-					q.RateKeyType = c.Type
-				}
-			}
+		if sq.Rate.By != "" {
+			q.RateKey, key = q.Payload.Input(sq.Rate.By), q.Table.Column(sq.Rate.By)
 		}
 		q.RateLog = r.RateLog(q.Table, key)
 		q.QRateLog = eng.Qualify(m.Schema, q.RateLog.Name)
