@@ -1,5 +1,7 @@
 -- Two-stage fair scheduling against the one-stage fair claim: an experiment,
--- not generated code. BENCHMARKS.md ("Two-stage scheduling") has the figures.
+-- not generated code, run before the backlog was built. BENCHMARKS.md
+-- ("Backlogs: two-stage scheduling") has the figures, and those of the
+-- generated statements.
 --
 -- One table of 1,000,000 queued jobs (900,000 of tenant a, 100,000 over 100
 -- other tenants) is claimed by the fair claim queuegen generates for

@@ -26,8 +26,8 @@ var mysqlMigrations embed.FS
 // Config is one bench run.
 type Config struct {
 	// Workload is push, push-many, drain, latency, latency-poll, steady,
-	// all (those six), drain-scale, retention, skew, limits or rate (apart
-	// from all).
+	// all (those six), drain-scale, retention, skew, spread, limits or rate
+	// (apart from all).
 	Workload string
 	// Jobs is how many jobs a workload works (push, push-many, drain,
 	// latency).
@@ -49,6 +49,8 @@ type Config struct {
 	Backlogs []int
 	Kept     int
 	Hold     time.Duration
+	// Tenants is how many tenants spread's jobs are spread over.
+	Tenants int
 	// Chart, when set, is the PNG file drain-scale draws its rates in.
 	Chart string
 	// Out receives the summary lines; Progress a line a second while a
@@ -69,14 +71,20 @@ var Workloads = []string{"push", "push-many", "drain", "latency", "latency-poll"
 // they measure.
 var postgresOnly = map[string]string{
 	Retention: "compares keep with archive, which is PostgreSQL's",
-	Skew:      "measures fair_by, which is PostgreSQL's",
+	Skew:      "measures fair_by and backlog, which are PostgreSQL's",
+	Spread:    "measures fair_by and backlog, which are PostgreSQL's",
 	Limits:    "measures limits, which are PostgreSQL's",
 	Rate:      "measures a rate limit, which is PostgreSQL's",
 }
 
-// Skew is the workload that measures fair claims (fair_by) against one
-// tenant's backlog; PostgreSQL only, and not part of "all".
+// Skew is the workload that measures fair claims (fair_by) and backlogs
+// against one tenant's backlog; PostgreSQL only, and not part of "all".
 const Skew = "skew"
+
+// Spread is the workload that measures fair claims (fair_by) and
+// backlogs against a backlog spread over 100 tenants; PostgreSQL only,
+// and not part of "all".
+const Spread = "spread"
 
 // Retention is the workload that measures retention removing finished
 // jobs by row (on_success: keep) and by partition (on_success: archive);
@@ -105,7 +113,7 @@ func Run(ctx context.Context, address string, cfg Config) error {
 	}
 	for _, n := range names {
 		if _, ok := workloads[n]; !ok {
-			return fmt.Errorf("unknown workload %q: want one of %v, all, %s, %s, %s, %s or %s", n, Workloads, DrainScale, Retention, Skew, Limits, Rate)
+			return fmt.Errorf("unknown workload %q: want one of %v, all, %s, %s, %s, %s, %s or %s", n, Workloads, DrainScale, Retention, Skew, Spread, Limits, Rate)
 		}
 	}
 	d, err := dburl.Parse(address)
@@ -152,15 +160,16 @@ var workloads = map[string]func(context.Context, target, Config) error{
 	DrainScale:     runDrainScale,
 	Retention:      runRetention,
 	Skew:           runSkew,
+	Spread:         runSpread,
 	Limits:         runLimits,
 	Rate:           runRate,
 }
 
 // withDefaults fills in what cfg leaves zero, per workload.
 func withDefaults(workload string, cfg Config) Config {
-	jobs := map[string]int{"push": 100000, "push-many": 1000000, "drain": 200000, DrainScale: 100000, Retention: 10000000, Skew: 100000, Limits: 100000, Rate: 5000, "latency": 1000, "latency-poll": 20, "steady": 0}
-	workers := map[string]int{"push": 8, "push-many": 8, "drain": 1000, DrainScale: 1000, Skew: 1000, "latency": 1, "latency-poll": 1, "steady": 1000}
-	batch := map[string]int{"push-many": 100, "drain": 500, DrainScale: 500, Skew: 500, Retention: 10000, "steady": 500}
+	jobs := map[string]int{"push": 100000, "push-many": 1000000, "drain": 200000, DrainScale: 100000, Retention: 10000000, Skew: 100000, Spread: 1000000, Limits: 100000, Rate: 5000, "latency": 1000, "latency-poll": 20, "steady": 0}
+	workers := map[string]int{"push": 8, "push-many": 8, "drain": 1000, DrainScale: 1000, Skew: 1000, Spread: 1000, "latency": 1, "latency-poll": 1, "steady": 1000}
+	batch := map[string]int{"push-many": 100, "drain": 500, DrainScale: 500, Skew: 500, Spread: 500, Retention: 10000, "steady": 500}
 	if cfg.Jobs == 0 {
 		cfg.Jobs = jobs[workload]
 	}
@@ -187,6 +196,9 @@ func withDefaults(workload string, cfg Config) Config {
 	}
 	if cfg.Hold == 0 {
 		cfg.Hold = time.Minute
+	}
+	if cfg.Tenants == 0 {
+		cfg.Tenants = 100
 	}
 	return cfg
 }

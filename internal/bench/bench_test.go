@@ -100,8 +100,8 @@ func TestDrainScaleSmoke(t *testing.T) {
 
 // TestPGOnlySmoke runs the workloads of PostgreSQL's own
 // features on small numbers: on PostgreSQL each prints its lines
-// (retention: both cases, the archive's leaving no dead tuples; skew: both
-// cases with the small tenants' waits, and the ratio line; limits: the
+// (retention: both cases, the archive's leaving no dead tuples; skew and
+// spread: the three cases with the waits, and the ratio line; limits: the
 // drain by worker processes, sampled within the limits; rate: the drain
 // by worker processes, no second above the rate); on MySQL each
 // refuses, saying where to run it.
@@ -119,7 +119,14 @@ func TestPGOnlySmoke(t *testing.T) {
 		{Skew, 500, []string{
 			`^bench skew/ordered: 1500 jobs in .* p50=\d+\.\d{3} p99=\d+\.\d{3}$`,
 			`^bench skew/fair: 1500 jobs in .* p50=\d+\.\d{3} p99=\d+\.\d{3}$`,
-			`^  skew/fair: drained at \d+\.\d\d× the ordered queue's rate$`,
+			`^bench skew/backlog: 1500 jobs in .* p50=\d+\.\d{3} p99=\d+\.\d{3}$`,
+			`^  skew: fair drained at \d+\.\d\d×, backlog at \d+\.\d\d× the ordered queue's rate \(backlog/fair \d+\.\d\d×\)$`,
+		}},
+		{Spread, 2000, []string{
+			`^bench spread/ordered: 2000 jobs in `,
+			`^bench spread/fair: 2000 jobs in `,
+			`^bench spread/backlog: 2000 jobs in `,
+			`^  spread: fair drained at \d+\.\d\d×, backlog at \d+\.\d\d× the ordered queue's rate \(backlog/fair \d+\.\d\d×\)$`,
 		}},
 		{Rate, 1200, []string{
 			`^bench rate: 1200 jobs in `,

@@ -12,55 +12,93 @@ import (
 	"github.com/queuegen/queuegen/queue"
 )
 
-// skewTarget is a target whose engine has fair claims (fair_by):
-// PostgreSQL.
+// skewTarget is a target whose engine has fair claims (fair_by) and
+// backlogs: PostgreSQL.
 type skewTarget interface {
-	// pushTenant pushes n jobs of tenant into bench_fair (fair) or
-	// bench_tenant, in batches.
-	pushTenant(ctx context.Context, fair bool, tenant string, n int) error
-	// tenantWorker is a worker of bench_fair (fair) or bench_tenant whose
-	// handler calls started with the job's tenant.
-	tenantWorker(fair bool, started func(tenant string), opts ...queue.WorkerOption) runner
+	// pushTenant pushes n jobs into mode's queue, in batches, job i of
+	// tenant(i).
+	pushTenant(ctx context.Context, mode claimMode, tenant func(i int) string, n int) error
+	// tenantWorker is a worker of mode's queue whose handler calls
+	// started with the job's tenant.
+	tenantWorker(mode claimMode, started func(tenant string), opts ...queue.WorkerOption) runner
 }
+
+// claimMode is how a queue of skew and spread takes tenants' jobs.
+type claimMode string
+
+// The queues skew and spread compare: bench_tenant, claimed in order;
+// bench_fair, claimed fairly (fair_by, one stage); bench_backlog, whose
+// scheduler step moves jobs fairly from its backlog (two stages).
+const (
+	ordered claimMode = "ordered"
+	fair    claimMode = "fair"
+	backlog claimMode = "backlog"
+)
+
+var claimModes = []claimMode{ordered, fair, backlog}
 
 // skewTenants and skewEach are skew's small tenants: 50 of 20 jobs each.
 const skewTenants, skewEach = 50, 20
 
 // runSkew measures what a fair claim buys when one tenant's backlog
 // arrives first: tenant a pushes Jobs jobs, then 50 other tenants 20 jobs
-// each, and one worker drains them all, once from a queue claimed in
-// order and once from a fair_by queue. The summary line's p50 and p99 are
-// the small tenants' jobs' waits (from the drain's start to their handler
-// starting); a second line gives the fair drain's rate as a ratio of the
-// ordered one.
+// each, and one worker drains them all: from a queue claimed in order,
+// from a fair_by queue, and from a fair_by queue with a backlog. The
+// summary lines' p50 and p99 are the small tenants' jobs' waits (from the
+// drain's start to their handler starting); a last line gives the fair
+// drains' rates as ratios of the ordered one's.
 func runSkew(ctx context.Context, t target, cfg Config) error {
-	st, ok := t.(skewTarget)
-	if !ok { // Run refuses it first
-		return errors.New("the skew workload " + postgresOnly[Skew])
-	}
-	rates := map[bool]float64{}
-	for _, fair := range []bool{false, true} {
-		name := "skew/ordered"
-		if fair {
-			name = "skew/fair"
-		}
-		if err := t.setup(ctx); err != nil {
-			return err
-		}
-		if err := st.pushTenant(ctx, fair, "a", cfg.Jobs); err != nil {
+	return compareModes(ctx, t, cfg, Skew, func(push func(tenant func(int) string, n int) error) error {
+		if err := push(func(int) string { return "a" }, cfg.Jobs); err != nil {
 			return err
 		}
 		for i := range skewTenants {
-			if err := st.pushTenant(ctx, fair, fmt.Sprintf("b%02d", i), skewEach); err != nil {
+			if err := push(func(int) string { return fmt.Sprintf("b%02d", i) }, skewEach); err != nil {
 				return err
 			}
 		}
-		total := cfg.Jobs + skewTenants*skewEach
+		return nil
+	}, cfg.Jobs+skewTenants*skewEach, func(tenant string) bool { return tenant != "a" }, skewTenants*skewEach)
+}
+
+// runSpread measures the fair claims where they cost most: Jobs jobs
+// spread evenly over Tenants tenants (default 100) and interleaved, as
+// their pushes would arrive (job i is tenant i mod Tenants's), so that
+// every claim finds every tenant with due jobs, each tenant's jobs on pages of their own, drained
+// the three ways skew drains them. The summary
+// lines' p50 and p99 are every job's wait; the last line gives the fair
+// drains' rates as ratios of the ordered one's.
+func runSpread(ctx context.Context, t target, cfg Config) error {
+	each := max(cfg.Jobs/cfg.Tenants, 1)
+	return compareModes(ctx, t, cfg, Spread, func(push func(tenant func(int) string, n int) error) error {
+		return push(func(i int) string { return fmt.Sprintf("t%04d", i%cfg.Tenants) }, each*cfg.Tenants)
+	}, each*cfg.Tenants, func(string) bool { return true }, each*cfg.Tenants)
+}
+
+// compareModes fills each mode's queue with fill, drains its total jobs
+// with one worker, and reports the waits of the jobs whose tenant counts
+// (want of them must run) and each fair mode's rate against the ordered
+// one's.
+func compareModes(ctx context.Context, t target, cfg Config, workload string, fill func(push func(tenant func(int) string, n int) error) error,
+	total int, counts func(tenant string) bool, want int) error {
+	st, ok := t.(skewTarget)
+	if !ok { // Run refuses it first
+		return errors.New("the " + workload + " workload " + postgresOnly[workload])
+	}
+	rates := map[claimMode]float64{}
+	for _, mode := range claimModes {
+		name := workload + "/" + string(mode)
+		if err := t.setup(ctx); err != nil {
+			return err
+		}
+		if err := fill(func(tenant func(int) string, n int) error { return st.pushTenant(ctx, mode, tenant, n) }); err != nil {
+			return err
+		}
 		var mu sync.Mutex
 		var waits latencies
 		var start atomic.Pointer[time.Time]
 		started := func(tenant string) {
-			if tenant == "a" {
+			if !counts(tenant) {
 				return
 			}
 			since := time.Since(*start.Load())
@@ -71,33 +109,44 @@ func runSkew(ctx context.Context, t target, cfg Config) error {
 		took, err := drainTimed(ctx, cfg, name, total, func(opts ...queue.WorkerOption) (runner, func(), error) {
 			now := time.Now()
 			start.Store(&now)
-			return st.tenantWorker(fair, started, opts...), func() {}, nil
+			return st.tenantWorker(mode, started, opts...), func() {}, nil
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if len(waits.d) != skewTenants*skewEach {
-			return fmt.Errorf("%s: %d small tenants' jobs ran, want %d", name, len(waits.d), skewTenants*skewEach)
+		if len(waits.d) != want {
+			return fmt.Errorf("%s: %d of the jobs timed ran, want %d", name, len(waits.d), want)
 		}
 		cfg.summary(name, int64(total), took, &waits)
-		rates[fair] = float64(total) / took.Seconds()
+		rates[mode] = float64(total) / took.Seconds()
 	}
-	fmt.Fprintf(cfg.notes(), "  skew/fair: drained at %.2f× the ordered queue's rate\n", rates[true]/rates[false])
+	fmt.Fprintf(cfg.notes(), "  %s: fair drained at %.2f×, backlog at %.2f× the ordered queue's rate (backlog/fair %.2f×)\n",
+		workload, rates[fair]/rates[ordered], rates[backlog]/rates[ordered], rates[backlog]/rates[fair])
 	return nil
 }
 
-func (t *pgTarget) pushTenant(ctx context.Context, fair bool, tenant string, n int) error {
-	if fair {
-		return pushInBatches(ctx, n, 10000, func(i int) jobs.BenchFairPayload { return jobs.BenchFairPayload{Tenant: tenant, N: int32(i)} },
+func (t *pgTarget) pushTenant(ctx context.Context, mode claimMode, tenant func(int) string, n int) error {
+	switch mode {
+	case fair:
+		return pushInBatches(ctx, n, 10000, func(i int) jobs.BenchFairPayload { return jobs.BenchFairPayload{Tenant: tenant(i), N: int32(i)} },
 			jobs.NewBenchFairQueue(t.pool).PushMany)
+	case backlog:
+		return pushInBatches(ctx, n, 10000, func(i int) jobs.BenchBacklogPayload { return jobs.BenchBacklogPayload{Tenant: tenant(i), N: int32(i)} },
+			jobs.NewBenchBacklogQueue(t.pool).PushMany)
 	}
-	return pushInBatches(ctx, n, 10000, func(i int) jobs.BenchTenantPayload { return jobs.BenchTenantPayload{Tenant: tenant, N: int32(i)} },
+	return pushInBatches(ctx, n, 10000, func(i int) jobs.BenchTenantPayload { return jobs.BenchTenantPayload{Tenant: tenant(i), N: int32(i)} },
 		jobs.NewBenchTenantQueue(t.pool).PushMany)
 }
 
-func (t *pgTarget) tenantWorker(fair bool, started func(tenant string), opts ...queue.WorkerOption) runner {
-	if fair {
+func (t *pgTarget) tenantWorker(mode claimMode, started func(tenant string), opts ...queue.WorkerOption) runner {
+	switch mode {
+	case fair:
 		return jobs.NewBenchFairQueue(t.pool).Worker(func(_ context.Context, j *queue.Job[jobs.BenchFairPayload]) error {
+			started(j.Payload.Tenant)
+			return nil
+		}, opts...)
+	case backlog:
+		return jobs.NewBenchBacklogQueue(t.pool).Worker(func(_ context.Context, j *queue.Job[jobs.BenchBacklogPayload]) error {
 			started(j.Payload.Tenant)
 			return nil
 		}, opts...)

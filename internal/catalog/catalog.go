@@ -48,6 +48,9 @@ type Queue struct {
 	Archive *Table `yaml:"archive,omitempty"`
 	// RateLog is the log of claims a rate limit counts, or nil.
 	RateLog *Table `yaml:"rate_log,omitempty"`
+	// Backlog is the table pushes go to and a scheduler step moves jobs
+	// from into Table (an INHERITS child of Table), or nil.
+	Backlog *Table `yaml:"backlog,omitempty"`
 	// RenamedFrom is the queue's previous name, from the spec: a hint for
 	// the differ, not part of the schema.
 	RenamedFrom string `yaml:"-"`
@@ -206,6 +209,9 @@ func (c *Catalog) Tables() []*Table {
 	}
 	for _, q := range c.Queues {
 		out = append(out, q.Table)
+		if q.Backlog != nil {
+			out = append(out, q.Backlog)
+		}
 		if q.Archive != nil {
 			out = append(out, q.Archive)
 		}

@@ -16,8 +16,8 @@ import (
 func runBench(c *invocation) error {
 	db := c.dbFlag()
 	cfg := bench.Config{Out: c.stdout, Progress: c.stderr}
-	c.fs.StringVar(&cfg.Workload, "workload", "all", "push, push-many, drain, latency, latency-poll, steady, all (those six), drain-scale, retention, skew, limits or rate")
-	c.fs.IntVar(&cfg.Jobs, "jobs", 0, "jobs per workload (default: push 100000, push-many 1000000, drain 200000, drain-scale 100000, retention 10000000, skew 100000 (tenant a's backlog), limits 100000, rate 5000, latency 1000, latency-poll 20)")
+	c.fs.StringVar(&cfg.Workload, "workload", "all", "push, push-many, drain, latency, latency-poll, steady, all (those six), drain-scale, retention, skew, spread, limits or rate")
+	c.fs.IntVar(&cfg.Jobs, "jobs", 0, "jobs per workload (default: push 100000, push-many 1000000, drain 200000, drain-scale 100000, retention 10000000, skew 100000 (tenant a's backlog), spread 1000000, limits 100000, rate 5000, latency 1000, latency-poll 20)")
 	c.fs.DurationVar(&cfg.Duration, "duration", 0, "how long steady runs (default 60s)")
 	c.fs.IntVar(&cfg.Workers, "workers", 0, "pushers (push, push-many: default 8) or the worker's concurrency (drain, steady: default 1000)")
 	c.fs.IntVar(&cfg.Batch, "batch", 0, "PushMany batch size (default 100), the worker's claim and flush batch (drain, steady: default 500), or Purge's (retention: default 10000)")
@@ -26,6 +26,7 @@ func runBench(c *invocation) error {
 	backlogs := c.fs.String("backlogs", "1000000,10000000", "drain-scale: the backlogs to drain --jobs from, comma-separated (each at least --jobs)")
 	c.fs.IntVar(&cfg.Kept, "kept", 5000000, "drain-scale: finished jobs kept in the table of its kept case")
 	c.fs.DurationVar(&cfg.Hold, "hold", time.Minute, "drain-scale: how long its snapshot case holds a snapshot open")
+	c.fs.IntVar(&cfg.Tenants, "tenants", 100, "spread: how many tenants its jobs are spread over")
 	c.fs.StringVar(&cfg.Chart, "chart", "", "drain-scale: draw the cases' rates as a bar chart in this PNG file")
 	cpuProfile := c.fs.String("cpuprofile", "", "write a CPU profile of the bench process to this file")
 	asJSON := c.jsonFlag()
@@ -40,8 +41,8 @@ func runBench(c *invocation) error {
 	if cfg.Backlogs, err = positiveInts("--backlogs", *backlogs); err != nil {
 		return err
 	}
-	if cfg.Kept < 0 || cfg.Hold < 0 {
-		return fmt.Errorf("--kept and --hold must not be negative")
+	if cfg.Kept < 0 || cfg.Hold < 0 || cfg.Tenants < 0 {
+		return fmt.Errorf("--kept, --hold and --tenants must not be negative")
 	}
 	url, err := c.databaseURL(*db)
 	if err != nil {

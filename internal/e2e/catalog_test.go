@@ -32,7 +32,7 @@ func TestCatalog(t *testing.T) {
 		rows.Scan(&name)
 		children = append(children, name)
 	}
-	if diff := cmp.Diff([]string{"archived_queue", "email_queue", "image_queue", "invoice_queue", "typed_queue"}, children); diff != "" {
+	if diff := cmp.Diff([]string{"archived_queue", "backlogged_queue", "email_queue", "image_queue", "invoice_queue", "typed_queue"}, children); diff != "" {
 		t.Errorf("children of base_queue (-want +got):\n%s", diff)
 	}
 
@@ -53,8 +53,8 @@ func TestCatalog(t *testing.T) {
 		t.Errorf("base_queue accepted a row")
 	}
 	var registered int
-	if err := db.QueryRow(ctx, "SELECT count(*) FROM queuegen_queues").Scan(&registered); err != nil || registered != 17 {
-		t.Errorf("registry has %d queues, %v; want 17", registered, err)
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM queuegen_queues").Scan(&registered); err != nil || registered != 18 {
+		t.Errorf("registry has %d queues, %v; want 18", registered, err)
 	}
 }
 

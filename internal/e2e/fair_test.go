@@ -19,11 +19,18 @@ import (
 // pushTenant pushes n jobs of tenant.
 func pushTenant(t *testing.T, q *jobs.FairQueue, tenant string, n int) {
 	t.Helper()
-	batch := make([]jobs.FairPayload, n)
+	pushNumbered(t, q.PushMany, n, func(i int32) jobs.FairPayload { return jobs.FairPayload{Tenant: tenant, N: i} })
+}
+
+// pushNumbered pushes n jobs with push (a PushMany), job i's payload
+// payload(i).
+func pushNumbered[P any](t *testing.T, push func(context.Context, []P, ...queue.PushOption) (int64, error), n int, payload func(i int32) P) {
+	t.Helper()
+	batch := make([]P, n)
 	for i := range batch {
-		batch[i] = jobs.FairPayload{Tenant: tenant, N: int32(i)}
+		batch[i] = payload(int32(i))
 	}
-	if _, err := q.PushMany(context.Background(), batch); err != nil {
+	if _, err := push(context.Background(), batch); err != nil {
 		t.Fatal(err)
 	}
 }

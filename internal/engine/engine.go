@@ -97,6 +97,24 @@ type RateLogger interface {
 	RateLog(queue *catalog.Table, key *catalog.Column) *catalog.Table
 }
 
+// Backlogger is an Engine that keeps a queue's backlog in a table of its
+// own (two-stage scheduling).
+type Backlogger interface {
+	// BacklogTable is the backlog of queue table queue (as QueueTable made
+	// it for q, with q.Backlog set): a table with every column of the
+	// queue's rows, whose rows its parent's reads see too, with the
+	// indexes its reads and the scheduler step need.
+	BacklogTable(q QueueTable, queue *catalog.Table) *catalog.Table
+}
+
+// BacklogMover is a DDL that can empty a backlog into its queue table,
+// for a queue that no longer has one.
+type BacklogMover interface {
+	// MoveBacklog moves every row of table backlog into table queue, its
+	// INHERITS parent, naming columns.
+	MoveBacklog(backlog, queue string, columns []string) string
+}
+
 // Partitioner is a DDL that writes the default partition of a table with
 // PartitionBy.
 type Partitioner interface {
@@ -118,6 +136,9 @@ type QueueTable struct {
 	Lease, Priority, Unique, Notify bool
 	// FairBy is the column claims take jobs by in turn, or "".
 	FairBy string
+	// Backlog is true for a queue whose pushes go to a backlog table:
+	// the queue table is claimed in order, the backlog fairly by FairBy.
+	Backlog bool
 	// Comment describes the queue above CREATE TABLE.
 	Comment []string
 }
@@ -295,7 +316,8 @@ func names() []string {
 
 // PostgreSQLOnly refuses, at their keys, the features of queue q that are
 // built for PostgreSQL alone so far: fair claims, concurrency and rate
-// limits, and the archive. Engines other than PostgreSQL call it from Check.
+// limits, the backlog table and the archive. Engines other than
+// PostgreSQL call it from Check.
 func PostgreSQLOnly(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 	var errs spec.Errors
 	if q.FairBy != "" {
@@ -306,6 +328,9 @@ func PostgreSQLOnly(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 	}
 	if q.Rate.Limit > 0 {
 		errs = append(errs, s.ErrorAt(key+".rate", "rate (a rate limit held by the claim) is built for PostgreSQL only so far; remove it"))
+	}
+	if q.Backlog.Set() {
+		errs = append(errs, s.ErrorAt(key+".backlog", "backlog (a backlog table moved to the queue table by a scheduler step) is built for PostgreSQL only so far; remove it"))
 	}
 	if q.OnSuccess == spec.OnSuccessArchive {
 		errs = append(errs, s.ErrorAt(key+".on_success", "on_success: archive (an archive table partitioned by day) is built for PostgreSQL only so far; use on_success: keep with a retention"))

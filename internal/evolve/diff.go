@@ -285,11 +285,17 @@ func (d *differ) build(t *catalog.Table) {
 // drop drops t, undone by building it again, empty: what drops a queue's
 // table, its archive or its rate log; rows names what its rows were.
 func (d *differ) drop(t *catalog.Table, what, rows string) {
+	d.dropTable(t, "The "+what+" comes back empty: Down cannot bring back the "+rows+" Up dropped.")
+}
+
+// dropTable drops t, undone by building it again, empty, under a comment
+// saying what Down cannot undo.
+func (d *differ) dropTable(t *catalog.Table, comment string) {
 	var ups []string
 	for _, s := range d.buildTable(t) {
 		ups = append(ups, s.up)
 	}
-	d.add(d.ddl.DropTable(t), "-- The "+what+" comes back empty: Down cannot bring back the "+rows+" Up dropped.\n"+strings.Join(ups, "\n\n"))
+	d.add(d.ddl.DropTable(t), "-- "+comment+"\n"+strings.Join(ups, "\n\n"))
 }
 
 func (d *differ) createQueue(q *catalog.Queue) {
@@ -301,6 +307,60 @@ func (d *differ) createQueue(q *catalog.Queue) {
 	}
 	if q.RateLog != nil {
 		d.createRateLog(q)
+	}
+	if q.Backlog != nil {
+		d.createBacklog(q, "")
+	}
+}
+
+// createBacklog creates q's backlog, empty: pushes go there from now on,
+// and the jobs already in the queue table are claimed from it as before.
+// action names the migration ("" when the queue is new: its creation
+// names it).
+func (d *differ) createBacklog(q *catalog.Queue, action string) {
+	d.build(q.Backlog)
+	d.note(action, fmt.Sprintf("queue %s: pushes wait in backlog %s until a scheduler step moves them, fairly", q.Name, q.Backlog.Name))
+}
+
+// dropBacklog moves the jobs of oq's backlog into its queue table, where
+// claims take them in order, and drops the backlog; Down makes it again,
+// empty (the jobs stay in the queue table).
+func (d *differ) dropBacklog(oq *catalog.Queue) {
+	var cols []string
+	if oq.Table.Inherits != "" && d.old.Base != nil {
+		for _, c := range d.old.Base.Columns {
+			cols = append(cols, c.Name)
+		}
+	}
+	for _, c := range oq.Table.Columns {
+		cols = append(cols, c.Name)
+	}
+	if m, ok := d.ddl.(engine.BacklogMover); ok {
+		d.addData(m.MoveBacklog(oq.Backlog.Name, oq.Table.Name, cols), "")
+	}
+	d.dropTable(oq.Backlog, "The backlog comes back empty; the jobs Up moved stay in "+oq.Table.Name+", where claims take them.")
+	d.note("alter_"+oq.Table.Name, fmt.Sprintf("queue %s: move the jobs of backlog %s to table %s and drop it", oq.Name, oq.Backlog.Name, oq.Table.Name))
+}
+
+// alterBacklog creates, drops, renames or alters a queue's backlog (its
+// indexes follow the queue's priority and fair_by, its trigger notify).
+func (d *differ) alterBacklog(oq, nq *catalog.Queue) {
+	switch {
+	case oq.Backlog == nil && nq.Backlog == nil:
+	case oq.Backlog == nil:
+		d.createBacklog(nq, "alter_"+nq.Table.Name)
+	case nq.Backlog == nil:
+		d.dropBacklog(oq)
+	default:
+		ob, nb := oq.Backlog.Clone(), nq.Backlog
+		label := "backlog " + nb.Name
+		if ob.Name != nb.Name {
+			d.renameTable(ob, nb.Name)
+			d.note("rename_"+oq.Backlog.Name+"_to_"+nb.Name, fmt.Sprintf("rename backlog %s to %s", oq.Backlog.Name, nb.Name))
+		}
+		d.options(ob, nb, label)
+		d.indexes(ob, nb, label)
+		d.trigger(nq.Name+" (backlog "+nb.Name+")", ob, nb)
 	}
 }
 
@@ -405,6 +465,10 @@ func (d *differ) dropQueue(oq *catalog.Queue) {
 	if oq.RateLog != nil {
 		d.dropRateLog(oq)
 	}
+	if oq.Backlog != nil {
+		// Before its parent, which cannot be dropped with a child.
+		d.drop(oq.Backlog, "backlog", "jobs")
+	}
 	d.addData(d.ddl.Unregister(oq.Name), d.ddl.Register(oq))
 	d.drop(oq.Table, "table", "jobs")
 	d.note("drop_"+oq.Table.Name, fmt.Sprintf("drop queue %s (table %s)", oq.Name, oq.Table.Name))
@@ -446,14 +510,21 @@ func (d *differ) alterQueue(oq, nq *catalog.Queue) {
 	d.indexes(ot, nt, label)
 	d.alterArchive(oq, nq)
 	d.alterRateLog(oq, nq)
+	d.alterBacklog(oq, nq)
+	d.trigger(nq.Name, ot, nt)
+}
+
+// trigger creates or drops table nt's notify trigger (ot is the table as
+// it was); label names the queue (and the table, when not the queue's).
+func (d *differ) trigger(label string, ot, nt *catalog.Table) {
 	switch {
 	case ot.NotifyTrigger == nt.NotifyTrigger:
 	case ot.NotifyTrigger == "":
 		d.add(d.ddl.CreateTrigger(nt), d.ddl.DropTrigger(nt, nt.NotifyTrigger))
-		d.note("alter_"+nt.Name, fmt.Sprintf("queue %s: notify on push", nq.Name))
+		d.note("alter_"+nt.Name, fmt.Sprintf("queue %s: notify on push", label))
 	case nt.NotifyTrigger == "":
 		d.add(d.ddl.DropTrigger(nt, ot.NotifyTrigger), d.ddl.CreateTrigger(ot))
-		d.note("alter_"+nt.Name, fmt.Sprintf("queue %s: no longer notify on push", nq.Name))
+		d.note("alter_"+nt.Name, fmt.Sprintf("queue %s: no longer notify on push", label))
 	}
 }
 

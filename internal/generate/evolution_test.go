@@ -61,6 +61,7 @@ func evolveOn(t *testing.T, project, engine string) []revision {
 			data = fairLine.ReplaceAll(data, nil)
 			data = limitsLine.ReplaceAll(data, nil)
 			data = rateLine.ReplaceAll(data, nil)
+			data = backlogLine.ReplaceAll(data, nil)
 			data = []byte(strings.Replace(string(data), "version: 1\n", "version: 1\nengine: "+engine+"\n", 1))
 		}
 		if err := os.WriteFile(specPath, data, 0o644); err != nil {
@@ -100,13 +101,14 @@ func TestEvolutionGolden(t *testing.T) {
 }
 
 // notifyLine is a spec line asking for notify, which only PostgreSQL has;
-// fairLine, limitsLine and rateLine ask for fair_by, limits and rate,
-// likewise.
+// fairLine, limitsLine, rateLine and backlogLine ask for fair_by,
+// limits, rate and backlog, likewise.
 var (
-	notifyLine = regexp.MustCompile(`(?m)^ *notify: .*\n`)
-	fairLine   = regexp.MustCompile(`(?m)^ *fair_by: .*\n`)
-	limitsLine = regexp.MustCompile(`(?m)^ *limits: .*\n`)
-	rateLine   = regexp.MustCompile(`(?m)^ *rate: .*\n`)
+	backlogLine = regexp.MustCompile(`(?m)^ *backlog: .*\n`)
+	notifyLine  = regexp.MustCompile(`(?m)^ *notify: .*\n`)
+	fairLine    = regexp.MustCompile(`(?m)^ *fair_by: .*\n`)
+	limitsLine  = regexp.MustCompile(`(?m)^ *limits: .*\n`)
+	rateLine    = regexp.MustCompile(`(?m)^ *rate: .*\n`)
 )
 
 // evolutionGolden compares the migrations the revisions emit for engine
@@ -346,7 +348,11 @@ func push(t *testing.T, conn *pgx.Conn, m *model.Model, q *model.Queue) {
 		cols = append(cols, c.Name)
 		vals = append(vals, sampleValue(c.Type))
 	}
-	sql := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", q.QName, strings.Join(cols, ", "), strings.Join(vals, ", "))
+	into := q.QName
+	if q.Backlog != nil {
+		into = q.QBacklog // where pushes go
+	}
+	sql := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", into, strings.Join(cols, ", "), strings.Join(vals, ", "))
 	if _, err := conn.Exec(context.Background(), sql); err != nil {
 		t.Fatalf("push into %s: %v", q.Table.Name, err)
 	}
@@ -389,8 +395,24 @@ func claimAll(t *testing.T, conn *pgx.Conn, project string, q *model.Queue) int 
 	if m == nil {
 		t.Fatalf("no claim query for %s", q.Name)
 	}
+	var schedule []byte
+	if q.Backlog != nil {
+		m := regexp.MustCompile("(?s)const schedule" + q.GoName + " = `(.*?)`").FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("no scheduler step for %s", q.Name)
+		}
+		schedule = m[1]
+	}
 	total := 0
 	for {
+		moved := int64(0)
+		if schedule != nil {
+			tag, err := conn.Exec(ctx, string(schedule), nil)
+			if err != nil {
+				t.Fatalf("schedule %s: %v", q.Name, err)
+			}
+			moved = tag.RowsAffected()
+		}
 		var rows pgx.Rows
 		if q.Lease {
 			rows, err = conn.Query(ctx, string(m[1]), nil, "test-node", "1 minute", 100)
@@ -408,7 +430,7 @@ func claimAll(t *testing.T, conn *pgx.Conn, project string, q *model.Queue) int 
 		if err := rows.Err(); err != nil {
 			t.Fatalf("claim %s: %v", q.Name, err)
 		}
-		if n == 0 {
+		if n == 0 && moved == 0 {
 			return total
 		}
 		total += n

@@ -123,7 +123,7 @@ func Build(s *spec.Spec) (*Model, error) {
 	for _, sq := range s.Queues {
 		q := m.queue(s, sq)
 		m.Queues = append(m.Queues, q)
-		c.Queues = append(c.Queues, &catalog.Queue{Name: q.Name, Mode: string(sq.Mode), Table: q.Table, Archive: q.Archive, RateLog: q.RateLog, RenamedFrom: sq.RenamedFrom})
+		c.Queues = append(c.Queues, &catalog.Queue{Name: q.Name, Mode: string(sq.Mode), Table: q.Table, Archive: q.Archive, RateLog: q.RateLog, Backlog: q.Backlog, RenamedFrom: sq.RenamedFrom})
 		m.Renames = append(m.Renames, Rename{m.Schema, q.Table.Name, q.RowType})
 		if q.Archive != nil {
 			m.Renames = append(m.Renames, Rename{m.Schema, q.Archive.Name, q.ArchiveRowType})
@@ -208,6 +208,9 @@ func (m *Model) checkNames(s *spec.Spec) spec.Errors {
 		}
 		if q.RateLog != nil {
 			table(q.RateLog, key, fmt.Sprintf("queue %s (rate log %s)", q.Name, q.RateLog.Name), len(q.RateLog.Columns))
+		}
+		if q.Backlog != nil {
+			table(q.Backlog, key, fmt.Sprintf("queue %s (backlog %s)", q.Name, q.Backlog.Name), columns)
 		}
 	}
 	return errs

@@ -40,6 +40,22 @@ type Queue struct {
 	RateKey   *Field
 	RateLog   *catalog.Table
 	QRateLog  string
+	// Backlog is the table pushes go to (two-stage scheduling), QBacklog
+	// its name as written in SQL, and BacklogBatch how many due jobs a
+	// scheduler step tops the queue table up to; nil, "" and 0 otherwise.
+	// With a backlog, claims read the queue table alone (QClaim) in claim
+	// order, and the scheduler step takes FairBy's values in turn.
+	Backlog      *catalog.Table
+	QBacklog     string
+	BacklogBatch int
+	// QClaim is the queue table as claims name it: ONLY QName with a
+	// backlog (which inherits from it), else QName.
+	QClaim string
+	// Columns are every column of the queue's rows, in table order (the
+	// base table's first).
+	Columns []string
+	// moving marks the copy Mover returns.
+	moving bool
 	// Delete is true when completing a job deletes its row; false keeps
 	// it in state succeeded, in its table or, with Archive, in the
 	// archive.
@@ -98,6 +114,24 @@ func (q *Queue) Keyed() bool { return q.PerKey > 0 || q.RateBy() }
 // concurrency limit, or a rate limit for the queue.
 func (q *Queue) Capped() bool { return q.Global > 0 || (q.RateLimit > 0 && !q.RateBy()) }
 
+// FairClaim reports whether the claim takes FairBy's values in turn: a
+// fair queue without a backlog, or the scheduler step of one with a
+// backlog (Mover), whose own claims read in claim order.
+func (q *Queue) FairClaim() bool { return q.FairBy != "" && (q.Backlog == nil || q.moving) }
+
+// Moving reports whether q is the scheduler step's view (Mover).
+func (q *Queue) Moving() bool { return q.moving }
+
+// Mover is the queue as its scheduler step reads it: the fair claim's
+// selection, from the backlog (QName is QBacklog), locking nothing (the
+// step runs one at a time, and its DELETE takes only the rows still
+// there).
+func (q *Queue) Mover() *Queue {
+	c := *q
+	c.QName, c.Nowait, c.moving = q.QBacklog, false, true
+	return &c
+}
+
 // Purges reports whether finished jobs are ever deleted by retention.
 func (q *Queue) Purges() bool { return q.RetainSucceeded > 0 || q.RetainDead > 0 }
 
@@ -148,11 +182,27 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		Lease:    q.Lease,
 		Priority: sq.Priority,
 		FairBy:   sq.FairBy,
+		Backlog:  sq.Backlog.Set(),
 		Unique:   sq.Unique,
 		Notify:   sq.Notify,
 		Comment:  engine.Comment(comment),
 	})
 	q.QName = eng.Qualify(m.Schema, q.Table.Name)
+	q.QClaim = q.QName
+	if parent != nil {
+		for _, c := range parent.Columns {
+			q.Columns = append(q.Columns, c.Name)
+		}
+	}
+	for _, c := range q.Table.Columns {
+		q.Columns = append(q.Columns, c.Name)
+	}
+	if b, ok := eng.(engine.Backlogger); ok && sq.Backlog.Set() {
+		q.Backlog = b.BacklogTable(engine.QueueTable{Name: sq.Table, Lease: q.Lease, Priority: sq.Priority, FairBy: sq.FairBy, Backlog: true, Notify: sq.Notify}, q.Table)
+		q.QBacklog = eng.Qualify(m.Schema, q.Backlog.Name)
+		q.BacklogBatch = sq.Backlog.Batch
+		q.QClaim = "ONLY " + q.QName
+	}
 	if a, ok := eng.(engine.Archiver); ok && sq.OnSuccess == spec.OnSuccessArchive {
 		q.Delete = false
 		q.Archive = a.ArchiveTable(q.Table, parent)
@@ -177,7 +227,11 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		}
 	}
 	if sq.Notify && eng.NotifyFunction() != "" {
+		// Pushes notify from the table they insert into.
 		q.NotifyChannel = "queuegen_" + q.Table.Name
+		if q.Backlog != nil {
+			q.NotifyChannel = "queuegen_" + q.Backlog.Name
+		}
 	}
 	for _, pj := range sq.Periodic {
 		q.Periodic = append(q.Periodic, periodic(q, pj))

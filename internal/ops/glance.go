@@ -139,11 +139,13 @@ func (p *pgBackend) oldestWithin(ctx context.Context, q Queue, budget time.Durat
 }
 
 // rows is the catalog's estimate of q's rows, as the last VACUUM or
-// ANALYZE left it (0 for a table never analyzed: reltuples is -1). Its
-// errors name the queue.
+// ANALYZE left it (a table never analyzed counts 0: its reltuples is -1),
+// in its table and the tables that inherit it (a backlog). Its errors
+// name the queue.
 func (p *pgBackend) rows(ctx context.Context, q Queue) (int64, error) {
 	var n float64
-	if err := p.pool.QueryRow(ctx, "SELECT reltuples FROM pg_class WHERE oid = $1::regclass", p.table(q)).Scan(&n); err != nil {
+	if err := p.pool.QueryRow(ctx, `SELECT coalesce(sum(greatest(reltuples, 0)), 0)::float8 FROM pg_class
+WHERE oid = $1::regclass OR oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = $1::regclass)`, p.table(q)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("queue %s: %w", q.Name, err)
 	}
 	return int64(max(n, 0)), nil

@@ -194,21 +194,7 @@ FROM (SELECT count(*) AS n FROM limited_queue WHERE state = 'running' GROUP BY t
 	}()
 
 	w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: []string{"-queue", "limited"}}
-	procs := []*workerProc{w.start("slot0"), w.start("slot1"), w.start("slot2")}
-	killed := map[string]bool{}
-	renamed := 0
-	for end := time.Now().Add(chaos); time.Now().Before(end); {
-		time.Sleep(time.Duration(150+rand.IntN(350)) * time.Millisecond)
-		slot := rand.IntN(len(procs))
-		procs[slot].kill()
-		killed[procs[slot].instance] = true
-		node := fmt.Sprint("slot", slot)
-		if rand.IntN(2) == 0 {
-			node = fmt.Sprintf("slot%d-%d", slot, w.incarnation) // a new node: its slots come back as leases expire
-			renamed++
-		}
-		procs[slot] = w.start(node)
-	}
+	procs, killed, renamed := w.chaos(3, chaos)
 	waitFinished(t, tg, "limited_queue", 2*time.Minute)
 	stopSampling()
 	<-sampled
@@ -222,5 +208,65 @@ FROM (SELECT count(*) AS n FROM limited_queue WHERE state = 'running' GROUP BY t
 	}
 	if len(killed) == 0 || samples == 0 {
 		t.Errorf("%d workers killed, %d samples taken", len(killed), samples)
+	}
+}
+
+// chaos starts n worker processes and, for d, SIGKILLs one at random
+// every 150–500 ms and starts another in its slot, under the slot's node
+// id (it releases its predecessor's jobs at start) or, half the time, a
+// new one (whose predecessor's jobs come back as their leases expire). It
+// returns the processes running at the end, the instances killed and how
+// many restarts took a new node id.
+func (w *workerProcs) chaos(n int, d time.Duration) (procs []*workerProc, killed map[string]bool, renamed int) {
+	for i := range n {
+		procs = append(procs, w.start(fmt.Sprint("slot", i)))
+	}
+	killed = map[string]bool{}
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		time.Sleep(time.Duration(150+rand.IntN(350)) * time.Millisecond)
+		slot := rand.IntN(len(procs))
+		procs[slot].kill()
+		killed[procs[slot].instance] = true
+		node := fmt.Sprint("slot", slot)
+		if rand.IntN(2) == 0 {
+			node = fmt.Sprintf("slot%d-%d", slot, w.incarnation)
+			renamed++
+		}
+		procs[slot] = w.start(node)
+	}
+	return procs, killed, renamed
+}
+
+// TestBackloggedWorkersKilled: jobs pushed to a queue with a backlog
+// (batch 50, 10 tenants) are drained by three worker processes, each
+// claim that comes up short running a scheduler step, while the test
+// SIGKILLs one at random, in a claim, a step or a handler. A step is one
+// transaction, so a kill inside it leaves its jobs in the backlog.
+// Afterwards every job is completed, none twice, both tables are empty,
+// and every re-delivery followed a kill. PostgreSQL only.
+func TestBackloggedWorkersKilled(t *testing.T) {
+	tg := prepare(t, postgres, "")
+	ctx := context.Background()
+	total := scale(1500, 15000)
+	q := jobs.NewBackloggedQueue(tg.pool)
+	ps := make([]jobs.BackloggedPayload, total)
+	for i := range ps {
+		ps[i] = jobs.BackloggedPayload{N: int64(i), Tenant: fmt.Sprint("t", i%10)}
+	}
+	if _, err := q.PushMany(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: []string{"-queue", "backlogged"}}
+	procs, killed, renamed := w.chaos(3, time.Duration(scale(4, 40))*time.Second)
+	waitFinished(t, tg, "backlogged_queue", 2*time.Minute)
+	w.stop(procs)
+	redelivered := redeliveries(t, tg, "backlogged_queue", killed)
+	check(t, tg, "sigkill with a backlog", tally(t, tg, "backlogged_queue", total), atLeastOnce,
+		fmt.Sprintf("%d kills (%d restarted as a new node)", len(killed), renamed), fmt.Sprintf("%d re-deliveries", redelivered))
+	if n := tg.count(t, "SELECT count(*) FROM backlogged_queue_backlog"); n != 0 {
+		t.Errorf("%d jobs left in the backlog", n)
+	}
+	if len(killed) == 0 {
+		t.Error("no worker was killed")
 	}
 }

@@ -90,7 +90,8 @@ END $$;
 CREATE TRIGGER work_completed AFTER DELETE ON work_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
 CREATE TRIGGER ledger_completed AFTER DELETE ON ledger_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
 CREATE TRIGGER event_completed AFTER DELETE ON event_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
-CREATE TRIGGER limited_completed AFTER DELETE ON limited_queue FOR EACH ROW EXECUTE FUNCTION log_completion();`
+CREATE TRIGGER limited_completed AFTER DELETE ON limited_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
+CREATE TRIGGER backlogged_completed AFTER DELETE ON backlogged_queue FOR EACH ROW EXECUTE FUNCTION log_completion();`
 
 // mysqlAudit is audit on MySQL, one statement at a time: a trigger per
 // queue table (MySQL triggers name no function), times in UTC.

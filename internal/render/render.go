@@ -104,6 +104,15 @@ var sqlFuncs = template.FuncMap{
 	"claimLock": func(d sqlData) string {
 		return "'queuegen claims " + strings.ReplaceAll(d.Queue.QName, "'", "''") + "'"
 	},
+	// scheduleLock is the SQL literal naming a queue's scheduler lock,
+	// which the scheduler steps of a queue with a backlog take one at a
+	// time.
+	"scheduleLock": func(d sqlData) string {
+		return "'queuegen schedule " + strings.ReplaceAll(d.Queue.QName, "'", "''") + "'"
+	},
+	// list joins items with commas in lines of at most 80 bytes, the
+	// later ones indented by indent (see wrapList).
+	"list": func(items []string, indent string) string { return wrapList(items, indent, 80) },
 	// claimNow is the claim's clock: the @now parameter, else the
 	// database's. A limited claim reads statement_timestamp(), when its
 	// statement started, after the claim lock was taken, so that claims'

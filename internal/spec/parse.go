@@ -435,7 +435,7 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	p.keys[key] = Pos{n.Line, n.Column}
 	var havePayload, haveLease bool
 	var leaseNode, onSuccessNode, retentionNode, fairNode *yaml.Node
-	var limitsNode, perKeyNode, globalNode, rateNode, rateByNode *yaml.Node
+	var limitsNode, perKeyNode, globalNode, rateNode, rateByNode, backlogNode *yaml.Node
 	p.fields(n, key, map[string]func(string, *yaml.Node){
 		"name":         func(k string, v *yaml.Node) { q.Name = p.ident(v, k) },
 		"renamed_from": func(k string, v *yaml.Node) { q.RenamedFrom = p.ident(v, k) },
@@ -480,6 +480,13 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 					}
 				},
 				"by": func(k string, v *yaml.Node) { rateByNode, q.Rate.By = v, p.ident(v, k) },
+			})
+		},
+		"backlog": func(k string, v *yaml.Node) {
+			backlogNode = v
+			q.Backlog = Backlog{Pos: Pos{v.Line, v.Column}, Batch: DefaultBacklogBatch}
+			p.fields(v, k, map[string]func(string, *yaml.Node){
+				"batch": func(k string, v *yaml.Node) { q.Backlog.Batch = p.integer(v, k, 10, 100000) },
 			})
 		},
 		"unique": func(k string, v *yaml.Node) { q.Unique = p.boolean(v, k) },
@@ -545,6 +552,9 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	if rateNode != nil {
 		p.checkRate(key+".rate", q, rateNode, rateByNode)
 	}
+	if backlogNode != nil {
+		p.checkBacklog(key+".backlog", q, backlogNode)
+	}
 	if q.Notify && len(q.Table) > MaxIdentifierLength-len("queuegen_") {
 		p.errorf(n, key+".notify", "the notification channel queuegen_%s would be longer than %d bytes; use a shorter table name", q.Table, MaxIdentifierLength)
 	}
@@ -609,6 +619,28 @@ func (p *parser) checkRate(key string, q *Queue, n, by *yaml.Node) {
 			why = "fair_by is " + q.FairBy
 		}
 		p.errorf(by, key+".by", "a per-key rate counts claims by the fair_by column, and %s; set fair_by: %s or remove by", why, q.Rate.By)
+	}
+}
+
+// checkBacklog checks that a queue's backlog can be scheduled: the
+// scheduler step moves jobs by fair_by, into a lease-mode queue table, and
+// neither a unique key nor the limits (held by claims of the queue table
+// alone) would hold across the two tables.
+func (p *parser) checkBacklog(key string, q *Queue, n *yaml.Node) {
+	if q.FairBy == "" {
+		p.errorf(n, key, "a backlog is moved to the queue table by taking each fair_by value's share in turn, and fair_by is not set (without it, a claim in order is already an index lookup); add fair_by: <column> or remove backlog")
+	}
+	if q.Mode == ModeTransaction {
+		p.errorf(n, key, "a backlog is built for lease mode, whose claims commit; use mode: lease or remove backlog")
+	}
+	if q.Unique {
+		p.errorf(n, key, "a unique key is held by an index of one table, and a backlog keeps a queue's jobs in two; remove unique or backlog")
+	}
+	if q.Limits.Set() || q.Rate.Limit > 0 {
+		p.errorf(n, key, "limits and rate are held by the fair claim, which a backlog moves to its scheduler step; remove them or backlog (both together are not built yet)")
+	}
+	if q.Notify && len(q.Table)+len(BacklogSuffix) > MaxIdentifierLength-len("queuegen_") {
+		p.errorf(n, key, "pushes notify channel queuegen_%s%s, longer than %d bytes; use a shorter table name", q.Table, BacklogSuffix, MaxIdentifierLength)
 	}
 }
 

@@ -175,6 +175,10 @@ type Queue struct {
 	// Rate caps how many of the queue's jobs are claimed per period,
 	// across every worker and node; unset when Rate.Limit is 0.
 	Rate Rate
+	// Backlog keeps the queue's jobs in a backlog table until a scheduler
+	// step moves them, fairly by FairBy, into the queue table that workers
+	// claim from; unset when Backlog.Batch is 0.
+	Backlog Backlog
 	// Unique enables a unique key: among unfinished jobs of this queue, at
 	// most one has a given key.
 	Unique bool
@@ -220,6 +224,26 @@ type Rate struct {
 	// instead of for the queue.
 	By string
 }
+
+// Backlog is a queue's two-stage scheduling: pushes go to the queue's
+// backlog table, and a scheduler step moves due jobs from it into the
+// queue table in batches, taking each FairBy value's share in turn, so
+// that claims are ordered reads of a table that stays small.
+type Backlog struct {
+	Pos Pos
+	// Batch is how many due jobs the queue table is topped up to by one
+	// scheduler step.
+	Batch int
+}
+
+// Set reports whether the queue has a backlog table.
+func (b Backlog) Set() bool { return b.Batch > 0 }
+
+// DefaultBacklogBatch is a backlog's batch when the spec gives none.
+const DefaultBacklogBatch = 5000
+
+// BacklogSuffix names a queue table's backlog: <table>_backlog.
+const BacklogSuffix = "_backlog"
 
 // Periodic is a job pushed on a schedule with a fixed payload, once per
 // tick however many nodes run a scheduler.

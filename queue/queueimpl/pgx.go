@@ -15,6 +15,23 @@ type PgxBeginner interface {
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 
+// PgxTx runs f in a transaction of its own on db, committed when f
+// succeeds and rolled back otherwise: the accessors' claims and scheduler
+// steps that take a lock held until their commit.
+func PgxTx[T any](ctx context.Context, db PgxBeginner, f func(pgx.Tx) (T, error)) (T, error) {
+	var zero T
+	tx, err := db.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return zero, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	v, err := f(tx)
+	if err != nil {
+		return zero, err
+	}
+	return v, tx.Commit(ctx)
+}
+
 // Pgx is the queue.TxDriver of pgx/v5 over db.
 func Pgx(db PgxBeginner) queue.TxDriver[pgx.Tx] { return pgxDriver{db} }
 

@@ -44,8 +44,7 @@ var ReceiptLimits = queue.Limits{PerKey: 2, Global: 10}
 type ReceiptQueue struct {
 	db DB
 	q  *Queries
-	// inTx is true in a copy made by WithTx, whose claims run in that
-	// transaction.
+	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; ReceiptBackoff unless
 	// replaced.
@@ -385,16 +384,9 @@ func (q *ReceiptQueue) claimLimited(ctx context.Context, arg ClaimReceiptParams)
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	tx, err := q.db.BeginTx(ctx, pgx.TxOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	rows, err := q.claimLocked(ctx, q.q.WithTx(tx), arg)
-	if err != nil {
-		return nil, err
-	}
-	return rows, tx.Commit(ctx)
+	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) ([]ReceiptRow, error) {
+		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
+	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.

@@ -42,8 +42,7 @@ var BenchRatedLimits = queue.Limits{PerKey: 0, Global: 0, Rate: 500, Per: time.S
 type BenchRatedQueue struct {
 	db DB
 	q  *Queries
-	// inTx is true in a copy made by WithTx, whose claims run in that
-	// transaction.
+	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; BenchRatedBackoff unless
 	// replaced.
@@ -376,16 +375,9 @@ func (q *BenchRatedQueue) claimLimited(ctx context.Context, arg ClaimBenchRatedP
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	tx, err := q.db.BeginTx(ctx, pgx.TxOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	rows, err := q.claimLocked(ctx, q.q.WithTx(tx), arg)
-	if err != nil {
-		return nil, err
-	}
-	return rows, tx.Commit(ctx)
+	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) ([]BenchRatedRow, error) {
+		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
+	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.

@@ -161,6 +161,82 @@ func (q *Queries) PushManyBenchAt(ctx context.Context, arg []PushManyBenchAtPara
 	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_queue"}, []string{"recipient", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchAt{rows: arg})
 }
 
+// iteratorForPushManyBenchBacklog implements pgx.CopyFromSource.
+type iteratorForPushManyBenchBacklog struct {
+	rows                 []PushManyBenchBacklogParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchBacklog) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchBacklog) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchBacklog) Err() error {
+	return nil
+}
+
+// PushManyBenchBacklog inserts many jobs in one COPY, into the backlog;
+// created_at and run_after take their defaults (the database's now()); COPY
+// takes no locks that claims wait for.
+func (q *Queries) PushManyBenchBacklog(ctx context.Context, arg []PushManyBenchBacklogParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_backlog_queue_backlog"}, []string{"tenant", "n", "priority", "max_attempts"}, &iteratorForPushManyBenchBacklog{rows: arg})
+}
+
+// iteratorForPushManyBenchBacklogAt implements pgx.CopyFromSource.
+type iteratorForPushManyBenchBacklogAt struct {
+	rows                 []PushManyBenchBacklogAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBenchBacklogAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBenchBacklogAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyBenchBacklogAt) Err() error {
+	return nil
+}
+
+// PushManyBenchBacklogAt is PushManyBenchBacklog with run_after given by the
+// caller.
+func (q *Queries) PushManyBenchBacklogAt(ctx context.Context, arg []PushManyBenchBacklogAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"queuegen_bench", "bench_backlog_queue_backlog"}, []string{"tenant", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBenchBacklogAt{rows: arg})
+}
+
 // iteratorForPushManyBenchFair implements pgx.CopyFromSource.
 type iteratorForPushManyBenchFair struct {
 	rows                 []PushManyBenchFairParams

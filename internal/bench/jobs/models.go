@@ -45,6 +45,24 @@ type BenchArchivedRow struct {
 	N           int32
 }
 
+type BenchBacklogRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	Tenant      string
+	N           int32
+}
+
 type BenchFairRow struct {
 	ID          int64
 	State       string
@@ -176,6 +194,24 @@ type QueueRegistryRow struct {
 	Mode         string
 	Paused       bool
 	RegisteredAt time.Time
+}
+
+type QueuegenBenchBenchBacklogQueueBacklog struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	Tenant      string
+	N           int32
 }
 
 type QueuegenBenchBenchRatedQueueRate struct {

@@ -85,6 +85,84 @@ func (q *Queries) PushManyArchivedAt(ctx context.Context, arg []PushManyArchived
 	return q.db.CopyFrom(ctx, []string{"archived_queue"}, []string{"tenant_id", "name", "priority", "max_attempts", "run_after"}, &iteratorForPushManyArchivedAt{rows: arg})
 }
 
+// iteratorForPushManyBacklogged implements pgx.CopyFromSource.
+type iteratorForPushManyBacklogged struct {
+	rows                 []PushManyBackloggedParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBacklogged) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBacklogged) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].TenantID,
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyBacklogged) Err() error {
+	return nil
+}
+
+// PushManyBacklogged inserts many jobs in one COPY, into the backlog;
+// created_at and run_after take their defaults (the database's now()); COPY
+// takes no locks that claims wait for.
+func (q *Queries) PushManyBacklogged(ctx context.Context, arg []PushManyBackloggedParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"backlogged_queue_backlog"}, []string{"tenant_id", "tenant", "n", "priority", "max_attempts"}, &iteratorForPushManyBacklogged{rows: arg})
+}
+
+// iteratorForPushManyBackloggedAt implements pgx.CopyFromSource.
+type iteratorForPushManyBackloggedAt struct {
+	rows                 []PushManyBackloggedAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyBackloggedAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyBackloggedAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].TenantID,
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyBackloggedAt) Err() error {
+	return nil
+}
+
+// PushManyBackloggedAt is PushManyBacklogged with run_after given by the
+// caller.
+func (q *Queries) PushManyBackloggedAt(ctx context.Context, arg []PushManyBackloggedAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"backlogged_queue_backlog"}, []string{"tenant_id", "tenant", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyBackloggedAt{rows: arg})
+}
+
 // iteratorForPushManyCapped implements pgx.CopyFromSource.
 type iteratorForPushManyCapped struct {
 	rows                 []PushManyCappedParams

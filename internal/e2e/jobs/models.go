@@ -48,6 +48,44 @@ type ArchivedRow struct {
 	Name        string
 }
 
+type BackloggedQueueBacklog struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	TenantID    *int64
+	Tenant      string
+	N           int32
+}
+
+type BackloggedRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	TenantID    *int64
+	Tenant      string
+	N           int32
+}
+
 type BaseRow struct {
 	ID          int64
 	State       string

@@ -43,8 +43,7 @@ var ThrottledLimits = queue.Limits{PerKey: 0, Global: 0, Rate: 3, Per: time.Seco
 type ThrottledQueue struct {
 	db DB
 	q  *Queries
-	// inTx is true in a copy made by WithTx, whose claims run in that
-	// transaction.
+	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; ThrottledBackoff unless
 	// replaced.
@@ -381,16 +380,9 @@ func (q *ThrottledQueue) claimLimited(ctx context.Context, arg ClaimThrottledPar
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	tx, err := q.db.BeginTx(ctx, pgx.TxOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	rows, err := q.claimLocked(ctx, q.q.WithTx(tx), arg)
-	if err != nil {
-		return nil, err
-	}
-	return rows, tx.Commit(ctx)
+	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) ([]ThrottledRow, error) {
+		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
+	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.

@@ -140,6 +140,19 @@ func (d ddl) CreateTrigger(t *catalog.Table) string {
 		t.NotifyTrigger, d.q(t.Name), d.q(NotifyFunction))
 }
 
+// MoveBacklog moves the backlog's jobs into the queue table in one
+// statement, inside the migration's transaction: the queue's workers
+// claim them from there, in claim order, once the backlog is gone. The
+// backlog is locked first, so a push that reaches it during the move
+// waits and then fails on the dropped table rather than being left behind.
+func (d ddl) MoveBacklog(backlog, queue string, columns []string) string {
+	list := func(indent string) string {
+		return strings.Join(engine.Wrap(indent, strings.Join(columns, ", "), 80), "\n")
+	}
+	return fmt.Sprintf("LOCK TABLE %s IN ACCESS EXCLUSIVE MODE;\nWITH moved AS (\n    DELETE FROM %s\n    RETURNING\n%s\n)\nINSERT INTO %s (\n%s\n)\nSELECT\n%s\nFROM moved;",
+		d.q(backlog), d.q(backlog), list("        "), d.q(queue), list("    "), list("    "))
+}
+
 func (d ddl) DropTrigger(t *catalog.Table, name string) string {
 	return fmt.Sprintf("DROP TRIGGER IF EXISTS %s ON %s;", name, d.q(t.Name))
 }

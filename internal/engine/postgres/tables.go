@@ -142,15 +142,26 @@ func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 		t.Columns = append(bookkeeping("job id"), q.Payload...)
 		t.Checks = []*catalog.Check{{Name: q.Name + "_state_check", Expr: stateCheck}}
 	}
-	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_pkey", Primary: true, Columns: []string{"id"}})
+	t.Indexes = indexes(q.Name, q, q.FairBy != "" && !q.Backlog)
+	if q.Notify && !q.Backlog {
+		t.NotifyTrigger = q.Name + "_notify"
+	}
+	return t
+}
+
+// indexes are the keys and indexes of table name, a queue's table or its
+// backlog: the primary key and the partial indexes of the queue's reads;
+// the fair index where fair.
+func indexes(name string, q engine.QueueTable, fair bool) []*catalog.Index {
+	out := []*catalog.Index{{Name: name + "_pkey", Primary: true, Columns: []string{"id"}}}
 	claim := []string{"run_after", "id"}
 	if q.Priority {
 		claim = append([]string{"priority DESC"}, claim...)
 	}
-	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_claim_idx", Columns: claim, Where: "state = 'available'",
+	out = append(out, &catalog.Index{Name: name + "_claim_idx", Columns: claim, Where: "state = 'available'",
 		Comment: "Serves the claim: its predicate and key are the claim's WHERE and ORDER BY, so a claim reads the first entries of this index and stops."})
-	if q.FairBy != "" {
-		t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_fair_idx", Columns: append([]string{q.FairBy}, claim...), Where: "state = 'available'",
+	if fair {
+		out = append(out, &catalog.Index{Name: name + "_fair_idx", Columns: append([]string{q.FairBy}, claim...), Where: "state = 'available'",
 			Comment: "Serves the fair claim: it skips from one " + q.FairBy + " to the next (one probe a value) and reads each value's first due jobs."})
 	}
 	if q.Lease {
@@ -158,20 +169,42 @@ func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 		// job is leased), not state = 'running': the planner would take an
 		// index on the running rows for those of a fenced batch complete
 		// and compare each with every id of the batch.
-		t.Indexes = append(t.Indexes,
-			&catalog.Index{Name: q.Name + "_lease_idx", Columns: []string{"locked_until"}, Where: "locked_until IS NOT NULL",
+		out = append(out,
+			&catalog.Index{Name: name + "_lease_idx", Columns: []string{"locked_until"}, Where: "locked_until IS NOT NULL",
 				Comment: "Finds leases that expired (claimed again, or reaped on their last attempt)."},
-			&catalog.Index{Name: q.Name + "_node_idx", Columns: []string{"locked_by"}, Where: "locked_by IS NOT NULL",
+			&catalog.Index{Name: name + "_node_idx", Columns: []string{"locked_by"}, Where: "locked_by IS NOT NULL",
 				Comment: "Finds the jobs one node holds, to release them when it restarts."})
 	}
 	if q.Unique {
-		t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_unique_key_idx", Unique: true, Columns: []string{"unique_key"}, Where: UniqueWhere,
+		out = append(out, &catalog.Index{Name: name + "_unique_key_idx", Unique: true, Columns: []string{"unique_key"}, Where: UniqueWhere,
 			Comment: "At most one unfinished job per unique key; push relies on it with ON CONFLICT DO NOTHING."})
 	}
-	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_finished_idx", Columns: []string{"finished_at"}, Where: "state IN ('succeeded', 'dead')",
+	return append(out, &catalog.Index{Name: name + "_finished_idx", Columns: []string{"finished_at"}, Where: "state IN ('succeeded', 'dead')",
 		Comment: "Finds finished jobs for retention and for listing dead jobs."})
+}
+
+// BacklogTable is the backlog of a queue with two-stage scheduling: an
+// INHERITS child of the queue's table, so that every read and change of
+// the queue's jobs through the queue table (Get, the counts, the
+// dashboard, cancel and retry) sees the backlog's too, while claims read
+// the queue table alone (ONLY). Pushes insert here; the scheduler step
+// moves due jobs to the queue table through the fair index. It has the
+// queue table's indexes, which reads through the parent probe here too,
+// and the queue's notify trigger, as pushes insert here.
+func (Engine) BacklogTable(q engine.QueueTable, queue *catalog.Table) *catalog.Table {
+	name := queue.Name + spec.BacklogSuffix
+	t := &catalog.Table{
+		Name: name,
+		Comment: engine.Comment("Backlog of queue table " + queue.Name + ": pushed jobs wait here until a scheduler step " +
+			"moves them to " + queue.Name + ", a batch at a time, each " + q.FairBy + "'s share in turn. Its rows are " +
+			"jobs of the queue (INHERITS), so reads of " + queue.Name + " see them too; claims read ONLY " + queue.Name + "."),
+		Inherits:       queue.Name,
+		Options:        TableOptions,
+		OptionsComment: optionsComment,
+		Indexes:        indexes(name, q, true),
+	}
 	if q.Notify {
-		t.NotifyTrigger = q.Name + "_notify"
+		t.NotifyTrigger = name + "_notify"
 	}
 	return t
 }

@@ -43,8 +43,7 @@ var LimitedLimits = queue.Limits{PerKey: 2, Global: 6}
 type LimitedQueue struct {
 	db DB
 	q  *Queries
-	// inTx is true in a copy made by WithTx, whose claims run in that
-	// transaction.
+	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; LimitedBackoff unless
 	// replaced.
@@ -380,16 +379,9 @@ func (q *LimitedQueue) claimLimited(ctx context.Context, arg ClaimLimitedParams)
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	tx, err := q.db.BeginTx(ctx, pgx.TxOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	rows, err := q.claimLocked(ctx, q.q.WithTx(tx), arg)
-	if err != nil {
-		return nil, err
-	}
-	return rows, tx.Commit(ctx)
+	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) ([]LimitedRow, error) {
+		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
+	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.

@@ -233,6 +233,81 @@ func (q *Queries) PushManyReportAt(ctx context.Context, arg []PushManyReportAtPa
 	return q.db.CopyFrom(ctx, []string{"report_queue"}, []string{"name", "priority", "max_attempts", "run_after"}, &iteratorForPushManyReportAt{rows: arg})
 }
 
+// iteratorForPushManySync implements pgx.CopyFromSource.
+type iteratorForPushManySync struct {
+	rows                 []PushManySyncParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManySync) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManySync) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].Object,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManySync) Err() error {
+	return nil
+}
+
+// PushManySync inserts many jobs in one COPY, into the backlog; created_at
+// and run_after take their defaults (the database's now()); COPY takes no
+// locks that claims wait for.
+func (q *Queries) PushManySync(ctx context.Context, arg []PushManySyncParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"sync_queue_backlog"}, []string{"tenant", "object", "priority", "max_attempts"}, &iteratorForPushManySync{rows: arg})
+}
+
+// iteratorForPushManySyncAt implements pgx.CopyFromSource.
+type iteratorForPushManySyncAt struct {
+	rows                 []PushManySyncAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManySyncAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManySyncAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].Object,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManySyncAt) Err() error {
+	return nil
+}
+
+// PushManySyncAt is PushManySync with run_after given by the caller.
+func (q *Queries) PushManySyncAt(ctx context.Context, arg []PushManySyncAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"sync_queue_backlog"}, []string{"tenant", "object", "priority", "max_attempts", "run_after"}, &iteratorForPushManySyncAt{rows: arg})
+}
+
 // iteratorForPushManyWebhook implements pgx.CopyFromSource.
 type iteratorForPushManyWebhook struct {
 	rows                 []PushManyWebhookParams

@@ -124,6 +124,97 @@ CREATE INDEX limited_queue_node_idx ON limited_queue (locked_by)
 CREATE INDEX limited_queue_finished_idx ON limited_queue (finished_at)
     WHERE state IN ('succeeded', 'dead');
 
+-- Queue backlogged: one row per job; lease mode: a claim is committed at once
+-- and holds the job until its lease expires.
+CREATE TABLE backlogged_queue (
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    n            bigint      NOT NULL,
+    tenant       text        NOT NULL,
+    CONSTRAINT backlogged_queue_pkey PRIMARY KEY (id),
+    CONSTRAINT backlogged_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX backlogged_queue_claim_idx ON backlogged_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX backlogged_queue_lease_idx ON backlogged_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX backlogged_queue_node_idx ON backlogged_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX backlogged_queue_finished_idx ON backlogged_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+-- Backlog of queue table backlogged_queue: pushed jobs wait here until a
+-- scheduler step moves them to backlogged_queue, a batch at a time, each
+-- tenant's share in turn. Its rows are jobs of the queue (INHERITS), so reads
+-- of backlogged_queue see them too; claims read ONLY backlogged_queue.
+CREATE TABLE backlogged_queue_backlog (
+    CONSTRAINT backlogged_queue_backlog_pkey PRIMARY KEY (id)
+) INHERITS (backlogged_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX backlogged_queue_backlog_claim_idx ON backlogged_queue_backlog (run_after, id)
+    WHERE state = 'available';
+
+-- Serves the fair claim: it skips from one tenant to the next (one probe a
+-- value) and reads each value's first due jobs.
+CREATE INDEX backlogged_queue_backlog_fair_idx ON backlogged_queue_backlog (tenant, run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX backlogged_queue_backlog_lease_idx ON backlogged_queue_backlog (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX backlogged_queue_backlog_node_idx ON backlogged_queue_backlog (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX backlogged_queue_backlog_finished_idx ON backlogged_queue_backlog (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
 -- Queue ledger: one row per job; transaction mode: a claim holds the job by
 -- row lock until the caller's transaction ends.
 CREATE TABLE ledger_queue (

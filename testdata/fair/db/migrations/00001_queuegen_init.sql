@@ -4,11 +4,14 @@
 --
 -- What it creates:
 --   - create table queuegen_queues (the queue registry)
+--   - create function queuegen_notify (push notifications)
 --   - create base table base_queue
 --   - add queue export (table export_queue)
 --   - add queue charge (table charge_queue)
 --   - add queue webhook (table webhook_queue)
 --   - add queue report (table report_queue)
+--   - add queue sync (table sync_queue)
+--   - queue sync: pushes wait in backlog sync_queue_backlog until a scheduler step moves them, fairly
 
 -- +goose Up
 
@@ -25,6 +28,21 @@ CREATE TABLE queuegen_queues (
     CONSTRAINT queuegen_queues_table_name_key UNIQUE (table_name),
     CONSTRAINT queuegen_queues_mode_check CHECK (mode IN ('lease', 'transaction'))
 );
+
+-- queuegen_notify wakes the workers of queues declared with notify: true.
+-- After each INSERT or COPY into such a queue's table it sends one
+-- notification on channel queuegen_<table> (PostgreSQL folds repeats within a
+-- transaction into one). NOTIFY takes a cluster-wide lock at commit, which
+-- serialises committing pushers: enable it where wake-up latency matters more
+-- than peak push rate.
+-- +goose StatementBegin
+CREATE FUNCTION queuegen_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('queuegen_' || TG_TABLE_NAME, '');
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
 
 -- base_queue is the parent of every queue table declared with inherits: true
 -- (the default). It holds the job bookkeeping columns; each queue table adds
@@ -232,7 +250,99 @@ CREATE INDEX report_queue_finished_idx ON report_queue (finished_at)
 INSERT INTO queuegen_queues (name, table_name, mode)
 VALUES ('report', 'report_queue', 'lease');
 
+-- Queue sync: one row per job; lease mode: a claim is committed at once and
+-- holds the job until its lease expires.
+-- The bookkeeping columns come from base_queue; the columns below are the
+-- payload.
+CREATE TABLE sync_queue (
+    tenant text NOT NULL,
+    object text NOT NULL,
+    CONSTRAINT sync_queue_pkey PRIMARY KEY (id)
+) INHERITS (base_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX sync_queue_claim_idx ON sync_queue (priority DESC, run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX sync_queue_lease_idx ON sync_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX sync_queue_node_idx ON sync_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX sync_queue_finished_idx ON sync_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+INSERT INTO queuegen_queues (name, table_name, mode)
+VALUES ('sync', 'sync_queue', 'lease');
+
+-- Backlog of queue table sync_queue: pushed jobs wait here until a scheduler
+-- step moves them to sync_queue, a batch at a time, each tenant's share in
+-- turn. Its rows are jobs of the queue (INHERITS), so reads of sync_queue see
+-- them too; claims read ONLY sync_queue.
+CREATE TABLE sync_queue_backlog (
+    CONSTRAINT sync_queue_backlog_pkey PRIMARY KEY (id)
+) INHERITS (sync_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Notifies listening workers once per statement that pushes jobs.
+CREATE TRIGGER sync_queue_backlog_notify AFTER INSERT ON sync_queue_backlog
+    FOR EACH STATEMENT EXECUTE FUNCTION queuegen_notify();
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX sync_queue_backlog_claim_idx ON sync_queue_backlog (priority DESC, run_after, id)
+    WHERE state = 'available';
+
+-- Serves the fair claim: it skips from one tenant to the next (one probe a
+-- value) and reads each value's first due jobs.
+CREATE INDEX sync_queue_backlog_fair_idx ON sync_queue_backlog (tenant, priority DESC, run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX sync_queue_backlog_lease_idx ON sync_queue_backlog (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX sync_queue_backlog_node_idx ON sync_queue_backlog (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX sync_queue_backlog_finished_idx ON sync_queue_backlog (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
 -- +goose Down
+
+DROP TABLE sync_queue_backlog;
+
+DELETE FROM queuegen_queues WHERE name = 'sync';
+
+DROP TABLE sync_queue;
 
 DELETE FROM queuegen_queues WHERE name = 'report';
 
@@ -251,5 +361,7 @@ DELETE FROM queuegen_queues WHERE name = 'export';
 DROP TABLE export_queue;
 
 DROP TABLE base_queue;
+
+DROP FUNCTION queuegen_notify();
 
 DROP TABLE queuegen_queues;

@@ -19,6 +19,21 @@ CREATE TABLE queuegen_queues (
     CONSTRAINT queuegen_queues_mode_check CHECK (mode IN ('lease', 'transaction'))
 );
 
+-- queuegen_notify wakes the workers of queues declared with notify: true.
+-- After each INSERT or COPY into such a queue's table it sends one
+-- notification on channel queuegen_<table> (PostgreSQL folds repeats within a
+-- transaction into one). NOTIFY takes a cluster-wide lock at commit, which
+-- serialises committing pushers: enable it where wake-up latency matters more
+-- than peak push rate.
+-- +goose StatementBegin
+CREATE FUNCTION queuegen_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('queuegen_' || TG_TABLE_NAME, '');
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+
 -- base_queue is the parent of every queue table declared with inherits: true
 -- (the default). It holds the job bookkeeping columns; each queue table adds
 -- its payload columns. It never holds rows itself (the NO INHERIT check), and
@@ -211,4 +226,87 @@ CREATE INDEX report_queue_node_idx ON report_queue (locked_by)
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX report_queue_finished_idx ON report_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+-- Queue sync: one row per job; lease mode: a claim is committed at once and
+-- holds the job until its lease expires.
+-- The bookkeeping columns come from base_queue; the columns below are the
+-- payload.
+CREATE TABLE sync_queue (
+    tenant text NOT NULL,
+    object text NOT NULL,
+    CONSTRAINT sync_queue_pkey PRIMARY KEY (id)
+) INHERITS (base_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX sync_queue_claim_idx ON sync_queue (priority DESC, run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX sync_queue_lease_idx ON sync_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX sync_queue_node_idx ON sync_queue (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX sync_queue_finished_idx ON sync_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+-- Backlog of queue table sync_queue: pushed jobs wait here until a scheduler
+-- step moves them to sync_queue, a batch at a time, each tenant's share in
+-- turn. Its rows are jobs of the queue (INHERITS), so reads of sync_queue see
+-- them too; claims read ONLY sync_queue.
+CREATE TABLE sync_queue_backlog (
+    CONSTRAINT sync_queue_backlog_pkey PRIMARY KEY (id)
+) INHERITS (sync_queue)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Notifies listening workers once per statement that pushes jobs.
+CREATE TRIGGER sync_queue_backlog_notify AFTER INSERT ON sync_queue_backlog
+    FOR EACH STATEMENT EXECUTE FUNCTION queuegen_notify();
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX sync_queue_backlog_claim_idx ON sync_queue_backlog (priority DESC, run_after, id)
+    WHERE state = 'available';
+
+-- Serves the fair claim: it skips from one tenant to the next (one probe a
+-- value) and reads each value's first due jobs.
+CREATE INDEX sync_queue_backlog_fair_idx ON sync_queue_backlog (tenant, priority DESC, run_after, id)
+    WHERE state = 'available';
+
+-- Finds leases that expired (claimed again, or reaped on their last attempt).
+CREATE INDEX sync_queue_backlog_lease_idx ON sync_queue_backlog (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds the jobs one node holds, to release them when it restarts.
+CREATE INDEX sync_queue_backlog_node_idx ON sync_queue_backlog (locked_by)
+    WHERE locked_by IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX sync_queue_backlog_finished_idx ON sync_queue_backlog (finished_at)
     WHERE state IN ('succeeded', 'dead');
