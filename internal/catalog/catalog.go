@@ -166,6 +166,16 @@ func (t *Table) Column(name string) *Column {
 	return nil
 }
 
+// RowColumns are the columns of t's rows in table order: when t inherits
+// (parent is its INHERITS parent), the parent's first, then its own.
+func (t *Table) RowColumns(parent *Table) []*Column {
+	var out []*Column
+	if t.Inherits != "" && parent != nil {
+		out = append(out, parent.Columns...)
+	}
+	return append(out, t.Columns...)
+}
+
 // PrimaryKey returns the table's primary key, or nil.
 func (t *Table) PrimaryKey() *Index {
 	for _, i := range t.Indexes {

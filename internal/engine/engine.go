@@ -326,7 +326,7 @@ func PostgreSQLOnly(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 	if q.Limits.Set() {
 		errs = append(errs, s.ErrorAt(key+".limits", "limits (concurrency limits held by the claim) are built for PostgreSQL only so far; remove them"))
 	}
-	if q.Rate.Limit > 0 {
+	if q.Rate.Set() {
 		errs = append(errs, s.ErrorAt(key+".rate", "rate (a rate limit held by the claim) is built for PostgreSQL only so far; remove it"))
 	}
 	if q.Backlog.Set() {

@@ -327,12 +327,7 @@ func (d *differ) createBacklog(q *catalog.Queue, action string) {
 // empty (the jobs stay in the queue table).
 func (d *differ) dropBacklog(oq *catalog.Queue) {
 	var cols []string
-	if oq.Table.Inherits != "" && d.old.Base != nil {
-		for _, c := range d.old.Base.Columns {
-			cols = append(cols, c.Name)
-		}
-	}
-	for _, c := range oq.Table.Columns {
+	for _, c := range oq.Table.RowColumns(d.old.Base) {
 		cols = append(cols, c.Name)
 	}
 	if m, ok := d.ddl.(engine.BacklogMover); ok {
@@ -352,12 +347,8 @@ func (d *differ) alterBacklog(oq, nq *catalog.Queue) {
 	case nq.Backlog == nil:
 		d.dropBacklog(oq)
 	default:
-		ob, nb := oq.Backlog.Clone(), nq.Backlog
+		ob, nb := d.renameSide("backlog", oq.Backlog, nq.Backlog), nq.Backlog
 		label := "backlog " + nb.Name
-		if ob.Name != nb.Name {
-			d.renameTable(ob, nb.Name)
-			d.note("rename_"+oq.Backlog.Name+"_to_"+nb.Name, fmt.Sprintf("rename backlog %s to %s", oq.Backlog.Name, nb.Name))
-		}
 		d.options(ob, nb, label)
 		d.indexes(ob, nb, label)
 		d.trigger(nq.Name+" (backlog "+nb.Name+")", ob, nb)
@@ -393,10 +384,21 @@ func (d *differ) alterRateLog(oq, nq *catalog.Queue) {
 	case !sameColumns(o, n):
 		d.dropRateLog(oq)
 		d.createRateLog(nq)
-	case o.Name != n.Name:
-		d.renameTable(o.Clone(), n.Name)
-		d.note("rename_"+o.Name+"_to_"+n.Name, fmt.Sprintf("rename rate log %s to %s", o.Name, n.Name))
+	default:
+		d.renameSide("rate log", o, n)
 	}
+}
+
+// renameSide renames o, a table beside a queue's (its what: archive,
+// rate log, backlog), to n's name when they differ, and returns a copy of
+// o under its new names for the diff of the rest.
+func (d *differ) renameSide(what string, o, n *catalog.Table) *catalog.Table {
+	c := o.Clone()
+	if o.Name != n.Name {
+		d.renameTable(c, n.Name)
+		d.note("rename_"+o.Name+"_to_"+n.Name, fmt.Sprintf("rename %s %s to %s", what, o.Name, n.Name))
+	}
+	return c
 }
 
 // sameColumns reports whether a and b have the same columns, in order
@@ -442,12 +444,8 @@ func (d *differ) alterArchive(oq, nq *catalog.Queue) {
 	case nq.Archive == nil:
 		d.dropArchive(oq, fmt.Sprintf("queue %s no longer archives its completed jobs", nq.Name))
 	default:
-		oa, na := oq.Archive.Clone(), nq.Archive
+		oa, na := d.renameSide("archive", oq.Archive, nq.Archive), nq.Archive
 		label := "archive " + na.Name
-		if oa.Name != na.Name {
-			d.renameTable(oa, na.Name)
-			d.note("rename_"+oq.Archive.Name+"_to_"+na.Name, fmt.Sprintf("rename archive %s to %s", oq.Archive.Name, na.Name))
-		}
 		d.columns(oa, na, label)
 		d.indexes(oa, na, label)
 	}

@@ -175,7 +175,7 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 	case sq.Inherits && len(s.Base.Columns) > 0:
 		comment += "\nAfter the bookkeeping columns come the base columns, copied into each queue table (there is no INHERITS), then the payload."
 	}
-	q.Table = eng.QueueTable(engine.QueueTable{
+	qt := engine.QueueTable{
 		Name:     sq.Table,
 		Parent:   parent,
 		Payload:  q.Payload.Columns,
@@ -186,19 +186,15 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		Unique:   sq.Unique,
 		Notify:   sq.Notify,
 		Comment:  engine.Comment(comment),
-	})
+	}
+	q.Table = eng.QueueTable(qt)
 	q.QName = eng.Qualify(m.Schema, q.Table.Name)
 	q.QClaim = q.QName
-	if parent != nil {
-		for _, c := range parent.Columns {
-			q.Columns = append(q.Columns, c.Name)
-		}
-	}
-	for _, c := range q.Table.Columns {
+	for _, c := range q.Table.RowColumns(parent) {
 		q.Columns = append(q.Columns, c.Name)
 	}
 	if b, ok := eng.(engine.Backlogger); ok && sq.Backlog.Set() {
-		q.Backlog = b.BacklogTable(engine.QueueTable{Name: sq.Table, Lease: q.Lease, Priority: sq.Priority, FairBy: sq.FairBy, Backlog: true, Notify: sq.Notify}, q.Table)
+		q.Backlog = b.BacklogTable(qt, q.Table)
 		q.QBacklog = eng.Qualify(m.Schema, q.Backlog.Name)
 		q.BacklogBatch = sq.Backlog.Batch
 		q.QClaim = "ONLY " + q.QName
@@ -210,7 +206,7 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		q.ArchiveSchema = m.Schema
 		q.ArchiveRowType = q.GoName + "ArchiveRow"
 	}
-	if r, ok := eng.(engine.RateLogger); ok && sq.Rate.Limit > 0 {
+	if r, ok := eng.(engine.RateLogger); ok && sq.Rate.Set() {
 		q.RateLimit, q.RatePer = sq.Rate.Limit, sq.Rate.Per
 		var key *catalog.Column
 		if sq.Rate.By != "" {

@@ -463,7 +463,6 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 		},
 		"limits": func(k string, v *yaml.Node) {
 			limitsNode = v
-			q.Limits.Pos = Pos{v.Line, v.Column}
 			p.fields(v, k, map[string]func(string, *yaml.Node){
 				"per_key": func(k string, v *yaml.Node) { perKeyNode, q.Limits.PerKey = v, p.integer(v, k, 1, 1000000) },
 				"global":  func(k string, v *yaml.Node) { globalNode, q.Limits.Global = v, p.integer(v, k, 1, 1000000) },
@@ -471,7 +470,7 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 		},
 		"rate": func(k string, v *yaml.Node) {
 			rateNode = v
-			q.Rate = Rate{Pos: Pos{v.Line, v.Column}, Per: time.Second}
+			q.Rate = Rate{Per: time.Second}
 			p.fields(v, k, map[string]func(string, *yaml.Node){
 				"limit": func(k string, v *yaml.Node) { q.Rate.Limit = p.integer(v, k, 1, 1000000) },
 				"per": func(k string, v *yaml.Node) {
@@ -484,7 +483,7 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 		},
 		"backlog": func(k string, v *yaml.Node) {
 			backlogNode = v
-			q.Backlog = Backlog{Pos: Pos{v.Line, v.Column}, Batch: DefaultBacklogBatch}
+			q.Backlog = Backlog{Batch: DefaultBacklogBatch}
 			p.fields(v, k, map[string]func(string, *yaml.Node){
 				"batch": func(k string, v *yaml.Node) { q.Backlog.Batch = p.integer(v, k, 10, 100000) },
 			})
@@ -636,7 +635,7 @@ func (p *parser) checkBacklog(key string, q *Queue, n *yaml.Node) {
 	if q.Unique {
 		p.errorf(n, key, "a unique key is held by an index of one table, and a backlog keeps a queue's jobs in two; remove unique or backlog")
 	}
-	if q.Limits.Set() || q.Rate.Limit > 0 {
+	if q.Limits.Set() || q.Rate.Set() {
 		p.errorf(n, key, "limits and rate are held by the fair claim, which a backlog moves to its scheduler step; remove them or backlog (both together are not built yet)")
 	}
 	if q.Notify && len(q.Table)+len(BacklogSuffix) > MaxIdentifierLength-len("queuegen_") {

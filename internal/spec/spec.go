@@ -199,7 +199,6 @@ type Queue struct {
 // counts the jobs that hold a lease and takes no more than the limits
 // leave room for.
 type Limits struct {
-	Pos Pos
 	// PerKey is the most jobs with one value of the FairBy column that run
 	// at once; 0 for no limit.
 	PerKey int
@@ -215,7 +214,6 @@ func (l Limits) Set() bool { return l.PerKey > 0 || l.Global > 0 }
 // the claims of the last Per in the queue's rate log, under the queue's
 // claim lock, and takes no more than Limit leaves room for.
 type Rate struct {
-	Pos Pos
 	// Limit is the most jobs claimed in any window of length Per.
 	Limit int
 	// Per is the window.
@@ -225,12 +223,14 @@ type Rate struct {
 	By string
 }
 
+// Set reports whether the queue has a rate limit.
+func (r Rate) Set() bool { return r.Limit > 0 }
+
 // Backlog is a queue's two-stage scheduling: pushes go to the queue's
 // backlog table, and a scheduler step moves due jobs from it into the
 // queue table in batches, taking each FairBy value's share in turn, so
 // that claims are ordered reads of a table that stays small.
 type Backlog struct {
-	Pos Pos
 	// Batch is how many due jobs the queue table is topped up to by one
 	// scheduler step.
 	Batch int

@@ -34,8 +34,8 @@ const (
 // ReceiptBackoff is the retry delay of queue receipt after a failed attempt.
 var ReceiptBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// ReceiptLimits are the concurrency limits of queue receipt, from the spec;
-// every claim holds them, on every node.
+// ReceiptLimits are the concurrency and rate limits of queue receipt, from
+// the spec; every claim holds them, on every node.
 var ReceiptLimits = queue.Limits{PerKey: 2, Global: 10}
 
 // ReceiptQueue is the typed accessor of queue receipt (table receipt_queue).
@@ -322,7 +322,7 @@ func (q *ReceiptQueue) RetryDelay(attempt int32) time.Duration { return q.Backof
 // LeaseDuration is the queue's lease, ReceiptLease.
 func (q *ReceiptQueue) LeaseDuration() time.Duration { return ReceiptLease }
 
-// Limits are the queue's concurrency limits, ReceiptLimits. A Worker reads
+// Limits are the queue's concurrency and rate limits, ReceiptLimits. A Worker reads
 // them to know that a short claim may have been held back by them.
 func (q *ReceiptQueue) Limits() queue.Limits { return ReceiptLimits }
 

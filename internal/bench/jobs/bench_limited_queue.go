@@ -33,8 +33,8 @@ const (
 // BenchLimitedBackoff is the retry delay of queue bench_limited after a failed attempt.
 var BenchLimitedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// BenchLimitedLimits are the concurrency limits of queue bench_limited, from the spec;
-// every claim holds them, on every node.
+// BenchLimitedLimits are the concurrency and rate limits of queue bench_limited, from
+// the spec; every claim holds them, on every node.
 var BenchLimitedLimits = queue.Limits{PerKey: 3, Global: 20}
 
 // BenchLimitedQueue is the typed accessor of queue bench_limited (table queuegen_bench.bench_limited_queue).
@@ -318,7 +318,7 @@ func (q *BenchLimitedQueue) RetryDelay(attempt int32) time.Duration { return q.B
 // LeaseDuration is the queue's lease, BenchLimitedLease.
 func (q *BenchLimitedQueue) LeaseDuration() time.Duration { return BenchLimitedLease }
 
-// Limits are the queue's concurrency limits, BenchLimitedLimits. A Worker reads
+// Limits are the queue's concurrency and rate limits, BenchLimitedLimits. A Worker reads
 // them to know that a short claim may have been held back by them.
 func (q *BenchLimitedQueue) Limits() queue.Limits { return BenchLimitedLimits }
 

@@ -32,8 +32,8 @@ const (
 // BenchRatedBackoff is the retry delay of queue bench_rated after a failed attempt.
 var BenchRatedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// BenchRatedLimits are the concurrency limits of queue bench_rated, from the spec;
-// every claim holds them, on every node.
+// BenchRatedLimits are the concurrency and rate limits of queue bench_rated, from
+// the spec; every claim holds them, on every node.
 var BenchRatedLimits = queue.Limits{PerKey: 0, Global: 0, Rate: 500, Per: time.Second}
 
 // BenchRatedQueue is the typed accessor of queue bench_rated (table queuegen_bench.bench_rated_queue).
@@ -314,7 +314,7 @@ func (q *BenchRatedQueue) RetryDelay(attempt int32) time.Duration { return q.Bac
 // LeaseDuration is the queue's lease, BenchRatedLease.
 func (q *BenchRatedQueue) LeaseDuration() time.Duration { return BenchRatedLease }
 
-// Limits are the queue's concurrency limits, BenchRatedLimits. A Worker reads
+// Limits are the queue's concurrency and rate limits, BenchRatedLimits. A Worker reads
 // them to know that a short claim may have been held back by them.
 func (q *BenchRatedQueue) Limits() queue.Limits { return BenchRatedLimits }
 

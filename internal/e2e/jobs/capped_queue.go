@@ -32,8 +32,8 @@ const (
 // CappedBackoff is the retry delay of queue capped after a failed attempt.
 var CappedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// CappedLimits are the concurrency limits of queue capped, from the spec;
-// every claim holds them, on every node.
+// CappedLimits are the concurrency and rate limits of queue capped, from
+// the spec; every claim holds them, on every node.
 var CappedLimits = queue.Limits{PerKey: 0, Global: 3}
 
 // CappedQueue is the typed accessor of queue capped (table capped_queue).
@@ -314,7 +314,7 @@ func (q *CappedQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff
 // LeaseDuration is the queue's lease, CappedLease.
 func (q *CappedQueue) LeaseDuration() time.Duration { return CappedLease }
 
-// Limits are the queue's concurrency limits, CappedLimits. A Worker reads
+// Limits are the queue's concurrency and rate limits, CappedLimits. A Worker reads
 // them to know that a short claim may have been held back by them.
 func (q *CappedQueue) Limits() queue.Limits { return CappedLimits }
 

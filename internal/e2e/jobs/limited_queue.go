@@ -33,8 +33,8 @@ const (
 // LimitedBackoff is the retry delay of queue limited after a failed attempt.
 var LimitedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// LimitedLimits are the concurrency limits of queue limited, from the spec;
-// every claim holds them, on every node.
+// LimitedLimits are the concurrency and rate limits of queue limited, from
+// the spec; every claim holds them, on every node.
 var LimitedLimits = queue.Limits{PerKey: 2, Global: 5}
 
 // LimitedQueue is the typed accessor of queue limited (table limited_queue).
@@ -318,7 +318,7 @@ func (q *LimitedQueue) RetryDelay(attempt int32) time.Duration { return q.Backof
 // LeaseDuration is the queue's lease, LimitedLease.
 func (q *LimitedQueue) LeaseDuration() time.Duration { return LimitedLease }
 
-// Limits are the queue's concurrency limits, LimitedLimits. A Worker reads
+// Limits are the queue's concurrency and rate limits, LimitedLimits. A Worker reads
 // them to know that a short claim may have been held back by them.
 func (q *LimitedQueue) Limits() queue.Limits { return LimitedLimits }
 

@@ -32,8 +32,8 @@ const (
 // PacedBackoff is the retry delay of queue paced after a failed attempt.
 var PacedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// PacedLimits are the concurrency limits of queue paced, from the spec;
-// every claim holds them, on every node.
+// PacedLimits are the concurrency and rate limits of queue paced, from
+// the spec; every claim holds them, on every node.
 var PacedLimits = queue.Limits{PerKey: 0, Global: 3, Rate: 4, Per: 500 * time.Millisecond}
 
 // PacedQueue is the typed accessor of queue paced (table paced_queue).
@@ -314,7 +314,7 @@ func (q *PacedQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.
 // LeaseDuration is the queue's lease, PacedLease.
 func (q *PacedQueue) LeaseDuration() time.Duration { return PacedLease }
 
-// Limits are the queue's concurrency limits, PacedLimits. A Worker reads
+// Limits are the queue's concurrency and rate limits, PacedLimits. A Worker reads
 // them to know that a short claim may have been held back by them.
 func (q *PacedQueue) Limits() queue.Limits { return PacedLimits }
 

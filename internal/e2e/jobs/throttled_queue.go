@@ -33,8 +33,8 @@ const (
 // ThrottledBackoff is the retry delay of queue throttled after a failed attempt.
 var ThrottledBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// ThrottledLimits are the concurrency limits of queue throttled, from the spec;
-// every claim holds them, on every node.
+// ThrottledLimits are the concurrency and rate limits of queue throttled, from
+// the spec; every claim holds them, on every node.
 var ThrottledLimits = queue.Limits{PerKey: 0, Global: 0, Rate: 3, Per: time.Second, RateByKey: true}
 
 // ThrottledQueue is the typed accessor of queue throttled (table throttled_queue).
@@ -318,7 +318,7 @@ func (q *ThrottledQueue) RetryDelay(attempt int32) time.Duration { return q.Back
 // LeaseDuration is the queue's lease, ThrottledLease.
 func (q *ThrottledQueue) LeaseDuration() time.Duration { return ThrottledLease }
 
-// Limits are the queue's concurrency limits, ThrottledLimits. A Worker reads
+// Limits are the queue's concurrency and rate limits, ThrottledLimits. A Worker reads
 // them to know that a short claim may have been held back by them.
 func (q *ThrottledQueue) Limits() queue.Limits { return ThrottledLimits }
 

@@ -219,11 +219,7 @@ func (Engine) BacklogTable(q engine.QueueTable, queue *catalog.Table) *catalog.T
 // partition.
 func (Engine) ArchiveTable(queue, parent *catalog.Table) *catalog.Table {
 	name := queue.Name + spec.ArchiveSuffix
-	var cols []*catalog.Column
-	if parent != nil {
-		cols = append(cols, parent.Columns...)
-	}
-	cols = append(cols, queue.Columns...)
+	cols := queue.RowColumns(parent)
 	t := &catalog.Table{
 		Name: name,
 		Comment: engine.Comment("Archive of queue table " + queue.Name + ": its completed jobs, moved here in state " +

@@ -32,8 +32,8 @@ const (
 // ReportBackoff is the retry delay of queue report after a failed attempt.
 var ReportBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// ReportLimits are the concurrency limits of queue report, from the spec;
-// every claim holds them, on every node.
+// ReportLimits are the concurrency and rate limits of queue report, from
+// the spec; every claim holds them, on every node.
 var ReportLimits = queue.Limits{PerKey: 0, Global: 2}
 
 // ReportQueue is the typed accessor of queue report (table report_queue).
@@ -314,7 +314,7 @@ func (q *ReportQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff
 // LeaseDuration is the queue's lease, ReportLease.
 func (q *ReportQueue) LeaseDuration() time.Duration { return ReportLease }
 
-// Limits are the queue's concurrency limits, ReportLimits. A Worker reads
+// Limits are the queue's concurrency and rate limits, ReportLimits. A Worker reads
 // them to know that a short claim may have been held back by them.
 func (q *ReportQueue) Limits() queue.Limits { return ReportLimits }
 

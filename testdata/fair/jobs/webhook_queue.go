@@ -33,8 +33,8 @@ const (
 // WebhookBackoff is the retry delay of queue webhook after a failed attempt.
 var WebhookBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
-// WebhookLimits are the concurrency limits of queue webhook, from the spec;
-// every claim holds them, on every node.
+// WebhookLimits are the concurrency and rate limits of queue webhook, from
+// the spec; every claim holds them, on every node.
 var WebhookLimits = queue.Limits{PerKey: 3, Global: 20}
 
 // WebhookQueue is the typed accessor of queue webhook (table webhook_queue).
@@ -318,7 +318,7 @@ func (q *WebhookQueue) RetryDelay(attempt int32) time.Duration { return q.Backof
 // LeaseDuration is the queue's lease, WebhookLease.
 func (q *WebhookQueue) LeaseDuration() time.Duration { return WebhookLease }
 
-// Limits are the queue's concurrency limits, WebhookLimits. A Worker reads
+// Limits are the queue's concurrency and rate limits, WebhookLimits. A Worker reads
 // them to know that a short claim may have been held back by them.
 func (q *WebhookQueue) Limits() queue.Limits { return WebhookLimits }
 
