@@ -103,6 +103,44 @@ func TestClaimUsesClaimIndex(t *testing.T) {
 	}
 }
 
+// TestReleaseNodeUsesLeaseIndex checks that a restarting node finds the
+// jobs it held through the lease index, which holds only the jobs in
+// flight, rather than reading the whole table: there is no index on
+// locked_by, as every claim would pay to keep one.
+func TestReleaseNodeUsesLeaseIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := migrated(t)
+	q := jobs.NewEmailQueue(db)
+	ps := make([]jobs.EmailPayload, 20000)
+	for i := range ps {
+		ps[i] = jobs.EmailPayload{Recipient: "r"}
+	}
+	if _, err := q.PushMany(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Claim(ctx, "a", 50); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Claim(ctx, "b", 50); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, "ANALYZE email_queue"); err != nil {
+		t.Fatal(err)
+	}
+	var plan []byte
+	if err := db.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+querySQL(t, "jobs/email.sql.go", "releaseNodeEmail"), "a").Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(plan), `"Index Name": "email_queue_lease_idx"`) || strings.Contains(string(plan), `"Seq Scan"`) {
+		t.Errorf("ReleaseNode's plan does not read email_queue_lease_idx alone:\n%s", plan)
+	}
+	n, err := q.ReleaseNode(ctx, "a")
+	if err != nil || n != 50 {
+		t.Fatalf("ReleaseNode(a) = %d, %v; want the 50 jobs node a held", n, err)
+	}
+}
+
 // TestEveryColumnTypeRoundTrips pushes a payload of every supported type,
 // with nulls and without, and reads it back unchanged.
 func TestEveryColumnTypeRoundTrips(t *testing.T) {

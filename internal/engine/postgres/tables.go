@@ -171,9 +171,7 @@ func indexes(name string, q engine.QueueTable, fair bool) []*catalog.Index {
 		// and compare each with every id of the batch.
 		out = append(out,
 			&catalog.Index{Name: name + "_lease_idx", Columns: []string{"locked_until"}, Where: "locked_until IS NOT NULL",
-				Comment: "Finds leases that expired (claimed again, or reaped on their last attempt)."},
-			&catalog.Index{Name: name + "_node_idx", Columns: []string{"locked_by"}, Where: "locked_by IS NOT NULL",
-				Comment: "Finds the jobs one node holds, to release them when it restarts."})
+				Comment: "Finds leased jobs: those whose lease expired (claimed again, or reaped on their last attempt), and those a restarting node held. There is no index on locked_by: every claim would pay for it, and the leased jobs are only those in flight."})
 	}
 	if q.Unique {
 		out = append(out, &catalog.Index{Name: name + "_unique_key_idx", Unique: true, Columns: []string{"unique_key"}, Where: UniqueWhere,

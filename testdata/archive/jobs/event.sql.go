@@ -647,13 +647,15 @@ UPDATE event_queue
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
-WHERE state = 'running' AND locked_by = $1::text
+WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 `
 
 // ReleaseNodeEvent makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing. It finds the node's jobs through the locked_by index; a
-// job claimed again meanwhile is held by another node and is not touched.
+// the job's doing. It reads the leased jobs through the lease index
+// (locked_until IS NOT NULL is its predicate), so it reads no more rows than
+// there are jobs in flight; a job claimed again meanwhile is held by another
+// node and is not touched.
 func (q *Queries) ReleaseNodeEvent(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeEvent, node)
 	if err != nil {

@@ -17,8 +17,6 @@ ALTER INDEX email_queue_claim_idx RENAME TO mail_queue_claim_idx;
 
 ALTER INDEX email_queue_lease_idx RENAME TO mail_queue_lease_idx;
 
-ALTER INDEX email_queue_node_idx RENAME TO mail_queue_node_idx;
-
 ALTER INDEX email_queue_unique_key_idx RENAME TO mail_queue_unique_key_idx;
 
 ALTER INDEX email_queue_finished_idx RENAME TO mail_queue_finished_idx;
@@ -40,8 +38,6 @@ WHERE name = 'mail';
 ALTER INDEX mail_queue_finished_idx RENAME TO email_queue_finished_idx;
 
 ALTER INDEX mail_queue_unique_key_idx RENAME TO email_queue_unique_key_idx;
-
-ALTER INDEX mail_queue_node_idx RENAME TO email_queue_node_idx;
 
 ALTER INDEX mail_queue_lease_idx RENAME TO email_queue_lease_idx;
 

@@ -7,7 +7,6 @@
 --   - table mail_queue: column retries becomes nullable
 --   - queue sms: mode lease → transaction
 --   - table sms_queue: drop index sms_queue_lease_idx
---   - table sms_queue: drop index sms_queue_node_idx
 
 -- +goose Up
 

@@ -7,7 +7,6 @@
 --   - table mail_queue: column retries becomes nullable
 --   - queue sms: mode lease → transaction
 --   - table sms_queue: drop index sms_queue_lease_idx
---   - table sms_queue: drop index sms_queue_node_idx
 --
 -- NO TRANSACTION: indexes on existing tables are built and dropped online
 -- (CONCURRENTLY), which cannot run in a transaction but does not block
@@ -21,13 +20,7 @@
 
 DROP INDEX CONCURRENTLY IF EXISTS sms_queue_lease_idx;
 
-DROP INDEX CONCURRENTLY IF EXISTS sms_queue_node_idx;
-
 -- +goose Down
-
-DROP INDEX CONCURRENTLY IF EXISTS sms_queue_node_idx;
-CREATE INDEX CONCURRENTLY sms_queue_node_idx ON sms_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 DROP INDEX CONCURRENTLY IF EXISTS sms_queue_lease_idx;
 CREATE INDEX CONCURRENTLY sms_queue_lease_idx ON sms_queue (locked_until)

@@ -23,8 +23,6 @@ ALTER INDEX mail_queue_claim_idx RENAME TO post_queue_claim_idx;
 
 ALTER INDEX mail_queue_lease_idx RENAME TO post_queue_lease_idx;
 
-ALTER INDEX mail_queue_node_idx RENAME TO post_queue_node_idx;
-
 ALTER INDEX mail_queue_unique_key_idx RENAME TO post_queue_unique_key_idx;
 
 ALTER INDEX mail_queue_finished_idx RENAME TO post_queue_finished_idx;
@@ -70,8 +68,6 @@ ALTER TRIGGER post_queue_notify ON post_queue RENAME TO mail_queue_notify;
 ALTER INDEX post_queue_finished_idx RENAME TO mail_queue_finished_idx;
 
 ALTER INDEX post_queue_unique_key_idx RENAME TO mail_queue_unique_key_idx;
-
-ALTER INDEX post_queue_node_idx RENAME TO mail_queue_node_idx;
 
 ALTER INDEX post_queue_lease_idx RENAME TO mail_queue_lease_idx;
 

@@ -53,8 +53,5 @@ CREATE INDEX feed_queue_backlog_fair_idx ON feed_queue_backlog (topic, run_after
 CREATE INDEX feed_queue_backlog_lease_idx ON feed_queue_backlog (locked_until)
     WHERE locked_until IS NOT NULL;
 
-CREATE INDEX feed_queue_backlog_node_idx ON feed_queue_backlog (locked_by)
-    WHERE locked_by IS NOT NULL;
-
 CREATE INDEX feed_queue_backlog_finished_idx ON feed_queue_backlog (finished_at)
     WHERE state IN ('succeeded', 'dead');

@@ -17,8 +17,6 @@ ALTER INDEX feed_queue_claim_idx RENAME TO news_queue_claim_idx;
 
 ALTER INDEX feed_queue_lease_idx RENAME TO news_queue_lease_idx;
 
-ALTER INDEX feed_queue_node_idx RENAME TO news_queue_node_idx;
-
 ALTER INDEX feed_queue_finished_idx RENAME TO news_queue_finished_idx;
 
 UPDATE queuegen_queues
@@ -35,8 +33,6 @@ ALTER INDEX feed_queue_backlog_fair_idx RENAME TO news_queue_backlog_fair_idx;
 
 ALTER INDEX feed_queue_backlog_lease_idx RENAME TO news_queue_backlog_lease_idx;
 
-ALTER INDEX feed_queue_backlog_node_idx RENAME TO news_queue_backlog_node_idx;
-
 ALTER INDEX feed_queue_backlog_finished_idx RENAME TO news_queue_backlog_finished_idx;
 
 ALTER TRIGGER feed_queue_backlog_notify ON news_queue_backlog RENAME TO news_queue_backlog_notify;
@@ -46,8 +42,6 @@ ALTER TRIGGER feed_queue_backlog_notify ON news_queue_backlog RENAME TO news_que
 ALTER TRIGGER news_queue_backlog_notify ON news_queue_backlog RENAME TO feed_queue_backlog_notify;
 
 ALTER INDEX news_queue_backlog_finished_idx RENAME TO feed_queue_backlog_finished_idx;
-
-ALTER INDEX news_queue_backlog_node_idx RENAME TO feed_queue_backlog_node_idx;
 
 ALTER INDEX news_queue_backlog_lease_idx RENAME TO feed_queue_backlog_lease_idx;
 
@@ -64,8 +58,6 @@ SET name = 'feed', table_name = 'feed_queue', mode = 'lease'
 WHERE name = 'news';
 
 ALTER INDEX news_queue_finished_idx RENAME TO feed_queue_finished_idx;
-
-ALTER INDEX news_queue_node_idx RENAME TO feed_queue_node_idx;
 
 ALTER INDEX news_queue_lease_idx RENAME TO feed_queue_lease_idx;
 

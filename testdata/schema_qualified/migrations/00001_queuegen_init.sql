@@ -76,13 +76,12 @@ WITH (
 CREATE INDEX resize_jobs_claim_idx ON jobs.resize_jobs (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX resize_jobs_lease_idx ON jobs.resize_jobs (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX resize_jobs_node_idx ON jobs.resize_jobs (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX resize_jobs_finished_idx ON jobs.resize_jobs (finished_at)

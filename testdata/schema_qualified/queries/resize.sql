@@ -177,13 +177,15 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- name: ReleaseNodeResize :execrows
 -- ReleaseNodeResize makes every job @node holds claimable again, for a node
 -- restarting after a crash; the attempt counts, as the crash may have been
--- the job's doing. It finds the node's jobs through the locked_by index; a
--- job claimed again meanwhile is held by another node and is not touched.
+-- the job's doing. It reads the leased jobs through the lease index
+-- (locked_until IS NOT NULL is its predicate), so it reads no more rows than
+-- there are jobs in flight; a job claimed again meanwhile is held by another
+-- node and is not touched.
 UPDATE jobs.resize_jobs
 SET state = 'available',
     locked_by = NULL,
     locked_until = NULL
-WHERE state = 'running' AND locked_by = @node::text;
+WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = @node::text;
 
 -- name: ReapResize :execrows
 -- ReapResize makes dead up to @max running jobs whose lease expired on their

@@ -101,13 +101,12 @@ CREATE TRIGGER email_queue_notify AFTER INSERT ON email_queue
 CREATE INDEX email_queue_claim_idx ON email_queue (priority DESC, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX email_queue_lease_idx ON email_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX email_queue_node_idx ON email_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- At most one unfinished job per unique key; push relies on it with ON
 -- CONFLICT DO NOTHING.
@@ -166,13 +165,12 @@ CREATE INDEX receipt_queue_claim_idx ON receipt_queue (run_after, id)
 CREATE INDEX receipt_queue_fair_idx ON receipt_queue (account_id, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX receipt_queue_lease_idx ON receipt_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX receipt_queue_node_idx ON receipt_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX receipt_queue_finished_idx ON receipt_queue (finished_at)

@@ -74,13 +74,12 @@ WITH (
 CREATE INDEX bench_queue_claim_idx ON queuegen_bench.bench_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX bench_queue_lease_idx ON queuegen_bench.bench_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX bench_queue_node_idx ON queuegen_bench.bench_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX bench_queue_finished_idx ON queuegen_bench.bench_queue (finished_at)
@@ -128,13 +127,12 @@ CREATE TRIGGER bench_notify_queue_notify AFTER INSERT ON queuegen_bench.bench_no
 CREATE INDEX bench_notify_queue_claim_idx ON queuegen_bench.bench_notify_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX bench_notify_queue_lease_idx ON queuegen_bench.bench_notify_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX bench_notify_queue_node_idx ON queuegen_bench.bench_notify_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX bench_notify_queue_finished_idx ON queuegen_bench.bench_notify_queue (finished_at)
@@ -178,13 +176,12 @@ WITH (
 CREATE INDEX bench_kept_queue_claim_idx ON queuegen_bench.bench_kept_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX bench_kept_queue_lease_idx ON queuegen_bench.bench_kept_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX bench_kept_queue_node_idx ON queuegen_bench.bench_kept_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX bench_kept_queue_finished_idx ON queuegen_bench.bench_kept_queue (finished_at)
@@ -228,13 +225,12 @@ WITH (
 CREATE INDEX bench_archived_queue_claim_idx ON queuegen_bench.bench_archived_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX bench_archived_queue_lease_idx ON queuegen_bench.bench_archived_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX bench_archived_queue_node_idx ON queuegen_bench.bench_archived_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX bench_archived_queue_finished_idx ON queuegen_bench.bench_archived_queue (finished_at)
@@ -305,13 +301,12 @@ WITH (
 CREATE INDEX bench_tenant_queue_claim_idx ON queuegen_bench.bench_tenant_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX bench_tenant_queue_lease_idx ON queuegen_bench.bench_tenant_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX bench_tenant_queue_node_idx ON queuegen_bench.bench_tenant_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX bench_tenant_queue_finished_idx ON queuegen_bench.bench_tenant_queue (finished_at)
@@ -360,13 +355,12 @@ CREATE INDEX bench_fair_queue_claim_idx ON queuegen_bench.bench_fair_queue (run_
 CREATE INDEX bench_fair_queue_fair_idx ON queuegen_bench.bench_fair_queue (tenant, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX bench_fair_queue_lease_idx ON queuegen_bench.bench_fair_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX bench_fair_queue_node_idx ON queuegen_bench.bench_fair_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX bench_fair_queue_finished_idx ON queuegen_bench.bench_fair_queue (finished_at)
@@ -410,13 +404,12 @@ WITH (
 CREATE INDEX bench_backlog_queue_claim_idx ON queuegen_bench.bench_backlog_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX bench_backlog_queue_lease_idx ON queuegen_bench.bench_backlog_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX bench_backlog_queue_node_idx ON queuegen_bench.bench_backlog_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX bench_backlog_queue_finished_idx ON queuegen_bench.bench_backlog_queue (finished_at)
@@ -451,13 +444,12 @@ CREATE INDEX bench_backlog_queue_backlog_claim_idx ON queuegen_bench.bench_backl
 CREATE INDEX bench_backlog_queue_backlog_fair_idx ON queuegen_bench.bench_backlog_queue_backlog (tenant, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX bench_backlog_queue_backlog_lease_idx ON queuegen_bench.bench_backlog_queue_backlog (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX bench_backlog_queue_backlog_node_idx ON queuegen_bench.bench_backlog_queue_backlog (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX bench_backlog_queue_backlog_finished_idx ON queuegen_bench.bench_backlog_queue_backlog (finished_at)
@@ -506,13 +498,12 @@ CREATE INDEX bench_limited_queue_claim_idx ON queuegen_bench.bench_limited_queue
 CREATE INDEX bench_limited_queue_fair_idx ON queuegen_bench.bench_limited_queue (tenant, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX bench_limited_queue_lease_idx ON queuegen_bench.bench_limited_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX bench_limited_queue_node_idx ON queuegen_bench.bench_limited_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX bench_limited_queue_finished_idx ON queuegen_bench.bench_limited_queue (finished_at)
@@ -555,13 +546,12 @@ WITH (
 CREATE INDEX bench_rated_queue_claim_idx ON queuegen_bench.bench_rated_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX bench_rated_queue_lease_idx ON queuegen_bench.bench_rated_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX bench_rated_queue_node_idx ON queuegen_bench.bench_rated_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX bench_rated_queue_finished_idx ON queuegen_bench.bench_rated_queue (finished_at)

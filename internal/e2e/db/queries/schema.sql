@@ -100,13 +100,12 @@ CREATE TRIGGER email_queue_notify AFTER INSERT ON email_queue
 CREATE INDEX email_queue_claim_idx ON email_queue (priority DESC, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX email_queue_lease_idx ON email_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX email_queue_node_idx ON email_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- At most one unfinished job per unique key; push relies on it with ON
 -- CONFLICT DO NOTHING.
@@ -167,13 +166,12 @@ WITH (
 CREATE INDEX typed_queue_claim_idx ON typed_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX typed_queue_lease_idx ON typed_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX typed_queue_node_idx ON typed_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX typed_queue_finished_idx ON typed_queue (finished_at)
@@ -257,13 +255,12 @@ WITH (
 CREATE INDEX webhook_queue_claim_idx ON webhook_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX webhook_queue_lease_idx ON webhook_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX webhook_queue_node_idx ON webhook_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX webhook_queue_finished_idx ON webhook_queue (finished_at)
@@ -331,13 +328,12 @@ WITH (
 CREATE INDEX image_queue_claim_idx ON image_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX image_queue_lease_idx ON image_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX image_queue_node_idx ON image_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX image_queue_finished_idx ON image_queue (finished_at)
@@ -380,13 +376,12 @@ WITH (
 CREATE INDEX task_queue_claim_idx ON task_queue (priority DESC, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX task_queue_lease_idx ON task_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX task_queue_node_idx ON task_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- At most one unfinished job per unique key; push relies on it with ON
 -- CONFLICT DO NOTHING.
@@ -434,13 +429,12 @@ WITH (
 CREATE INDEX kept_queue_claim_idx ON kept_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX kept_queue_lease_idx ON kept_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX kept_queue_node_idx ON kept_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX kept_queue_finished_idx ON kept_queue (finished_at)
@@ -483,13 +477,12 @@ WITH (
 CREATE INDEX nowait_queue_claim_idx ON nowait_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX nowait_queue_lease_idx ON nowait_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX nowait_queue_node_idx ON nowait_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX nowait_queue_finished_idx ON nowait_queue (finished_at)
@@ -561,13 +554,12 @@ WITH (
 CREATE INDEX archived_queue_claim_idx ON archived_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX archived_queue_lease_idx ON archived_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX archived_queue_node_idx ON archived_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX archived_queue_finished_idx ON archived_queue (finished_at)
@@ -708,13 +700,12 @@ CREATE INDEX fair_queue_claim_idx ON fair_queue (priority DESC, run_after, id)
 CREATE INDEX fair_queue_fair_idx ON fair_queue (tenant, priority DESC, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX fair_queue_lease_idx ON fair_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX fair_queue_node_idx ON fair_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX fair_queue_finished_idx ON fair_queue (finished_at)
@@ -763,13 +754,12 @@ CREATE INDEX limited_queue_claim_idx ON limited_queue (run_after, id)
 CREATE INDEX limited_queue_fair_idx ON limited_queue (tenant, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX limited_queue_lease_idx ON limited_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX limited_queue_node_idx ON limited_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX limited_queue_finished_idx ON limited_queue (finished_at)
@@ -818,13 +808,12 @@ CREATE INDEX throttled_queue_claim_idx ON throttled_queue (run_after, id)
 CREATE INDEX throttled_queue_fair_idx ON throttled_queue (tenant, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX throttled_queue_lease_idx ON throttled_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX throttled_queue_node_idx ON throttled_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX throttled_queue_finished_idx ON throttled_queue (finished_at)
@@ -879,13 +868,12 @@ WITH (
 CREATE INDEX paced_queue_claim_idx ON paced_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX paced_queue_lease_idx ON paced_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX paced_queue_node_idx ON paced_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX paced_queue_finished_idx ON paced_queue (finished_at)
@@ -939,13 +927,12 @@ WITH (
 CREATE INDEX capped_queue_claim_idx ON capped_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX capped_queue_lease_idx ON capped_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX capped_queue_node_idx ON capped_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX capped_queue_finished_idx ON capped_queue (finished_at)
@@ -977,13 +964,12 @@ WITH (
 CREATE INDEX backlogged_queue_claim_idx ON backlogged_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX backlogged_queue_lease_idx ON backlogged_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX backlogged_queue_node_idx ON backlogged_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX backlogged_queue_finished_idx ON backlogged_queue (finished_at)
@@ -1022,13 +1008,12 @@ CREATE INDEX backlogged_queue_backlog_claim_idx ON backlogged_queue_backlog (run
 CREATE INDEX backlogged_queue_backlog_fair_idx ON backlogged_queue_backlog (tenant, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX backlogged_queue_backlog_lease_idx ON backlogged_queue_backlog (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX backlogged_queue_backlog_node_idx ON backlogged_queue_backlog (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX backlogged_queue_backlog_finished_idx ON backlogged_queue_backlog (finished_at)

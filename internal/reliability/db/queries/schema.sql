@@ -57,13 +57,12 @@ WITH (
 CREATE INDEX work_queue_claim_idx ON work_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX work_queue_lease_idx ON work_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX work_queue_node_idx ON work_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX work_queue_finished_idx ON work_queue (finished_at)
@@ -112,13 +111,12 @@ CREATE INDEX limited_queue_claim_idx ON limited_queue (run_after, id)
 CREATE INDEX limited_queue_fair_idx ON limited_queue (tenant, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX limited_queue_lease_idx ON limited_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX limited_queue_node_idx ON limited_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX limited_queue_finished_idx ON limited_queue (finished_at)
@@ -162,13 +160,12 @@ WITH (
 CREATE INDEX backlogged_queue_claim_idx ON backlogged_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX backlogged_queue_lease_idx ON backlogged_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX backlogged_queue_node_idx ON backlogged_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX backlogged_queue_finished_idx ON backlogged_queue (finished_at)
@@ -203,13 +200,12 @@ CREATE INDEX backlogged_queue_backlog_claim_idx ON backlogged_queue_backlog (run
 CREATE INDEX backlogged_queue_backlog_fair_idx ON backlogged_queue_backlog (tenant, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX backlogged_queue_backlog_lease_idx ON backlogged_queue_backlog (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX backlogged_queue_backlog_node_idx ON backlogged_queue_backlog (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX backlogged_queue_backlog_finished_idx ON backlogged_queue_backlog (finished_at)
@@ -293,13 +289,12 @@ WITH (
 CREATE INDEX event_queue_claim_idx ON event_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX event_queue_lease_idx ON event_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX event_queue_node_idx ON event_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX event_queue_finished_idx ON event_queue (finished_at)

@@ -89,13 +89,12 @@ CREATE INDEX export_queue_claim_idx ON export_queue (priority DESC, run_after, i
 CREATE INDEX export_queue_fair_idx ON export_queue (tenant, priority DESC, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX export_queue_lease_idx ON export_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX export_queue_node_idx ON export_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX export_queue_finished_idx ON export_queue (finished_at)
@@ -179,13 +178,12 @@ CREATE INDEX webhook_queue_claim_idx ON webhook_queue (run_after, id)
 CREATE INDEX webhook_queue_fair_idx ON webhook_queue (shop, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX webhook_queue_lease_idx ON webhook_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX webhook_queue_node_idx ON webhook_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX webhook_queue_finished_idx ON webhook_queue (finished_at)
@@ -216,13 +214,12 @@ WITH (
 CREATE INDEX report_queue_claim_idx ON report_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX report_queue_lease_idx ON report_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX report_queue_node_idx ON report_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX report_queue_finished_idx ON report_queue (finished_at)
@@ -254,13 +251,12 @@ WITH (
 CREATE INDEX sync_queue_claim_idx ON sync_queue (priority DESC, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX sync_queue_lease_idx ON sync_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX sync_queue_node_idx ON sync_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX sync_queue_finished_idx ON sync_queue (finished_at)
@@ -299,13 +295,12 @@ CREATE INDEX sync_queue_backlog_claim_idx ON sync_queue_backlog (priority DESC, 
 CREATE INDEX sync_queue_backlog_fair_idx ON sync_queue_backlog (tenant, priority DESC, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX sync_queue_backlog_lease_idx ON sync_queue_backlog (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX sync_queue_backlog_node_idx ON sync_queue_backlog (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX sync_queue_backlog_finished_idx ON sync_queue_backlog (finished_at)

@@ -75,13 +75,12 @@ CREATE TRIGGER webhook_queue_notify AFTER INSERT ON webhook_queue
 CREATE INDEX webhook_queue_claim_idx ON webhook_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX webhook_queue_lease_idx ON webhook_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX webhook_queue_node_idx ON webhook_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX webhook_queue_finished_idx ON webhook_queue (finished_at)

@@ -73,13 +73,12 @@ WITH (
 CREATE INDEX email_queue_claim_idx ON email_queue (priority DESC, run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX email_queue_lease_idx ON email_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX email_queue_node_idx ON email_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- At most one unfinished job per unique key; push relies on it with ON
 -- CONFLICT DO NOTHING.
@@ -116,13 +115,12 @@ WITH (
 CREATE INDEX thumbnail_queue_claim_idx ON thumbnail_queue (run_after, id)
     WHERE state = 'available';
 
--- Finds leases that expired (claimed again, or reaped on their last attempt).
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
 CREATE INDEX thumbnail_queue_lease_idx ON thumbnail_queue (locked_until)
     WHERE locked_until IS NOT NULL;
-
--- Finds the jobs one node holds, to release them when it restarts.
-CREATE INDEX thumbnail_queue_node_idx ON thumbnail_queue (locked_by)
-    WHERE locked_by IS NOT NULL;
 
 -- Finds finished jobs for retention and for listing dead jobs.
 CREATE INDEX thumbnail_queue_finished_idx ON thumbnail_queue (finished_at)
