@@ -34,6 +34,7 @@ type result[P any] struct {
 type results[P any] struct {
 	mu      sync.Mutex
 	pending []result[P]
+	spare   []result[P]   // a written batch's array, for pending to reuse
 	writing int           // results taken by the completer, not yet written
 	ready   chan struct{} // capacity 1: something was added
 }
@@ -50,21 +51,37 @@ func (r *results[P]) add(res result[P]) {
 	}
 }
 
-// take removes up to n pending results for writing.
+// take removes up to n pending results for writing. When it takes them
+// all, the batch is the pending array itself, and pending goes on in the
+// spare one: two arrays take turns, with nothing copied.
 func (r *results[P]) take(n int) []result[P] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n = min(n, len(r.pending))
-	batch := append([]result[P](nil), r.pending[:n]...)
-	r.pending = r.pending[n:]
-	r.writing += n
+	var batch []result[P]
+	switch {
+	case len(r.pending) == 0:
+		return nil
+	case n >= len(r.pending):
+		batch, r.pending, r.spare = r.pending, r.spare[:0], nil
+	default:
+		batch = append([]result[P](nil), r.pending[:n]...)
+		left := copy(r.pending, r.pending[n:])
+		clear(r.pending[left:])
+		r.pending = r.pending[:left]
+	}
+	r.writing += len(batch)
 	return batch
 }
 
-// written marks n taken results as done with (written or given up).
-func (r *results[P]) written(n int) {
+// written marks a taken batch as done with (written or given up); its
+// array may then hold later results.
+func (r *results[P]) written(batch []result[P]) {
+	clear(batch) // its jobs and errors are not kept alive by the array
 	r.mu.Lock()
-	r.writing -= n
+	r.writing -= len(batch)
+	if r.spare == nil {
+		r.spare = batch[:0]
+	}
 	r.mu.Unlock()
 }
 
@@ -96,7 +113,7 @@ func (w *Worker[P]) completer(ctx context.Context, stop <-chan struct{}) (unwrit
 				return true
 			}
 			err := w.write(ctx, batch)
-			w.results.written(len(batch))
+			w.results.written(batch)
 			if err != nil {
 				lastErr = err
 				unwritten += len(batch) + w.results.backlog()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/queuegen/queuegen/queue/internal/wake"
@@ -54,14 +55,21 @@ type Worker[P any] struct {
 	mu      sync.Mutex
 	running map[int64]*runningJob[P]
 
-	results *results[P] // finished, not yet written
+	results *results[P]                  // finished, not yet written
+	pool    *handlerPool[*runningJob[P]] // runs the handlers; one per Run
 	pause   *pauseGate
 }
 
 type runningJob[P any] struct {
 	job    *Job[P]
+	ctx    context.Context // the handler's: cancelled with a cause
 	cancel context.CancelCauseFunc
-	timer  *time.Timer // cancels the job when its lease runs out
+	// leases cancels the job when its lease runs out: deadline, in the
+	// group's clock, moved on by each heartbeat; finished once the handler
+	// has returned.
+	leases   *leaseGroup[P]
+	deadline atomic.Int64
+	finished atomic.Bool
 }
 
 var (
@@ -160,11 +168,13 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 	}
 	defer wake.Subscribe(w.name, w.wake)() // pushes made in this process
 
+	w.pool = newHandlerPool(w.run)
 	var claimers sync.WaitGroup
 	for range w.cfg.claimers {
 		claimers.Go(func() { w.claimLoop(ctx, jobsCtx, log) })
 	}
 	claimers.Wait()
+	w.pool.close() // nothing more is claimed: its goroutines end as the jobs do
 	cancelBG()
 	bgWG.Wait()
 
@@ -271,9 +281,7 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 		if h := w.cfg.hooks.Batch; h != nil && len(jobs) > 0 {
 			h(w.name, "claim", len(jobs))
 		}
-		for _, job := range jobs {
-			w.start(jobsCtx, job)
-		}
+		w.start(jobsCtx, jobs)
 		switch {
 		case len(jobs) == n:
 			continue // a full batch: there may be more at once
@@ -305,44 +313,58 @@ func (w *Worker[P]) runningCount() int {
 	return len(w.running)
 }
 
-// start runs the handler on job in its own goroutine, holding one slot.
-func (w *Worker[P]) start(jobsCtx context.Context, job *Job[P]) {
-	ctx, cancel := context.WithCancelCause(jobsCtx)
-	if w.cfg.jobTimeout > 0 {
-		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, w.cfg.jobTimeout, &TimeoutError{After: w.cfg.jobTimeout})
-		cancelCause := cancel
-		cancel = func(err error) { cancelCause(err); stop() }
+// start hands claimed jobs to the handler pool, each holding one slot.
+func (w *Worker[P]) start(jobsCtx context.Context, jobs []*Job[P]) {
+	if len(jobs) == 0 {
+		return
 	}
-	r := &runningJob[P]{job: job, cancel: cancel}
-	r.timer = time.AfterFunc(w.lease, func() { cancel(errLeaseExpired) })
+	rs := make([]*runningJob[P], len(jobs))
+	for i, job := range jobs {
+		ctx, cancel := context.WithCancelCause(jobsCtx)
+		if w.cfg.jobTimeout > 0 {
+			var stop context.CancelFunc
+			ctx, stop = context.WithTimeoutCause(ctx, w.cfg.jobTimeout, &TimeoutError{After: w.cfg.jobTimeout})
+			cancelCause := cancel
+			cancel = func(err error) { cancelCause(err); stop() }
+		}
+		r := &runningJob[P]{job: job, ctx: ctx, cancel: cancel}
+		rs[i] = r
+	}
+	watchLeases(rs, w.lease)
 	w.mu.Lock()
-	w.running[job.ID] = r
+	for _, r := range rs {
+		w.running[r.job.ID] = r
+	}
 	w.mu.Unlock()
-	w.handles.Add(1)
-	go func() {
-		defer w.handles.Done()
-		defer func() { <-w.slots }()
-		info := JobInfo{Queue: w.name, ID: job.ID, Attempt: job.Attempt, MaxAttempts: job.MaxAttempts}
-		if h := w.cfg.hooks.JobStarted; h != nil {
-			ctx = h(ctx, info)
-		}
-		began := time.Now()
-		err := w.call(ctx, job)
-		if te := (*TimeoutError)(nil); err != nil && errors.As(context.Cause(ctx), &te) {
-			err = te // the handler gave up because it ran out of time: say so
-		}
-		r.timer.Stop()
-		w.mu.Lock()
-		delete(w.running, job.ID)
-		w.mu.Unlock()
-		cause := context.Cause(ctx)
-		cancel(nil)
-		outcome := w.settle(job, err, cause)
-		if h := w.cfg.hooks.JobFinished; h != nil {
-			h(ctx, info, outcome, time.Since(began), err)
-		}
-	}()
+	w.handles.Add(len(rs))
+	w.pool.add(rs...)
+}
+
+// run runs the handler on one started job, then hands its result over and
+// frees its slot.
+func (w *Worker[P]) run(r *runningJob[P]) {
+	defer w.handles.Done()
+	defer func() { <-w.slots }()
+	ctx, job := r.ctx, r.job
+	info := JobInfo{Queue: w.name, ID: job.ID, Attempt: job.Attempt, MaxAttempts: job.MaxAttempts}
+	if h := w.cfg.hooks.JobStarted; h != nil {
+		ctx = h(ctx, info)
+	}
+	began := time.Now()
+	err := w.call(ctx, job)
+	if te := (*TimeoutError)(nil); err != nil && errors.As(context.Cause(ctx), &te) {
+		err = te // the handler gave up because it ran out of time: say so
+	}
+	r.leases.done(r)
+	w.mu.Lock()
+	delete(w.running, job.ID)
+	w.mu.Unlock()
+	cause := context.Cause(ctx)
+	r.cancel(nil)
+	outcome := w.settle(job, err, cause)
+	if h := w.cfg.hooks.JobFinished; h != nil {
+		h(ctx, info, outcome, time.Since(began), err)
+	}
 }
 
 // call runs the handler, turning a panic into an error with the stack.
@@ -422,7 +444,7 @@ func (w *Worker[P]) heartbeat(ctx context.Context) {
 			err := w.q.Extend(ctx, &copy, w.lease)
 			switch {
 			case err == nil:
-				r.timer.Reset(w.lease)
+				r.leases.extend(r, w.lease)
 			case errors.Is(err, ErrNotHeld):
 				r.cancel(errLeaseLost)
 			default:

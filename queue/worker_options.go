@@ -85,7 +85,10 @@ func Concurrency(n int) WorkerOption {
 // Claimers is how many claim loops a worker runs at once (default 1).
 // Each claims for the free capacity it finds; several keep a busy worker
 // fed while one claim is in flight, which matters when handlers are short
-// and the database is some way off.
+// and the database is some way off. Under a backlog, a Concurrency of at
+// least Claimers × MaxClaim keeps every claim full: a claim takes only the
+// slots free when it starts, and the jobs of the other claimers' batches
+// hold theirs.
 func Claimers(n int) WorkerOption { return func(c *workerConfig) { c.claimers = max(1, n) } }
 
 // MaxClaim caps how many jobs one claim takes (default 100); a claim takes

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 )
@@ -92,6 +93,42 @@ func TestWorkerWorksEveryJobWithinItsConcurrency(t *testing.T) {
 			if v == nil || v.(*atomic.Int64).Load() != total {
 				t.Errorf("Batch hook saw %v %s jobs, want %d", v, kind, total)
 			}
+		}
+	})
+}
+
+// TestWorkerRunsHandlersAtOnce: handlers that block all run at once, up to
+// the worker's concurrency: each of these waits until all ten are running.
+func TestWorkerRunsHandlersAtOnce(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		const n = 10
+		ps := make([]payload.Task, n)
+		for i := range ps {
+			ps[i] = task(fmt.Sprint(i))
+		}
+		if _, err := q.PushMany(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+		var running sync.WaitGroup
+		running.Add(n)
+		all := make(chan struct{})
+		go func() { running.Wait(); close(all) }()
+		var timedOut atomic.Int64
+		w := q.Worker(func(ctx context.Context, job *queue.Job[payload.Task]) error {
+			running.Done()
+			select {
+			case <-all:
+			case <-time.After(10 * time.Second):
+				timedOut.Add(1)
+			}
+			return nil
+		}, queue.Concurrency(n), queue.Logger(quiet))
+		runWorker(t, w)
+		eventually(t, 30*time.Second, "every job completed", func() bool { return e.count(t, "SELECT count(*) FROM task_queue") == 0 })
+		if k := timedOut.Load(); k > 0 {
+			t.Errorf("%d handlers waited 10 s for the others to start: the worker did not run %d at once", k, n)
 		}
 	})
 }
@@ -244,6 +281,71 @@ func TestWorkerLostLeaseCancelsTheJob(t *testing.T) {
 			t.Errorf("the thief's attempt was touched: %+v, %v", j, err)
 		}
 	})
+}
+
+// TestWorkerLeaseRunsOutWhileTheDatabaseStalls: when the heartbeat cannot
+// extend a lease (here its UPDATE waits on a row lock another session
+// holds), the handler is cancelled as its lease runs out locally, before
+// another node could claim the job again; a job of the same claim that
+// already finished is not touched.
+func TestWorkerLeaseRunsOutWhileTheDatabaseStalls(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		stuck, _ := q.Push(ctx, task("stuck"))
+		quick, _ := q.Push(ctx, task("quick"))
+		cancelled := make(chan error, 1)
+		started := make(chan struct{})
+		lease := 900 * time.Millisecond
+		w := q.Worker(func(ctx context.Context, job *queue.Job[payload.Task]) error {
+			if job.ID == quick.ID {
+				return nil
+			}
+			close(started)
+			<-ctx.Done()
+			cancelled <- context.Cause(ctx)
+			return nil
+		}, queue.Lease(lease), queue.Logger(quiet))
+		runWorker(t, w)
+		<-started
+		lockRow(t, e, stuck.ID)
+		began := time.Now()
+		select {
+		case cause := <-cancelled:
+			if cause == nil || !strings.Contains(cause.Error(), "lease expired") {
+				t.Errorf("handler context cause = %v, want the lease's expiry", cause)
+			}
+			if waited := time.Since(began); waited > lease+2*time.Second {
+				t.Errorf("cancelled %v after the handler started, with a lease of %v", waited, lease)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the handler was not cancelled when its lease ran out")
+		}
+		eventually(t, 10*time.Second, "the quick job completed", func() bool {
+			_, err := q.Get(ctx, quick.ID)
+			return errors.Is(err, e.noRows)
+		})
+	})
+}
+
+// lockRow holds a row lock on job id of task_queue in a transaction of its
+// own until the test ends, as a stalled database would: updates of the
+// row wait.
+func lockRow(t *testing.T, e *engine, id int64) {
+	t.Helper()
+	tx, err := e.db.SQL.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	lock := "SELECT id FROM task_queue WHERE id = ? FOR UPDATE"
+	if e.name == dburl.SQLServer {
+		lock = "SELECT id FROM task_queue WITH (UPDLOCK, ROWLOCK) WHERE id = ?"
+	}
+	var got int64
+	if err := tx.QueryRow(e.placeholders(lock), id).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestWorkerGracefulShutdown: on shutdown, a quick job finishes and is
