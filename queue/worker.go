@@ -237,7 +237,6 @@ func (w *Worker[P]) releaseNode(ctx context.Context, log *slog.Logger) bool {
 func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 	var wait time.Duration
 	failures := 0
-	full := false // the last claim took all it asked for: jobs wait
 	for ctx.Err() == nil {
 		if w.pause.hold(ctx) {
 			continue
@@ -264,13 +263,6 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 				break more
 			}
 		}
-		// While jobs wait, a claim for a few slots costs the database
-		// about as much as a full one: give the running handlers up to
-		// FetchCooldown to free more, up to this claim loop's share of
-		// the concurrency.
-		if share := min(w.cfg.maxClaim, max(1, w.cfg.concurrency/w.cfg.claimers)); full && n < share {
-			n += w.fill(ctx, share-n)
-		}
 		// The claim must not be cut off by ctx: a claim that commits but
 		// whose answer is lost would leave jobs leased to nobody.
 		claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -290,9 +282,8 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 			h(w.name, "claim", len(jobs))
 		}
 		w.start(jobsCtx, jobs)
-		full = len(jobs) == n
 		switch {
-		case full:
+		case len(jobs) == n:
 			continue // a full batch: there may be more at once
 		case w.limited != nil && heldBack(ctx, w.limited):
 			wait = min(w.cfg.limitPoll, w.cfg.pollInterval)
@@ -305,25 +296,6 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 		case <-ctx.Done():
 		case <-w.wake:
 		case <-time.After(wait):
-		}
-	}
-}
-
-// fill takes up to max more slots as they free up, for at most
-// FetchCooldown, and returns how many it took.
-func (w *Worker[P]) fill(ctx context.Context, max int) int {
-	t := time.NewTimer(w.cfg.cooldown)
-	defer t.Stop()
-	for n := 0; ; n++ {
-		if n == max {
-			return n
-		}
-		select {
-		case w.slots <- struct{}{}:
-		case <-t.C:
-			return n
-		case <-ctx.Done():
-			return n
 		}
 	}
 }

@@ -85,10 +85,10 @@ func Concurrency(n int) WorkerOption {
 // Claimers is how many claim loops a worker runs at once (default 1).
 // Each claims for the free capacity it finds; several keep a busy worker
 // fed while one claim is in flight, which matters when handlers are short
-// and the database is some way off. Under a backlog each claim loop claims
-// for up to its share of the concurrency (Concurrency / Claimers, at most
-// MaxClaim), waiting up to FetchCooldown for running handlers to free it:
-// keep Concurrency at least Claimers × MaxClaim for claims of MaxClaim.
+// and the database is some way off. Under a backlog, a Concurrency of at
+// least Claimers × MaxClaim keeps every claim full: a claim takes only the
+// slots free when it starts, and the jobs of the other claimers' batches
+// hold theirs.
 func Claimers(n int) WorkerOption { return func(c *workerConfig) { c.claimers = max(1, n) } }
 
 // MaxClaim caps how many jobs one claim takes (default 100); a claim takes
@@ -111,10 +111,7 @@ func LimitPollInterval(d time.Duration) WorkerOption {
 // FetchCooldown is how long a worker waits before claiming again after a
 // claim that found some jobs but fewer than it asked for (default 10ms):
 // jobs are still arriving, so it looks again soon, without spinning. Only
-// a claim that finds nothing waits PollInterval. After a claim that took
-// all it asked for (jobs wait), it is also the longest the next claim
-// waits for running handlers to free the claim loop's share of the
-// concurrency, rather than claiming for the few slots free at once.
+// a claim that finds nothing waits PollInterval.
 func FetchCooldown(d time.Duration) WorkerOption { return func(c *workerConfig) { c.cooldown = d } }
 
 // FlushInterval bounds how long a finished job waits to be completed or

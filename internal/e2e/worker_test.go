@@ -133,44 +133,6 @@ func TestWorkerRunsHandlersAtOnce(t *testing.T) {
 	})
 }
 
-// TestWorkerClaimsFullBatchesUnderABacklog: while jobs wait, a claim
-// waits briefly for running handlers to free slots rather than claiming
-// for the few free at once, so claims stay near the claim loop's share of
-// the concurrency (here 100 / 2 claimers = 50).
-func TestWorkerClaimsFullBatchesUnderABacklog(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e *engine) {
-		ctx := context.Background()
-		q := e.task
-		const total = 3000
-		ps := make([]payload.Task, total)
-		for i := range ps {
-			ps[i] = task(fmt.Sprint(i))
-		}
-		if _, err := q.PushMany(ctx, ps); err != nil {
-			t.Fatal(err)
-		}
-		var claims, claimed atomic.Int64
-		w := q.Worker(func(ctx context.Context, job *queue.Job[payload.Task]) error {
-			time.Sleep(time.Millisecond)
-			return nil
-		}, queue.Concurrency(100), queue.Claimers(2), queue.MaxClaim(50), queue.FetchCooldown(50*time.Millisecond), queue.Logger(quiet), queue.WithHooks(queue.Hooks{
-			Batch: func(_ string, kind string, size int) {
-				if kind == "claim" {
-					claims.Add(1)
-					claimed.Add(int64(size))
-				}
-			},
-		}))
-		runWorker(t, w)
-		eventually(t, 60*time.Second, "every job completed", func() bool { return e.count(t, "SELECT count(*) FROM task_queue") == 0 })
-		mean := float64(claimed.Load()) / float64(claims.Load())
-		t.Logf("%d claims, %.1f jobs each", claims.Load(), mean)
-		if mean < 35 {
-			t.Errorf("claims took %.1f jobs on average under a backlog, want near 50", mean)
-		}
-	})
-}
-
 func TestWorkerOutcomes(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
