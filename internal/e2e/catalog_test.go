@@ -66,13 +66,7 @@ func TestClaimUsesClaimIndex(t *testing.T) {
 	ctx := context.Background()
 	db := migrated(t)
 	q := jobs.NewEmailQueue(db)
-	ps := make([]jobs.EmailPayload, 20000)
-	for i := range ps {
-		ps[i] = jobs.EmailPayload{Recipient: "r"}
-	}
-	if _, err := q.PushMany(ctx, ps); err != nil {
-		t.Fatal(err)
-	}
+	pushEmails(t, q, 20000)
 	// Most rows finished, as in a queue that keeps them: the partial index
 	// covers only the few available ones.
 	if _, err := db.Exec(ctx, "UPDATE email_queue SET state = 'succeeded', finished_at = now() WHERE id % 100 <> 0"); err != nil {
@@ -103,6 +97,18 @@ func TestClaimUsesClaimIndex(t *testing.T) {
 	}
 }
 
+// pushEmails pushes n emails in one PushMany.
+func pushEmails(t *testing.T, q *jobs.EmailQueue, n int) {
+	t.Helper()
+	ps := make([]jobs.EmailPayload, n)
+	for i := range ps {
+		ps[i] = jobs.EmailPayload{Recipient: "r"}
+	}
+	if _, err := q.PushMany(context.Background(), ps); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestReleaseNodeUsesLeaseIndex checks that a restarting node finds the
 // jobs it held through the lease index, which holds only the jobs in
 // flight, rather than reading the whole table: there is no index on
@@ -112,13 +118,7 @@ func TestReleaseNodeUsesLeaseIndex(t *testing.T) {
 	ctx := context.Background()
 	db := migrated(t)
 	q := jobs.NewEmailQueue(db)
-	ps := make([]jobs.EmailPayload, 20000)
-	for i := range ps {
-		ps[i] = jobs.EmailPayload{Recipient: "r"}
-	}
-	if _, err := q.PushMany(ctx, ps); err != nil {
-		t.Fatal(err)
-	}
+	pushEmails(t, q, 20000)
 	if _, err := q.Claim(ctx, "a", 50); err != nil {
 		t.Fatal(err)
 	}

@@ -273,3 +273,15 @@ func (e *engine) count(t *testing.T, query string, args ...any) int {
 
 // task is a payload.
 func task(name string) payload.Task { return payload.Task{Name: name} }
+
+// pushTasks pushes n tasks named "0" to n-1 in one PushMany.
+func pushTasks(t *testing.T, q leaseQueue, n int) {
+	t.Helper()
+	ps := make([]payload.Task, n)
+	for i := range ps {
+		ps[i] = task(fmt.Sprint(i))
+	}
+	if pushed, err := q.PushMany(context.Background(), ps); err != nil || pushed != int64(n) {
+		t.Fatalf("PushMany = %d, %v", pushed, err)
+	}
+}

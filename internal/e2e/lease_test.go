@@ -364,13 +364,7 @@ func TestLeaseConcurrentClaimsExactlyOnce(t *testing.T) {
 		ctx := context.Background()
 		q := e.task
 		const total = 2000
-		ps := make([]payload.Task, total)
-		for i := range ps {
-			ps[i] = task(fmt.Sprint(i))
-		}
-		if n, err := q.PushMany(ctx, ps); err != nil || n != total {
-			t.Fatalf("PushMany = %d, %v", n, err)
-		}
+		pushTasks(t, q, total)
 		var mu sync.Mutex
 		seen := map[int64]int{}
 		var wg sync.WaitGroup

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -51,16 +50,9 @@ func runWorker(t *testing.T, w interface{ Run(context.Context) error }) (stop fu
 
 func TestWorkerWorksEveryJobWithinItsConcurrency(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e *engine) {
-		ctx := context.Background()
 		q := e.task
 		const total = 300
-		ps := make([]payload.Task, total)
-		for i := range ps {
-			ps[i] = task(fmt.Sprint(i))
-		}
-		if _, err := q.PushMany(ctx, ps); err != nil {
-			t.Fatal(err)
-		}
+		pushTasks(t, q, total)
 		var inFlight, peak, handled atomic.Int64
 		var batches sync.Map
 		w := q.Worker(func(ctx context.Context, job *queue.Job[payload.Task]) error {
@@ -101,16 +93,9 @@ func TestWorkerWorksEveryJobWithinItsConcurrency(t *testing.T) {
 // the worker's concurrency: each of these waits until all ten are running.
 func TestWorkerRunsHandlersAtOnce(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e *engine) {
-		ctx := context.Background()
 		q := e.task
 		const n = 10
-		ps := make([]payload.Task, n)
-		for i := range ps {
-			ps[i] = task(fmt.Sprint(i))
-		}
-		if _, err := q.PushMany(ctx, ps); err != nil {
-			t.Fatal(err)
-		}
+		pushTasks(t, q, n)
 		var running sync.WaitGroup
 		running.Add(n)
 		all := make(chan struct{})
