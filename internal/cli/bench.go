@@ -29,6 +29,7 @@ func runBench(c *invocation) error {
 	c.fs.IntVar(&cfg.Tenants, "tenants", 100, "spread: how many tenants its jobs are spread over")
 	c.fs.StringVar(&cfg.Chart, "chart", "", "drain-scale: draw the cases' rates as a bar chart in this PNG file")
 	cpuProfile := c.fs.String("cpuprofile", "", "write a CPU profile of the bench process to this file")
+	memProfile := c.fs.String("memprofile", "", "write an allocation profile of the bench process to this file at the end (go tool pprof -sample_index=alloc_space)")
 	asJSON := c.jsonFlag()
 	err := c.parse()
 	if err == nil {
@@ -59,9 +60,26 @@ func runBench(c *invocation) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	var allocs *os.File // created now, so that a bad path fails before the bench runs
+	if *memProfile != "" {
+		if allocs, err = os.Create(*memProfile); err != nil {
+			return err
+		}
+		defer allocs.Close()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	return bench.Run(ctx, url.URL, cfg)
+	if err := bench.Run(ctx, url.URL, cfg); err != nil {
+		return err
+	}
+	if allocs != nil {
+		// Every allocation since the process started, sampled.
+		if err := pprof.Lookup("allocs").WriteTo(allocs, 0); err != nil {
+			return err
+		}
+		return allocs.Close()
+	}
+	return nil
 }
 
 // positiveInts reads a comma-separated list of positive integers.
