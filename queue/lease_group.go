@@ -22,9 +22,10 @@ type leaseGroup[P any] struct {
 }
 
 // watchLeases starts the lease timer of a claimed batch, whose leases run
-// for lease from now.
-func watchLeases[P any](rs []*runningJob[P], lease time.Duration) {
-	g := &leaseGroup[P]{start: time.Now(), jobs: rs}
+// for lease from asked, when the claim was sent: the database's leases
+// began later, so the local ones never outlast them.
+func watchLeases[P any](rs []*runningJob[P], asked time.Time, lease time.Duration) {
+	g := &leaseGroup[P]{start: asked, jobs: rs}
 	g.left.Store(int32(len(rs)))
 	deadline := int64(lease)
 	for _, r := range rs {
@@ -32,17 +33,17 @@ func watchLeases[P any](rs []*runningJob[P], lease time.Duration) {
 		r.deadline.Store(deadline)
 	}
 	g.mu.Lock()
-	g.timer = time.AfterFunc(lease, g.expire)
+	g.timer = time.AfterFunc(lease-time.Since(asked), g.expire)
 	g.mu.Unlock()
 }
 
 // now is the time since the group started, on the monotonic clock.
 func (g *leaseGroup[P]) now() int64 { return int64(time.Since(g.start)) }
 
-// extend moves r's deadline to lease from now, after the heartbeat
-// extended its lease in the database.
-func (g *leaseGroup[P]) extend(r *runningJob[P], lease time.Duration) {
-	r.deadline.Store(g.now() + int64(lease))
+// extend moves r's deadline to lease from sent, when the heartbeat sent
+// the statement that extended its lease in the database.
+func (g *leaseGroup[P]) extend(r *runningJob[P], sent time.Time, lease time.Duration) {
+	r.deadline.Store(int64(sent.Sub(g.start)) + int64(lease))
 }
 
 // done says r's handler returned; the timer stops with the batch's last.

@@ -26,7 +26,7 @@ type LeaseQueue[P any] interface {
 	FailManyAt(ctx context.Context, jobs []*Job[P], causes []error, ats []time.Time) (map[int64]State, error)
 	SnoozeFor(ctx context.Context, job *Job[P], d time.Duration) error
 	Discard(ctx context.Context, job *Job[P], cause error) error
-	Extend(ctx context.Context, job *Job[P], d time.Duration) error
+	ExtendMany(ctx context.Context, jobs []*Job[P], d time.Duration) ([]int64, error)
 	Release(ctx context.Context, job *Job[P]) error
 	ReleaseNode(ctx context.Context, node string) (int64, error)
 	Paused(ctx context.Context) (bool, error)
@@ -266,6 +266,7 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 		// The claim must not be cut off by ctx: a claim that commits but
 		// whose answer is lost would leave jobs leased to nobody.
 		claimCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		asked := time.Now() // the leases run from no later than this
 		jobs, err := w.q.Claim(claimCtx, w.cfg.node, n, LeaseFor(w.lease))
 		cancel()
 		for range n - len(jobs) {
@@ -281,7 +282,7 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 		if h := w.cfg.hooks.Batch; h != nil && len(jobs) > 0 {
 			h(w.name, "claim", len(jobs))
 		}
-		w.start(jobsCtx, jobs)
+		w.start(jobsCtx, jobs, asked)
 		switch {
 		case len(jobs) == n:
 			continue // a full batch: there may be more at once
@@ -313,8 +314,9 @@ func (w *Worker[P]) runningCount() int {
 	return len(w.running)
 }
 
-// start hands claimed jobs to the handler pool, each holding one slot.
-func (w *Worker[P]) start(jobsCtx context.Context, jobs []*Job[P]) {
+// start hands claimed jobs to the handler pool, each holding one slot;
+// their leases were taken no earlier than asked.
+func (w *Worker[P]) start(jobsCtx context.Context, jobs []*Job[P], asked time.Time) {
 	if len(jobs) == 0 {
 		return
 	}
@@ -330,7 +332,7 @@ func (w *Worker[P]) start(jobsCtx context.Context, jobs []*Job[P]) {
 		r := &runningJob[P]{job: job, ctx: ctx, cancel: cancel}
 		rs[i] = r
 	}
-	watchLeases(rs, w.lease)
+	watchLeases(rs, asked, w.lease)
 	w.mu.Lock()
 	for _, r := range rs {
 		w.running[r.job.ID] = r
@@ -434,24 +436,51 @@ func (w *Worker[P]) heartbeat(ctx context.Context) {
 		case <-t.C:
 		}
 		w.mu.Lock()
-		jobs := make([]*runningJob[P], 0, len(w.running))
+		running := make([]*runningJob[P], 0, len(w.running))
 		for _, r := range w.running {
-			jobs = append(jobs, r)
+			running = append(running, r)
 		}
 		w.mu.Unlock()
-		for _, r := range jobs {
-			copy := *r.job // Extend writes LockedUntil; the handler may be reading the job
-			err := w.q.Extend(ctx, &copy, w.lease)
-			switch {
-			case err == nil:
-				r.leases.extend(r, w.lease)
-			case errors.Is(err, ErrNotHeld):
-				r.cancel(errLeaseLost)
-			default:
-				// The database is unreachable: the job runs on until its
-				// lease runs out locally, then stops.
-				w.cfg.logger.Warn("lease heartbeat failed", "queue", w.name, "job", r.job.ID, "err", err)
-			}
+		for len(running) > 0 && ctx.Err() == nil {
+			n := min(len(running), heartbeatBatch)
+			w.extend(ctx, running[:n])
+			running = running[n:]
+		}
+	}
+}
+
+// heartbeatBatch is how many running jobs one heartbeat statement extends.
+const heartbeatBatch = 500
+
+// extend renews the leases of a batch of running jobs in one statement,
+// and cancels the jobs whose leases were lost (claimed again after they
+// expired, or taken by an operator) among those still running.
+func (w *Worker[P]) extend(ctx context.Context, batch []*runningJob[P]) {
+	jobs := make([]*Job[P], len(batch))
+	for i, r := range batch {
+		jobs[i] = r.job // ExtendMany only reads them
+	}
+	sent := time.Now() // the new leases run from no earlier than this
+	ids, err := w.q.ExtendMany(ctx, jobs, w.lease)
+	if err != nil {
+		// The database is unreachable: the jobs run on until their leases
+		// run out locally, then stop.
+		w.cfg.logger.Warn("lease heartbeat failed", "queue", w.name, "jobs", len(batch), "err", err)
+		return
+	}
+	extended := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		extended[id] = true
+	}
+	for _, r := range batch {
+		switch {
+		case extended[r.job.ID]:
+			r.leases.extend(r, sent, w.lease)
+		case r.finished.Load():
+			// Its result may already be written: the row is gone or
+			// finished, and there is nothing to cancel.
+		default:
+			r.cancel(errLeaseLost)
 		}
 	}
 }

@@ -40,6 +40,7 @@ type leaseQueue interface {
 	Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error)
 	FailMany(ctx context.Context, jobs []*queue.Job[payload.Task], causes []error) (map[int64]queue.State, error)
 	Snooze(ctx context.Context, job *queue.Job[payload.Task], at time.Time) error
+	Extend(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error
 	Get(ctx context.Context, id int64) (*queue.Job[payload.Task], error)
 	Reap(ctx context.Context, max int) (int64, error)
 	Pause(ctx context.Context) error

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -156,6 +157,9 @@ func TestLeaseExpiredIsReclaimedAndOldHolderFenced(t *testing.T) {
 		if states, err := q.FailMany(ctx, old, []error{errors.New("late")}); err != nil || len(states) != 0 {
 			t.Errorf("stale FailMany = %v, %v; want nothing failed", states, err)
 		}
+		if ids, err := q.ExtendMany(ctx, old, time.Hour); err != nil || len(ids) != 0 {
+			t.Errorf("stale ExtendMany = %v, %v; want nothing extended", ids, err)
+		}
 		if err := q.Complete(ctx, fresh[0]); err != nil {
 			t.Errorf("the current holder's Complete = %v", err)
 		}
@@ -205,6 +209,47 @@ func TestLeaseFailBackoffAndDead(t *testing.T) {
 		}
 		if got, _ := q.Claim(ctx, "n", 1, queue.ClaimAt(time.Now().Add(time.Hour))); len(got) != 0 {
 			t.Errorf("a dead job was claimed")
+		}
+	})
+}
+
+// TestLeaseExtendMany: ExtendMany moves the leases of the jobs still held
+// at their attempt, in one statement, and returns exactly their ids; a job
+// claimed again behind the caller's back keeps its new holder's lease, and
+// the jobs passed in are left as they were.
+func TestLeaseExtendMany(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		pushTasks(t, q, 3)
+		got, err := q.Claim(ctx, "n", 3, queue.LeaseFor(time.Minute))
+		if err != nil || len(got) != 3 {
+			t.Fatalf("claim = %d, %v", len(got), err)
+		}
+		stolen := got[1]
+		e.exec(t, "UPDATE task_queue SET attempt = attempt + 1, locked_by = 'thief' WHERE id = ?", stolen.ID)
+		thiefs, _ := q.Get(ctx, stolen.ID)
+		before := *got[0].LockedUntil
+
+		ids, err := q.ExtendMany(ctx, got, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(ids)
+		if want := []int64{got[0].ID, got[2].ID}; !slices.Equal(ids, want) {
+			t.Errorf("ExtendMany extended %v, want %v (not the stolen %d)", ids, want, stolen.ID)
+		}
+		for _, job := range []*queue.Job[payload.Task]{got[0], got[2]} {
+			stored, _ := q.Get(ctx, job.ID)
+			if !stored.LockedUntil.After(before.Add(50 * time.Minute)) {
+				t.Errorf("job %d's lease ends %v, want about an hour from now", job.ID, stored.LockedUntil)
+			}
+		}
+		if !got[0].LockedUntil.Equal(before) {
+			t.Errorf("ExtendMany changed the job passed in: LockedUntil %v, was %v", got[0].LockedUntil, before)
+		}
+		if stored, _ := q.Get(ctx, stolen.ID); !stored.LockedUntil.Equal(*thiefs.LockedUntil) || stored.LockedBy != "thief" {
+			t.Errorf("the stolen job's lease was touched: %v by %q, the thief's was %v", stored.LockedUntil, stored.LockedBy, thiefs.LockedUntil)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -229,6 +230,74 @@ func TestWorkerHeartbeatKeepsALongJob(t *testing.T) {
 		eventually(t, 30*time.Second, "the long job completed", func() bool { return e.count(t, "SELECT count(*) FROM task_queue") == 0 })
 		if runs.Load() != 1 {
 			t.Errorf("the long job ran %d times, want once", runs.Load())
+		}
+	})
+}
+
+// extendCounter is a queue whose ExtendMany calls are recorded: the size
+// of each batch the heartbeat sent.
+type extendCounter struct {
+	leaseQueue
+	mu      sync.Mutex
+	batches []int
+}
+
+func (c *extendCounter) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Task], d time.Duration) ([]int64, error) {
+	c.mu.Lock()
+	c.batches = append(c.batches, len(jobs))
+	c.mu.Unlock()
+	return c.leaseQueue.ExtendMany(ctx, jobs, d)
+}
+
+// TestWorkerHeartbeatExtendsInBatches: the heartbeat extends every running
+// job of a worker in one statement, and when one of them was claimed again
+// behind its back, it cancels that one alone: the others keep their
+// leases and complete, each run once.
+func TestWorkerHeartbeatExtendsInBatches(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		const n = 12
+		pushTasks(t, e.task, n)
+		q := &extendCounter{leaseQueue: e.task}
+		var runs atomic.Int64
+		var ids sync.Map // name → id
+		release := make(chan struct{})
+		lost := make(chan string, n)
+		w := queue.NewWorker[payload.Task](q, func(ctx context.Context, job *queue.Job[payload.Task]) error {
+			ids.Store(job.Payload.Name, job.ID)
+			runs.Add(1)
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				lost <- job.Payload.Name
+				return context.Cause(ctx)
+			}
+		}, queue.Lease(900*time.Millisecond), queue.Concurrency(n), queue.Logger(quiet))
+		runWorker(t, w)
+		eventually(t, 20*time.Second, "every job running", func() bool { return runs.Load() == n })
+		stolen, _ := ids.Load("3")
+		e.exec(t, "UPDATE task_queue SET attempt = attempt + 1, locked_by = 'thief', locked_until = ? WHERE id = ?", time.Now().UTC().Add(time.Hour), stolen)
+		select {
+		case name := <-lost:
+			if name != "3" {
+				t.Errorf("the heartbeat cancelled job %q, want the stolen job 3", name)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the stolen job was not cancelled")
+		}
+		// Past a further lease: the others were extended, not cancelled.
+		time.Sleep(time.Second)
+		close(release)
+		eventually(t, 20*time.Second, "the other jobs completed", func() bool {
+			return e.count(t, "SELECT count(*) FROM task_queue") == 1
+		})
+		if len(lost) > 0 || runs.Load() != n {
+			t.Errorf("%d more jobs cancelled, %d runs in all; want none and %d", len(lost), runs.Load(), n)
+		}
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if len(q.batches) == 0 || slices.Max(q.batches) != n {
+			t.Errorf("heartbeat batches %v; want one of all %d running jobs", q.batches, n)
 		}
 	})
 }

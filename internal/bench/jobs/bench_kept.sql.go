@@ -235,6 +235,46 @@ func (q *Queries) ExtendBenchKept(ctx context.Context, arg ExtendBenchKeptParams
 	return locked_until, err
 }
 
+const extendManyBenchKept = `-- name: ExtendManyBenchKept :many
+UPDATE queuegen_bench.bench_kept_queue AS job
+SET locked_until = now() + $1::interval
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($3::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id
+`
+
+type ExtendManyBenchKeptParams struct {
+	Lease    time.Duration
+	Ids      []int64
+	Attempts []int32
+}
+
+// ExtendManyBenchKept moves the leases of many held jobs to now() + @lease in
+// one statement, each fenced by its attempt like ExtendBenchKept, and returns
+// the ids of those it extended; a worker's heartbeat sends one per batch of
+// running jobs. Rows are found by primary key and each attempt read from the
+// parallel array, as in CompleteManyBenchKept.
+func (q *Queries) ExtendManyBenchKept(ctx context.Context, arg ExtendManyBenchKeptParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, extendManyBenchKept, arg.Lease, arg.Ids, arg.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const failBenchKept = `-- name: FailBenchKept :one
 UPDATE queuegen_bench.bench_kept_queue
 SET errors = array_append(errors, $1::text),

@@ -328,6 +328,100 @@ func (q *Queries) ExtendBenchKept(ctx context.Context, arg ExtendBenchKeptParams
 	return result.RowsAffected()
 }
 
+const extendManyBenchKept = `-- name: ExtendManyBenchKept :execrows
+UPDATE bench_kept_queue
+SET locked_until = ?
+WHERE id IN (/*SLICE:ids*/?)
+  AND state = 'running'
+  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+`
+
+type ExtendManyBenchKeptParams struct {
+	LeaseUntil *time.Time
+	Ids        []int64
+	Fences     string
+}
+
+// ExtendManyBenchKept moves the leases of many held jobs to @lease_until in
+// one statement, each fenced by its attempt like ExtendBenchKept, and counts
+// those it extended; a worker's heartbeat sends one per batch of running
+// jobs. Rows are found by primary key (id IN) and fenced by @fences, as in
+// CompleteManyBenchKept.
+func (q *Queries) ExtendManyBenchKept(ctx context.Context, arg ExtendManyBenchKeptParams) (int64, error) {
+	query := extendManyBenchKept
+	var queryParams []interface{}
+	queryParams = append(queryParams, arg.LeaseUntil)
+	if len(arg.Ids) > 0 {
+		for _, v := range arg.Ids {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:ids*/?", strings.Repeat(",?", len(arg.Ids))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
+	}
+	queryParams = append(queryParams, arg.Fences)
+	result, err := q.db.ExecContext(ctx, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const extendedBenchKept = `-- name: ExtendedBenchKept :many
+SELECT id
+FROM bench_kept_queue
+WHERE id IN (/*SLICE:ids*/?)
+  AND state = 'running'
+  AND locked_until = ?
+  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+`
+
+type ExtendedBenchKeptParams struct {
+	Ids        []int64
+	LeaseUntil *time.Time
+	Fences     string
+}
+
+// ExtendedBenchKept reads which of a batch ExtendManyBenchKept extended, when
+// it counted fewer than it was sent (MySQL's UPDATE returns no rows): those
+// still held at their attempt whose lease ends at the @lease_until it wrote.
+// Only their holder extends those leases, so the answer cannot change in
+// between.
+func (q *Queries) ExtendedBenchKept(ctx context.Context, arg ExtendedBenchKeptParams) ([]int64, error) {
+	query := extendedBenchKept
+	var queryParams []interface{}
+	if len(arg.Ids) > 0 {
+		for _, v := range arg.Ids {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:ids*/?", strings.Repeat(",?", len(arg.Ids))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
+	}
+	queryParams = append(queryParams, arg.LeaseUntil)
+	queryParams = append(queryParams, arg.Fences)
+	rows, err := q.db.QueryContext(ctx, query, queryParams...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const failBenchKept = `-- name: FailBenchKept :execrows
 UPDATE bench_kept_queue
 SET errors = JSON_ARRAY_APPEND(errors, '$', ?),

@@ -253,6 +253,46 @@ func (q *Queries) ExtendArchived(ctx context.Context, arg ExtendArchivedParams) 
 	return locked_until, err
 }
 
+const extendManyArchived = `-- name: ExtendManyArchived :many
+UPDATE archived_queue AS job
+SET locked_until = now() + $1::interval
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($3::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id
+`
+
+type ExtendManyArchivedParams struct {
+	Lease    time.Duration
+	Ids      []int64
+	Attempts []int32
+}
+
+// ExtendManyArchived moves the leases of many held jobs to now() + @lease in
+// one statement, each fenced by its attempt like ExtendArchived, and returns
+// the ids of those it extended; a worker's heartbeat sends one per batch of
+// running jobs. Rows are found by primary key and each attempt read from the
+// parallel array, as in CompleteManyArchived.
+func (q *Queries) ExtendManyArchived(ctx context.Context, arg ExtendManyArchivedParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, extendManyArchived, arg.Lease, arg.Ids, arg.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const failArchived = `-- name: FailArchived :one
 UPDATE archived_queue
 SET errors = array_append(errors, $1::text),

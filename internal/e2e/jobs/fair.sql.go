@@ -261,6 +261,46 @@ func (q *Queries) ExtendFair(ctx context.Context, arg ExtendFairParams) (*time.T
 	return locked_until, err
 }
 
+const extendManyFair = `-- name: ExtendManyFair :many
+UPDATE fair_queue AS job
+SET locked_until = now() + $1::interval
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($3::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id
+`
+
+type ExtendManyFairParams struct {
+	Lease    time.Duration
+	Ids      []int64
+	Attempts []int32
+}
+
+// ExtendManyFair moves the leases of many held jobs to now() + @lease in one
+// statement, each fenced by its attempt like ExtendFair, and returns the ids
+// of those it extended; a worker's heartbeat sends one per batch of running
+// jobs. Rows are found by primary key and each attempt read from the parallel
+// array, as in CompleteManyFair.
+func (q *Queries) ExtendManyFair(ctx context.Context, arg ExtendManyFairParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, extendManyFair, arg.Lease, arg.Ids, arg.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const failFair = `-- name: FailFair :one
 UPDATE fair_queue
 SET errors = array_append(errors, $1::text),

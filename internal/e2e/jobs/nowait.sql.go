@@ -205,6 +205,46 @@ func (q *Queries) DiscardNowait(ctx context.Context, arg DiscardNowaitParams) (i
 	return result.RowsAffected(), nil
 }
 
+const extendManyNowait = `-- name: ExtendManyNowait :many
+UPDATE nowait_queue AS job
+SET locked_until = now() + $1::interval
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($3::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id
+`
+
+type ExtendManyNowaitParams struct {
+	Lease    time.Duration
+	Ids      []int64
+	Attempts []int32
+}
+
+// ExtendManyNowait moves the leases of many held jobs to now() + @lease in
+// one statement, each fenced by its attempt like ExtendNowait, and returns
+// the ids of those it extended; a worker's heartbeat sends one per batch of
+// running jobs. Rows are found by primary key and each attempt read from the
+// parallel array, as in CompleteManyNowait.
+func (q *Queries) ExtendManyNowait(ctx context.Context, arg ExtendManyNowaitParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, extendManyNowait, arg.Lease, arg.Ids, arg.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const extendNowait = `-- name: ExtendNowait :one
 UPDATE nowait_queue
 SET locked_until = now() + $1::interval

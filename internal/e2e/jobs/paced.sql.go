@@ -233,6 +233,46 @@ func (q *Queries) DiscardPaced(ctx context.Context, arg DiscardPacedParams) (int
 	return result.RowsAffected(), nil
 }
 
+const extendManyPaced = `-- name: ExtendManyPaced :many
+UPDATE paced_queue AS job
+SET locked_until = now() + $1::interval
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($3::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id
+`
+
+type ExtendManyPacedParams struct {
+	Lease    time.Duration
+	Ids      []int64
+	Attempts []int32
+}
+
+// ExtendManyPaced moves the leases of many held jobs to now() + @lease in one
+// statement, each fenced by its attempt like ExtendPaced, and returns the ids
+// of those it extended; a worker's heartbeat sends one per batch of running
+// jobs. Rows are found by primary key and each attempt read from the parallel
+// array, as in CompleteManyPaced.
+func (q *Queries) ExtendManyPaced(ctx context.Context, arg ExtendManyPacedParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, extendManyPaced, arg.Lease, arg.Ids, arg.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const extendPaced = `-- name: ExtendPaced :one
 UPDATE paced_queue
 SET locked_until = now() + $1::interval

@@ -268,6 +268,46 @@ func (q *Queries) DiscardThrottled(ctx context.Context, arg DiscardThrottledPara
 	return result.RowsAffected(), nil
 }
 
+const extendManyThrottled = `-- name: ExtendManyThrottled :many
+UPDATE throttled_queue AS job
+SET locked_until = now() + $1::interval
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($3::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id
+`
+
+type ExtendManyThrottledParams struct {
+	Lease    time.Duration
+	Ids      []int64
+	Attempts []int32
+}
+
+// ExtendManyThrottled moves the leases of many held jobs to now() + @lease in
+// one statement, each fenced by its attempt like ExtendThrottled, and returns
+// the ids of those it extended; a worker's heartbeat sends one per batch of
+// running jobs. Rows are found by primary key and each attempt read from the
+// parallel array, as in CompleteManyThrottled.
+func (q *Queries) ExtendManyThrottled(ctx context.Context, arg ExtendManyThrottledParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, extendManyThrottled, arg.Lease, arg.Ids, arg.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const extendThrottled = `-- name: ExtendThrottled :one
 UPDATE throttled_queue
 SET locked_until = now() + $1::interval

@@ -275,6 +275,46 @@ func (q *Queries) DiscardTyped(ctx context.Context, arg DiscardTypedParams) (int
 	return result.RowsAffected(), nil
 }
 
+const extendManyTyped = `-- name: ExtendManyTyped :many
+UPDATE typed_queue AS job
+SET locked_until = now() + $1::interval
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($3::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id
+`
+
+type ExtendManyTypedParams struct {
+	Lease    time.Duration
+	Ids      []int64
+	Attempts []int32
+}
+
+// ExtendManyTyped moves the leases of many held jobs to now() + @lease in one
+// statement, each fenced by its attempt like ExtendTyped, and returns the ids
+// of those it extended; a worker's heartbeat sends one per batch of running
+// jobs. Rows are found by primary key and each attempt read from the parallel
+// array, as in CompleteManyTyped.
+func (q *Queries) ExtendManyTyped(ctx context.Context, arg ExtendManyTypedParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, extendManyTyped, arg.Lease, arg.Ids, arg.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const extendTyped = `-- name: ExtendTyped :one
 UPDATE typed_queue
 SET locked_until = now() + $1::interval

@@ -300,6 +300,46 @@ func (q *Queries) ExtendLimited(ctx context.Context, arg ExtendLimitedParams) (*
 	return locked_until, err
 }
 
+const extendManyLimited = `-- name: ExtendManyLimited :many
+UPDATE limited_queue AS job
+SET locked_until = now() + $1::interval
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($3::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id
+`
+
+type ExtendManyLimitedParams struct {
+	Lease    time.Duration
+	Ids      []int64
+	Attempts []int32
+}
+
+// ExtendManyLimited moves the leases of many held jobs to now() + @lease in
+// one statement, each fenced by its attempt like ExtendLimited, and returns
+// the ids of those it extended; a worker's heartbeat sends one per batch of
+// running jobs. Rows are found by primary key and each attempt read from the
+// parallel array, as in CompleteManyLimited.
+func (q *Queries) ExtendManyLimited(ctx context.Context, arg ExtendManyLimitedParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, extendManyLimited, arg.Lease, arg.Ids, arg.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const failLimited = `-- name: FailLimited :one
 UPDATE limited_queue
 SET errors = array_append(errors, $1::text),

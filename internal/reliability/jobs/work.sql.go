@@ -204,6 +204,46 @@ func (q *Queries) DiscardWork(ctx context.Context, arg DiscardWorkParams) (int64
 	return result.RowsAffected(), nil
 }
 
+const extendManyWork = `-- name: ExtendManyWork :many
+UPDATE work_queue AS job
+SET locked_until = now() + $1::interval
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($3::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id
+`
+
+type ExtendManyWorkParams struct {
+	Lease    time.Duration
+	Ids      []int64
+	Attempts []int32
+}
+
+// ExtendManyWork moves the leases of many held jobs to now() + @lease in one
+// statement, each fenced by its attempt like ExtendWork, and returns the ids
+// of those it extended; a worker's heartbeat sends one per batch of running
+// jobs. Rows are found by primary key and each attempt read from the parallel
+// array, as in CompleteManyWork.
+func (q *Queries) ExtendManyWork(ctx context.Context, arg ExtendManyWorkParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, extendManyWork, arg.Lease, arg.Ids, arg.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const extendWork = `-- name: ExtendWork :one
 UPDATE work_queue
 SET locked_until = now() + $1::interval

@@ -254,6 +254,46 @@ func (q *Queries) ExtendEvent(ctx context.Context, arg ExtendEventParams) (*time
 	return locked_until, err
 }
 
+const extendManyEvent = `-- name: ExtendManyEvent :many
+UPDATE event_queue AS job
+SET locked_until = now() + $1::interval
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($3::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id
+`
+
+type ExtendManyEventParams struct {
+	Lease    time.Duration
+	Ids      []int64
+	Attempts []int32
+}
+
+// ExtendManyEvent moves the leases of many held jobs to now() + @lease in one
+// statement, each fenced by its attempt like ExtendEvent, and returns the ids
+// of those it extended; a worker's heartbeat sends one per batch of running
+// jobs. Rows are found by primary key and each attempt read from the parallel
+// array, as in CompleteManyEvent.
+func (q *Queries) ExtendManyEvent(ctx context.Context, arg ExtendManyEventParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, extendManyEvent, arg.Lease, arg.Ids, arg.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const failEvent = `-- name: FailEvent :one
 UPDATE event_queue
 SET errors = array_append(errors, $1::text),

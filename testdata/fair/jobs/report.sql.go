@@ -224,6 +224,46 @@ func (q *Queries) DiscardReport(ctx context.Context, arg DiscardReportParams) (i
 	return result.RowsAffected(), nil
 }
 
+const extendManyReport = `-- name: ExtendManyReport :many
+UPDATE report_queue AS job
+SET locked_until = now() + $1::interval
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($3::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id
+`
+
+type ExtendManyReportParams struct {
+	Lease    time.Duration
+	Ids      []int64
+	Attempts []int32
+}
+
+// ExtendManyReport moves the leases of many held jobs to now() + @lease in
+// one statement, each fenced by its attempt like ExtendReport, and returns
+// the ids of those it extended; a worker's heartbeat sends one per batch of
+// running jobs. Rows are found by primary key and each attempt read from the
+// parallel array, as in CompleteManyReport.
+func (q *Queries) ExtendManyReport(ctx context.Context, arg ExtendManyReportParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, extendManyReport, arg.Lease, arg.Ids, arg.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const extendReport = `-- name: ExtendReport :one
 UPDATE report_queue
 SET locked_until = now() + $1::interval

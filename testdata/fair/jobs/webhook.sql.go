@@ -278,6 +278,46 @@ func (q *Queries) DiscardWebhook(ctx context.Context, arg DiscardWebhookParams) 
 	return result.RowsAffected(), nil
 }
 
+const extendManyWebhook = `-- name: ExtendManyWebhook :many
+UPDATE webhook_queue AS job
+SET locked_until = now() + $1::interval
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($3::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id
+`
+
+type ExtendManyWebhookParams struct {
+	Lease    time.Duration
+	Ids      []int64
+	Attempts []int32
+}
+
+// ExtendManyWebhook moves the leases of many held jobs to now() + @lease in
+// one statement, each fenced by its attempt like ExtendWebhook, and returns
+// the ids of those it extended; a worker's heartbeat sends one per batch of
+// running jobs. Rows are found by primary key and each attempt read from the
+// parallel array, as in CompleteManyWebhook.
+func (q *Queries) ExtendManyWebhook(ctx context.Context, arg ExtendManyWebhookParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, extendManyWebhook, arg.Lease, arg.Ids, arg.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const extendWebhook = `-- name: ExtendWebhook :one
 UPDATE webhook_queue
 SET locked_until = now() + $1::interval

@@ -248,6 +248,19 @@ func (q *WebhookQueue) Extend(ctx context.Context, job *queue.Job[WebhookPayload
 	return nil
 }
 
+// ExtendMany moves the leases of many held jobs to d from now (by the
+// database clock) in one statement and returns the ids of those it
+// extended; the others are no longer held. It leaves the jobs themselves
+// unchanged, so it may run while handlers read them; a Worker's heartbeat
+// calls it.
+func (q *WebhookQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[WebhookPayload], d time.Duration) ([]int64, error) {
+	arg := ExtendManyWebhookParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
+	for i, job := range jobs {
+		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
+	}
+	return q.q.ExtendManyWebhook(ctx, arg)
+}
+
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *WebhookQueue) Release(ctx context.Context, job *queue.Job[WebhookPayload]) error {

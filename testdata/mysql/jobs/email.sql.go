@@ -357,6 +357,100 @@ func (q *Queries) ExtendEmail(ctx context.Context, arg ExtendEmailParams) (int64
 	return result.RowsAffected()
 }
 
+const extendManyEmail = `-- name: ExtendManyEmail :execrows
+UPDATE email_queue
+SET locked_until = ?
+WHERE id IN (/*SLICE:ids*/?)
+  AND state = 'running'
+  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+`
+
+type ExtendManyEmailParams struct {
+	LeaseUntil *time.Time
+	Ids        []int64
+	Fences     string
+}
+
+// ExtendManyEmail moves the leases of many held jobs to @lease_until in one
+// statement, each fenced by its attempt like ExtendEmail, and counts those it
+// extended; a worker's heartbeat sends one per batch of running jobs. Rows
+// are found by primary key (id IN) and fenced by @fences, as in
+// CompleteManyEmail.
+func (q *Queries) ExtendManyEmail(ctx context.Context, arg ExtendManyEmailParams) (int64, error) {
+	query := extendManyEmail
+	var queryParams []interface{}
+	queryParams = append(queryParams, arg.LeaseUntil)
+	if len(arg.Ids) > 0 {
+		for _, v := range arg.Ids {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:ids*/?", strings.Repeat(",?", len(arg.Ids))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
+	}
+	queryParams = append(queryParams, arg.Fences)
+	result, err := q.db.ExecContext(ctx, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const extendedEmail = `-- name: ExtendedEmail :many
+SELECT id
+FROM email_queue
+WHERE id IN (/*SLICE:ids*/?)
+  AND state = 'running'
+  AND locked_until = ?
+  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+`
+
+type ExtendedEmailParams struct {
+	Ids        []int64
+	LeaseUntil *time.Time
+	Fences     string
+}
+
+// ExtendedEmail reads which of a batch ExtendManyEmail extended, when it
+// counted fewer than it was sent (MySQL's UPDATE returns no rows): those
+// still held at their attempt whose lease ends at the @lease_until it wrote.
+// Only their holder extends those leases, so the answer cannot change in
+// between.
+func (q *Queries) ExtendedEmail(ctx context.Context, arg ExtendedEmailParams) ([]int64, error) {
+	query := extendedEmail
+	var queryParams []interface{}
+	if len(arg.Ids) > 0 {
+		for _, v := range arg.Ids {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:ids*/?", strings.Repeat(",?", len(arg.Ids))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
+	}
+	queryParams = append(queryParams, arg.LeaseUntil)
+	queryParams = append(queryParams, arg.Fences)
+	rows, err := q.db.QueryContext(ctx, query, queryParams...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const failEmail = `-- name: FailEmail :execrows
 UPDATE email_queue
 SET errors = JSON_ARRAY_APPEND(errors, '$', ?),

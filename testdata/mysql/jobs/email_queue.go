@@ -316,6 +316,27 @@ func (q *EmailQueue) Extend(ctx context.Context, job *queue.Job[EmailPayload], d
 	return nil
 }
 
+// ExtendMany moves the leases of many held jobs to d from now (by the
+// database clock) in one statement and returns the ids of those it
+// extended; the others are no longer held. It leaves the jobs themselves
+// unchanged, so it may run while handlers read them; a Worker's heartbeat
+// calls it.
+func (q *EmailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EmailPayload], d time.Duration) ([]int64, error) {
+	now, err := q.q.NowEmail(ctx)
+	if err != nil {
+		return nil, err
+	}
+	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
+	ids, fences := queueimpl.Fences(jobs)
+	n, err := queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendManyEmail(ctx, ExtendManyEmailParams{LeaseUntil: &until, Ids: ids, Fences: fences})
+	})
+	if err != nil || int(n) == len(jobs) {
+		return ids, err
+	}
+	return q.q.ExtendedEmail(ctx, ExtendedEmailParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+}
+
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *EmailQueue) Release(ctx context.Context, job *queue.Job[EmailPayload]) error {

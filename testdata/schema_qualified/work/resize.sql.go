@@ -203,6 +203,46 @@ func (q *Queries) DiscardResize(ctx context.Context, arg DiscardResizeParams) (i
 	return result.RowsAffected(), nil
 }
 
+const extendManyResize = `-- name: ExtendManyResize :many
+UPDATE jobs.resize_jobs AS job
+SET locked_until = now() + $1::interval
+WHERE job.id = ANY($2::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = ($3::integer[])[array_position($2::bigint[], job.id)]
+RETURNING job.id
+`
+
+type ExtendManyResizeParams struct {
+	Lease    time.Duration
+	Ids      []int64
+	Attempts []int32
+}
+
+// ExtendManyResize moves the leases of many held jobs to now() + @lease in
+// one statement, each fenced by its attempt like ExtendResize, and returns
+// the ids of those it extended; a worker's heartbeat sends one per batch of
+// running jobs. Rows are found by primary key and each attempt read from the
+// parallel array, as in CompleteManyResize.
+func (q *Queries) ExtendManyResize(ctx context.Context, arg ExtendManyResizeParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, extendManyResize, arg.Lease, arg.Ids, arg.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const extendResize = `-- name: ExtendResize :one
 UPDATE jobs.resize_jobs
 SET locked_until = now() + $1::interval

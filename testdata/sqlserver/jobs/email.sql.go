@@ -641,6 +641,54 @@ func (q *Queries) ExtendEmail(ctx context.Context, arg ExtendEmailParams) (*time
 	return i, err
 }
 
+const extendManyEmail = `-- name: ExtendManyEmail :many
+UPDATE job
+SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
+OUTPUT inserted.id
+FROM queues.email_queue AS job
+JOIN OPENJSON(@fences) WITH (id BIGINT '$.id', attempt INT '$.attempt') AS held
+  ON held.id = job.id AND held.attempt = job.attempt
+WHERE job.state = 'running';
+`
+
+type ExtendManyEmailParams struct {
+	LeaseUs int64
+	Fences  string
+}
+
+// ExtendManyEmail moves the leases of many held jobs to @lease_us
+// microseconds from now by the database clock in one statement, each fenced
+// by its attempt like ExtendEmail, and returns the ids of those it extended;
+// a worker's heartbeat sends one per batch of running jobs. @fences is a JSON
+// array of {id, attempt}, joined by primary key as in CompleteManyEmail.
+func (q *Queries) ExtendManyEmail(ctx context.Context, arg ExtendManyEmailParams) ([]int64, error) {
+	rows, err := q.db.QueryContext(ctx, extendManyEmail,
+		sql.Named("lease_us", arg.LeaseUs),
+		sql.Named("fences", arg.Fences),
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var i int64
+		if err := rows.Scan(
+			&i,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const releaseEmail = `-- name: ReleaseEmail :execrows
 UPDATE queues.email_queue
 SET state = 'available',

@@ -297,6 +297,45 @@ func (q *Queries) DoomedNowait(ctx context.Context, limit int32) ([]int64, error
 	return items, nil
 }
 
+const extendManyNowait = `-- name: ExtendManyNowait :execrows
+UPDATE nowait_queue
+SET locked_until = ?
+WHERE id IN (/*SLICE:ids*/?)
+  AND state = 'running'
+  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+`
+
+type ExtendManyNowaitParams struct {
+	LeaseUntil *time.Time
+	Ids        []int64
+	Fences     string
+}
+
+// ExtendManyNowait moves the leases of many held jobs to @lease_until in one
+// statement, each fenced by its attempt like ExtendNowait, and counts those
+// it extended; a worker's heartbeat sends one per batch of running jobs. Rows
+// are found by primary key (id IN) and fenced by @fences, as in
+// CompleteManyNowait.
+func (q *Queries) ExtendManyNowait(ctx context.Context, arg ExtendManyNowaitParams) (int64, error) {
+	query := extendManyNowait
+	var queryParams []interface{}
+	queryParams = append(queryParams, arg.LeaseUntil)
+	if len(arg.Ids) > 0 {
+		for _, v := range arg.Ids {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:ids*/?", strings.Repeat(",?", len(arg.Ids))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
+	}
+	queryParams = append(queryParams, arg.Fences)
+	result, err := q.db.ExecContext(ctx, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const extendNowait = `-- name: ExtendNowait :execrows
 UPDATE nowait_queue
 SET locked_until = ?
@@ -317,6 +356,61 @@ func (q *Queries) ExtendNowait(ctx context.Context, arg ExtendNowaitParams) (int
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const extendedNowait = `-- name: ExtendedNowait :many
+SELECT id
+FROM nowait_queue
+WHERE id IN (/*SLICE:ids*/?)
+  AND state = 'running'
+  AND locked_until = ?
+  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+`
+
+type ExtendedNowaitParams struct {
+	Ids        []int64
+	LeaseUntil *time.Time
+	Fences     string
+}
+
+// ExtendedNowait reads which of a batch ExtendManyNowait extended, when it
+// counted fewer than it was sent (MySQL's UPDATE returns no rows): those
+// still held at their attempt whose lease ends at the @lease_until it wrote.
+// Only their holder extends those leases, so the answer cannot change in
+// between.
+func (q *Queries) ExtendedNowait(ctx context.Context, arg ExtendedNowaitParams) ([]int64, error) {
+	query := extendedNowait
+	var queryParams []interface{}
+	if len(arg.Ids) > 0 {
+		for _, v := range arg.Ids {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:ids*/?", strings.Repeat(",?", len(arg.Ids))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
+	}
+	queryParams = append(queryParams, arg.LeaseUntil)
+	queryParams = append(queryParams, arg.Fences)
+	rows, err := q.db.QueryContext(ctx, query, queryParams...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const failManyAtNowait = `-- name: FailManyAtNowait :execrows

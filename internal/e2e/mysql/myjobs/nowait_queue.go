@@ -268,6 +268,27 @@ func (q *NowaitQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], 
 	return nil
 }
 
+// ExtendMany moves the leases of many held jobs to d from now (by the
+// database clock) in one statement and returns the ids of those it
+// extended; the others are no longer held. It leaves the jobs themselves
+// unchanged, so it may run while handlers read them; a Worker's heartbeat
+// calls it.
+func (q *NowaitQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Task], d time.Duration) ([]int64, error) {
+	now, err := q.q.NowNowait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
+	ids, fences := queueimpl.Fences(jobs)
+	n, err := queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendManyNowait(ctx, ExtendManyNowaitParams{LeaseUntil: &until, Ids: ids, Fences: fences})
+	})
+	if err != nil || int(n) == len(jobs) {
+		return ids, err
+	}
+	return q.q.ExtendedNowait(ctx, ExtendedNowaitParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+}
+
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *NowaitQueue) Release(ctx context.Context, job *queue.Job[payload.Task]) error {

@@ -322,6 +322,45 @@ func (q *Queries) DoomedTask(ctx context.Context, limit int32) ([]int64, error) 
 	return items, nil
 }
 
+const extendManyTask = `-- name: ExtendManyTask :execrows
+UPDATE task_queue
+SET locked_until = ?
+WHERE id IN (/*SLICE:ids*/?)
+  AND state = 'running'
+  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+`
+
+type ExtendManyTaskParams struct {
+	LeaseUntil *time.Time
+	Ids        []int64
+	Fences     string
+}
+
+// ExtendManyTask moves the leases of many held jobs to @lease_until in one
+// statement, each fenced by its attempt like ExtendTask, and counts those it
+// extended; a worker's heartbeat sends one per batch of running jobs. Rows
+// are found by primary key (id IN) and fenced by @fences, as in
+// CompleteManyTask.
+func (q *Queries) ExtendManyTask(ctx context.Context, arg ExtendManyTaskParams) (int64, error) {
+	query := extendManyTask
+	var queryParams []interface{}
+	queryParams = append(queryParams, arg.LeaseUntil)
+	if len(arg.Ids) > 0 {
+		for _, v := range arg.Ids {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:ids*/?", strings.Repeat(",?", len(arg.Ids))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
+	}
+	queryParams = append(queryParams, arg.Fences)
+	result, err := q.db.ExecContext(ctx, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const extendTask = `-- name: ExtendTask :execrows
 UPDATE task_queue
 SET locked_until = ?
@@ -342,6 +381,61 @@ func (q *Queries) ExtendTask(ctx context.Context, arg ExtendTaskParams) (int64, 
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const extendedTask = `-- name: ExtendedTask :many
+SELECT id
+FROM task_queue
+WHERE id IN (/*SLICE:ids*/?)
+  AND state = 'running'
+  AND locked_until = ?
+  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+`
+
+type ExtendedTaskParams struct {
+	Ids        []int64
+	LeaseUntil *time.Time
+	Fences     string
+}
+
+// ExtendedTask reads which of a batch ExtendManyTask extended, when it
+// counted fewer than it was sent (MySQL's UPDATE returns no rows): those
+// still held at their attempt whose lease ends at the @lease_until it wrote.
+// Only their holder extends those leases, so the answer cannot change in
+// between.
+func (q *Queries) ExtendedTask(ctx context.Context, arg ExtendedTaskParams) ([]int64, error) {
+	query := extendedTask
+	var queryParams []interface{}
+	if len(arg.Ids) > 0 {
+		for _, v := range arg.Ids {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:ids*/?", strings.Repeat(",?", len(arg.Ids))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
+	}
+	queryParams = append(queryParams, arg.LeaseUntil)
+	queryParams = append(queryParams, arg.Fences)
+	rows, err := q.db.QueryContext(ctx, query, queryParams...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const failManyAtTask = `-- name: FailManyAtTask :execrows

@@ -578,6 +578,54 @@ func (q *Queries) ExtendImage(ctx context.Context, arg ExtendImageParams) (*time
 	return i, err
 }
 
+const extendManyImage = `-- name: ExtendManyImage :many
+UPDATE job
+SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
+OUTPUT inserted.id
+FROM image_queue AS job
+JOIN OPENJSON(@fences) WITH (id BIGINT '$.id', attempt INT '$.attempt') AS held
+  ON held.id = job.id AND held.attempt = job.attempt
+WHERE job.state = 'running';
+`
+
+type ExtendManyImageParams struct {
+	LeaseUs int64
+	Fences  string
+}
+
+// ExtendManyImage moves the leases of many held jobs to @lease_us
+// microseconds from now by the database clock in one statement, each fenced
+// by its attempt like ExtendImage, and returns the ids of those it extended;
+// a worker's heartbeat sends one per batch of running jobs. @fences is a JSON
+// array of {id, attempt}, joined by primary key as in CompleteManyImage.
+func (q *Queries) ExtendManyImage(ctx context.Context, arg ExtendManyImageParams) ([]int64, error) {
+	rows, err := q.db.QueryContext(ctx, extendManyImage,
+		sql.Named("lease_us", arg.LeaseUs),
+		sql.Named("fences", arg.Fences),
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var i int64
+		if err := rows.Scan(
+			&i,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const releaseImage = `-- name: ReleaseImage :execrows
 UPDATE image_queue
 SET state = 'available',

@@ -286,6 +286,19 @@ func (q *ImageQueue) Extend(ctx context.Context, job *queue.Job[ImagePayload], d
 	return nil
 }
 
+// ExtendMany moves the leases of many held jobs to d from now (by the
+// database clock) in one statement and returns the ids of those it
+// extended; the others are no longer held. It leaves the jobs themselves
+// unchanged, so it may run while handlers read them; a Worker's heartbeat
+// calls it.
+func (q *ImageQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ImagePayload], d time.Duration) ([]int64, error) {
+	fences, err := queueimpl.OpenJSONFences(jobs)
+	if err != nil {
+		return nil, err
+	}
+	return q.q.ExtendManyImage(ctx, ExtendManyImageParams{LeaseUs: d.Microseconds(), Fences: fences})
+}
+
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *ImageQueue) Release(ctx context.Context, job *queue.Job[ImagePayload]) error {

@@ -262,6 +262,19 @@ func (q *NowaitQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], 
 	return nil
 }
 
+// ExtendMany moves the leases of many held jobs to d from now (by the
+// database clock) in one statement and returns the ids of those it
+// extended; the others are no longer held. It leaves the jobs themselves
+// unchanged, so it may run while handlers read them; a Worker's heartbeat
+// calls it.
+func (q *NowaitQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Task], d time.Duration) ([]int64, error) {
+	fences, err := queueimpl.OpenJSONFences(jobs)
+	if err != nil {
+		return nil, err
+	}
+	return q.q.ExtendManyNowait(ctx, ExtendManyNowaitParams{LeaseUs: d.Microseconds(), Fences: fences})
+}
+
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *NowaitQueue) Release(ctx context.Context, job *queue.Job[payload.Task]) error {

@@ -269,6 +269,27 @@ func (q *WorkQueue) Extend(ctx context.Context, job *queue.Job[WorkPayload], d t
 	return nil
 }
 
+// ExtendMany moves the leases of many held jobs to d from now (by the
+// database clock) in one statement and returns the ids of those it
+// extended; the others are no longer held. It leaves the jobs themselves
+// unchanged, so it may run while handlers read them; a Worker's heartbeat
+// calls it.
+func (q *WorkQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[WorkPayload], d time.Duration) ([]int64, error) {
+	now, err := q.q.NowWork(ctx)
+	if err != nil {
+		return nil, err
+	}
+	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
+	ids, fences := queueimpl.Fences(jobs)
+	n, err := queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendManyWork(ctx, ExtendManyWorkParams{LeaseUntil: &until, Ids: ids, Fences: fences})
+	})
+	if err != nil || int(n) == len(jobs) {
+		return ids, err
+	}
+	return q.q.ExtendedWork(ctx, ExtendedWorkParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+}
+
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *WorkQueue) Release(ctx context.Context, job *queue.Job[WorkPayload]) error {

@@ -264,6 +264,19 @@ SET locked_until = now() + @lease::interval
 WHERE id = @id AND attempt = @attempt AND state = 'running'
 RETURNING locked_until;
 
+-- name: ExtendManySync :many
+-- ExtendManySync moves the leases of many held jobs to now() + @lease in one
+-- statement, each fenced by its attempt like ExtendSync, and returns the ids
+-- of those it extended; a worker's heartbeat sends one per batch of running
+-- jobs. Rows are found by primary key and each attempt read from the parallel
+-- array, as in CompleteManySync.
+UPDATE ONLY sync_queue AS job
+SET locked_until = now() + @lease::interval
+WHERE job.id = ANY(@ids::bigint[])
+  AND job.state = 'running'
+  AND job.attempt = (@attempts::integer[])[array_position(@ids::bigint[], job.id)]
+RETURNING job.id;
+
 -- name: ReleaseSync :execrows
 -- ReleaseSync gives a held job back unworked, claimable at once, without
 -- using up an attempt; fenced like CompleteSync.

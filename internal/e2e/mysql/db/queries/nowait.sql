@@ -184,6 +184,31 @@ UPDATE nowait_queue
 SET locked_until = sqlc.arg(lease_until)
 WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 
+-- name: ExtendManyNowait :execrows
+-- ExtendManyNowait moves the leases of many held jobs to @lease_until in one
+-- statement, each fenced by its attempt like ExtendNowait, and counts those
+-- it extended; a worker's heartbeat sends one per batch of running jobs. Rows
+-- are found by primary key (id IN) and fenced by @fences, as in
+-- CompleteManyNowait.
+UPDATE nowait_queue
+SET locked_until = sqlc.arg(lease_until)
+WHERE id IN (sqlc.slice(ids))
+  AND state = 'running'
+  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+
+-- name: ExtendedNowait :many
+-- ExtendedNowait reads which of a batch ExtendManyNowait extended, when it
+-- counted fewer than it was sent (MySQL's UPDATE returns no rows): those
+-- still held at their attempt whose lease ends at the @lease_until it wrote.
+-- Only their holder extends those leases, so the answer cannot change in
+-- between.
+SELECT id
+FROM nowait_queue
+WHERE id IN (sqlc.slice(ids))
+  AND state = 'running'
+  AND locked_until = sqlc.arg(lease_until)
+  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+
 -- name: ReleaseNowait :execrows
 -- ReleaseNowait gives a held job back unworked, claimable at once, without
 -- using up an attempt; fenced like CompleteNowait.

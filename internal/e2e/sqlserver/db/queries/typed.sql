@@ -260,6 +260,20 @@ SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @le
 OUTPUT inserted.locked_until
 WHERE id = @id AND attempt = @attempt AND state = 'running';
 
+-- name: ExtendManyTyped :many
+-- ExtendManyTyped moves the leases of many held jobs to @lease_us
+-- microseconds from now by the database clock in one statement, each fenced
+-- by its attempt like ExtendTyped, and returns the ids of those it extended;
+-- a worker's heartbeat sends one per batch of running jobs. @fences is a JSON
+-- array of {id, attempt}, joined by primary key as in CompleteManyTyped.
+UPDATE job
+SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
+OUTPUT inserted.id
+FROM typed_queue AS job
+JOIN OPENJSON(@fences) WITH (id BIGINT '$.id', attempt INT '$.attempt') AS held
+  ON held.id = job.id AND held.attempt = job.attempt
+WHERE job.state = 'running';
+
 -- name: ReleaseTyped :execrows
 -- ReleaseTyped gives a held job back unworked, claimable at once, without
 -- using up an attempt; fenced like CompleteTyped.

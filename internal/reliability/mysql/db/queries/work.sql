@@ -186,6 +186,31 @@ UPDATE work_queue
 SET locked_until = sqlc.arg(lease_until)
 WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 
+-- name: ExtendManyWork :execrows
+-- ExtendManyWork moves the leases of many held jobs to @lease_until in one
+-- statement, each fenced by its attempt like ExtendWork, and counts those it
+-- extended; a worker's heartbeat sends one per batch of running jobs. Rows
+-- are found by primary key (id IN) and fenced by @fences, as in
+-- CompleteManyWork.
+UPDATE work_queue
+SET locked_until = sqlc.arg(lease_until)
+WHERE id IN (sqlc.slice(ids))
+  AND state = 'running'
+  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+
+-- name: ExtendedWork :many
+-- ExtendedWork reads which of a batch ExtendManyWork extended, when it
+-- counted fewer than it was sent (MySQL's UPDATE returns no rows): those
+-- still held at their attempt whose lease ends at the @lease_until it wrote.
+-- Only their holder extends those leases, so the answer cannot change in
+-- between.
+SELECT id
+FROM work_queue
+WHERE id IN (sqlc.slice(ids))
+  AND state = 'running'
+  AND locked_until = sqlc.arg(lease_until)
+  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+
 -- name: ReleaseWork :execrows
 -- ReleaseWork gives a held job back unworked, claimable at once, without
 -- using up an attempt; fenced like CompleteWork.
