@@ -80,11 +80,11 @@ func (s *spyQueue) Claim(ctx context.Context, node string, max int, opts ...queu
 	return s.WorkQueue.Claim(ctx, node, max, opts...)
 }
 
-func (s *spyQueue) Extend(ctx context.Context, job *queue.Job[jobs.WorkPayload], d time.Duration) error {
+func (s *spyQueue) ExtendMany(ctx context.Context, batch []*queue.Job[jobs.WorkPayload], d time.Duration) ([]int64, error) {
 	if s.failExtends.Load() {
-		return errors.New("the database is unreachable (simulated)")
+		return nil, errors.New("the database is unreachable (simulated)")
 	}
-	return s.WorkQueue.Extend(ctx, job, d)
+	return s.WorkQueue.ExtendMany(ctx, batch, d)
 }
 
 // TestClockSkew: leases are judged by the database clock, so a worker's
