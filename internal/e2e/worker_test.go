@@ -272,7 +272,7 @@ func TestWorkerHeartbeatExtendsInBatches(t *testing.T) {
 				lost <- job.Payload.Name
 				return context.Cause(ctx)
 			}
-		}, queue.Lease(900*time.Millisecond), queue.Concurrency(n), queue.Logger(quiet))
+		}, queue.Lease(2*time.Second), queue.Concurrency(n), queue.Logger(quiet))
 		runWorker(t, w)
 		eventually(t, 20*time.Second, "every job running", func() bool { return runs.Load() == n })
 		stolen, _ := ids.Load("3")
@@ -286,7 +286,7 @@ func TestWorkerHeartbeatExtendsInBatches(t *testing.T) {
 			t.Fatal("the stolen job was not cancelled")
 		}
 		// Past a further lease: the others were extended, not cancelled.
-		time.Sleep(time.Second)
+		time.Sleep(2500 * time.Millisecond)
 		close(release)
 		eventually(t, 20*time.Second, "the other jobs completed", func() bool {
 			return e.count(t, "SELECT count(*) FROM task_queue") == 1
