@@ -24,8 +24,9 @@ type Hooks struct {
 	JobStarted func(ctx context.Context, job JobInfo) context.Context
 	// JobFinished is called after the handler returns, with its error.
 	JobFinished func(ctx context.Context, job JobInfo, outcome Outcome, took time.Duration, err error)
-	// Batch is called for every claim, complete and fail statement, with
-	// the number of jobs in it.
+	// Batch is called for every claim, complete, fail and heartbeat
+	// statement, with its kind ("claim", "complete", "fail" or "extend")
+	// and the number of jobs in it.
 	Batch func(queue string, kind string, size int)
 	// Depth is called every StatsInterval with the number of jobs due.
 	Depth func(queue string, due int64)

@@ -468,6 +468,9 @@ func (w *Worker[P]) extend(ctx context.Context, batch []*runningJob[P]) {
 		w.cfg.logger.Warn("lease heartbeat failed", "queue", w.name, "jobs", len(batch), "err", err)
 		return
 	}
+	if h := w.cfg.hooks.Batch; h != nil {
+		h(w.name, "extend", len(batch))
+	}
 	extended := make(map[int64]bool, len(ids))
 	for _, id := range ids {
 		extended[id] = true

@@ -22,7 +22,7 @@ func otelHooks(meter metric.Meter) queue.Hooks {
 	started, _ := meter.Int64Counter("queuegen.jobs.started", metric.WithDescription("jobs handed to a handler"))
 	finished, _ := meter.Int64Counter("queuegen.jobs.finished", metric.WithDescription("handler runs, by outcome"))
 	took, _ := meter.Float64Histogram("queuegen.job.duration", metric.WithUnit("s"))
-	batch, _ := meter.Int64Histogram("queuegen.batch.size", metric.WithDescription("jobs per claim, complete and fail statement"))
+	batch, _ := meter.Int64Histogram("queuegen.batch.size", metric.WithDescription("jobs per claim, complete, fail and heartbeat statement"))
 	depth, _ := meter.Int64Gauge("queuegen.queue.depth", metric.WithDescription("jobs due now"))
 	return queue.Hooks{
 		JobStarted: func(ctx context.Context, j queue.JobInfo) context.Context {

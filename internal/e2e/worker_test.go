@@ -262,6 +262,12 @@ func TestWorkerHeartbeatExtendsInBatches(t *testing.T) {
 		var ids sync.Map // name → id
 		release := make(chan struct{})
 		lost := make(chan string, n)
+		var extendHook atomic.Int64 // the largest "extend" batch the Batch hook saw
+		hooks := queue.Hooks{Batch: func(_, kind string, size int) {
+			if kind == "extend" && int64(size) > extendHook.Load() {
+				extendHook.Store(int64(size))
+			}
+		}}
 		w := queue.NewWorker[payload.Task](q, func(ctx context.Context, job *queue.Job[payload.Task]) error {
 			ids.Store(job.Payload.Name, job.ID)
 			runs.Add(1)
@@ -272,7 +278,7 @@ func TestWorkerHeartbeatExtendsInBatches(t *testing.T) {
 				lost <- job.Payload.Name
 				return context.Cause(ctx)
 			}
-		}, queue.Lease(2*time.Second), queue.Concurrency(n), queue.Logger(quiet))
+		}, queue.Lease(2*time.Second), queue.Concurrency(n), queue.WithHooks(hooks), queue.Logger(quiet))
 		runWorker(t, w)
 		eventually(t, 20*time.Second, "every job running", func() bool { return runs.Load() == n })
 		stolen, _ := ids.Load("3")
@@ -298,6 +304,9 @@ func TestWorkerHeartbeatExtendsInBatches(t *testing.T) {
 		defer q.mu.Unlock()
 		if len(q.batches) == 0 || slices.Max(q.batches) != n {
 			t.Errorf("heartbeat batches %v; want one of all %d running jobs", q.batches, n)
+		}
+		if extendHook.Load() != n {
+			t.Errorf("the Batch hook's largest extend batch was %d, want %d", extendHook.Load(), n)
 		}
 	})
 }
