@@ -461,7 +461,11 @@ func (w *Worker[P]) extend(ctx context.Context, batch []*runningJob[P]) {
 		jobs[i] = r.job // ExtendMany only reads them
 	}
 	sent := time.Now() // the new leases run from no earlier than this
-	ids, err := w.q.ExtendMany(ctx, jobs, w.lease)
+	// Within a lease every job of the batch has run out locally: waiting
+	// longer for a stalled statement would only hold up the next batches.
+	stmtCtx, cancel := context.WithTimeout(ctx, w.lease)
+	ids, err := w.q.ExtendMany(stmtCtx, jobs, w.lease)
+	cancel()
 	if err != nil {
 		// The database is unreachable: the jobs run on until their leases
 		// run out locally, then stop.
