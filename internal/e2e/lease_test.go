@@ -227,7 +227,7 @@ func TestLeaseExtendMany(t *testing.T) {
 			t.Fatalf("claim = %d, %v", len(got), err)
 		}
 		stolen := got[1]
-		e.exec(t, "UPDATE task_queue SET attempt = attempt + 1, locked_by = 'thief' WHERE id = ?", stolen.ID)
+		steal(t, e, stolen.ID)
 		thiefs, _ := q.Get(ctx, stolen.ID)
 		before := *got[0].LockedUntil
 

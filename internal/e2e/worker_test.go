@@ -282,7 +282,7 @@ func TestWorkerHeartbeatExtendsInBatches(t *testing.T) {
 		runWorker(t, w)
 		eventually(t, 20*time.Second, "every job running", func() bool { return runs.Load() == n })
 		stolen, _ := ids.Load("3")
-		e.exec(t, "UPDATE task_queue SET attempt = attempt + 1, locked_by = 'thief', locked_until = ? WHERE id = ?", time.Now().UTC().Add(time.Hour), stolen)
+		steal(t, e, stolen.(int64))
 		select {
 		case name := <-lost:
 			if name != "3" {
@@ -330,7 +330,7 @@ func TestWorkerLostLeaseCancelsTheJob(t *testing.T) {
 		runWorker(t, w)
 		<-started
 		// Another node takes the job over (as a claim after expiry would).
-		e.exec(t, "UPDATE task_queue SET attempt = attempt + 1, locked_by = 'thief' WHERE id = ?", res.ID)
+		steal(t, e, res.ID)
 		select {
 		case cause := <-cancelled:
 			if cause == nil || !strings.Contains(cause.Error(), "lease was lost") {
@@ -389,6 +389,13 @@ func TestWorkerLeaseRunsOutWhileTheDatabaseStalls(t *testing.T) {
 			return errors.Is(err, e.noRows)
 		})
 	})
+}
+
+// steal takes task job id over as node "thief" would by claiming it again
+// (attempt + 1) for an hour, behind its holder's back.
+func steal(t *testing.T, e *engine, id int64) {
+	t.Helper()
+	e.exec(t, "UPDATE task_queue SET attempt = attempt + 1, locked_by = 'thief', locked_until = ? WHERE id = ?", time.Now().UTC().Add(time.Hour), id)
 }
 
 // lockRow holds a row lock on job id of task_queue in a transaction of its

@@ -64,3 +64,14 @@ func (pgxDriver) Retryable(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
+
+// FenceArrays are the ids of jobs and, in parallel, their attempts: what
+// PostgreSQL's batch statements (CompleteMany, ExtendMany) find rows by and
+// fence them with.
+func FenceArrays[P any](jobs []*queue.Job[P]) (ids []int64, attempts []int32) {
+	ids, attempts = make([]int64, len(jobs)), make([]int32, len(jobs))
+	for i, job := range jobs {
+		ids[i], attempts[i] = job.ID, job.Attempt
+	}
+	return ids, attempts
+}

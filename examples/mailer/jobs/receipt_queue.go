@@ -148,10 +148,8 @@ func (q *ReceiptQueue) Complete(ctx context.Context, job *queue.Job[ReceiptPaylo
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ReceiptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ReceiptPayload]) (int64, error) {
-	arg := CompleteManyReceiptParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyReceiptParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyReceipt(ctx, arg)
 }
 
@@ -258,10 +256,8 @@ func (q *ReceiptQueue) Extend(ctx context.Context, job *queue.Job[ReceiptPayload
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ReceiptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ReceiptPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyReceiptParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyReceiptParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyReceipt(ctx, arg)
 }
 

@@ -150,10 +150,8 @@ func (q *StatementQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *StatementQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[StatementPayload]) (int64, error) {
-	arg := CompleteManyStatementParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyStatementParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyStatement(ctx, arg)
 }
 

@@ -140,10 +140,8 @@ func (q *BenchArchivedQueue) Complete(ctx context.Context, job *queue.Job[BenchA
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchArchivedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchArchivedPayload]) (int64, error) {
-	arg := CompleteManyBenchArchivedParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyBenchArchivedParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchArchived(ctx, arg)
 }
 
@@ -250,10 +248,8 @@ func (q *BenchArchivedQueue) Extend(ctx context.Context, job *queue.Job[BenchArc
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchArchivedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchArchivedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchArchivedParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyBenchArchivedParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchArchived(ctx, arg)
 }
 

@@ -141,10 +141,8 @@ func (q *BenchBacklogQueue) Complete(ctx context.Context, job *queue.Job[BenchBa
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchBacklogQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchBacklogPayload]) (int64, error) {
-	arg := CompleteManyBenchBacklogParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyBenchBacklogParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchBacklog(ctx, arg)
 }
 
@@ -251,10 +249,8 @@ func (q *BenchBacklogQueue) Extend(ctx context.Context, job *queue.Job[BenchBack
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchBacklogQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchBacklogPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchBacklogParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyBenchBacklogParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchBacklog(ctx, arg)
 }
 

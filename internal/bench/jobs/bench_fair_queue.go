@@ -138,10 +138,8 @@ func (q *BenchFairQueue) Complete(ctx context.Context, job *queue.Job[BenchFairP
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchFairQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchFairPayload]) (int64, error) {
-	arg := CompleteManyBenchFairParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyBenchFairParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchFair(ctx, arg)
 }
 
@@ -248,10 +246,8 @@ func (q *BenchFairQueue) Extend(ctx context.Context, job *queue.Job[BenchFairPay
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchFairQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchFairPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchFairParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyBenchFairParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchFair(ctx, arg)
 }
 

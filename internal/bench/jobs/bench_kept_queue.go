@@ -140,10 +140,8 @@ func (q *BenchKeptQueue) Complete(ctx context.Context, job *queue.Job[BenchKeptP
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchKeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchKeptPayload]) (int64, error) {
-	arg := CompleteManyBenchKeptParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyBenchKeptParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchKept(ctx, arg)
 }
 
@@ -250,10 +248,8 @@ func (q *BenchKeptQueue) Extend(ctx context.Context, job *queue.Job[BenchKeptPay
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchKeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchKeptPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchKeptParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyBenchKeptParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchKept(ctx, arg)
 }
 

@@ -144,10 +144,8 @@ func (q *BenchLimitedQueue) Complete(ctx context.Context, job *queue.Job[BenchLi
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchLimitedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchLimitedPayload]) (int64, error) {
-	arg := CompleteManyBenchLimitedParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyBenchLimitedParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchLimited(ctx, arg)
 }
 
@@ -254,10 +252,8 @@ func (q *BenchLimitedQueue) Extend(ctx context.Context, job *queue.Job[BenchLimi
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchLimitedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchLimitedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchLimitedParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyBenchLimitedParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchLimited(ctx, arg)
 }
 

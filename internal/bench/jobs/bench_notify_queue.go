@@ -138,10 +138,8 @@ func (q *BenchNotifyQueue) Complete(ctx context.Context, job *queue.Job[BenchNot
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchNotifyQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchNotifyPayload]) (int64, error) {
-	arg := CompleteManyBenchNotifyParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyBenchNotifyParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchNotify(ctx, arg)
 }
 
@@ -248,10 +246,8 @@ func (q *BenchNotifyQueue) Extend(ctx context.Context, job *queue.Job[BenchNotif
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchNotifyQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchNotifyPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchNotifyParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyBenchNotifyParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchNotify(ctx, arg)
 }
 

@@ -138,10 +138,8 @@ func (q *BenchQueue) Complete(ctx context.Context, job *queue.Job[BenchPayload])
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchPayload]) (int64, error) {
-	arg := CompleteManyBenchParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyBenchParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyBench(ctx, arg)
 }
 
@@ -248,10 +246,8 @@ func (q *BenchQueue) Extend(ctx context.Context, job *queue.Job[BenchPayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyBenchParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyBench(ctx, arg)
 }
 

@@ -140,10 +140,8 @@ func (q *BenchRatedQueue) Complete(ctx context.Context, job *queue.Job[BenchRate
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchRatedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchRatedPayload]) (int64, error) {
-	arg := CompleteManyBenchRatedParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyBenchRatedParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchRated(ctx, arg)
 }
 
@@ -250,10 +248,8 @@ func (q *BenchRatedQueue) Extend(ctx context.Context, job *queue.Job[BenchRatedP
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchRatedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchRatedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchRatedParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyBenchRatedParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchRated(ctx, arg)
 }
 

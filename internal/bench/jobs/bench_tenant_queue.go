@@ -138,10 +138,8 @@ func (q *BenchTenantQueue) Complete(ctx context.Context, job *queue.Job[BenchTen
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchTenantQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchTenantPayload]) (int64, error) {
-	arg := CompleteManyBenchTenantParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyBenchTenantParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchTenant(ctx, arg)
 }
 
@@ -248,10 +246,8 @@ func (q *BenchTenantQueue) Extend(ctx context.Context, job *queue.Job[BenchTenan
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchTenantQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchTenantPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchTenantParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyBenchTenantParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchTenant(ctx, arg)
 }
 

@@ -142,10 +142,8 @@ func (q *ArchivedQueue) Complete(ctx context.Context, job *queue.Job[ArchivedPay
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ArchivedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ArchivedPayload]) (int64, error) {
-	arg := CompleteManyArchivedParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyArchivedParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyArchived(ctx, arg)
 }
 
@@ -252,10 +250,8 @@ func (q *ArchivedQueue) Extend(ctx context.Context, job *queue.Job[ArchivedPaylo
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ArchivedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ArchivedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyArchivedParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyArchivedParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyArchived(ctx, arg)
 }
 

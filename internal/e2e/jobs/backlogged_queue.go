@@ -145,10 +145,8 @@ func (q *BackloggedQueue) Complete(ctx context.Context, job *queue.Job[Backlogge
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BackloggedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BackloggedPayload]) (int64, error) {
-	arg := CompleteManyBackloggedParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyBackloggedParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyBacklogged(ctx, arg)
 }
 
@@ -255,10 +253,8 @@ func (q *BackloggedQueue) Extend(ctx context.Context, job *queue.Job[BackloggedP
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BackloggedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BackloggedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBackloggedParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyBackloggedParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyBacklogged(ctx, arg)
 }
 

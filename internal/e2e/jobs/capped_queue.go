@@ -140,10 +140,8 @@ func (q *CappedQueue) Complete(ctx context.Context, job *queue.Job[CappedPayload
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *CappedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[CappedPayload]) (int64, error) {
-	arg := CompleteManyCappedParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyCappedParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyCapped(ctx, arg)
 }
 
@@ -250,10 +248,8 @@ func (q *CappedQueue) Extend(ctx context.Context, job *queue.Job[CappedPayload],
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *CappedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[CappedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyCappedParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyCappedParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyCapped(ctx, arg)
 }
 

@@ -138,10 +138,8 @@ func (q *FairQueue) Complete(ctx context.Context, job *queue.Job[FairPayload]) e
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *FairQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[FairPayload]) (int64, error) {
-	arg := CompleteManyFairParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyFairParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyFair(ctx, arg)
 }
 
@@ -248,10 +246,8 @@ func (q *FairQueue) Extend(ctx context.Context, job *queue.Job[FairPayload], d t
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *FairQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[FairPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyFairParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyFairParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyFair(ctx, arg)
 }
 

@@ -141,10 +141,8 @@ func (q *InvoiceQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[I
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *InvoiceQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[InvoicePayload]) (int64, error) {
-	arg := CompleteManyInvoiceParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyInvoiceParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyInvoice(ctx, arg)
 }
 

@@ -144,10 +144,8 @@ func (q *KeptQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *KeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
-	arg := CompleteManyKeptParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyKeptParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyKept(ctx, arg)
 }
 
@@ -254,10 +252,8 @@ func (q *KeptQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d 
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *KeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Task], d time.Duration) ([]int64, error) {
-	arg := ExtendManyKeptParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyKeptParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyKept(ctx, arg)
 }
 

@@ -140,10 +140,8 @@ func (q *PacedQueue) Complete(ctx context.Context, job *queue.Job[PacedPayload])
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *PacedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[PacedPayload]) (int64, error) {
-	arg := CompleteManyPacedParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyPacedParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyPaced(ctx, arg)
 }
 
@@ -250,10 +248,8 @@ func (q *PacedQueue) Extend(ctx context.Context, job *queue.Job[PacedPayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *PacedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[PacedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyPacedParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyPacedParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyPaced(ctx, arg)
 }
 

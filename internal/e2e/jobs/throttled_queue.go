@@ -144,10 +144,8 @@ func (q *ThrottledQueue) Complete(ctx context.Context, job *queue.Job[ThrottledP
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ThrottledQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ThrottledPayload]) (int64, error) {
-	arg := CompleteManyThrottledParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyThrottledParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyThrottled(ctx, arg)
 }
 
@@ -254,10 +252,8 @@ func (q *ThrottledQueue) Extend(ctx context.Context, job *queue.Job[ThrottledPay
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ThrottledQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ThrottledPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyThrottledParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyThrottledParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyThrottled(ctx, arg)
 }
 

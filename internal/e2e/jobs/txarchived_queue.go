@@ -134,10 +134,8 @@ func (q *TxarchivedQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Jo
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TxarchivedQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[TxarchivedPayload]) (int64, error) {
-	arg := CompleteManyTxarchivedParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyTxarchivedParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyTxarchived(ctx, arg)
 }
 

@@ -143,10 +143,8 @@ func (q *TxtaskQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[pa
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TxtaskQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[payload.Task]) (int64, error) {
-	arg := CompleteManyTxtaskParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyTxtaskParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyTxtask(ctx, arg)
 }
 

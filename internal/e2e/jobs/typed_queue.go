@@ -258,10 +258,8 @@ func (q *TypedQueue) Complete(ctx context.Context, job *queue.Job[TypedPayload])
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPayload]) (int64, error) {
-	arg := CompleteManyTypedParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyTypedParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyTyped(ctx, arg)
 }
 
@@ -368,10 +366,8 @@ func (q *TypedQueue) Extend(ctx context.Context, job *queue.Job[TypedPayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *TypedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[TypedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyTypedParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyTypedParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyTyped(ctx, arg)
 }
 

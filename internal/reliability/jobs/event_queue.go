@@ -146,10 +146,8 @@ func (q *EventQueue) Complete(ctx context.Context, job *queue.Job[EventPayload])
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *EventQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EventPayload]) (int64, error) {
-	arg := CompleteManyEventParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyEventParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyEvent(ctx, arg)
 }
 
@@ -256,10 +254,8 @@ func (q *EventQueue) Extend(ctx context.Context, job *queue.Job[EventPayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *EventQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EventPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyEventParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyEventParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyEvent(ctx, arg)
 }
 

@@ -132,10 +132,8 @@ func (q *LedgerQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[Le
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *LedgerQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[LedgerPayload]) (int64, error) {
-	arg := CompleteManyLedgerParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyLedgerParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyLedger(ctx, arg)
 }
 

@@ -144,10 +144,8 @@ func (q *LimitedQueue) Complete(ctx context.Context, job *queue.Job[LimitedPaylo
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *LimitedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[LimitedPayload]) (int64, error) {
-	arg := CompleteManyLimitedParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyLimitedParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyLimited(ctx, arg)
 }
 
@@ -254,10 +252,8 @@ func (q *LimitedQueue) Extend(ctx context.Context, job *queue.Job[LimitedPayload
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *LimitedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[LimitedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyLimitedParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyLimitedParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyLimited(ctx, arg)
 }
 

@@ -138,10 +138,8 @@ func (q *WorkQueue) Complete(ctx context.Context, job *queue.Job[WorkPayload]) e
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *WorkQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WorkPayload]) (int64, error) {
-	arg := CompleteManyWorkParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyWorkParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyWork(ctx, arg)
 }
 
@@ -248,10 +246,8 @@ func (q *WorkQueue) Extend(ctx context.Context, job *queue.Job[WorkPayload], d t
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *WorkQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[WorkPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyWorkParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyWorkParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyWork(ctx, arg)
 }
 

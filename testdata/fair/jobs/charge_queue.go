@@ -136,10 +136,8 @@ func (q *ChargeQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[Ch
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ChargeQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[ChargePayload]) (int64, error) {
-	arg := CompleteManyChargeParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyChargeParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyCharge(ctx, arg)
 }
 

@@ -138,10 +138,8 @@ func (q *ExportQueue) Complete(ctx context.Context, job *queue.Job[ExportPayload
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ExportQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ExportPayload]) (int64, error) {
-	arg := CompleteManyExportParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyExportParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyExport(ctx, arg)
 }
 
@@ -248,10 +246,8 @@ func (q *ExportQueue) Extend(ctx context.Context, job *queue.Job[ExportPayload],
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ExportQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ExportPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyExportParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyExportParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyExport(ctx, arg)
 }
 

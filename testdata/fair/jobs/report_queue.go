@@ -140,10 +140,8 @@ func (q *ReportQueue) Complete(ctx context.Context, job *queue.Job[ReportPayload
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ReportQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ReportPayload]) (int64, error) {
-	arg := CompleteManyReportParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyReportParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyReport(ctx, arg)
 }
 
@@ -250,10 +248,8 @@ func (q *ReportQueue) Extend(ctx context.Context, job *queue.Job[ReportPayload],
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ReportQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ReportPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyReportParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyReportParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyReport(ctx, arg)
 }
 

@@ -141,10 +141,8 @@ func (q *SyncQueue) Complete(ctx context.Context, job *queue.Job[SyncPayload]) e
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *SyncQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[SyncPayload]) (int64, error) {
-	arg := CompleteManySyncParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManySyncParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManySync(ctx, arg)
 }
 
@@ -251,10 +249,8 @@ func (q *SyncQueue) Extend(ctx context.Context, job *queue.Job[SyncPayload], d t
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *SyncQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[SyncPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManySyncParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManySyncParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManySync(ctx, arg)
 }
 

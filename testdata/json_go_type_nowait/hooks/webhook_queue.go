@@ -142,10 +142,8 @@ func (q *WebhookQueue) Complete(ctx context.Context, job *queue.Job[mail.Address
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[mail.Address]) (int64, error) {
-	arg := CompleteManyWebhookParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyWebhookParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyWebhook(ctx, arg)
 }
 
@@ -252,10 +250,8 @@ func (q *WebhookQueue) Extend(ctx context.Context, job *queue.Job[mail.Address],
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *WebhookQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[mail.Address], d time.Duration) ([]int64, error) {
-	arg := ExtendManyWebhookParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyWebhookParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyWebhook(ctx, arg)
 }
 

@@ -134,10 +134,8 @@ func (q *PingQueue) Complete(ctx context.Context, job *queue.Job[PingPayload]) e
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *PingQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[PingPayload]) (int64, error) {
-	arg := CompleteManyPingParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyPingParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyPing(ctx, arg)
 }
 
@@ -244,10 +242,8 @@ func (q *PingQueue) Extend(ctx context.Context, job *queue.Job[PingPayload], d t
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *PingQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[PingPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyPingParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyPingParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyPing(ctx, arg)
 }
 

@@ -136,10 +136,8 @@ func (q *BillQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[Bill
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BillQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[BillPayload]) (int64, error) {
-	arg := CompleteManyBillParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyBillParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyBill(ctx, arg)
 }
 

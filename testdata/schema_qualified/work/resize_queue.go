@@ -134,10 +134,8 @@ func (q *ResizeQueue) Complete(ctx context.Context, job *queue.Job[ResizePayload
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ResizeQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ResizePayload]) (int64, error) {
-	arg := CompleteManyResizeParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyResizeParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyResize(ctx, arg)
 }
 
@@ -244,10 +242,8 @@ func (q *ResizeQueue) Extend(ctx context.Context, job *queue.Job[ResizePayload],
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ResizeQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ResizePayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyResizeParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyResizeParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyResize(ctx, arg)
 }
 

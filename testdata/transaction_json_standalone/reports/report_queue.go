@@ -152,10 +152,8 @@ func (q *ReportQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[Re
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ReportQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[ReportPayload]) (int64, error) {
-	arg := CompleteManyReportParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyReportParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyReport(ctx, arg)
 }
 

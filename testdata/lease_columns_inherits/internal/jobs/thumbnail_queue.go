@@ -165,10 +165,8 @@ func (q *ThumbnailQueue) Complete(ctx context.Context, job *queue.Job[ThumbnailP
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ThumbnailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ThumbnailPayload]) (int64, error) {
-	arg := CompleteManyThumbnailParams{Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	var arg CompleteManyThumbnailParams
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.CompleteManyThumbnail(ctx, arg)
 }
 
@@ -275,10 +273,8 @@ func (q *ThumbnailQueue) Extend(ctx context.Context, job *queue.Job[ThumbnailPay
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ThumbnailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ThumbnailPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyThumbnailParams{Lease: d, Ids: make([]int64, len(jobs)), Attempts: make([]int32, len(jobs))}
-	for i, job := range jobs {
-		arg.Ids[i], arg.Attempts[i] = job.ID, job.Attempt
-	}
+	arg := ExtendManyThumbnailParams{Lease: d}
+	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
 	return q.q.ExtendManyThumbnail(ctx, arg)
 }
 
