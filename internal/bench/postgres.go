@@ -62,6 +62,19 @@ func (t *pgTarget) setup(ctx context.Context) error {
 	return err
 }
 
+// SetupPostgres creates the bench schema on pool's database with the
+// tables of every bench queue, as the workloads run on them (queue bench
+// is queuegen_bench.bench_queue, its statements those of package
+// internal/bench/jobs), for experiments that measure parts of a workload
+// on their own. drop removes the schema again.
+func SetupPostgres(ctx context.Context, pool *pgxpool.Pool) (drop func(), err error) {
+	t := &pgTarget{pool: pool}
+	if err := t.setup(ctx); err != nil {
+		return nil, err
+	}
+	return t.teardown, nil
+}
+
 func (t *pgTarget) teardown() {
 	t.pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+Schema+" CASCADE")
 }

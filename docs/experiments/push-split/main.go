@@ -3,17 +3,17 @@
 // experiment, not part of queuegen. BENCHMARKS.md ("Where each job's CPU
 // goes") has its figures.
 //
-// It creates two tables in a schema of its own, push_split: ceiling, the
-// ceiling's six-column table, and queue, a copy of the table queuegen
-// generates for the bench's queue (fifteen columns, a CHECK, the claim,
-// lease and finished indexes). Then it runs each variant below for
-// -seconds from -clients connections, each client on a connection of its
-// own, in -rounds rounds that alternate the variants, and prints each
-// variant's rate as a ratio of its group's ceiling in the same round:
+// It creates the bench's schema (queuegen_bench, with the tables and
+// statements queuegen generates for the bench's queues) and, beside it, a
+// table in a schema of its own, push_split.ceiling: the six columns of
+// the ceiling's table. Then it runs each variant below for -seconds from
+// -clients connections, each client on a connection of its own, in
+// -rounds rounds that alternate the variants, and prints each variant's
+// rate as a ratio of its group's ceiling in the same round:
 //
 //	go run ./docs/experiments/push-split -db postgres://postgres@127.0.0.1/qgbench
 //
-// It drops its schema at the end.
+// It drops both schemas at the end.
 package main
 
 import (
@@ -30,43 +30,29 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queuegen/queuegen/internal/bench"
+	"github.com/queuegen/queuegen/internal/bench/jobs"
 )
 
-const schema = `
+// ceilingTable is the ceiling's table: a payload and the claim's
+// bookkeeping, one index for the claim.
+const ceilingTable = `
 DROP SCHEMA IF EXISTS push_split CASCADE;
 CREATE SCHEMA push_split;
 CREATE TABLE push_split.ceiling (
-    id bigserial PRIMARY KEY,
-    created_at timestamptz NOT NULL DEFAULT now(),
-    run_after timestamptz NOT NULL DEFAULT now(),
+    id           bigserial   PRIMARY KEY,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    run_after    timestamptz NOT NULL DEFAULT now(),
     locked_until timestamptz,
-    attempts int NOT NULL DEFAULT 0,
-    payload jsonb NOT NULL
+    attempts     integer     NOT NULL DEFAULT 0,
+    payload      jsonb       NOT NULL
 );
 CREATE INDEX ceiling_ready ON push_split.ceiling (run_after, id) WHERE locked_until IS NULL;
-CREATE TABLE push_split.queue (
-    id           bigserial   NOT NULL,
-    state        text        NOT NULL DEFAULT 'available',
-    attempt      integer     NOT NULL DEFAULT 0,
-    max_attempts integer     NOT NULL,
-    priority     smallint    NOT NULL DEFAULT 0,
-    run_after    timestamptz NOT NULL DEFAULT now(),
-    created_at   timestamptz NOT NULL DEFAULT now(),
-    attempted_at timestamptz,
-    finished_at  timestamptz,
-    locked_by    text,
-    locked_until timestamptz,
-    errors       text[]      NOT NULL DEFAULT '{}',
-    unique_key   text,
-    recipient    text        NOT NULL,
-    n            integer     NOT NULL,
-    CONSTRAINT queue_pkey PRIMARY KEY (id),
-    CONSTRAINT queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
-) WITH (fillfactor = 100);
-CREATE INDEX queue_claim_idx ON push_split.queue (run_after, id) WHERE state = 'available';
-CREATE INDEX queue_lease_idx ON push_split.queue (locked_until) WHERE locked_until IS NOT NULL;
-CREATE INDEX queue_finished_idx ON push_split.queue (finished_at) WHERE state IN ('succeeded', 'dead');
 `
+
+// queue is the bench queue's table, as queuegen generates it.
+const queue = bench.Schema + ".bench_queue"
 
 // variant is one way to push: jobs is how many one call pushes.
 type variant struct {
@@ -83,14 +69,11 @@ var variants = []variant{
 		return err
 	}},
 	{"push-1", "queuegen's Push statement, queuegen's table", 1, func(ctx context.Context, c *pgx.Conn) error {
-		var id int64
-		var runAfter time.Time
-		return c.QueryRow(ctx, `INSERT INTO push_split.queue (recipient, n, priority, max_attempts, created_at, run_after)
-VALUES ($1, $2, $3, $4, coalesce($5::timestamptz, now()), coalesce($6::timestamptz, coalesce($5::timestamptz, now()) + $7::interval))
-RETURNING id, run_after`, "a@example.com", int32(1), int16(0), int32(25), nil, nil, time.Duration(0)).Scan(&id, &runAfter)
+		_, err := jobs.New(c).PushBench(ctx, jobs.PushBenchParams{Recipient: "a@example.com", N: 1, MaxAttempts: 25})
+		return err
 	}},
 	{"push-1", "a bare INSERT, queuegen's table", 1, func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, `INSERT INTO push_split.queue (recipient, n, max_attempts) VALUES ($1, $2, $3)`,
+		_, err := c.Exec(ctx, `INSERT INTO `+queue+` (recipient, n, max_attempts) VALUES ($1, $2, $3)`,
 			"a@example.com", int32(1), int32(25))
 		return err
 	}},
@@ -100,7 +83,7 @@ SELECT '{"to":"a@example.com","n":1}'::jsonb FROM generate_series(1, 100)`)
 		return err
 	}},
 	{"push-100", "rows made by the server, queuegen's table", 100, func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, `INSERT INTO push_split.queue (recipient, n, priority, max_attempts)
+		_, err := c.Exec(ctx, `INSERT INTO `+queue+` (recipient, n, priority, max_attempts)
 SELECT 'a@example.com', 1, 0, 25 FROM generate_series(1, 100)`)
 		return err
 	}},
@@ -113,12 +96,11 @@ SELECT 'a@example.com', 1, 0, 25 FROM generate_series(1, 100)`)
 		return err
 	}},
 	{"push-100", "COPY of 100 client rows, queuegen's table (PushMany)", 100, func(ctx context.Context, c *pgx.Conn) error {
-		rows := make([][]any, 100)
+		rows := make([]jobs.PushManyBenchParams, 100)
 		for i := range rows {
-			rows[i] = []any{"a@example.com", int32(i), int16(0), int32(25)}
+			rows[i] = jobs.PushManyBenchParams{Recipient: "a@example.com", N: int32(i), MaxAttempts: 25}
 		}
-		_, err := c.CopyFrom(ctx, pgx.Identifier{"push_split", "queue"},
-			[]string{"recipient", "n", "priority", "max_attempts"}, pgx.CopyFromRows(rows))
+		_, err := jobs.New(c).PushManyBench(ctx, rows)
 		return err
 	}},
 	{"push-100", "INSERT of 100 client rows as arrays (unnest), queuegen's table", 100, func(ctx context.Context, c *pgx.Conn) error {
@@ -128,7 +110,7 @@ SELECT 'a@example.com', 1, 0, 25 FROM generate_series(1, 100)`)
 			rec[i], ns[i] = "a@example.com", int32(i)
 		}
 		_, err := c.Exec(ctx, `WITH r AS (SELECT unnest($1::text[]) AS recipient, unnest($2::integer[]) AS n)
-INSERT INTO push_split.queue (recipient, n, priority, max_attempts) SELECT recipient, n, $3, $4 FROM r`,
+INSERT INTO `+queue+` (recipient, n, priority, max_attempts) SELECT recipient, n, $3, $4 FROM r`,
 			rec, ns, int16(0), int32(25))
 		return err
 	}},
@@ -161,26 +143,30 @@ func run(ctx context.Context, db string, secs time.Duration, rounds, clients int
 		return err
 	}
 	defer pool.Close()
-	if _, err := pool.Exec(ctx, schema); err != nil {
+	drop, err := bench.SetupPostgres(ctx, pool)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	if _, err := pool.Exec(ctx, ceilingTable); err != nil {
 		return err
 	}
 	defer pool.Exec(context.WithoutCancel(ctx), `DROP SCHEMA push_split CASCADE`)
 	for r := 1; r <= rounds; r++ {
 		ceiling := map[string]float64{}
 		for _, v := range variants {
-			_, first := ceiling[v.group]
-			first = !first
-			if !first && !strings.Contains(v.group+" "+v.name, only) {
+			_, seen := ceiling[v.group]
+			if seen && !strings.Contains(v.group+" "+v.name, only) {
 				continue
 			}
-			if _, err := pool.Exec(ctx, `TRUNCATE push_split.ceiling, push_split.queue`); err != nil {
+			if _, err := pool.Exec(ctx, `TRUNCATE push_split.ceiling, `+queue); err != nil {
 				return err
 			}
 			m, err := measure(ctx, pool, v, secs, clients)
 			if err != nil {
 				return fmt.Errorf("%s, %s: %w", v.group, v.name, err)
 			}
-			if first {
+			if !seen {
 				ceiling[v.group] = m.rate
 			}
 			fmt.Printf("round %d %-8s %8.0f jobs/s %.2fx  CPU/job: machine %5.1f µs, this process %5.1f µs  %s\n",
