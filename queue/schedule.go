@@ -13,13 +13,19 @@ type Schedule interface {
 	Next(t time.Time) time.Time
 }
 
-// Every ticks at every multiple of d since the Unix epoch, so that every
-// node computes the same ticks.
+// Every ticks at every multiple of the interval since Go's zero time
+// (time.Time{}, the start of year 1, UTC), so that every node computes the
+// same ticks: an interval that divides a day ticks at the same times each
+// day from midnight UTC.
 type Every time.Duration
 
-// Next is the first multiple of the interval after t.
+// Next is the first multiple of the interval after t. An interval that is
+// not positive never ticks: Next returns the zero time.
 func (e Every) Next(t time.Time) time.Time {
 	d := time.Duration(e)
+	if d <= 0 {
+		return time.Time{}
+	}
 	return t.Truncate(d).Add(d)
 }
 

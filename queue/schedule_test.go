@@ -38,4 +38,11 @@ func TestEveryNext(t *testing.T) {
 	if got := Every(15 * time.Minute).Next(at); !got.Equal(time.Date(2026, 11, 22, 10, 45, 0, 0, time.UTC)) {
 		t.Errorf("Every(15m).Next = %v", got)
 	}
+	// Next must come strictly after t; an interval of zero or less has no
+	// such tick, and a Scheduler that got t back would push in a loop.
+	for _, d := range []time.Duration{0, -time.Second} {
+		if got := Every(d).Next(at); !got.IsZero() {
+			t.Errorf("Every(%v).Next = %v, want the zero time (never)", d, got)
+		}
+	}
 }

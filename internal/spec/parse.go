@@ -277,6 +277,18 @@ func (p *parser) duration(n *yaml.Node, key string) time.Duration {
 	return d
 }
 
+// durationAtLeast is duration for a key whose value must be at least min
+// (zero included: it would mean no time at all, not a default); why says
+// what a shorter one would do.
+func (p *parser) durationAtLeast(n *yaml.Node, key string, min time.Duration, why string) time.Duration {
+	before := len(p.errs)
+	d := p.duration(n, key)
+	if len(p.errs) == before && d < min {
+		p.errorf(n, key, "%s", why)
+	}
+	return d
+}
+
 func parseDuration(v string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(v, "d"); ok {
 		n, err := strconv.Atoi(days)
@@ -449,10 +461,7 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 		},
 		"lease": func(k string, v *yaml.Node) {
 			haveLease, leaseNode = true, v
-			q.Lease = p.duration(v, k)
-			if q.Lease > 0 && q.Lease < time.Second {
-				p.errorf(v, k, "a lease under 1s expires before a job can be worked; use at least 1s")
-			}
+			q.Lease = p.durationAtLeast(v, k, time.Second, "a lease under 1s expires before a job can be worked; use at least 1s")
 		},
 		"max_attempts": func(k string, v *yaml.Node) { q.MaxAttempts = p.integer(v, k, 1, 10000) },
 		"backoff":      func(k string, v *yaml.Node) { p.backoff(v, k, &q.Backoff) },
@@ -656,10 +665,7 @@ func (p *parser) periodic(n *yaml.Node, key string) []*Periodic {
 		p.fields(item, k, map[string]func(string, *yaml.Node){
 			"name": func(k string, v *yaml.Node) { pj.Name = p.ident(v, k) },
 			"every": func(k string, v *yaml.Node) {
-				pj.Every = p.duration(v, k)
-				if pj.Every > 0 && pj.Every < time.Second {
-					p.errorf(v, k, "a periodic job runs at most every second")
-				}
+				pj.Every = p.durationAtLeast(v, k, time.Second, "a periodic job runs at most every second; use at least 1s")
 			},
 			"cron": func(k string, v *yaml.Node) {
 				if c, ok := p.scalar(v, k); ok {
