@@ -112,11 +112,14 @@ func mysqlConfig(u *url.URL) (*mysql.Config, error) {
 }
 
 // Config sets what queuegen's generated MySQL code needs of a connection:
-// DATETIME read as time.Time (parseTime) in UTC (loc), and arguments sent
+// DATETIME read as time.Time (parseTime) in UTC (loc), arguments sent
 // with the statement (interpolateParams: one round trip, not a prepare and
-// an execute).
+// an execute), and rows affected counted as changed, not as matched
+// (clientFoundRows off: a periodic job's tick is pushed by the one caller
+// whose upsert changed the row).
 func Config(cfg *mysql.Config) *mysql.Config {
 	cfg = cfg.Clone()
+	cfg.ClientFoundRows = false
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.InterpolateParams = true

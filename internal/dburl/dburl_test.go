@@ -3,6 +3,7 @@ package dburl_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queuegen/queuegen/internal/dburl"
 )
@@ -43,5 +44,19 @@ func TestRedact(t *testing.T) {
 		if got := dburl.Redact("login with s3cret failed", address); got != "login with xxxxx failed" {
 			t.Errorf("Redact for %s = %q", address, got)
 		}
+	}
+}
+
+// TestMySQLConfig: what the generated MySQL code relies on is set whatever
+// the DSN says, clientFoundRows included (with it, an upsert that changes
+// nothing reports a row, and every node would push a periodic job's tick).
+func TestMySQLConfig(t *testing.T) {
+	db, err := dburl.Parse("root@tcp(127.0.0.1:3306)/db?clientFoundRows=true&parseTime=false&loc=Local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := db.MySQL; c.ClientFoundRows || !c.ParseTime || c.Loc != time.UTC || !c.InterpolateParams {
+		t.Errorf("config = clientFoundRows %v, parseTime %v, loc %v, interpolateParams %v; want false, true, UTC, true",
+			c.ClientFoundRows, c.ParseTime, c.Loc, c.InterpolateParams)
 	}
 }
