@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// Backoff is an exponential retry delay: Min × Factor^(attempt-1), capped
+// Backoff is an exponential retry delay: Min × Factor^(n-1) after a job's
+// nth failure (its snoozes, releases and lost leases do not count), capped
 // at Max, then moved by up to ±Jitter (a fraction of the delay) so that jobs
 // that failed together do not retry together.
 type Backoff struct {
@@ -16,13 +17,13 @@ type Backoff struct {
 	Jitter float64
 }
 
-// Delay is the wait before retrying after failed attempt number attempt
-// (1 for the first attempt).
-func (b Backoff) Delay(attempt int32) time.Duration {
-	if attempt < 1 {
-		attempt = 1
+// Delay is the wait before retrying after a job's nth failure (1 for the
+// first).
+func (b Backoff) Delay(n int32) time.Duration {
+	if n < 1 {
+		n = 1
 	}
-	d := float64(b.Min) * math.Pow(b.Factor, float64(attempt-1))
+	d := float64(b.Min) * math.Pow(b.Factor, float64(n-1))
 	if d > float64(b.Max) || math.IsInf(d, 0) || math.IsNaN(d) {
 		d = float64(b.Max)
 	}

@@ -34,9 +34,10 @@ func (p *handlerPool[T]) add(items ...T) {
 }
 
 // wakeLocked wakes a parked goroutine, or starts one, if jobs wait and no
-// wake is on its way already.
+// wake is on its way already. It does so after close too: jobs queued just
+// before the pool closed still fan out rather than wait for one another.
 func (p *handlerPool[T]) wakeLocked() {
-	if p.waking || p.closed || p.head == len(p.queue) {
+	if p.waking || p.head == len(p.queue) {
 		return
 	}
 	p.waking = true

@@ -24,10 +24,13 @@ type Hooks struct {
 	JobStarted func(ctx context.Context, job JobInfo) context.Context
 	// JobFinished is called after the handler returns, with its error.
 	JobFinished func(ctx context.Context, job JobInfo, outcome Outcome, took time.Duration, err error)
-	// Batch is called for every claim, complete, fail and heartbeat
-	// statement, with its kind ("claim", "complete", "fail" or "extend")
-	// and the number of jobs in it.
+	// Batch is called for every statement that claims or records jobs,
+	// with its kind and the number of jobs in it: "claim", "complete",
+	// "fail", "snooze", "discard", "release" and "extend" (the heartbeat)
+	// from a lease worker; "claim", "complete" and "fail" (snoozes and
+	// discards included) from a transaction-mode worker.
 	Batch func(queue string, kind string, size int)
-	// Depth is called every StatsInterval with the number of jobs due.
+	// Depth is called every StatsInterval with the number of jobs due, by
+	// workers of either mode.
 	Depth func(queue string, due int64)
 }

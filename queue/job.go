@@ -26,21 +26,34 @@ const (
 // Extend and Release change the row only while it is still at this attempt,
 // so a worker whose lease expired cannot finish a later attempt.
 type Job[P any] struct {
-	ID          int64
-	State       State
-	Attempt     int32
+	// ID is the job's row id, unique in its queue.
+	ID int64
+	// State is where the job is in its life.
+	State State
+	// Attempt counts the job's claims, this one included (0 before the
+	// first); it is the job's fencing token with ID.
+	Attempt int32
+	// MaxAttempts is how many attempts the job may use before it is dead;
+	// snoozes and releases raise it, so that they use none.
 	MaxAttempts int32
-	Priority    int16
-	CreatedAt   time.Time
-	RunAfter    time.Time
+	// Priority orders claims where the queue has priority: true, highest
+	// first.
+	Priority int16
+	// CreatedAt is when the job was pushed.
+	CreatedAt time.Time
+	// RunAfter is when the job is, or was, due.
+	RunAfter time.Time
 	// AttemptedAt is when the current attempt was claimed.
 	AttemptedAt *time.Time
 	// LockedBy is the node holding the lease (lease mode), or "".
 	LockedBy string
 	// LockedUntil is when the lease expires (lease mode), or nil.
 	LockedUntil *time.Time
-	// Errors are the errors of the failed attempts, oldest first.
-	Errors  []string
+	// Errors are the errors of the failed attempts, oldest first: each
+	// error's text, with invalid UTF-8 and NUL bytes replaced and cut to
+	// 16 KiB.
+	Errors []string
+	// Payload is the job's typed payload.
 	Payload P
 }
 
@@ -50,7 +63,7 @@ type PushResult struct {
 	ID int64
 	// RunAfter is when the job becomes claimable. On MySQL and MariaDB,
 	// which cannot return it from the insert, it is zero when the
-	// database's clock decided it (no RunAt or RunAfter option).
+	// database's clock decided it (no RunAfter option).
 	RunAfter time.Time
 	// Duplicate is true when the queue has a unique key and an unfinished
 	// job already holds it: nothing was inserted.

@@ -26,8 +26,25 @@ type Handler[P any] func(ctx context.Context, job *Job[P]) error
 func SnoozeFor(d time.Duration) error { return &snoozeError{d: d} }
 
 // RetryAt returns the handler result that fails the attempt with err and
-// retries the job at t rather than after the backoff.
-func RetryAt(t time.Time, err error) error { return &retryAtError{at: t, err: err} }
+// retries the job at t rather than after the backoff. A t past the end of
+// year 9999 (as far as MySQL's and SQL Server's times go) counts as that
+// end, and a t before 1970 as 1970 (due at once), so that no database
+// refuses the failure.
+func RetryAt(t time.Time, err error) error {
+	switch {
+	case t.IsZero():
+	case t.Before(minRetryAt):
+		t = minRetryAt
+	case t.After(maxRetryAt):
+		t = maxRetryAt
+	}
+	return &retryAtError{at: t, err: err}
+}
+
+var (
+	minRetryAt = time.Unix(0, 0).UTC()
+	maxRetryAt = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
 
 // Discard returns the handler result that makes the job dead now, keeping
 // err's text, whatever attempts remain.
@@ -78,7 +95,10 @@ func classify(err error) (snooze *snoozeError, retryAt *retryAtError, discard *d
 
 // TimeoutError is the error kept for an attempt whose handler ran longer
 // than the worker's JobTimeout.
-type TimeoutError struct{ After time.Duration }
+type TimeoutError struct {
+	// After is the worker's JobTimeout.
+	After time.Duration
+}
 
 func (e *TimeoutError) Error() string { return fmt.Sprintf("job timed out after %s", e.After) }
 
@@ -94,14 +114,16 @@ func recovered(f func() error) (err error) {
 	return f()
 }
 
-// retryPlan is when to retry a failed attempt, and the error to record:
-// the time RetryAt asked for (at), or the queue's backoff delay, counted on
-// the database clock.
-func retryPlan(q interface{ RetryDelay(int32) time.Duration }, attempt int32, err error, retryAt *retryAtError) (delay time.Duration, at time.Time, cause error) {
+// retryPlan is when to retry a failed attempt of job, and the error to
+// record: the time RetryAt asked for (at), or the queue's backoff delay,
+// counted on the database clock. The backoff grows with the job's
+// failures, this one included, not with its attempt: snoozes, releases and
+// lost leases use attempts without failing.
+func retryPlan[P any](q interface{ RetryDelay(int32) time.Duration }, job *Job[P], err error, retryAt *retryAtError) (delay time.Duration, at time.Time, cause error) {
 	if retryAt != nil {
 		return 0, retryAt.at, retryAt.err
 	}
-	return q.RetryDelay(attempt), time.Time{}, err
+	return q.RetryDelay(int32(len(job.Errors)) + 1), time.Time{}, err
 }
 
 // errorText is the text of err, or a stand-in for a nil error.

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +26,9 @@ type leaseGroup[P any] struct {
 // for lease from asked, when the claim was sent: the database's leases
 // began later, so the local ones never outlast them.
 func watchLeases[P any](rs []*runningJob[P], asked time.Time, lease time.Duration) {
-	g := &leaseGroup[P]{start: asked, jobs: rs}
+	// A copy: expire prunes the group's list in place, while the caller
+	// goes on to hand rs to the handler pool.
+	g := &leaseGroup[P]{start: asked, jobs: slices.Clone(rs)}
 	g.left.Store(int32(len(rs)))
 	deadline := int64(lease)
 	for _, r := range rs {

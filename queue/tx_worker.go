@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/queuegen/queuegen/queue/internal/wake"
@@ -14,7 +15,7 @@ import (
 type TxQueue[P, Tx any] interface {
 	QueueName() string
 	NotifyChannel() string
-	RetryDelay(attempt int32) time.Duration
+	RetryDelay(failures int32) time.Duration
 	Claim(ctx context.Context, tx Tx, max int, opts ...ClaimOption) ([]*Job[P], error)
 	Complete(ctx context.Context, tx Tx, job *Job[P]) error
 	FailManyAfter(ctx context.Context, tx Tx, jobs []*Job[P], causes []error, delays []time.Duration) (map[int64]State, error)
@@ -44,7 +45,8 @@ type TxWorker[P, Tx any] struct {
 	cfg     workerConfig
 	name    string
 	wake    chan struct{}
-	pause   *pauseGate // shared by the Concurrency loops
+	pause   *pauseGate   // shared by the Concurrency loops
+	running atomic.Int32 // handlers running
 }
 
 // NewTxWorker returns a worker for q whose transactions driver begins.
@@ -56,8 +58,10 @@ func NewTxWorker[P, Tx any](driver TxDriver[Tx], q TxQueue[P, Tx], handler TxHan
 }
 
 // Run works the queue until ctx is cancelled, then lets running handlers
-// finish for up to ShutdownTimeout before cancelling them (their
-// transactions roll back and their jobs return).
+// finish for three quarters of ShutdownTimeout before cancelling them
+// (their transactions roll back and their jobs return). It returns nil
+// once every handler has returned, or a *ShutdownError at the timeout if
+// some ignored their cancellation.
 func (w *TxWorker[P, Tx]) Run(ctx context.Context) error {
 	if l := w.cfg.listener; l != nil && w.q.NotifyChannel() != "" {
 		defer l.Subscribe(w.q.NotifyChannel(), w.wake)()
@@ -69,16 +73,27 @@ func (w *TxWorker[P, Tx]) Run(ctx context.Context) error {
 	for range w.cfg.concurrency {
 		wg.Go(func() { w.loop(ctx, jobsCtx) })
 	}
+	if h := w.cfg.hooks.Depth; h != nil {
+		wg.Go(func() { feedDepth(ctx, w.q, w.name, h, w.cfg.statsInterval) })
+	}
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
 	<-ctx.Done()
+	deadline := time.Now().Add(w.cfg.shutdownTimeout)
 	select {
 	case <-finished:
-	case <-time.After(w.cfg.shutdownTimeout):
-		cancelJobs(errShutdown)
-		<-finished
+		return nil
+	case <-time.After(time.Until(deadline) * 3 / 4):
 	}
-	return nil
+	cancelJobs(errShutdown)
+	select {
+	case <-finished:
+		return nil
+	case <-time.After(time.Until(deadline)):
+		err := &ShutdownError{Queue: w.name, Running: int(w.running.Load())}
+		w.cfg.logger.Error("shutdown left work behind", "queue", w.name, "err", err)
+		return err
+	}
 }
 
 func (w *TxWorker[P, Tx]) loop(ctx, jobsCtx context.Context) {
@@ -124,13 +139,22 @@ func (w *TxWorker[P, Tx]) one(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	job := jobs[0]
+	w.running.Add(1)
+	defer w.running.Add(-1)
 	if h := w.cfg.hooks.Batch; h != nil {
 		h(w.name, "claim", 1)
 	}
 	info := JobInfo{Queue: w.name, ID: job.ID, Attempt: job.Attempt, MaxAttempts: job.MaxAttempts}
 	hctx := ctx
+	if w.cfg.jobTimeout > 0 {
+		// Only the handler runs out of time: recording its failure and
+		// committing use ctx.
+		var stop context.CancelFunc
+		hctx, stop = context.WithTimeoutCause(ctx, w.cfg.jobTimeout, &TimeoutError{After: w.cfg.jobTimeout})
+		defer stop()
+	}
 	if h := w.cfg.hooks.JobStarted; h != nil {
-		hctx = h(ctx, info)
+		hctx = h(hctx, info)
 	}
 	began := time.Now()
 	// The handler works in a savepoint: on failure its writes are undone
@@ -141,6 +165,9 @@ func (w *TxWorker[P, Tx]) one(ctx context.Context) (bool, error) {
 		return true, err
 	}
 	herr := recovered(func() error { return w.handler(hctx, sp, job) })
+	if te := (*TimeoutError)(nil); herr != nil && errors.As(context.Cause(hctx), &te) {
+		herr = te // the handler gave up because it ran out of time: say so
+	}
 	var outcome Outcome
 	if herr == nil {
 		if err := release(ctx); err != nil {
@@ -198,7 +225,7 @@ func (w *TxWorker[P, Tx]) fail(ctx context.Context, tx Tx, job *Job[P], err erro
 	case discard != nil:
 		return OutcomeDead, w.q.Discard(ctx, tx, job, discard.err)
 	}
-	delay, at, err := retryPlan(w.q, job.Attempt, err, retryAt)
+	delay, at, err := retryPlan(w.q, job, err, retryAt)
 	var states map[int64]State
 	var ferr error
 	if at.IsZero() {

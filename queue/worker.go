@@ -19,7 +19,7 @@ type LeaseQueue[P any] interface {
 	QueueName() string
 	LeaseDuration() time.Duration
 	NotifyChannel() string
-	RetryDelay(attempt int32) time.Duration
+	RetryDelay(failures int32) time.Duration
 	Claim(ctx context.Context, node string, max int, opts ...ClaimOption) ([]*Job[P], error)
 	CompleteMany(ctx context.Context, jobs []*Job[P]) (int64, error)
 	FailManyAfter(ctx context.Context, jobs []*Job[P], causes []error, delays []time.Duration) (map[int64]State, error)
@@ -102,21 +102,25 @@ func (w *Worker[P]) Node() string { return w.cfg.node }
 
 // ShutdownError says what a shutdown that ran out of time left behind.
 type ShutdownError struct {
+	// Queue is the worker's queue.
 	Queue string
 	// Running is how many handlers ignored their cancelled context: their
-	// jobs stay leased until the leases expire, then run again.
+	// jobs stay leased until the leases expire, then run again (in
+	// transaction mode, their transactions stay open until the handlers
+	// return or the process exits, then roll back).
 	Running int
 	// Unwritten is how many finished jobs could not be recorded before
 	// the timeout (the database refused, with Err): they run again when
 	// their leases expire.
 	Unwritten int
-	Err       error
+	// Err is the last error writing them met.
+	Err error
 }
 
 func (e *ShutdownError) Error() string {
 	var parts []string
 	if e.Running > 0 {
-		parts = append(parts, fmt.Sprintf("%d handlers ignored cancellation (their jobs come back when their leases expire)", e.Running))
+		parts = append(parts, fmt.Sprintf("%d handlers ignored cancellation (their jobs come back when their leases expire, or their transactions end)", e.Running))
 	}
 	if e.Unwritten > 0 {
 		parts = append(parts, fmt.Sprintf("%d finished jobs could not be recorded (%v); they run again when their leases expire", e.Unwritten, e.Err))
@@ -154,9 +158,14 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 
 	bg, cancelBG := context.WithCancel(ctx)
 	var bgWG sync.WaitGroup
-	bgWG.Go(func() { w.heartbeat(bg) })
+	// The heartbeat outlives ctx too: the leases of handlers finishing
+	// during the shutdown must not run out under them.
+	beat, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBeat()
+	beating := make(chan struct{})
+	go func() { defer close(beating); w.heartbeat(beat) }()
 	if w.cfg.hooks.Depth != nil {
-		bgWG.Go(func() { w.stats(bg) })
+		bgWG.Go(func() { feedDepth(bg, w.q, w.name, w.cfg.hooks.Depth, w.cfg.statsInterval) })
 	}
 	if l := w.cfg.listener; l != nil {
 		if ch := w.q.NotifyChannel(); ch != "" {
@@ -194,6 +203,8 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 		case <-time.After(time.Until(deadline) / 2):
 		}
 	}
+	stopBeat()
+	<-beating
 	running := w.runningCount()
 	close(stopCompleter)
 	var out outcome
@@ -274,11 +285,15 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 		}
 		if err != nil {
 			failures++
-			log.Warn("claim failed", "err", err, "failures", failures)
-			sleep(ctx, min(w.cfg.pollInterval, time.Duration(failures)*100*time.Millisecond))
-			continue
+			log.Warn("claim failed", "err", err, "failures", failures, "jobs", len(jobs))
+			if len(jobs) == 0 {
+				sleep(ctx, min(w.cfg.pollInterval, time.Duration(failures)*100*time.Millisecond))
+				continue
+			}
+			// The jobs returned with the error are claimed: work them.
+		} else {
+			failures = 0
 		}
-		failures = 0
 		if h := w.cfg.hooks.Batch; h != nil && len(jobs) > 0 {
 			h(w.name, "claim", len(jobs))
 		}
@@ -410,7 +425,7 @@ func (w *Worker[P]) settle(job *Job[P], err, cause error) Outcome {
 		log.Error("job discarded", "err", err)
 		return OutcomeDead
 	}
-	delay, at, err := retryPlan(w.q, job.Attempt, err, retryAt)
+	delay, at, err := retryPlan(w.q, job, err, retryAt)
 	w.finish(result[P]{job: job, kind: resultFail, cause: err, delay: delay, at: at})
 	if job.Attempt >= job.MaxAttempts {
 		log.Error("job failed its last attempt: dead", "err", err)
@@ -492,13 +507,16 @@ func (w *Worker[P]) extend(ctx context.Context, batch []*runningJob[P]) {
 	}
 }
 
-// stats feeds Hooks.Depth.
-func (w *Worker[P]) stats(ctx context.Context) {
-	t := time.NewTicker(w.cfg.statsInterval)
+// feedDepth calls depth with q's number of due jobs every interval until
+// ctx ends; a count that fails is skipped.
+func feedDepth(ctx context.Context, q interface {
+	Depth(context.Context) (int64, error)
+}, name string, depth func(string, int64), interval time.Duration) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if n, err := w.q.Depth(ctx); err == nil {
-			w.cfg.hooks.Depth(w.name, n)
+		if n, err := q.Depth(ctx); err == nil {
+			depth(name, n)
 		}
 		select {
 		case <-ctx.Done():

@@ -124,9 +124,13 @@ func FlushInterval(d time.Duration) WorkerOption {
 // 200).
 func FlushSize(n int) WorkerOption { return func(c *workerConfig) { c.flushSize = max(1, n) } }
 
-// ShutdownTimeout is how long Run lets running handlers finish after its
-// context is cancelled (default 30s); then their contexts are cancelled
-// and the jobs still unfinished are released.
+// ShutdownTimeout bounds Run's shutdown after its context is cancelled
+// (default 30s). A lease worker lets running handlers finish for three
+// quarters of it, heartbeating their leases, then cancels their contexts
+// and releases the jobs still unfinished, and writes the pending results in
+// the rest. A transaction-mode worker lets them finish for three quarters
+// of it too, then cancels them (their transactions roll back), and returns
+// at the timeout even if some ignore their cancellation.
 func ShutdownTimeout(d time.Duration) WorkerOption {
 	return func(c *workerConfig) { c.shutdownTimeout = d }
 }
@@ -138,7 +142,9 @@ func Lease(d time.Duration) WorkerOption { return func(c *workerConfig) { c.leas
 // the lease, which the heartbeat keeps extending). The handler's context
 // is cancelled at the deadline; when the handler then returns, the attempt
 // fails with a TimeoutError. A handler that ignores its context keeps its
-// slot until it returns.
+// slot until it returns. Both modes: in transaction mode the failure is
+// recorded in the job's transaction, unless a statement the handler was
+// running when cut off broke it (then the job returns, unrecorded).
 func JobTimeout(d time.Duration) WorkerOption { return func(c *workerConfig) { c.jobTimeout = d } }
 
 // TxIsolation sets the isolation level of a TxWorker's transactions

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 )
@@ -311,28 +312,38 @@ func TestLeaseReleaseNodeAndReap(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		q := e.task
-		for i := range 4 {
-			if _, err := q.Push(ctx, task(fmt.Sprint(i)), queue.MaxAttempts(1)); err != nil {
+		// The first job has a second attempt; the others are on their last.
+		for i, attempts := range []int32{2, 1, 1, 1} {
+			if _, err := q.Push(ctx, task(fmt.Sprint(i)), queue.MaxAttempts(attempts)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		crashed, _ := q.Claim(ctx, "crashed", 2)
 		other, _ := q.Claim(ctx, "other", 2, queue.LeaseFor(time.Second))
-		if len(crashed) != 2 || len(other) != 2 {
-			t.Fatalf("claims = %d, %d", len(crashed), len(other))
+		if len(crashed) != 2 || len(other) != 2 || crashed[0].MaxAttempts != 2 || crashed[1].MaxAttempts != 1 {
+			t.Fatalf("claims = %+v, %+v", crashed, other)
 		}
 		n, err := q.ReleaseNode(ctx, "crashed")
 		if err != nil || n != 2 {
 			t.Fatalf("ReleaseNode = %d, %v; want 2", n, err)
 		}
-		// Max attempts 1: the released jobs are due again but the other
-		// node's leases, once expired, are on their last attempt: Reap
-		// makes them dead.
+		// The crash may have been the job's doing: the one with an attempt
+		// left is due again, the one on its last attempt is dead (else a
+		// job that kills its worker would run for ever under a stable node
+		// name).
+		if got, _ := q.Get(ctx, crashed[0].ID); got.State != queue.StateAvailable || got.Attempt != 1 || len(got.Errors) != 0 {
+			t.Errorf("released job with an attempt left = %+v; want available, attempt 1 counted", got)
+		}
+		if got, _ := q.Get(ctx, crashed[1].ID); got.State != queue.StateDead || len(got.Errors) != 1 || got.Errors[0] != "its node restarted during its last attempt" {
+			t.Errorf("released job on its last attempt = %+v; want dead, the restart recorded", got)
+		}
+		// The other node's leases, once expired, are on their last attempt:
+		// claims pass them over and Reap makes them dead.
 		e.exec(t, e.sql("UPDATE task_queue SET locked_until = now() - interval '1 minute' WHERE locked_by = 'other'",
 			"UPDATE task_queue SET locked_until = UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE WHERE locked_by = 'other'",
 			"UPDATE task_queue SET locked_until = DATEADD(minute, -1, SYSUTCDATETIME()) WHERE locked_by = 'other'"))
-		if got, _ := q.Claim(ctx, "n", 10); len(got) != 2 {
-			t.Errorf("claim after ReleaseNode got %d jobs, want the 2 released ones (not the expired last attempts)", len(got))
+		if got, _ := q.Claim(ctx, "n", 10); len(got) != 1 || got[0].ID != crashed[0].ID {
+			t.Errorf("claim after ReleaseNode got %d jobs, want the 1 released with an attempt left (not the dead one, nor the expired last attempts)", len(got))
 		}
 		// Reap is bounded: one batch of one, then the rest.
 		if n, err = q.Reap(ctx, 1); err != nil || n != 1 {
@@ -566,6 +577,47 @@ func TestUndecodablePayloadIsDiscarded(t *testing.T) {
 		}
 		if n := e.count(t, "SELECT count(*) FROM task_queue WHERE id = ? AND state = 'dead' AND attempt = 1", bad.ID); n != 1 {
 			t.Errorf("the undecodable job is not dead after its attempt")
+		}
+	})
+}
+
+// TestUndecodablePayloadWhoseDiscardFails: when the discard of an
+// undecodable job fails (here a trigger refuses it), the claim still
+// returns every job it decoded, with the error, and the worker works
+// them: the slots they took are neither lost nor held.
+func TestUndecodablePayloadWhoseDiscardFails(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		first, _ := q.Push(ctx, task("first"))
+		bad, _ := q.Push(ctx, task("bad"))
+		last, _ := q.Push(ctx, task("last"))
+		e.exec(t, `UPDATE task_queue SET payload = '{"name": 42}' WHERE id = ?`, bad.ID)
+		if e.name == dburl.PostgreSQL {
+			e.exec(t, `CREATE FUNCTION refuse_dead() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN IF NEW.state = 'dead' THEN RAISE EXCEPTION 'dead refused'; END IF; RETURN NEW; END $$`)
+		}
+		e.exec(t, e.sql(
+			`CREATE TRIGGER refuse_dead BEFORE UPDATE ON task_queue FOR EACH ROW EXECUTE FUNCTION refuse_dead()`,
+			`CREATE TRIGGER refuse_dead BEFORE UPDATE ON task_queue FOR EACH ROW BEGIN IF NEW.state = 'dead' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'dead refused'; END IF; END`,
+			`CREATE TRIGGER refuse_dead ON task_queue AFTER UPDATE AS IF EXISTS (SELECT 1 FROM inserted WHERE state = 'dead') THROW 50000, 'dead refused', 1`,
+		))
+		var handled sync.Map
+		w := q.Worker(func(ctx context.Context, job *queue.Job[payload.Task]) error {
+			handled.Store(job.ID, true)
+			return nil
+		}, queue.Concurrency(3), queue.PollInterval(50*time.Millisecond), queue.Logger(quiet))
+		stop := runWorker(t, w)
+		eventually(t, 30*time.Second, "the two decodable jobs handled", func() bool {
+			_, a := handled.Load(first.ID)
+			_, b := handled.Load(last.ID)
+			return a && b
+		})
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.count(t, "SELECT count(*) FROM task_queue WHERE id = ? AND state = 'running'", bad.ID); n != 1 {
+			t.Errorf("the job whose discard failed is not left claimed (its lease runs out, then it is claimed again)")
 		}
 	})
 }

@@ -110,3 +110,91 @@ func txWorkerShutdownReturnsTheJob[Tx any](t *testing.T, e *engine, x *txEngine[
 		t.Errorf("after shutdown: %+v, %v; want available, never attempted", j, err)
 	}
 }
+
+// TestTxWorkerJobTimeout: a handler that runs past JobTimeout has its
+// context cancelled, and the attempt fails with a TimeoutError recorded in
+// the claiming transaction (the job waits to be retried); Hooks.Depth is
+// fed every StatsInterval, as a lease worker's is.
+func TestTxWorkerJobTimeout(t *testing.T) {
+	eachTx(t, txWorkerJobTimeout[pgx.Tx], txWorkerJobTimeout[*sql.Tx])
+}
+
+func txWorkerJobTimeout[Tx any](t *testing.T, e *engine, x *txEngine[Tx]) {
+	ctx := context.Background()
+	q := x.q
+	res, err := q.Push(ctx, task("hangs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handled, depths atomic.Int64
+	w := q.Worker(func(ctx context.Context, tx Tx, job *queue.Job[payload.Task]) error {
+		defer handled.Add(1)
+		<-ctx.Done() // a call that honours its context, hung
+		return ctx.Err()
+	}, queue.JobTimeout(100*time.Millisecond), queue.PollInterval(50*time.Millisecond), queue.Logger(quiet),
+		queue.StatsInterval(20*time.Millisecond), queue.WithHooks(queue.Hooks{
+			Depth: func(name string, _ int64) {
+				if name == q.QueueName() {
+					depths.Add(1)
+				}
+			},
+		}))
+	stop := runWorker(t, w)
+	eventually(t, 30*time.Second, "the handler timed out and Depth was fed", func() bool {
+		return handled.Load() >= 1 && depths.Load() >= 2
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	j, err := q.Get(ctx, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != queue.StateAvailable || j.Attempt != 1 || len(j.Errors) != 1 || j.Errors[0] != "job timed out after 100ms" {
+		t.Errorf("after the timeout: state %s, attempt %d, errors %q; want available to retry, attempt 1, the timeout recorded",
+			j.State, j.Attempt, j.Errors)
+	}
+}
+
+// TestTxWorkerShutdownDoesNotHang: a handler that ignores its cancelled
+// context does not hold Run past ShutdownTimeout: Run returns a
+// ShutdownError counting it, and when the handler at last returns, its
+// transaction rolls back and the job is available again.
+func TestTxWorkerShutdownDoesNotHang(t *testing.T) {
+	eachTx(t, txWorkerShutdownDoesNotHang[pgx.Tx], txWorkerShutdownDoesNotHang[*sql.Tx])
+}
+
+func txWorkerShutdownDoesNotHang[Tx any](t *testing.T, e *engine, x *txEngine[Tx]) {
+	ctx := context.Background()
+	q := x.q
+	res, err := q.Push(ctx, task("stubborn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, release, returned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	w := q.Worker(func(ctx context.Context, tx Tx, job *queue.Job[payload.Task]) error {
+		defer close(returned)
+		close(started)
+		<-release // deaf to its context
+		return nil
+	}, queue.ShutdownTimeout(300*time.Millisecond), queue.PollInterval(50*time.Millisecond), queue.Logger(quiet))
+	stop := runWorker(t, w)
+	<-started
+	done := make(chan error, 1)
+	go func() { done <- stop() }()
+	var serr *queue.ShutdownError
+	select {
+	case err := <-done:
+		if !errors.As(err, &serr) || serr.Running != 1 {
+			t.Errorf("Run returned %v; want a ShutdownError with one handler running", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run still running 10s after a shutdown of 300ms")
+	}
+	close(release)
+	<-returned
+	eventually(t, 10*time.Second, "the job available again", func() bool {
+		j, err := q.Get(ctx, res.ID)
+		return err == nil && j.State == queue.StateAvailable && j.Attempt == 0
+	})
+}

@@ -124,7 +124,7 @@ func TestWorkerOutcomes(t *testing.T) {
 		ctx := context.Background()
 		q := e.task
 		ids := map[string]int64{}
-		for _, name := range []string{"ok", "fail", "last", "snooze", "retryat", "discard", "panic"} {
+		for _, name := range []string{"ok", "fail", "last", "snooze", "retryat", "discard", "panic", "garbled", "someday"} {
 			opts := []queue.PushOption{}
 			if name == "last" {
 				opts = append(opts, queue.MaxAttempts(1))
@@ -152,6 +152,14 @@ func TestWorkerOutcomes(t *testing.T) {
 			case "panic":
 				var m map[string]int
 				m["boom"]++ // a real panic: assignment to a nil map
+			case "someday":
+				// Past what MySQL's and SQL Server's times hold: the end
+				// of year 9999 instead, not a failure no database takes.
+				return queue.RetryAt(time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC), errors.New("not this millennium"))
+			case "garbled":
+				// PostgreSQL refuses NUL and invalid UTF-8 in text: written
+				// as they are, they would fail the batch again and again.
+				return errors.New("body: \x00\xff")
 			}
 			return nil
 		}, queue.Logger(quiet), queue.WithHooks(queue.Hooks{
@@ -196,11 +204,57 @@ func TestWorkerOutcomes(t *testing.T) {
 		if j := get("panic"); j.State != queue.StateAvailable || !strings.Contains(j.Errors[0], "panic: assignment to entry in nil map") || !strings.Contains(j.Errors[0], "goroutine") {
 			t.Errorf("panicking job = %+v; want failed with the panic and its stack", j)
 		}
+		if j := get("someday"); j.State != queue.StateAvailable || !j.RunAfter.Equal(time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)) {
+			t.Errorf("job retried at year 12000 = %+v; want available, due at the end of year 9999", j)
+		}
+		if j := get("garbled"); j.State != queue.StateAvailable || len(j.Errors) != 1 || j.Errors[0] != `body: \x00`+"\uFFFD" {
+			t.Errorf("job failing with NUL and invalid UTF-8 = %+v; want failed, its error made storable", j)
+		}
 		for name, want := range map[string]queue.Outcome{"ok": queue.OutcomeCompleted, "fail": queue.OutcomeFailed, "last": queue.OutcomeDead,
 			"snooze": queue.OutcomeSnoozed, "discard": queue.OutcomeDead, "panic": queue.OutcomeFailed} {
 			if got, _ := outcomes.Load(ids[name]); got != want {
 				t.Errorf("%s: JobFinished outcome %v, want %v", name, got, want)
 			}
+		}
+	})
+}
+
+// TestWorkerHeartbeatRunsThroughShutdown: a handler still running when
+// shutdown begins keeps its lease for as long as the shutdown lets it run,
+// so a job that outlasts what was left of its lease completes; a heartbeat
+// that stopped with the claims would cancel it as its lease ran out, and
+// the attempt would be lost.
+func TestWorkerHeartbeatRunsThroughShutdown(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		res, err := q.Push(ctx, task("long"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := make(chan struct{})
+		var outcome atomic.Value
+		w := q.Worker(func(ctx context.Context, job *queue.Job[payload.Task]) error {
+			close(started)
+			select {
+			case <-time.After(2500 * time.Millisecond): // more than twice the lease
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}, queue.Lease(time.Second), queue.ShutdownTimeout(10*time.Second), queue.Logger(quiet), queue.WithHooks(queue.Hooks{
+			JobFinished: func(_ context.Context, _ queue.JobInfo, o queue.Outcome, _ time.Duration, _ error) { outcome.Store(o) },
+		}))
+		stop := runWorker(t, w)
+		<-started
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		if got := outcome.Load(); got != queue.OutcomeCompleted {
+			t.Errorf("the job running through the shutdown finished %v, want %v", got, queue.OutcomeCompleted)
+		}
+		if _, err := q.Get(ctx, res.ID); err == nil {
+			t.Errorf("the completed job is still there")
 		}
 	})
 }
@@ -528,5 +582,43 @@ func TestPauseAndResumeAcrossWorkers(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 30*time.Second, "the jobs after resume", func() bool { return handled.Load() == 3 })
+	})
+}
+
+// TestWorkerBackoffCountsFailures: the retry delay grows with a job's
+// failures, not with its attempts: a job that snoozed twice and then fails
+// for the first time waits the backoff's minimum (1s here), where its
+// attempt number (3) would make it 4s.
+func TestWorkerBackoffCountsFailures(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		res, err := q.Push(ctx, task("snoozy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var failed atomic.Bool
+		w := q.Worker(func(ctx context.Context, job *queue.Job[payload.Task]) error {
+			if job.Attempt < 3 {
+				return queue.SnoozeFor(time.Millisecond)
+			}
+			defer failed.Store(true)
+			return errors.New("first failure")
+		}, queue.PollInterval(20*time.Millisecond), queue.Logger(quiet))
+		stop := runWorker(t, w)
+		eventually(t, 30*time.Second, "the third attempt failed", failed.Load)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		j, err := q.Get(ctx, res.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Attempt != 3 || len(j.Errors) != 1 || j.AttemptedAt == nil {
+			t.Fatalf("job = %+v; want attempt 3 with one failure", j)
+		}
+		if wait := j.RunAfter.Sub(*j.AttemptedAt); wait < 900*time.Millisecond || wait > 2500*time.Millisecond {
+			t.Errorf("retried %v after its attempt; want about 1s, the delay after a first failure", wait)
+		}
 	})
 }

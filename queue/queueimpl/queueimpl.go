@@ -8,7 +8,10 @@ package queueimpl
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/internal/wake"
@@ -75,10 +78,30 @@ func NullJSONIfNil(doc json.RawMessage) json.RawMessage {
 // Ptr returns a pointer to v, for fixed values of nullable fields.
 func Ptr[T any](v T) *T { return &v }
 
-// ErrorText is the text kept in a job's errors for a failed attempt.
+// ErrorText is the text kept in a job's errors for a failed attempt: the
+// error's text made storable by every engine, since a database that
+// refused it would refuse the whole failure and the job with it (invalid
+// UTF-8 becomes U+FFFD, a NUL byte the four characters \x00), and cut to
+// MaxErrorText bytes, on a character boundary, so that a handler returning
+// a whole response body does not bloat the row on every attempt.
 func ErrorText(err error) string {
 	if err == nil {
 		return "failed without an error"
 	}
-	return err.Error()
+	s := err.Error()
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	s = strings.ReplaceAll(s, "\x00", `\x00`)
+	if len(s) > MaxErrorText {
+		head := s[:MaxErrorText-32]   // room for the note of what was cut
+		for !utf8.ValidString(head) { // a character cut in two
+			head = head[:len(head)-1]
+		}
+		s = fmt.Sprintf("%s… (%d more bytes)", head, len(s)-len(head))
+	}
+	return s
 }
+
+// MaxErrorText is the most bytes of an error's text that ErrorText keeps.
+const MaxErrorText = 16 << 10

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/queuegen/queuegen/queue"
 )
@@ -39,6 +40,15 @@ func TestResolveClaim(t *testing.T) {
 func TestValues(t *testing.T) {
 	if ErrorText(nil) == "" || ErrorText(errors.New("x")) != "x" {
 		t.Errorf("ErrorText")
+	}
+	// What a database would refuse (and with it the whole failure) is made
+	// storable; a long text is cut on a character boundary, and says so.
+	if got := ErrorText(errors.New("a\x00b\xffc")); got != `a\x00b`+"\uFFFD"+"c" {
+		t.Errorf("ErrorText of NUL and invalid UTF-8 = %q", got)
+	}
+	long := ErrorText(errors.New(strings.Repeat("é", MaxErrorText)))
+	if len(long) > MaxErrorText || !utf8.ValidString(long) || !strings.HasSuffix(long, " more bytes)") {
+		t.Errorf("ErrorText of %d bytes = %d bytes, valid %v, ends %q", 2*MaxErrorText, len(long), utf8.ValidString(long), long[len(long)-30:])
 	}
 	if got := EmptyIfNil[int](nil); got == nil || len(got) != 0 {
 		t.Errorf("EmptyIfNil(nil) = %#v", got)

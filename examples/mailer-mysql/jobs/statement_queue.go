@@ -325,9 +325,9 @@ func (q *StatementQueue) pushTick(ctx context.Context, name string, tick time.Ti
 // notify: true); a Listener wakes the queue's workers on it.
 func (q *StatementQueue) NotifyChannel() string { return "" }
 
-// RetryDelay is how long a job waits after failed attempt number attempt:
-// q.Backoff's delay.
-func (q *StatementQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+// RetryDelay is how long a job waits to be retried after its nth failure
+// (1 for the first): q.Backoff's delay.
+func (q *StatementQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n) }
 
 // Worker returns a worker that claims jobs of queue statement, each in a
 // transaction of its own on the accessor's database, and runs handler on
@@ -372,20 +372,23 @@ func (q *StatementQueue) job(r StatementRow) (*queue.Job[StatementPayload], erro
 
 // jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
 // whose payload cannot be decoded rather than failing the whole claim;
-// d runs the discard, in the claiming transaction where there is one.
+// d runs the discard, in the claiming transaction where there is one. A
+// discard that fails leaves its job claimed until the lease runs out and
+// is reported with the decoded jobs, which are returned all the same.
 func (q *StatementQueue) jobs(ctx context.Context, d *StatementQueue, rows []StatementRow) ([]*queue.Job[StatementPayload], error) {
 	jobs := make([]*queue.Job[StatementPayload], 0, len(rows))
+	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
 			if _, derr := d.q.DiscardStatement(ctx, DiscardStatementParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
+				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
 		}
 		jobs = append(jobs, job)
 	}
-	return jobs, nil
+	return jobs, errors.Join(errs...)
 }
 
 // failMany fails those of jobs the caller still holds, in tx (or a

@@ -268,8 +268,10 @@ func (q *ReceiptQueue) Release(ctx context.Context, job *queue.Job[ReceiptPayloa
 	return q.held(job, n, err)
 }
 
-// ReleaseNode makes every job node holds claimable again and returns how
-// many; call it when node starts, for what a previous run left claimed.
+// ReleaseNode makes every job node holds claimable again, or dead if it
+// was on its last attempt (the crash may have been its doing), and returns
+// how many; call it when node starts, for what a previous run left
+// claimed.
 func (q *ReceiptQueue) ReleaseNode(ctx context.Context, node string) (int64, error) {
 	return q.q.ReleaseNodeReceipt(ctx, node)
 }
@@ -324,9 +326,9 @@ func (q *ReceiptQueue) DepthAtMost(ctx context.Context, limit int) (int64, error
 // notify: true); a Listener wakes the queue's workers on it.
 func (q *ReceiptQueue) NotifyChannel() string { return "queuegen_receipt_queue" }
 
-// RetryDelay is how long a job waits after failed attempt number attempt:
-// q.Backoff's delay.
-func (q *ReceiptQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+// RetryDelay is how long a job waits to be retried after its nth failure
+// (1 for the first): q.Backoff's delay.
+func (q *ReceiptQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n) }
 
 // LeaseDuration is the queue's lease, ReceiptLease.
 func (q *ReceiptQueue) LeaseDuration() time.Duration { return ReceiptLease }

@@ -258,8 +258,10 @@ func (q *BenchNotifyQueue) Release(ctx context.Context, job *queue.Job[BenchNoti
 	return q.held(job, n, err)
 }
 
-// ReleaseNode makes every job node holds claimable again and returns how
-// many; call it when node starts, for what a previous run left claimed.
+// ReleaseNode makes every job node holds claimable again, or dead if it
+// was on its last attempt (the crash may have been its doing), and returns
+// how many; call it when node starts, for what a previous run left
+// claimed.
 func (q *BenchNotifyQueue) ReleaseNode(ctx context.Context, node string) (int64, error) {
 	return q.q.ReleaseNodeBenchNotify(ctx, node)
 }
@@ -314,9 +316,9 @@ func (q *BenchNotifyQueue) DepthAtMost(ctx context.Context, limit int) (int64, e
 // notify: true); a Listener wakes the queue's workers on it.
 func (q *BenchNotifyQueue) NotifyChannel() string { return "queuegen_bench_notify_queue" }
 
-// RetryDelay is how long a job waits after failed attempt number attempt:
-// q.Backoff's delay.
-func (q *BenchNotifyQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+// RetryDelay is how long a job waits to be retried after its nth failure
+// (1 for the first): q.Backoff's delay.
+func (q *BenchNotifyQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n) }
 
 // LeaseDuration is the queue's lease, BenchNotifyLease.
 func (q *BenchNotifyQueue) LeaseDuration() time.Duration { return BenchNotifyLease }

@@ -297,8 +297,10 @@ func (q *BenchQueue) Release(ctx context.Context, job *queue.Job[BenchPayload]) 
 	return q.held(job, n, err)
 }
 
-// ReleaseNode makes every job node holds claimable again and returns how
-// many; call it when node starts, for what a previous run left claimed.
+// ReleaseNode makes every job node holds claimable again, or dead if it
+// was on its last attempt (the crash may have been its doing), and returns
+// how many; call it when node starts, for what a previous run left
+// claimed.
 func (q *BenchQueue) ReleaseNode(ctx context.Context, node string) (int64, error) {
 	return q.q.ReleaseNodeBench(ctx, &node)
 }
@@ -359,9 +361,9 @@ func (q *BenchQueue) DepthAtMost(ctx context.Context, limit int) (int64, error) 
 // notify: true); a Listener wakes the queue's workers on it.
 func (q *BenchQueue) NotifyChannel() string { return "" }
 
-// RetryDelay is how long a job waits after failed attempt number attempt:
-// q.Backoff's delay.
-func (q *BenchQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+// RetryDelay is how long a job waits to be retried after its nth failure
+// (1 for the first): q.Backoff's delay.
+func (q *BenchQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n) }
 
 // LeaseDuration is the queue's lease, BenchLease.
 func (q *BenchQueue) LeaseDuration() time.Duration { return BenchLease }

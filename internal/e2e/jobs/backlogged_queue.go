@@ -265,8 +265,10 @@ func (q *BackloggedQueue) Release(ctx context.Context, job *queue.Job[Backlogged
 	return q.held(job, n, err)
 }
 
-// ReleaseNode makes every job node holds claimable again and returns how
-// many; call it when node starts, for what a previous run left claimed.
+// ReleaseNode makes every job node holds claimable again, or dead if it
+// was on its last attempt (the crash may have been its doing), and returns
+// how many; call it when node starts, for what a previous run left
+// claimed.
 func (q *BackloggedQueue) ReleaseNode(ctx context.Context, node string) (int64, error) {
 	return q.q.ReleaseNodeBacklogged(ctx, node)
 }
@@ -321,9 +323,9 @@ func (q *BackloggedQueue) DepthAtMost(ctx context.Context, limit int) (int64, er
 // notify: true); a Listener wakes the queue's workers on it.
 func (q *BackloggedQueue) NotifyChannel() string { return "queuegen_backlogged_queue_backlog" }
 
-// RetryDelay is how long a job waits after failed attempt number attempt:
-// q.Backoff's delay.
-func (q *BackloggedQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+// RetryDelay is how long a job waits to be retried after its nth failure
+// (1 for the first): q.Backoff's delay.
+func (q *BackloggedQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n) }
 
 // LeaseDuration is the queue's lease, BackloggedLease.
 func (q *BackloggedQueue) LeaseDuration() time.Duration { return BackloggedLease }

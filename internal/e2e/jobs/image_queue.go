@@ -336,8 +336,10 @@ func (q *ImageQueue) Release(ctx context.Context, job *queue.Job[ImagePayload]) 
 	return q.held(job, n, err)
 }
 
-// ReleaseNode makes every job node holds claimable again and returns how
-// many; call it when node starts, for what a previous run left claimed.
+// ReleaseNode makes every job node holds claimable again, or dead if it
+// was on its last attempt (the crash may have been its doing), and returns
+// how many; call it when node starts, for what a previous run left
+// claimed.
 func (q *ImageQueue) ReleaseNode(ctx context.Context, node string) (int64, error) {
 	return q.q.ReleaseNodeImage(ctx, node)
 }
@@ -392,9 +394,9 @@ func (q *ImageQueue) DepthAtMost(ctx context.Context, limit int) (int64, error) 
 // notify: true); a Listener wakes the queue's workers on it.
 func (q *ImageQueue) NotifyChannel() string { return "" }
 
-// RetryDelay is how long a job waits after failed attempt number attempt:
-// q.Backoff's delay.
-func (q *ImageQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+// RetryDelay is how long a job waits to be retried after its nth failure
+// (1 for the first): q.Backoff's delay.
+func (q *ImageQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n) }
 
 // LeaseDuration is the queue's lease, ImageLease.
 func (q *ImageQueue) LeaseDuration() time.Duration { return ImageLease }

@@ -272,9 +272,9 @@ func (q *InvoiceQueue) DepthAtMost(ctx context.Context, limit int) (int64, error
 // notify: true); a Listener wakes the queue's workers on it.
 func (q *InvoiceQueue) NotifyChannel() string { return "" }
 
-// RetryDelay is how long a job waits after failed attempt number attempt:
-// q.Backoff's delay.
-func (q *InvoiceQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+// RetryDelay is how long a job waits to be retried after its nth failure
+// (1 for the first): q.Backoff's delay.
+func (q *InvoiceQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n) }
 
 // Worker returns a worker that claims jobs of queue invoice, each in a
 // transaction of its own on the accessor's database, and runs handler on

@@ -264,8 +264,10 @@ func (q *KeptQueue) Release(ctx context.Context, job *queue.Job[payload.Task]) e
 	return q.held(job, n, err)
 }
 
-// ReleaseNode makes every job node holds claimable again and returns how
-// many; call it when node starts, for what a previous run left claimed.
+// ReleaseNode makes every job node holds claimable again, or dead if it
+// was on its last attempt (the crash may have been its doing), and returns
+// how many; call it when node starts, for what a previous run left
+// claimed.
 func (q *KeptQueue) ReleaseNode(ctx context.Context, node string) (int64, error) {
 	return q.q.ReleaseNodeKept(ctx, node)
 }
@@ -330,9 +332,9 @@ func (q *KeptQueue) DepthAtMost(ctx context.Context, limit int) (int64, error) {
 // notify: true); a Listener wakes the queue's workers on it.
 func (q *KeptQueue) NotifyChannel() string { return "" }
 
-// RetryDelay is how long a job waits after failed attempt number attempt:
-// q.Backoff's delay.
-func (q *KeptQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+// RetryDelay is how long a job waits to be retried after its nth failure
+// (1 for the first): q.Backoff's delay.
+func (q *KeptQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n) }
 
 // LeaseDuration is the queue's lease, KeptLease.
 func (q *KeptQueue) LeaseDuration() time.Duration { return KeptLease }
@@ -379,20 +381,23 @@ func (q *KeptQueue) job(r KeptRow) (*queue.Job[payload.Task], error) {
 
 // jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
 // whose payload cannot be decoded rather than failing the whole claim;
-// d runs the discard, in the claiming transaction where there is one.
+// d runs the discard, in the claiming transaction where there is one. A
+// discard that fails leaves its job claimed until the lease runs out and
+// is reported with the decoded jobs, which are returned all the same.
 func (q *KeptQueue) jobs(ctx context.Context, d *KeptQueue, rows []KeptRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
+	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
 			if _, derr := d.q.DiscardKept(ctx, DiscardKeptParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
+				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
 		}
 		jobs = append(jobs, job)
 	}
-	return jobs, nil
+	return jobs, errors.Join(errs...)
 }
 
 // failed is the parallel arrays a batch failure sends.

@@ -317,9 +317,9 @@ func (q *TxtaskQueue) pushTick(ctx context.Context, name string, tick time.Time,
 // notify: true); a Listener wakes the queue's workers on it.
 func (q *TxtaskQueue) NotifyChannel() string { return "" }
 
-// RetryDelay is how long a job waits after failed attempt number attempt:
-// q.Backoff's delay.
-func (q *TxtaskQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+// RetryDelay is how long a job waits to be retried after its nth failure
+// (1 for the first): q.Backoff's delay.
+func (q *TxtaskQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n) }
 
 // Worker returns a worker that claims jobs of queue txtask, each in a
 // transaction of its own on the accessor's database, and runs handler on
@@ -364,20 +364,23 @@ func (q *TxtaskQueue) job(r TxtaskRow) (*queue.Job[payload.Task], error) {
 
 // jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
 // whose payload cannot be decoded rather than failing the whole claim;
-// d runs the discard, in the claiming transaction where there is one.
+// d runs the discard, in the claiming transaction where there is one. A
+// discard that fails leaves its job claimed until the lease runs out and
+// is reported with the decoded jobs, which are returned all the same.
 func (q *TxtaskQueue) jobs(ctx context.Context, d *TxtaskQueue, rows []TxtaskRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
+	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
 			if _, derr := d.q.DiscardTxtask(ctx, DiscardTxtaskParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
+				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
 		}
 		jobs = append(jobs, job)
 	}
-	return jobs, nil
+	return jobs, errors.Join(errs...)
 }
 
 // failed is the parallel arrays a batch failure sends.

@@ -263,9 +263,9 @@ func (q *LedgerQueue) DepthAtMost(ctx context.Context, limit int) (int64, error)
 // notify: true); a Listener wakes the queue's workers on it.
 func (q *LedgerQueue) NotifyChannel() string { return "" }
 
-// RetryDelay is how long a job waits after failed attempt number attempt:
-// q.Backoff's delay.
-func (q *LedgerQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+// RetryDelay is how long a job waits to be retried after its nth failure
+// (1 for the first): q.Backoff's delay.
+func (q *LedgerQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n) }
 
 // Worker returns a worker that claims jobs of queue ledger, each in a
 // transaction of its own on the accessor's database, and runs handler on

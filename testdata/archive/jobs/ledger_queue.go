@@ -294,9 +294,9 @@ func (q *LedgerQueue) DepthAtMost(ctx context.Context, limit int) (int64, error)
 // notify: true); a Listener wakes the queue's workers on it.
 func (q *LedgerQueue) NotifyChannel() string { return "" }
 
-// RetryDelay is how long a job waits after failed attempt number attempt:
-// q.Backoff's delay.
-func (q *LedgerQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+// RetryDelay is how long a job waits to be retried after its nth failure
+// (1 for the first): q.Backoff's delay.
+func (q *LedgerQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n) }
 
 // Worker returns a worker that claims jobs of queue ledger, each in a
 // transaction of its own on the accessor's database, and runs handler on
@@ -347,20 +347,23 @@ func (q *LedgerQueue) job(r LedgerRow) (*queue.Job[LedgerPayload], error) {
 
 // jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
 // whose payload cannot be decoded rather than failing the whole claim;
-// d runs the discard, in the claiming transaction where there is one.
+// d runs the discard, in the claiming transaction where there is one. A
+// discard that fails leaves its job claimed until the lease runs out and
+// is reported with the decoded jobs, which are returned all the same.
 func (q *LedgerQueue) jobs(ctx context.Context, d *LedgerQueue, rows []LedgerRow) ([]*queue.Job[LedgerPayload], error) {
 	jobs := make([]*queue.Job[LedgerPayload], 0, len(rows))
+	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
 			if _, derr := d.q.DiscardLedger(ctx, DiscardLedgerParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
+				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
 		}
 		jobs = append(jobs, job)
 	}
-	return jobs, nil
+	return jobs, errors.Join(errs...)
 }
 
 // failed is the parallel arrays a batch failure sends.

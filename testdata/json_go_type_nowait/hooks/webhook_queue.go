@@ -262,8 +262,10 @@ func (q *WebhookQueue) Release(ctx context.Context, job *queue.Job[mail.Address]
 	return q.held(job, n, err)
 }
 
-// ReleaseNode makes every job node holds claimable again and returns how
-// many; call it when node starts, for what a previous run left claimed.
+// ReleaseNode makes every job node holds claimable again, or dead if it
+// was on its last attempt (the crash may have been its doing), and returns
+// how many; call it when node starts, for what a previous run left
+// claimed.
 func (q *WebhookQueue) ReleaseNode(ctx context.Context, node string) (int64, error) {
 	return q.q.ReleaseNodeWebhook(ctx, node)
 }
@@ -327,9 +329,9 @@ func (q *WebhookQueue) DepthAtMost(ctx context.Context, limit int) (int64, error
 // notify: true); a Listener wakes the queue's workers on it.
 func (q *WebhookQueue) NotifyChannel() string { return "queuegen_webhook_queue" }
 
-// RetryDelay is how long a job waits after failed attempt number attempt:
-// q.Backoff's delay.
-func (q *WebhookQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+// RetryDelay is how long a job waits to be retried after its nth failure
+// (1 for the first): q.Backoff's delay.
+func (q *WebhookQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n) }
 
 // LeaseDuration is the queue's lease, WebhookLease.
 func (q *WebhookQueue) LeaseDuration() time.Duration { return WebhookLease }
@@ -376,20 +378,23 @@ func (q *WebhookQueue) job(r WebhookRow) (*queue.Job[mail.Address], error) {
 
 // jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
 // whose payload cannot be decoded rather than failing the whole claim;
-// d runs the discard, in the claiming transaction where there is one.
+// d runs the discard, in the claiming transaction where there is one. A
+// discard that fails leaves its job claimed until the lease runs out and
+// is reported with the decoded jobs, which are returned all the same.
 func (q *WebhookQueue) jobs(ctx context.Context, d *WebhookQueue, rows []WebhookRow) ([]*queue.Job[mail.Address], error) {
 	jobs := make([]*queue.Job[mail.Address], 0, len(rows))
+	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
 			if _, derr := d.q.DiscardWebhook(ctx, DiscardWebhookParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
+				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
 		}
 		jobs = append(jobs, job)
 	}
-	return jobs, nil
+	return jobs, errors.Join(errs...)
 }
 
 // failed is the parallel arrays a batch failure sends.

@@ -232,13 +232,17 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- name: ReleaseNodeEmail :execrows
 -- ReleaseNodeEmail makes every job @node holds claimable again, for a node
 -- restarting after a crash; the attempt counts, as the crash may have been
--- the job's doing. It reads the running jobs through the lease index (state
--- leads it), so it reads no more rows than there are jobs in flight; under
--- READ COMMITTED it neither waits for nor keeps locks on other nodes' rows,
--- and a job claimed again meanwhile is held by another node and is not
--- touched.
+-- the job's doing, so a job that was on its last attempt is made dead instead
+-- (as ReapEmail would make it once its lease expired), and a job that kills
+-- its worker cannot run again and again. It reads the running jobs through
+-- the lease index (state leads it), so it reads no more rows than there are
+-- jobs in flight; under READ COMMITTED it neither waits for nor keeps locks
+-- on other nodes' rows, and a job claimed again meanwhile is held by another
+-- node and is not touched.
 UPDATE email_queue
-SET state = 'available',
+SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
+    finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
+    state = IF(attempt >= max_attempts, 'dead', 'available'),
     locked_by = NULL,
     locked_until = NULL
 WHERE state = 'running' AND locked_by = sqlc.arg(node);

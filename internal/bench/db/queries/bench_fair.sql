@@ -229,12 +229,16 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- name: ReleaseNodeBenchFair :execrows
 -- ReleaseNodeBenchFair makes every job @node holds claimable again, for a
 -- node restarting after a crash; the attempt counts, as the crash may have
--- been the job's doing. It reads the leased jobs through the lease index
--- (locked_until IS NOT NULL is its predicate), so it reads no more rows than
--- there are jobs in flight; a job claimed again meanwhile is held by another
--- node and is not touched.
+-- been the job's doing, so a job that was on its last attempt is made dead
+-- instead (as ReapBenchFair would make it once its lease expired), and a job
+-- that kills its worker cannot run again and again. It reads the leased jobs
+-- through the lease index (locked_until IS NOT NULL is its predicate), so it
+-- reads no more rows than there are jobs in flight; a job claimed again
+-- meanwhile is held by another node and is not touched.
 UPDATE queuegen_bench.bench_fair_queue
-SET state = 'available',
+SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
+    finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
     locked_until = NULL
 WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = @node::text;

@@ -302,8 +302,10 @@ func (q *EventQueue) Release(ctx context.Context, job *queue.Job[EventPayload]) 
 	return q.held(job, n, err)
 }
 
-// ReleaseNode makes every job node holds claimable again and returns how
-// many; call it when node starts, for what a previous run left claimed.
+// ReleaseNode makes every job node holds claimable again, or dead if it
+// was on its last attempt (the crash may have been its doing), and returns
+// how many; call it when node starts, for what a previous run left
+// claimed.
 func (q *EventQueue) ReleaseNode(ctx context.Context, node string) (int64, error) {
 	return q.q.ReleaseNodeEvent(ctx, &node)
 }
@@ -364,9 +366,9 @@ func (q *EventQueue) DepthAtMost(ctx context.Context, limit int) (int64, error) 
 // notify: true); a Listener wakes the queue's workers on it.
 func (q *EventQueue) NotifyChannel() string { return "" }
 
-// RetryDelay is how long a job waits after failed attempt number attempt:
-// q.Backoff's delay.
-func (q *EventQueue) RetryDelay(attempt int32) time.Duration { return q.Backoff.Delay(attempt) }
+// RetryDelay is how long a job waits to be retried after its nth failure
+// (1 for the first): q.Backoff's delay.
+func (q *EventQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n) }
 
 // LeaseDuration is the queue's lease, EventLease.
 func (q *EventQueue) LeaseDuration() time.Duration { return EventLease }
@@ -413,20 +415,23 @@ func (q *EventQueue) job(r EventRow) (*queue.Job[EventPayload], error) {
 
 // jobs converts claimed rows to Jobs, discarding (dead, error kept) any job
 // whose payload cannot be decoded rather than failing the whole claim;
-// d runs the discard, in the claiming transaction where there is one.
+// d runs the discard, in the claiming transaction where there is one. A
+// discard that fails leaves its job claimed until the lease runs out and
+// is reported with the decoded jobs, which are returned all the same.
 func (q *EventQueue) jobs(ctx context.Context, d *EventQueue, rows []EventRow) ([]*queue.Job[EventPayload], error) {
 	jobs := make([]*queue.Job[EventPayload], 0, len(rows))
+	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
 			if _, derr := d.q.DiscardEvent(ctx, DiscardEventParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
-				return jobs, derr
+				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
 		}
 		jobs = append(jobs, job)
 	}
-	return jobs, nil
+	return jobs, errors.Join(errs...)
 }
 
 // failMany fails those of jobs the caller still holds, in tx (or a

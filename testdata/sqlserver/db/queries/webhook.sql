@@ -219,12 +219,16 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- name: ReleaseNodeWebhook :execrows
 -- ReleaseNodeWebhook makes every job @node holds claimable again, for a node
 -- restarting after a crash; the attempt counts, as the crash may have been
--- the job's doing. It reads the running jobs through the lease index, so it
--- reads no more rows than there are jobs in flight; READPAST passes over rows
--- a claim or a finishing worker holds at that moment (they are not this
--- node's: it is only starting).
+-- the job's doing, so a job that was on its last attempt is made dead instead
+-- (as ReapWebhook would make it once its lease expired), and a job that kills
+-- its worker cannot run again and again. It reads the running jobs through
+-- the lease index, so it reads no more rows than there are jobs in flight;
+-- READPAST passes over rows a claim or a finishing worker holds at that
+-- moment (they are not this node's: it is only starting).
 UPDATE queues.webhook_queue WITH (READPAST, READCOMMITTEDLOCK)
-SET state = 'available',
+SET errors = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(errors, 'append $', N'its node restarted during its last attempt') ELSE errors END,
+    finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
+    state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
 WHERE state = 'running' AND locked_by = @node;
