@@ -1,8 +1,10 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -159,6 +161,9 @@ func (w *Worker[P]) completer(ctx context.Context, stop <-chan struct{}) (unwrit
 // ctx ends (then it returns the error: the batch is given up, and its jobs
 // come back when their leases expire).
 func (w *Worker[P]) write(ctx context.Context, batch []result[P]) error {
+	// In id order, as the heartbeat extends: two statements that lock the
+	// same rows in one order cannot deadlock on them.
+	slices.SortFunc(batch, func(a, b result[P]) int { return cmp.Compare(a.job.ID, b.job.ID) })
 	var done []*Job[P]
 	var after, at failures[P]
 	var single []result[P]

@@ -1,10 +1,12 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -456,6 +458,9 @@ func (w *Worker[P]) heartbeat(ctx context.Context) {
 			running = append(running, r)
 		}
 		w.mu.Unlock()
+		// In id order, as the completer writes: two statements that lock
+		// the same rows in one order cannot deadlock on them.
+		slices.SortFunc(running, func(a, b *runningJob[P]) int { return cmp.Compare(a.job.ID, b.job.ID) })
 		for len(running) > 0 && ctx.Err() == nil {
 			n := min(len(running), heartbeatBatch)
 			w.extend(ctx, running[:n])

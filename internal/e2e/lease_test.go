@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/internal/e2e/jobs"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 )
@@ -620,4 +621,37 @@ BEGIN IF NEW.state = 'dead' THEN RAISE EXCEPTION 'dead refused'; END IF; RETURN 
 			t.Errorf("the job whose discard failed is not left claimed (its lease runs out, then it is claimed again)")
 		}
 	})
+}
+
+// TestClaimInCallersTransactionDatesItsLeaseNow: a claim made in a
+// caller's transaction (WithTx) dates its lease from when the claim ran,
+// not from when the transaction began: a lease of 1s taken 1.5s into a
+// transaction is not over before it commits. With now() (the
+// transaction's start) it was, and another node could take the job while
+// this one ran it.
+func TestClaimInCallersTransactionDatesItsLeaseNow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := migrated(t)
+	q := jobs.NewTaskQueue(db)
+	if _, err := q.Push(ctx, payload.Task{Name: "late"}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)                              //nolint:errcheck
+	if _, err := tx.Exec(ctx, "SELECT 1"); err != nil { // the transaction has begun
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	before := time.Now()
+	got, err := q.WithTx(tx).Claim(ctx, "node", 1, queue.LeaseFor(time.Second))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim in tx = %d jobs, %v", len(got), err)
+	}
+	if until := got[0].LockedUntil; until == nil || until.Before(before.Add(900*time.Millisecond)) {
+		t.Errorf("a 1s lease claimed at %v runs until %v: dated from the transaction's start", before.Format("15:04:05.000"), until)
+	}
 }

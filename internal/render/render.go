@@ -113,16 +113,15 @@ var sqlFuncs = template.FuncMap{
 	// list joins items with commas in lines of at most 80 bytes, the
 	// later ones indented by indent (see wrapList).
 	"list": func(items []string, indent string) string { return wrapList(items, indent, 80) },
-	// claimNow is the claim's clock: the @now parameter, else the
-	// database's. A limited claim reads statement_timestamp(), when its
-	// statement started, after the claim lock was taken, so that claims'
-	// times follow the order they ran in; others now(), their
-	// transaction's start, which for a one-statement claim is the same.
+	// claimNow is the claim's clock: the @now parameter, else
+	// statement_timestamp(), when the claim's statement started. Not
+	// now(), its transaction's start: a claim run in a caller's
+	// transaction (WithTx) would date its leases from when that began, and
+	// they could be over before it commits. A limited claim's statement
+	// starts after the claim lock is taken, so claims' times also follow
+	// the order they ran in.
 	"claimNow": func(q *model.Queue) string {
-		if q.Limited() {
-			return "coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())"
-		}
-		return "coalesce(sqlc.narg('now')::timestamptz, now())"
+		return "coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())"
 	},
 	// interval is d as a PostgreSQL interval literal: '1 second',
 	// '250 milliseconds'.

@@ -127,7 +127,8 @@ func (q *ReceiptQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for ReceiptLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *ReceiptQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ReceiptPayload], error) {
 	o := queueimpl.ResolveClaim(ReceiptLease, opts)
 	rows, err := q.claimLimited(ctx, ClaimReceiptParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
@@ -402,7 +403,7 @@ func (q *ReceiptQueue) claimLimited(ctx context.Context, arg ClaimReceiptParams)
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *ReceiptQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimReceiptParams) ([]ReceiptRow, error) {
-	if err := qq.LockClaimsReceipt(ctx); err != nil {
+	if err := qq.LockClaimsReceipt(ctx, !q.inTx); err != nil {
 		return nil, err
 	}
 	return qq.ClaimReceipt(ctx, arg)

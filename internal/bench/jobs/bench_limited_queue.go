@@ -123,7 +123,8 @@ func (q *BenchLimitedQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for BenchLimitedLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *BenchLimitedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchLimitedPayload], error) {
 	o := queueimpl.ResolveClaim(BenchLimitedLease, opts)
 	rows, err := q.claimLimited(ctx, ClaimBenchLimitedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
@@ -397,7 +398,7 @@ func (q *BenchLimitedQueue) claimLimited(ctx context.Context, arg ClaimBenchLimi
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *BenchLimitedQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimBenchLimitedParams) ([]BenchLimitedRow, error) {
-	if err := qq.LockClaimsBenchLimited(ctx); err != nil {
+	if err := qq.LockClaimsBenchLimited(ctx, !q.inTx); err != nil {
 		return nil, err
 	}
 	return qq.ClaimBenchLimited(ctx, arg)

@@ -119,7 +119,8 @@ func (q *BenchRatedQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for BenchRatedLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *BenchRatedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchRatedPayload], error) {
 	o := queueimpl.ResolveClaim(BenchRatedLease, opts)
 	rows, err := q.claimLimited(ctx, ClaimBenchRatedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
@@ -393,7 +394,7 @@ func (q *BenchRatedQueue) claimLimited(ctx context.Context, arg ClaimBenchRatedP
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *BenchRatedQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimBenchRatedParams) ([]BenchRatedRow, error) {
-	if err := qq.LockClaimsBenchRated(ctx); err != nil {
+	if err := qq.LockClaimsBenchRated(ctx, !q.inTx); err != nil {
 		return nil, err
 	}
 	rows, err := qq.ClaimBenchRated(ctx, arg)

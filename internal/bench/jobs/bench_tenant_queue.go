@@ -117,7 +117,8 @@ func (q *BenchTenantQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for BenchTenantLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *BenchTenantQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchTenantPayload], error) {
 	o := queueimpl.ResolveClaim(BenchTenantLease, opts)
 	rows, err := q.q.ClaimBenchTenant(ctx, ClaimBenchTenantParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})

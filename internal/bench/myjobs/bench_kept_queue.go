@@ -115,7 +115,8 @@ func (q *BenchKeptQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for BenchKeptLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *BenchKeptQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchKeptPayload], error) {
 	o := queueimpl.ResolveClaim(BenchKeptLease, opts)
 	var rows []BenchKeptRow

@@ -121,7 +121,8 @@ func (q *ArchivedQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for ArchivedLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *ArchivedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ArchivedPayload], error) {
 	o := queueimpl.ResolveClaim(ArchivedLease, opts)
 	rows, err := q.q.ClaimArchived(ctx, ClaimArchivedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})

@@ -119,7 +119,8 @@ func (q *CappedQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for CappedLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *CappedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[CappedPayload], error) {
 	o := queueimpl.ResolveClaim(CappedLease, opts)
 	rows, err := q.claimLimited(ctx, ClaimCappedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
@@ -392,7 +393,7 @@ func (q *CappedQueue) claimLimited(ctx context.Context, arg ClaimCappedParams) (
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *CappedQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimCappedParams) ([]CappedRow, error) {
-	if err := qq.LockClaimsCapped(ctx); err != nil {
+	if err := qq.LockClaimsCapped(ctx, !q.inTx); err != nil {
 		return nil, err
 	}
 	return qq.ClaimCapped(ctx, arg)

@@ -16,7 +16,7 @@ WITH RECURSIVE expired AS (
     SELECT id
     FROM fair_queue
     WHERE state = 'running'
-      AND locked_until < coalesce($1::timestamptz, now())
+      AND locked_until < coalesce($1::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
     LIMIT $4::integer
@@ -26,13 +26,13 @@ WITH RECURSIVE expired AS (
     -- value, then the next one above it, until none is left.
     (SELECT tenant AS key
      FROM fair_queue
-     WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, now())
+     WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp())
      ORDER BY tenant
      LIMIT 1)
     UNION ALL
     SELECT (SELECT next.tenant
             FROM fair_queue AS next
-            WHERE next.state = 'available' AND next.run_after <= coalesce($1::timestamptz, now()) AND next.tenant > keys.key
+            WHERE next.state = 'available' AND next.run_after <= coalesce($1::timestamptz, statement_timestamp()) AND next.tenant > keys.key
             ORDER BY next.tenant
             LIMIT 1)
     FROM keys
@@ -54,7 +54,7 @@ WITH RECURSIVE expired AS (
                row_number() OVER (ORDER BY priority DESC, run_after, id) AS turn
         FROM (SELECT id, priority, run_after
               FROM fair_queue
-              WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, now()) AND tenant = keys.key
+              WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp()) AND tenant = keys.key
               ORDER BY priority DESC, run_after, id
               LIMIT share.n
               FOR UPDATE SKIP LOCKED) AS first
@@ -71,9 +71,9 @@ WITH RECURSIVE expired AS (
 UPDATE fair_queue AS job
 SET state = 'running',
     attempt = job.attempt + 1,
-    attempted_at = coalesce($1::timestamptz, now()),
+    attempted_at = coalesce($1::timestamptz, statement_timestamp()),
     locked_by = $2::text,
-    locked_until = coalesce($1::timestamptz, now()) + $3::interval
+    locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant, job.n
 `

@@ -18,7 +18,7 @@ WITH due AS (
     SELECT id
     FROM invoice_queue
     WHERE state = 'available'
-      AND run_after <= coalesce($1::timestamptz, now())
+      AND run_after <= coalesce($1::timestamptz, statement_timestamp())
     ORDER BY priority DESC, run_after, id
     LIMIT $2::integer
     FOR UPDATE SKIP LOCKED

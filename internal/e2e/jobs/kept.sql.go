@@ -17,7 +17,7 @@ WITH expired AS (
     SELECT id
     FROM kept_queue
     WHERE state = 'running'
-      AND locked_until < coalesce($1::timestamptz, now())
+      AND locked_until < coalesce($1::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
     LIMIT $4::integer
@@ -26,7 +26,7 @@ WITH expired AS (
     SELECT id
     FROM kept_queue
     WHERE state = 'available'
-      AND run_after <= coalesce($1::timestamptz, now())
+      AND run_after <= coalesce($1::timestamptz, statement_timestamp())
     ORDER BY run_after, id
     LIMIT $4::integer
     FOR UPDATE SKIP LOCKED
@@ -39,9 +39,9 @@ WITH expired AS (
 UPDATE kept_queue AS job
 SET state = 'running',
     attempt = job.attempt + 1,
-    attempted_at = coalesce($1::timestamptz, now()),
+    attempted_at = coalesce($1::timestamptz, statement_timestamp()),
     locked_by = $2::text,
-    locked_until = coalesce($1::timestamptz, now()) + $3::interval
+    locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
 RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.payload

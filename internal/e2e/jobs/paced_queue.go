@@ -119,7 +119,8 @@ func (q *PacedQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for PacedLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *PacedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[PacedPayload], error) {
 	o := queueimpl.ResolveClaim(PacedLease, opts)
 	rows, err := q.claimLimited(ctx, ClaimPacedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
@@ -393,7 +394,7 @@ func (q *PacedQueue) claimLimited(ctx context.Context, arg ClaimPacedParams) ([]
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *PacedQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimPacedParams) ([]PacedRow, error) {
-	if err := qq.LockClaimsPaced(ctx); err != nil {
+	if err := qq.LockClaimsPaced(ctx, !q.inTx); err != nil {
 		return nil, err
 	}
 	rows, err := qq.ClaimPaced(ctx, arg)

@@ -123,7 +123,8 @@ func (q *ThrottledQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for ThrottledLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *ThrottledQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ThrottledPayload], error) {
 	o := queueimpl.ResolveClaim(ThrottledLease, opts)
 	rows, err := q.claimLimited(ctx, ClaimThrottledParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
@@ -398,7 +399,7 @@ func (q *ThrottledQueue) claimLimited(ctx context.Context, arg ClaimThrottledPar
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *ThrottledQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimThrottledParams) ([]ThrottledRow, error) {
-	if err := qq.LockClaimsThrottled(ctx); err != nil {
+	if err := qq.LockClaimsThrottled(ctx, !q.inTx); err != nil {
 		return nil, err
 	}
 	rows, err := qq.ClaimThrottled(ctx, arg)

@@ -19,7 +19,7 @@ WITH expired AS (
     SELECT id
     FROM typed_queue
     WHERE state = 'running'
-      AND locked_until < coalesce($1::timestamptz, now())
+      AND locked_until < coalesce($1::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
     LIMIT $4::integer
@@ -28,7 +28,7 @@ WITH expired AS (
     SELECT id
     FROM typed_queue
     WHERE state = 'available'
-      AND run_after <= coalesce($1::timestamptz, now())
+      AND run_after <= coalesce($1::timestamptz, statement_timestamp())
     ORDER BY run_after, id
     LIMIT $4::integer
     FOR UPDATE SKIP LOCKED
@@ -41,9 +41,9 @@ WITH expired AS (
 UPDATE typed_queue AS job
 SET state = 'running',
     attempt = job.attempt + 1,
-    attempted_at = coalesce($1::timestamptz, now()),
+    attempted_at = coalesce($1::timestamptz, statement_timestamp()),
     locked_by = $2::text,
-    locked_until = coalesce($1::timestamptz, now()) + $3::interval
+    locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
 RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant_id, job.c_text, job.c_varchar, job.c_smallint, job.c_integer, job.c_bigint, job.c_boolean, job.c_numeric, job.c_real, job.c_double, job.c_uuid, job.c_timestamptz, job.c_date, job.c_jsonb, job.c_bytea, job.c_text_array, job.c_int_array, job.n_text, job.n_integer, job.n_boolean, job.n_double, job.n_timestamptz, job.n_date, job.n_uuid, job.n_bytea, job.n_text_array, job.d_count

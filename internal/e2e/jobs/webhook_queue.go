@@ -119,7 +119,8 @@ func (q *WebhookQueue) pushed(n int64, err error) (int64, error) {
 // process) for WebhookLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
 // job that needs longer. A job whose payload cannot be decoded is made dead
-// with the decoding error and is not returned.
+// with the decoding error and is not returned. Jobs returned with an
+// error are leased all the same: work them.
 func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Webhook], error) {
 	o := queueimpl.ResolveClaim(WebhookLease, opts)
 	rows, err := q.q.ClaimWebhook(ctx, ClaimWebhookParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})

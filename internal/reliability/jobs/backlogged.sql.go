@@ -16,7 +16,7 @@ WITH expired AS (
     SELECT id
     FROM ONLY backlogged_queue
     WHERE state = 'running'
-      AND locked_until < coalesce($1::timestamptz, now())
+      AND locked_until < coalesce($1::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
     LIMIT $4::integer
@@ -25,7 +25,7 @@ WITH expired AS (
     SELECT id
     FROM ONLY backlogged_queue
     WHERE state = 'available'
-      AND run_after <= coalesce($1::timestamptz, now())
+      AND run_after <= coalesce($1::timestamptz, statement_timestamp())
     ORDER BY run_after, id
     LIMIT $4::integer
     FOR UPDATE SKIP LOCKED
@@ -38,9 +38,9 @@ WITH expired AS (
 UPDATE ONLY backlogged_queue AS job
 SET state = 'running',
     attempt = job.attempt + 1,
-    attempted_at = coalesce($1::timestamptz, now()),
+    attempted_at = coalesce($1::timestamptz, statement_timestamp()),
     locked_by = $2::text,
-    locked_until = coalesce($1::timestamptz, now()) + $3::interval
+    locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.n, job.tenant
 `
@@ -446,20 +446,22 @@ func (q *Queries) GetBacklogged(ctx context.Context, id int64) (BackloggedRow, e
 
 const lockScheduleBacklogged = `-- name: LockScheduleBacklogged :exec
 SELECT pg_advisory_xact_lock(hashtextextended('queuegen schedule backlogged_queue', 0)),
-       set_config('synchronous_commit', 'off', true)
+       CASE WHEN $1::boolean THEN set_config('synchronous_commit', 'off', true) END
 `
 
 // LockScheduleBacklogged takes the queue's scheduler lock until the
 // transaction ends, waiting while another scheduler step holds it;
 // ScheduleBacklogged runs next in the same transaction, so steps run one at a
 // time and each sees the moves of the one before (the lock is a statement of
-// its own: a statement's snapshot is taken when it starts). The step commits
-// without waiting for its WAL to reach disk (synchronous_commit off, this
-// transaction only), so no step waits on a flush under the lock: a crash can
-// lose only a whole step, whose jobs are then still in the backlog, and a
-// claim of a moved job, which flushes on commit, flushes the step before it.
-func (q *Queries) LockScheduleBacklogged(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, lockScheduleBacklogged)
+// its own: a statement's snapshot is taken when it starts). In a transaction
+// of its own (@own_transaction), the step commits without waiting for its WAL
+// to reach disk (synchronous_commit off, this transaction only; a caller's
+// transaction, from WithTx, commits as it would have), so no step waits on a
+// flush under the lock: a crash can lose only a whole step, whose jobs are
+// then still in the backlog, and a claim of a moved job, which flushes on
+// commit, flushes the step before it.
+func (q *Queries) LockScheduleBacklogged(ctx context.Context, ownTransaction bool) error {
+	_, err := q.db.Exec(ctx, lockScheduleBacklogged, ownTransaction)
 	return err
 }
 
@@ -649,14 +651,14 @@ WITH RECURSIVE room AS (
     -- None when the step may take no job.
     (SELECT tenant AS key
      FROM backlogged_queue_backlog
-     WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, now())
+     WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp())
        AND (SELECT n FROM room) > 0
      ORDER BY tenant
      LIMIT 1)
     UNION ALL
     SELECT (SELECT next.tenant
             FROM backlogged_queue_backlog AS next
-            WHERE next.state = 'available' AND next.run_after <= coalesce($1::timestamptz, now()) AND next.tenant > keys.key
+            WHERE next.state = 'available' AND next.run_after <= coalesce($1::timestamptz, statement_timestamp()) AND next.tenant > keys.key
             ORDER BY next.tenant
             LIMIT 1)
     FROM keys
@@ -678,7 +680,7 @@ WITH RECURSIVE room AS (
                row_number() OVER (ORDER BY run_after, id) AS turn
         FROM (SELECT id, run_after
               FROM backlogged_queue_backlog
-              WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, now()) AND tenant = keys.key
+              WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp()) AND tenant = keys.key
               ORDER BY run_after, id
               LIMIT share.n) AS first
     ) AS job

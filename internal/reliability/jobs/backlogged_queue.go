@@ -120,7 +120,8 @@ func (q *BackloggedQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for BackloggedLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *BackloggedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BackloggedPayload], error) {
 	o := queueimpl.ResolveClaim(BackloggedLease, opts)
 	rows, err := q.claimScheduled(ctx, ClaimBackloggedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
@@ -389,7 +390,7 @@ func (q *BackloggedQueue) Schedule(ctx context.Context) (int64, error) {
 
 func (q *BackloggedQueue) schedule(ctx context.Context, now *time.Time) (int64, error) {
 	step := func(qq *Queries) (int64, error) {
-		if err := qq.LockScheduleBacklogged(ctx); err != nil {
+		if err := qq.LockScheduleBacklogged(ctx, !q.inTx); err != nil {
 			return 0, err
 		}
 		return qq.ScheduleBacklogged(ctx, now)

@@ -123,7 +123,8 @@ func (q *LimitedQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for LimitedLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *LimitedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[LimitedPayload], error) {
 	o := queueimpl.ResolveClaim(LimitedLease, opts)
 	rows, err := q.claimLimited(ctx, ClaimLimitedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
@@ -397,7 +398,7 @@ func (q *LimitedQueue) claimLimited(ctx context.Context, arg ClaimLimitedParams)
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *LimitedQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimLimitedParams) ([]LimitedRow, error) {
-	if err := qq.LockClaimsLimited(ctx); err != nil {
+	if err := qq.LockClaimsLimited(ctx, !q.inTx); err != nil {
 		return nil, err
 	}
 	return qq.ClaimLimited(ctx, arg)

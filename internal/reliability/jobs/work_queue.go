@@ -117,7 +117,8 @@ func (q *WorkQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for WorkLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *WorkQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[WorkPayload], error) {
 	o := queueimpl.ResolveClaim(WorkLease, opts)
 	rows, err := q.q.ClaimWork(ctx, ClaimWorkParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})

@@ -17,7 +17,7 @@ WITH due AS (
     SELECT id
     FROM ledger_queue
     WHERE state = 'available'
-      AND run_after <= coalesce($1::timestamptz, now())
+      AND run_after <= coalesce($1::timestamptz, statement_timestamp())
     ORDER BY run_after, id
     LIMIT $2::integer
     FOR UPDATE SKIP LOCKED

@@ -119,7 +119,8 @@ func (q *ReportQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for ReportLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *ReportQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ReportPayload], error) {
 	o := queueimpl.ResolveClaim(ReportLease, opts)
 	rows, err := q.claimLimited(ctx, ClaimReportParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
@@ -392,7 +393,7 @@ func (q *ReportQueue) claimLimited(ctx context.Context, arg ClaimReportParams) (
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *ReportQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimReportParams) ([]ReportRow, error) {
-	if err := qq.LockClaimsReport(ctx); err != nil {
+	if err := qq.LockClaimsReport(ctx, !q.inTx); err != nil {
 		return nil, err
 	}
 	return qq.ClaimReport(ctx, arg)

@@ -123,7 +123,8 @@ func (q *WebhookQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for WebhookLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[WebhookPayload], error) {
 	o := queueimpl.ResolveClaim(WebhookLease, opts)
 	rows, err := q.claimLimited(ctx, ClaimWebhookParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
@@ -397,7 +398,7 @@ func (q *WebhookQueue) claimLimited(ctx context.Context, arg ClaimWebhookParams)
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *WebhookQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimWebhookParams) ([]WebhookRow, error) {
-	if err := qq.LockClaimsWebhook(ctx); err != nil {
+	if err := qq.LockClaimsWebhook(ctx, !q.inTx); err != nil {
 		return nil, err
 	}
 	return qq.ClaimWebhook(ctx, arg)

@@ -113,7 +113,8 @@ func (q *PingQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for PingLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *PingQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[PingPayload], error) {
 	o := queueimpl.ResolveClaim(PingLease, opts)
 	rows, err := q.q.ClaimPing(ctx, ClaimPingParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})

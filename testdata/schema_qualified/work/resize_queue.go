@@ -113,7 +113,8 @@ func (q *ResizeQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for ResizeLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *ResizeQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ResizePayload], error) {
 	o := queueimpl.ResolveClaim(ResizeLease, opts)
 	rows, err := q.q.ClaimResize(ctx, ClaimResizeParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})

@@ -132,7 +132,8 @@ func (q *WebhookQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for WebhookLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[WebhookPayload], error) {
 	o := queueimpl.ResolveClaim(WebhookLease, opts)
 	arg := ClaimExpiredWebhookParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
@@ -140,15 +141,19 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 	if err != nil {
 		return nil, err
 	}
+	// The two statements commit apart: when the second fails, the jobs the
+	// first leased to node are returned with its error, to be worked.
+	var dueErr error
 	if len(rows) < max {
 		due, err := q.q.ClaimDueWebhook(ctx, ClaimDueWebhookParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
 		if err != nil {
-			return nil, err
+			dueErr = err
+		} else {
+			q.sortClaimed(due)
+			rows = append(rows, due...)
 		}
-		q.sortClaimed(due)
-		rows = append(rows, due...)
 	}
-	return q.jobs(rows), nil
+	return q.jobs(rows), dueErr
 }
 
 // Complete finishes a job successfully and deletes it.

@@ -236,9 +236,10 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- (as ReapEmail would make it once its lease expired), and a job that kills
 -- its worker cannot run again and again. It reads the running jobs through
 -- the lease index (state leads it), so it reads no more rows than there are
--- jobs in flight; under READ COMMITTED it neither waits for nor keeps locks
--- on other nodes' rows, and a job claimed again meanwhile is held by another
--- node and is not touched.
+-- jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
+-- a moment for a claim or a finishing worker that holds one of them, but it
+-- changes only the rows @node still holds: a job claimed again meanwhile is
+-- held by another node and is not touched.
 UPDATE email_queue
 SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),

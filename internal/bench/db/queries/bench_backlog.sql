@@ -42,7 +42,7 @@ WITH expired AS (
     SELECT id
     FROM ONLY queuegen_bench.bench_backlog_queue
     WHERE state = 'running'
-      AND locked_until < coalesce(sqlc.narg('now')::timestamptz, now())
+      AND locked_until < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
     LIMIT sqlc.arg('max')::integer
@@ -51,7 +51,7 @@ WITH expired AS (
     SELECT id
     FROM ONLY queuegen_bench.bench_backlog_queue
     WHERE state = 'available'
-      AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now())
+      AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     ORDER BY run_after, id
     LIMIT sqlc.arg('max')::integer
     FOR UPDATE SKIP LOCKED
@@ -64,9 +64,9 @@ WITH expired AS (
 UPDATE ONLY queuegen_bench.bench_backlog_queue AS job
 SET state = 'running',
     attempt = job.attempt + 1,
-    attempted_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    attempted_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()),
     locked_by = sqlc.arg('node')::text,
-    locked_until = coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('lease')::interval
+    locked_until = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) + sqlc.arg('lease')::interval
 -- By primary key: the queue table's size swings with each scheduler step,
 -- and the planner might otherwise join the picked jobs to the whole table.
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
@@ -77,13 +77,15 @@ RETURNING job.*;
 -- transaction ends, waiting while another scheduler step holds it;
 -- ScheduleBenchBacklog runs next in the same transaction, so steps run one at
 -- a time and each sees the moves of the one before (the lock is a statement
--- of its own: a statement's snapshot is taken when it starts). The step
--- commits without waiting for its WAL to reach disk (synchronous_commit off,
--- this transaction only), so no step waits on a flush under the lock: a crash
--- can lose only a whole step, whose jobs are then still in the backlog, and a
--- claim of a moved job, which flushes on commit, flushes the step before it.
+-- of its own: a statement's snapshot is taken when it starts). In a
+-- transaction of its own (@own_transaction), the step commits without waiting
+-- for its WAL to reach disk (synchronous_commit off, this transaction only; a
+-- caller's transaction, from WithTx, commits as it would have), so no step
+-- waits on a flush under the lock: a crash can lose only a whole step, whose
+-- jobs are then still in the backlog, and a claim of a moved job, which
+-- flushes on commit, flushes the step before it.
 SELECT pg_advisory_xact_lock(hashtextextended('queuegen schedule queuegen_bench.bench_backlog_queue', 0)),
-       set_config('synchronous_commit', 'off', true);
+       CASE WHEN sqlc.arg('own_transaction')::boolean THEN set_config('synchronous_commit', 'off', true) END;
 
 -- name: ScheduleBenchBacklog :execrows
 -- ScheduleBenchBacklog is the scheduler step: it tops the queue table up to
@@ -111,14 +113,14 @@ WITH RECURSIVE room AS (
     -- None when the step may take no job.
     (SELECT tenant AS key
      FROM queuegen_bench.bench_backlog_queue_backlog
-     WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now())
+     WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
        AND (SELECT n FROM room) > 0
      ORDER BY tenant
      LIMIT 1)
     UNION ALL
     SELECT (SELECT next.tenant
             FROM queuegen_bench.bench_backlog_queue_backlog AS next
-            WHERE next.state = 'available' AND next.run_after <= coalesce(sqlc.narg('now')::timestamptz, now()) AND next.tenant > keys.key
+            WHERE next.state = 'available' AND next.run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND next.tenant > keys.key
             ORDER BY next.tenant
             LIMIT 1)
     FROM keys
@@ -140,7 +142,7 @@ WITH RECURSIVE room AS (
                row_number() OVER (ORDER BY run_after, id) AS turn
         FROM (SELECT id, run_after
               FROM queuegen_bench.bench_backlog_queue_backlog
-              WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now()) AND tenant = keys.key
+              WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND tenant = keys.key
               ORDER BY run_after, id
               LIMIT share.n) AS first
     ) AS job

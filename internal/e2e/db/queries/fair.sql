@@ -39,7 +39,7 @@ WITH RECURSIVE expired AS (
     SELECT id
     FROM fair_queue
     WHERE state = 'running'
-      AND locked_until < coalesce(sqlc.narg('now')::timestamptz, now())
+      AND locked_until < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
     LIMIT sqlc.arg('max')::integer
@@ -49,13 +49,13 @@ WITH RECURSIVE expired AS (
     -- value, then the next one above it, until none is left.
     (SELECT tenant AS key
      FROM fair_queue
-     WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now())
+     WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
      ORDER BY tenant
      LIMIT 1)
     UNION ALL
     SELECT (SELECT next.tenant
             FROM fair_queue AS next
-            WHERE next.state = 'available' AND next.run_after <= coalesce(sqlc.narg('now')::timestamptz, now()) AND next.tenant > keys.key
+            WHERE next.state = 'available' AND next.run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND next.tenant > keys.key
             ORDER BY next.tenant
             LIMIT 1)
     FROM keys
@@ -77,7 +77,7 @@ WITH RECURSIVE expired AS (
                row_number() OVER (ORDER BY priority DESC, run_after, id) AS turn
         FROM (SELECT id, priority, run_after
               FROM fair_queue
-              WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now()) AND tenant = keys.key
+              WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND tenant = keys.key
               ORDER BY priority DESC, run_after, id
               LIMIT share.n
               FOR UPDATE SKIP LOCKED) AS first
@@ -94,9 +94,9 @@ WITH RECURSIVE expired AS (
 UPDATE fair_queue AS job
 SET state = 'running',
     attempt = job.attempt + 1,
-    attempted_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    attempted_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()),
     locked_by = sqlc.arg('node')::text,
-    locked_until = coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('lease')::interval
+    locked_until = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) + sqlc.arg('lease')::interval
 -- By primary key: the planner cannot tell how few rows the fair part
 -- picks, and might otherwise join them to the whole table.
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))

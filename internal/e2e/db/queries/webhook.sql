@@ -38,7 +38,7 @@ WITH expired AS (
     SELECT id
     FROM webhook_queue
     WHERE state = 'running'
-      AND locked_until < coalesce(sqlc.narg('now')::timestamptz, now())
+      AND locked_until < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
     LIMIT sqlc.arg('max')::integer
@@ -47,7 +47,7 @@ WITH expired AS (
     SELECT id
     FROM webhook_queue
     WHERE state = 'available'
-      AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now())
+      AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     ORDER BY run_after, id
     LIMIT sqlc.arg('max')::integer
     FOR UPDATE NOWAIT
@@ -60,9 +60,9 @@ WITH expired AS (
 UPDATE webhook_queue AS job
 SET state = 'running',
     attempt = job.attempt + 1,
-    attempted_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    attempted_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()),
     locked_by = sqlc.arg('node')::text,
-    locked_until = coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('lease')::interval
+    locked_until = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) + sqlc.arg('lease')::interval
 FROM picked
 WHERE job.id = picked.id
 RETURNING job.*;

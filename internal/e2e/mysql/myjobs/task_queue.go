@@ -117,7 +117,8 @@ func (q *TaskQueue) pushed(n int64, err error) (int64, error) {
 // process) for TaskLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
 // job that needs longer. A job whose payload cannot be decoded is made dead
-// with the decoding error and is not returned.
+// with the decoding error and is not returned. Jobs returned with an
+// error are leased all the same: work them.
 func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
 	o := queueimpl.ResolveClaim(TaskLease, opts)
 	var rows []TaskRow

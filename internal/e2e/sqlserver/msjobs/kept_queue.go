@@ -128,7 +128,8 @@ func (q *KeptQueue) pushed(n int64, err error) (int64, error) {
 // process) for KeptLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
 // job that needs longer. A job whose payload cannot be decoded is made dead
-// with the decoding error and is not returned.
+// with the decoding error and is not returned. Jobs returned with an
+// error are leased all the same: work them.
 func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
 	o := queueimpl.ResolveClaim(KeptLease, opts)
 	arg := ClaimExpiredKeptParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
@@ -136,15 +137,20 @@ func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
+	// The two statements commit apart: when the second fails, the jobs the
+	// first leased to node are returned with its error, to be worked.
+	var dueErr error
 	if len(rows) < max {
 		due, err := q.q.ClaimDueKept(ctx, ClaimDueKeptParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
 		if err != nil {
-			return nil, err
+			dueErr = err
+		} else {
+			q.sortClaimed(due)
+			rows = append(rows, due...)
 		}
-		q.sortClaimed(due)
-		rows = append(rows, due...)
 	}
-	return q.jobs(ctx, q, rows)
+	jobs, err := q.jobs(ctx, q, rows)
+	return jobs, errors.Join(dueErr, err)
 }
 
 // Complete finishes a job successfully; it is kept in state succeeded.

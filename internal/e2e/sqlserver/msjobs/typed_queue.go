@@ -196,7 +196,8 @@ func (q *TypedQueue) pushed(n int64, err error) (int64, error) {
 // Claim leases up to max due jobs to node (an id naming this worker
 // process) for TypedLease, or the LeaseFor option. Work them outside any
 // transaction, then Complete, Fail, Snooze or Release each one; Extend a
-// job that needs longer.
+// job that needs longer. Jobs returned with an
+// error are leased all the same: work them.
 func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[TypedPayload], error) {
 	o := queueimpl.ResolveClaim(TypedLease, opts)
 	arg := ClaimExpiredTypedParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
@@ -204,15 +205,19 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err != nil {
 		return nil, err
 	}
+	// The two statements commit apart: when the second fails, the jobs the
+	// first leased to node are returned with its error, to be worked.
+	var dueErr error
 	if len(rows) < max {
 		due, err := q.q.ClaimDueTyped(ctx, ClaimDueTypedParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
 		if err != nil {
-			return nil, err
+			dueErr = err
+		} else {
+			q.sortClaimed(due)
+			rows = append(rows, due...)
 		}
-		q.sortClaimed(due)
-		rows = append(rows, due...)
 	}
-	return q.jobs(rows), nil
+	return q.jobs(rows), dueErr
 }
 
 // Complete finishes a job successfully; it is kept in state succeeded.

@@ -35,7 +35,7 @@ WITH due AS (
     SELECT id
     FROM ledger_queue
     WHERE state = 'available'
-      AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now())
+      AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     ORDER BY run_after, id
     LIMIT sqlc.arg('max')::integer
     FOR UPDATE SKIP LOCKED

@@ -849,9 +849,10 @@ WHERE state = 'running' AND locked_by = ?
 // (as ReapWork would make it once its lease expired), and a job that kills
 // its worker cannot run again and again. It reads the running jobs through
 // the lease index (state leads it), so it reads no more rows than there are
-// jobs in flight; under READ COMMITTED it neither waits for nor keeps locks
-// on other nodes' rows, and a job claimed again meanwhile is held by another
-// node and is not touched.
+// jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
+// a moment for a claim or a finishing worker that holds one of them, but it
+// changes only the rows @node still holds: a job claimed again meanwhile is
+// held by another node and is not touched.
 func (q *Queries) ReleaseNodeWork(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, releaseNodeWork, node)
 	if err != nil {

@@ -37,13 +37,13 @@ WITH RECURSIVE keys AS (
     -- value, then the next one above it, until none is left.
     (SELECT account AS key
      FROM charge_queue
-     WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now())
+     WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
      ORDER BY account
      LIMIT 1)
     UNION ALL
     SELECT (SELECT next.account
             FROM charge_queue AS next
-            WHERE next.state = 'available' AND next.run_after <= coalesce(sqlc.narg('now')::timestamptz, now()) AND next.account > keys.key
+            WHERE next.state = 'available' AND next.run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND next.account > keys.key
             ORDER BY next.account
             LIMIT 1)
     FROM keys
@@ -65,7 +65,7 @@ WITH RECURSIVE keys AS (
                row_number() OVER (ORDER BY run_after, id) AS turn
         FROM (SELECT id, run_after
               FROM charge_queue
-              WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now()) AND account = keys.key
+              WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND account = keys.key
               ORDER BY run_after, id
               LIMIT share.n
               FOR UPDATE SKIP LOCKED) AS first

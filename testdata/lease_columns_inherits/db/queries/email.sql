@@ -55,7 +55,7 @@ WITH expired AS (
     SELECT id
     FROM email_queue
     WHERE state = 'running'
-      AND locked_until < coalesce(sqlc.narg('now')::timestamptz, now())
+      AND locked_until < coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
     LIMIT sqlc.arg('max')::integer
@@ -64,7 +64,7 @@ WITH expired AS (
     SELECT id
     FROM email_queue
     WHERE state = 'available'
-      AND run_after <= coalesce(sqlc.narg('now')::timestamptz, now())
+      AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
     ORDER BY priority DESC, run_after, id
     LIMIT sqlc.arg('max')::integer
     FOR UPDATE SKIP LOCKED
@@ -77,9 +77,9 @@ WITH expired AS (
 UPDATE email_queue AS job
 SET state = 'running',
     attempt = job.attempt + 1,
-    attempted_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    attempted_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()),
     locked_by = sqlc.arg('node')::text,
-    locked_until = coalesce(sqlc.narg('now')::timestamptz, now()) + sqlc.arg('lease')::interval
+    locked_until = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) + sqlc.arg('lease')::interval
 FROM picked
 WHERE job.id = picked.id
 RETURNING job.*;
