@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -140,7 +141,11 @@ func (s *site) get(path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+var (
+	csrfField   = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+	purgeLink   = regexp.MustCompile(`href="([^"]*/confirm\?action=purge[^"]*)"`)
+	hiddenField = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+)
 
 // token loads path and returns the CSRF token of its forms.
 func (s *site) token(path string) string {
@@ -355,12 +360,29 @@ func TestActions(t *testing.T) {
 			if got := s.value("SELECT attempt FROM email_queue WHERE id = ?", s.dead); got != "3" {
 				t.Errorf("attempt = %s after retry and cancel, want 3", got)
 			}
-			// Purge by filter, as the confirm page's form posts it.
-			if code, body := s.get("/queues/email/confirm?action=purge&state=dead"); code != http.StatusOK || !strings.Contains(body, `<strong id="confirm-count">1</strong>`) {
-				t.Fatalf("confirm = %d:\n%s", code, body)
+			// A form that names no state is refused, not taken for every job.
+			if code, body := s.post("/queues/email/purge", url.Values{"csrf": {token}}); code != http.StatusBadRequest || !strings.Contains(body, "names no state") {
+				t.Errorf("POST purge without a state = %d, want 400:\n%s", code, body)
 			}
-			if code, loc := s.post("/queues/email/purge", url.Values{"csrf": {token}, "state": {"dead"}}); code != http.StatusSeeOther || !strings.Contains(loc, "purged+1+job") {
-				t.Fatalf("POST purge = %d %s", code, loc)
+			// Purge by filter, following the links a user would: the list
+			// filtered to dead jobs, its purge link, the confirm page's form.
+			_, list := s.get("/queues/email?state=dead")
+			link := purgeLink.FindStringSubmatch(list)
+			if link == nil || !strings.Contains(html.UnescapeString(link[1]), "&state=dead") {
+				t.Fatalf("the filtered list's purge link does not carry its filter (state=dead): %q", link)
+			}
+			code, body := s.get(html.UnescapeString(link[1]))
+			if code != http.StatusOK || !strings.Contains(body, `<strong id="confirm-count">1</strong>`) {
+				t.Fatalf("the filtered list's purge link %s = %d, want the 1 dead job counted:\n%s", link[1], code, body)
+			}
+			form := url.Values{"csrf": {token}}
+			for _, m := range hiddenField.FindAllStringSubmatch(body, -1) {
+				if m[1] != "csrf" {
+					form.Add(m[1], html.UnescapeString(m[2]))
+				}
+			}
+			if code, loc := s.post("/queues/email/purge", form); code != http.StatusSeeOther || !strings.Contains(loc, "purged+1+job") {
+				t.Fatalf("POST purge of %v = %d %s", form, code, loc)
 			}
 			if n := s.value("SELECT COUNT(*) FROM email_queue"); n != "3" {
 				t.Errorf("after purging the dead jobs %s jobs remain, want 3", n)

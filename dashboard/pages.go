@@ -337,9 +337,8 @@ func filterOf(v url.Values) (ops.Filter, error) {
 // query is the filter as a query string.
 func query(f ops.Filter) url.Values {
 	v := url.Values{}
-	if f.State != "all" {
-		v.Set("state", f.State)
-	}
+	v.Set("state", f.State) // always, "all" too: an action's form must name it
+
 	if !f.Since.IsZero() {
 		v.Set("since", f.Since.Format("2006-01-02T15:04"))
 	}
@@ -371,8 +370,8 @@ type jobsData struct {
 	States  []string
 	Columns []string
 	Jobs    []ops.Job
-	Query   string // the filter's query string
-	Older   string // the next page's query string, when there may be one
+	Query   template.URL // the filter's query string, encoded
+	Older   template.URL // the next page's query string, when there may be one
 	Before  int64
 	Actions []ops.Action
 }
@@ -415,11 +414,14 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusBadRequest, err)
 		return
 	}
+	// Encoded here, and typed as a URL so that the template keeps its =
+	// and & as they are: a string there would be escaped whole, and a link
+	// would lose its filter (a bulk action then meaning every job).
 	v := query(d.Filter)
-	d.Query = v.Encode()
+	d.Query = template.URL(v.Encode())
 	if len(d.Jobs) == pageSize {
 		v.Set("before", strconv.FormatInt(d.Jobs[len(d.Jobs)-1].ID, 10))
-		d.Older = v.Encode()
+		d.Older = template.URL(v.Encode())
 	}
 	h.render(w, r, http.StatusOK, "jobs", q.Name, d)
 }
@@ -491,7 +493,7 @@ type confirmData struct {
 	Queue  ops.Queue
 	Action ops.Action
 	Filter ops.Filter
-	Query  string
+	Query  template.URL // the filter's query string, encoded
 	Fields url.Values
 	Count  int64
 }
@@ -522,7 +524,7 @@ func (h *Handler) confirm(w http.ResponseWriter, r *http.Request) {
 	}
 	v := query(f)
 	h.render(w, r, http.StatusOK, "confirm", fmt.Sprintf("%s: %s", q.Name, action),
-		confirmData{Queue: q, Action: action, Filter: f, Query: v.Encode(), Fields: v, Count: n})
+		confirmData{Queue: q, Action: action, Filter: f, Query: template.URL(v.Encode()), Fields: v, Count: n})
 }
 
 // actionOf parses an action's name.
@@ -555,6 +557,13 @@ func (h *Handler) queueAction(w http.ResponseWriter, r *http.Request) {
 		action, err := actionOf(name)
 		if err != nil {
 			h.problem(w, r, http.StatusNotFound, err)
+			return
+		}
+		// The confirm page's form always names the state, "all" too: one
+		// that does not was not made by it, and must not default to every
+		// job.
+		if r.PostForm.Get("state") == "" {
+			h.problem(w, r, http.StatusBadRequest, fmt.Errorf("%s: the form names no state; start from the confirm page", action))
 			return
 		}
 		f, err := filterOf(r.PostForm)
