@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/queuegen/queuegen/internal/dburl"
@@ -199,6 +200,13 @@ var (
 )
 
 // specFlag adds -f.
+// given reports whether any of the named flags was set on the command line.
+func (c *invocation) given(names ...string) bool {
+	set := false
+	c.fs.Visit(func(f *flag.Flag) { set = set || slices.Contains(names, f.Name) })
+	return set
+}
+
 func (c *invocation) specFlag() *string {
 	return c.fs.String("f", "queuegen.yaml", "the spec file")
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/migrate"
@@ -27,6 +28,9 @@ type opsFlags struct {
 	schema *string
 	queue  *string
 	json   *bool
+	// check, when set, checks the command's own flags once they are
+	// parsed, before anything connects.
+	check func() error
 }
 
 func newOpsFlags(c *invocation, needQueue bool) *opsFlags {
@@ -47,6 +51,11 @@ func (o *opsFlags) open(ctx context.Context) (*ops.Conn, error) {
 	}
 	if err := o.c.noArgs(); err != nil {
 		return nil, err
+	}
+	if o.check != nil {
+		if err := o.check(); err != nil {
+			return nil, err
+		}
 	}
 	url, err := o.c.databaseURL(*o.db)
 	if err != nil {
@@ -69,6 +78,10 @@ func (o *opsFlags) open(ctx context.Context) (*ops.Conn, error) {
 				return nil, err
 			}
 			schema, o.spec = s.Schema, s
+		} else if o.c.given("f") {
+			// Not the default's absence: a spec named and not found must not
+			// mean schema public, which may hold another spec's queues.
+			return nil, usageError{fmt.Errorf("-f %s: %v", *o.file, err)}
 		}
 	}
 	conn, err := ops.Open(ctx, url, schema)
@@ -240,6 +253,17 @@ func runJobs(c *invocation) error {
 	id := c.fs.Int64("id", 0, "show this job whole: every field, error and the payload")
 	before := c.fs.Int64("before", 0, "list jobs with smaller ids only (the next page: give the last id listed)")
 	limit := c.fs.Int("limit", 50, "list at most this many jobs")
+	o.check = func() error {
+		switch {
+		case *limit < 1:
+			return usageError{fmt.Errorf("--limit %d: want at least 1", *limit)}
+		case *before < 0:
+			return usageError{fmt.Errorf("--before %d: want a job id", *before)}
+		case *id != 0 && c.given("state", "before", "limit"):
+			return usageError{errors.New("--id shows one job: --state, --before and --limit do not apply")}
+		}
+		return nil
+	}
 	ctx := context.Background()
 	conn, q, err := o.openQueue(ctx)
 	if err != nil {
@@ -272,6 +296,7 @@ func runJobs(c *invocation) error {
 		last := ""
 		if len(j.Errors) > 0 {
 			last, _, _ = strings.Cut(j.Errors[len(j.Errors)-1], "\n")
+			last = shown(last)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.State, j.Attempt, j.MaxAttempts, j.RunAfter.UTC().Format(time.DateTime),
 			truncate(compact(j.Payload), 60), truncate(last, 60))
@@ -300,7 +325,7 @@ func printJob(c *invocation, q ops.Queue, j ops.Job) error {
 		if s == nil {
 			return "-"
 		}
-		return *s
+		return shown(*s)
 	}
 	fmt.Fprintf(w, "job %d of queue %s\n", j.ID, q.Name)
 	fmt.Fprintf(w, "  state         %s\n  attempt       %d of %d\n  priority      %d\n", j.State, j.Attempt, j.MaxAttempts, j.Priority)
@@ -313,10 +338,31 @@ func printJob(c *invocation, q ops.Queue, j ops.Job) error {
 	fmt.Fprintf(w, "  payload       %s\n", payload.String())
 	fmt.Fprintf(w, "  errors        %d\n", len(j.Errors))
 	for i, e := range j.Errors {
-		fmt.Fprintf(w, "    attempt %d: %s\n", i+1, strings.ReplaceAll(e, "\n", "\n      "))
+		fmt.Fprintf(w, "    attempt %d: %s\n", i+1, strings.ReplaceAll(shown(e), "\n", "\n      "))
 	}
 	return nil
 }
+
+// shown is s as a terminal may print it: control characters other than
+// newline and tab (an escape sequence in a job's error could clear the
+// screen or retitle the window) written as Go escapes, \x1b and the like.
+func shown(s string) string {
+	if !strings.ContainsFunc(s, isHostile) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isHostile(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isHostile(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }
 
 // compact is a JSON document on one line.
 func compact(doc json.RawMessage) string {
@@ -361,6 +407,9 @@ func runAction(action ops.Action) func(*invocation) error {
 		defer conn.Close()
 		if (*id == 0) == (*state == "") {
 			return usageError{errors.New("give --id or --state")}
+		}
+		if *state != "" && !action.AppliesTo(*state) {
+			return usageError{fmt.Errorf("%s never applies to %s jobs: nothing to do", action, *state)}
 		}
 		f := ops.Filter{ID: *id, State: *state}
 		past := map[ops.Action]string{ops.Retry: "retried", ops.Cancel: "cancelled", ops.Purge: "purged"}[action]

@@ -607,3 +607,86 @@ func TestOperationsBesideAGeneratedClaim(t *testing.T) {
 		})
 	}
 }
+
+// TestOperationsRefuseBadInput: flags that cannot mean anything are usage
+// errors that change nothing, and text a job carries reaches the terminal
+// with its control characters escaped.
+func TestOperationsRefuseBadInput(t *testing.T) {
+	eachOpsEngine(t, func(t *testing.T, d *opsDB) {
+		url := d.url
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"jobs", "--limit", "0"}, "--limit 0: want at least 1"},
+			{[]string{"jobs", "--before", "-5"}, "--before -5: want a job id"},
+			{[]string{"jobs", "--id", "1", "--state", "dead"}, "--id shows one job"},
+			{[]string{"retry", "--state", "running", "--yes"}, "retry never applies to running jobs"},
+			{[]string{"cancel", "--state", "succeeded", "--yes"}, "cancel never applies to succeeded jobs"},
+		} {
+			args := append(c.args, "--db", url, "--queue", "email")
+			if code, _, errs := run(t, args...); code != 2 || !strings.Contains(errs, c.want) {
+				t.Errorf("%v = %d, %q; want a usage error saying %q", c.args, code, errs, c.want)
+			}
+		}
+		if d.engine == dburl.PostgreSQL {
+			// A spec named and missing is not taken for schema public.
+			if code, _, errs := run(t, "pause", "--db", url, "--queue", "email", "-f", "nope.yaml"); code != 2 || !strings.Contains(errs, "-f nope.yaml") {
+				t.Errorf("pause with a missing -f = %d, %q; want a usage error", code, errs)
+			}
+			if n := d.one(t, "SELECT count(*) FROM queuegen_queues WHERE paused"); n != 0 {
+				t.Errorf("pause with a missing -f paused %d queues", n)
+			}
+		}
+		dead := d.one(t, "SELECT min(id) FROM email_queue WHERE state = 'dead'")
+		hostile := "smtp: \x1b[2J\x1b]0;pwned\x07 gone"
+		d.exec(t, map[string]string{dburl.PostgreSQL: "UPDATE email_queue SET errors = ARRAY[?::text] WHERE id = ?",
+			dburl.MySQL: "UPDATE email_queue SET errors = JSON_ARRAY(?) WHERE id = ?"}[d.engine], hostile, dead)
+		for _, args := range [][]string{{"jobs", "--id", itoa(dead)}, {"jobs", "--state", "dead"}} {
+			_, out, _ := run(t, append(args, "--db", url, "--queue", "email")...)
+			if strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, `smtp: \x1b[2J\x1b]0;pwned\a gone`) {
+				t.Errorf("%v printed the error's control characters raw (or not at all):\n%q", args, out)
+			}
+		}
+	})
+}
+
+// TestOperationsGiveUpOnHeldLocks: an operation that meets a lock another
+// session holds (a migration's, a LOCK TABLE's, a row a long transaction
+// updated) gives up after a few seconds and says why, and a pause that
+// gave up does not take effect once the lock is let go.
+func TestOperationsGiveUpOnHeldLocks(t *testing.T) {
+	eachOpsEngine(t, func(t *testing.T, d *opsDB) {
+		ctx := context.Background()
+		tx, err := d.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback() //nolint:errcheck
+		if _, err := tx.Exec(d.sql("UPDATE queuegen_queues SET paused = paused WHERE name = 'email'")); err != nil {
+			t.Fatal(err)
+		}
+		if d.engine == dburl.PostgreSQL {
+			if _, err := tx.Exec("LOCK TABLE email_queue IN ACCESS EXCLUSIVE MODE"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checks := [][]string{{"pause", "--queue", "email"}}
+		if d.engine == dburl.PostgreSQL {
+			checks = append(checks, []string{"jobs", "--queue", "email"}, []string{"jobs", "--queue", "email", "--id", "1"}, []string{"stats", "--exact"})
+		}
+		for _, args := range checks {
+			began := time.Now()
+			code, _, errs := run(t, append(args, "--db", d.url)...)
+			if took := time.Since(began); code != 1 || !strings.Contains(strings.ToLower(errs), "lock") || took > 20*time.Second {
+				t.Errorf("%v under a held lock = %d after %v, %q; want to give up on the lock within seconds", args, code, took.Round(time.Millisecond), errs)
+			}
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if n := d.one(t, "SELECT count(*) FROM queuegen_queues WHERE paused"); n != 0 {
+			t.Errorf("the pause that gave up took effect once the lock was let go")
+		}
+	})
+}

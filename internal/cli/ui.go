@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -65,7 +66,11 @@ func runUI(c *invocation) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	var handler http.Handler = h
+	if *auth == "" {
+		handler = loopbackOnly(h)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(c.stdout, "queuegen ui: serving the dashboard on http://%s/ (Ctrl-C stops it)\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -112,6 +117,26 @@ func uiOptions(addr, auth string, getenv func(string) string) ([]dashboard.Optio
 		return nil, usageError{fmt.Errorf("--auth %q: want basic or token", auth)}
 	}
 	return opts, nil
+}
+
+// loopbackOnly serves only requests addressed to a loopback host name.
+// Without authentication the dashboard listens on loopback alone, but a
+// web page can still reach it through a name of its own that it points
+// at 127.0.0.1 (DNS rebinding): its requests then carry that name, and its
+// origin checks pass as the dashboard's own. Refusing every other Host
+// shuts that door.
+func loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !loopback(strings.Trim(host, "[]")) {
+			http.Error(w, "this dashboard has no authentication and answers only to loopback host names: open it as localhost, 127.0.0.1 or [::1]", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // loopback reports whether host names only this machine: localhost or a

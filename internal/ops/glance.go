@@ -160,7 +160,9 @@ func (p *pgBackend) estimate(ctx context.Context, q Queue, state string) (int64,
 		} `json:"Plan"`
 	}
 	var doc []byte
-	if err := p.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+p.table(q)+" WHERE "+predicates[state].pg).Scan(&doc); err != nil {
+	if err := p.bounded(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+p.table(q)+" WHERE "+predicates[state].pg).Scan(&doc)
+	}); err != nil {
 		return 0, err
 	}
 	if err := json.Unmarshal(doc, &plan); err != nil || len(plan) == 0 {

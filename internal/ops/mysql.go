@@ -51,6 +51,9 @@ func openMySQL(db dburl.DB) (*myBackend, error) {
 		return nil, errors.New("ops: a MySQL address without its driver configuration (parse it with dburl.Parse)")
 	}
 	cfg := dburl.Config(db.MySQL)
+	if cfg.Timeout == 0 { // the address's timeout, else this
+		cfg.Timeout = connectTimeout
+	}
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}

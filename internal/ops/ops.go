@@ -62,7 +62,14 @@ func Open(ctx context.Context, db dburl.DB, schema string) (*Conn, error) {
 func (c *Conn) Engine() string { return c.engine }
 
 // Ping connects, or checks the pool's connection.
-func (c *Conn) Ping(ctx context.Context) error { return c.b.ping(ctx) }
+//
+// It gives up after connectTimeout (10s) on a server that does not
+// answer.
+func (c *Conn) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	return c.b.ping(ctx)
+}
 
 // Close closes the pool.
 func (c *Conn) Close() { c.b.close() }
@@ -445,6 +452,31 @@ var states = map[Action][]string{
 	Purge:  {"available", "running", "succeeded", "dead"},
 }
 
+// rowStates are the states a filter's jobs can be in.
+var rowStates = map[string][]string{
+	"all":       {"available", "running", "succeeded", "dead"},
+	"available": {"available"}, "scheduled": {"available"}, "retrying": {"available"},
+	"failed":  {"available", "dead"},
+	"running": {"running"}, "succeeded": {"succeeded"}, "dead": {"dead"},
+}
+
+// AppliesTo reports whether action can apply to any job that the filter
+// state (all, available, scheduled, retrying, failed, running, succeeded
+// or dead) selects: retry never applies to running jobs, for instance. It
+// reports true for a state it does not know, which the filter's own check
+// then refuses, naming the states it knows.
+func (a Action) AppliesTo(state string) bool {
+	if _, known := rowStates[state]; !known {
+		return true
+	}
+	for _, s := range rowStates[state] {
+		if slices.Contains(states[a], s) {
+			return true
+		}
+	}
+	return false
+}
+
 // cancelled is the error Cancel records.
 const cancelled = "cancelled by an operator"
 
@@ -481,6 +513,11 @@ func (e *NoJobError) Error() string { return e.Msg }
 // lockTimeout bounds how long an action waits for a lock it cannot skip
 // (the registry row, the table's lock): operations never hang silently.
 const lockTimeout = 5 * time.Second
+
+// connectTimeout bounds connecting, where the address sets no bound of its
+// own: a server that accepts the connection and never answers is an
+// error, not a command that hangs.
+const connectTimeout = 10 * time.Second
 
 // BatchSize is how many jobs one transaction of an action changes: a large
 // retry, cancel or purge runs as many short transactions, never one long

@@ -26,39 +26,78 @@ type pgBackend struct {
 }
 
 func openPostgres(ctx context.Context, db dburl.DB, schema string) (*pgBackend, error) {
-	pool, err := pgxpool.New(ctx, db.URL)
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 { // the URL's connect_timeout, else this
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &pgBackend{pool: pool, schema: schema}, nil
 }
 
+// bounded runs f in a transaction of its own whose waits for a lock end
+// after lockTimeout (SET LOCAL, which holds behind a transaction-mode
+// pooler too): an operation that meets a lock a migration, a LOCK TABLE or
+// a long transaction holds fails and says so, rather than waiting without
+// end (and, for a write such as a pause, taking effect whenever the lock
+// is let go).
+func (p *pgBackend) bounded(ctx context.Context, f func(tx pgx.Tx) error) error {
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, pgLockTimeout); err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55P03" {
+			return fmt.Errorf("gave up after %v waiting for a lock another session holds (a migration, a LOCK TABLE or a long transaction; pg_locks shows which): %w", lockTimeout, err)
+		}
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// pgLockTimeout sets lockTimeout as the transaction's lock_timeout.
+var pgLockTimeout = fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", lockTimeout.Milliseconds())
+
 func (p *pgBackend) ping(ctx context.Context) error { return p.pool.Ping(ctx) }
 
 func (p *pgBackend) close() { p.pool.Close() }
 
-func (p *pgBackend) queues(ctx context.Context) ([]Queue, error) {
-	rows, err := p.pool.Query(ctx, "SELECT name, table_name, mode, paused FROM "+pgx.Identifier{p.schema, "queuegen_queues"}.Sanitize()+" ORDER BY name")
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-			return nil, fmt.Errorf("no queue registry in schema %s: apply the migrations first (queuegen migrate up)", p.schema)
+func (p *pgBackend) queues(ctx context.Context) (qs []Queue, err error) {
+	err = p.bounded(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, "SELECT name, table_name, mode, paused FROM "+pgx.Identifier{p.schema, "queuegen_queues"}.Sanitize()+" ORDER BY name")
+		if err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+				return fmt.Errorf("no queue registry in schema %s: apply the migrations first (queuegen migrate up)", p.schema)
+			}
+			return err
 		}
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Queue, error) {
-		var q Queue
-		err := r.Scan(&q.Name, &q.Table, &q.Mode, &q.Paused)
-		return q, err
+		qs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Queue, error) {
+			var q Queue
+			err := r.Scan(&q.Name, &q.Table, &q.Mode, &q.Paused)
+			return q, err
+		})
+		return err
 	})
+	return qs, err
 }
 
 func (p *pgBackend) stats(ctx context.Context, q Queue, s *Stats) error {
-	return statsOf(ctx, p.pool, p.table(q), s)
+	return p.bounded(ctx, func(tx pgx.Tx) error { return statsOf(ctx, tx, p.table(q), s) })
 }
 
 func (p *pgBackend) baseStats(ctx context.Context, base string, s *Stats) error {
-	return statsOf(ctx, p.pool, pgx.Identifier{p.schema, base}.Sanitize(), s)
+	return p.bounded(ctx, func(tx pgx.Tx) error { return statsOf(ctx, tx, pgx.Identifier{p.schema, base}.Sanitize(), s) })
 }
 
 // statsOf counts in one statement, so every count and age describes one
@@ -109,41 +148,55 @@ func (p *pgBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 		where += fmt.Sprintf(" AND id < $%d", len(args))
 	}
 	args = append(args, bookkeeping, limit)
-	rows, err := p.pool.Query(ctx, fmt.Sprintf(`SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at,
+	var jobs []Job
+	err := p.bounded(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at,
     finished_at, locked_by, locked_until, unique_key, errors, to_jsonb(job) - $%d::text[]
 FROM %s AS job WHERE %s ORDER BY id DESC LIMIT $%d`, len(args)-1, p.table(q), where, len(args)), args...)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
-		var j Job
-		err := r.Scan(&j.ID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Priority, &j.RunAfter, &j.CreatedAt, &j.AttemptedAt,
-			&j.FinishedAt, &j.LockedBy, &j.LockedUntil, &j.UniqueKey, &j.Errors, &j.Payload)
-		return j, err
+		if err != nil {
+			return err
+		}
+		jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
+			var j Job
+			err := r.Scan(&j.ID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Priority, &j.RunAfter, &j.CreatedAt, &j.AttemptedAt,
+				&j.FinishedAt, &j.LockedBy, &j.LockedUntil, &j.UniqueKey, &j.Errors, &j.Payload)
+			return j, err
+		})
+		return err
 	})
+	return jobs, err
 }
 
 func (p *pgBackend) count(ctx context.Context, q Queue, f Filter, states []string) (int64, error) {
 	where, args := pgWhere(f)
 	args = append(args, states)
 	var n int64
-	err := p.pool.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s AND state = ANY($%d::text[])", p.table(q), where, len(args)), args...).Scan(&n)
+	err := p.bounded(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s AND state = ANY($%d::text[])", p.table(q), where, len(args)), args...).Scan(&n)
+	})
 	return n, err
 }
 
 func (p *pgBackend) matching(ctx context.Context, q Queue, f Filter, states []string) ([]int64, error) {
 	where, args := pgWhere(f)
 	args = append(args, states)
-	rows, err := p.pool.Query(ctx, fmt.Sprintf("SELECT id FROM %s WHERE %s AND state = ANY($%d::text[]) ORDER BY id", p.table(q), where, len(args)), args...)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
+	var ids []int64
+	err := p.bounded(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, fmt.Sprintf("SELECT id FROM %s WHERE %s AND state = ANY($%d::text[]) ORDER BY id", p.table(q), where, len(args)), args...)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	return ids, err
 }
 
 func (p *pgBackend) state(ctx context.Context, q Queue, id int64) (string, bool, error) {
 	var state string
-	err := p.pool.QueryRow(ctx, "SELECT state FROM "+p.table(q)+" WHERE id = $1", id).Scan(&state)
+	err := p.bounded(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, "SELECT state FROM "+p.table(q)+" WHERE id = $1", id).Scan(&state)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", false, nil
 	}
@@ -157,7 +210,7 @@ func (p *pgBackend) begin(ctx context.Context, q Queue) (batch, error) {
 	}
 	// The rows are never waited for (SKIP LOCKED); this bounds waiting for
 	// anything else, such as a lock on the whole table.
-	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = '%ds'", int(lockTimeout.Seconds()))); err != nil {
+	if _, err := tx.Exec(ctx, pgLockTimeout); err != nil {
 		tx.Rollback(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -172,8 +225,10 @@ func (p *pgBackend) retryable(err error) bool {
 }
 
 func (p *pgBackend) setPaused(ctx context.Context, q Queue, paused bool) error {
-	_, err := p.pool.Exec(ctx, "UPDATE "+pgx.Identifier{p.schema, "queuegen_queues"}.Sanitize()+" SET paused = $1 WHERE name = $2", paused, q.Name)
-	return err
+	return p.bounded(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "UPDATE "+pgx.Identifier{p.schema, "queuegen_queues"}.Sanitize()+" SET paused = $1 WHERE name = $2", paused, q.Name)
+		return err
+	})
 }
 
 // pgBatch is a batch of Apply on PostgreSQL.
