@@ -679,6 +679,7 @@ WITH RECURSIVE room AS (
     -- Up to a share of each value's first due jobs; ranked
     -- within their value, so that the batch takes every value's first
     -- job, then every value's second, and so on.
+    -- Values tie in a turn: the oldest job goes first.
     SELECT job.id
     FROM keys
     CROSS JOIN share

@@ -37,6 +37,10 @@ WITH RECURSIVE keys AS (
     -- Up to a share of each value's first due jobs, locked; ranked
     -- within their value, so that the batch takes every value's first
     -- job, then every value's second, and so on.
+    -- Values tie in a turn: the order among them is drawn at random, so
+    -- that a claim of fewer jobs than there are values (one, when a
+    -- worker claims each slot as it frees) serves every value alike
+    -- rather than the one with the oldest jobs.
     SELECT job.id
     FROM keys
     CROSS JOIN share
@@ -51,7 +55,7 @@ WITH RECURSIVE keys AS (
               FOR UPDATE SKIP LOCKED) AS first
     ) AS job
     WHERE keys.key IS NOT NULL
-    ORDER BY job.turn, job.run_after, job.id
+    ORDER BY job.turn, random(), job.run_after, job.id
     LIMIT $2::integer
 )
 UPDATE charge_queue AS job

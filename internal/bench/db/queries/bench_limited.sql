@@ -120,6 +120,8 @@ WITH RECURSIVE busy AS (
     -- Up to a share of each value's first due jobs; ranked
     -- within their value, so that the batch takes every value's first
     -- job, then every value's second, and so on.
+    -- Values tie in a turn: the one with the most room goes first, then
+    -- the oldest job.
     -- A value takes no more jobs than it may (free, above).
     SELECT job.id
     FROM open
@@ -133,7 +135,7 @@ WITH RECURSIVE busy AS (
               ORDER BY run_after, id
               LIMIT least(share.n, open.free)) AS first
     ) AS job
-    ORDER BY job.turn, job.run_after, job.id
+    ORDER BY job.turn, open.free DESC, job.run_after, job.id
     LIMIT (SELECT n FROM room)
 ), due AS (
     -- The jobs picked, locked. Claims take turns under the claim lock, so
