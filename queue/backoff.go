@@ -11,9 +11,13 @@ import (
 // at Max, then moved by up to ±Jitter (a fraction of the delay) so that jobs
 // that failed together do not retry together.
 type Backoff struct {
-	Min    time.Duration
-	Max    time.Duration
+	// Min is the delay after the first failure.
+	Min time.Duration
+	// Max caps the delay.
+	Max time.Duration
+	// Factor multiplies the delay at each further failure.
 	Factor float64
+	// Jitter is the fraction of the delay it may move by either way.
 	Jitter float64
 }
 

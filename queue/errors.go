@@ -16,8 +16,11 @@ var ErrNoUniqueKey = errors.New("queue: this queue has no unique key (set unique
 
 // NotHeldError wraps ErrNotHeld with the job it was about.
 type NotHeldError struct {
-	Queue   string
-	ID      int64
+	// Queue is the job's queue.
+	Queue string
+	// ID is the job's id.
+	ID int64
+	// Attempt is the attempt the caller held.
 	Attempt int32
 }
 

@@ -7,9 +7,13 @@ import (
 
 // JobInfo identifies a job in hooks, without its payload.
 type JobInfo struct {
-	Queue       string
-	ID          int64
-	Attempt     int32
+	// Queue is the job's queue.
+	Queue string
+	// ID is the job's id.
+	ID int64
+	// Attempt is the attempt being worked (1 for the first).
+	Attempt int32
+	// MaxAttempts is how many attempts the job may use.
 	MaxAttempts int32
 }
 

@@ -100,6 +100,7 @@ type TimeoutError struct {
 	After time.Duration
 }
 
+// Error says how long the job ran.
 func (e *TimeoutError) Error() string { return fmt.Sprintf("job timed out after %s", e.After) }
 
 // recovered runs f, turning a panic into an error with the panic value and

@@ -27,8 +27,11 @@ type Limits struct {
 	// Rate is the most jobs claimed in any window of length Per (per
 	// value of the fair_by column when RateByKey); 0 for no rate limit.
 	// Each claim counts the claims of the window in the queue's rate log.
-	Rate      int
-	Per       time.Duration
+	Rate int
+	// Per is the rate window's length.
+	Per time.Duration
+	// RateByKey applies Rate to each value of the fair_by column rather
+	// than to the queue.
 	RateByKey bool
 }
 

@@ -67,8 +67,12 @@ func NewMaintainer(queues []Maintained, opts ...MaintainerOption) *Maintainer {
 
 // MaintenanceReport is what one pass did to one queue.
 type MaintenanceReport struct {
-	Queue  string
+	// Queue is the queue maintained.
+	Queue string
+	// Purged is how many finished jobs past retention were deleted.
 	Purged int64
+	// Reaped is how many jobs whose lease expired on their last attempt
+	// were made dead.
 	Reaped int64
 }
 

@@ -101,6 +101,7 @@ func cronField(s string, lo, hi int) (uint64, error) {
 	return bits, nil
 }
 
+// String is the expression as given.
 func (c *Cron) String() string { return c.expr }
 
 // Next is the first minute after t (in UTC) the expression matches.

@@ -10,8 +10,10 @@ import (
 // PeriodicJob is a job pushed on a schedule. Generated accessors list the
 // spec's periodic jobs with their PeriodicJobs method.
 type PeriodicJob struct {
+	// Queue and Name are the job's queue and its name in the spec.
 	Queue, Name string
-	Schedule    Schedule
+	// Schedule says when its ticks fall.
+	Schedule Schedule
 	// Push pushes the job for tick unless it was pushed already, and
 	// reports whether this call pushed it.
 	Push func(ctx context.Context, tick time.Time) (bool, error)

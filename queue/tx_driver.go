@@ -34,7 +34,10 @@ func (i Isolation) String() string {
 type TxDriver[Tx any] interface {
 	// Begin starts a transaction at the isolation level.
 	Begin(ctx context.Context, iso Isolation) (Tx, error)
+	// Commit commits tx.
 	Commit(ctx context.Context, tx Tx) error
+	// Rollback rolls tx back. Workers call it after every transaction,
+	// committed or not, and ignore its error.
 	Rollback(ctx context.Context, tx Tx) error
 	// Savepoint starts a savepoint in tx. The handler writes through the
 	// Tx it returns; release keeps its writes, rollback undoes them while

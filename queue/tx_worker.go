@@ -13,16 +13,29 @@ import (
 // TxQueue is what a TxWorker needs of a queue whose transactions are of
 // type Tx: the methods every generated transaction-mode accessor has.
 type TxQueue[P, Tx any] interface {
+	// QueueName is the queue's name in the spec, for logs and hooks.
 	QueueName() string
+	// NotifyChannel is the channel pushes notify on, or "" without notify.
 	NotifyChannel() string
+	// RetryDelay is the backoff after a job's nth failure.
 	RetryDelay(failures int32) time.Duration
+	// Claim locks up to max due jobs in tx, which holds them until it ends.
 	Claim(ctx context.Context, tx Tx, max int, opts ...ClaimOption) ([]*Job[P], error)
+	// Complete completes a job in tx.
 	Complete(ctx context.Context, tx Tx, job *Job[P]) error
+	// FailManyAfter records failed attempts in tx, each retried after its
+	// delay (or dead, its attempts used), and returns each job's new state.
 	FailManyAfter(ctx context.Context, tx Tx, jobs []*Job[P], causes []error, delays []time.Duration) (map[int64]State, error)
+	// FailManyAt is FailManyAfter with a time for each retry.
 	FailManyAt(ctx context.Context, tx Tx, jobs []*Job[P], causes []error, ats []time.Time) (map[int64]State, error)
+	// SnoozeFor puts a job back for d in tx, its attempt given back.
 	SnoozeFor(ctx context.Context, tx Tx, job *Job[P], d time.Duration) error
+	// Discard makes a job dead now in tx, keeping cause.
 	Discard(ctx context.Context, tx Tx, job *Job[P], cause error) error
+	// Paused reads the queue's pause flag.
 	Paused(ctx context.Context) (bool, error)
+	// Depth counts the jobs due now (and, on some engines, those being
+	// worked: see the README).
 	Depth(ctx context.Context) (int64, error)
 }
 

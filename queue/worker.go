@@ -18,20 +18,39 @@ import (
 // LeaseQueue is what a Worker needs of a queue: the methods every
 // generated lease-mode accessor has.
 type LeaseQueue[P any] interface {
+	// QueueName is the queue's name in the spec, for logs and hooks.
 	QueueName() string
+	// LeaseDuration is the spec's lease, unless the Lease option overrides it.
 	LeaseDuration() time.Duration
+	// NotifyChannel is the channel pushes notify on, or "" without notify.
 	NotifyChannel() string
+	// RetryDelay is the backoff after a job's nth failure.
 	RetryDelay(failures int32) time.Duration
+	// Claim leases up to max due jobs to node; jobs returned with an
+	// error are leased all the same.
 	Claim(ctx context.Context, node string, max int, opts ...ClaimOption) ([]*Job[P], error)
+	// CompleteMany completes the jobs still held, fenced by attempt, and
+	// returns how many.
 	CompleteMany(ctx context.Context, jobs []*Job[P]) (int64, error)
+	// FailManyAfter records failed attempts, each retried after its delay
+	// (or dead, its attempts used), and returns each job's new state.
 	FailManyAfter(ctx context.Context, jobs []*Job[P], causes []error, delays []time.Duration) (map[int64]State, error)
+	// FailManyAt is FailManyAfter with a time for each retry.
 	FailManyAt(ctx context.Context, jobs []*Job[P], causes []error, ats []time.Time) (map[int64]State, error)
+	// SnoozeFor puts a held job back for d, its attempt given back.
 	SnoozeFor(ctx context.Context, job *Job[P], d time.Duration) error
+	// Discard makes a held job dead now, keeping cause.
 	Discard(ctx context.Context, job *Job[P], cause error) error
+	// ExtendMany moves the leases of the jobs still held to d from now
+	// and returns their ids.
 	ExtendMany(ctx context.Context, jobs []*Job[P], d time.Duration) ([]int64, error)
+	// Release gives a held job back, claimable now, its attempt given back.
 	Release(ctx context.Context, job *Job[P]) error
+	// ReleaseNode gives back what node holds (dead if on its last attempt).
 	ReleaseNode(ctx context.Context, node string) (int64, error)
+	// Paused reads the queue's pause flag.
 	Paused(ctx context.Context) (bool, error)
+	// Depth counts the jobs due now.
 	Depth(ctx context.Context) (int64, error)
 }
 
@@ -119,6 +138,7 @@ type ShutdownError struct {
 	Err error
 }
 
+// Error says what the shutdown left and what becomes of it.
 func (e *ShutdownError) Error() string {
 	var parts []string
 	if e.Running > 0 {

@@ -12,6 +12,7 @@ import (
 
 // PgxBeginner starts pgx transactions: a *pgxpool.Pool or a *pgx.Conn.
 type PgxBeginner interface {
+	// BeginTx starts a transaction with opts.
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 

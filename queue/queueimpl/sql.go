@@ -17,12 +17,14 @@ import (
 
 // SQLBeginner starts database/sql transactions: a *sql.DB.
 type SQLBeginner interface {
+	// BeginTx starts a transaction with opts.
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
 // SQLDB runs statements and starts transactions: a *sql.DB.
 type SQLDB interface {
 	SQLBeginner
+	// ExecContext runs a statement that returns no rows.
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
