@@ -218,3 +218,38 @@ func TestFairAndLimitedClaimsUseIndexes(t *testing.T) {
 		})
 	}
 }
+
+// TestFairTransactionClaimsLockOnlyWhatTheyTake: a transaction-mode claim
+// keeps its locks until its transaction ends, so it locks only the jobs it
+// takes; with three tenants of one job each, a claim of one in an open
+// transaction leaves the other two to the next claims (three at once: the
+// pool holds four connections). Locking each tenant's first job in the
+// fair part, as a lease claim may for its statement, left nothing to
+// anyone else.
+func TestFairTransactionClaimsLockOnlyWhatTheyTake(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := migrated(t)
+	q := jobs.NewTxfairQueue(db)
+	for i := range 3 {
+		if _, err := q.Push(ctx, jobs.TxfairPayload{Tenant: fmt.Sprint("t", i), N: int32(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	for i := range 3 {
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck
+		got, err := q.Claim(ctx, tx, 1)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("claim %d of one, with %d transactions holding a job each = %v, %v; want one job", i, i, got, err)
+		}
+		if seen[got[0].Payload.Tenant] {
+			t.Fatalf("claim %d took tenant %s's job twice", i, got[0].Payload.Tenant)
+		}
+		seen[got[0].Payload.Tenant] = true
+	}
+}

@@ -1144,6 +1144,81 @@ func (q *Queries) PushManyTxarchivedAt(ctx context.Context, arg []PushManyTxarch
 	return q.db.CopyFrom(ctx, []string{"txarchived_queue"}, []string{"name", "priority", "max_attempts", "run_after"}, &iteratorForPushManyTxarchivedAt{rows: arg})
 }
 
+// iteratorForPushManyTxfair implements pgx.CopyFromSource.
+type iteratorForPushManyTxfair struct {
+	rows                 []PushManyTxfairParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyTxfair) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyTxfair) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyTxfair) Err() error {
+	return nil
+}
+
+// PushManyTxfair inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
+func (q *Queries) PushManyTxfair(ctx context.Context, arg []PushManyTxfairParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"txfair_queue"}, []string{"tenant", "n", "priority", "max_attempts"}, &iteratorForPushManyTxfair{rows: arg})
+}
+
+// iteratorForPushManyTxfairAt implements pgx.CopyFromSource.
+type iteratorForPushManyTxfairAt struct {
+	rows                 []PushManyTxfairAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyTxfairAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyTxfairAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyTxfairAt) Err() error {
+	return nil
+}
+
+// PushManyTxfairAt is PushManyTxfair with run_after given by the caller.
+func (q *Queries) PushManyTxfairAt(ctx context.Context, arg []PushManyTxfairAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"txfair_queue"}, []string{"tenant", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyTxfairAt{rows: arg})
+}
+
 // iteratorForPushManyTxtask implements pgx.CopyFromSource.
 type iteratorForPushManyTxtask struct {
 	rows                 []PushManyTxtaskParams

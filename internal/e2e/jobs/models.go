@@ -381,6 +381,24 @@ type TxarchivedRow struct {
 	Name        string
 }
 
+type TxfairRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	UniqueKey   *string
+	Tenant      string
+	N           int32
+}
+
 type TxtaskRow struct {
 	ID          int64
 	State       string

@@ -711,6 +711,53 @@ CREATE INDEX fair_queue_lease_idx ON fair_queue (locked_until)
 CREATE INDEX fair_queue_finished_idx ON fair_queue (finished_at)
     WHERE state IN ('succeeded', 'dead');
 
+-- Queue txfair: one row per job; transaction mode: a claim holds the job by
+-- row lock until the caller's transaction ends.
+CREATE TABLE txfair_queue (
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    tenant       text        NOT NULL,
+    n            integer     NOT NULL,
+    CONSTRAINT txfair_queue_pkey PRIMARY KEY (id),
+    CONSTRAINT txfair_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX txfair_queue_claim_idx ON txfair_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Serves the fair claim: it skips from one tenant to the next (one probe a
+-- value) and reads each value's first due jobs.
+CREATE INDEX txfair_queue_fair_idx ON txfair_queue (tenant, run_after, id)
+    WHERE state = 'available';
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX txfair_queue_finished_idx ON txfair_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
 -- Queue limited: one row per job; lease mode: a claim is committed at once
 -- and holds the job until its lease expires.
 CREATE TABLE limited_queue (

@@ -53,15 +53,16 @@ WITH RECURSIVE keys AS (
     SELECT ((sqlc.arg('max')::integer + count(*) - 1) / greatest(count(*), 1))::integer AS n
     FROM keys
     WHERE key IS NOT NULL
-), due AS (
-    -- Up to a share of each value's first due jobs, locked; ranked
+), fair AS (
+    -- Up to a share of each value's first due jobs; ranked
     -- within their value, so that the batch takes every value's first
     -- job, then every value's second, and so on.
     -- Values tie in a turn: the order among them is drawn at random, so
     -- that a claim of fewer jobs than there are values (one, when a
     -- worker claims each slot as it frees) serves every value alike
     -- rather than the one with the oldest jobs.
-    SELECT job.id
+    SELECT job.id,
+           row_number() OVER (ORDER BY job.turn, random(), job.run_after, job.id) AS rank
     FROM keys
     CROSS JOIN share
     CROSS JOIN LATERAL (
@@ -71,12 +72,23 @@ WITH RECURSIVE keys AS (
               FROM charge_queue
               WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND account = keys.key
               ORDER BY run_after, id
-              LIMIT share.n
-              FOR UPDATE SKIP LOCKED) AS first
+              LIMIT share.n) AS first
     ) AS job
     WHERE keys.key IS NOT NULL
-    ORDER BY job.turn, random(), job.run_after, job.id
+), due AS (
+    -- The jobs picked, locked in their rank until the batch is full: the
+    -- claim's transaction keeps its locks while the handler works, so it
+    -- locks only the jobs it takes (locking in the fair part would hold a
+    -- job of every value). A job another transaction holds is passed over
+    -- for the next in rank, and one changed since is taken only if still
+    -- due.
+    SELECT job.id
+    FROM charge_queue AS job
+    JOIN fair ON fair.id = job.id
+    WHERE job.state = 'available' AND job.run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+    ORDER BY fair.rank
     LIMIT sqlc.arg('max')::integer
+    FOR UPDATE OF job SKIP LOCKED
 )
 UPDATE charge_queue AS job
 SET attempt = job.attempt + 1,
