@@ -41,7 +41,12 @@ type Refusal struct {
 }
 
 // RefusedError lists every refused change. Nothing is generated.
-type RefusedError struct{ Refusals []Refusal }
+type RefusedError struct {
+	Refusals []Refusal
+	// Writable summarises the changes of the same spec change that
+	// queuegen would write itself, were nothing refused.
+	Writable []string
+}
 
 // Error lists each refused change, why, and what to do instead.
 func (e *RefusedError) Error() string {
@@ -64,7 +69,11 @@ func Diff(old, now *catalog.Catalog, ddl engine.DDL, opts Options) ([]*Change, e
 	d := &differ{old: old, now: now, ddl: ddl, opts: opts}
 	d.diff()
 	if len(d.refusals) > 0 {
-		return nil, &RefusedError{Refusals: d.refusals}
+		e := &RefusedError{Refusals: d.refusals}
+		if len(d.steps) > 0 {
+			e.Writable = d.summary
+		}
+		return nil, e
 	}
 	var tx, online []step
 	for _, s := range d.steps {

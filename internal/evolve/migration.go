@@ -70,6 +70,12 @@ func Next(root string, m *model.Model, opts NextOptions) ([]File, File, error) {
 	ddl := m.Engine.DDL(m.Schema)
 	changes, err := Diff(old.catalogOf(m.Engine), m.Catalog, ddl, opts.Options)
 	var refused *RefusedError
+	if errors.As(err, &refused) && opts.Manual && len(refused.Writable) > 0 {
+		// The stub would be recorded as making the whole change, and the
+		// changes queuegen writes would be lost from every migration.
+		return nil, File{}, fmt.Errorf("--manual writes one migration by hand for the changes queuegen refuses, and this spec change also has changes queuegen writes itself:\n  - %s\nmake those first (change the spec for them alone, and generate), then the refused ones with --manual. Nothing was written.",
+			strings.Join(refused.Writable, "\n  - "))
+	}
 	if errors.As(err, &refused) && opts.Manual {
 		name := migrationName(nextVersion(dir, old), "manual")
 		want.Migrations = append(want.Migrations, &Migration{File: name, Manual: true})

@@ -22,6 +22,7 @@ queues:
         recipient: text
         subject: {type: varchar(100), nullable: true}
         count: integer
+        tags: {type: "varchar(10)[]", nullable: true}
   - name: sms
     inherits: false
     payload:
@@ -72,6 +73,8 @@ func TestRefusals(t *testing.T) {
 		{"type rewrite", "count: integer", "count: bigint",
 			"  - table email_queue: column count type integer → bigint: PostgreSQL cannot make this change in place: it would rewrite the table under an exclusive lock, or fail on existing values\n" +
 				"    what to do: write this migration by hand: generate with --manual (go tool queuegen generate --manual, or queuegen generate --manual) for a new migration file to fill in (the spec's schema is recorded as its result); for a large queue, add a new column, backfill it in batches, then switch"},
+		{"array type", "varchar(10)[]", "varchar(20)[]",
+			"  - table email_queue: column tags type varchar(10)[] → varchar(20)[]: PostgreSQL converts an array column element by element, rewriting the table under an exclusive lock, whatever the element types"},
 		{"narrowing", "varchar(100)", "varchar(50)",
 			"  - table email_queue: column subject type varchar(100) → varchar(50): PostgreSQL cannot make this change in place"},
 		{"inherits", "  - name: sms\n    inherits: false\n", "  - name: sms\n",
@@ -140,6 +143,25 @@ func TestManualMigration(t *testing.T) {
 	}
 	if changes, err := again.Plan(); err != nil || len(changes) != 0 {
 		t.Errorf("after the manual migration, generate wants %v, %v", changes, err)
+	}
+}
+
+// TestManualMigrationAlone: --manual refuses a spec change that mixes a
+// refused change with ones queuegen writes itself: the hand-written stub
+// would be recorded as making all of them, and the new column would reach
+// no migration at all.
+func TestManualMigrationAlone(t *testing.T) {
+	specPath := startProject(t)
+	dir := filepath.Dir(specPath)
+	before := listFiles(t, dir)
+	changed := strings.Replace(refusalBase, "count: integer", "count: bigint\n        extra: {type: text, nullable: true}", 1)
+	os.WriteFile(specPath, []byte(changed), 0o644)
+	_, err := generate.Generate(specPath, generate.Options{Manual: true})
+	if err == nil || !strings.Contains(err.Error(), "make those first") || !strings.Contains(err.Error(), "extra") {
+		t.Fatalf("--manual with a writable change beside the refused one = %v; want a refusal naming the writable one", err)
+	}
+	if diff := cmp.Diff(before, listFiles(t, dir)); diff != "" {
+		t.Errorf("a refused --manual touched files:\n%s", diff)
 	}
 }
 

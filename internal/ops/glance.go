@@ -110,9 +110,14 @@ func (p *pgBackend) pgWithin(ctx context.Context, budget time.Duration, f func(t
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	// Without parallel workers, a statement stops at its timeout, not
-	// once its workers have wound down.
-	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = "+strconv.FormatInt(max(budget.Milliseconds(), 1), 10)+
-		"; SET LOCAL max_parallel_workers_per_gather = 0"); err != nil {
+	// once its workers have wound down. The timeout is set last, so that
+	// it bounds f's statements and not the other SET (a budget of 1 ms on
+	// a busy server once cancelled that SET instead).
+	if _, err := tx.Exec(ctx, "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL statement_timeout = "+
+		strconv.FormatInt(max(budget.Milliseconds(), 1), 10)); err != nil {
+		if pgTimedOut(ctx, err) {
+			return true, nil
+		}
 		return false, err
 	}
 	if err := f(tx); err != nil {

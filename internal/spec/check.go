@@ -36,6 +36,9 @@ func (p *parser) crossChecks(n *yaml.Node, s *Spec) {
 			continue
 		}
 		names[q.Name] = q
+		if c := buildConstraint(q.Name); c != "" {
+			at(q.Pos, key+".name", "queue %q ends in _%s, and Go builds a file named after it (%s.sql.go) only for %s; choose another name", q.Name, c, q.Name, c)
+		}
 		if prev := goNames[GoName(q.Name)]; prev != nil {
 			at(q.Pos, key+".name", "queue %q and queue %q both become the Go name %s; rename one", q.Name, prev.Name, GoName(q.Name))
 		}
@@ -66,6 +69,21 @@ func (p *parser) crossChecks(n *yaml.Node, s *Spec) {
 			}
 			if slices.Contains(QueueColumns, c.Name) {
 				at(c.Pos, ck, "%q is a queue bookkeeping column (%s); choose another name", c.Name, strings.Join(QueueColumns, ", "))
+			}
+			for _, other := range QueueColumns {
+				if other != c.Name && GoName(other) == GoName(c.Name) {
+					at(c.Pos, ck, "%q becomes the Go field %s, as the bookkeeping column %q does; choose another name", c.Name, GoName(c.Name), other)
+				}
+			}
+			if q.Inherits {
+				for _, b := range s.Base.Columns {
+					if b.Name != c.Name && GoName(b.Name) == GoName(c.Name) {
+						at(c.Pos, ck, "%q and the base column %q both become the Go field %s; rename one", c.Name, b.Name, GoName(c.Name))
+					}
+				}
+			}
+			if c.Name == "n" && c.HasDefault() && (s.Engine == "" || s.Engine == "postgresql") {
+				at(c.Pos, ck, `"n" with a default: the query that evaluates a bulk push's defaults numbers its rows n; rename the column or drop its default`)
 			}
 			if slices.Contains(QueryParams, c.Name) {
 				at(c.Pos, ck, "%q is the name of a parameter of the generated queries (%s); choose another name", c.Name, strings.Join(QueryParams, ", "))
@@ -154,14 +172,44 @@ func checkConstant(t Type, v string) string {
 			return fmt.Sprintf("want true or false, got %q", v)
 		}
 	case "real", "double precision":
-		if f, err := strconv.ParseFloat(v, 64); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return fmt.Sprintf("want a finite number, got %q", v)
+		bits := 64
+		if t.Name == "real" {
+			bits = 32
+		}
+		if f, err := strconv.ParseFloat(v, bits); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Sprintf("want a finite number that fits %s, got %q", t.Name, v)
 		}
 	default:
 		return fmt.Sprintf("fixed values of type %s are not supported; leave the field out (it gets its zero value)", t.Name)
 	}
 	return ""
 }
+
+// buildConstraint is the GOOS or GOARCH that a file named name.sql.go is
+// built for alone, as go/build reads file names, or "".
+func buildConstraint(name string) string {
+	parts := strings.Split(name, "_")
+	if len(parts) < 2 {
+		return ""
+	}
+	last := parts[len(parts)-1]
+	if goOS[last] || goArch[last] {
+		return last
+	}
+	return ""
+}
+
+// goOS and goArch are the operating systems and architectures go/build
+// knows (its knownOS and knownArch).
+var (
+	goOS = map[string]bool{"aix": true, "android": true, "darwin": true, "dragonfly": true, "freebsd": true, "hurd": true,
+		"illumos": true, "ios": true, "js": true, "linux": true, "nacl": true, "netbsd": true, "openbsd": true, "plan9": true,
+		"solaris": true, "wasip1": true, "windows": true, "zos": true}
+	goArch = map[string]bool{"386": true, "amd64": true, "amd64p32": true, "arm": true, "armbe": true, "arm64": true, "arm64be": true,
+		"loong64": true, "mips": true, "mipsle": true, "mips64": true, "mips64le": true, "mips64p32": true, "mips64p32le": true,
+		"ppc": true, "ppc64": true, "ppc64le": true, "riscv": true, "riscv64": true, "s390": true, "s390x": true, "sparc": true,
+		"sparc64": true, "wasm": true}
+)
 
 // checkGoNames reports columns whose Go field names collide ("a_b" and
 // "a__b" are both AB).

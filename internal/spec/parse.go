@@ -364,6 +364,21 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 	if s.Queries == "" && !p.hasKey(n, "queries") {
 		missing("queries", "the directory for sqlc query files, e.g. queries: db/queries")
 	}
+	dirs := []struct{ key, dir string }{{"migrations", s.Migrations}, {"queries", s.Queries}, {"package.dir", s.Package.Dir}}
+	for i, a := range dirs {
+		for _, b := range dirs[i+1:] {
+			if a.dir == "" || a.dir != b.dir {
+				continue
+			}
+			at := n
+			for j := 0; j+1 < len(n.Content); j += 2 {
+				if n.Content[j].Value == strings.TrimSuffix(b.key, ".dir") {
+					at = n.Content[j+1]
+				}
+			}
+			p.errorf(at, b.key, "%s and %s are both %s: generate owns the files of each, and would take the other's for stale ones; give each a directory of its own", a.key, b.key, a.dir)
+		}
+	}
 	if !haveQueues {
 		missing("queues", "declare at least one queue")
 	} else if queuesNode.Kind == yaml.SequenceNode && len(queuesNode.Content) == 0 {
@@ -621,6 +636,9 @@ func (p *parser) checkRate(key string, q *Queue, n, by *yaml.Node) {
 	if q.Mode == ModeTransaction {
 		p.errorf(n, key, "a rate limit is kept in a log that each claim writes and commits; a transaction-mode claim commits with its job, so use mode: lease")
 	}
+	if q.Rate.By != "" && (q.Rate.By == "claimed_at" || q.Rate.By == "jobs") {
+		p.errorf(by, key+".by", "the rate log keeps claimed_at and jobs beside the %s of each claim, so a per-key rate cannot count by a column of that name; rename the column", q.Rate.By)
+	}
 	if q.Rate.By != "" && q.Rate.By != q.FairBy {
 		why := "fair_by is not set"
 		if q.FairBy != "" {
@@ -689,6 +707,10 @@ func (p *parser) periodic(n *yaml.Node, key string) []*Periodic {
 				}
 				pj.Payload = map[string]string{}
 				p.pairs(v, k, func(fk, fv *yaml.Node) {
+					if fv.Kind == yaml.ScalarNode && fv.Tag == "!!null" {
+						p.errorf(fv, k+"."+fk.Value, "null is not a fixed value: leave the field out (it then takes its default, or NULL)")
+						return
+					}
 					if fv.Kind != yaml.ScalarNode {
 						pj.Payload[fk.Value] = "\x00" // not a scalar: only a go_type payload takes it
 						return

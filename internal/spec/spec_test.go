@@ -63,7 +63,7 @@ queues:
     payload:
       columns:
         note: {type: text, default: "it's"}
-        n: {type: integer, default: 3}
+        tries: {type: integer, default: 3}
         plain: text
 `))
 	if err != nil {

@@ -281,12 +281,16 @@ var typeRE = regexp.MustCompile(`^([a-z ]+)(?:\((\d+)(?:, (\d+))?\))?(\[\])?$`)
 // Widens reports whether PostgreSQL changes type from to type to without
 // rewriting the table or checking the rows: a longer varchar, varchar to
 // text, a wider numeric of the same scale, or any numeric to unconstrained
-// numeric; the same for arrays of these.
+// numeric. Not for arrays: PostgreSQL converts an array column element by
+// element, rewriting the table, whatever the element types.
 func (d ddl) Widens(from, to string) (bool, string) {
 	f, t := typeRE.FindStringSubmatch(from), typeRE.FindStringSubmatch(to)
 	const why = "PostgreSQL cannot make this change in place: it would rewrite the table under an exclusive lock, or fail on existing values"
 	if f == nil || t == nil || f[4] != t[4] {
 		return false, why
+	}
+	if f[4] != "" {
+		return false, "PostgreSQL converts an array column element by element, rewriting the table under an exclusive lock, whatever the element types"
 	}
 	num := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	switch {
