@@ -193,6 +193,11 @@ type DDL interface {
 	Register(q *catalog.Queue) string
 	Unregister(name string) string
 	Reregister(from, to *catalog.Queue) string
+	// ReleaseLeases makes the leased jobs of table t available again, for
+	// a queue leaving lease mode: transaction-mode statements never read
+	// a running job, so one left leased would never be claimed, reaped or
+	// finished.
+	ReleaseLeases(t *catalog.Table) string
 
 	// RenameTable renames a table; RenameIndex, RenameConstraint,
 	// RenameSequence and RenameTrigger rename what is named after it.

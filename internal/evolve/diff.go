@@ -510,6 +510,12 @@ func (d *differ) alterQueue(oq, nq *catalog.Queue) {
 		if oq.Mode != nq.Mode {
 			d.note("alter_"+nt.Name, fmt.Sprintf("queue %s: mode %s → %s", nq.Name, oq.Mode, nq.Mode))
 		}
+		if oq.Mode == "lease" && nq.Mode != "lease" {
+			// No transaction-mode statement reads a running job: one left
+			// leased would stay so. Its attempt stays counted.
+			d.addData(d.ddl.ReleaseLeases(nt), "")
+			d.note("", fmt.Sprintf("queue %s: leased jobs made available again (transaction mode reads no running job)", nq.Name))
+		}
 	}
 	d.columns(ot, nt, label)
 	d.checks(ot, nt, label)

@@ -97,6 +97,10 @@ func (ddl) Reregister(from, to *catalog.Queue) string {
 		RegistryTable, quote(to.Name), quote(to.Table.Name), quote(to.Mode), quote(from.Name))
 }
 
+func (ddl) ReleaseLeases(t *catalog.Table) string {
+	return fmt.Sprintf("UPDATE %s\nSET state = 'available', locked_by = NULL, locked_until = NULL\nWHERE locked_until IS NOT NULL AND state = 'running';", t.Name)
+}
+
 func (ddl) RenameTable(from, to string) string {
 	return fmt.Sprintf("RENAME TABLE %s TO %s;", from, to)
 }

@@ -170,6 +170,10 @@ func (d ddl) Reregister(from, to *catalog.Queue) string {
 		d.q(RegistryTable), quote(to.Name), quote(to.Table.Name), quote(to.Mode), quote(from.Name))
 }
 
+func (d ddl) ReleaseLeases(t *catalog.Table) string {
+	return fmt.Sprintf("UPDATE %s\nSET state = 'available', locked_by = NULL, locked_until = NULL\nWHERE locked_until IS NOT NULL AND state = 'running';", d.q(t.Name))
+}
+
 func (d ddl) RenameTable(from, to string) string {
 	return fmt.Sprintf("ALTER TABLE %s RENAME TO %s;", d.q(from), to)
 }

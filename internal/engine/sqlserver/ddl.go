@@ -135,6 +135,10 @@ func (d ddl) Reregister(from, to *catalog.Queue) string {
 		d.q(RegistryTable), quote(to.Name), quote(to.Table.Name), to.Mode, quote(from.Name))
 }
 
+func (d ddl) ReleaseLeases(t *catalog.Table) string {
+	return fmt.Sprintf("UPDATE %s\nSET state = 'available', locked_by = NULL, locked_until = NULL\nWHERE locked_until IS NOT NULL AND state = 'running';", d.q(t.Name))
+}
+
 // RenameTable, RenameIndex, RenameConstraint and RenameColumn use
 // sp_rename, which changes only the catalog.
 func (d ddl) RenameTable(from, to string) string {

@@ -6,6 +6,7 @@
 --   - table mail_queue: column subject type varchar(100) → varchar(200)
 --   - table mail_queue: column retries becomes nullable
 --   - queue sms: mode lease → transaction
+--   - queue sms: leased jobs made available again (transaction mode reads no running job)
 --   - table sms_queue: drop index sms_queue_lease_idx
 
 -- +goose Up
@@ -18,6 +19,10 @@ ALTER TABLE mail_queue ALTER COLUMN retries DROP NOT NULL;
 UPDATE queuegen_queues
 SET name = 'sms', table_name = 'sms_queue', mode = 'transaction'
 WHERE name = 'sms';
+
+UPDATE sms_queue
+SET state = 'available', locked_by = NULL, locked_until = NULL
+WHERE locked_until IS NOT NULL AND state = 'running';
 
 -- +goose Down
 

@@ -6,6 +6,7 @@
 --   - table mail_queue: column subject type varchar(100) → varchar(200)
 --   - table mail_queue: column retries becomes nullable
 --   - queue sms: mode lease → transaction
+--   - queue sms: leased jobs made available again (transaction mode reads no running job)
 --   - table sms_queue: drop index sms_queue_lease_idx
 --
 -- NO TRANSACTION: indexes on existing tables are built and dropped online

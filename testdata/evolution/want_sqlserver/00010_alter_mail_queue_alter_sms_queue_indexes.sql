@@ -6,6 +6,7 @@
 --   - table mail_queue: column subject type NVARCHAR(100) → NVARCHAR(200)
 --   - table mail_queue: column retries becomes nullable
 --   - queue sms: mode lease → transaction
+--   - queue sms: leased jobs made available again (transaction mode reads no running job)
 --   - table sms_queue: drop index sms_queue_lease_idx
 
 -- +goose Up
