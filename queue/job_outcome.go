@@ -100,6 +100,24 @@ type TimeoutError struct {
 	After time.Duration
 }
 
+// withJobTimeout is ctx ended, with a TimeoutError as its cause, after d;
+// ctx itself when d is not positive (no JobTimeout).
+func withJobTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, d, &TimeoutError{After: d})
+}
+
+// timedOut is the handler's error err, or the TimeoutError that ended its
+// context ctx when it gave up for running out of time.
+func timedOut(ctx context.Context, err error) error {
+	if te := (*TimeoutError)(nil); err != nil && errors.As(context.Cause(ctx), &te) {
+		return te
+	}
+	return err
+}
+
 // Error says how long the job ran.
 func (e *TimeoutError) Error() string { return fmt.Sprintf("job timed out after %s", e.After) }
 

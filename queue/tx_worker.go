@@ -158,14 +158,10 @@ func (w *TxWorker[P, Tx]) one(ctx context.Context) (bool, error) {
 		h(w.name, "claim", 1)
 	}
 	info := JobInfo{Queue: w.name, ID: job.ID, Attempt: job.Attempt, MaxAttempts: job.MaxAttempts}
-	hctx := ctx
-	if w.cfg.jobTimeout > 0 {
-		// Only the handler runs out of time: recording its failure and
-		// committing use ctx.
-		var stop context.CancelFunc
-		hctx, stop = context.WithTimeoutCause(ctx, w.cfg.jobTimeout, &TimeoutError{After: w.cfg.jobTimeout})
-		defer stop()
-	}
+	// Only the handler runs out of time: recording its failure and
+	// committing use ctx.
+	hctx, stop := withJobTimeout(ctx, w.cfg.jobTimeout)
+	defer stop()
 	if h := w.cfg.hooks.JobStarted; h != nil {
 		hctx = h(hctx, info)
 	}
@@ -177,10 +173,7 @@ func (w *TxWorker[P, Tx]) one(ctx context.Context) (bool, error) {
 	if err != nil {
 		return true, err
 	}
-	herr := recovered(func() error { return w.handler(hctx, sp, job) })
-	if te := (*TimeoutError)(nil); herr != nil && errors.As(context.Cause(hctx), &te) {
-		herr = te // the handler gave up because it ran out of time: say so
-	}
+	herr := timedOut(hctx, recovered(func() error { return w.handler(hctx, sp, job) }))
 	var outcome Outcome
 	if herr == nil {
 		if err := release(ctx); err != nil {

@@ -360,9 +360,9 @@ func (w *Worker[P]) start(jobsCtx context.Context, jobs []*Job[P], asked time.Ti
 	rs := make([]*runningJob[P], len(jobs))
 	for i, job := range jobs {
 		ctx, cancel := context.WithCancelCause(jobsCtx)
-		if w.cfg.jobTimeout > 0 {
+		if w.cfg.jobTimeout > 0 { // no wrapper per job without one
 			var stop context.CancelFunc
-			ctx, stop = context.WithTimeoutCause(ctx, w.cfg.jobTimeout, &TimeoutError{After: w.cfg.jobTimeout})
+			ctx, stop = withJobTimeout(ctx, w.cfg.jobTimeout)
 			cancelCause := cancel
 			cancel = func(err error) { cancelCause(err); stop() }
 		}
@@ -390,10 +390,7 @@ func (w *Worker[P]) run(r *runningJob[P]) {
 		ctx = h(ctx, info)
 	}
 	began := time.Now()
-	err := w.call(ctx, job)
-	if te := (*TimeoutError)(nil); err != nil && errors.As(context.Cause(ctx), &te) {
-		err = te // the handler gave up because it ran out of time: say so
-	}
+	err := timedOut(ctx, w.call(ctx, job))
 	r.leases.done(r)
 	w.mu.Lock()
 	delete(w.running, job.ID)

@@ -196,7 +196,7 @@ type DDL interface {
 	// ReleaseLeases makes the leased jobs of table t available again, for
 	// a queue leaving lease mode: transaction-mode statements never read
 	// a running job, so one left leased would never be claimed, reaped or
-	// finished.
+	// finished. Engines write ReleaseLeasesSQL with their table name.
 	ReleaseLeases(t *catalog.Table) string
 
 	// RenameTable renames a table; RenameIndex, RenameConstraint,
@@ -341,4 +341,10 @@ func PostgreSQLOnly(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 		errs = append(errs, s.ErrorAt(key+".on_success", "on_success: archive (an archive table partitioned by day) is built for PostgreSQL only so far; use on_success: keep with a retention"))
 	}
 	return errs
+}
+
+// ReleaseLeasesSQL is ReleaseLeases's statement on table (as the engine
+// names it), the same in every engine's SQL; the lease index serves it.
+func ReleaseLeasesSQL(table string) string {
+	return "UPDATE " + table + "\nSET state = 'available', locked_by = NULL, locked_until = NULL\nWHERE locked_until IS NOT NULL AND state = 'running';"
 }

@@ -65,6 +65,19 @@ func (p *pgBackend) bounded(ctx context.Context, f func(tx pgx.Tx) error) error 
 	return tx.Commit(ctx)
 }
 
+// boundedRows runs query under bounded and collects its rows with to.
+func boundedRows[T any](ctx context.Context, p *pgBackend, to pgx.RowToFunc[T], query string, args ...any) (out []T, err error) {
+	err = p.bounded(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, to)
+		return err
+	})
+	return out, err
+}
+
 // pgLockTimeout sets lockTimeout as the transaction's lock_timeout.
 var pgLockTimeout = fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", lockTimeout.Milliseconds())
 
@@ -72,23 +85,15 @@ func (p *pgBackend) ping(ctx context.Context) error { return p.pool.Ping(ctx) }
 
 func (p *pgBackend) close() { p.pool.Close() }
 
-func (p *pgBackend) queues(ctx context.Context) (qs []Queue, err error) {
-	err = p.bounded(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, "SELECT name, table_name, mode, paused FROM "+pgx.Identifier{p.schema, "queuegen_queues"}.Sanitize()+" ORDER BY name")
-		if err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-				return fmt.Errorf("no queue registry in schema %s: apply the migrations first (queuegen migrate up)", p.schema)
-			}
-			return err
-		}
-		qs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Queue, error) {
-			var q Queue
-			err := r.Scan(&q.Name, &q.Table, &q.Mode, &q.Paused)
-			return q, err
-		})
-		return err
-	})
+func (p *pgBackend) queues(ctx context.Context) ([]Queue, error) {
+	qs, err := boundedRows(ctx, p, func(r pgx.CollectableRow) (Queue, error) {
+		var q Queue
+		err := r.Scan(&q.Name, &q.Table, &q.Mode, &q.Paused)
+		return q, err
+	}, "SELECT name, table_name, mode, paused FROM "+pgx.Identifier{p.schema, "queuegen_queues"}.Sanitize()+" ORDER BY name")
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		return nil, fmt.Errorf("no queue registry in schema %s: apply the migrations first (queuegen migrate up)", p.schema)
+	}
 	return qs, err
 }
 
@@ -148,23 +153,14 @@ func (p *pgBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 		where += fmt.Sprintf(" AND id < $%d", len(args))
 	}
 	args = append(args, bookkeeping, limit)
-	var jobs []Job
-	err := p.bounded(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, fmt.Sprintf(`SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at,
+	return boundedRows(ctx, p, func(r pgx.CollectableRow) (Job, error) {
+		var j Job
+		err := r.Scan(&j.ID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Priority, &j.RunAfter, &j.CreatedAt, &j.AttemptedAt,
+			&j.FinishedAt, &j.LockedBy, &j.LockedUntil, &j.UniqueKey, &j.Errors, &j.Payload)
+		return j, err
+	}, fmt.Sprintf(`SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at,
     finished_at, locked_by, locked_until, unique_key, errors, to_jsonb(job) - $%d::text[]
 FROM %s AS job WHERE %s ORDER BY id DESC LIMIT $%d`, len(args)-1, p.table(q), where, len(args)), args...)
-		if err != nil {
-			return err
-		}
-		jobs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
-			var j Job
-			err := r.Scan(&j.ID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Priority, &j.RunAfter, &j.CreatedAt, &j.AttemptedAt,
-				&j.FinishedAt, &j.LockedBy, &j.LockedUntil, &j.UniqueKey, &j.Errors, &j.Payload)
-			return j, err
-		})
-		return err
-	})
-	return jobs, err
 }
 
 func (p *pgBackend) count(ctx context.Context, q Queue, f Filter, states []string) (int64, error) {
@@ -180,16 +176,7 @@ func (p *pgBackend) count(ctx context.Context, q Queue, f Filter, states []strin
 func (p *pgBackend) matching(ctx context.Context, q Queue, f Filter, states []string) ([]int64, error) {
 	where, args := pgWhere(f)
 	args = append(args, states)
-	var ids []int64
-	err := p.bounded(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, fmt.Sprintf("SELECT id FROM %s WHERE %s AND state = ANY($%d::text[]) ORDER BY id", p.table(q), where, len(args)), args...)
-		if err != nil {
-			return err
-		}
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
-	return ids, err
+	return boundedRows(ctx, p, pgx.RowTo[int64], fmt.Sprintf("SELECT id FROM %s WHERE %s AND state = ANY($%d::text[]) ORDER BY id", p.table(q), where, len(args)), args...)
 }
 
 func (p *pgBackend) state(ctx context.Context, q Queue, id int64) (string, bool, error) {

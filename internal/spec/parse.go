@@ -317,6 +317,7 @@ func (p *parser) dir(n *yaml.Node, key string) string {
 func (p *parser) spec(n *yaml.Node, s *Spec) {
 	var haveVersion, havePackage, haveQueues bool
 	var queuesNode *yaml.Node
+	dirNodes := map[string]*yaml.Node{} // migrations, queries, package.dir (package's node)
 	s.Schema = DefaultSchema
 	s.MigrationsTable = DefaultMigrations
 	s.Base.Table = DefaultBaseTable
@@ -329,12 +330,12 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 			s.Version = 1
 		},
 		"package": func(k string, v *yaml.Node) {
-			havePackage = true
+			havePackage, dirNodes["package.dir"] = true, v
 			p.pkg(v, k, &s.Package)
 		},
 		"engine":     func(k string, v *yaml.Node) { s.Engine = p.ident(v, k) },
-		"migrations": func(k string, v *yaml.Node) { s.Migrations = p.dir(v, k) },
-		"queries":    func(k string, v *yaml.Node) { s.Queries = p.dir(v, k) },
+		"migrations": func(k string, v *yaml.Node) { s.Migrations, dirNodes[k] = p.dir(v, k), v },
+		"queries":    func(k string, v *yaml.Node) { s.Queries, dirNodes[k] = p.dir(v, k), v },
 		"schema":     func(k string, v *yaml.Node) { s.Schema = p.ident(v, k) },
 		"migrations_table": func(k string, v *yaml.Node) {
 			s.MigrationsTable = p.ident(v, k)
@@ -370,13 +371,7 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 			if a.dir == "" || a.dir != b.dir {
 				continue
 			}
-			at := n
-			for j := 0; j+1 < len(n.Content); j += 2 {
-				if n.Content[j].Value == strings.TrimSuffix(b.key, ".dir") {
-					at = n.Content[j+1]
-				}
-			}
-			p.errorf(at, b.key, "%s and %s are both %s: generate owns the files of each, and would take the other's for stale ones; give each a directory of its own", a.key, b.key, a.dir)
+			p.errorf(dirNodes[b.key], b.key, "%s and %s are both %s: generate owns the files of each, and would take the other's for stale ones; give each a directory of its own", a.key, b.key, a.dir)
 		}
 	}
 	if !haveQueues {

@@ -98,7 +98,7 @@ func (ddl) Reregister(from, to *catalog.Queue) string {
 }
 
 func (ddl) ReleaseLeases(t *catalog.Table) string {
-	return fmt.Sprintf("UPDATE %s\nSET state = 'available', locked_by = NULL, locked_until = NULL\nWHERE locked_until IS NOT NULL AND state = 'running';", t.Name)
+	return engine.ReleaseLeasesSQL(t.Name)
 }
 
 func (ddl) RenameTable(from, to string) string {

@@ -171,7 +171,7 @@ func (d ddl) Reregister(from, to *catalog.Queue) string {
 }
 
 func (d ddl) ReleaseLeases(t *catalog.Table) string {
-	return fmt.Sprintf("UPDATE %s\nSET state = 'available', locked_by = NULL, locked_until = NULL\nWHERE locked_until IS NOT NULL AND state = 'running';", d.q(t.Name))
+	return engine.ReleaseLeasesSQL(d.q(t.Name))
 }
 
 func (d ddl) RenameTable(from, to string) string {
