@@ -171,3 +171,41 @@ func TestSQLServerLiveTableMigrations(t *testing.T) {
 		})
 	}
 }
+
+// TestSQLServerOutputInto checks that no SQL Server statement returns rows
+// with OUTPUT alone: SQL Server refuses OUTPUT without INTO on a table with
+// an enabled trigger (error 334), so a DBA's audit trigger would stop every
+// push and claim. Each OUTPUT writes INTO a table variable the query
+// declares and SELECTs from.
+func TestSQLServerOutputInto(t *testing.T) {
+	var files []string
+	for _, pattern := range []string{"../../testdata/sqlserver/db/queries/*.sql", "../../examples/mailer-sqlserver/db/queries/*.sql", "../e2e/sqlserver/db/queries/*.sql"} {
+		m, _ := filepath.Glob(pattern)
+		files = append(files, m...)
+	}
+	outputs := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, query := range strings.Split(string(data), "-- name: ")[1:] {
+			name, _, _ := strings.Cut(query, " ")
+			for _, line := range strings.Split(query, "\n") {
+				rest, ok := strings.CutPrefix(line, "OUTPUT ")
+				if !ok {
+					continue
+				}
+				outputs++
+				_, into, ok := strings.Cut(rest, " INTO @")
+				variable, _, _ := strings.Cut(strings.TrimSuffix(into, ";"), " ")
+				if !ok || !strings.Contains(query, "DECLARE @"+variable+" TABLE (") || !strings.Contains(query, "FROM @"+variable+";") {
+					t.Errorf("%s: %s: OUTPUT without INTO a declared table variable it then SELECTs from: %q", filepath.Base(f), name, line)
+				}
+			}
+		}
+	}
+	if outputs < 10 {
+		t.Fatalf("found only %d OUTPUT clauses in %v", outputs, files)
+	}
+}
