@@ -97,6 +97,10 @@ type Column struct {
 	// RenamedFrom is the column's previous name, from the spec: a hint
 	// for the differ, not part of the schema.
 	RenamedFrom string `yaml:"-"`
+	// JSON marks a column that holds JSON documents (a jsonb column, a
+	// JSON payload), for an engine that checks them: not part of the
+	// schema (a check it makes is).
+	JSON bool `yaml:"-"`
 }
 
 // Index is a primary key, a unique constraint or an index.

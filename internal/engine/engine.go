@@ -123,6 +123,28 @@ type Partitioner interface {
 	CreateDefaultPartition(t *catalog.Table) string
 }
 
+// Configurer is an Engine with settings of its own in the spec: the model
+// uses the engine Configure returns.
+type Configurer interface {
+	Configure(s *spec.Spec) Engine
+}
+
+// SessionSetter is a DDL whose migrations must set session options
+// first: Diff puts SessionOptions at the top of every migration's Up and
+// Down (not of the schema file).
+type SessionSetter interface {
+	SessionOptions() string
+}
+
+// CheckChanger is a DDL that can add and drop a CHECK constraint of a
+// table that holds rows; with an engine's DDL that is not one, a change of
+// a table's checks is refused.
+type CheckChanger interface {
+	// AddCheck adds k to t; DropCheck drops t's check named name.
+	AddCheck(t *catalog.Table, k *catalog.Check) string
+	DropCheck(t *catalog.Table, name string) string
+}
+
 // QueueTable is what a queue's table must serve, for Engine.QueueTable.
 type QueueTable struct {
 	// Name is the table's name.

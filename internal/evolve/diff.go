@@ -96,6 +96,10 @@ func Diff(old, now *catalog.Catalog, ddl engine.DDL, opts Options) ([]*Change, e
 	}
 	for _, c := range changes {
 		c.Initial = d.initial()
+		if s, ok := ddl.(engine.SessionSetter); ok {
+			c.Up = append([]string{s.SessionOptions()}, c.Up...)
+			c.Down = append([]string{s.SessionOptions()}, c.Down...)
+		}
 	}
 	return changes, nil
 }
@@ -517,8 +521,9 @@ func (d *differ) alterQueue(oq, nq *catalog.Queue) {
 			d.note("", fmt.Sprintf("queue %s: leased jobs made available again (transaction mode reads no running job)", nq.Name))
 		}
 	}
+	add := d.checks(ot, nt, label) // a check goes before its column, and comes after it
 	d.columns(ot, nt, label)
-	d.checks(ot, nt, label)
+	add()
 	d.options(ot, nt, label)
 	d.indexes(ot, nt, label)
 	d.alterArchive(oq, nq)
@@ -731,16 +736,41 @@ func (d *differ) options(ot, nt *catalog.Table, label string) {
 	d.note("alter_"+nt.Name, fmt.Sprintf("%s: storage parameters: %s", label, strings.Join(parts, "; ")))
 }
 
-func (d *differ) checks(ot, nt *catalog.Table, label string) {
+// checks drops the CHECK constraints of ot that nt does not have (the
+// same name and definition), and returns the step that adds those of nt
+// that ot does not have, to run after the columns change: a check is
+// dropped before its column, and added after it. With a DDL that cannot
+// change checks (not an engine.CheckChanger), any difference is refused.
+func (d *differ) checks(ot, nt *catalog.Table, label string) (add func()) {
+	key := func(k *catalog.Check) string { return fmt.Sprintf("%s %s %t", k.Name, k.Expr, k.NoInherit) }
 	var want, have []string
 	for _, k := range nt.Checks {
-		want = append(want, fmt.Sprintf("%s %s %t", k.Name, k.Expr, k.NoInherit))
+		want = append(want, key(k))
 	}
 	for _, k := range ot.Checks {
-		have = append(have, fmt.Sprintf("%s %s %t", k.Name, k.Expr, k.NoInherit))
+		have = append(have, key(k))
 	}
-	if !slices.Equal(want, have) {
+	if slices.Equal(want, have) {
+		return func() {}
+	}
+	cc, ok := d.ddl.(engine.CheckChanger)
+	if !ok {
 		d.refuse(label+": CHECK constraints differ", "queuegen does not change CHECK constraints", manualPath)
+		return func() {}
+	}
+	for _, k := range ot.Checks {
+		if !slices.Contains(want, key(k)) {
+			d.add(cc.DropCheck(nt, k.Name), cc.AddCheck(nt, k))
+			d.note("alter_"+ot.Name, fmt.Sprintf("%s: drop check %s", label, k.Name))
+		}
+	}
+	return func() {
+		for _, k := range nt.Checks {
+			if !slices.Contains(have, key(k)) {
+				d.add(cc.AddCheck(nt, k), cc.DropCheck(nt, k.Name))
+				d.note("alter_"+ot.Name, fmt.Sprintf("%s: add check %s", label, k.Name))
+			}
+		}
 	}
 }
 

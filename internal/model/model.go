@@ -70,6 +70,9 @@ func Build(s *spec.Spec) (*Model, error) {
 	if errs := eng.Check(s); len(errs) > 0 {
 		return nil, errs
 	}
+	if c, ok := eng.(engine.Configurer); ok {
+		eng = c.Configure(s)
+	}
 	m := &Model{
 		Source:        path.Base(strings.ReplaceAll(s.File, `\`, "/")),
 		Engine:        eng,

@@ -95,7 +95,7 @@ func (m *Model) payload(s *spec.Spec, sq *spec.Queue, goName string) *Payload {
 	eng := m.Engine
 	p := &Payload{}
 	if j := sq.Payload.JSON; j != nil {
-		col := &catalog.Column{Name: j.Column, Type: eng.Column(&spec.Column{Name: j.Column, Type: spec.Type{Name: "jsonb"}}).Type, NotNull: true, Comment: "the payload, encoded as JSON"}
+		col := &catalog.Column{Name: j.Column, Type: eng.Column(&spec.Column{Name: j.Column, Type: spec.Type{Name: "jsonb"}}).Type, NotNull: true, Comment: "the payload, encoded as JSON", JSON: true}
 		p.Columns = []*catalog.Column{col}
 		p.JSON = &Field{Name: j.Column, GoName: spec.GoName(j.Column), Type: jsonRaw}
 		p.Inputs = []*Field{p.JSON}

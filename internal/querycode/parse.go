@@ -54,10 +54,17 @@ func parseFile(data string) ([]*query, error) {
 }
 
 // params lists the @parameters of a statement in order of first use,
-// skipping string literals, comments and @@ functions.
+// skipping string literals, comments, @@ functions and the variables the
+// query DECLAREs itself (the table variables OUTPUT … INTO writes).
 func params(sql string) []string {
 	var names []string
 	seen := map[string]bool{}
+	for _, line := range strings.Split(sql, "\n") {
+		if rest, ok := strings.CutPrefix(line, "DECLARE @"); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			seen[name] = true
+		}
+	}
 	for i := 0; i < len(sql); i++ {
 		switch c := sql[i]; {
 		case c == '\'':
@@ -87,6 +94,17 @@ func params(sql string) []string {
 	return names
 }
 
+// lastStatement is the last statement of sql, whose statements end with
+// ";" at the end of a line: what a query that writes OUTPUT … INTO a table
+// variable returns is the SELECT from it that ends the query.
+func lastStatement(sql string) string {
+	sql = strings.TrimSpace(sql)
+	if i := strings.LastIndex(strings.TrimSuffix(sql, ";"), ";\n"); i >= 0 {
+		return sql[i+2:]
+	}
+	return sql
+}
+
 func isIdent(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
@@ -97,10 +115,10 @@ func isIdent(c byte) bool {
 // table. It is nil for a query that returns nothing.
 func resultColumns(sql string) ([]string, error) {
 	var list string
-	if _, after, ok := strings.Cut(sql, "\nOUTPUT "); ok {
+	if _, after, ok := strings.Cut(sql, "\nOUTPUT "); ok && !strings.Contains(strings.SplitN(after, "\n", 2)[0], " INTO @") {
 		list, _, _ = strings.Cut(after, "\n")
 		list = strings.TrimSuffix(strings.TrimSpace(list), ";")
-	} else if after, ok := strings.CutPrefix(sql, "SELECT "); ok {
+	} else if after, ok := strings.CutPrefix(lastStatement(sql), "SELECT "); ok {
 		list = after
 		if i := strings.Index(list, "\nFROM"); i >= 0 {
 			list = list[:i]

@@ -15,6 +15,7 @@ func TestParams(t *testing.T) {
 		{"SELECT '@not' + @x -- @comment\n, @@ROWCOUNT, @y_1", []string{"x", "y_1"}},
 		{"SELECT N'it''s @no', @yes", []string{"yes"}},
 		{"SELECT 1", nil},
+		{"DECLARE @claimed TABLE (id BIGINT);\nUPDATE t SET a = @a\nOUTPUT inserted.* INTO @claimed;\nSELECT * FROM @claimed;", []string{"a"}},
 	}
 	for _, c := range cases {
 		if diff := cmp.Diff(c.want, params(c.sql)); diff != "" {
@@ -35,6 +36,8 @@ func TestResultColumns(t *testing.T) {
 		{"SELECT paused FROM r\nWHERE name = N'x';", []string{"paused"}, false},
 		{"SELECT *\nFROM t\nWHERE id = @id;", []string{"*"}, false},
 		{"DELETE FROM t WHERE id = @id;", nil, false},
+		{"DECLARE @claimed TABLE (id BIGINT);\nUPDATE t\nSET a = 1\nOUTPUT inserted.* INTO @claimed;\nSELECT * FROM @claimed;", []string{"*"}, false},
+		{"DECLARE @pushed TABLE (id BIGINT, run_after DATETIME2(6));\nINSERT INTO t (a)\nOUTPUT inserted.id, inserted.run_after INTO @pushed\nVALUES (1);\nSELECT id, run_after FROM @pushed;", []string{"id", "run_after"}, false},
 		{"SELECT COUNT(*)\nFROM t;", nil, true},
 	}
 	for _, c := range cases {
@@ -63,5 +66,14 @@ func TestParseFile(t *testing.T) {
 	}
 	if _, err := parseFile("-- name: Bad\nSELECT 1;"); err == nil {
 		t.Error("a name line without a kind was accepted")
+	}
+}
+
+func TestExpandStarInto(t *testing.T) {
+	got := expandStar("DECLARE @claimed TABLE (id BIGINT, state VARCHAR(9));\nUPDATE t\nSET a = 1\nOUTPUT inserted.* INTO @claimed;\nSELECT * FROM @claimed;",
+		[]column{{Name: "state"}, {Name: "id"}})
+	want := "DECLARE @claimed TABLE (id BIGINT, state VARCHAR(9));\nUPDATE t\nSET a = 1\nOUTPUT inserted.state, inserted.id INTO @claimed (state, id);\nSELECT state, id FROM @claimed;"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Error(diff)
 	}
 }

@@ -442,10 +442,30 @@ func expandStar(sql string, cols []column) string {
 		}
 		return strings.Join(names, ", ")
 	}
+	if into, ok := intoVariable(sql); ok {
+		// OUTPUT … INTO @claimed names the variable's columns, and the
+		// SELECT that returns them names them again.
+		sql = strings.Replace(sql, "OUTPUT inserted.* INTO "+into, "OUTPUT "+list("inserted.")+" INTO "+into+" ("+list("")+")", 1)
+		return strings.Replace(sql, "SELECT * FROM "+into, "SELECT "+list("")+" FROM "+into, 1)
+	}
 	if strings.Contains(sql, "OUTPUT inserted.*") {
 		return strings.Replace(sql, "OUTPUT inserted.*", "OUTPUT "+list("inserted."), 1)
 	}
 	return strings.Replace(sql, "SELECT *", "SELECT "+list(""), 1)
+}
+
+// intoVariable is the table variable of an "OUTPUT inserted.* INTO @name"
+// clause of sql, if it has one.
+func intoVariable(sql string) (string, bool) {
+	_, after, ok := strings.Cut(sql, "OUTPUT inserted.* INTO @")
+	if !ok {
+		return "", false
+	}
+	n := 0
+	for n < len(after) && isIdent(after[n]) {
+		n++
+	}
+	return "@" + after[:n], n > 0
 }
 
 // lowerCamel is name as a Go parameter: node_id → nodeID.

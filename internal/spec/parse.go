@@ -321,6 +321,7 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 	s.Schema = DefaultSchema
 	s.MigrationsTable = DefaultMigrations
 	s.Base.Table = DefaultBaseTable
+	s.SQLServer.OnlineIndex = true
 	p.fields(n, "", map[string]func(string, *yaml.Node){
 		"version": func(k string, v *yaml.Node) {
 			haveVersion = true
@@ -341,6 +342,11 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 			s.MigrationsTable = p.ident(v, k)
 		},
 		"base": func(k string, v *yaml.Node) { p.base(v, k, &s.Base) },
+		"sqlserver": func(k string, v *yaml.Node) {
+			p.fields(v, k, map[string]func(string, *yaml.Node){
+				"online_index": func(k string, v *yaml.Node) { s.SQLServer.OnlineIndex = p.boolean(v, k) },
+			})
+		},
 		"queues": func(k string, v *yaml.Node) {
 			haveQueues = true
 			queuesNode = v
@@ -355,6 +361,10 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 	}
 	if !haveVersion {
 		missing("version", "set version: 1")
+	}
+	if pos, ok := p.keys["sqlserver"]; ok && s.Engine != "sqlserver" {
+		p.errs = append(p.errs, &Error{File: p.file, Line: pos.Line, Column: pos.Column, Key: "sqlserver",
+			Msg: fmt.Sprintf("settings for engine sqlserver, but the spec's engine is %s; remove them", s.Engine)})
 	}
 	if !havePackage {
 		missing("package", "say where the Go code goes, e.g. package: {name: jobs, dir: internal/jobs}")

@@ -43,6 +43,9 @@ type Spec struct {
 	Base Base
 	// Queues are the declared queues, in the order of the file.
 	Queues []*Queue
+	// SQLServer are settings only engine sqlserver reads (key sqlserver,
+	// refused with another engine).
+	SQLServer SQLServer
 
 	// keys maps each key the file sets, as a dotted path
 	// ("queues[email].notify"), to its position.
@@ -76,6 +79,15 @@ func (s *Spec) Has(key string) bool {
 func (s *Spec) ErrorAt(key, format string, args ...any) *Error {
 	p := s.Pos(key)
 	return &Error{File: s.File, Line: p.Line, Column: p.Column, Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// SQLServer are the spec's settings for engine sqlserver.
+type SQLServer struct {
+	// OnlineIndex builds the indexes that later migrations add to tables
+	// holding rows WITH (ONLINE = ON), which does not block pushes and
+	// claims but needs Enterprise edition or Azure SQL; false builds them
+	// offline, as Standard and Express can. True unless set.
+	OnlineIndex bool
 }
 
 // Package is the Go package that receives sqlc's code and the accessors.

@@ -14,17 +14,19 @@ import (
 )
 
 const pushStatement = `-- name: PushStatement :one
+DECLARE @pushed TABLE (id BIGINT, run_after DATETIME2(6));
 INSERT INTO statement_queue (
     payload,
     priority, max_attempts, created_at, run_after
 )
-OUTPUT inserted.id, inserted.run_after
+OUTPUT inserted.id, inserted.run_after INTO @pushed
 VALUES (
     @payload,
     @priority, @max_attempts,
     COALESCE(@now, SYSUTCDATETIME()),
     COALESCE(@run_after, DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, COALESCE(@now, SYSUTCDATETIME()))))
 );
+SELECT id, run_after FROM @pushed;
 `
 
 type PushStatementParams struct {
@@ -41,8 +43,11 @@ type PushStatementRow struct {
 	RunAfter time.Time
 }
 
-// PushStatement inserts one job and returns its id and due time. An INSERT
-// locks only its own new row.
+// PushStatement inserts one job and returns its id and due time, through the
+// table variable @pushed: OUTPUT without INTO is refused on a table with an
+// enabled trigger (error 334), so every statement here that returns rows
+// writes them INTO a table variable and SELECTs them from it. An INSERT locks
+// only its own new row.
 func (q *Queries) PushStatement(ctx context.Context, arg PushStatementParams) (PushStatementRow, error) {
 	row := q.db.QueryRowContext(ctx, pushStatement,
 		sql.Named("payload", queueimpl.JSONText(arg.Payload)),
@@ -101,6 +106,22 @@ func (q *Queries) PushManyStatement(ctx context.Context, arg PushManyStatementPa
 }
 
 const claimStatement = `-- name: ClaimStatement :many
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    payload NVARCHAR(MAX)
+);
 WITH due AS (
     SELECT TOP (@limit) *
     FROM statement_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)
@@ -111,7 +132,8 @@ WITH due AS (
 UPDATE due
 SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME())
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM @claimed;
 `
 
 type ClaimStatementParams struct {
@@ -123,11 +145,11 @@ type ClaimStatementParams struct {
 // transaction, counting the attempt, in one statement: the CTE reads them
 // through the claim index (no sort) under ROWLOCK, READPAST, UPDLOCK,
 // READCOMMITTEDLOCK, and the UPDATE of the CTE leaves them locked until that
-// transaction ends (OUTPUT returns them in no set order; the accessor sorts
-// them into claim order). READPAST skips rows other claims hold, so
-// concurrent claims pass over each other instead of waiting;
-// READCOMMITTEDLOCK keeps the locks where READ_COMMITTED_SNAPSHOT is on; a
-// rollback returns the jobs, attempt and all.
+// transaction ends, returning them through @claimed as PushStatement does (in
+// no set order; the accessor sorts them into claim order). READPAST skips
+// rows other claims hold, so concurrent claims pass over each other instead
+// of waiting; READCOMMITTEDLOCK keeps the locks where READ_COMMITTED_SNAPSHOT
+// is on; a rollback returns the jobs, attempt and all.
 func (q *Queries) ClaimStatement(ctx context.Context, arg ClaimStatementParams) ([]StatementRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimStatement,
 		sql.Named("limit", arg.Limit),
@@ -252,16 +274,18 @@ func (q *Queries) FailStatement(ctx context.Context, arg FailStatementParams) (i
 }
 
 const failManyStatement = `-- name: FailManyStatement :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM statement_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', delay_us BIGINT '$.delay_us') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'available';
+SELECT id, state FROM @failed;
 `
 
 type FailManyStatementRow struct {
@@ -271,7 +295,8 @@ type FailManyStatementRow struct {
 
 // FailManyStatement fails many jobs in one statement, each as FailStatement
 // would and fenced by its attempt, and returns the new state of each one it
-// changed. @batch is a JSON array of {id, attempt, message, delay_us}.
+// changed (through @failed, as PushStatement does). @batch is a JSON array of
+// {id, attempt, message, delay_us}.
 func (q *Queries) FailManyStatement(ctx context.Context, batch string) ([]FailManyStatementRow, error) {
 	rows, err := q.db.QueryContext(ctx, failManyStatement,
 		sql.Named("batch", batch),
@@ -301,16 +326,18 @@ func (q *Queries) FailManyStatement(ctx context.Context, batch string) ([]FailMa
 }
 
 const failManyAtStatement = `-- name: FailManyAtStatement :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM statement_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', retry_at DATETIME2(6) '$.retry_at') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'available';
+SELECT id, state FROM @failed;
 `
 
 type FailManyAtStatementRow struct {

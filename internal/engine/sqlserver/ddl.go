@@ -24,7 +24,11 @@ import (
 // left for SQL Server to name: a default named after its table would keep
 // the old name through a rename, and collide with a new table of that
 // name; DropDefault and DropColumn look a default up by its column.
-type ddl struct{ schema string }
+type ddl struct {
+	schema string
+	// offlineIndexes: see Engine.
+	offlineIndexes bool
+}
 
 func (d ddl) q(name string) string { return Engine{}.Qualify(d.schema, name) }
 
@@ -247,15 +251,33 @@ func (d ddl) SetDefault(t *catalog.Table, name, def string) string {
 
 func (d ddl) DropDefault(t *catalog.Table, name string) string { return d.dropDefault(t, name) }
 
-// CreateIndexOnline builds an index while pushes and claims go on
-// (ONLINE = ON: Enterprise edition and Azure SQL; other editions refuse
-// the statement, and the index must be built in a quiet hour without it).
-// A failed build leaves nothing behind, and the statement does nothing if
-// the index exists, so it can run again.
+// CreateIndexOnline builds an index of a table that holds rows: ONLINE =
+// ON, so that pushes and claims go on (Enterprise edition and Azure SQL;
+// Standard and Express refuse the statement, error 1712, and the
+// migration changes nothing), or, with sqlserver.online_index: false in
+// the spec, offline, which any edition can, holding a shared lock on the
+// table for the whole build. A failed build leaves nothing behind, and the
+// statement does nothing if the index exists, so it can run again.
 func (d ddl) CreateIndexOnline(t *catalog.Table, i *catalog.Index) string {
-	return fmt.Sprintf("IF INDEXPROPERTY(OBJECT_ID(%s), %s, 'IndexID') IS NULL\n    %s;",
-		d.object(t.Name), quote(i.Name), strings.ReplaceAll(createIndex(d.q(t.Name), i, "ONLINE = ON"), "\n", "\n    "))
+	comment, with := onlineComment, "ONLINE = ON"
+	if d.offlineIndexes {
+		comment, with = offlineComment, ""
+	}
+	return comment + fmt.Sprintf("IF INDEXPROPERTY(OBJECT_ID(%s), %s, 'IndexID') IS NULL\n    %s;",
+		d.object(t.Name), quote(i.Name), strings.ReplaceAll(createIndex(d.q(t.Name), i, with), "\n", "\n    "))
 }
+
+const (
+	onlineComment = `-- ONLINE = ON: pushes and claims go on during the build. Enterprise edition
+-- and Azure SQL only: Standard and Express refuse it (error 1712) and the
+-- migration changes nothing; for them, set sqlserver.online_index: false in
+-- the spec before generating (see the README's SQL Server section).
+`
+	offlineComment = `-- Offline (sqlserver.online_index: false in the spec): the build holds a
+-- shared lock on the table, so pushes, claims, completions and heartbeats
+-- wait until it ends (reads do not). Run it when the queue can pause.
+`
+)
 
 // DropIndexOnline drops an index, which for a nonclustered index changes
 // only the catalog (ONLINE applies to clustered indexes only).
@@ -286,4 +308,36 @@ func (ddl) Widens(from, to string) (bool, string) {
 		return false, why
 	}
 	return true, ""
+}
+
+// AddCheck adds a CHECK constraint to a table that holds rows WITH
+// NOCHECK: only rows written from now on are checked, so the statement
+// changes only the catalog instead of reading every row under a schema
+// lock that would stop pushes and claims; the constraint is marked not
+// trusted until a DBA validates the rows already there.
+func (d ddl) AddCheck(t *catalog.Table, k *catalog.Check) string {
+	return fmt.Sprintf(`-- WITH NOCHECK: rows written from now on are checked; the rows already there
+-- are not read (that would hold a schema lock on the table while it reads
+-- them all). To check those too, when the queue can pause:
+--   ALTER TABLE %[1]s WITH CHECK CHECK CONSTRAINT %[2]s;
+ALTER TABLE %[1]s WITH NOCHECK ADD CONSTRAINT %[2]s CHECK (%[3]s);`, d.q(t.Name), k.Name, k.Expr)
+}
+
+// DropCheck drops a CHECK constraint, which changes only the catalog.
+func (d ddl) DropCheck(t *catalog.Table, name string) string {
+	return fmt.Sprintf("ALTER TABLE %s DROP CONSTRAINT %s;", d.q(t.Name), name)
+}
+
+// SessionOptions are the SET options SQL Server requires of a session that
+// creates or writes a table with a filtered index (error 1934 otherwise).
+// Drivers set them, but classic sqlcmd leaves QUOTED_IDENTIFIER off, so a
+// migration run through it would fail. A SET lasts for the connection, and
+// goose runs a migration's statements in one transaction on one
+// connection, so each migration sets them first, in Up and in Down.
+func (ddl) SessionOptions() string {
+	return `-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;`
 }

@@ -18,6 +18,7 @@ package sqlserver
 import (
 	"github.com/queuegen/queuegen/internal/engine"
 	"github.com/queuegen/queuegen/internal/gocode"
+	"github.com/queuegen/queuegen/internal/spec"
 )
 
 // Name is the engine's name in the spec.
@@ -28,8 +29,18 @@ const MaxIdentifier = 128
 
 func init() { engine.Register(Engine{}) }
 
-// Engine is the SQL Server engine. Its zero value is ready to use.
-type Engine struct{}
+// Engine is the SQL Server engine. Its zero value is ready to use, with
+// the spec's defaults.
+type Engine struct {
+	// offlineIndexes builds indexes of tables that hold rows without
+	// ONLINE = ON (sqlserver.online_index: false).
+	offlineIndexes bool
+}
+
+// Configure is the engine with the spec's sqlserver settings.
+func (Engine) Configure(s *spec.Spec) engine.Engine {
+	return Engine{offlineIndexes: !s.SQLServer.OnlineIndex}
+}
 
 // Name is "sqlserver".
 func (Engine) Name() string { return Name }
@@ -69,4 +80,6 @@ func (Engine) Driver() engine.Driver {
 }
 
 // DDL writes SQL Server DDL for tables in schema.
-func (Engine) DDL(schema string) engine.DDL { return ddl{schema: schema} }
+func (e Engine) DDL(schema string) engine.DDL {
+	return ddl{schema: schema, offlineIndexes: e.offlineIndexes}
+}

@@ -20,6 +20,16 @@ func stateCheck(table string) *catalog.Check {
 	return &catalog.Check{Name: table + "_state_check", Expr: "state IN ('available', 'running', 'succeeded', 'dead')"}
 }
 
+// jsonCheck is the CHECK of a JSON column: it holds one JSON document.
+// ISJSON before SQL Server 2022 admits an object or an array only, so the
+// value is tested as the one element of an array: any JSON value passes
+// (a number, a string, true, false, null), as in PostgreSQL's jsonb, and
+// text that is no JSON fails the write (error 547). NULL passes (a NULL
+// column is NULL, not JSON null).
+func jsonCheck(table, column string) *catalog.Check {
+	return &catalog.Check{Name: table + "_" + column + "_json_check", Expr: "ISJSON(N'[' + " + column + " + N']') = 1"}
+}
+
 // Registry is the queue registry, queuegen_queues.
 func (Engine) Registry() *catalog.Table {
 	return &catalog.Table{
@@ -93,6 +103,11 @@ func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 	t := &catalog.Table{Name: q.Name, Comment: q.Comment}
 	t.Columns = append(bookkeeping(), q.Payload...)
 	t.Checks = []*catalog.Check{stateCheck(q.Name)}
+	for _, c := range q.Payload {
+		if c.JSON {
+			t.Checks = append(t.Checks, jsonCheck(q.Name, c.Name))
+		}
+	}
 	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_pkey", Primary: true, Columns: []string{"id"}})
 	claim := []string{"run_after", "id"}
 	if q.Priority {

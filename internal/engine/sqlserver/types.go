@@ -72,7 +72,7 @@ var defaultSQL = map[string]string{
 // Column is the table column of a spec column: its SQL Server type, NOT
 // NULL unless nullable, and its default as a literal of the type.
 func (Engine) Column(c *spec.Column) *catalog.Column {
-	col := &catalog.Column{Name: c.Name, Type: sqlType(c.Type), NotNull: !c.Nullable, RenamedFrom: c.RenamedFrom}
+	col := &catalog.Column{Name: c.Name, Type: sqlType(c.Type), NotNull: !c.Nullable, RenamedFrom: c.RenamedFrom, JSON: c.Type.Name == "jsonb"}
 	switch {
 	case c.Default != nil:
 		col.Default = literal(c.Type, *c.Default)

@@ -9,6 +9,12 @@
 
 -- +goose Up
 
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
+
 -- queuegen_queues is the queue registry: one row per queue, written by the
 -- migrations queuegen emits, so that tools find every queue table of a
 -- database without reading the spec. A maintenance batch locks its queue's
@@ -85,7 +91,8 @@ CREATE TABLE report_queue (
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT report_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT report_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT report_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT report_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).
@@ -105,6 +112,12 @@ INSERT INTO queuegen_queues (name, table_name, mode)
 VALUES (N'report', N'report_queue', 'transaction');
 
 -- +goose Down
+
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
 
 DELETE FROM queuegen_queues WHERE name = N'report';
 

@@ -8,6 +8,16 @@
 
 -- +goose Up
 
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
+
+-- ONLINE = ON: pushes and claims go on during the build. Enterprise edition
+-- and Azure SQL only: Standard and Express refuse it (error 1712) and the
+-- migration changes nothing; for them, set sqlserver.online_index: false in
+-- the spec before generating (see the README's SQL Server section).
 IF INDEXPROPERTY(OBJECT_ID(N'email_queue'), N'email_queue_claim_idx_next', 'IndexID') IS NULL
     CREATE INDEX email_queue_claim_idx_next ON email_queue (priority DESC, run_after, id)
         WHERE state = 'available'
@@ -15,6 +25,10 @@ IF INDEXPROPERTY(OBJECT_ID(N'email_queue'), N'email_queue_claim_idx_next', 'Inde
 DROP INDEX IF EXISTS email_queue_claim_idx ON email_queue;
 EXEC sp_rename N'email_queue.email_queue_claim_idx_next', N'email_queue_claim_idx', N'INDEX';
 
+-- ONLINE = ON: pushes and claims go on during the build. Enterprise edition
+-- and Azure SQL only: Standard and Express refuse it (error 1712) and the
+-- migration changes nothing; for them, set sqlserver.online_index: false in
+-- the spec before generating (see the README's SQL Server section).
 IF INDEXPROPERTY(OBJECT_ID(N'email_queue'), N'email_queue_unique_key_idx', 'IndexID') IS NULL
     CREATE UNIQUE INDEX email_queue_unique_key_idx ON email_queue (unique_key)
         WHERE unique_key IS NOT NULL AND state IN ('available', 'running')
@@ -22,8 +36,18 @@ IF INDEXPROPERTY(OBJECT_ID(N'email_queue'), N'email_queue_unique_key_idx', 'Inde
 
 -- +goose Down
 
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
+
 DROP INDEX IF EXISTS email_queue_unique_key_idx ON email_queue;
 
+-- ONLINE = ON: pushes and claims go on during the build. Enterprise edition
+-- and Azure SQL only: Standard and Express refuse it (error 1712) and the
+-- migration changes nothing; for them, set sqlserver.online_index: false in
+-- the spec before generating (see the README's SQL Server section).
 IF INDEXPROPERTY(OBJECT_ID(N'email_queue'), N'email_queue_claim_idx_next', 'IndexID') IS NULL
     CREATE INDEX email_queue_claim_idx_next ON email_queue (run_after, id)
         WHERE state = 'available'

@@ -9,6 +9,12 @@
 
 -- +goose Up
 
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
+
 EXEC sp_rename N'email_queue', N'mail_queue';
 
 EXEC sp_rename N'email_queue_pkey', N'mail_queue_pkey', N'OBJECT';
@@ -30,6 +36,12 @@ WHERE name = N'email';
 EXEC sp_rename N'mail_queue.recipient', N'address', N'COLUMN';
 
 -- +goose Down
+
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
 
 EXEC sp_rename N'mail_queue.address', N'recipient', N'COLUMN';
 

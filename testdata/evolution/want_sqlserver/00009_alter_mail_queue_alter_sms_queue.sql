@@ -11,6 +11,12 @@
 
 -- +goose Up
 
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
+
 -- Widening an NVARCHAR: SQL Server changes only the catalog.
 ALTER TABLE mail_queue ALTER COLUMN subject NVARCHAR(200) NULL;
 
@@ -25,6 +31,12 @@ SET state = 'available', locked_by = NULL, locked_until = NULL
 WHERE locked_until IS NOT NULL AND state = 'running';
 
 -- +goose Down
+
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
 
 UPDATE queuegen_queues
 SET name = N'sms', table_name = N'sms_queue', mode = 'lease'

@@ -11,10 +11,26 @@
 
 -- +goose Up
 
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
+
 DROP INDEX IF EXISTS sms_queue_lease_idx ON sms_queue;
 
 -- +goose Down
 
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
+
+-- ONLINE = ON: pushes and claims go on during the build. Enterprise edition
+-- and Azure SQL only: Standard and Express refuse it (error 1712) and the
+-- migration changes nothing; for them, set sqlserver.online_index: false in
+-- the spec before generating (see the README's SQL Server section).
 IF INDEXPROPERTY(OBJECT_ID(N'sms_queue'), N'sms_queue_lease_idx', 'IndexID') IS NULL
     CREATE INDEX sms_queue_lease_idx ON sms_queue (locked_until)
         WHERE state = 'running'

@@ -7,6 +7,12 @@
 
 -- +goose Up
 
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
+
 -- queuegen_periodic records the last tick pushed of each periodic job, so
 -- that any number of nodes push each tick exactly once: a node advances the
 -- tick and pushes the job in one transaction, and of nodes racing for one
@@ -19,5 +25,11 @@ CREATE TABLE queuegen_periodic (
 );
 
 -- +goose Down
+
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
 
 DROP TABLE queuegen_periodic;

@@ -11,6 +11,12 @@
 
 -- +goose Up
 
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
+
 EXEC sp_rename N'mail_queue', N'post_queue';
 
 EXEC sp_rename N'mail_queue_pkey', N'post_queue_pkey', N'OBJECT';
@@ -36,6 +42,12 @@ ALTER TABLE post_queue ADD tag NVARCHAR(MAX);
 ALTER TABLE sms_queue ADD region NVARCHAR(MAX);
 
 -- +goose Down
+
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
 
 -- +goose StatementBegin
 DECLARE @default sysname = (

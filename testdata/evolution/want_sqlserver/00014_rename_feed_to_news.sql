@@ -8,6 +8,12 @@
 
 -- +goose Up
 
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
+
 EXEC sp_rename N'feed_queue', N'news_queue';
 
 EXEC sp_rename N'feed_queue_pkey', N'news_queue_pkey', N'OBJECT';
@@ -25,6 +31,12 @@ SET name = N'news', table_name = N'news_queue', mode = 'lease'
 WHERE name = N'feed';
 
 -- +goose Down
+
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
 
 UPDATE queuegen_queues
 SET name = N'feed', table_name = N'feed_queue', mode = 'lease'

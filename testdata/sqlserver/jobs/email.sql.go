@@ -15,11 +15,12 @@ import (
 )
 
 const pushEmail = `-- name: PushEmail :one
+DECLARE @pushed TABLE (id BIGINT, run_after DATETIME2(6));
 INSERT INTO queues.email_queue (
     tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small,
     priority, max_attempts, unique_key, created_at, run_after
 )
-OUTPUT inserted.id, inserted.run_after
+OUTPUT inserted.id, inserted.run_after INTO @pushed
 SELECT
     @tenant_id,
     COALESCE(@region, N'eu'),
@@ -46,6 +47,7 @@ WHERE @unique_key IS NULL
     WHERE unique_key = @unique_key
       AND state IN ('available', 'running')
 );
+SELECT id, run_after FROM @pushed;
 `
 
 type PushEmailParams struct {
@@ -77,7 +79,10 @@ type PushEmailRow struct {
 	RunAfter time.Time
 }
 
-// PushEmail inserts one job and returns its id and due time. With a
+// PushEmail inserts one job and returns its id and due time, through the
+// table variable @pushed: OUTPUT without INTO is refused on a table with an
+// enabled trigger (error 334), so every statement here that returns rows
+// writes them INTO a table variable and SELECTs them from it. With a
 // unique_key, it inserts only if no unfinished job holds the key (without
 // one, the NOT EXISTS is not run: a startup filter on @unique_key IS NULL):
 // the NOT EXISTS reads the unique index under UPDLOCK, HOLDLOCK, a key-range
@@ -185,6 +190,36 @@ func (q *Queries) PushManyEmail(ctx context.Context, arg PushManyEmailParams) (i
 }
 
 const claimExpiredEmail = `-- name: ClaimExpiredEmail :many
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    tenant_id BIGINT,
+    region NVARCHAR(MAX),
+    recipient NVARCHAR(MAX),
+    subject NVARCHAR(200),
+    body NVARCHAR(MAX),
+    attachment VARBINARY(MAX),
+    sent_on DATE,
+    amount DECIMAL(12, 2),
+    ratio REAL,
+    weight FLOAT,
+    urgent BIT,
+    ref UNIQUEIDENTIFIER,
+    queued_at DATETIME2(6),
+    meta NVARCHAR(MAX),
+    small SMALLINT
+);
 WITH expired AS (
     SELECT TOP (@limit) *
     FROM queues.email_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)
@@ -198,7 +233,8 @@ SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.recipient, inserted.subject, inserted.body, inserted.attachment, inserted.sent_on, inserted.amount, inserted.ratio, inserted.weight, inserted.urgent, inserted.ref, inserted.queued_at, inserted.meta, inserted.small;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.recipient, inserted.subject, inserted.body, inserted.attachment, inserted.sent_on, inserted.amount, inserted.ratio, inserted.weight, inserted.urgent, inserted.ref, inserted.queued_at, inserted.meta, inserted.small INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small FROM @claimed;
 `
 
 type ClaimExpiredEmailParams struct {
@@ -212,10 +248,11 @@ type ClaimExpiredEmailParams struct {
 // running jobs whose lease expired (their holder presumed dead), oldest lease
 // first, in one atomic statement: the CTE reads them through the lease index
 // under ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK, and the UPDATE of the
-// CTE takes them and returns them. UPDLOCK holds each row from the read to
-// the write, so no other claim takes it in between; READPAST skips rows other
-// claims hold, so concurrent claims pass over each other instead of waiting;
-// READCOMMITTEDLOCK keeps those locks where READ_COMMITTED_SNAPSHOT is on.
+// CTE takes them and returns them (through @claimed, as PushEmail does).
+// UPDLOCK holds each row from the read to the write, so no other claim takes
+// it in between; READPAST skips rows other claims hold, so concurrent claims
+// pass over each other instead of waiting; READCOMMITTEDLOCK keeps those
+// locks where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) ClaimExpiredEmail(ctx context.Context, arg ClaimExpiredEmailParams) ([]EmailRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredEmail,
 		sql.Named("limit", arg.Limit),
@@ -274,6 +311,36 @@ func (q *Queries) ClaimExpiredEmail(ctx context.Context, arg ClaimExpiredEmailPa
 }
 
 const claimDueEmail = `-- name: ClaimDueEmail :many
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    tenant_id BIGINT,
+    region NVARCHAR(MAX),
+    recipient NVARCHAR(MAX),
+    subject NVARCHAR(200),
+    body NVARCHAR(MAX),
+    attachment VARBINARY(MAX),
+    sent_on DATE,
+    amount DECIMAL(12, 2),
+    ratio REAL,
+    weight FLOAT,
+    urgent BIT,
+    ref UNIQUEIDENTIFIER,
+    queued_at DATETIME2(6),
+    meta NVARCHAR(MAX),
+    small SMALLINT
+);
 WITH due AS (
     SELECT TOP (@limit) *
     FROM queues.email_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)
@@ -287,7 +354,8 @@ SET state = 'running',
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.recipient, inserted.subject, inserted.body, inserted.attachment, inserted.sent_on, inserted.amount, inserted.ratio, inserted.weight, inserted.urgent, inserted.ref, inserted.queued_at, inserted.meta, inserted.small;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.recipient, inserted.subject, inserted.body, inserted.attachment, inserted.sent_on, inserted.amount, inserted.ratio, inserted.weight, inserted.urgent, inserted.ref, inserted.queued_at, inserted.meta, inserted.small INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small FROM @claimed;
 `
 
 type ClaimDueEmailParams struct {
@@ -300,7 +368,7 @@ type ClaimDueEmailParams struct {
 // ClaimDueEmail leases to @node, for @lease_us microseconds, up to @limit due
 // jobs in claim order, in one atomic statement like ClaimExpiredEmail: the
 // claim index holds the available jobs in the ORDER BY, so the CTE reads the
-// first entries and stops, without a sort. OUTPUT returns the rows in no set
+// first entries and stops, without a sort. The rows come back in no set
 // order; the accessor sorts them into claim order.
 func (q *Queries) ClaimDueEmail(ctx context.Context, arg ClaimDueEmailParams) ([]EmailRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueEmail,
@@ -448,6 +516,7 @@ func (q *Queries) FailEmail(ctx context.Context, arg FailEmailParams) (int64, er
 }
 
 const failManyEmail = `-- name: FailManyEmail :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
@@ -455,11 +524,12 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM queues.email_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', delay_us BIGINT '$.delay_us') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 `
 
 type FailManyEmailRow struct {
@@ -468,8 +538,9 @@ type FailManyEmailRow struct {
 }
 
 // FailManyEmail fails many jobs in one statement, each as FailEmail would and
-// fenced by its attempt, and returns the new state of each one it changed.
-// @batch is a JSON array of {id, attempt, message, delay_us}.
+// fenced by its attempt, and returns the new state of each one it changed
+// (through @failed, as PushEmail does). @batch is a JSON array of {id,
+// attempt, message, delay_us}.
 func (q *Queries) FailManyEmail(ctx context.Context, batch string) ([]FailManyEmailRow, error) {
 	rows, err := q.db.QueryContext(ctx, failManyEmail,
 		sql.Named("batch", batch),
@@ -499,6 +570,7 @@ func (q *Queries) FailManyEmail(ctx context.Context, batch string) ([]FailManyEm
 }
 
 const failManyAtEmail = `-- name: FailManyAtEmail :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
@@ -506,11 +578,12 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM queues.email_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', retry_at DATETIME2(6) '$.retry_at') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 `
 
 type FailManyAtEmailRow struct {
@@ -613,10 +686,12 @@ func (q *Queries) DiscardEmail(ctx context.Context, arg DiscardEmailParams) (int
 }
 
 const extendEmail = `-- name: ExtendEmail :one
+DECLARE @extended TABLE (locked_until DATETIME2(6));
 UPDATE queues.email_queue
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.locked_until
+OUTPUT inserted.locked_until INTO @extended
 WHERE id = @id AND attempt = @attempt AND state = 'running';
+SELECT locked_until FROM @extended;
 `
 
 type ExtendEmailParams struct {
@@ -626,8 +701,9 @@ type ExtendEmailParams struct {
 }
 
 // ExtendEmail moves a held job's lease to @lease_us microseconds from now by
-// the database clock, fenced like CompleteEmail, and returns its new end (no
-// row: the job is no longer held), so a worker on a long job keeps it.
+// the database clock, fenced like CompleteEmail, and returns its new end
+// (through @extended, as PushEmail does; no row: the job is no longer held),
+// so a worker on a long job keeps it.
 func (q *Queries) ExtendEmail(ctx context.Context, arg ExtendEmailParams) (*time.Time, error) {
 	row := q.db.QueryRowContext(ctx, extendEmail,
 		sql.Named("lease_us", arg.LeaseUs),
@@ -642,13 +718,15 @@ func (q *Queries) ExtendEmail(ctx context.Context, arg ExtendEmailParams) (*time
 }
 
 const extendManyEmail = `-- name: ExtendManyEmail :many
+DECLARE @extended TABLE (id BIGINT);
 UPDATE job
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.id
+OUTPUT inserted.id INTO @extended
 FROM queues.email_queue AS job
 JOIN OPENJSON(@fences) WITH (id BIGINT '$.id', attempt INT '$.attempt') AS held
   ON held.id = job.id AND held.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id FROM @extended;
 `
 
 type ExtendManyEmailParams struct {
@@ -658,9 +736,10 @@ type ExtendManyEmailParams struct {
 
 // ExtendManyEmail moves the leases of many held jobs to @lease_us
 // microseconds from now by the database clock in one statement, each fenced
-// by its attempt like ExtendEmail, and returns the ids of those it extended;
-// a worker's heartbeat sends one per batch of running jobs. @fences is a JSON
-// array of {id, attempt}, joined by primary key as in CompleteManyEmail.
+// by its attempt like ExtendEmail, and returns the ids of those it extended
+// (through @extended, as PushEmail does); a worker's heartbeat sends one per
+// batch of running jobs. @fences is a JSON array of {id, attempt}, joined by
+// primary key as in CompleteManyEmail.
 func (q *Queries) ExtendManyEmail(ctx context.Context, arg ExtendManyEmailParams) ([]int64, error) {
 	rows, err := q.db.QueryContext(ctx, extendManyEmail,
 		sql.Named("lease_us", arg.LeaseUs),

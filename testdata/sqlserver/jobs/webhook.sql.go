@@ -14,11 +14,12 @@ import (
 )
 
 const pushWebhook = `-- name: PushWebhook :one
+DECLARE @pushed TABLE (id BIGINT, run_after DATETIME2(6));
 INSERT INTO queues.webhook_queue (
     tenant_id, region, url, body,
     priority, max_attempts, created_at, run_after
 )
-OUTPUT inserted.id, inserted.run_after
+OUTPUT inserted.id, inserted.run_after INTO @pushed
 VALUES (
     @tenant_id,
     COALESCE(@region, N'eu'),
@@ -28,6 +29,7 @@ VALUES (
     COALESCE(@now, SYSUTCDATETIME()),
     COALESCE(@run_after, DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, COALESCE(@now, SYSUTCDATETIME()))))
 );
+SELECT id, run_after FROM @pushed;
 `
 
 type PushWebhookParams struct {
@@ -47,8 +49,11 @@ type PushWebhookRow struct {
 	RunAfter time.Time
 }
 
-// PushWebhook inserts one job and returns its id and due time. An INSERT
-// locks only its own new row.
+// PushWebhook inserts one job and returns its id and due time, through the
+// table variable @pushed: OUTPUT without INTO is refused on a table with an
+// enabled trigger (error 334), so every statement here that returns rows
+// writes them INTO a table variable and SELECTs them from it. An INSERT locks
+// only its own new row.
 func (q *Queries) PushWebhook(ctx context.Context, arg PushWebhookParams) (PushWebhookRow, error) {
 	row := q.db.QueryRowContext(ctx, pushWebhook,
 		sql.Named("tenant_id", arg.TenantID),
@@ -116,6 +121,25 @@ func (q *Queries) PushManyWebhook(ctx context.Context, arg PushManyWebhookParams
 }
 
 const claimExpiredWebhook = `-- name: ClaimExpiredWebhook :many
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    tenant_id BIGINT,
+    region NVARCHAR(MAX),
+    url NVARCHAR(MAX),
+    body NVARCHAR(MAX)
+);
 WITH expired AS (
     SELECT TOP (@limit) *
     FROM queues.webhook_queue WITH (ROWLOCK, UPDLOCK, READCOMMITTEDLOCK, NOWAIT)
@@ -129,7 +153,8 @@ SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.url, inserted.body;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.url, inserted.body INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, url, body);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, url, body FROM @claimed;
 `
 
 type ClaimExpiredWebhookParams struct {
@@ -143,11 +168,11 @@ type ClaimExpiredWebhookParams struct {
 // @limit running jobs whose lease expired (their holder presumed dead),
 // oldest lease first, in one atomic statement: the CTE reads them through the
 // lease index under ROWLOCK, UPDLOCK, READCOMMITTEDLOCK, NOWAIT, and the
-// UPDATE of the CTE takes them and returns them. UPDLOCK holds each row from
-// the read to the write, so no other claim takes it in between; NOWAIT makes
-// a claim that meets a row another claim holds fail at once (error 1222)
-// instead of waiting; READCOMMITTEDLOCK keeps those locks where
-// READ_COMMITTED_SNAPSHOT is on.
+// UPDATE of the CTE takes them and returns them (through @claimed, as
+// PushWebhook does). UPDLOCK holds each row from the read to the write, so no
+// other claim takes it in between; NOWAIT makes a claim that meets a row
+// another claim holds fail at once (error 1222) instead of waiting;
+// READCOMMITTEDLOCK keeps those locks where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) ClaimExpiredWebhook(ctx context.Context, arg ClaimExpiredWebhookParams) ([]WebhookRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredWebhook,
 		sql.Named("limit", arg.Limit),
@@ -195,6 +220,25 @@ func (q *Queries) ClaimExpiredWebhook(ctx context.Context, arg ClaimExpiredWebho
 }
 
 const claimDueWebhook = `-- name: ClaimDueWebhook :many
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    tenant_id BIGINT,
+    region NVARCHAR(MAX),
+    url NVARCHAR(MAX),
+    body NVARCHAR(MAX)
+);
 WITH due AS (
     SELECT TOP (@limit) *
     FROM queues.webhook_queue WITH (ROWLOCK, UPDLOCK, READCOMMITTEDLOCK, NOWAIT)
@@ -208,7 +252,8 @@ SET state = 'running',
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.url, inserted.body;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.url, inserted.body INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, url, body);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, url, body FROM @claimed;
 `
 
 type ClaimDueWebhookParams struct {
@@ -221,8 +266,8 @@ type ClaimDueWebhookParams struct {
 // ClaimDueWebhook leases to @node, for @lease_us microseconds, up to @limit
 // due jobs in claim order, in one atomic statement like ClaimExpiredWebhook:
 // the claim index holds the available jobs in the ORDER BY, so the CTE reads
-// the first entries and stops, without a sort. OUTPUT returns the rows in no
-// set order; the accessor sorts them into claim order.
+// the first entries and stops, without a sort. The rows come back in no set
+// order; the accessor sorts them into claim order.
 func (q *Queries) ClaimDueWebhook(ctx context.Context, arg ClaimDueWebhookParams) ([]WebhookRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueWebhook,
 		sql.Named("limit", arg.Limit),
@@ -350,6 +395,7 @@ func (q *Queries) FailWebhook(ctx context.Context, arg FailWebhookParams) (int64
 }
 
 const failManyWebhook = `-- name: FailManyWebhook :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
@@ -357,11 +403,12 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM queues.webhook_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', delay_us BIGINT '$.delay_us') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 `
 
 type FailManyWebhookRow struct {
@@ -370,8 +417,9 @@ type FailManyWebhookRow struct {
 }
 
 // FailManyWebhook fails many jobs in one statement, each as FailWebhook would
-// and fenced by its attempt, and returns the new state of each one it
-// changed. @batch is a JSON array of {id, attempt, message, delay_us}.
+// and fenced by its attempt, and returns the new state of each one it changed
+// (through @failed, as PushWebhook does). @batch is a JSON array of {id,
+// attempt, message, delay_us}.
 func (q *Queries) FailManyWebhook(ctx context.Context, batch string) ([]FailManyWebhookRow, error) {
 	rows, err := q.db.QueryContext(ctx, failManyWebhook,
 		sql.Named("batch", batch),
@@ -401,6 +449,7 @@ func (q *Queries) FailManyWebhook(ctx context.Context, batch string) ([]FailMany
 }
 
 const failManyAtWebhook = `-- name: FailManyAtWebhook :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
@@ -408,11 +457,12 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM queues.webhook_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', retry_at DATETIME2(6) '$.retry_at') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 `
 
 type FailManyAtWebhookRow struct {
@@ -515,10 +565,12 @@ func (q *Queries) DiscardWebhook(ctx context.Context, arg DiscardWebhookParams) 
 }
 
 const extendWebhook = `-- name: ExtendWebhook :one
+DECLARE @extended TABLE (locked_until DATETIME2(6));
 UPDATE queues.webhook_queue
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.locked_until
+OUTPUT inserted.locked_until INTO @extended
 WHERE id = @id AND attempt = @attempt AND state = 'running';
+SELECT locked_until FROM @extended;
 `
 
 type ExtendWebhookParams struct {
@@ -529,7 +581,8 @@ type ExtendWebhookParams struct {
 
 // ExtendWebhook moves a held job's lease to @lease_us microseconds from now
 // by the database clock, fenced like CompleteWebhook, and returns its new end
-// (no row: the job is no longer held), so a worker on a long job keeps it.
+// (through @extended, as PushWebhook does; no row: the job is no longer
+// held), so a worker on a long job keeps it.
 func (q *Queries) ExtendWebhook(ctx context.Context, arg ExtendWebhookParams) (*time.Time, error) {
 	row := q.db.QueryRowContext(ctx, extendWebhook,
 		sql.Named("lease_us", arg.LeaseUs),
@@ -544,13 +597,15 @@ func (q *Queries) ExtendWebhook(ctx context.Context, arg ExtendWebhookParams) (*
 }
 
 const extendManyWebhook = `-- name: ExtendManyWebhook :many
+DECLARE @extended TABLE (id BIGINT);
 UPDATE job
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.id
+OUTPUT inserted.id INTO @extended
 FROM queues.webhook_queue AS job
 JOIN OPENJSON(@fences) WITH (id BIGINT '$.id', attempt INT '$.attempt') AS held
   ON held.id = job.id AND held.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id FROM @extended;
 `
 
 type ExtendManyWebhookParams struct {
@@ -560,10 +615,10 @@ type ExtendManyWebhookParams struct {
 
 // ExtendManyWebhook moves the leases of many held jobs to @lease_us
 // microseconds from now by the database clock in one statement, each fenced
-// by its attempt like ExtendWebhook, and returns the ids of those it
-// extended; a worker's heartbeat sends one per batch of running jobs. @fences
-// is a JSON array of {id, attempt}, joined by primary key as in
-// CompleteManyWebhook.
+// by its attempt like ExtendWebhook, and returns the ids of those it extended
+// (through @extended, as PushWebhook does); a worker's heartbeat sends one
+// per batch of running jobs. @fences is a JSON array of {id, attempt}, joined
+// by primary key as in CompleteManyWebhook.
 func (q *Queries) ExtendManyWebhook(ctx context.Context, arg ExtendManyWebhookParams) ([]int64, error) {
 	rows, err := q.db.QueryContext(ctx, extendManyWebhook,
 		sql.Named("lease_us", arg.LeaseUs),

@@ -5,18 +5,22 @@
 -- takes @now, a non-NULL @now is the caller's clock instead.
 
 -- name: PushEmail :one
--- PushEmail inserts one job and returns its id and due time. With a
+-- PushEmail inserts one job and returns its id and due time, through the
+-- table variable @pushed: OUTPUT without INTO is refused on a table with an
+-- enabled trigger (error 334), so every statement here that returns rows
+-- writes them INTO a table variable and SELECTs them from it. With a
 -- unique_key, it inserts only if no unfinished job holds the key (without
 -- one, the NOT EXISTS is not run: a startup filter on @unique_key IS NULL):
 -- the NOT EXISTS reads the unique index under UPDLOCK, HOLDLOCK, a key-range
 -- lock that a concurrent push of the same key waits for, so the two cannot
 -- both insert (no row returned: a duplicate); the filtered unique index is
 -- the guarantee behind it.
+DECLARE @pushed TABLE (id BIGINT, run_after DATETIME2(6));
 INSERT INTO email_queue (
     tenant_id, recipient, subject, body,
     priority, max_attempts, unique_key, created_at, run_after
 )
-OUTPUT inserted.id, inserted.run_after
+OUTPUT inserted.id, inserted.run_after INTO @pushed
 SELECT
     @tenant_id,
     @recipient,
@@ -32,6 +36,7 @@ WHERE @unique_key IS NULL
     WHERE unique_key = @unique_key
       AND state IN ('available', 'running')
 );
+SELECT id, run_after FROM @pushed;
 
 -- name: PushManyEmail :execrows
 -- PushManyEmail inserts many jobs in one statement: @jobs is a JSON array
@@ -63,10 +68,30 @@ FROM OPENJSON(@jobs) WITH (
 -- running jobs whose lease expired (their holder presumed dead), oldest lease
 -- first, in one atomic statement: the CTE reads them through the lease index
 -- under ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK, and the UPDATE of the
--- CTE takes them and returns them. UPDLOCK holds each row from the read to
--- the write, so no other claim takes it in between; READPAST skips rows other
--- claims hold, so concurrent claims pass over each other instead of waiting;
--- READCOMMITTEDLOCK keeps those locks where READ_COMMITTED_SNAPSHOT is on.
+-- CTE takes them and returns them (through @claimed, as PushEmail does).
+-- UPDLOCK holds each row from the read to the write, so no other claim takes
+-- it in between; READPAST skips rows other claims hold, so concurrent claims
+-- pass over each other instead of waiting; READCOMMITTEDLOCK keeps those
+-- locks where READ_COMMITTED_SNAPSHOT is on.
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    tenant_id BIGINT,
+    recipient NVARCHAR(MAX),
+    subject NVARCHAR(200),
+    body NVARCHAR(MAX)
+);
 WITH expired AS (
     SELECT TOP (@limit) *
     FROM email_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)
@@ -80,14 +105,34 @@ SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.*;
+OUTPUT inserted.* INTO @claimed;
+SELECT * FROM @claimed;
 
 -- name: ClaimDueEmail :many
 -- ClaimDueEmail leases to @node, for @lease_us microseconds, up to @limit due
 -- jobs in claim order, in one atomic statement like ClaimExpiredEmail: the
 -- claim index holds the available jobs in the ORDER BY, so the CTE reads the
--- first entries and stops, without a sort. OUTPUT returns the rows in no set
+-- first entries and stops, without a sort. The rows come back in no set
 -- order; the accessor sorts them into claim order.
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    tenant_id BIGINT,
+    recipient NVARCHAR(MAX),
+    subject NVARCHAR(200),
+    body NVARCHAR(MAX)
+);
 WITH due AS (
     SELECT TOP (@limit) *
     FROM email_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)
@@ -101,7 +146,8 @@ SET state = 'running',
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.*;
+OUTPUT inserted.* INTO @claimed;
+SELECT * FROM @claimed;
 
 -- name: CompleteEmail :execrows
 -- CompleteEmail deletes a job, fenced: only while it is still running at the
@@ -136,8 +182,10 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 
 -- name: FailManyEmail :many
 -- FailManyEmail fails many jobs in one statement, each as FailEmail would and
--- fenced by its attempt, and returns the new state of each one it changed.
--- @batch is a JSON array of {id, attempt, message, delay_us}.
+-- fenced by its attempt, and returns the new state of each one it changed
+-- (through @failed, as PushEmail does). @batch is a JSON array of {id,
+-- attempt, message, delay_us}.
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
@@ -145,15 +193,17 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM email_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', delay_us BIGINT '$.delay_us') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 
 -- name: FailManyAtEmail :many
 -- FailManyAtEmail is FailManyEmail with each job retried at a time given (a
 -- handler's RetryAt, UTC): @batch has retry_at instead of delay_us.
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
@@ -161,11 +211,12 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM email_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', retry_at DATETIME2(6) '$.retry_at') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 
 -- name: SnoozeEmail :execrows
 -- SnoozeEmail puts a job back until @run_after, or for @delay_us microseconds
@@ -193,26 +244,32 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 
 -- name: ExtendEmail :one
 -- ExtendEmail moves a held job's lease to @lease_us microseconds from now by
--- the database clock, fenced like CompleteEmail, and returns its new end (no
--- row: the job is no longer held), so a worker on a long job keeps it.
+-- the database clock, fenced like CompleteEmail, and returns its new end
+-- (through @extended, as PushEmail does; no row: the job is no longer held),
+-- so a worker on a long job keeps it.
+DECLARE @extended TABLE (locked_until DATETIME2(6));
 UPDATE email_queue
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.locked_until
+OUTPUT inserted.locked_until INTO @extended
 WHERE id = @id AND attempt = @attempt AND state = 'running';
+SELECT locked_until FROM @extended;
 
 -- name: ExtendManyEmail :many
 -- ExtendManyEmail moves the leases of many held jobs to @lease_us
 -- microseconds from now by the database clock in one statement, each fenced
--- by its attempt like ExtendEmail, and returns the ids of those it extended;
--- a worker's heartbeat sends one per batch of running jobs. @fences is a JSON
--- array of {id, attempt}, joined by primary key as in CompleteManyEmail.
+-- by its attempt like ExtendEmail, and returns the ids of those it extended
+-- (through @extended, as PushEmail does); a worker's heartbeat sends one per
+-- batch of running jobs. @fences is a JSON array of {id, attempt}, joined by
+-- primary key as in CompleteManyEmail.
+DECLARE @extended TABLE (id BIGINT);
 UPDATE job
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.id
+OUTPUT inserted.id INTO @extended
 FROM email_queue AS job
 JOIN OPENJSON(@fences) WITH (id BIGINT '$.id', attempt INT '$.attempt') AS held
   ON held.id = job.id AND held.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id FROM @extended;
 
 -- name: ReleaseEmail :execrows
 -- ReleaseEmail gives a held job back unworked, claimable at once, without

@@ -6,19 +6,24 @@
 -- takes @now, a non-NULL @now is the caller's clock instead.
 
 -- name: PushStatement :one
--- PushStatement inserts one job and returns its id and due time. An INSERT
--- locks only its own new row.
+-- PushStatement inserts one job and returns its id and due time, through the
+-- table variable @pushed: OUTPUT without INTO is refused on a table with an
+-- enabled trigger (error 334), so every statement here that returns rows
+-- writes them INTO a table variable and SELECTs them from it. An INSERT locks
+-- only its own new row.
+DECLARE @pushed TABLE (id BIGINT, run_after DATETIME2(6));
 INSERT INTO statement_queue (
     payload,
     priority, max_attempts, created_at, run_after
 )
-OUTPUT inserted.id, inserted.run_after
+OUTPUT inserted.id, inserted.run_after INTO @pushed
 VALUES (
     @payload,
     @priority, @max_attempts,
     COALESCE(@now, SYSUTCDATETIME()),
     COALESCE(@run_after, DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, COALESCE(@now, SYSUTCDATETIME()))))
 );
+SELECT id, run_after FROM @pushed;
 
 -- name: PushManyStatement :execrows
 -- PushManyStatement inserts many jobs in one statement: @jobs is a JSON array
@@ -44,11 +49,27 @@ FROM OPENJSON(@jobs) WITH (
 -- transaction, counting the attempt, in one statement: the CTE reads them
 -- through the claim index (no sort) under ROWLOCK, READPAST, UPDLOCK,
 -- READCOMMITTEDLOCK, and the UPDATE of the CTE leaves them locked until that
--- transaction ends (OUTPUT returns them in no set order; the accessor sorts
--- them into claim order). READPAST skips rows other claims hold, so
--- concurrent claims pass over each other instead of waiting;
--- READCOMMITTEDLOCK keeps the locks where READ_COMMITTED_SNAPSHOT is on; a
--- rollback returns the jobs, attempt and all.
+-- transaction ends, returning them through @claimed as PushStatement does (in
+-- no set order; the accessor sorts them into claim order). READPAST skips
+-- rows other claims hold, so concurrent claims pass over each other instead
+-- of waiting; READCOMMITTEDLOCK keeps the locks where READ_COMMITTED_SNAPSHOT
+-- is on; a rollback returns the jobs, attempt and all.
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    payload NVARCHAR(MAX)
+);
 WITH due AS (
     SELECT TOP (@limit) *
     FROM statement_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)
@@ -59,7 +80,8 @@ WITH due AS (
 UPDATE due
 SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME())
-OUTPUT inserted.*;
+OUTPUT inserted.* INTO @claimed;
+SELECT * FROM @claimed;
 
 -- name: CompleteStatement :execrows
 -- CompleteStatement marks succeeded a job, fenced: only while it is still
@@ -97,31 +119,36 @@ WHERE id = @id AND attempt = @attempt AND state = 'available';
 -- name: FailManyStatement :many
 -- FailManyStatement fails many jobs in one statement, each as FailStatement
 -- would and fenced by its attempt, and returns the new state of each one it
--- changed. @batch is a JSON array of {id, attempt, message, delay_us}.
+-- changed (through @failed, as PushStatement does). @batch is a JSON array of
+-- {id, attempt, message, delay_us}.
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM statement_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', delay_us BIGINT '$.delay_us') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'available';
+SELECT id, state FROM @failed;
 
 -- name: FailManyAtStatement :many
 -- FailManyAtStatement is FailManyStatement with each job retried at a time
 -- given (a handler's RetryAt, UTC): @batch has retry_at instead of delay_us.
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM statement_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', retry_at DATETIME2(6) '$.retry_at') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'available';
+SELECT id, state FROM @failed;
 
 -- name: SnoozeStatement :execrows
 -- SnoozeStatement puts a job back until @run_after, or for @delay_us

@@ -15,11 +15,12 @@ import (
 )
 
 const pushImage = `-- name: PushImage :one
+DECLARE @pushed TABLE (id BIGINT, run_after DATETIME2(6));
 INSERT INTO image_queue (
     url, format, quality, ratio, taken_at, ref, label, note, meta,
     priority, max_attempts, created_at, run_after
 )
-OUTPUT inserted.id, inserted.run_after
+OUTPUT inserted.id, inserted.run_after INTO @pushed
 VALUES (
     @url,
     COALESCE(@format, N'webp'),
@@ -34,6 +35,7 @@ VALUES (
     COALESCE(@now, SYSUTCDATETIME()),
     COALESCE(@run_after, DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, COALESCE(@now, SYSUTCDATETIME()))))
 );
+SELECT id, run_after FROM @pushed;
 `
 
 type PushImageParams struct {
@@ -58,7 +60,10 @@ type PushImageRow struct {
 	RunAfter time.Time
 }
 
-// PushImage inserts one job and returns its id and due time. An INSERT locks
+// PushImage inserts one job and returns its id and due time, through the
+// table variable @pushed: OUTPUT without INTO is refused on a table with an
+// enabled trigger (error 334), so every statement here that returns rows
+// writes them INTO a table variable and SELECTs them from it. An INSERT locks
 // only its own new row.
 func (q *Queries) PushImage(ctx context.Context, arg PushImageParams) (PushImageRow, error) {
 	row := q.db.QueryRowContext(ctx, pushImage,
@@ -142,6 +147,30 @@ func (q *Queries) PushManyImage(ctx context.Context, arg PushManyImageParams) (i
 }
 
 const claimExpiredImage = `-- name: ClaimExpiredImage :many
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    url NVARCHAR(MAX),
+    format NVARCHAR(MAX),
+    quality INT,
+    ratio DECIMAL(4, 2),
+    taken_at DATETIME2(6),
+    ref UNIQUEIDENTIFIER,
+    label NVARCHAR(MAX),
+    note NVARCHAR(MAX),
+    meta NVARCHAR(MAX)
+);
 WITH expired AS (
     SELECT TOP (@limit) *
     FROM image_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)
@@ -155,7 +184,8 @@ SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.url, inserted.format, inserted.quality, inserted.ratio, inserted.taken_at, inserted.ref, inserted.label, inserted.note, inserted.meta;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.url, inserted.format, inserted.quality, inserted.ratio, inserted.taken_at, inserted.ref, inserted.label, inserted.note, inserted.meta INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta FROM @claimed;
 `
 
 type ClaimExpiredImageParams struct {
@@ -169,10 +199,11 @@ type ClaimExpiredImageParams struct {
 // running jobs whose lease expired (their holder presumed dead), oldest lease
 // first, in one atomic statement: the CTE reads them through the lease index
 // under ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK, and the UPDATE of the
-// CTE takes them and returns them. UPDLOCK holds each row from the read to
-// the write, so no other claim takes it in between; READPAST skips rows other
-// claims hold, so concurrent claims pass over each other instead of waiting;
-// READCOMMITTEDLOCK keeps those locks where READ_COMMITTED_SNAPSHOT is on.
+// CTE takes them and returns them (through @claimed, as PushImage does).
+// UPDLOCK holds each row from the read to the write, so no other claim takes
+// it in between; READPAST skips rows other claims hold, so concurrent claims
+// pass over each other instead of waiting; READCOMMITTEDLOCK keeps those
+// locks where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) ClaimExpiredImage(ctx context.Context, arg ClaimExpiredImageParams) ([]ImageRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredImage,
 		sql.Named("limit", arg.Limit),
@@ -225,6 +256,30 @@ func (q *Queries) ClaimExpiredImage(ctx context.Context, arg ClaimExpiredImagePa
 }
 
 const claimDueImage = `-- name: ClaimDueImage :many
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    url NVARCHAR(MAX),
+    format NVARCHAR(MAX),
+    quality INT,
+    ratio DECIMAL(4, 2),
+    taken_at DATETIME2(6),
+    ref UNIQUEIDENTIFIER,
+    label NVARCHAR(MAX),
+    note NVARCHAR(MAX),
+    meta NVARCHAR(MAX)
+);
 WITH due AS (
     SELECT TOP (@limit) *
     FROM image_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)
@@ -238,7 +293,8 @@ SET state = 'running',
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.url, inserted.format, inserted.quality, inserted.ratio, inserted.taken_at, inserted.ref, inserted.label, inserted.note, inserted.meta;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.url, inserted.format, inserted.quality, inserted.ratio, inserted.taken_at, inserted.ref, inserted.label, inserted.note, inserted.meta INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta FROM @claimed;
 `
 
 type ClaimDueImageParams struct {
@@ -251,7 +307,7 @@ type ClaimDueImageParams struct {
 // ClaimDueImage leases to @node, for @lease_us microseconds, up to @limit due
 // jobs in claim order, in one atomic statement like ClaimExpiredImage: the
 // claim index holds the available jobs in the ORDER BY, so the CTE reads the
-// first entries and stops, without a sort. OUTPUT returns the rows in no set
+// first entries and stops, without a sort. The rows come back in no set
 // order; the accessor sorts them into claim order.
 func (q *Queries) ClaimDueImage(ctx context.Context, arg ClaimDueImageParams) ([]ImageRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueImage,
@@ -385,6 +441,7 @@ func (q *Queries) FailImage(ctx context.Context, arg FailImageParams) (int64, er
 }
 
 const failManyImage = `-- name: FailManyImage :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
@@ -392,11 +449,12 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM image_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', delay_us BIGINT '$.delay_us') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 `
 
 type FailManyImageRow struct {
@@ -405,8 +463,9 @@ type FailManyImageRow struct {
 }
 
 // FailManyImage fails many jobs in one statement, each as FailImage would and
-// fenced by its attempt, and returns the new state of each one it changed.
-// @batch is a JSON array of {id, attempt, message, delay_us}.
+// fenced by its attempt, and returns the new state of each one it changed
+// (through @failed, as PushImage does). @batch is a JSON array of {id,
+// attempt, message, delay_us}.
 func (q *Queries) FailManyImage(ctx context.Context, batch string) ([]FailManyImageRow, error) {
 	rows, err := q.db.QueryContext(ctx, failManyImage,
 		sql.Named("batch", batch),
@@ -436,6 +495,7 @@ func (q *Queries) FailManyImage(ctx context.Context, batch string) ([]FailManyIm
 }
 
 const failManyAtImage = `-- name: FailManyAtImage :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
@@ -443,11 +503,12 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM image_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', retry_at DATETIME2(6) '$.retry_at') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 `
 
 type FailManyAtImageRow struct {
@@ -550,10 +611,12 @@ func (q *Queries) DiscardImage(ctx context.Context, arg DiscardImageParams) (int
 }
 
 const extendImage = `-- name: ExtendImage :one
+DECLARE @extended TABLE (locked_until DATETIME2(6));
 UPDATE image_queue
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.locked_until
+OUTPUT inserted.locked_until INTO @extended
 WHERE id = @id AND attempt = @attempt AND state = 'running';
+SELECT locked_until FROM @extended;
 `
 
 type ExtendImageParams struct {
@@ -563,8 +626,9 @@ type ExtendImageParams struct {
 }
 
 // ExtendImage moves a held job's lease to @lease_us microseconds from now by
-// the database clock, fenced like CompleteImage, and returns its new end (no
-// row: the job is no longer held), so a worker on a long job keeps it.
+// the database clock, fenced like CompleteImage, and returns its new end
+// (through @extended, as PushImage does; no row: the job is no longer held),
+// so a worker on a long job keeps it.
 func (q *Queries) ExtendImage(ctx context.Context, arg ExtendImageParams) (*time.Time, error) {
 	row := q.db.QueryRowContext(ctx, extendImage,
 		sql.Named("lease_us", arg.LeaseUs),
@@ -579,13 +643,15 @@ func (q *Queries) ExtendImage(ctx context.Context, arg ExtendImageParams) (*time
 }
 
 const extendManyImage = `-- name: ExtendManyImage :many
+DECLARE @extended TABLE (id BIGINT);
 UPDATE job
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.id
+OUTPUT inserted.id INTO @extended
 FROM image_queue AS job
 JOIN OPENJSON(@fences) WITH (id BIGINT '$.id', attempt INT '$.attempt') AS held
   ON held.id = job.id AND held.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id FROM @extended;
 `
 
 type ExtendManyImageParams struct {
@@ -595,9 +661,10 @@ type ExtendManyImageParams struct {
 
 // ExtendManyImage moves the leases of many held jobs to @lease_us
 // microseconds from now by the database clock in one statement, each fenced
-// by its attempt like ExtendImage, and returns the ids of those it extended;
-// a worker's heartbeat sends one per batch of running jobs. @fences is a JSON
-// array of {id, attempt}, joined by primary key as in CompleteManyImage.
+// by its attempt like ExtendImage, and returns the ids of those it extended
+// (through @extended, as PushImage does); a worker's heartbeat sends one per
+// batch of running jobs. @fences is a JSON array of {id, attempt}, joined by
+// primary key as in CompleteManyImage.
 func (q *Queries) ExtendManyImage(ctx context.Context, arg ExtendManyImageParams) ([]int64, error) {
 	rows, err := q.db.QueryContext(ctx, extendManyImage,
 		sql.Named("lease_us", arg.LeaseUs),

@@ -14,17 +14,19 @@ import (
 )
 
 const pushKept = `-- name: PushKept :one
+DECLARE @pushed TABLE (id BIGINT, run_after DATETIME2(6));
 INSERT INTO kept_queue (
     payload,
     priority, max_attempts, created_at, run_after
 )
-OUTPUT inserted.id, inserted.run_after
+OUTPUT inserted.id, inserted.run_after INTO @pushed
 VALUES (
     @payload,
     @priority, @max_attempts,
     COALESCE(@now, SYSUTCDATETIME()),
     COALESCE(@run_after, DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, COALESCE(@now, SYSUTCDATETIME()))))
 );
+SELECT id, run_after FROM @pushed;
 `
 
 type PushKeptParams struct {
@@ -41,8 +43,11 @@ type PushKeptRow struct {
 	RunAfter time.Time
 }
 
-// PushKept inserts one job and returns its id and due time. An INSERT locks
-// only its own new row.
+// PushKept inserts one job and returns its id and due time, through the table
+// variable @pushed: OUTPUT without INTO is refused on a table with an enabled
+// trigger (error 334), so every statement here that returns rows writes them
+// INTO a table variable and SELECTs them from it. An INSERT locks only its
+// own new row.
 func (q *Queries) PushKept(ctx context.Context, arg PushKeptParams) (PushKeptRow, error) {
 	row := q.db.QueryRowContext(ctx, pushKept,
 		sql.Named("payload", queueimpl.JSONText(arg.Payload)),
@@ -101,6 +106,22 @@ func (q *Queries) PushManyKept(ctx context.Context, arg PushManyKeptParams) (int
 }
 
 const claimExpiredKept = `-- name: ClaimExpiredKept :many
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    payload NVARCHAR(MAX)
+);
 WITH expired AS (
     SELECT TOP (@limit) *
     FROM kept_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)
@@ -114,7 +135,8 @@ SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM @claimed;
 `
 
 type ClaimExpiredKeptParams struct {
@@ -128,10 +150,11 @@ type ClaimExpiredKeptParams struct {
 // running jobs whose lease expired (their holder presumed dead), oldest lease
 // first, in one atomic statement: the CTE reads them through the lease index
 // under ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK, and the UPDATE of the
-// CTE takes them and returns them. UPDLOCK holds each row from the read to
-// the write, so no other claim takes it in between; READPAST skips rows other
-// claims hold, so concurrent claims pass over each other instead of waiting;
-// READCOMMITTEDLOCK keeps those locks where READ_COMMITTED_SNAPSHOT is on.
+// CTE takes them and returns them (through @claimed, as PushKept does).
+// UPDLOCK holds each row from the read to the write, so no other claim takes
+// it in between; READPAST skips rows other claims hold, so concurrent claims
+// pass over each other instead of waiting; READCOMMITTEDLOCK keeps those
+// locks where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) ClaimExpiredKept(ctx context.Context, arg ClaimExpiredKeptParams) ([]KeptRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredKept,
 		sql.Named("limit", arg.Limit),
@@ -176,6 +199,22 @@ func (q *Queries) ClaimExpiredKept(ctx context.Context, arg ClaimExpiredKeptPara
 }
 
 const claimDueKept = `-- name: ClaimDueKept :many
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    payload NVARCHAR(MAX)
+);
 WITH due AS (
     SELECT TOP (@limit) *
     FROM kept_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)
@@ -189,7 +228,8 @@ SET state = 'running',
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM @claimed;
 `
 
 type ClaimDueKeptParams struct {
@@ -202,7 +242,7 @@ type ClaimDueKeptParams struct {
 // ClaimDueKept leases to @node, for @lease_us microseconds, up to @limit due
 // jobs in claim order, in one atomic statement like ClaimExpiredKept: the
 // claim index holds the available jobs in the ORDER BY, so the CTE reads the
-// first entries and stops, without a sort. OUTPUT returns the rows in no set
+// first entries and stops, without a sort. The rows come back in no set
 // order; the accessor sorts them into claim order.
 func (q *Queries) ClaimDueKept(ctx context.Context, arg ClaimDueKeptParams) ([]KeptRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueKept,
@@ -336,6 +376,7 @@ func (q *Queries) FailKept(ctx context.Context, arg FailKeptParams) (int64, erro
 }
 
 const failManyKept = `-- name: FailManyKept :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
@@ -343,11 +384,12 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM kept_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', delay_us BIGINT '$.delay_us') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 `
 
 type FailManyKeptRow struct {
@@ -356,8 +398,9 @@ type FailManyKeptRow struct {
 }
 
 // FailManyKept fails many jobs in one statement, each as FailKept would and
-// fenced by its attempt, and returns the new state of each one it changed.
-// @batch is a JSON array of {id, attempt, message, delay_us}.
+// fenced by its attempt, and returns the new state of each one it changed
+// (through @failed, as PushKept does). @batch is a JSON array of {id,
+// attempt, message, delay_us}.
 func (q *Queries) FailManyKept(ctx context.Context, batch string) ([]FailManyKeptRow, error) {
 	rows, err := q.db.QueryContext(ctx, failManyKept,
 		sql.Named("batch", batch),
@@ -387,6 +430,7 @@ func (q *Queries) FailManyKept(ctx context.Context, batch string) ([]FailManyKep
 }
 
 const failManyAtKept = `-- name: FailManyAtKept :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
@@ -394,11 +438,12 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM kept_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', retry_at DATETIME2(6) '$.retry_at') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 `
 
 type FailManyAtKeptRow struct {
@@ -501,10 +546,12 @@ func (q *Queries) DiscardKept(ctx context.Context, arg DiscardKeptParams) (int64
 }
 
 const extendKept = `-- name: ExtendKept :one
+DECLARE @extended TABLE (locked_until DATETIME2(6));
 UPDATE kept_queue
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.locked_until
+OUTPUT inserted.locked_until INTO @extended
 WHERE id = @id AND attempt = @attempt AND state = 'running';
+SELECT locked_until FROM @extended;
 `
 
 type ExtendKeptParams struct {
@@ -514,8 +561,9 @@ type ExtendKeptParams struct {
 }
 
 // ExtendKept moves a held job's lease to @lease_us microseconds from now by
-// the database clock, fenced like CompleteKept, and returns its new end (no
-// row: the job is no longer held), so a worker on a long job keeps it.
+// the database clock, fenced like CompleteKept, and returns its new end
+// (through @extended, as PushKept does; no row: the job is no longer held),
+// so a worker on a long job keeps it.
 func (q *Queries) ExtendKept(ctx context.Context, arg ExtendKeptParams) (*time.Time, error) {
 	row := q.db.QueryRowContext(ctx, extendKept,
 		sql.Named("lease_us", arg.LeaseUs),
@@ -530,13 +578,15 @@ func (q *Queries) ExtendKept(ctx context.Context, arg ExtendKeptParams) (*time.T
 }
 
 const extendManyKept = `-- name: ExtendManyKept :many
+DECLARE @extended TABLE (id BIGINT);
 UPDATE job
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.id
+OUTPUT inserted.id INTO @extended
 FROM kept_queue AS job
 JOIN OPENJSON(@fences) WITH (id BIGINT '$.id', attempt INT '$.attempt') AS held
   ON held.id = job.id AND held.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id FROM @extended;
 `
 
 type ExtendManyKeptParams struct {
@@ -546,9 +596,10 @@ type ExtendManyKeptParams struct {
 
 // ExtendManyKept moves the leases of many held jobs to @lease_us microseconds
 // from now by the database clock in one statement, each fenced by its attempt
-// like ExtendKept, and returns the ids of those it extended; a worker's
-// heartbeat sends one per batch of running jobs. @fences is a JSON array of
-// {id, attempt}, joined by primary key as in CompleteManyKept.
+// like ExtendKept, and returns the ids of those it extended (through
+// @extended, as PushKept does); a worker's heartbeat sends one per batch of
+// running jobs. @fences is a JSON array of {id, attempt}, joined by primary
+// key as in CompleteManyKept.
 func (q *Queries) ExtendManyKept(ctx context.Context, arg ExtendManyKeptParams) ([]int64, error) {
 	rows, err := q.db.QueryContext(ctx, extendManyKept,
 		sql.Named("lease_us", arg.LeaseUs),

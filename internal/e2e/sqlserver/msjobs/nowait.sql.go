@@ -14,17 +14,19 @@ import (
 )
 
 const pushNowait = `-- name: PushNowait :one
+DECLARE @pushed TABLE (id BIGINT, run_after DATETIME2(6));
 INSERT INTO nowait_queue (
     payload,
     priority, max_attempts, created_at, run_after
 )
-OUTPUT inserted.id, inserted.run_after
+OUTPUT inserted.id, inserted.run_after INTO @pushed
 VALUES (
     @payload,
     @priority, @max_attempts,
     COALESCE(@now, SYSUTCDATETIME()),
     COALESCE(@run_after, DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, COALESCE(@now, SYSUTCDATETIME()))))
 );
+SELECT id, run_after FROM @pushed;
 `
 
 type PushNowaitParams struct {
@@ -41,7 +43,10 @@ type PushNowaitRow struct {
 	RunAfter time.Time
 }
 
-// PushNowait inserts one job and returns its id and due time. An INSERT locks
+// PushNowait inserts one job and returns its id and due time, through the
+// table variable @pushed: OUTPUT without INTO is refused on a table with an
+// enabled trigger (error 334), so every statement here that returns rows
+// writes them INTO a table variable and SELECTs them from it. An INSERT locks
 // only its own new row.
 func (q *Queries) PushNowait(ctx context.Context, arg PushNowaitParams) (PushNowaitRow, error) {
 	row := q.db.QueryRowContext(ctx, pushNowait,
@@ -101,6 +106,22 @@ func (q *Queries) PushManyNowait(ctx context.Context, arg PushManyNowaitParams) 
 }
 
 const claimExpiredNowait = `-- name: ClaimExpiredNowait :many
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    payload NVARCHAR(MAX)
+);
 WITH expired AS (
     SELECT TOP (@limit) *
     FROM nowait_queue WITH (ROWLOCK, UPDLOCK, READCOMMITTEDLOCK, NOWAIT)
@@ -114,7 +135,8 @@ SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM @claimed;
 `
 
 type ClaimExpiredNowaitParams struct {
@@ -128,11 +150,11 @@ type ClaimExpiredNowaitParams struct {
 // @limit running jobs whose lease expired (their holder presumed dead),
 // oldest lease first, in one atomic statement: the CTE reads them through the
 // lease index under ROWLOCK, UPDLOCK, READCOMMITTEDLOCK, NOWAIT, and the
-// UPDATE of the CTE takes them and returns them. UPDLOCK holds each row from
-// the read to the write, so no other claim takes it in between; NOWAIT makes
-// a claim that meets a row another claim holds fail at once (error 1222)
-// instead of waiting; READCOMMITTEDLOCK keeps those locks where
-// READ_COMMITTED_SNAPSHOT is on.
+// UPDATE of the CTE takes them and returns them (through @claimed, as
+// PushNowait does). UPDLOCK holds each row from the read to the write, so no
+// other claim takes it in between; NOWAIT makes a claim that meets a row
+// another claim holds fail at once (error 1222) instead of waiting;
+// READCOMMITTEDLOCK keeps those locks where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) ClaimExpiredNowait(ctx context.Context, arg ClaimExpiredNowaitParams) ([]NowaitRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredNowait,
 		sql.Named("limit", arg.Limit),
@@ -177,6 +199,22 @@ func (q *Queries) ClaimExpiredNowait(ctx context.Context, arg ClaimExpiredNowait
 }
 
 const claimDueNowait = `-- name: ClaimDueNowait :many
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    payload NVARCHAR(MAX)
+);
 WITH due AS (
     SELECT TOP (@limit) *
     FROM nowait_queue WITH (ROWLOCK, UPDLOCK, READCOMMITTEDLOCK, NOWAIT)
@@ -190,7 +228,8 @@ SET state = 'running',
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM @claimed;
 `
 
 type ClaimDueNowaitParams struct {
@@ -203,8 +242,8 @@ type ClaimDueNowaitParams struct {
 // ClaimDueNowait leases to @node, for @lease_us microseconds, up to @limit
 // due jobs in claim order, in one atomic statement like ClaimExpiredNowait:
 // the claim index holds the available jobs in the ORDER BY, so the CTE reads
-// the first entries and stops, without a sort. OUTPUT returns the rows in no
-// set order; the accessor sorts them into claim order.
+// the first entries and stops, without a sort. The rows come back in no set
+// order; the accessor sorts them into claim order.
 func (q *Queries) ClaimDueNowait(ctx context.Context, arg ClaimDueNowaitParams) ([]NowaitRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueNowait,
 		sql.Named("limit", arg.Limit),
@@ -329,6 +368,7 @@ func (q *Queries) FailNowait(ctx context.Context, arg FailNowaitParams) (int64, 
 }
 
 const failManyNowait = `-- name: FailManyNowait :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
@@ -336,11 +376,12 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM nowait_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', delay_us BIGINT '$.delay_us') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 `
 
 type FailManyNowaitRow struct {
@@ -349,8 +390,9 @@ type FailManyNowaitRow struct {
 }
 
 // FailManyNowait fails many jobs in one statement, each as FailNowait would
-// and fenced by its attempt, and returns the new state of each one it
-// changed. @batch is a JSON array of {id, attempt, message, delay_us}.
+// and fenced by its attempt, and returns the new state of each one it changed
+// (through @failed, as PushNowait does). @batch is a JSON array of {id,
+// attempt, message, delay_us}.
 func (q *Queries) FailManyNowait(ctx context.Context, batch string) ([]FailManyNowaitRow, error) {
 	rows, err := q.db.QueryContext(ctx, failManyNowait,
 		sql.Named("batch", batch),
@@ -380,6 +422,7 @@ func (q *Queries) FailManyNowait(ctx context.Context, batch string) ([]FailManyN
 }
 
 const failManyAtNowait = `-- name: FailManyAtNowait :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
@@ -387,11 +430,12 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM nowait_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', retry_at DATETIME2(6) '$.retry_at') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 `
 
 type FailManyAtNowaitRow struct {
@@ -494,10 +538,12 @@ func (q *Queries) DiscardNowait(ctx context.Context, arg DiscardNowaitParams) (i
 }
 
 const extendNowait = `-- name: ExtendNowait :one
+DECLARE @extended TABLE (locked_until DATETIME2(6));
 UPDATE nowait_queue
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.locked_until
+OUTPUT inserted.locked_until INTO @extended
 WHERE id = @id AND attempt = @attempt AND state = 'running';
+SELECT locked_until FROM @extended;
 `
 
 type ExtendNowaitParams struct {
@@ -507,8 +553,9 @@ type ExtendNowaitParams struct {
 }
 
 // ExtendNowait moves a held job's lease to @lease_us microseconds from now by
-// the database clock, fenced like CompleteNowait, and returns its new end (no
-// row: the job is no longer held), so a worker on a long job keeps it.
+// the database clock, fenced like CompleteNowait, and returns its new end
+// (through @extended, as PushNowait does; no row: the job is no longer held),
+// so a worker on a long job keeps it.
 func (q *Queries) ExtendNowait(ctx context.Context, arg ExtendNowaitParams) (*time.Time, error) {
 	row := q.db.QueryRowContext(ctx, extendNowait,
 		sql.Named("lease_us", arg.LeaseUs),
@@ -523,13 +570,15 @@ func (q *Queries) ExtendNowait(ctx context.Context, arg ExtendNowaitParams) (*ti
 }
 
 const extendManyNowait = `-- name: ExtendManyNowait :many
+DECLARE @extended TABLE (id BIGINT);
 UPDATE job
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.id
+OUTPUT inserted.id INTO @extended
 FROM nowait_queue AS job
 JOIN OPENJSON(@fences) WITH (id BIGINT '$.id', attempt INT '$.attempt') AS held
   ON held.id = job.id AND held.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id FROM @extended;
 `
 
 type ExtendManyNowaitParams struct {
@@ -539,9 +588,10 @@ type ExtendManyNowaitParams struct {
 
 // ExtendManyNowait moves the leases of many held jobs to @lease_us
 // microseconds from now by the database clock in one statement, each fenced
-// by its attempt like ExtendNowait, and returns the ids of those it extended;
-// a worker's heartbeat sends one per batch of running jobs. @fences is a JSON
-// array of {id, attempt}, joined by primary key as in CompleteManyNowait.
+// by its attempt like ExtendNowait, and returns the ids of those it extended
+// (through @extended, as PushNowait does); a worker's heartbeat sends one per
+// batch of running jobs. @fences is a JSON array of {id, attempt}, joined by
+// primary key as in CompleteManyNowait.
 func (q *Queries) ExtendManyNowait(ctx context.Context, arg ExtendManyNowaitParams) ([]int64, error) {
 	rows, err := q.db.QueryContext(ctx, extendManyNowait,
 		sql.Named("lease_us", arg.LeaseUs),

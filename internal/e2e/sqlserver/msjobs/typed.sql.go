@@ -15,11 +15,12 @@ import (
 )
 
 const pushTyped = `-- name: PushTyped :one
+DECLARE @pushed TABLE (id BIGINT, run_after DATETIME2(6));
 INSERT INTO typed_queue (
     c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea,
     priority, max_attempts, created_at, run_after
 )
-OUTPUT inserted.id, inserted.run_after
+OUTPUT inserted.id, inserted.run_after INTO @pushed
 VALUES (
     @c_text,
     @c_varchar,
@@ -50,6 +51,7 @@ VALUES (
     COALESCE(@now, SYSUTCDATETIME()),
     COALESCE(@run_after, DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, COALESCE(@now, SYSUTCDATETIME()))))
 );
+SELECT id, run_after FROM @pushed;
 `
 
 type PushTypedParams struct {
@@ -90,7 +92,10 @@ type PushTypedRow struct {
 	RunAfter time.Time
 }
 
-// PushTyped inserts one job and returns its id and due time. An INSERT locks
+// PushTyped inserts one job and returns its id and due time, through the
+// table variable @pushed: OUTPUT without INTO is refused on a table with an
+// enabled trigger (error 334), so every statement here that returns rows
+// writes them INTO a table variable and SELECTs them from it. An INSERT locks
 // only its own new row.
 func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (PushTypedRow, error) {
 	row := q.db.QueryRowContext(ctx, pushTyped,
@@ -222,6 +227,46 @@ func (q *Queries) PushManyTyped(ctx context.Context, arg PushManyTypedParams) (i
 }
 
 const claimExpiredTyped = `-- name: ClaimExpiredTyped :many
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    c_text NVARCHAR(MAX),
+    c_varchar NVARCHAR(10),
+    c_smallint SMALLINT,
+    c_integer INT,
+    c_bigint BIGINT,
+    c_boolean BIT,
+    c_numeric DECIMAL(12, 3),
+    c_real REAL,
+    c_double FLOAT,
+    c_uuid UNIQUEIDENTIFIER,
+    c_timestamptz DATETIME2(6),
+    c_date DATE,
+    c_jsonb NVARCHAR(MAX),
+    c_bytea VARBINARY(MAX),
+    n_text NVARCHAR(MAX),
+    n_integer INT,
+    n_boolean BIT,
+    n_real REAL,
+    n_double FLOAT,
+    n_numeric DECIMAL(5, 2),
+    n_timestamptz DATETIME2(6),
+    n_date DATE,
+    n_uuid UNIQUEIDENTIFIER,
+    n_jsonb NVARCHAR(MAX),
+    n_bytea VARBINARY(MAX)
+);
 WITH expired AS (
     SELECT TOP (@limit) *
     FROM typed_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)
@@ -235,7 +280,8 @@ SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.c_text, inserted.c_varchar, inserted.c_smallint, inserted.c_integer, inserted.c_bigint, inserted.c_boolean, inserted.c_numeric, inserted.c_real, inserted.c_double, inserted.c_uuid, inserted.c_timestamptz, inserted.c_date, inserted.c_jsonb, inserted.c_bytea, inserted.n_text, inserted.n_integer, inserted.n_boolean, inserted.n_real, inserted.n_double, inserted.n_numeric, inserted.n_timestamptz, inserted.n_date, inserted.n_uuid, inserted.n_jsonb, inserted.n_bytea;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.c_text, inserted.c_varchar, inserted.c_smallint, inserted.c_integer, inserted.c_bigint, inserted.c_boolean, inserted.c_numeric, inserted.c_real, inserted.c_double, inserted.c_uuid, inserted.c_timestamptz, inserted.c_date, inserted.c_jsonb, inserted.c_bytea, inserted.n_text, inserted.n_integer, inserted.n_boolean, inserted.n_real, inserted.n_double, inserted.n_numeric, inserted.n_timestamptz, inserted.n_date, inserted.n_uuid, inserted.n_jsonb, inserted.n_bytea INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea FROM @claimed;
 `
 
 type ClaimExpiredTypedParams struct {
@@ -249,10 +295,11 @@ type ClaimExpiredTypedParams struct {
 // running jobs whose lease expired (their holder presumed dead), oldest lease
 // first, in one atomic statement: the CTE reads them through the lease index
 // under ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK, and the UPDATE of the
-// CTE takes them and returns them. UPDLOCK holds each row from the read to
-// the write, so no other claim takes it in between; READPAST skips rows other
-// claims hold, so concurrent claims pass over each other instead of waiting;
-// READCOMMITTEDLOCK keeps those locks where READ_COMMITTED_SNAPSHOT is on.
+// CTE takes them and returns them (through @claimed, as PushTyped does).
+// UPDLOCK holds each row from the read to the write, so no other claim takes
+// it in between; READPAST skips rows other claims hold, so concurrent claims
+// pass over each other instead of waiting; READCOMMITTEDLOCK keeps those
+// locks where READ_COMMITTED_SNAPSHOT is on.
 func (q *Queries) ClaimExpiredTyped(ctx context.Context, arg ClaimExpiredTypedParams) ([]TypedRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredTyped,
 		sql.Named("limit", arg.Limit),
@@ -321,6 +368,46 @@ func (q *Queries) ClaimExpiredTyped(ctx context.Context, arg ClaimExpiredTypedPa
 }
 
 const claimDueTyped = `-- name: ClaimDueTyped :many
+DECLARE @claimed TABLE (
+    id BIGINT,
+    state VARCHAR(9),
+    attempt INT,
+    max_attempts INT,
+    priority SMALLINT,
+    run_after DATETIME2(6),
+    created_at DATETIME2(6),
+    attempted_at DATETIME2(6),
+    finished_at DATETIME2(6),
+    locked_by NVARCHAR(255),
+    locked_until DATETIME2(6),
+    errors NVARCHAR(MAX),
+    unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
+    c_text NVARCHAR(MAX),
+    c_varchar NVARCHAR(10),
+    c_smallint SMALLINT,
+    c_integer INT,
+    c_bigint BIGINT,
+    c_boolean BIT,
+    c_numeric DECIMAL(12, 3),
+    c_real REAL,
+    c_double FLOAT,
+    c_uuid UNIQUEIDENTIFIER,
+    c_timestamptz DATETIME2(6),
+    c_date DATE,
+    c_jsonb NVARCHAR(MAX),
+    c_bytea VARBINARY(MAX),
+    n_text NVARCHAR(MAX),
+    n_integer INT,
+    n_boolean BIT,
+    n_real REAL,
+    n_double FLOAT,
+    n_numeric DECIMAL(5, 2),
+    n_timestamptz DATETIME2(6),
+    n_date DATE,
+    n_uuid UNIQUEIDENTIFIER,
+    n_jsonb NVARCHAR(MAX),
+    n_bytea VARBINARY(MAX)
+);
 WITH due AS (
     SELECT TOP (@limit) *
     FROM typed_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)
@@ -334,7 +421,8 @@ SET state = 'running',
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.c_text, inserted.c_varchar, inserted.c_smallint, inserted.c_integer, inserted.c_bigint, inserted.c_boolean, inserted.c_numeric, inserted.c_real, inserted.c_double, inserted.c_uuid, inserted.c_timestamptz, inserted.c_date, inserted.c_jsonb, inserted.c_bytea, inserted.n_text, inserted.n_integer, inserted.n_boolean, inserted.n_real, inserted.n_double, inserted.n_numeric, inserted.n_timestamptz, inserted.n_date, inserted.n_uuid, inserted.n_jsonb, inserted.n_bytea;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.c_text, inserted.c_varchar, inserted.c_smallint, inserted.c_integer, inserted.c_bigint, inserted.c_boolean, inserted.c_numeric, inserted.c_real, inserted.c_double, inserted.c_uuid, inserted.c_timestamptz, inserted.c_date, inserted.c_jsonb, inserted.c_bytea, inserted.n_text, inserted.n_integer, inserted.n_boolean, inserted.n_real, inserted.n_double, inserted.n_numeric, inserted.n_timestamptz, inserted.n_date, inserted.n_uuid, inserted.n_jsonb, inserted.n_bytea INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea FROM @claimed;
 `
 
 type ClaimDueTypedParams struct {
@@ -347,7 +435,7 @@ type ClaimDueTypedParams struct {
 // ClaimDueTyped leases to @node, for @lease_us microseconds, up to @limit due
 // jobs in claim order, in one atomic statement like ClaimExpiredTyped: the
 // claim index holds the available jobs in the ORDER BY, so the CTE reads the
-// first entries and stops, without a sort. OUTPUT returns the rows in no set
+// first entries and stops, without a sort. The rows come back in no set
 // order; the accessor sorts them into claim order.
 func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([]TypedRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueTyped,
@@ -505,6 +593,7 @@ func (q *Queries) FailTyped(ctx context.Context, arg FailTypedParams) (int64, er
 }
 
 const failManyTyped = `-- name: FailManyTyped :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
@@ -512,11 +601,12 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM typed_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', delay_us BIGINT '$.delay_us') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 `
 
 type FailManyTypedRow struct {
@@ -525,8 +615,9 @@ type FailManyTypedRow struct {
 }
 
 // FailManyTyped fails many jobs in one statement, each as FailTyped would and
-// fenced by its attempt, and returns the new state of each one it changed.
-// @batch is a JSON array of {id, attempt, message, delay_us}.
+// fenced by its attempt, and returns the new state of each one it changed
+// (through @failed, as PushTyped does). @batch is a JSON array of {id,
+// attempt, message, delay_us}.
 func (q *Queries) FailManyTyped(ctx context.Context, batch string) ([]FailManyTypedRow, error) {
 	rows, err := q.db.QueryContext(ctx, failManyTyped,
 		sql.Named("batch", batch),
@@ -556,6 +647,7 @@ func (q *Queries) FailManyTyped(ctx context.Context, batch string) ([]FailManyTy
 }
 
 const failManyAtTyped = `-- name: FailManyAtTyped :many
+DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
@@ -563,11 +655,12 @@ SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
     locked_until = NULL
-OUTPUT inserted.id, inserted.state
+OUTPUT inserted.id, inserted.state INTO @failed
 FROM typed_queue AS job
 JOIN OPENJSON(@batch) WITH (id BIGINT '$.id', attempt INT '$.attempt', message NVARCHAR(MAX) '$.message', retry_at DATETIME2(6) '$.retry_at') AS failed
   ON failed.id = job.id AND failed.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id, state FROM @failed;
 `
 
 type FailManyAtTypedRow struct {
@@ -670,10 +763,12 @@ func (q *Queries) DiscardTyped(ctx context.Context, arg DiscardTypedParams) (int
 }
 
 const extendTyped = `-- name: ExtendTyped :one
+DECLARE @extended TABLE (locked_until DATETIME2(6));
 UPDATE typed_queue
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.locked_until
+OUTPUT inserted.locked_until INTO @extended
 WHERE id = @id AND attempt = @attempt AND state = 'running';
+SELECT locked_until FROM @extended;
 `
 
 type ExtendTypedParams struct {
@@ -683,8 +778,9 @@ type ExtendTypedParams struct {
 }
 
 // ExtendTyped moves a held job's lease to @lease_us microseconds from now by
-// the database clock, fenced like CompleteTyped, and returns its new end (no
-// row: the job is no longer held), so a worker on a long job keeps it.
+// the database clock, fenced like CompleteTyped, and returns its new end
+// (through @extended, as PushTyped does; no row: the job is no longer held),
+// so a worker on a long job keeps it.
 func (q *Queries) ExtendTyped(ctx context.Context, arg ExtendTypedParams) (*time.Time, error) {
 	row := q.db.QueryRowContext(ctx, extendTyped,
 		sql.Named("lease_us", arg.LeaseUs),
@@ -699,13 +795,15 @@ func (q *Queries) ExtendTyped(ctx context.Context, arg ExtendTypedParams) (*time
 }
 
 const extendManyTyped = `-- name: ExtendManyTyped :many
+DECLARE @extended TABLE (id BIGINT);
 UPDATE job
 SET locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, SYSUTCDATETIME()))
-OUTPUT inserted.id
+OUTPUT inserted.id INTO @extended
 FROM typed_queue AS job
 JOIN OPENJSON(@fences) WITH (id BIGINT '$.id', attempt INT '$.attempt') AS held
   ON held.id = job.id AND held.attempt = job.attempt
 WHERE job.state = 'running';
+SELECT id FROM @extended;
 `
 
 type ExtendManyTypedParams struct {
@@ -715,9 +813,10 @@ type ExtendManyTypedParams struct {
 
 // ExtendManyTyped moves the leases of many held jobs to @lease_us
 // microseconds from now by the database clock in one statement, each fenced
-// by its attempt like ExtendTyped, and returns the ids of those it extended;
-// a worker's heartbeat sends one per batch of running jobs. @fences is a JSON
-// array of {id, attempt}, joined by primary key as in CompleteManyTyped.
+// by its attempt like ExtendTyped, and returns the ids of those it extended
+// (through @extended, as PushTyped does); a worker's heartbeat sends one per
+// batch of running jobs. @fences is a JSON array of {id, attempt}, joined by
+// primary key as in CompleteManyTyped.
 func (q *Queries) ExtendManyTyped(ctx context.Context, arg ExtendManyTypedParams) ([]int64, error) {
 	rows, err := q.db.QueryContext(ctx, extendManyTyped,
 		sql.Named("lease_us", arg.LeaseUs),

@@ -12,6 +12,12 @@
 
 -- +goose Up
 
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
+
 IF SCHEMA_ID(N'queues') IS NULL
     EXEC (N'CREATE SCHEMA queues');
 
@@ -76,7 +82,8 @@ CREATE TABLE queues.email_queue (
     meta         NVARCHAR(MAX),
     small        SMALLINT         NOT NULL DEFAULT 3,
     CONSTRAINT email_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT email_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT email_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT email_queue_meta_json_check CHECK (ISJSON(N'[' + meta + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).
@@ -129,7 +136,8 @@ CREATE TABLE queues.webhook_queue (
     url          NVARCHAR(MAX)   NOT NULL,
     body         NVARCHAR(MAX)   NOT NULL,
     CONSTRAINT webhook_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT webhook_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT webhook_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT webhook_queue_body_json_check CHECK (ISJSON(N'[' + body + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).
@@ -171,7 +179,8 @@ CREATE TABLE queues.statement_queue (
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT statement_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT statement_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT statement_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT statement_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).
@@ -191,6 +200,12 @@ INSERT INTO queues.queuegen_queues (name, table_name, mode)
 VALUES (N'statement', N'statement_queue', 'transaction');
 
 -- +goose Down
+
+-- The session options filtered indexes need (SQL Server refuses to create
+-- or write one without them, error 1934); drivers set them, classic sqlcmd
+-- leaves QUOTED_IDENTIFIER off. They last for the connection.
+SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT OFF;
 
 DELETE FROM queues.queuegen_queues WHERE name = N'statement';
 

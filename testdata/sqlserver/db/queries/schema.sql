@@ -69,7 +69,8 @@ CREATE TABLE queues.email_queue (
     meta         NVARCHAR(MAX),
     small        SMALLINT         NOT NULL DEFAULT 3,
     CONSTRAINT email_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT email_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT email_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT email_queue_meta_json_check CHECK (ISJSON(N'[' + meta + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).
@@ -119,7 +120,8 @@ CREATE TABLE queues.webhook_queue (
     url          NVARCHAR(MAX)   NOT NULL,
     body         NVARCHAR(MAX)   NOT NULL,
     CONSTRAINT webhook_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT webhook_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT webhook_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT webhook_queue_body_json_check CHECK (ISJSON(N'[' + body + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).
@@ -158,7 +160,8 @@ CREATE TABLE queues.statement_queue (
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT statement_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT statement_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT statement_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT statement_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).

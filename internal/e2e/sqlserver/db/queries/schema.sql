@@ -49,7 +49,8 @@ CREATE TABLE task_queue (
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT task_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT task_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT task_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT task_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).
@@ -93,7 +94,8 @@ CREATE TABLE kept_queue (
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT kept_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT kept_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT kept_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT kept_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).
@@ -132,7 +134,8 @@ CREATE TABLE nowait_queue (
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT nowait_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT nowait_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT nowait_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT nowait_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).
@@ -171,7 +174,8 @@ CREATE TABLE txtask_queue (
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT txtask_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT txtask_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT txtask_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT txtask_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).
@@ -229,7 +233,9 @@ CREATE TABLE typed_queue (
     n_jsonb       NVARCHAR(MAX),
     n_bytea       VARBINARY(MAX),
     CONSTRAINT typed_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT typed_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT typed_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT typed_queue_c_jsonb_json_check CHECK (ISJSON(N'[' + c_jsonb + N']') = 1),
+    CONSTRAINT typed_queue_n_jsonb_json_check CHECK (ISJSON(N'[' + n_jsonb + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).
@@ -277,7 +283,8 @@ CREATE TABLE image_queue (
     note         NVARCHAR(MAX)    NOT NULL DEFAULT N'it''s; \ a' + NCHAR(10) + N'line -- end',
     meta         NVARCHAR(MAX)    NOT NULL,
     CONSTRAINT image_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT image_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT image_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT image_queue_meta_json_check CHECK (ISJSON(N'[' + meta + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).
