@@ -103,7 +103,13 @@ func (w *TxWorker[P, Tx]) Run(ctx context.Context) error {
 	case <-finished:
 		return nil
 	case <-time.After(time.Until(deadline)):
-		err := &ShutdownError{Queue: w.name, Running: int(w.running.Load())}
+		running := int(w.running.Load())
+		if running == 0 {
+			// The last handler returned as the time ran out: nothing is
+			// left behind (a ShutdownError would report nothing).
+			return nil
+		}
+		err := &ShutdownError{Queue: w.name, Running: running}
 		w.cfg.logger.Error("shutdown left work behind", "queue", w.name, "err", err)
 		return err
 	}

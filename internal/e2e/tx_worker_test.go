@@ -86,6 +86,14 @@ func txWorker[Tx any](t *testing.T, e *engine, x *txEngine[Tx]) {
 // TestTxWorkerShutdownReturnsTheJob: a handler still running after the
 // grace period is cancelled; its transaction rolls back and the job is
 // available again as if never claimed.
+//
+// Run gives the handlers three quarters of ShutdownTimeout, cancels them,
+// and waits what is left of it for them to return. With a timeout of
+// 200 ms that was 50 ms, less when the first timer fired late: on a loaded
+// machine (under -race) the handler's goroutine, woken by the
+// cancellation, did not return within it once, and Run reported it as a
+// handler that ignored cancellation. The timeout is 4 s: 1 s for a
+// goroutine to be scheduled and return.
 func TestTxWorkerShutdownReturnsTheJob(t *testing.T) {
 	eachTx(t, txWorkerShutdownReturnsTheJob[pgx.Tx], txWorkerShutdownReturnsTheJob[*sql.Tx])
 }
@@ -99,7 +107,7 @@ func txWorkerShutdownReturnsTheJob[Tx any](t *testing.T, e *engine, x *txEngine[
 		close(started)
 		<-ctx.Done()
 		return ctx.Err()
-	}, queue.ShutdownTimeout(200*time.Millisecond), queue.PollInterval(50*time.Millisecond), queue.Logger(quiet))
+	}, queue.ShutdownTimeout(4*time.Second), queue.PollInterval(50*time.Millisecond), queue.Logger(quiet))
 	stop := runWorker(t, w)
 	<-started
 	if err := stop(); err != nil {

@@ -1,7 +1,8 @@
 // Package reliability holds the fault suite: workers killed with SIGKILL
 // (also while they work a queue with limits, sampled throughout), the
 // database restarted, connections terminated, claims by many
-// claimers at once, handlers that panic or hang, payloads that no longer
+// claimers at once, holders stalled past their leases, claims meeting
+// rows another transaction holds locked, handlers that panic or hang, payloads that no longer
 // decode, claims under every isolation level, a transaction holding back
 // vacuum, and clock skew. Each scenario checks its counts and prints one
 // line:
@@ -15,7 +16,7 @@
 //
 // The scenarios that are not about one engine (workers killed, database
 // restarted, a worker started while it is down, connections terminated,
-// concurrent claimers, handler failures) run on PostgreSQL and on MySQL/MariaDB, in subtests named
+// concurrent claimers, stalled holders, locked rows, handler failures) run on PostgreSQL and on MySQL/MariaDB, in subtests named
 // after the engine, with the MySQL spec of mysql/queuegen.yaml (generated
 // into package myjobs); their MySQL lines read "<scenario> (mysql)". The
 // others are about PostgreSQL (isolation levels, vacuum, PgBouncer,

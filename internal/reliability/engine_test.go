@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -304,6 +305,10 @@ type lease[W any] interface {
 	pushMany(ctx context.Context, ps []W) error
 	claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[W], error)
 	completeMany(ctx context.Context, jobs []*queue.Job[W]) (int64, error)
+	complete(ctx context.Context, job *queue.Job[W]) error
+	snoozeFor(ctx context.Context, job *queue.Job[W], d time.Duration) error
+	release(ctx context.Context, job *queue.Job[W]) error
+	reap(ctx context.Context, max int) (int64, error)
 	worker(handler queue.Handler[W], opts ...queue.WorkerOption) runner
 }
 
@@ -314,6 +319,10 @@ type accessor[P any] interface {
 	PushMany(ctx context.Context, ps []P, opts ...queue.PushOption) (int64, error)
 	Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[P], error)
 	CompleteMany(ctx context.Context, jobs []*queue.Job[P]) (int64, error)
+	Complete(ctx context.Context, job *queue.Job[P]) error
+	SnoozeFor(ctx context.Context, job *queue.Job[P], d time.Duration) error
+	Release(ctx context.Context, job *queue.Job[P]) error
+	Reap(ctx context.Context, max int) (int64, error)
 	Worker(handler queue.Handler[P], opts ...queue.WorkerOption) *queue.Worker[P]
 }
 
@@ -357,6 +366,20 @@ func (a adapted[P, W]) completeMany(ctx context.Context, js []*queue.Job[W]) (in
 	}
 	return a.q.CompleteMany(ctx, conv)
 }
+
+func (a adapted[P, W]) complete(ctx context.Context, j *queue.Job[W]) error {
+	return a.q.Complete(ctx, retype(j, a.to(j.Payload)))
+}
+
+func (a adapted[P, W]) snoozeFor(ctx context.Context, j *queue.Job[W], d time.Duration) error {
+	return a.q.SnoozeFor(ctx, retype(j, a.to(j.Payload)), d)
+}
+
+func (a adapted[P, W]) release(ctx context.Context, j *queue.Job[W]) error {
+	return a.q.Release(ctx, retype(j, a.to(j.Payload)))
+}
+
+func (a adapted[P, W]) reap(ctx context.Context, max int) (int64, error) { return a.q.Reap(ctx, max) }
 
 func (a adapted[P, W]) worker(handler queue.Handler[W], opts ...queue.WorkerOption) runner {
 	return a.q.Worker(func(ctx context.Context, job *queue.Job[P]) error {

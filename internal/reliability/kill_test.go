@@ -155,7 +155,9 @@ func TestWorkersKilled(t *testing.T) {
 }
 
 // TestLimitedWorkersKilled works queue limited (per_key 2, global 6) with
-// three worker processes of 8 handlers each while the test kills one with
+// three worker processes of 8 handlers each, its jobs spread over ten
+// tenants with one tenant's tail last (so that each limit binds in turn),
+// while the test kills one with
 // SIGKILL at random moments, and a separate connection samples the leased
 // jobs every 2 ms. A killed process comes back under its own node id
 // half the time (releasing its slots at once) and under a new one
@@ -168,9 +170,17 @@ func TestLimitedWorkersKilled(t *testing.T) {
 	total := scale(1500, 15000)
 	chaos := time.Duration(scale(4, 40)) * time.Second
 	q := jobs.NewLimitedQueue(tg.pool)
+	// Ten tenants share most jobs, and t0 has a tenth of them more: while
+	// every tenant has jobs due, the global limit binds (six slots for
+	// ten tenants); once only t0's are left, per_key does (two slots of
+	// six).
 	ps := make([]jobs.LimitedPayload, total)
 	for i := range ps {
-		ps[i] = jobs.LimitedPayload{N: int64(i), Tenant: fmt.Sprint("t", i%10)}
+		tenant := fmt.Sprint("t", i%10)
+		if i >= total*9/10 {
+			tenant = "t0"
+		}
+		ps[i] = jobs.LimitedPayload{N: int64(i), Tenant: tenant}
 	}
 	if _, err := q.PushMany(ctx, ps); err != nil {
 		t.Fatal(err)
@@ -205,6 +215,9 @@ FROM (SELECT count(*) AS n FROM limited_queue WHERE state = 'running' GROUP BY t
 		fmt.Sprintf("%d samples: at most %d leased per tenant and %d in all (limits 2 and 6)", samples, maxPerKey, maxGlobal))
 	if maxPerKey > 2 || maxGlobal > 6 {
 		t.Errorf("sampled %d leased jobs of one tenant and %d in all; the limits are 2 and 6", maxPerKey, maxGlobal)
+	}
+	if maxPerKey < 2 || maxGlobal < 6 {
+		t.Errorf("no sample saw a limit reached (at most %d leased per tenant and %d in all, limits 2 and 6): the scenario does not test them", maxPerKey, maxGlobal)
 	}
 	if len(killed) == 0 || samples == 0 {
 		t.Errorf("%d workers killed, %d samples taken", len(killed), samples)

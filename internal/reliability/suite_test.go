@@ -76,8 +76,10 @@ func scale(ci, longer int) int {
 // the code under test: handlers record each run that returned success in
 // handled (lease mode: with a retried, idempotent insert just before
 // returning; transaction mode: in the handler's transaction, so it
-// commits with the job), and triggers log each completion (the row's
-// delete) with its attempt.
+// commits with the job), triggers log each completion (the row's
+// delete) with its attempt, and each claim of queue work that takes a
+// running job from its holder (reclaimed: the holder's attempt, its
+// lease's end, and the time of the claim, by the database's clock).
 const audit = `
 CREATE TABLE handled (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL, instance text NOT NULL,
     run text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (queue, job_id, attempt, run));
@@ -91,7 +93,15 @@ CREATE TRIGGER work_completed AFTER DELETE ON work_queue FOR EACH ROW EXECUTE FU
 CREATE TRIGGER ledger_completed AFTER DELETE ON ledger_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
 CREATE TRIGGER event_completed AFTER DELETE ON event_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
 CREATE TRIGGER limited_completed AFTER DELETE ON limited_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
-CREATE TRIGGER backlogged_completed AFTER DELETE ON backlogged_queue FOR EACH ROW EXECUTE FUNCTION log_completion();`
+CREATE TRIGGER backlogged_completed AFTER DELETE ON backlogged_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
+CREATE TABLE reclaimed (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL, lease_until timestamptz, at timestamptz NOT NULL);
+CREATE FUNCTION log_reclaim() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO reclaimed VALUES (TG_TABLE_NAME, OLD.id, OLD.attempt, OLD.locked_until, clock_timestamp());
+    RETURN NEW;
+END $$;
+CREATE TRIGGER work_reclaimed AFTER UPDATE ON work_queue FOR EACH ROW
+    WHEN (OLD.state = 'running' AND NEW.state = 'running' AND NEW.attempt > OLD.attempt) EXECUTE FUNCTION log_reclaim();`
 
 // mysqlAudit is audit on MySQL, one statement at a time: a trigger per
 // queue table (MySQL triggers name no function), times in UTC.
@@ -102,6 +112,10 @@ var mysqlAudit = []string{
 	`CREATE TRIGGER work_completed AFTER DELETE ON work_queue FOR EACH ROW INSERT INTO completed_log VALUES ('work_queue', OLD.id, OLD.attempt)`,
 	`CREATE TRIGGER ledger_completed AFTER DELETE ON ledger_queue FOR EACH ROW INSERT INTO completed_log VALUES ('ledger_queue', OLD.id, OLD.attempt)`,
 	`CREATE TRIGGER event_completed AFTER DELETE ON event_queue FOR EACH ROW INSERT INTO completed_log VALUES ('event_queue', OLD.id, OLD.attempt)`,
+	`CREATE TABLE reclaimed (queue VARCHAR(64) NOT NULL, job_id BIGINT NOT NULL, attempt INT NOT NULL, lease_until DATETIME(6), at DATETIME(6) NOT NULL) ENGINE = InnoDB`,
+	`CREATE TRIGGER work_reclaimed AFTER UPDATE ON work_queue FOR EACH ROW INSERT INTO reclaimed
+SELECT 'work_queue', OLD.id, OLD.attempt, OLD.locked_until, UTC_TIMESTAMP(6) FROM DUAL
+WHERE OLD.state = 'running' AND NEW.state = 'running' AND NEW.attempt > OLD.attempt`,
 }
 
 // recordSQL records a successful handler run, named by a token of its
@@ -282,8 +296,20 @@ func check(t *testing.T, tg *target, scenario string, c counts, d delivery, deta
 		t.Errorf("%s: %d left unfinished, %d lost, %d completed twice, %d completed without a successful handler run", scenario, c.left, c.lost(), c.double, c.unhandled)
 	}
 	if d == exactlyOnce && c.twice != 0 {
-		t.Errorf("%s: %d jobs handled successfully more than once, though no holder died and no lease could run out (a finished job's result was lost?)", scenario, c.twice)
+		t.Errorf("%s: %d jobs handled successfully more than once, though no holder died and no lease could run out (a finished job's result was lost?)%s", scenario, c.twice, reclaims(t, tg))
 	}
+}
+
+// reclaims says how the jobs of queue work handled more than once came
+// to be claimed again: how many claims took a job whose lease had run
+// out by the database's clock (a holder too slow to finish within its
+// lease), and how many took one whose lease had not (a double claim).
+func reclaims(t *testing.T, tg *target) string {
+	t.Helper()
+	twice := `job_id IN (SELECT job_id FROM handled WHERE queue = 'work_queue' GROUP BY job_id HAVING count(*) > 1)`
+	expired := tg.count(t, "SELECT count(*) FROM reclaimed WHERE queue = 'work_queue' AND lease_until < at AND "+twice)
+	early := tg.count(t, "SELECT count(*) FROM reclaimed WHERE queue = 'work_queue' AND NOT (lease_until < at) AND "+twice)
+	return fmt.Sprintf("; of their claims from a holder, %d came after its lease ran out, %d before", expired, early)
 }
 
 // waitFinished waits until table holds no unfinished job.
