@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/queuegen/queuegen/internal/generate"
 	"github.com/queuegen/queuegen/templates"
@@ -73,8 +74,11 @@ func runGenerate(c *invocation) error {
 		return nil
 	}
 	for _, ch := range changes {
-		verb := map[string]string{"add": "wrote  ", "update": "updated", "remove": "removed"}[ch.Kind]
+		verb := map[string]string{"add": "wrote  ", "update": "updated", "remove": "removed", "empty": "emptied"}[ch.Kind]
 		fmt.Fprintf(c.stdout, "%s %s\n", verb, filepath.Join(out.Root, filepath.FromSlash(ch.Path)))
+	}
+	if slices.ContainsFunc(changes, func(ch generate.Change) bool { return ch.Kind == "empty" }) {
+		fmt.Fprintln(c.stdout, "(emptied: no longer generated, but go generate has listed them and reads them; no build includes them, and the next generate removes them)")
 	}
 	fmt.Fprintf(c.stdout, "%s of %s changed\n", plural(len(changes), "file"), plural(len(out.Files), "generated file"))
 	return nil
@@ -100,6 +104,9 @@ func runCheck(c *invocation) error {
 	if err != nil {
 		return err
 	}
+	// A stale Go file generate emptied under go generate is not stale: no
+	// build includes it, and the next generate removes it.
+	changes = slices.DeleteFunc(changes, func(ch generate.Change) bool { return ch.Kind == "remove" && generate.IsRetired(ch.Old) })
 	if *asJSON {
 		if err := c.printJSON(map[string]any{"spec": *file, "files": len(out.Files), "stale": changeList(changes)}); err != nil {
 			return err
