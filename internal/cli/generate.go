@@ -69,6 +69,9 @@ func runGenerate(c *invocation) error {
 	if *asJSON {
 		return c.printJSON(map[string]any{"spec": *file, "files": len(out.Files), "changed": changeList(changes)})
 	}
+	if unfilled := out.Unfilled(); unfilled != nil {
+		defer fmt.Fprintf(c.stderr, "next: %v\n(queuegen check and migrate refuse it until then)\n", unfilled)
+	}
 	if len(changes) == 0 {
 		fmt.Fprintf(c.stdout, "%s up to date\n", plural(len(out.Files), "generated file"))
 		return nil
@@ -107,14 +110,25 @@ func runCheck(c *invocation) error {
 	// A stale Go file generate emptied under go generate is not stale: no
 	// build includes it, and the next generate removes it.
 	changes = slices.DeleteFunc(changes, func(ch generate.Change) bool { return ch.Kind == "remove" && generate.IsRetired(ch.Old) })
+	unfilled := out.Unfilled()
 	if *asJSON {
-		if err := c.printJSON(map[string]any{"spec": *file, "files": len(out.Files), "stale": changeList(changes)}); err != nil {
+		report := map[string]any{"spec": *file, "files": len(out.Files), "stale": changeList(changes)}
+		if unfilled != nil {
+			report["unfilled"] = unfilled.Error()
+		}
+		if err := c.printJSON(report); err != nil {
 			return err
 		}
-		if len(changes) > 0 {
+		if len(changes) > 0 || unfilled != nil {
 			return errReported
 		}
 		return nil
+	}
+	if unfilled != nil && len(changes) == 0 {
+		return unfilled
+	}
+	if unfilled != nil {
+		fmt.Fprintf(c.stderr, "%s: %v\n", *file, unfilled)
 	}
 	if len(changes) > 0 {
 		fmt.Fprint(c.stdout, generate.Diff(changes))

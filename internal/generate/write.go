@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/queuegen/queuegen/internal/evolve"
 	"github.com/queuegen/queuegen/internal/textdiff"
 )
 
@@ -223,4 +224,31 @@ func (o *Output) FileMap() map[string][]byte {
 		m[f.Path] = f.Data
 	}
 	return m
+}
+
+// Unfilled checks the migrations on disk for a --manual stub still holding
+// a placeholder (see evolve.Unfilled): the first it finds, as an
+// *evolve.UnfilledError naming the file from the spec's directory.
+func (o *Output) Unfilled() error {
+	dir := o.abs(o.Model.MigrationsDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".sql") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := evolve.CheckFilled(path.Join(o.Model.MigrationsDir, e.Name()), data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
