@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/queuegen/queuegen/internal/generate"
 	"github.com/queuegen/queuegen/templates"
@@ -68,13 +69,19 @@ func runGenerate(c *invocation) error {
 	if *asJSON {
 		return c.printJSON(map[string]any{"spec": *file, "files": len(out.Files), "changed": changeList(changes)})
 	}
+	if unfilled := out.Unfilled(); unfilled != nil {
+		defer fmt.Fprintf(c.stderr, "next: %v\n(queuegen check and migrate refuse it until then)\n", unfilled)
+	}
 	if len(changes) == 0 {
 		fmt.Fprintf(c.stdout, "%s up to date\n", plural(len(out.Files), "generated file"))
 		return nil
 	}
 	for _, ch := range changes {
-		verb := map[string]string{"add": "wrote  ", "update": "updated", "remove": "removed"}[ch.Kind]
+		verb := map[string]string{"add": "wrote  ", "update": "updated", "remove": "removed", "empty": "emptied"}[ch.Kind]
 		fmt.Fprintf(c.stdout, "%s %s\n", verb, filepath.Join(out.Root, filepath.FromSlash(ch.Path)))
+	}
+	if slices.ContainsFunc(changes, func(ch generate.Change) bool { return ch.Kind == "empty" }) {
+		fmt.Fprintln(c.stdout, "(emptied: no longer generated, but go generate has listed them and reads them; no build includes them, and the next generate removes them)")
 	}
 	fmt.Fprintf(c.stdout, "%s of %s changed\n", plural(len(changes), "file"), plural(len(out.Files), "generated file"))
 	return nil
@@ -100,14 +107,28 @@ func runCheck(c *invocation) error {
 	if err != nil {
 		return err
 	}
+	// A stale Go file generate emptied under go generate is not stale: no
+	// build includes it, and the next generate removes it.
+	changes = slices.DeleteFunc(changes, func(ch generate.Change) bool { return ch.Kind == "remove" && generate.IsRetired(ch.Old) })
+	unfilled := out.Unfilled()
 	if *asJSON {
-		if err := c.printJSON(map[string]any{"spec": *file, "files": len(out.Files), "stale": changeList(changes)}); err != nil {
+		report := map[string]any{"spec": *file, "files": len(out.Files), "stale": changeList(changes)}
+		if unfilled != nil {
+			report["unfilled"] = unfilled.Error()
+		}
+		if err := c.printJSON(report); err != nil {
 			return err
 		}
-		if len(changes) > 0 {
+		if len(changes) > 0 || unfilled != nil {
 			return errReported
 		}
 		return nil
+	}
+	if unfilled != nil && len(changes) == 0 {
+		return unfilled
+	}
+	if unfilled != nil {
+		fmt.Fprintf(c.stderr, "%s: %v\n", *file, unfilled)
 	}
 	if len(changes) > 0 {
 		fmt.Fprint(c.stdout, generate.Diff(changes))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -25,8 +26,14 @@ func runMigrate(c *invocation) error {
 	file := c.specFlag()
 	db := c.dbFlag()
 	asJSON := c.jsonFlag()
+	yes := c.fs.Bool("yes", false, "let down, down-to, redo and reset drop queue tables that hold jobs")
+	lockTimeout := c.fs.Duration("lock-timeout", 2*time.Second, "the longest a migration's statement waits for a table lock before it gives up and the migration is tried again (0: no bound); pushes and claims on the table queue behind the wait")
+	lockTries := c.fs.Int("lock-tries", 5, "how many times a migration that gave up waiting for a lock is tried, with a growing pause between tries")
 	if err := c.parse(); err != nil {
 		return err
+	}
+	if *lockTimeout < 0 || *lockTries < 1 {
+		return usageError{errors.New("--lock-timeout must not be negative and --lock-tries must be at least 1")}
 	}
 	actions := append(slices.Clone(migrate.Actions), "status", "version")
 	if len(c.positional) == 0 {
@@ -61,12 +68,16 @@ func runMigrate(c *invocation) error {
 	if err != nil {
 		return err
 	}
+	if err := url.Serves(s.Engine, *file); err != nil {
+		return err
+	}
 	dir := filepath.Join(filepath.Dir(*file), filepath.FromSlash(s.Migrations))
-	m, err := migrate.Open(url.URL, dir, migrate.Schema(s.Schema), migrate.Table(s.MigrationsTable))
+	m, err := migrate.Open(url.URL, dir, migrate.Schema(s.Schema), migrate.Table(s.MigrationsTable), migrate.LockTimeout(*lockTimeout, *lockTries))
 	if err != nil {
 		return err
 	}
 	defer m.Close()
+	m.Notify = func(msg string) { fmt.Fprintln(c.stderr, msg) }
 	ctx := context.Background()
 	switch action {
 	case "status":
@@ -81,6 +92,15 @@ func runMigrate(c *invocation) error {
 		}
 		fmt.Fprintln(c.stdout, v)
 		return nil
+	}
+	if slices.Contains([]string{"down", "down-to", "redo", "reset"}, action) && !*yes {
+		losses, err := m.Losses(ctx, action, target)
+		if err != nil {
+			return err
+		}
+		if len(losses) > 0 {
+			return dropConsent(action, losses)
+		}
 	}
 	stop := func() {}
 	if url.Engine == dburl.PostgreSQL {
@@ -133,6 +153,41 @@ func runMigrate(c *invocation) error {
 	return nil
 }
 
+// specFor loads the spec file, when there is one, for a command that
+// also takes --db, refusing a database of another engine than the spec's
+// before anything connects.
+func specFor(url dburl.DB, file string) (*spec.Spec, error) {
+	if _, err := os.Stat(file); err != nil {
+		return nil, nil
+	}
+	s, err := spec.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	return s, url.Serves(s.Engine, file)
+}
+
+// dropConsent refuses a down action that would drop tables holding jobs,
+// naming each and its count, as purge and generate --allow-drop ask.
+func dropConsent(action string, losses []migrate.Loss) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "migrate %s would drop ", action)
+	if len(losses) == 1 {
+		b.WriteString("a table that holds jobs:")
+	} else {
+		b.WriteString("tables that hold jobs:")
+	}
+	width := 0
+	for _, l := range losses {
+		width = max(width, len(l.Table))
+	}
+	for _, l := range losses {
+		fmt.Fprintf(&b, "\n  %-*s %s (dropped by %s)", width, l.Table, plural(int(l.Rows), "job"), l.File)
+	}
+	b.WriteString("\nrun it with --yes to drop them with their jobs. Nothing was changed.")
+	return errors.New(b.String())
+}
+
 func migrateStatus(ctx context.Context, c *invocation, m *migrate.Migrator, url dburl.DB, schema string, asJSON bool) error {
 	st, err := m.Status(ctx)
 	if err != nil {
@@ -155,24 +210,32 @@ func migrateStatus(ctx context.Context, c *invocation, m *migrate.Migrator, url 
 		}
 		return c.printJSON(map[string]any{"migrations": st, "queues": qs})
 	}
+	width := 0
+	for _, s := range st {
+		width = max(width, len(s.File))
+	}
 	for _, s := range st {
 		applied := "pending"
 		if s.Applied {
 			applied = "applied " + s.AppliedAt.Format("2006-01-02 15:04:05")
 		}
-		fmt.Fprintf(c.stdout, "%-45s %s\n", s.File, applied)
+		fmt.Fprintf(c.stdout, "%-*s  %s\n", width, s.File, applied)
 	}
 	if queues == nil {
 		fmt.Fprintln(c.stdout, "\nno queues registered yet (queuegen migrate up)")
 		return nil
 	}
 	fmt.Fprintf(c.stdout, "\n%s registered:\n", plural(len(queues), "queue"))
+	nameWidth, tableWidth := 0, 0
+	for _, q := range queues {
+		nameWidth, tableWidth = max(nameWidth, len(q.Name)), max(tableWidth, len(q.TableName))
+	}
 	for _, q := range queues {
 		paused := ""
 		if q.Paused {
 			paused = " (paused)"
 		}
-		fmt.Fprintf(c.stdout, "  %-20s table %-24s %s%s\n", q.Name, q.TableName, q.Mode, paused)
+		fmt.Fprintf(c.stdout, "  %-*s  table %-*s  %s%s\n", nameWidth, q.Name, tableWidth, q.TableName, q.Mode, paused)
 	}
 	return nil
 }

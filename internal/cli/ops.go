@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -64,6 +63,10 @@ func (o *opsFlags) open(ctx context.Context) (*ops.Conn, error) {
 	if o.queue != nil && *o.queue == "" {
 		return nil, usageError{errors.New("--queue is required")}
 	}
+	loaded, err := specFor(url, *o.file)
+	if err != nil {
+		return nil, err
+	}
 	schema := *o.schema
 	switch {
 	case url.Engine == dburl.MySQL:
@@ -72,12 +75,8 @@ func (o *opsFlags) open(ctx context.Context) (*ops.Conn, error) {
 		}
 	case schema == "":
 		schema = spec.DefaultSchema
-		if _, err := os.Stat(*o.file); err == nil {
-			s, err := spec.Load(*o.file)
-			if err != nil {
-				return nil, err
-			}
-			schema, o.spec = s.Schema, s
+		if loaded != nil {
+			schema, o.spec = loaded.Schema, loaded
 		} else if o.c.given("f") {
 			// Not the default's absence: a spec named and not found must not
 			// mean schema public, which may hold another spec's queues.

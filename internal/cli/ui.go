@@ -52,7 +52,9 @@ func runUI(c *invocation) error {
 		}
 		opts = append(opts, dashboard.Schema(*schema))
 	}
-	if _, err := os.Stat(*file); err == nil {
+	if loaded, err := specFor(url, *file); err != nil {
+		return err
+	} else if loaded != nil {
 		opts = append(opts, dashboard.SpecFile(*file))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

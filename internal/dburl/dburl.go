@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -166,4 +167,90 @@ func Redact(msg, db string) string {
 		msg = strings.ReplaceAll(msg, cfg.Passwd, "xxxxx")
 	}
 	return msg
+}
+
+// Session is what a handle's connections are set up with, beyond the
+// address: bounds on connecting and on lock waits, and a name the
+// server's session list shows.
+type Session struct {
+	// ConnectTimeout bounds connecting, where the address sets no bound of
+	// its own (PostgreSQL's connect_timeout, MySQL's timeout); 0 leaves
+	// the driver's (none). Callers bound the first round trip with a
+	// context too: MySQL's timeout covers the dial only.
+	ConnectTimeout time.Duration
+	// LockTimeout bounds each wait of a statement for a lock: PostgreSQL's
+	// lock_timeout, MySQL's lock_wait_timeout (metadata locks, which DDL
+	// takes) and innodb_lock_wait_timeout (row locks), in whole seconds
+	// there. Not on SQL Server yet: its driver sets a session up only when
+	// it reuses a connection. 0 leaves the server's.
+	LockTimeout time.Duration
+	// Name is PostgreSQL's application_name for the connections.
+	Name string
+}
+
+// OpenSession is Open with connections set up as s says.
+func (d DB) OpenSession(s Session) (*sql.DB, error) {
+	switch d.Engine {
+	case MySQL:
+		cfg := d.MySQL.Clone()
+		if cfg.Timeout == 0 {
+			cfg.Timeout = s.ConnectTimeout
+		}
+		if s.LockTimeout > 0 {
+			secs := strconv.Itoa(int(max(1, (s.LockTimeout+time.Second-1)/time.Second)))
+			if cfg.Params == nil {
+				cfg.Params = map[string]string{}
+			}
+			cfg.Params["lock_wait_timeout"] = secs
+			cfg.Params["innodb_lock_wait_timeout"] = secs
+		}
+		conn, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return sql.OpenDB(conn), nil
+	case SQLServer:
+		conn, err := mssql.NewConnector(d.URL)
+		if err != nil {
+			return nil, fmt.Errorf("bad database URL: %v", Redact(err.Error(), d.URL))
+		}
+		return sql.OpenDB(conn), nil
+	}
+	cfg, err := pgx.ParseConfig(d.URL)
+	if err != nil {
+		return nil, fmt.Errorf("bad database URL: %w", err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = s.ConnectTimeout
+	}
+	if s.LockTimeout > 0 {
+		cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(s.LockTimeout.Milliseconds(), 10) + "ms"
+	}
+	if s.Name != "" {
+		cfg.RuntimeParams["application_name"] = s.Name
+	}
+	return stdlib.OpenDB(*cfg), nil
+}
+
+// Serves refuses a database of another engine than the spec's: the
+// spec's SQL (migrations, queries) is its engine's, and the operations
+// commands read the tables by it.
+func (d DB) Serves(specEngine, specFile string) error {
+	if specEngine == "" || specEngine == d.Engine {
+		return nil
+	}
+	return fmt.Errorf("%s is a spec for %s, but --db names a %s database: use a %s database, or the spec of this one (-f). Nothing was changed", specFile, EngineTitle(specEngine), EngineTitle(d.Engine), EngineTitle(specEngine))
+}
+
+// EngineTitle is an engine's name as people write it.
+func EngineTitle(engine string) string {
+	switch engine {
+	case PostgreSQL:
+		return "PostgreSQL"
+	case MySQL:
+		return "MySQL/MariaDB"
+	case SQLServer:
+		return "SQL Server"
+	}
+	return engine
 }

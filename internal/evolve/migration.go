@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -141,6 +142,9 @@ func migration(source string, c *Change) []byte {
 }
 
 // manualMigration is the stub generate --manual writes for refused changes.
+// Each section holds a placeholder statement until the user replaces it:
+// queuegen check and migrate refuse the file while one is there (see
+// Unfilled), and the statement fails if some other tool runs it.
 func manualMigration(refused *RefusedError) []byte {
 	var b strings.Builder
 	b.WriteString(`-- Written by hand. queuegen generate --manual created this file and recorded
@@ -148,18 +152,137 @@ func manualMigration(refused *RefusedError) []byte {
 -- the database there, for these changes queuegen would not write itself:
 `)
 	for _, r := range refused.Refusals {
-		fmt.Fprintf(&b, "--   - %s\n--     %s\n", r.What, r.Manual)
+		fmt.Fprintf(&b, "--   - %s\n", r.What)
+		if hint := manualHint(r.Manual); hint != "" {
+			fmt.Fprintf(&b, "--     %s\n", hint)
+		}
 	}
 	b.WriteString(`--
--- queuegen never edits this file; review it like any hand-written migration.
+-- Replace each section's placeholder statement with that SQL (the Down
+-- section's undoes the Up's): queuegen check and queuegen migrate refuse
+-- this file while a placeholder is left. queuegen never edits this file;
+-- review it like any hand-written migration.
 
 -- +goose Up
-SELECT 'write the Up migration' AS todo WHERE false;
+` + placeholder + `
 
 -- +goose Down
-SELECT 'write the Down migration' AS todo WHERE false;
+` + placeholder + `
 `)
 	return []byte(b.String())
+}
+
+// manualHint is the part of a refusal's advice that says what SQL to
+// write, without the advice to run --manual, which wrote the stub.
+func manualHint(advice string) string {
+	rest, ok := strings.CutPrefix(advice, manualPath)
+	if !ok {
+		return advice
+	}
+	rest = strings.TrimLeft(rest, ",;: ")
+	if rest == "" {
+		return ""
+	}
+	return strings.ToUpper(rest[:1]) + rest[1:]
+}
+
+// placeholder is the statement a --manual stub holds in each section until
+// it is filled in. Run by another tool, it fails (there is no such
+// function) rather than doing nothing.
+const placeholder = "SELECT queuegen_manual_migration_not_written_yet();"
+
+// oldPlaceholders are the statements earlier queuegen releases put in
+// the stub instead, which ran as no-ops.
+var oldPlaceholders = []string{
+	"SELECT 'write the Up migration' AS todo WHERE false;",
+	"SELECT 'write the Down migration' AS todo WHERE false;",
+}
+
+// Unfilled lists the sections ("Up", "Down") of a migration file that
+// still hold a --manual stub's placeholder statement.
+func Unfilled(data []byte) []string {
+	var out []string
+	section := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if a, ok := strings.CutPrefix(line, "-- +goose "); ok {
+			switch strings.ToLower(strings.TrimSpace(a)) {
+			case "up":
+				section = "Up"
+			case "down":
+				section = "Down"
+			}
+			continue
+		}
+		if section != "" && (line == placeholder || slices.Contains(oldPlaceholders, line)) && !slices.Contains(out, section) {
+			out = append(out, section)
+		}
+	}
+	return out
+}
+
+// UnfilledError is a --manual stub that still holds a placeholder in a
+// section about to be run or checked.
+type UnfilledError struct {
+	// File is the migration's path, as the user knows it.
+	File string
+	// Sections are those still holding the placeholder: Up, Down or both.
+	Sections []string
+	// Changes are the changes the stub lists, what the SQL must do.
+	Changes []string
+}
+
+// Error says which file, which sections, and what to write there.
+func (e *UnfilledError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s is the migration queuegen generate --manual wrote for you to fill in, and its %s section", e.File, strings.Join(e.Sections, " and "))
+	if len(e.Sections) > 1 {
+		b.WriteString("s still hold")
+	} else {
+		b.WriteString(" still holds")
+	}
+	fmt.Fprintf(&b, " the placeholder line %q: replace it with the SQL that makes", placeholder)
+	if len(e.Changes) == 0 {
+		b.WriteString(" the change the spec records")
+	} else {
+		b.WriteString(" these changes (the Down section's undoes them):")
+		for _, c := range e.Changes {
+			b.WriteString("\n  - " + c)
+		}
+	}
+	return b.String()
+}
+
+// CheckFilled returns an *UnfilledError when data, the migration file
+// named file, still holds a placeholder in any of sections (every
+// section when none is named).
+func CheckFilled(file string, data []byte, sections ...string) error {
+	var left []string
+	for _, s := range Unfilled(data) {
+		if len(sections) == 0 || slices.Contains(sections, s) {
+			left = append(left, s)
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	e := &UnfilledError{File: file, Sections: left}
+	lines := strings.Split(string(data), "\n")
+	for i, l := range lines {
+		what, ok := strings.CutPrefix(l, "--   - ")
+		if !ok {
+			continue
+		}
+		if i+1 < len(lines) {
+			if hint, ok := strings.CutPrefix(lines[i+1], "--     "); ok {
+				if h := strings.TrimSuffix(manualHint(hint), "."); h != "" {
+					what += " (" + strings.ToLower(h[:1]) + h[1:] + ")"
+				}
+			}
+		}
+		e.Changes = append(e.Changes, what)
+	}
+	return e
 }
 
 // SchemaFile writes the schema file sqlc compiles the queries against: the

@@ -13,14 +13,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
 
 	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/internal/evolve"
 )
 
 // DefaultTable is the version table of a spec that names none.
@@ -31,16 +39,31 @@ type Migrator struct {
 	engine   string
 	db       *sql.DB
 	provider *goose.Provider
+	// lockedDB and locked are a second handle, and goose over it, whose
+	// sessions bound their lock waits (LockTimeout); nil without one.
+	lockedDB *sql.DB
+	locked   *goose.Provider
+	fsys     fs.FS
+	dir      string
 	schema   string
 	table    string
+	name     string // the locked sessions' application_name
+	opts     options
 	prepared bool
+	// Notify, when set, is told of each lock wait given up on and tried
+	// again.
+	Notify func(string)
 }
 
 // Option configures Open.
 type Option func(*options) error
 
 type options struct {
-	schema, table string
+	schema, table  string
+	connectTimeout time.Duration
+	lockTimeout    time.Duration
+	lockTries      int
+	backoff        time.Duration
 }
 
 // Schema is the PostgreSQL or SQL Server schema the migrations create
@@ -72,11 +95,45 @@ func Table(name string) Option {
 	}
 }
 
+// ConnectTimeout bounds connecting to the database, where the address
+// sets no bound of its own (default 10s; 0 for none).
+func ConnectTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return errors.New("migrate: negative connect timeout")
+		}
+		o.connectTimeout = d
+		return nil
+	}
+}
+
+// LockTimeout bounds each wait of a migration's statements for a lock to d
+// (PostgreSQL's lock_timeout; MySQL's lock_wait_timeout and
+// innodb_lock_wait_timeout, in whole seconds), so that an ALTER TABLE
+// stuck behind a long transaction does not stall, for as long, every push
+// and claim queued behind its lock request. A migration that gives up is
+// rolled back (on PostgreSQL; MySQL's DDL is not transactional) and tried
+// again, tries times in all, with a growing pause between tries; then
+// Migrate returns a *LockTimeoutError naming the sessions that held the
+// lock. Migrations marked NO TRANSACTION (CREATE INDEX CONCURRENTLY) are
+// not bounded: their wait for older transactions to end is a lock wait
+// too, and cutting it short would only leave an invalid index. Not on SQL
+// Server yet. Default: no bound (the server's).
+func LockTimeout(d time.Duration, tries int) Option {
+	return func(o *options) error {
+		if d < 0 || tries < 1 {
+			return fmt.Errorf("migrate: lock timeout %s, %d tries: want a timeout ≥ 0 and at least one try", d, tries)
+		}
+		o.lockTimeout, o.lockTries = d, tries
+		return nil
+	}
+}
+
 // Open connects to the database at address (a PostgreSQL, MySQL or SQL
 // Server URL or DSN, see package dburl) and prepares the migrations in
 // dir. Close it when done.
 func Open(address, dir string, opts ...Option) (*Migrator, error) {
-	o := options{schema: "public", table: DefaultTable}
+	o := options{schema: "public", table: DefaultTable, connectTimeout: 10 * time.Second, lockTries: 1, backoff: time.Second}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -89,7 +146,7 @@ func Open(address, dir string, opts ...Option) (*Migrator, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("migrations directory: %w", err)
 	}
-	h, err := db.Open()
+	h, err := db.OpenSession(dburl.Session{ConnectTimeout: o.connectTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -106,13 +163,30 @@ func Open(address, dir string, opts ...Option) (*Migrator, error) {
 	if o.schema != "" && o.schema != defaultSchema {
 		table = o.schema + "." + o.table
 	}
-	p, err := goose.NewProvider(dialect, h, os.DirFS(dir), goose.WithTableName(table), goose.WithDisableGlobalRegistry(true))
+	fsys := os.DirFS(dir)
+	p, err := goose.NewProvider(dialect, h, fsys, goose.WithTableName(table), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		h.Close()
 		return nil, fmt.Errorf("migrations in %s: %w", dir, err)
 	}
-	return &Migrator{engine: db.Engine, db: h, provider: p, schema: o.schema, table: o.table}, nil
+	m := &Migrator{engine: db.Engine, db: h, provider: p, fsys: fsys, dir: dir, schema: o.schema, table: o.table, opts: o}
+	if o.lockTimeout > 0 && db.Engine != dburl.SQLServer {
+		m.name = fmt.Sprintf("queuegen migrate %d.%d", os.Getpid(), sessions.Add(1))
+		if m.lockedDB, err = db.OpenSession(dburl.Session{ConnectTimeout: o.connectTimeout, LockTimeout: o.lockTimeout, Name: m.name}); err != nil {
+			h.Close()
+			return nil, err
+		}
+		if m.locked, err = goose.NewProvider(dialect, m.lockedDB, fsys, goose.WithTableName(table), goose.WithDisableGlobalRegistry(true)); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("migrations in %s: %w", dir, err)
+		}
+	}
+	return m, nil
 }
+
+// sessions numbers the Migrators of this process, for their sessions'
+// application_name.
+var sessions atomic.Int64
 
 // sqlServerSchema is SQL Server's default schema.
 const sqlServerSchema = "dbo"
@@ -124,10 +198,20 @@ func (m *Migrator) prepare(ctx context.Context) error {
 	if m.prepared {
 		return nil
 	}
-	if err := m.db.PingContext(ctx); err != nil {
+	pingCtx, cancel := ctx, func() {}
+	if m.opts.connectTimeout > 0 {
+		// The driver's bound may cover the dial only (MySQL's): a server
+		// that accepts the connection and never answers is bounded here.
+		pingCtx, cancel = context.WithTimeout(ctx, m.opts.connectTimeout)
+	}
+	err := m.db.PingContext(pingCtx)
+	cancel()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("cannot connect to the database: no answer within %s", m.opts.connectTimeout)
+		}
 		return fmt.Errorf("cannot connect to the database: %s", OneLine(err))
 	}
-	var err error
 	switch {
 	case m.engine == dburl.MySQL:
 		err = checkMySQL(ctx, m.db)
@@ -266,57 +350,32 @@ type Report struct {
 var Actions = []string{"up", "up-to", "down", "down-to", "redo", "reset"}
 
 // Migrate runs action (one of Actions); target is up-to's and down-to's
-// version. It reports what ran even when a migration fails.
+// version. It reports what ran even when a migration fails. It refuses,
+// running nothing, a --manual stub still holding a placeholder in a
+// section it would run (an *evolve.UnfilledError).
 func (m *Migrator) Migrate(ctx context.Context, action string, target int64) (*Report, error) {
+	if !slices.Contains(Actions, action) {
+		return nil, fmt.Errorf("unknown action %q: want one of %s", action, strings.Join(Actions, ", "))
+	}
 	if err := m.prepare(ctx); err != nil {
 		return nil, err
 	}
-	var res []*goose.MigrationResult
-	var err error
-	switch action {
-	case "up":
-		res, err = m.provider.Up(ctx)
-	case "up-to":
-		res, err = m.provider.UpTo(ctx, target)
-	case "down":
-		var r *goose.MigrationResult
-		if r, err = m.provider.Down(ctx); r != nil {
-			res = append(res, r)
+	ups, downs, err := m.plan(ctx, action, target)
+	if err != nil {
+		return nil, err
+	}
+	for _, src := range downs {
+		if err := m.checkFilled(src, "Down"); err != nil {
+			return nil, err
 		}
-	case "down-to":
-		res, err = m.provider.DownTo(ctx, target)
-	case "reset":
-		res, err = m.provider.DownTo(ctx, 0)
-	case "redo":
-		var down, up *goose.MigrationResult
-		if down, err = m.provider.Down(ctx); down != nil {
-			res = append(res, down)
+	}
+	for _, src := range ups {
+		if err := m.checkFilled(src, "Up"); err != nil {
+			return nil, err
 		}
-		if err == nil {
-			if up, err = m.provider.ApplyVersion(ctx, down.Source.Version, true); up != nil {
-				res = append(res, up)
-			}
-		}
-	default:
-		return nil, fmt.Errorf("unknown action %q: want one of %s", action, strings.Join(Actions, ", "))
 	}
 	rep := &Report{}
-	var partial *goose.PartialError
-	if errors.As(err, &partial) {
-		res = append(partial.Applied, partial.Failed)
-		err = partial.Err
-	}
-	for _, r := range res {
-		st := Step{Direction: r.Direction, File: r.Source.Path, Version: r.Source.Version, Duration: r.Duration}
-		if r.Error != nil {
-			rep.Failed = &st
-			if err == nil {
-				err = r.Error
-			}
-			continue
-		}
-		rep.Applied = append(rep.Applied, st)
-	}
+	err = m.run(ctx, action, target, rep)
 	if errors.Is(err, goose.ErrNoNextVersion) {
 		err = nil // down with nothing applied: nothing to do
 	}
@@ -329,7 +388,357 @@ func (m *Migrator) Migrate(ctx context.Context, action string, target int64) (*R
 		}
 	}
 	rep.Version, _ = m.provider.GetDBVersion(ctx)
+	var lockErr *LockTimeoutError
+	if errors.As(err, &lockErr) {
+		return rep, err
+	}
 	return rep, clean(err)
+}
+
+// run runs action one migration at a time, each through the provider
+// whose sessions suit it (see LockTimeout).
+func (m *Migrator) run(ctx context.Context, action string, target int64, rep *Report) error {
+	switch action {
+	case "up", "up-to":
+		last := int64(-1)
+		for {
+			next, err := m.nextPending(ctx)
+			if err != nil {
+				return err
+			}
+			if next == nil || action == "up-to" && next.Version > target || next.Version == last {
+				return nil
+			}
+			last = next.Version
+			if err := m.step(ctx, rep, next, (*goose.Provider).UpByOne); err != nil {
+				return err
+			}
+		}
+	case "down", "redo":
+		latest, err := m.latestApplied(ctx)
+		if err != nil || latest == nil {
+			return err
+		}
+		if err := m.step(ctx, rep, latest, (*goose.Provider).Down); err != nil || action == "down" {
+			return err
+		}
+		return m.step(ctx, rep, latest, func(p *goose.Provider, ctx context.Context) (*goose.MigrationResult, error) {
+			return p.ApplyVersion(ctx, latest.Version, true)
+		})
+	default: // down-to, reset
+		if action == "reset" {
+			target = 0
+		}
+		for {
+			latest, err := m.latestApplied(ctx)
+			if err != nil || latest == nil || latest.Version <= target {
+				return err
+			}
+			if err := m.step(ctx, rep, latest, (*goose.Provider).Down); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// plan lists the migrations action would run up and those it would run
+// down, from the database's state now.
+func (m *Migrator) plan(ctx context.Context, action string, target int64) (ups, downs []*goose.Source, err error) {
+	status, err := m.provider.Status(ctx)
+	if err != nil {
+		return nil, nil, clean(err)
+	}
+	var applied []*goose.Source // latest first
+	for i := len(status) - 1; i >= 0; i-- {
+		if status[i].State == goose.StateApplied {
+			applied = append(applied, status[i].Source)
+		}
+	}
+	switch action {
+	case "up", "up-to":
+		for _, s := range status {
+			if s.State == goose.StatePending && (action == "up" || s.Source.Version <= target) {
+				ups = append(ups, s.Source)
+			}
+		}
+	case "down", "redo":
+		if len(applied) > 0 {
+			downs = applied[:1]
+			if action == "redo" {
+				ups = applied[:1]
+			}
+		}
+	case "down-to", "reset":
+		if action == "reset" {
+			target = 0
+		}
+		for _, s := range applied {
+			if s.Version > target {
+				downs = append(downs, s)
+			}
+		}
+	}
+	return ups, downs, nil
+}
+
+// nextPending is the migration up applies next: the first pending one
+// (goose refuses it if it is older than the latest applied), or nil.
+func (m *Migrator) nextPending(ctx context.Context) (*goose.Source, error) {
+	status, err := m.provider.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range status {
+		if s.State == goose.StatePending {
+			return s.Source, nil
+		}
+	}
+	return nil, nil
+}
+
+// latestApplied is the migration down rolls back, or nil.
+func (m *Migrator) latestApplied(ctx context.Context) (*goose.Source, error) {
+	status, err := m.provider.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(status) - 1; i >= 0; i-- {
+		if status[i].State == goose.StateApplied {
+			return status[i].Source, nil
+		}
+	}
+	return nil, nil
+}
+
+// checkFilled refuses a --manual stub still holding a placeholder in
+// section.
+func (m *Migrator) checkFilled(src *goose.Source, section string) error {
+	data, err := fs.ReadFile(m.fsys, src.Path)
+	if err != nil {
+		return err
+	}
+	return evolve.CheckFilled(filepath.Join(m.dir, src.Path), data, section)
+}
+
+// noTransaction reports whether a migration is marked NO TRANSACTION.
+func (m *Migrator) noTransaction(src *goose.Source) bool {
+	data, err := fs.ReadFile(m.fsys, src.Path)
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.EqualFold(strings.TrimSpace(l), "-- +goose NO TRANSACTION") {
+			return true
+		}
+	}
+	return false
+}
+
+// step runs one migration, src, with do; a migration that gives up
+// waiting for a lock is tried again (see LockTimeout).
+func (m *Migrator) step(ctx context.Context, rep *Report, src *goose.Source, do func(*goose.Provider, context.Context) (*goose.MigrationResult, error)) error {
+	p, bounded := m.provider, false
+	if m.locked != nil && !m.noTransaction(src) {
+		p, bounded = m.locked, true
+	}
+	pause := m.opts.backoff
+	for try := 1; ; try++ {
+		var w *watcher
+		if bounded {
+			w = m.watch(ctx)
+		}
+		res, err := do(p, ctx)
+		var holders []string
+		if w != nil {
+			holders = w.stop()
+		}
+		var partial *goose.PartialError
+		if errors.As(err, &partial) {
+			res, err = partial.Failed, partial.Err
+		}
+		if err == nil && res != nil && res.Error != nil {
+			err = res.Error
+		}
+		if err == nil {
+			if res != nil {
+				rep.Applied = append(rep.Applied, Step{Direction: res.Direction, File: res.Source.Path, Version: res.Source.Version, Duration: res.Duration})
+			}
+			return nil
+		}
+		if res != nil {
+			rep.Failed = &Step{Direction: res.Direction, File: res.Source.Path, Version: res.Source.Version, Duration: res.Duration}
+		}
+		if !bounded || !isLockTimeout(err) {
+			return err
+		}
+		if m.engine == dburl.MySQL {
+			holders = m.mysqlHolders(ctx)
+		}
+		lerr := &LockTimeoutError{File: src.Path, Tries: try, Timeout: m.opts.lockTimeout, Holders: holders, Engine: m.engine}
+		if try >= m.opts.lockTries {
+			return lerr
+		}
+		rep.Failed = nil
+		if m.Notify != nil {
+			m.Notify(fmt.Sprintf("%s: %s; trying again in %s (try %d of %d)", src.Path, lerr.waited(), pause, try+1, m.opts.lockTries))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 10*time.Second)
+	}
+}
+
+// isLockTimeout reports whether err is a statement giving up on a lock:
+// PostgreSQL's lock_not_available, MySQL's lock wait timeout.
+func isLockTimeout(err error) bool {
+	var pgErr *pgconn.PgError
+	var myErr *mysql.MySQLError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03" || errors.As(err, &myErr) && myErr.Number == 1205
+}
+
+// LockTimeoutError is a migration that gave up waiting for a lock on every
+// try.
+type LockTimeoutError struct {
+	File    string
+	Tries   int
+	Timeout time.Duration
+	// Holders describe the sessions that held the lock (PostgreSQL), or
+	// those with a transaction open (MySQL), one of which held it.
+	Holders []string
+	Engine  string
+}
+
+func (e *LockTimeoutError) waited() string {
+	who := "a session that ended before it could be named"
+	switch {
+	case len(e.Holders) > 0 && e.Engine == dburl.MySQL:
+		who = "one of these sessions with a transaction open: " + strings.Join(e.Holders, "; ")
+	case len(e.Holders) > 0:
+		who = strings.Join(e.Holders, "; ")
+	}
+	return fmt.Sprintf("gave up waiting %s for a lock held by %s", e.Timeout, who)
+}
+
+// Error says what held the lock and what to do.
+func (e *LockTimeoutError) Error() string {
+	undone := "it was rolled back"
+	if e.Engine == dburl.MySQL {
+		undone = "MySQL/MariaDB commit each DDL statement: statements of it before the one that waited stay applied"
+	}
+	tried := "tried once"
+	if e.Tries > 1 {
+		tried = fmt.Sprintf("tried %d times", e.Tries)
+	}
+	return fmt.Sprintf("%s (%s: a migration's lock waits are bounded, so that the pushes and claims queued behind them are not stalled; %s): end or wait out that transaction, then migrate again, or wait longer with --lock-timeout and --lock-tries",
+		e.waited(), tried, undone)
+}
+
+// watcher notes, while a bounded migration runs, the sessions blocking it
+// (PostgreSQL: pg_blocking_pids of the sessions named m.name), from a
+// connection of the plain handle. After a lock timeout the waiting
+// session no longer waits, so they are noted while it does.
+type watcher struct {
+	cancel func()
+	done   chan struct{}
+	seen   []string
+}
+
+func (m *Migrator) watch(ctx context.Context) *watcher {
+	if m.engine != dburl.PostgreSQL {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	w := &watcher{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if h := m.pgHolders(ctx); len(h) > 0 {
+				w.seen = h
+			}
+		}
+	}()
+	return w
+}
+
+func (w *watcher) stop() []string {
+	w.cancel()
+	<-w.done
+	return w.seen
+}
+
+// pgHolders describes the sessions blocking the migration's sessions.
+func (m *Migrator) pgHolders(ctx context.Context) []string {
+	rows, err := m.db.QueryContext(ctx, `SELECT DISTINCT b.pid, coalesce(b.usename, ''), coalesce(b.application_name, ''), coalesce(b.state, ''),
+    coalesce(floor(extract(epoch FROM now() - b.xact_start))::bigint, 0),
+    coalesce(left(regexp_replace(b.query, '\s+', ' ', 'g'), 80), '')
+FROM pg_stat_activity w
+CROSS JOIN LATERAL unnest(pg_blocking_pids(w.pid)) AS h(pid)
+JOIN pg_stat_activity b ON b.pid = h.pid
+WHERE w.application_name = $1
+ORDER BY b.pid`, m.name)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var pid, secs int64
+		var user, app, state, query string
+		if rows.Scan(&pid, &user, &app, &state, &secs, &query) != nil {
+			return nil
+		}
+		d := fmt.Sprintf("pid %d (user %s", pid, user)
+		if app != "" {
+			d += fmt.Sprintf(", application %q", app)
+		}
+		d += fmt.Sprintf(", %s, transaction open %ds", state, secs)
+		if query != "" {
+			d += ", last statement: " + query
+		}
+		out = append(out, d+")")
+	}
+	return out
+}
+
+// mysqlHolders describes the sessions with a transaction open: MySQL and
+// MariaDB name no metadata lock's holder without a plugin
+// (performance_schema's metadata_locks, MariaDB's METADATA_LOCK_INFO), but
+// a DML transaction holds its tables' metadata locks until it ends.
+func (m *Migrator) mysqlHolders(ctx context.Context) []string {
+	rows, err := m.db.QueryContext(ctx, `SELECT t.trx_mysql_thread_id, COALESCE(p.USER, ''), COALESCE(p.HOST, ''), COALESCE(p.COMMAND, ''),
+    TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), COALESCE(LEFT(p.INFO, 80), '')
+FROM information_schema.INNODB_TRX t
+LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+WHERE t.trx_mysql_thread_id <> CONNECTION_ID()
+ORDER BY t.trx_started`)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id, secs int64
+		var user, host, command, query string
+		if rows.Scan(&id, &user, &host, &command, &secs, &query) != nil {
+			return nil
+		}
+		d := fmt.Sprintf("connection %d (%s@%s, %s, transaction open %ds", id, user, host, command, secs)
+		if query != "" {
+			d += ", running: " + query
+		}
+		out = append(out, d+")")
+	}
+	return out
 }
 
 // clean takes goose's wrapping off an error ("failed to initialize: …",
@@ -382,8 +791,13 @@ func (m *Migrator) Version(ctx context.Context) (int64, error) {
 	return v, clean(err)
 }
 
-// Close closes the database handle.
-func (m *Migrator) Close() error { return m.db.Close() }
+// Close closes the database handles.
+func (m *Migrator) Close() error {
+	if m.lockedDB != nil {
+		m.lockedDB.Close()
+	}
+	return m.db.Close()
+}
 
 // Up applies every pending migration (a Migrate "up" that reports to w,
 // for tests and programs).
@@ -428,4 +842,76 @@ func OneLine(err error) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// Loss is a table a down migration would drop with rows in it.
+type Loss struct {
+	// Table is the table as the migration names it.
+	Table string `json:"table"`
+	// Rows is how many rows it holds now: jobs, in a queue's table.
+	Rows int64 `json:"rows"`
+	// File is the migration whose Down section drops it.
+	File string `json:"file"`
+}
+
+// dropTable finds the tables a Down section drops.
+var dropTable = regexp.MustCompile(`(?im)^\s*DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?([^\s;(,]+)\s*;`)
+
+// Losses lists the tables that action (a down action: down, down-to,
+// redo, reset) would drop while they hold rows, with their row counts:
+// queue tables full of jobs. queuegen's own bookkeeping tables (the
+// registry, the periodic schedule) are not counted; a parent table is
+// counted without its children's rows. It changes nothing.
+func (m *Migrator) Losses(ctx context.Context, action string, target int64) ([]Loss, error) {
+	if err := m.prepare(ctx); err != nil {
+		return nil, err
+	}
+	_, downs, err := m.plan(ctx, action, target)
+	if err != nil {
+		return nil, err
+	}
+	var out []Loss
+	for _, src := range downs {
+		data, err := fs.ReadFile(m.fsys, src.Path)
+		if err != nil {
+			return nil, err
+		}
+		down := string(data)
+		if i := regexp.MustCompile(`(?im)^\s*--\s*\+goose\s+down\b`).FindStringIndex(down); i != nil {
+			down = down[i[1]:]
+		} else {
+			continue
+		}
+		for _, match := range dropTable.FindAllStringSubmatch(down, -1) {
+			table := match[1]
+			base := strings.Trim(table[strings.LastIndex(table, ".")+1:], "\"`[]")
+			if strings.HasPrefix(base, "queuegen_") {
+				continue
+			}
+			n, err := m.countRows(ctx, table)
+			if err != nil {
+				return nil, fmt.Errorf("counting the rows of %s, which %s drops: %s", table, src.Path, OneLine(err))
+			}
+			if n > 0 {
+				out = append(out, Loss{Table: table, Rows: n, File: src.Path})
+			}
+		}
+	}
+	return out, nil
+}
+
+// countRows counts a table's own rows; 0 when it does not exist.
+func (m *Migrator) countRows(ctx context.Context, table string) (int64, error) {
+	query := "SELECT COUNT(*) FROM " + table
+	if m.engine == dburl.PostgreSQL {
+		query = "SELECT count(*) FROM ONLY " + table
+	}
+	var n int64
+	err := m.db.QueryRowContext(ctx, query).Scan(&n)
+	var pgErr *pgconn.PgError
+	var myErr *mysql.MySQLError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" || errors.As(err, &myErr) && myErr.Number == 1146 {
+		return 0, nil
+	}
+	return n, err
 }
