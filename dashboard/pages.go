@@ -384,7 +384,7 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	d := jobsData{Queue: q, States: []string{"all", "available", "scheduled", "retrying", "failed", "running", "succeeded", "dead"},
+	d := jobsData{Queue: q, States: ops.FilterStates,
 		Actions: []ops.Action{ops.Retry, ops.Cancel, ops.Purge}}
 	if d.Columns, err = h.conn.Columns(ctx, q); err != nil {
 		h.problem(w, r, http.StatusBadGateway, err)
@@ -469,24 +469,15 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request) {
 		}
 		slices.SortFunc(d.Payload, func(a, b field) int { return strings.Compare(a.Name, b.Name) })
 	}
+	// Shown where they apply, on this server's clock (Apply decides on
+	// the database's, and says why when it does not apply).
+	now := time.Now()
 	for _, a := range []ops.Action{ops.Retry, ops.Cancel, ops.Purge} {
-		if applies(a, j.State) {
+		if a.AppliesToJob(j, now) {
 			d.Actions = append(d.Actions, a)
 		}
 	}
 	h.render(w, r, http.StatusOK, "job", fmt.Sprintf("%s job %d", q.Name, id), d)
-}
-
-// applies reports whether action applies to a job in state, as the
-// operations decide it.
-func applies(a ops.Action, state string) bool {
-	switch a {
-	case ops.Retry:
-		return state != "running"
-	case ops.Cancel:
-		return state == "available" || state == "running"
-	}
-	return true
 }
 
 type confirmData struct {
