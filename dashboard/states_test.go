@@ -61,7 +61,8 @@ VALUES ('{"account_id": ` + strconv.Itoa(i+1) + `, "month": "2026-10-01", "forma
 			}{
 				{"/", []string{`href="/queues/statement?state=running">1</a>`, `href="/queues/statement?state=available">1</a>`}, nil, nil},
 				{"/queues/statement?state=running", []string{link(held)}, []string{link(free)}, []*regexp.Regexp{rowState(held, "running")}},
-				{"/queues/statement?state=available", []string{link(free)}, []string{link(held)}, []*regexp.Regexp{rowState(free, "available")}},
+				{"/queues/statement?state=available", []string{link(free), "confirm?action=cancel"}, []string{link(held), "confirm?action=retry"}, []*regexp.Regexp{rowState(free, "available")}},
+				{"/queues/statement?state=dead", []string{"confirm?action=retry"}, []string{"confirm?action=cancel"}, nil},
 				{"/queues/statement", nil, nil, []*regexp.Regexp{rowState(held, "running"), rowState(free, "available")}},
 				{"/queues/statement/jobs/" + held, []string{`<span class="state-running">running</span>`, `id="held"`, `id="action-cancel"`}, []string{`id="action-retry"`}, nil},
 				{"/queues/statement/jobs/" + free, []string{`<span class="state-available">available</span>`}, []string{`id="held"`, `id="action-retry"`}, nil},
@@ -80,6 +81,12 @@ VALUES ('{"account_id": ` + strconv.Itoa(i+1) + `, "month": "2026-10-01", "forma
 				if bad {
 					t.Errorf("GET %s with job %s held = %d:\n%s", c.path, held, code, body)
 				}
+			}
+			// Retry never applies to available jobs: the confirm page says
+			// so, as the CLI does, rather than offering to retry none.
+			if code, body := s.get("/queues/statement/confirm?action=retry&state=available"); code != http.StatusBadRequest ||
+				!strings.Contains(body, "retry never applies to available jobs (it applies to retrying, dead and succeeded jobs)") {
+				t.Errorf("GET confirm retry of available jobs = %d:\n%s", code, body)
 			}
 			tx.Rollback()
 			if code, body := s.get("/queues/statement/jobs/" + held); code != http.StatusOK || !strings.Contains(body, `<span class="state-available">available</span>`) || strings.Contains(body, `id="held"`) {
