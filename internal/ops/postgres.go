@@ -129,12 +129,22 @@ FROM jobs`).Scan(&s.Ready, &s.Scheduled, &s.Retrying, &s.Running, &s.Succeeded, 
 func (p *pgBackend) table(q Queue) string { return pgx.Identifier{p.schema, q.Table}.Sanitize() }
 
 // pgHeld is true for a job a transaction in progress holds, which is
-// running whatever its row says (see Job.Held).
-const pgHeld = "(state = 'available' AND " + postgres.Held + ")"
+// running whatever its row says (see Job.Held): in a transaction-mode
+// queue, a due job a worker holds. A lease-mode queue's jobs are held by
+// a transaction only within a statement (a claim's, a completion's), and
+// the jobs command shows them as last committed, as on MySQL: finding
+// them would cost the running filter a read of every available job.
+func pgHeld(q Queue) string {
+	if q.Mode != "transaction" {
+		return "false"
+	}
+	return "(state = 'available' AND " + postgres.Held + ")"
+}
 
-// pgWhere renders a checked filter as a predicate with its parameters.
-func pgWhere(f Filter) (string, []any) {
-	where, args := withHeld(predicates[f.State].pg, pgHeld), []any(nil)
+// pgWhere renders a checked filter of q's jobs as a predicate with its
+// parameters.
+func pgWhere(q Queue, f Filter) (string, []any) {
+	where, args := withHeld(predicates[f.State].pg, pgHeld(q)), []any(nil)
 	if f.ID != 0 {
 		where, args = "id = $1", []any{f.ID}
 	}
@@ -152,7 +162,7 @@ func (p *pgBackend) columns(ctx context.Context, q Queue) ([]string, error) {
 }
 
 func (p *pgBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, limit int) ([]Job, error) {
-	where, args := pgWhere(f)
+	where, args := pgWhere(q, f)
 	if before > 0 {
 		args = append(args, before)
 		where += fmt.Sprintf(" AND id < $%d", len(args))
@@ -168,11 +178,11 @@ func (p *pgBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 		return j, err
 	}, fmt.Sprintf(`SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at,
     finished_at, locked_by, locked_until, unique_key, errors, to_jsonb(job) - $%d::text[], %s
-FROM %s AS job WHERE %s ORDER BY id DESC LIMIT $%d`, len(args)-1, pgHeld, p.table(q), where, len(args)), args...)
+FROM %s AS job WHERE %s ORDER BY id DESC LIMIT $%d`, len(args)-1, pgHeld(q), p.table(q), where, len(args)), args...)
 }
 
 func (p *pgBackend) count(ctx context.Context, q Queue, f Filter, action Action) (int64, error) {
-	where, args := pgWhere(f)
+	where, args := pgWhere(q, f)
 	var n int64
 	err := p.bounded(ctx, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s AND %s", p.table(q), where, applicable[action].pg), args...).Scan(&n)
@@ -181,7 +191,7 @@ func (p *pgBackend) count(ctx context.Context, q Queue, f Filter, action Action)
 }
 
 func (p *pgBackend) matching(ctx context.Context, q Queue, f Filter, action Action) ([]int64, error) {
-	where, args := pgWhere(f)
+	where, args := pgWhere(q, f)
 	return boundedRows(ctx, p, pgx.RowTo[int64], fmt.Sprintf("SELECT id FROM %s WHERE %s AND %s ORDER BY id", p.table(q), where, applicable[action].pg), args...)
 }
 
