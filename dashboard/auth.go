@@ -17,8 +17,10 @@ func (h *Handler) authorized(r *http.Request) bool {
 		userOK, passwordOK := equal(user, h.cfg.user), equal(password, h.cfg.password) // both compared, always
 		return ok && userOK && passwordOK
 	case h.cfg.token != "":
-		if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-			return equal(token, h.cfg.token)
+		// Schemes are case-insensitive (RFC 9110, 11.1); r.BasicAuth
+		// takes any case of Basic.
+		if scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+			return equal(strings.TrimLeft(token, " "), h.cfg.token)
 		}
 		_, password, ok := r.BasicAuth()
 		return ok && equal(password, h.cfg.token)

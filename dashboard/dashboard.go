@@ -28,10 +28,12 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/ops"
@@ -62,6 +64,7 @@ type config struct {
 	user     string
 	password string
 	token    string
+	loopback bool
 }
 
 // Option configures New.
@@ -137,28 +140,69 @@ func SampleEvery(d time.Duration) Option {
 	}
 }
 
-// BasicAuth requires HTTP basic authentication with user and password.
+// MinSecret is the fewest characters a password or token may have.
+const MinSecret = 16
+
+// CheckSecret refuses a password or token that is too weak to guard a
+// dashboard: fewer than MinSecret characters, or white space only.
+// BasicAuth and BearerToken apply it; `queuegen ui` applies it before it
+// connects.
+func CheckSecret(secret string) error {
+	if utf8.RuneCountInString(secret) < MinSecret || strings.TrimSpace(secret) == "" {
+		return fmt.Errorf("want a secret of at least %d characters, not all white space", MinSecret)
+	}
+	return nil
+}
+
+// CheckUser refuses a basic-auth user name that cannot log in: empty, or
+// holding a colon (basic authentication sends user:password, so a user
+// name ends at its first colon).
+func CheckUser(user string) error {
+	switch {
+	case user == "":
+		return errors.New("empty user name")
+	case strings.Contains(user, ":"):
+		return fmt.Errorf("user name %q holds a colon, which basic authentication cannot send in a user name", user)
+	}
+	return nil
+}
+
+// BasicAuth requires HTTP basic authentication with user and password (see
+// CheckUser and CheckSecret).
 func BasicAuth(user, password string) Option {
 	return func(c *config) error {
-		if user == "" || password == "" {
-			return errors.New("dashboard.BasicAuth: empty user or password")
+		if err := CheckUser(user); err != nil {
+			return fmt.Errorf("dashboard.BasicAuth: %w", err)
+		}
+		if err := CheckSecret(password); err != nil {
+			return fmt.Errorf("dashboard.BasicAuth: the password: %w", err)
 		}
 		c.user, c.password = user, password
 		return nil
 	}
 }
 
-// BearerToken requires token: as "Authorization: Bearer <token>", or, so
-// that a browser can sign in, as the password of HTTP basic
-// authentication with any user name.
+// BearerToken requires token (see CheckSecret): as "Authorization: Bearer
+// <token>" (the scheme in any case), or, so that a browser can sign in, as
+// the password of HTTP basic authentication with any user name.
 func BearerToken(token string) Option {
 	return func(c *config) error {
-		if len(token) < 16 {
-			return errors.New("dashboard.BearerToken: want a token of at least 16 characters")
+		if err := CheckSecret(token); err != nil {
+			return fmt.Errorf("dashboard.BearerToken: %w", err)
 		}
 		c.token = token
 		return nil
 	}
+}
+
+// LoopbackHostsOnly answers only requests addressed to a loopback host
+// name (localhost, 127.0.0.1, [::1]) and refuses the others (403). A
+// dashboard without authentication listening on loopback needs it: a web
+// page can reach it through a name of its own that it points at 127.0.0.1
+// (DNS rebinding), and its requests then carry that name, its origin
+// checks passing as the dashboard's own.
+func LoopbackHostsOnly() Option {
+	return func(c *config) error { c.loopback = true; return nil }
 }
 
 // New opens the database at address (a postgres:// URL, or a mysql://
@@ -213,18 +257,38 @@ func (h *Handler) Close() {
 	})
 }
 
-// ServeHTTP serves the dashboard's pages, assets and actions.
+// ServeHTTP serves the dashboard's pages, assets and actions. Every
+// response, refusals (401, 403, 404) included, carries the security
+// headers.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Referrer-Policy", "same-origin")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'")
+	if h.cfg.loopback && !loopbackHost(r.Host) {
+		http.Error(w, "this dashboard has no authentication and answers only to loopback host names: open it as localhost, 127.0.0.1 or [::1]", http.StatusForbidden)
+		return
+	}
 	if !h.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="queuegen", charset="UTF-8"`)
 		http.Error(w, "authentication required", http.StatusUnauthorized)
 		return
 	}
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Referrer-Policy", "same-origin")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'")
 	h.mux.ServeHTTP(w, r)
+}
+
+// loopbackHost reports whether a request's Host names only this machine:
+// localhost or a loopback address, with or without a port.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // routes registers every route under the prefix.

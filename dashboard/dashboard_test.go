@@ -418,7 +418,7 @@ func TestAuth(t *testing.T) {
 		opt    dashboard.Option
 		accept func(*http.Request)
 	}{
-		{"basic", dashboard.BasicAuth("ops", "s3cret"), func(r *http.Request) { r.SetBasicAuth("ops", "s3cret") }},
+		{"basic", dashboard.BasicAuth("ops", "correct horse battery"), func(r *http.Request) { r.SetBasicAuth("ops", "correct horse battery") }},
 		{"bearer", dashboard.BearerToken("0123456789abcdef0123"), func(r *http.Request) { r.Header.Set("Authorization", "Bearer 0123456789abcdef0123") }},
 		{"token as password", dashboard.BearerToken("0123456789abcdef0123"), func(r *http.Request) { r.SetBasicAuth("anyone", "0123456789abcdef0123") }},
 	} {
@@ -454,7 +454,7 @@ func TestOptions(t *testing.T) {
 	}{
 		{[]dashboard.Option{dashboard.Prefix("queues")}, "want a path such as /queues"},
 		{[]dashboard.Option{dashboard.BearerToken("short")}, "at least 16 characters"},
-		{[]dashboard.Option{dashboard.BasicAuth("a", "b"), dashboard.BearerToken("0123456789abcdef")}, "choose one"},
+		{[]dashboard.Option{dashboard.BasicAuth("a", "0123456789abcdef"), dashboard.BearerToken("0123456789abcdef")}, "choose one"},
 		{[]dashboard.Option{dashboard.CountBudget(0)}, "positive duration"},
 		{[]dashboard.Option{dashboard.SpecFile("no-such-file.yaml")}, "no-such-file.yaml"},
 	} {

@@ -384,8 +384,7 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var err error
-	d := jobsData{Queue: q, States: []string{"all", "available", "scheduled", "retrying", "failed", "running", "succeeded", "dead"},
-		Actions: []ops.Action{ops.Retry, ops.Cancel, ops.Purge}}
+	d := jobsData{Queue: q, States: ops.FilterStates}
 	if d.Columns, err = h.conn.Columns(ctx, q); err != nil {
 		h.problem(w, r, http.StatusBadGateway, err)
 		return
@@ -393,6 +392,13 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	if d.Filter, err = filterOf(r.URL.Query()); err != nil {
 		h.problem(w, r, http.StatusBadRequest, err)
 		return
+	}
+	// The actions that can apply to some job the filter selects, as the
+	// CLI allows them (no retry of available jobs, for one).
+	for _, a := range []ops.Action{ops.Retry, ops.Cancel, ops.Purge} {
+		if a.AppliesTo(d.Filter.State) {
+			d.Actions = append(d.Actions, a)
+		}
 	}
 	if !d.Filter.Since.IsZero() {
 		d.Since = d.Filter.Since.Format("2006-01-02T15:04")
@@ -469,24 +475,15 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request) {
 		}
 		slices.SortFunc(d.Payload, func(a, b field) int { return strings.Compare(a.Name, b.Name) })
 	}
+	// Shown where they apply, on this server's clock (Apply decides on
+	// the database's, and says why when it does not apply).
+	now := time.Now()
 	for _, a := range []ops.Action{ops.Retry, ops.Cancel, ops.Purge} {
-		if applies(a, j.State) {
+		if a.AppliesToJob(j, now) {
 			d.Actions = append(d.Actions, a)
 		}
 	}
 	h.render(w, r, http.StatusOK, "job", fmt.Sprintf("%s job %d", q.Name, id), d)
-}
-
-// applies reports whether action applies to a job in state, as the
-// operations decide it.
-func applies(a ops.Action, state string) bool {
-	switch a {
-	case ops.Retry:
-		return state != "running"
-	case ops.Cancel:
-		return state == "available" || state == "running"
-	}
-	return true
 }
 
 type confirmData struct {
@@ -517,6 +514,10 @@ func (h *Handler) confirm(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, http.StatusBadRequest, err)
 		return
 	}
+	if !action.AppliesTo(f.State) {
+		h.problem(w, r, http.StatusBadRequest, neverApplies(action, f.State))
+		return
+	}
 	n, err := h.conn.Count(ctx, q, f, action)
 	if err != nil {
 		h.problem(w, r, http.StatusBadRequest, err)
@@ -525,6 +526,12 @@ func (h *Handler) confirm(w http.ResponseWriter, r *http.Request) {
 	v := query(f)
 	h.render(w, r, http.StatusOK, "confirm", fmt.Sprintf("%s: %s", q.Name, action),
 		confirmData{Queue: q, Action: action, Filter: f, Query: template.URL(v.Encode()), Fields: v, Count: n})
+}
+
+// neverApplies is the CLI's refusal of an action on a state it never
+// applies to.
+func neverApplies(a ops.Action, state string) error {
+	return fmt.Errorf("%s never applies to %s jobs (it applies to %s): nothing to do", a, state, a.Applies())
 }
 
 // actionOf parses an action's name.
@@ -569,6 +576,10 @@ func (h *Handler) queueAction(w http.ResponseWriter, r *http.Request) {
 		f, err := filterOf(r.PostForm)
 		if err != nil {
 			h.problem(w, r, http.StatusBadRequest, err)
+			return
+		}
+		if !action.AppliesTo(f.State) {
+			h.problem(w, r, http.StatusBadRequest, neverApplies(action, f.State))
 			return
 		}
 		res, err := h.conn.Apply(ctx, q, f, action, nil)

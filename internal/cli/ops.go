@@ -164,6 +164,9 @@ func runStats(c *invocation) error {
 		}
 		count := func(n int64) string { return strconv.FormatInt(n, 10) }
 		oldest := (time.Duration(s.OldestAge * float64(time.Second))).Round(time.Millisecond).String()
+		if s.Ready == 0 || s.OldestAge == 0 { // no ready job (or, estimated, none found)
+			oldest = "-"
+		}
 		claims := strconv.FormatFloat(s.ClaimsPerSecond, 'f', 2, 64)
 		if s.Estimated {
 			estimated = true
@@ -248,18 +251,19 @@ func baseRow(ctx context.Context, conn *ops.Conn, sp *spec.Spec, stats []ops.Sta
 
 func runJobs(c *invocation) error {
 	o := newOpsFlags(c, true)
-	state := c.fs.String("state", "all", "all, available, scheduled, retrying, failed, running, succeeded or dead")
-	id := c.fs.Int64("id", 0, "show this job whole: every field, error and the payload")
-	before := c.fs.Int64("before", 0, "list jobs with smaller ids only (the next page: give the last id listed)")
+	state := c.fs.String("state", "all", strings.Join(ops.FilterStates, ", "))
+	id := idFlag(c, "id", "show this job whole: every field, error and the payload")
+	before := idFlag(c, "before", "list jobs with smaller ids only (the next page: give the last id listed)")
 	limit := c.fs.Int("limit", 50, "list at most this many jobs")
 	o.check = func() error {
 		switch {
 		case *limit < 1:
 			return usageError{fmt.Errorf("--limit %d: want at least 1", *limit)}
-		case *before < 0:
-			return usageError{fmt.Errorf("--before %d: want a job id", *before)}
 		case *id != 0 && c.given("state", "before", "limit"):
 			return usageError{errors.New("--id shows one job: --state, --before and --limit do not apply")}
+		}
+		if err := ops.CheckState(*state); err != nil {
+			return usageError{fmt.Errorf("--state: %v", err)}
 		}
 		return nil
 	}
@@ -330,6 +334,10 @@ func printJob(c *invocation, q ops.Queue, j ops.Job) error {
 	fmt.Fprintf(w, "  state         %s\n  attempt       %d of %d\n  priority      %d\n", j.State, j.Attempt, j.MaxAttempts, j.Priority)
 	fmt.Fprintf(w, "  created at    %s\n  run after     %s\n  attempted at  %s\n  finished at   %s\n", at(&j.CreatedAt), at(&j.RunAfter), at(j.AttemptedAt), at(j.FinishedAt))
 	fmt.Fprintf(w, "  locked by     %s\n  locked until  %s\n  unique key    %s\n", str(j.LockedBy), at(j.LockedUntil), str(j.UniqueKey))
+	if j.Held {
+		fmt.Fprintf(w, "  held          by a transaction in progress (a transaction-mode worker working it): the fields above are as last\n"+
+			"                committed; its attempt and times show once that transaction commits\n")
+	}
 	var payload bytes.Buffer
 	if err := json.Indent(&payload, j.Payload, "  ", "  "); err != nil {
 		payload.Write(j.Payload)
@@ -395,21 +403,30 @@ const (
 func runAction(action ops.Action) func(*invocation) error {
 	return func(c *invocation) error {
 		o := newOpsFlags(c, true)
-		id := c.fs.Int64("id", 0, "the job's id")
+		id := idFlag(c, "id", "the job's id")
 		state := c.fs.String("state", "", "every job in this state (see queuegen jobs)")
 		yes := c.fs.Bool("yes", false, "do it when more than one job matches")
+		o.check = func() error {
+			if (*id == 0) == (*state == "") {
+				return usageError{errors.New("give --id or --state")}
+			}
+			if *state == "" {
+				return nil
+			}
+			if err := ops.CheckState(*state); err != nil {
+				return usageError{fmt.Errorf("--state: %v", err)}
+			}
+			if !action.AppliesTo(*state) {
+				return usageError{fmt.Errorf("%s never applies to %s jobs (it applies to %s): nothing to do", action, *state, action.Applies())}
+			}
+			return nil
+		}
 		ctx := context.Background()
 		conn, q, err := o.openQueue(ctx)
 		if err != nil {
 			return err
 		}
 		defer conn.Close()
-		if (*id == 0) == (*state == "") {
-			return usageError{errors.New("give --id or --state")}
-		}
-		if *state != "" && !action.AppliesTo(*state) {
-			return usageError{fmt.Errorf("%s never applies to %s jobs: nothing to do", action, *state)}
-		}
 		f := ops.Filter{ID: *id, State: *state}
 		past := map[ops.Action]string{ops.Retry: "retried", ops.Cancel: "cancelled", ops.Purge: "purged"}[action]
 		if *id == 0 && !*yes {
@@ -458,6 +475,21 @@ func runAction(action ops.Action) func(*invocation) error {
 		}
 		return nil
 	}
+}
+
+// idFlag is a job id flag: decimal digits only (flag's Int64 would take
+// 0x10 as 16 and 010 as 8), and positive; 0 when not given.
+func idFlag(c *invocation, name, usage string) *int64 {
+	var id int64
+	c.fs.Func(name, usage, func(s string) error {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 || strings.TrimLeft(s, "0123456789") != "" {
+			return fmt.Errorf("want a job id: a positive whole number in decimal digits")
+		}
+		id = n
+		return nil
+	})
+	return &id
 }
 
 // plural writes n and the noun, plural unless n is 1.

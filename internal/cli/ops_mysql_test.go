@@ -205,7 +205,7 @@ VALUES ('ada@example.com', 'Hi', X'cafe', 12.5, TRUE, JSON_OBJECT('k', JSON_ARRA
 	if code != 0 || !regexp.MustCompile(`(?m)^`+itoa(id)+`\s+available\s+0/5\s`).MatchString(out) || !strings.Contains(out, `{"ref":"`) || !strings.Contains(out, "2 jobs of queue email (state scheduled)") {
 		t.Errorf("jobs --state scheduled = %d:\n%s", code, out)
 	}
-	if code, out, _ := run(t, "jobs", "--db", d.url, "--queue", "email", "--state", "nonsense"); code != 1 {
+	if code, out, _ := run(t, "jobs", "--db", d.url, "--queue", "email", "--state", "nonsense"); code != 2 {
 		t.Errorf("jobs --state nonsense = %d:\n%s", code, out)
 	}
 }

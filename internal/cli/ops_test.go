@@ -427,12 +427,12 @@ func TestRetryUniqueConflicts(t *testing.T) {
 		if code, _, errs := run(t, "retry", "--db", url, "--queue", "email", "--id", "99999"); code != 1 || !strings.Contains(errs, "queue email has no job 99999") {
 			t.Errorf("retry of a missing id = %d, %q", code, errs)
 		}
-		if code, _, errs := run(t, "cancel", "--db", url, "--queue", "email", "--id", itoa(heldDead)); code != 1 || !strings.Contains(errs, "is dead; cancel applies to available, running jobs") {
+		if code, _, errs := run(t, "cancel", "--db", url, "--queue", "email", "--id", itoa(heldDead)); code != 1 || !strings.Contains(errs, "is dead; cancel applies to unfinished jobs (available, scheduled, retrying and running)") {
 			t.Errorf("cancel of a dead job = %d, %q", code, errs)
 		}
 		// retry --json has the conflicts.
 		code, out, _ = run(t, "retry", "--db", url, "--queue", "email", "--id", itoa(olderTwin), "--json")
-		want := `{"queue":"email","action":"retry","changed":[],"conflicts":[{"id":` + itoa(olderTwin) + `,"unique_key":"k2","held_by":` + itoa(newerTwin) + `}]}`
+		want := `{"queue":"email","action":"retry","changed":[],"locked":[],"conflicts":[{"id":` + itoa(olderTwin) + `,"unique_key":"k2","held_by":` + itoa(newerTwin) + `}]}`
 		if code != 1 || opsCompact(out) != want {
 			t.Errorf("retry --json of a conflicting job = %d:\n%s\nwant\n%s", code, out, want)
 		}
@@ -478,7 +478,7 @@ func TestOperationsDoNotWaitOnHeldJobs(t *testing.T) {
 		}
 
 		begin := time.Now()
-		code, out, errs := run(t, "cancel", "--db", url, "--queue", d.txQueue, "--state", "available", "--yes")
+		code, out, errs := run(t, "cancel", "--db", url, "--queue", d.txQueue, "--state", "all", "--yes")
 		if took := time.Since(begin); took > 3*time.Second {
 			t.Errorf("cancel took %v: it waited on the held job", took)
 		}
@@ -487,11 +487,14 @@ func TestOperationsDoNotWaitOnHeldJobs(t *testing.T) {
 			!strings.Contains(errs, "cancelled 1 of 2 matching jobs; 1 could not be cancelled (see above)") {
 			t.Errorf("cancel beside a held job = %d:\n%s%s", code, out, errs)
 		}
-		for _, action := range []string{"retry", "purge"} {
-			code, out, _ = run(t, action, "--db", url, "--queue", d.txQueue, "--id", itoa(held), "--json")
-			if code != 1 || !strings.Contains(opsCompact(out), `"changed":[],"locked":[`+itoa(held)+`]}`) {
-				t.Errorf("%s --json of the held job = %d:\n%s", action, code, out)
-			}
+		code, out, _ = run(t, "purge", "--db", url, "--queue", d.txQueue, "--id", itoa(held), "--json")
+		if code != 1 || !strings.Contains(opsCompact(out), `"changed":[],"locked":[`+itoa(held)+`],"conflicts":[]}`) {
+			t.Errorf("purge --json of the held job = %d:\n%s", code, out)
+		}
+		// A held job is running: retry does not apply to it, and says so.
+		code, out, errs = run(t, "retry", "--db", url, "--queue", d.txQueue, "--id", itoa(held), "--json")
+		if code != 1 || out != "" || !strings.Contains(errs, "job "+itoa(held)+" of queue "+d.txQueue+" is running (a transaction in progress holds it") {
+			t.Errorf("retry --json of the held job = %d:\n%s%s", code, out, errs)
 		}
 		code, out, _ = run(t, "purge", "--db", url, "--queue", d.txQueue, "--id", itoa(held))
 		if code != 1 || !strings.Contains(out, "purged 0 jobs") || !strings.Contains(out, ": "+itoa(held)+";") {
@@ -602,7 +605,7 @@ func TestOperationsBesideAGeneratedClaim(t *testing.T) {
 				t.Errorf("txtask stats once the job is done = %v; want 1 ready, 1 succeeded", s)
 			}
 			code, _, errs = run(t, "cancel", "--db", url, "--queue", "txtask", "--id", itoa(held))
-			if code != 1 || errs != "queuegen cancel: job "+itoa(held)+" of queue txtask is succeeded; cancel applies to available, running jobs\n" {
+			if code != 1 || errs != "queuegen cancel: job "+itoa(held)+" of queue txtask is succeeded; cancel applies to unfinished jobs (available, scheduled, retrying and running)\n" {
 				t.Errorf("cancel of the completed job = %d: %q", code, errs)
 			}
 		})
@@ -620,10 +623,19 @@ func TestOperationsRefuseBadInput(t *testing.T) {
 			want string
 		}{
 			{[]string{"jobs", "--limit", "0"}, "--limit 0: want at least 1"},
-			{[]string{"jobs", "--before", "-5"}, "--before -5: want a job id"},
+			{[]string{"jobs", "--before", "-5"}, `invalid value "-5" for flag -before: want a job id`},
 			{[]string{"jobs", "--id", "1", "--state", "dead"}, "--id shows one job"},
 			{[]string{"retry", "--state", "running", "--yes"}, "retry never applies to running jobs"},
 			{[]string{"cancel", "--state", "succeeded", "--yes"}, "cancel never applies to succeeded jobs"},
+			{[]string{"retry", "--state", "available", "--yes"}, "retry never applies to available jobs (it applies to retrying, dead and succeeded jobs)"},
+			{[]string{"retry", "--state", "scheduled"}, "retry never applies to scheduled jobs"},
+			{[]string{"jobs", "--state", "bogus"}, `--state: unknown state "bogus": want all, available, scheduled`},
+			{[]string{"purge", "--state", "bogus", "--yes"}, `--state: unknown state "bogus"`},
+			{[]string{"jobs", "--id", "0x10"}, `invalid value "0x10" for flag -id: want a job id: a positive whole number in decimal digits`},
+			{[]string{"retry", "--id", "0x10"}, `invalid value "0x10" for flag -id`},
+			{[]string{"cancel", "--id", "+16"}, `invalid value "+16" for flag -id`},
+			{[]string{"jobs", "--before", "1e3"}, `invalid value "1e3" for flag -before`},
+			{[]string{"retry"}, "give --id or --state"},
 		} {
 			args := append(c.args, "--db", url, "--queue", "email")
 			if code, _, errs := run(t, args...); code != 2 || !strings.Contains(errs, c.want) {

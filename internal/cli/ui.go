@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -68,11 +67,7 @@ func runUI(c *invocation) error {
 	if err != nil {
 		return err
 	}
-	var handler http.Handler = h
-	if *auth == "" {
-		handler = loopbackOnly(h)
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(c.stdout, "queuegen ui: serving the dashboard on http://%s/ (Ctrl-C stops it)\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -103,42 +98,31 @@ func uiOptions(addr, auth string, getenv func(string) string) ([]dashboard.Optio
 		if !loopback(host) {
 			return nil, usageError{fmt.Errorf("--addr %s listens beyond loopback: give --auth basic or --auth token, or listen on 127.0.0.1", addr)}
 		}
+		// Without authentication, only requests addressed to a loopback
+		// name (see dashboard.LoopbackHostsOnly).
+		opts = append(opts, dashboard.LoopbackHostsOnly())
 	case "basic":
 		user, password := getenv(envUIUser), getenv(envUIPassword)
 		if user == "" || password == "" {
 			return nil, usageError{fmt.Errorf("--auth basic reads $%s and $%s: set both", envUIUser, envUIPassword)}
 		}
+		if err := dashboard.CheckUser(user); err != nil {
+			return nil, usageError{fmt.Errorf("--auth basic: $%s: %v", envUIUser, err)}
+		}
+		if err := dashboard.CheckSecret(password); err != nil {
+			return nil, usageError{fmt.Errorf("--auth basic: $%s: %v", envUIPassword, err)}
+		}
 		opts = append(opts, dashboard.BasicAuth(user, password))
 	case "token":
 		token := getenv(envUIToken)
-		if len(token) < 16 {
-			return nil, usageError{fmt.Errorf("--auth token reads $%s: set it to a secret of at least 16 characters", envUIToken)}
+		if err := dashboard.CheckSecret(token); err != nil {
+			return nil, usageError{fmt.Errorf("--auth token reads $%s: %v", envUIToken, err)}
 		}
 		opts = append(opts, dashboard.BearerToken(token))
 	default:
 		return nil, usageError{fmt.Errorf("--auth %q: want basic or token", auth)}
 	}
 	return opts, nil
-}
-
-// loopbackOnly serves only requests addressed to a loopback host name.
-// Without authentication the dashboard listens on loopback alone, but a
-// web page can still reach it through a name of its own that it points
-// at 127.0.0.1 (DNS rebinding): its requests then carry that name, and its
-// origin checks pass as the dashboard's own. Refusing every other Host
-// shuts that door.
-func loopbackOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := r.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		if !loopback(strings.Trim(host, "[]")) {
-			http.Error(w, "this dashboard has no authentication and answers only to loopback host names: open it as localhost, 127.0.0.1 or [::1]", http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // loopback reports whether host names only this machine: localhost or a

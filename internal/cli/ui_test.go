@@ -31,3 +31,30 @@ func TestUIRefusesAnOpenAddressWithoutAuth(t *testing.T) {
 		}
 	}
 }
+
+// TestUIRefusesWeakCredentials: --auth basic and --auth token hold the
+// password and the token to one rule (at least 16 characters, not all
+// white space), and --auth basic refuses a user name with a colon (which
+// could never log in): usage errors, before any connection.
+func TestUIRefusesWeakCredentials(t *testing.T) {
+	db := "postgres://nobody@127.0.0.1:1/none"
+	for _, c := range []struct {
+		auth, user, password, token string
+		want                        string
+	}{
+		{"basic", "ops", "x", "", "$QUEUEGEN_UI_PASSWORD: want a secret of at least 16 characters, not all white space"},
+		{"basic", "ops", "0123456789abcde", "", "at least 16 characters"},
+		{"basic", "ops", strings.Repeat(" ", 16), "", "not all white space"},
+		{"basic", "ops:admin", "0123456789abcdef", "", `$QUEUEGEN_UI_USER: user name "ops:admin" holds a colon`},
+		{"token", "", "", strings.Repeat(" ", 16), "--auth token reads $QUEUEGEN_UI_TOKEN: want a secret of at least 16 characters, not all white space"},
+		{"token", "", "", "0123456789abcde", "at least 16 characters"},
+	} {
+		t.Setenv("QUEUEGEN_UI_USER", c.user)
+		t.Setenv("QUEUEGEN_UI_PASSWORD", c.password)
+		t.Setenv("QUEUEGEN_UI_TOKEN", c.token)
+		code, out, errs := run(t, "ui", "--db", db, "--addr", "0.0.0.0:8080", "--auth", c.auth)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("ui --auth %s (user %q, password %q, token %q) = %d, want 2 and %q:\n%s%s", c.auth, c.user, c.password, c.token, code, c.want, out, errs)
+		}
+	}
+}

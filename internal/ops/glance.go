@@ -166,7 +166,7 @@ func (p *pgBackend) estimate(ctx context.Context, q Queue, state string) (int64,
 	}
 	var doc []byte
 	if err := p.bounded(ctx, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+p.table(q)+" WHERE "+predicates[state].pg).Scan(&doc)
+		return tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+p.table(q)+" WHERE "+withHeld(predicates[state].pg, "false")).Scan(&doc)
 	}); err != nil {
 		return 0, err
 	}
@@ -272,7 +272,7 @@ func (m *myBackend) estimate(ctx context.Context, q Queue, state string) (int64,
 	if err != nil {
 		return 0, err
 	}
-	rows, err := m.db.QueryContext(ctx, "EXPLAIN SELECT 1 FROM "+t+" WHERE "+predicates[state].my)
+	rows, err := m.db.QueryContext(ctx, "EXPLAIN SELECT 1 FROM "+t+" WHERE "+withHeld(predicates[state].my, "FALSE"))
 	if err != nil {
 		return 0, err
 	}

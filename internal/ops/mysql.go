@@ -135,9 +135,17 @@ func anys[T any](vs []T) []any {
 	return out
 }
 
-// myWhere renders a checked filter as a predicate with its parameters.
-func myWhere(f Filter) (string, []any) {
-	where, args := predicates[f.State].my, []any(nil)
+// myWhere renders a checked filter as a predicate with its parameters,
+// held being the jobs a transaction in progress holds (see heldIn).
+func myWhere(f Filter, held []int64) (string, []any) {
+	heldPred, args := "FALSE", []any(nil)
+	if len(held) > 0 {
+		heldPred, args = "id IN ("+placeholders(len(held))+")", anys(held)
+	}
+	where := withHeld(predicates[f.State].my, heldPred)
+	if !strings.Contains(predicates[f.State].my, "{held}") {
+		args = nil
+	}
 	if f.ID != 0 {
 		where, args = "id = ?", []any{f.ID}
 	}
@@ -358,7 +366,66 @@ func (m *myBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 	if err != nil {
 		return nil, err
 	}
-	where, args := myWhere(f)
+	if f.ID == 0 && f.State == "running" {
+		// The held jobs are among the running ones: find them all first.
+		held, err := m.heldIn(ctx, q, t)
+		if err != nil {
+			return nil, err
+		}
+		where, args := myWhere(f, held)
+		jobs, err := m.page(ctx, t, cols, where, args, before, limit)
+		for i := range jobs {
+			if slices.Contains(held, jobs[i].ID) {
+				jobs[i].State, jobs[i].Held = "running", true
+			}
+		}
+		return jobs, err
+	}
+	// Otherwise a held job is shown running, or (available, failed) left
+	// out: each page's due jobs are probed, and a page short of the jobs
+	// it left out is topped up from below its last id. Held jobs are few
+	// (one per worker at most), so this costs a page or two, however many
+	// jobs are due.
+	leaveOut := f.ID == 0 && heldMatters(f.State)
+	where, args := myWhere(f, nil)
+	jobs := []Job{}
+	for len(jobs) < limit {
+		want := limit - len(jobs)
+		page, err := m.page(ctx, t, cols, where, args, before, want)
+		if err != nil {
+			return nil, err
+		}
+		var due []int64
+		for _, j := range page {
+			if j.State == "available" {
+				due = append(due, j.ID)
+			}
+		}
+		held, err := m.heldAmong(ctx, q, t, due)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range page {
+			if slices.Contains(held, j.ID) {
+				if leaveOut {
+					continue
+				}
+				j.State, j.Held = "running", true
+			}
+			jobs = append(jobs, j)
+		}
+		if len(page) < want {
+			break
+		}
+		before = page[len(page)-1].ID
+	}
+	return jobs, nil
+}
+
+// page reads up to limit jobs of table t matching where, newest first,
+// with ids below before when it is > 0.
+func (m *myBackend) page(ctx context.Context, t string, cols []myColumn, where string, args []any, before int64, limit int) ([]Job, error) {
+	args = slices.Clone(args)
 	if before > 0 {
 		where += " AND id < ?"
 		args = append(args, before)
@@ -397,6 +464,81 @@ FROM `+t+` WHERE `+where+` ORDER BY id DESC LIMIT ?`, args...)
 		jobs = append(jobs, j)
 	}
 	return jobs, rows.Err()
+}
+
+// heldMatters reports whether which jobs are held changes which jobs the
+// filter state selects (of the due ones, the only ones a worker holds).
+func heldMatters(state string) bool {
+	return state == "available" || state == "running" || state == "failed"
+}
+
+// heldIn finds, ascending, the jobs a transaction in progress holds, of a
+// transaction-mode queue's due jobs: the jobs its workers are working,
+// whose row locks no plain read sees. In one READ COMMITTED transaction, rolled back at once, it reads
+// the due jobs plainly, then by a locking read that passes over held rows
+// (FOR UPDATE SKIP LOCKED), and reads again those the lock passed over:
+// the ones still due are held (the others changed meanwhile). The probe
+// locks the free due jobs for the length of one scan, which claims
+// meanwhile pass over, as stats' probe does. A lease-mode queue's jobs are
+// held by a transaction only inside a claim's statement: none are found.
+func (m *myBackend) heldIn(ctx context.Context, q Queue, t string) ([]int64, error) {
+	return m.probe(ctx, q, t, nil, true)
+}
+
+// heldAmong is heldIn of the jobs of ids (none when ids is empty).
+func (m *myBackend) heldAmong(ctx context.Context, q Queue, t string, ids []int64) ([]int64, error) {
+	return m.probe(ctx, q, t, ids, false)
+}
+
+func (m *myBackend) probe(ctx context.Context, q Queue, t string, only []int64, all bool) ([]int64, error) {
+	if q.Mode != "transaction" || (!all && len(only) == 0) {
+		return nil, nil
+	}
+	tx, err := m.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	var now time.Time
+	if err := tx.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&now); err != nil {
+		return nil, err
+	}
+	due, args := "state = 'available' AND run_after <= ?", []any{now}
+	if !all {
+		due += " AND id IN (" + placeholders(len(only)) + ")"
+		args = append(args, anys(only)...)
+	}
+	seen, err := collectIDs(ctx, tx, "SELECT id FROM "+t+" WHERE "+due, args...)
+	if err != nil || len(seen) == 0 {
+		return nil, err
+	}
+	free, err := collectIDs(ctx, tx, "SELECT id FROM "+t+" WHERE "+due+" FOR UPDATE SKIP LOCKED", args...)
+	if err != nil {
+		return nil, err
+	}
+	lockable := make(map[int64]bool, len(free))
+	for _, id := range free {
+		lockable[id] = true
+	}
+	passed := slices.DeleteFunc(seen, func(id int64) bool { return lockable[id] })
+	if len(passed) == 0 {
+		return nil, nil
+	}
+	return collectIDs(ctx, tx, "SELECT id FROM "+t+" WHERE state = 'available' AND run_after <= ? AND id IN ("+placeholders(len(passed))+") ORDER BY id",
+		append([]any{now}, anys(passed)...)...)
+}
+
+// filterWhere is myWhere of f, with the held jobs it needs found.
+func (m *myBackend) filterWhere(ctx context.Context, q Queue, t string, f Filter) (string, []any, error) {
+	var held []int64
+	if f.ID == 0 && heldMatters(f.State) {
+		var err error
+		if held, err = m.heldIn(ctx, q, t); err != nil {
+			return "", nil, err
+		}
+	}
+	where, args := myWhere(f, held)
+	return where, args, nil
 }
 
 // errorList reads the errors column, a JSON array of strings; anything
@@ -644,42 +786,34 @@ func writeJSONB(b *bytes.Buffer, v any) error {
 	return nil
 }
 
-func (m *myBackend) count(ctx context.Context, q Queue, f Filter, states []string) (int64, error) {
+func (m *myBackend) count(ctx context.Context, q Queue, f Filter, action Action) (int64, error) {
 	t, err := m.table(q)
 	if err != nil {
 		return 0, err
 	}
-	if len(states) == 0 {
-		return 0, nil
+	where, args, err := m.filterWhere(ctx, q, t, f)
+	if err != nil {
+		return 0, err
 	}
-	where, args := myWhere(f)
 	var n int64
-	err = m.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+t+" WHERE "+where+" AND state IN ("+placeholders(len(states))+")",
-		append(args, anys(states)...)...).Scan(&n)
+	err = m.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+t+" WHERE "+where+" AND "+applicable[action].my, args...).Scan(&n)
 	return n, err
 }
 
-func (m *myBackend) matching(ctx context.Context, q Queue, f Filter, states []string) ([]int64, error) {
+func (m *myBackend) matching(ctx context.Context, q Queue, f Filter, action Action) ([]int64, error) {
 	t, err := m.table(q)
 	if err != nil {
 		return nil, err
 	}
-	where, args := myWhere(f)
-	return collectIDs(ctx, m.db, "SELECT id FROM "+t+" WHERE "+where+" AND state IN ("+placeholders(len(states))+") ORDER BY id",
-		append(args, anys(states)...)...)
+	where, args, err := m.filterWhere(ctx, q, t, f)
+	if err != nil {
+		return nil, err
+	}
+	return collectIDs(ctx, m.db, "SELECT id FROM "+t+" WHERE "+where+" AND "+applicable[action].my+" ORDER BY id", args...)
 }
 
-func (m *myBackend) state(ctx context.Context, q Queue, id int64) (string, bool, error) {
-	t, err := m.table(q)
-	if err != nil {
-		return "", false, err
-	}
-	var state string
-	err = m.db.QueryRowContext(ctx, "SELECT state FROM "+t+" WHERE id = ?", id).Scan(&state)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
-	}
-	return state, err == nil, err
+func (m *myBackend) now(ctx context.Context) (t time.Time, err error) {
+	return t, m.db.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&t)
 }
 
 // begin begins a batch at READ COMMITTED: its locking reads then lock the
@@ -717,9 +851,9 @@ type myBatch struct {
 	table string
 }
 
-func (b *myBatch) lock(ctx context.Context, ids []int64, states []string) ([]candidate, error) {
-	rows, err := b.tx.QueryContext(ctx, "SELECT id, unique_key FROM "+b.table+" WHERE id IN ("+placeholders(len(ids))+") AND state IN ("+
-		placeholders(len(states))+") ORDER BY id FOR UPDATE SKIP LOCKED", append(anys(ids), anys(states)...)...)
+func (b *myBatch) lock(ctx context.Context, ids []int64, action Action) ([]candidate, error) {
+	rows, err := b.tx.QueryContext(ctx, "SELECT id, unique_key FROM "+b.table+" WHERE id IN ("+placeholders(len(ids))+") AND "+
+		applicable[action].my+" ORDER BY id FOR UPDATE SKIP LOCKED", anys(ids)...)
 	if err != nil {
 		return nil, err
 	}
@@ -735,9 +869,9 @@ func (b *myBatch) lock(ctx context.Context, ids []int64, states []string) ([]can
 	return cands, rows.Err()
 }
 
-func (b *myBatch) matching(ctx context.Context, ids []int64, states []string) ([]int64, error) {
-	return collectIDs(ctx, b.tx, "SELECT id FROM "+b.table+" WHERE id IN ("+placeholders(len(ids))+") AND state IN ("+
-		placeholders(len(states))+") ORDER BY id", append(anys(ids), anys(states)...)...)
+func (b *myBatch) matching(ctx context.Context, ids []int64, action Action) ([]int64, error) {
+	return collectIDs(ctx, b.tx, "SELECT id FROM "+b.table+" WHERE id IN ("+placeholders(len(ids))+") AND "+
+		applicable[action].my+" ORDER BY id", anys(ids)...)
 }
 
 // holders reads, in a queue with unique keys, the unique index itself:

@@ -111,13 +111,14 @@ type backend interface {
 	// jobs lists up to limit jobs of q matching f (checked), newest first,
 	// with ids below before when it is > 0.
 	jobs(ctx context.Context, q Queue, f Filter, before int64, limit int) ([]Job, error)
-	// count counts the jobs of q matching f (checked) in one of states.
-	count(ctx context.Context, q Queue, f Filter, states []string) (int64, error)
+	// count counts the jobs of q matching f (checked) that action
+	// applies to.
+	count(ctx context.Context, q Queue, f Filter, action Action) (int64, error)
 	// matching lists, ascending, the ids of the jobs of q matching f
-	// (checked) in one of states.
-	matching(ctx context.Context, q Queue, f Filter, states []string) ([]int64, error)
-	// state reads the state of job id of q; ok is false when there is none.
-	state(ctx context.Context, q Queue, id int64) (state string, ok bool, err error)
+	// (checked) that action applies to.
+	matching(ctx context.Context, q Queue, f Filter, action Action) ([]int64, error)
+	// now reads the database's clock.
+	now(ctx context.Context) (time.Time, error)
 	// begin begins one short transaction of Apply on q's table.
 	begin(ctx context.Context, q Queue) (batch, error)
 	// retryable reports an error that rolled a whole transaction back (a
@@ -128,12 +129,13 @@ type backend interface {
 
 // batch is one transaction of Apply, on its queue's table.
 type batch interface {
-	// lock locks those of ids still in one of states, in id order, passing
-	// over rows another transaction holds (SKIP LOCKED), and returns them.
-	lock(ctx context.Context, ids []int64, states []string) ([]candidate, error)
-	// matching returns, ascending, those of ids in one of states, by a
-	// plain read (one that neither locks nor waits).
-	matching(ctx context.Context, ids []int64, states []string) ([]int64, error)
+	// lock locks those of ids that action still applies to, in id order,
+	// passing over rows another transaction holds (SKIP LOCKED), and
+	// returns them.
+	lock(ctx context.Context, ids []int64, action Action) ([]candidate, error)
+	// matching returns, ascending, those of ids that action applies to, by
+	// a plain read (one that neither locks nor waits).
+	matching(ctx context.Context, ids []int64, action Action) ([]int64, error)
 	// holders returns, of each of keys, the newest unfinished job holding
 	// it, leaving the jobs of ids out.
 	holders(ctx context.Context, keys []string, ids []int64) (map[string]int64, error)
@@ -214,7 +216,24 @@ type Stats struct {
 	// OldestUnknown then says that finding the oldest ready job's age
 	// took longer than a fifth of the budget (OldestAge is 0).
 	Estimated     bool `json:"estimated"`
-	OldestUnknown bool `json:"oldest_unknown,omitempty"`
+	OldestUnknown bool `json:"oldest_unknown"`
+}
+
+// MarshalJSON writes every key, always: queue, or base_table for the row
+// across an INHERITS parent, and the other one null.
+func (s Stats) MarshalJSON() ([]byte, error) {
+	type fields Stats
+	var queue, base *string
+	if s.BaseTable != "" {
+		base = &s.BaseTable
+	} else {
+		queue = &s.Queue
+	}
+	return json.Marshal(struct {
+		Queue     *string `json:"queue"`
+		BaseTable *string `json:"base_table"`
+		fields
+	}{queue, base, fields(s)})
 }
 
 // QueueStats reads the counts of every registered queue.
@@ -264,11 +283,21 @@ type Job struct {
 	Priority    int16      `json:"priority"`
 	RunAfter    time.Time  `json:"run_after"`
 	CreatedAt   time.Time  `json:"created_at"`
-	AttemptedAt *time.Time `json:"attempted_at,omitempty"`
-	FinishedAt  *time.Time `json:"finished_at,omitempty"`
-	LockedBy    *string    `json:"locked_by,omitempty"`
-	LockedUntil *time.Time `json:"locked_until,omitempty"`
-	UniqueKey   *string    `json:"unique_key,omitempty"`
+	AttemptedAt *time.Time `json:"attempted_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
+	LockedBy    *string    `json:"locked_by"`
+	LockedUntil *time.Time `json:"locked_until"`
+	UniqueKey   *string    `json:"unique_key"`
+	// Held is true for a job that a transaction in progress holds: in
+	// transaction mode, the job a worker is working, whose claim no other
+	// session sees until the worker's transaction commits. State is then
+	// running, and the other fields are as last committed (the worker's
+	// attempt and its time show once it commits). PostgreSQL sees every
+	// held job (the row's xmax); MySQL and MariaDB see row locks only by
+	// trying to take them, so there Held is found, for the due jobs of a
+	// transaction-mode queue, by a locking read that passes over held rows
+	// (FOR UPDATE SKIP LOCKED, rolled back at once).
+	Held bool `json:"held"`
 	// Errors are the failed attempts' errors, oldest first.
 	Errors []string `json:"errors"`
 	// Payload holds the job's payload columns by name (a JSON payload is
@@ -289,8 +318,9 @@ var bookkeeping = []string{"id", "state", "attempt", "max_attempts", "priority",
 // Filter selects jobs: one id, or every job in a state, narrowed by the
 // optional fields below. States are available (due now), scheduled (not
 // yet due, never failed), retrying (not yet due, after failures),
-// running, succeeded and dead, as Stats counts them; "failed" means
-// available after failures, and dead.
+// running, succeeded and dead, as Stats counts them (a job a transaction
+// holds is running: see Job.Held); "failed" means available after
+// failures, and dead.
 type Filter struct {
 	ID    int64
 	State string
@@ -308,27 +338,48 @@ type Filter struct {
 }
 
 // predicates are the filter's states, each as a predicate on a queue
-// table in either engine's SQL.
+// table in either engine's SQL, in which {held} stands for the backend's
+// predicate of a job a transaction in progress holds (see Job.Held): such a
+// job is running, whatever its row says, as Stats counts it.
 var predicates = map[string]struct{ pg, my string }{
 	"all": {"true", "TRUE"},
-	"available": {"state = 'available' AND run_after <= now()",
-		"state = 'available' AND run_after <= UTC_TIMESTAMP(6)"},
-	"scheduled": {"state = 'available' AND run_after > now() AND cardinality(errors) = 0",
-		"state = 'available' AND run_after > UTC_TIMESTAMP(6) AND JSON_LENGTH(errors) = 0"},
-	"retrying": {"state = 'available' AND run_after > now() AND cardinality(errors) > 0",
-		"state = 'available' AND run_after > UTC_TIMESTAMP(6) AND JSON_LENGTH(errors) > 0"},
-	"failed": {"(state = 'dead' OR (state = 'available' AND cardinality(errors) > 0))",
-		"(state = 'dead' OR (state = 'available' AND JSON_LENGTH(errors) > 0))"},
-	"running":   {"state = 'running'", "state = 'running'"},
+	"available": {"state = 'available' AND run_after <= now() AND NOT {held}",
+		"state = 'available' AND run_after <= UTC_TIMESTAMP(6) AND NOT {held}"},
+	"scheduled": {"state = 'available' AND run_after > now() AND cardinality(errors) = 0 AND NOT {held}",
+		"state = 'available' AND run_after > UTC_TIMESTAMP(6) AND JSON_LENGTH(errors) = 0 AND NOT {held}"},
+	"retrying": {"state = 'available' AND run_after > now() AND cardinality(errors) > 0 AND NOT {held}",
+		"state = 'available' AND run_after > UTC_TIMESTAMP(6) AND JSON_LENGTH(errors) > 0 AND NOT {held}"},
+	"failed": {"(state = 'dead' OR (state = 'available' AND cardinality(errors) > 0 AND NOT {held}))",
+		"(state = 'dead' OR (state = 'available' AND JSON_LENGTH(errors) > 0 AND NOT {held}))"},
+	"running":   {"(state = 'running' OR {held})", "(state = 'running' OR {held})"},
 	"succeeded": {"state = 'succeeded'", "state = 'succeeded'"},
 	"dead":      {"state = 'dead'", "state = 'dead'"},
 }
 
+// FilterStates are the states a Filter takes, in the order the commands
+// list them.
+var FilterStates = []string{"all", "available", "scheduled", "retrying", "failed", "running", "succeeded", "dead"}
+
+// CheckState refuses a state a Filter does not know, naming those it
+// does.
+func CheckState(state string) error {
+	if _, ok := predicates[state]; !ok {
+		return fmt.Errorf("unknown state %q: want %s", state, strings.Join(FilterStates, ", "))
+	}
+	return nil
+}
+
+// withHeld is pred with held, the backend's predicate of a held job, in
+// place of {held}.
+func withHeld(pred, held string) string { return strings.ReplaceAll(pred, "{held}", held) }
+
 // check refuses a state the filter does not know, and a column that is
 // not one of q's payload columns.
 func (c *Conn) check(ctx context.Context, q Queue, f Filter) error {
-	if _, ok := predicates[f.State]; f.ID == 0 && !ok {
-		return fmt.Errorf("unknown state %q: want all, available, scheduled, retrying, failed, running, succeeded or dead", f.State)
+	if f.ID == 0 {
+		if err := CheckState(f.State); err != nil {
+			return err
+		}
 	}
 	if f.Column == "" {
 		return nil
@@ -408,7 +459,13 @@ func (c *Conn) Jobs(ctx context.Context, q Queue, f Filter, before int64, limit 
 	if err := c.check(ctx, q, f); err != nil {
 		return nil, err
 	}
-	return c.b.jobs(ctx, q, f, before, limit)
+	jobs, err := c.b.jobs(ctx, q, f, before, limit)
+	for i := range jobs {
+		if jobs[i].Errors == nil {
+			jobs[i].Errors = []string{}
+		}
+	}
+	return jobs, err
 }
 
 // GetJob reads one job of q; a NoJobError when there is none.
@@ -428,15 +485,22 @@ func (c *Conn) Count(ctx context.Context, q Queue, f Filter, action Action) (int
 	if err := c.check(ctx, q, f); err != nil {
 		return 0, err
 	}
-	return c.b.count(ctx, q, f, states[action])
+	if _, ok := applicable[action]; !ok {
+		return 0, fmt.Errorf("unknown action %q", action)
+	}
+	return c.b.count(ctx, q, f, action)
 }
 
-// Action is what retry, cancel and purge do to the jobs they select.
+// Action is what retry, cancel and purge do to the jobs they select, of
+// those it applies to (see AppliesTo).
 type Action string
 
 // The actions.
 const (
-	// Retry makes jobs available now, with at least one attempt left.
+	// Retry makes jobs available now, with at least one attempt left. It
+	// applies to jobs that have failed and wait out their backoff
+	// (retrying), and to finished ones (dead, succeeded): a job that is
+	// due already, scheduled, or running has nothing to retry.
 	Retry Action = "retry"
 	// Cancel makes unfinished jobs dead, with the error "cancelled by an
 	// operator". A running job's worker finds its attempt no longer held.
@@ -445,34 +509,69 @@ const (
 	Purge Action = "purge"
 )
 
-// states are the states an action applies to.
-var states = map[Action][]string{
-	Retry:  {"available", "dead", "succeeded"},
-	Cancel: {"available", "running"},
-	Purge:  {"available", "running", "succeeded", "dead"},
+// applicable are the jobs each action applies to, as a predicate on a
+// queue table in either engine's SQL, and in words. A job a transaction
+// holds is among those Cancel and Purge apply to, and Apply skips it
+// (SKIP LOCKED) and reports it; Retry's jobs are never held by a worker
+// (a worker holds due jobs).
+var applicable = map[Action]struct{ pg, my, jobs string }{
+	Retry: {"(state IN ('dead', 'succeeded') OR (state = 'available' AND run_after > now() AND cardinality(errors) > 0))",
+		"(state IN ('dead', 'succeeded') OR (state = 'available' AND run_after > UTC_TIMESTAMP(6) AND JSON_LENGTH(errors) > 0))",
+		"retrying, dead and succeeded jobs"},
+	Cancel: {"state IN ('available', 'running')", "state IN ('available', 'running')",
+		"unfinished jobs (available, scheduled, retrying and running)"},
+	Purge: {"state IN ('available', 'running', 'succeeded', 'dead')", "state IN ('available', 'running', 'succeeded', 'dead')",
+		"jobs in every state"},
 }
 
-// rowStates are the states a filter's jobs can be in.
-var rowStates = map[string][]string{
-	"all":       {"available", "running", "succeeded", "dead"},
-	"available": {"available"}, "scheduled": {"available"}, "retrying": {"available"},
-	"failed":  {"available", "dead"},
-	"running": {"running"}, "succeeded": {"succeeded"}, "dead": {"dead"},
+// appliesTo are the filter states each action can apply to some job of.
+var appliesTo = map[Action][]string{
+	Retry:  {"all", "retrying", "failed", "succeeded", "dead"},
+	Cancel: {"all", "available", "scheduled", "retrying", "failed", "running"},
+	Purge:  FilterStates,
 }
 
 // AppliesTo reports whether action can apply to any job that the filter
 // state (all, available, scheduled, retrying, failed, running, succeeded
-// or dead) selects: retry never applies to running jobs, for instance. It
+// or dead) selects: retry never applies to running jobs, nor to available
+// ones (due now: they run as soon as a worker is free), for instance. It
 // reports true for a state it does not know, which the filter's own check
 // then refuses, naming the states it knows.
 func (a Action) AppliesTo(state string) bool {
-	if _, known := rowStates[state]; !known {
+	if _, known := predicates[state]; !known {
 		return true
 	}
-	for _, s := range rowStates[state] {
-		if slices.Contains(states[a], s) {
-			return true
-		}
+	return slices.Contains(appliesTo[a], state)
+}
+
+// Applies says in words which jobs action applies to.
+func (a Action) Applies() string { return applicable[a].jobs }
+
+// Phase is the state, of those a Filter takes and Stats counts, that j is
+// in at now (the database's clock, or near it): available, scheduled,
+// retrying, running, succeeded or dead.
+func (j Job) Phase(now time.Time) string {
+	switch {
+	case j.State != "available":
+		return j.State
+	case !j.RunAfter.After(now):
+		return "available"
+	case len(j.Errors) > 0:
+		return "retrying"
+	}
+	return "scheduled"
+}
+
+// AppliesToJob reports whether action applies to j, a job read at now:
+// as Apply decides it, but on the clock given.
+func (a Action) AppliesToJob(j Job, now time.Time) bool {
+	switch a {
+	case Retry:
+		return slices.Contains([]string{"retrying", "succeeded", "dead"}, j.Phase(now))
+	case Cancel:
+		return j.State == "available" || j.State == "running"
+	case Purge:
+		return true
 	}
 	return false
 }
@@ -487,10 +586,10 @@ type Result struct {
 	// Locked are jobs it matched but skipped: a transaction in progress
 	// holds them (a transaction-mode worker working them, say). Run the
 	// action again once it has ended.
-	Locked []int64 `json:"locked,omitempty"`
+	Locked []int64 `json:"locked"`
 	// Conflicts are jobs retry could not make available: an unfinished
 	// job holds their unique key.
-	Conflicts []Conflict `json:"conflicts,omitempty"`
+	Conflicts []Conflict `json:"conflicts"`
 }
 
 // Conflict is a job whose unique key another unfinished job holds.
@@ -538,18 +637,17 @@ func (c *Conn) Apply(ctx context.Context, q Queue, f Filter, action Action, prog
 	if err := c.check(ctx, q, f); err != nil {
 		return nil, err
 	}
-	applicable, ok := states[action]
-	if !ok {
+	if _, ok := applicable[action]; !ok {
 		return nil, fmt.Errorf("unknown action %q", action)
 	}
-	all, err := c.b.matching(ctx, q, f, applicable)
+	all, err := c.b.matching(ctx, q, f, action)
 	if err != nil {
 		return nil, err
 	}
 	if f.ID != 0 && len(all) == 0 {
 		return nil, c.noJob(ctx, q, f.ID, action)
 	}
-	res := &Result{Changed: []int64{}}
+	res := &Result{Changed: []int64{}, Locked: []int64{}, Conflicts: []Conflict{}}
 	done := 0
 	for ids := range slices.Chunk(all, BatchSize) {
 		if err := c.applyBatch(ctx, q, ids, action, res); err != nil {
@@ -592,7 +690,7 @@ func (c *Conn) tryBatch(ctx context.Context, q Queue, ids []int64, action Action
 	}
 	defer tx.rollback(context.WithoutCancel(ctx))
 	part := &Result{}
-	cands, err := tx.lock(ctx, ids, states[action])
+	cands, err := tx.lock(ctx, ids, action)
 	if err != nil {
 		return nil, err
 	}
@@ -609,7 +707,7 @@ func (c *Conn) tryBatch(ctx context.Context, q Queue, ids []int64, action Action
 	if len(missing) > 0 {
 		// Those that still qualify are held by a transaction; the others
 		// changed meanwhile (a worker finished them) and are left alone.
-		locked, err := tx.matching(ctx, missing, states[action])
+		locked, err := tx.matching(ctx, missing, action)
 		if err != nil {
 			return nil, err
 		}
@@ -666,16 +764,27 @@ func (c *Conn) tryBatch(ctx context.Context, q Queue, ids []int64, action Action
 	return part, nil
 }
 
-// noJob explains why the job with id matched nothing.
+// noJob explains why the job with id matched nothing: there is none, or
+// action does not apply to it, in the state the jobs command shows.
 func (c *Conn) noJob(ctx context.Context, q Queue, id int64, action Action) error {
-	state, ok, err := c.b.state(ctx, q, id)
+	j, err := c.GetJob(ctx, q, id)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return &NoJobError{fmt.Sprintf("queue %s has no job %d", q.Name, id)}
+	now, err := c.b.now(ctx)
+	if err != nil {
+		return err
 	}
-	return &NoJobError{fmt.Sprintf("job %d of queue %s is %s; %s applies to %s jobs", id, q.Name, state, action, strings.Join(states[action], ", "))}
+	phase := j.Phase(now)
+	why := map[string]string{
+		"available": " (due now: it runs as soon as a worker is free)",
+		"scheduled": " (not yet due, and it has never failed)",
+		"running":   " (a worker holds it)",
+	}[phase]
+	if j.Held {
+		why = " (a transaction in progress holds it: a transaction-mode worker working it)"
+	}
+	return &NoJobError{fmt.Sprintf("job %d of queue %s is %s%s; %s applies to %s", id, q.Name, phase, why, action, applicable[action].jobs)}
 }
 
 // SetPaused pauses or resumes q.

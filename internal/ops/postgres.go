@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -127,9 +128,23 @@ FROM jobs`).Scan(&s.Ready, &s.Scheduled, &s.Retrying, &s.Running, &s.Succeeded, 
 
 func (p *pgBackend) table(q Queue) string { return pgx.Identifier{p.schema, q.Table}.Sanitize() }
 
-// pgWhere renders a checked filter as a predicate with its parameters.
-func pgWhere(f Filter) (string, []any) {
-	where, args := predicates[f.State].pg, []any(nil)
+// pgHeld is true for a job a transaction in progress holds, which is
+// running whatever its row says (see Job.Held): in a transaction-mode
+// queue, a due job a worker holds. A lease-mode queue's jobs are held by
+// a transaction only within a statement (a claim's, a completion's), and
+// the jobs command shows them as last committed, as on MySQL: finding
+// them would cost the running filter a read of every available job.
+func pgHeld(q Queue) string {
+	if q.Mode != "transaction" {
+		return "false"
+	}
+	return "(state = 'available' AND " + postgres.Held + ")"
+}
+
+// pgWhere renders a checked filter of q's jobs as a predicate with its
+// parameters.
+func pgWhere(q Queue, f Filter) (string, []any) {
+	where, args := withHeld(predicates[f.State].pg, pgHeld(q)), []any(nil)
 	if f.ID != 0 {
 		where, args = "id = $1", []any{f.ID}
 	}
@@ -147,7 +162,7 @@ func (p *pgBackend) columns(ctx context.Context, q Queue) ([]string, error) {
 }
 
 func (p *pgBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, limit int) ([]Job, error) {
-	where, args := pgWhere(f)
+	where, args := pgWhere(q, f)
 	if before > 0 {
 		args = append(args, before)
 		where += fmt.Sprintf(" AND id < $%d", len(args))
@@ -156,38 +171,32 @@ func (p *pgBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 	return boundedRows(ctx, p, func(r pgx.CollectableRow) (Job, error) {
 		var j Job
 		err := r.Scan(&j.ID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Priority, &j.RunAfter, &j.CreatedAt, &j.AttemptedAt,
-			&j.FinishedAt, &j.LockedBy, &j.LockedUntil, &j.UniqueKey, &j.Errors, &j.Payload)
+			&j.FinishedAt, &j.LockedBy, &j.LockedUntil, &j.UniqueKey, &j.Errors, &j.Payload, &j.Held)
+		if j.Held {
+			j.State = "running"
+		}
 		return j, err
 	}, fmt.Sprintf(`SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at,
-    finished_at, locked_by, locked_until, unique_key, errors, to_jsonb(job) - $%d::text[]
-FROM %s AS job WHERE %s ORDER BY id DESC LIMIT $%d`, len(args)-1, p.table(q), where, len(args)), args...)
+    finished_at, locked_by, locked_until, unique_key, errors, to_jsonb(job) - $%d::text[], %s
+FROM %s AS job WHERE %s ORDER BY id DESC LIMIT $%d`, len(args)-1, pgHeld(q), p.table(q), where, len(args)), args...)
 }
 
-func (p *pgBackend) count(ctx context.Context, q Queue, f Filter, states []string) (int64, error) {
-	where, args := pgWhere(f)
-	args = append(args, states)
+func (p *pgBackend) count(ctx context.Context, q Queue, f Filter, action Action) (int64, error) {
+	where, args := pgWhere(q, f)
 	var n int64
 	err := p.bounded(ctx, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s AND state = ANY($%d::text[])", p.table(q), where, len(args)), args...).Scan(&n)
+		return tx.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s AND %s", p.table(q), where, applicable[action].pg), args...).Scan(&n)
 	})
 	return n, err
 }
 
-func (p *pgBackend) matching(ctx context.Context, q Queue, f Filter, states []string) ([]int64, error) {
-	where, args := pgWhere(f)
-	args = append(args, states)
-	return boundedRows(ctx, p, pgx.RowTo[int64], fmt.Sprintf("SELECT id FROM %s WHERE %s AND state = ANY($%d::text[]) ORDER BY id", p.table(q), where, len(args)), args...)
+func (p *pgBackend) matching(ctx context.Context, q Queue, f Filter, action Action) ([]int64, error) {
+	where, args := pgWhere(q, f)
+	return boundedRows(ctx, p, pgx.RowTo[int64], fmt.Sprintf("SELECT id FROM %s WHERE %s AND %s ORDER BY id", p.table(q), where, applicable[action].pg), args...)
 }
 
-func (p *pgBackend) state(ctx context.Context, q Queue, id int64) (string, bool, error) {
-	var state string
-	err := p.bounded(ctx, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, "SELECT state FROM "+p.table(q)+" WHERE id = $1", id).Scan(&state)
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
-	}
-	return state, err == nil, err
+func (p *pgBackend) now(ctx context.Context) (t time.Time, err error) {
+	return t, p.pool.QueryRow(ctx, "SELECT now()").Scan(&t)
 }
 
 func (p *pgBackend) begin(ctx context.Context, q Queue) (batch, error) {
@@ -224,8 +233,8 @@ type pgBatch struct {
 	table string
 }
 
-func (b *pgBatch) lock(ctx context.Context, ids []int64, states []string) ([]candidate, error) {
-	rows, err := b.tx.Query(ctx, "SELECT id, unique_key FROM "+b.table+" WHERE id = ANY($1::bigint[]) AND state = ANY($2::text[]) ORDER BY id FOR UPDATE SKIP LOCKED", ids, states)
+func (b *pgBatch) lock(ctx context.Context, ids []int64, action Action) ([]candidate, error) {
+	rows, err := b.tx.Query(ctx, "SELECT id, unique_key FROM "+b.table+" WHERE id = ANY($1::bigint[]) AND "+applicable[action].pg+" ORDER BY id FOR UPDATE SKIP LOCKED", ids)
 	if err != nil {
 		return nil, err
 	}
@@ -235,8 +244,8 @@ func (b *pgBatch) lock(ctx context.Context, ids []int64, states []string) ([]can
 	})
 }
 
-func (b *pgBatch) matching(ctx context.Context, ids []int64, states []string) ([]int64, error) {
-	return b.collectIDs(ctx, "SELECT id FROM "+b.table+" WHERE id = ANY($1::bigint[]) AND state = ANY($2::text[])", ids, states)
+func (b *pgBatch) matching(ctx context.Context, ids []int64, action Action) ([]int64, error) {
+	return b.collectIDs(ctx, "SELECT id FROM "+b.table+" WHERE id = ANY($1::bigint[]) AND "+applicable[action].pg, ids)
 }
 
 func (b *pgBatch) holders(ctx context.Context, keys []string, ids []int64) (map[string]int64, error) {
