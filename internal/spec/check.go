@@ -36,6 +36,16 @@ func (p *parser) crossChecks(n *yaml.Node, s *Spec) {
 			continue
 		}
 		names[q.Name] = q
+		namePos := q.Pos
+		if pos, ok := p.keys[key+".name"]; ok {
+			namePos = pos
+		}
+		if strings.HasPrefix(q.Name, "_") {
+			at(namePos, key+".name", "queue %q starts with _, and the Go tool ignores files whose names start with _ or . (it would skip %s_queue.go and %s.sql.go, and the package would not build); start the name with a letter", q.Name, q.Name, q.Name)
+		}
+		if q.Name == "schema" {
+			at(namePos, key+".name", "queue %q would write its queries to schema.sql in the queries directory, the file sqlc reads the tables from; choose another name", q.Name)
+		}
 		if c := buildConstraint(q.Name); c != "" {
 			at(q.Pos, key+".name", "queue %q ends in _%s, and Go builds a file named after it (%s.sql.go) only for %s; choose another name", q.Name, c, q.Name, c)
 		}
