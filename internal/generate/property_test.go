@@ -125,9 +125,9 @@ func TestAcceptedSpecsWork(t *testing.T) {
 // is wide enough to reach a row-size limit.
 func randomSpec(r *rand.Rand, pkg, eng string) string {
 	mysql := eng == dburl.MySQL
-	// One spec in three is hostile: in it, names collide with queuegen's
+	// One spec in four is hostile: in it, names collide with queuegen's
 	// now and then.
-	hostile := r.IntN(3) == 0
+	hostile := r.IntN(4) == 0
 	odds := func(n int) bool { return hostile && r.IntN(n) == 0 }
 	var b strings.Builder
 	fmt.Fprintf(&b, "version: 1\nengine: %s\npackage: {name: %s, dir: jobs}\nmigrations: migrations\nqueries: queries\n", eng, pkg)
