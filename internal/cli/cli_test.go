@@ -5,13 +5,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/queuegen/queuegen/internal/cli"
 	"github.com/queuegen/queuegen/internal/dbtest"
 	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/internal/engine"
 	"github.com/queuegen/queuegen/internal/pgtest"
+	qspec "github.com/queuegen/queuegen/internal/spec"
 )
 
 func TestMain(m *testing.M) {
@@ -166,6 +169,27 @@ func TestInitWritesAStarterThatGenerates(t *testing.T) {
 	spec := filepath.Join(dir, "queuegen.yaml")
 	if code, out, errs := run(t, "init", "-f", spec); code != 0 {
 		t.Fatalf("init = %d: %s%s", code, out, errs)
+	}
+	// The starter shows engine: set to the default, and names each engine.
+	starter, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^engine: postgresql\b`).Match(starter) {
+		t.Errorf("the starter does not set engine: postgresql:\n%s", starter)
+	}
+	for _, name := range engine.Names() {
+		if !regexp.MustCompile(`(?m)^#\s+` + name + `\s`).Match(starter) {
+			t.Errorf("the starter's comment does not describe engine %s", name)
+		}
+	}
+	if s, err := qspec.Load(spec); err != nil {
+		t.Errorf("the starter does not parse: %v", err)
+	} else if s.Engine != "postgresql" || !s.Has("engine") {
+		t.Errorf("the starter parses to engine %q (set: %t)", s.Engine, s.Has("engine"))
+	}
+	if len(engine.Names()) < 3 {
+		t.Errorf("engines = %v", engine.Names())
 	}
 	if code, _, errs := run(t, "init", "-f", spec); code != 1 || !strings.Contains(errs, "already exists") {
 		t.Errorf("second init = %d, %q; want a refusal", code, errs)

@@ -107,6 +107,14 @@ type Backlogger interface {
 	BacklogTable(q QueueTable, queue *catalog.Table) *catalog.Table
 }
 
+// RowLimiter is an Engine whose tables have a limit on the size of a row
+// that the count of columns does not capture (MySQL's and InnoDB's).
+type RowLimiter interface {
+	// RowTooBig says why rows of t could be too large for the engine,
+	// with their computed size and the limit, or "" when they fit.
+	RowTooBig(t *catalog.Table) string
+}
+
 // BacklogMover is a DDL that can empty a backlog into its queue table,
 // for a queue that no longer has one.
 type BacklogMover interface {

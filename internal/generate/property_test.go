@@ -8,13 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/queuegen/queuegen/internal/dbtest"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/generate"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/model"
-	"github.com/queuegen/queuegen/internal/pgtest"
 	"github.com/queuegen/queuegen/internal/spec"
 )
 
@@ -26,11 +28,15 @@ var (
 // TestAcceptedSpecsWork is a property test: for random specs (names of
 // every length up to the limit, every column type, nullable or not,
 // defaults that are hostile to SQL and to goose, both modes, every queue
-// option, periodic jobs with awkward constants), whenever the spec is
+// option, periodic jobs with awkward constants; and names that collide
+// with what queuegen makes: queue names starting with _ or named schema,
+// columns and migrations tables named like the tables the migrations
+// create, jsonb defaults holding \u0000, and, on MySQL, rows wide enough
+// to pass MySQL's or InnoDB's row-size limit), whenever the spec is
 // accepted, what generate emits must migrate up, down and up again on a
-// real database, and its Go must compile and vet. A spec that is refused
-// must be refused before anything is generated (by the parser or the
-// model, with a position).
+// real database of its engine (every third spec is for MySQL), and its Go
+// must compile and vet. A spec that is refused must be refused before
+// anything is generated (by the parser or the model, with a position).
 func TestAcceptedSpecsWork(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -45,7 +51,11 @@ func TestAcceptedSpecsWork(t *testing.T) {
 	t.Run("specs", func(t *testing.T) {
 		for i := range *propertyN {
 			seed := *propertySeed*1000 + uint64(i)
-			text := randomSpec(rand.New(rand.NewPCG(seed, seed)), fmt.Sprintf("p%d", i))
+			eng := dburl.PostgreSQL
+			if i%3 == 2 {
+				eng = dburl.MySQL
+			}
+			text := randomSpec(rand.New(rand.NewPCG(seed, seed)), fmt.Sprintf("p%d", i), eng)
 			s, err := spec.Parse("queuegen.yaml", []byte(text))
 			if err == nil {
 				_, err = model.Build(s)
@@ -74,8 +84,12 @@ func TestAcceptedSpecsWork(t *testing.T) {
 			t.Run(fmt.Sprintf("migrate-%d", i), func(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
-				url := pgtest.URL(t)
-				m, err := migrate.Open(url, filepath.Join(dir, "migrations"), migrate.Schema(s.Schema), migrate.Table(s.MigrationsTable))
+				db := dbtest.New(t, eng)
+				opts := []migrate.Option{migrate.Table(s.MigrationsTable)}
+				if eng == dburl.PostgreSQL {
+					opts = append(opts, migrate.Schema(s.Schema))
+				}
+				m, err := migrate.Open(db.Address, filepath.Join(dir, "migrations"), opts...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -105,32 +119,78 @@ func TestAcceptedSpecsWork(t *testing.T) {
 	}
 }
 
-// randomSpec writes a random spec; names are prefixed to keep the specs'
-// Go packages apart.
-func randomSpec(r *rand.Rand, pkg string) string {
+// randomSpec writes a random spec for engine eng; names are prefixed to
+// keep the specs' Go packages apart. Now and then a name collides with
+// one queuegen makes (see TestAcceptedSpecsWork), and on MySQL a payload
+// is wide enough to reach a row-size limit.
+func randomSpec(r *rand.Rand, pkg, eng string) string {
+	mysql := eng == dburl.MySQL
+	// One spec in four is hostile: in it, names collide with queuegen's
+	// now and then.
+	hostile := r.IntN(4) == 0
+	odds := func(n int) bool { return hostile && r.IntN(n) == 0 }
 	var b strings.Builder
-	fmt.Fprintf(&b, "version: 1\npackage: {name: %s, dir: jobs}\nmigrations: migrations\nqueries: queries\n", pkg)
-	if r.IntN(3) == 0 {
-		fmt.Fprintf(&b, "schema: %s\n", ident(r, 1+r.IntN(20)))
+	fmt.Fprintf(&b, "version: 1\nengine: %s\npackage: {name: %s, dir: jobs}\nmigrations: migrations\nqueries: queries\n", eng, pkg)
+	schema := ""
+	if !mysql && r.IntN(3) == 0 {
+		schema = ident(r, 1+r.IntN(20))
+		fmt.Fprintf(&b, "schema: %s\n", schema)
+	}
+	// The queues' names and tables, first: columns and the migrations
+	// table may be named like any of them.
+	type queue struct{ name, table string }
+	var queues []queue
+	tables := []string{"queuegen_queues", "queuegen_periodic", "queuegen_db_version"}
+	if !mysql {
+		tables = append(tables, "base_queue")
+	}
+	for range 1 + r.IntN(3) {
+		q := queue{name: ident(r, 1+r.IntN(57))}
+		switch {
+		case odds(6):
+			q.name = "_" + ident(r, 1+r.IntN(20))
+		case odds(12):
+			q.name = "schema"
+		}
+		q.table = q.name + "_queue"
+		if r.IntN(3) == 0 {
+			q.table = ident(r, 1+r.IntN(63))
+		}
+		queues = append(queues, q)
+		tables = append(tables, q.table)
+		if schema != "" {
+			tables = append(tables, schema+"_"+q.table)
+		}
+	}
+	clash := func() string { return tables[r.IntN(len(tables))] }
+	if odds(4) {
+		fmt.Fprintf(&b, "migrations_table: %s\n", clash())
 	}
 	if r.IntN(2) == 0 {
 		b.WriteString("base:\n  columns:\n")
 		for range 1 + r.IntN(3) {
-			fmt.Fprintf(&b, "    %s: %s\n", "b_"+ident(r, 1+r.IntN(10)), column(r, true))
+			name := "b_" + ident(r, 1+r.IntN(10))
+			if odds(6) {
+				name = clash()
+			}
+			fmt.Fprintf(&b, "    %s: %s\n", name, column(r, true, mysql))
 		}
 	}
 	b.WriteString("queues:\n")
-	for range 1 + r.IntN(3) {
-		name := ident(r, 1+r.IntN(57))
-		fmt.Fprintf(&b, "  - name: %s\n", name)
-		if r.IntN(3) == 0 {
-			fmt.Fprintf(&b, "    table: %s\n", ident(r, 1+r.IntN(63)))
+	for _, q := range queues {
+		fmt.Fprintf(&b, "  - name: %s\n", q.name)
+		if q.table != q.name+"_queue" {
+			fmt.Fprintf(&b, "    table: %s\n", q.table)
 		}
 		tx := r.IntN(3) == 0
 		if tx {
 			b.WriteString("    mode: transaction\n")
 		}
-		for _, opt := range []string{"inherits: false", "priority: true", "unique: true", "notify: true", "lock: nowait", "on_success: keep"} {
+		opts := []string{"inherits: false", "priority: true", "unique: true", "notify: true", "lock: nowait", "on_success: keep"}
+		if mysql {
+			opts = []string{"inherits: false", "priority: true", "unique: true", "lock: nowait", "on_success: keep"}
+		}
+		for _, opt := range opts {
 			if r.IntN(3) == 0 {
 				fmt.Fprintf(&b, "    %s\n", opt)
 			}
@@ -140,9 +200,13 @@ func randomSpec(r *rand.Rand, pkg string) string {
 		}
 		switch r.IntN(4) {
 		case 0: // JSON document of declared fields
-			b.WriteString("    payload:\n      json:\n        fields:\n")
+			b.WriteString("    payload:\n      json:\n")
+			if odds(3) {
+				fmt.Fprintf(&b, "        column: %s\n", clash())
+			}
+			b.WriteString("        fields:\n")
 			for range 1 + r.IntN(4) {
-				fmt.Fprintf(&b, "          %s: %s\n", "f_"+ident(r, 1+r.IntN(12)), jsonField(r))
+				fmt.Fprintf(&b, "          %s: %s\n", "f_"+ident(r, 1+r.IntN(12)), jsonField(r, mysql))
 			}
 		case 1: // JSON document of an application's type
 			b.WriteString("    periodic:\n      - {name: tick, every: 1h, payload: {a: \"x'\\n;--\", b: [1, 2.5, null], c: {d: true}}}\n")
@@ -150,14 +214,36 @@ func randomSpec(r *rand.Rand, pkg string) string {
 		default:
 			cols := map[string]string{}
 			for range 1 + r.IntN(6) {
-				cols["c_"+ident(r, 1+r.IntN(20))] = column(r, false)
+				cols["c_"+ident(r, 1+r.IntN(20))] = column(r, false, mysql)
+			}
+			if odds(3) {
+				cols[clash()] = column(r, false, mysql)
+			}
+			if mysql && r.IntN(2) == 0 {
+				// Wide rows: a few long varchars (MySQL's 65,535 bytes
+				// a row), or many short ones kept whole in the page
+				// (InnoDB's 8,126).
+				if r.IntN(2) == 0 {
+					for range 1 + r.IntN(5) {
+						cols["w_"+ident(r, 1+r.IntN(20))] = fmt.Sprintf("{type: \"varchar(%d)\", nullable: %t}", 2000+r.IntN(14384), r.IntN(2) == 0)
+					}
+				} else {
+					for range 20 + r.IntN(20) {
+						cols["w_"+ident(r, 1+r.IntN(20))] = fmt.Sprintf("{type: \"varchar(%d)\", nullable: %t}", 40+r.IntN(24), r.IntN(2) == 0)
+					}
+				}
 			}
 			if r.IntN(2) == 0 {
 				b.WriteString("    periodic:\n      - name: tick\n        cron: \"*/5 * * * *\"\n        payload: {}\n")
 			}
 			b.WriteString("    payload:\n      columns:\n")
-			for n, c := range cols {
-				fmt.Fprintf(&b, "        %s: %s\n", n, c)
+			names := make([]string, 0, len(cols))
+			for n := range cols {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			for _, n := range names {
+				fmt.Fprintf(&b, "        %s: %s\n", n, cols[n])
 			}
 		}
 	}
@@ -178,22 +264,30 @@ func ident(r *rand.Rand, n int) string {
 var types = []string{"text", "varchar(7)", "smallint", "integer", "bigint", "boolean", "numeric", "numeric(9, 2)", "real",
 	"double precision", "uuid", "timestamptz", "date", "jsonb", "bytea"}
 
+// mysqlTypes are the types MySQL serves (no arrays, no unconstrained
+// numeric).
+var mysqlTypes = []string{"text", "varchar(7)", "varchar(200)", "smallint", "integer", "bigint", "boolean", "numeric(9, 2)", "real",
+	"double precision", "uuid", "timestamptz", "date", "jsonb", "bytea"}
+
 // hostile are text defaults that once broke generated migrations.
 var hostile = []string{`it's`, "Regards;\\nThe team", "a -- b", "$$; DROP TABLE x; --", `back\\slash`, `"quoted"`, "é ✓ 日本", "semi;", "x;\\n-- y", ""}
 
-func column(r *rand.Rand, forBase bool) string {
+func column(r *rand.Rand, forBase, mysql bool) string {
 	t := types[r.IntN(len(types))]
+	if mysql {
+		t = mysqlTypes[r.IntN(len(mysqlTypes))]
+	}
 	nullable := r.IntN(2) == 0
 	if forBase {
 		nullable = true // a JSON-payload queue cannot set a base column
 	}
-	if !forBase && r.IntN(5) == 0 && t != "bytea" && t != "jsonb" {
+	if !forBase && !mysql && r.IntN(5) == 0 && t != "bytea" && t != "jsonb" {
 		return fmt.Sprintf("{type: \"%s[]\", nullable: %t}", t, nullable)
 	}
 	def := ""
 	if r.IntN(2) == 0 {
 		switch t {
-		case "text", "varchar(7)":
+		case "text", "varchar(7)", "varchar(200)":
 			if d := hostile[r.IntN(len(hostile))]; t == "text" || len([]rune(d)) <= 7 {
 				def = fmt.Sprintf(", default: \"%s\"", d)
 			}
@@ -211,14 +305,17 @@ func column(r *rand.Rand, forBase bool) string {
 			def = ", default_sql: current_date"
 		case "jsonb":
 			def = `, default: '{"a": "b;\n--"}'`
+			if r.IntN(6) == 0 { // \u0000 (jsonb cannot hold it), or an escaped backslash
+				def = []string{`, default: '{"a": "\u0000"}'`, `, default: '{"a\u0000": 1}'`, `, default: '{"a": "\\u0000"}'`}[r.IntN(3)]
+			}
 		}
 	}
 	return fmt.Sprintf("{type: \"%s\", nullable: %t%s}", t, nullable, def)
 }
 
-func jsonField(r *rand.Rand) string {
+func jsonField(r *rand.Rand, mysql bool) string {
 	t := types[r.IntN(len(types))]
-	if r.IntN(4) == 0 && t != "jsonb" && t != "bytea" {
+	if r.IntN(4) == 0 && !mysql && t != "jsonb" && t != "bytea" {
 		t += "[]"
 	}
 	return fmt.Sprintf("{type: \"%s\", nullable: %t}", t, r.IntN(2) == 0)

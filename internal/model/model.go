@@ -146,6 +146,7 @@ func Build(s *spec.Spec) (*Model, error) {
 		}
 	}
 	errs = append(errs, m.checkNames(s)...)
+	errs = append(errs, m.checkClashes(s)...)
 	if len(errs) > 0 {
 		return nil, errs
 	}

@@ -36,6 +36,16 @@ func (p *parser) crossChecks(n *yaml.Node, s *Spec) {
 			continue
 		}
 		names[q.Name] = q
+		namePos := q.Pos
+		if pos, ok := p.keys[key+".name"]; ok {
+			namePos = pos
+		}
+		if strings.HasPrefix(q.Name, "_") {
+			at(namePos, key+".name", "queue %q starts with _, and the Go tool ignores files whose names start with _ or . (it would skip %s_queue.go and %s.sql.go, and the package would not build); start the name with a letter", q.Name, q.Name, q.Name)
+		}
+		if q.Name == "schema" {
+			at(namePos, key+".name", "queue %q would write its queries to schema.sql in the queries directory, the file sqlc reads the tables from; choose another name", q.Name)
+		}
 		if c := buildConstraint(q.Name); c != "" {
 			at(q.Pos, key+".name", "queue %q ends in _%s, and Go builds a file named after it (%s.sql.go) only for %s; choose another name", q.Name, c, q.Name, c)
 		}
@@ -110,8 +120,8 @@ func (p *parser) checkPeriodic(s *Spec, q *Queue, key string, at func(Pos, strin
 		// Any JSON document, decoded into the Go type when the scheduler
 		// starts; it must be one.
 		for _, pj := range q.Periodic {
-			if pj.node != nil {
-				p.jsonable(pj.node, pj.key)
+			if pj.node != nil && p.jsonable(pj.node, pj.key) && holdsNUL(pj.node) {
+				at(pj.Pos, pj.key, "the payload holds a NUL character (\\0 or \\u0000), which PostgreSQL's jsonb cannot store (every push of the job would fail there; queuegen stores no NUL on any engine); remove it")
 			}
 		}
 		return
@@ -159,6 +169,9 @@ func checkConstant(t Type, v string) string {
 		if v == "\x00" {
 			return "want a single value"
 		}
+		if strings.ContainsRune(v, 0) {
+			return "the value holds a NUL character, which PostgreSQL's text cannot store (every push of the job would fail there; queuegen stores no NUL on any engine); remove it"
+		}
 		if len(t.Mods) == 1 && len([]rune(v)) > t.Mods[0] {
 			return fmt.Sprintf("%q is longer than varchar(%d)", v, t.Mods[0])
 		}
@@ -183,6 +196,19 @@ func checkConstant(t Type, v string) string {
 		return fmt.Sprintf("fixed values of type %s are not supported; leave the field out (it gets its zero value)", t.Name)
 	}
 	return ""
+}
+
+// holdsNUL reports whether any key or value under n holds U+0000.
+func holdsNUL(n *yaml.Node) bool {
+	if strings.ContainsRune(n.Value, 0) {
+		return true
+	}
+	for _, c := range n.Content {
+		if holdsNUL(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // buildConstraint is the GOOS or GOARCH that a file named name.sql.go is

@@ -1031,6 +1031,9 @@ func (p *parser) defaultValue(n *yaml.Node, key string, t Type) (string, bool) {
 		if !json.Valid([]byte(v)) {
 			return bad("defaults of jsonb columns are JSON documents, got %q", v)
 		}
+		if jsonHoldsNUL(v) {
+			return bad("the default's JSON holds \\u0000, a NUL character, which PostgreSQL's jsonb cannot store (queuegen stores no NUL in any column); remove it")
+		}
 	case "bytea":
 		return bad("defaults for bytea columns are not supported")
 	}
@@ -1044,6 +1047,21 @@ func (p *parser) defaultValue(n *yaml.Node, key string, t Type) (string, bool) {
 		return bad("the default holds \"+goose\", which goose would read as an annotation of the migration")
 	}
 	return v, true
+}
+
+// jsonHoldsNUL reports whether a valid JSON document has a string (a key
+// or a value) holding U+0000, written \u0000.
+func jsonHoldsNUL(doc string) bool {
+	dec := json.NewDecoder(strings.NewReader(doc))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := tok.(string); ok && strings.ContainsRune(s, 0) {
+			return true
+		}
+	}
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
