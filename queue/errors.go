@@ -14,6 +14,41 @@ var ErrNotHeld = errors.New("queue: job attempt is no longer held by this caller
 // queue whose spec does not set unique: true.
 var ErrNoUniqueKey = errors.New("queue: this queue has no unique key (set unique: true in the spec)")
 
+// ErrNotFound is returned by Get when the queue has no job with the id:
+// there never was one, or it was deleted (on success, by retention, by an
+// operator). The error Get returns is a *NotFoundError, which names the
+// queue and id and also wraps the driver's own "no rows" error.
+var ErrNotFound = errors.New("queue: no such job")
+
+// ErrConnSettings is wrapped by the error an accessor returns when its
+// database connection is not opened as the generated code needs: on MySQL,
+// without parseTime=true, with a loc other than UTC, or with
+// clientFoundRows=true. The error names the setting to change.
+var ErrConnSettings = errors.New("queue: the database connection is not opened as queuegen's code needs")
+
+// NotFoundError is Get's error for a job that is not there: errors.Is(err,
+// ErrNotFound) is true, and so is errors.Is(err, the driver's no-rows
+// error) (pgx.ErrNoRows, sql.ErrNoRows), as before ErrNotFound existed.
+type NotFoundError struct {
+	// Queue is the queue that was read.
+	Queue string
+	// ID is the id that was asked for.
+	ID int64
+	// Err is the driver's error for no rows.
+	Err error
+}
+
+// Error names the queue and the id.
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("queue %s: no job %d", e.Queue, e.ID)
+}
+
+// Is makes errors.Is(err, ErrNotFound) true.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// Unwrap returns the driver's error for no rows.
+func (e *NotFoundError) Unwrap() error { return e.Err }
+
 // NotHeldError wraps ErrNotHeld with the job it was about.
 type NotHeldError struct {
 	// Queue is the job's queue.

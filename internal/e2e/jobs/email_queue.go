@@ -365,10 +365,14 @@ func (q *EmailQueue) Worker(handler queue.Handler[EmailPayload], opts ...queue.W
 	return queue.NewWorker[EmailPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *EmailQueue) Get(ctx context.Context, id int64) (*queue.Job[EmailPayload], error) {
 	row, err := q.q.GetEmail(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "email", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -451,10 +451,14 @@ func (q *TypedQueue) Worker(handler queue.Handler[TypedPayload], opts ...queue.W
 	return queue.NewWorker[TypedPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *TypedQueue) Get(ctx context.Context, id int64) (*queue.Job[TypedPayload], error) {
 	row, err := q.q.GetTyped(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "typed", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

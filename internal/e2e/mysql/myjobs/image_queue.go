@@ -141,6 +141,12 @@ func (q *ImageQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ImagePayload], error) {
 	o := queueimpl.ResolveClaim(ImageLease, opts)
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "image"); err != nil {
+		return nil, err
+	}
 	var rows []ImageRow
 	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
@@ -398,10 +404,20 @@ func (q *ImageQueue) Worker(handler queue.Handler[ImagePayload], opts ...queue.W
 	return queue.NewWorker[ImagePayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *ImageQueue) Get(ctx context.Context, id int64) (*queue.Job[ImagePayload], error) {
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "image"); err != nil {
+		return nil, err
+	}
 	row, err := q.q.GetImage(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "image", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -189,6 +189,12 @@ func (q *TypedQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[TypedPayload], error) {
 	o := queueimpl.ResolveClaim(TypedLease, opts)
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "typed"); err != nil {
+		return nil, err
+	}
 	var rows []TypedRow
 	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
@@ -446,10 +452,20 @@ func (q *TypedQueue) Worker(handler queue.Handler[TypedPayload], opts ...queue.W
 	return queue.NewWorker[TypedPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *TypedQueue) Get(ctx context.Context, id int64) (*queue.Job[TypedPayload], error) {
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "typed"); err != nil {
+		return nil, err
+	}
 	row, err := q.q.GetTyped(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "typed", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -385,10 +385,14 @@ func (q *ImageQueue) Worker(handler queue.Handler[ImagePayload], opts ...queue.W
 	return queue.NewWorker[ImagePayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *ImageQueue) Get(ctx context.Context, id int64) (*queue.Job[ImagePayload], error) {
 	row, err := q.q.GetImage(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "image", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
