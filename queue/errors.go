@@ -26,6 +26,32 @@ var ErrNotFound = errors.New("queue: no such job")
 // clientFoundRows=true. The error names the setting to change.
 var ErrConnSettings = errors.New("queue: the database connection is not opened as queuegen's code needs")
 
+// ErrTooLong is wrapped by the error Push returns for a unique key, and
+// Claim for a node id, longer than the engine's column holds (see the
+// README's limits per engine). Nothing was written.
+var ErrTooLong = errors.New("queue: value longer than its column holds")
+
+// TooLongError is the error for a unique key or node id that is too long:
+// errors.Is(err, ErrTooLong) is true.
+type TooLongError struct {
+	// What is "unique key" or "node id".
+	What string
+	// Length is the value's length and Max the most the column holds,
+	// both in Unit: "bytes", "characters" or "UTF-16 code units".
+	Length, Max int
+	Unit        string
+	// Column says which column of which engine sets the limit.
+	Column string
+}
+
+// Error says how long the value is and what holds it.
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("queue: the %s is %d %s long, and %s holds at most %d: use a shorter one (a hash of it, say)", e.What, e.Length, e.Unit, e.Column, e.Max)
+}
+
+// Is makes errors.Is(err, ErrTooLong) true.
+func (e *TooLongError) Is(target error) bool { return target == ErrTooLong }
+
 // NotFoundError is Get's error for a job that is not there: errors.Is(err,
 // ErrNotFound) is true, and so is errors.Is(err, the driver's no-rows
 // error) (pgx.ErrNoRows, sql.ErrNoRows), as before ErrNotFound existed.

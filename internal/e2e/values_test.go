@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -166,4 +167,91 @@ func TestMySQLConnectionSettings(t *testing.T) {
 		check("transaction-mode Claim", err)
 		sqlTx.Rollback()
 	}
+}
+
+// keyLimits are the longest unique key and node id each engine's columns
+// hold, in the unit the generated code counts (0: no limit).
+var keyLimits = map[string]struct {
+	key, node int
+	// unit is what the limits count.
+	unit string
+}{
+	"postgresql": {key: 2692, unit: "bytes"},
+	"mysql":      {key: 255, node: 255, unit: "characters"},
+	"sqlserver":  {key: 255, node: 255, unit: "UTF-16 code units"},
+}
+
+// randomKey is a key of n units of unit, of random characters of two bytes
+// (so one character, one UTF-16 unit) after prefix, which is counted in.
+func randomKey(rng *rand.Rand, prefix string, n int, unit string) string {
+	size := 1
+	if unit == "bytes" {
+		size = 2
+	}
+	var b strings.Builder
+	b.WriteString(prefix)
+	for range (n - len([]rune(prefix))*size) / size {
+		b.WriteRune(rune(0x100 + rng.IntN(0x600)))
+	}
+	return b.String()
+}
+
+// TestLongKeysAndNodeIDs: a unique key (or a node id, where the column has
+// a limit) as long as the engine's column holds is taken, and distinct from
+// one that differs only in its last character; one unit longer is refused
+// by Push (Claim) with queue.ErrTooLong naming the limit, before any
+// statement: nothing is pushed (claimed). MariaDB's VARCHAR(255) used to
+// fail with a raw "Data too long", or, outside strict mode, cut keys short
+// so that distinct keys collided.
+func TestLongKeysAndNodeIDs(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		lim := keyLimits[e.name]
+		rng := rand.New(rand.NewPCG(1, 2))
+		a := randomKey(rng, "", lim.key, lim.unit)
+		b := strings.TrimSuffix(a, string([]rune(a)[len([]rune(a))-1:])) + "Ω"
+		for _, key := range []string{a, b} {
+			res, err := e.task.Push(ctx, payload.Task{N: 1}, queue.UniqueKey(key))
+			if err != nil || res.Duplicate {
+				t.Fatalf("key of %d %s: %+v, %v", lim.key, lim.unit, res, err)
+			}
+		}
+		if res, err := e.task.Push(ctx, payload.Task{N: 1}, queue.UniqueKey(a)); err != nil || !res.Duplicate {
+			t.Errorf("the same long key again: %+v, %v; want a duplicate", res, err)
+		}
+		long := a + "x"
+		_, err := e.task.Push(ctx, payload.Task{N: 1}, queue.UniqueKey(long))
+		var tl *queue.TooLongError
+		if !errors.Is(err, queue.ErrTooLong) || !errors.As(err, &tl) || tl.Max != lim.key || tl.Length != lim.key+1 || tl.What != "unique key" {
+			t.Errorf("key one %s too long: %v (%+v), want queue.ErrTooLong at %d", lim.unit, err, tl, lim.key)
+		}
+		if n, err := e.task.Depth(ctx); err != nil || n != 2 {
+			t.Errorf("depth %d, %v: want the two keys pushed and nothing else", n, err)
+		}
+
+		node := strings.Repeat("n", 10000)
+		if lim.node > 0 {
+			node = randomKey(rng, "", lim.node, lim.unit)
+			_, err := e.task.Claim(ctx, node+"x", 10)
+			if !errors.Is(err, queue.ErrTooLong) || !strings.Contains(err.Error(), "locked_by") {
+				t.Errorf("node id one %s too long: %v, want queue.ErrTooLong naming locked_by", lim.unit, err)
+			}
+			if n, err := e.task.Depth(ctx); err != nil || n != 2 {
+				t.Errorf("depth %d, %v after a refused claim: want 2", n, err)
+			}
+		}
+		jobs, err := e.task.Claim(ctx, node, 10)
+		if err != nil || len(jobs) != 2 {
+			t.Fatalf("claim by a node id of %d characters: %d jobs, %v", len([]rune(node)), len(jobs), err)
+		}
+		for _, j := range jobs {
+			if j.LockedBy != node {
+				t.Errorf("job %d locked by a different node id", j.ID)
+			}
+			got, err := e.task.Get(ctx, j.ID)
+			if err != nil || got.LockedBy != node {
+				t.Errorf("job %d read back locked by another node id (%v)", j.ID, err)
+			}
+		}
+	})
 }

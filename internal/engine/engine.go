@@ -162,6 +162,21 @@ type Driver struct {
 	// on the accessor's database handle (for transaction-mode workers and
 	// periodic pushes).
 	TxDriver gocode.Ident
+	// KeyLimit and NodeLimit are the longest unique key and node id the
+	// queue tables hold (unique_key, locked_by): the generated Push and
+	// Claim refuse longer ones before any statement.
+	KeyLimit, NodeLimit Limit
+}
+
+// Limit is how long a string a column holds; the zero Limit is none.
+type Limit struct {
+	// Max is the most Units the column holds.
+	Max int
+	// Unit is what Max counts: "bytes" (of UTF-8), "characters" (code
+	// points) or "UTF-16 code units" (queueimpl.CheckLength).
+	Unit string
+	// Column says where the limit comes from, for the error.
+	Column string
 }
 
 // DDL writes the SQL statements of migrations for one schema. Each method

@@ -64,6 +64,9 @@ func (q *EmailQueue) WithTx(tx *sql.Tx) *EmailQueue {
 // result says Duplicate.
 func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.PushOption) (queue.PushResult, error) {
 	o := queueimpl.ResolvePush(EmailMaxAttempts, opts)
+	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "characters", "MySQL's unique_key VARCHAR(255)"); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := PushEmailParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
@@ -128,6 +131,9 @@ func (q *EmailQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[EmailPayload], error) {
 	o := queueimpl.ResolveClaim(EmailLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
+		return nil, err
+	}
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.

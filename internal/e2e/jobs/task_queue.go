@@ -55,6 +55,9 @@ func (q *TaskQueue) WithTx(tx pgx.Tx) *TaskQueue {
 // result says Duplicate.
 func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.PushOption) (queue.PushResult, error) {
 	o := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 2692, "bytes", "PostgreSQL's unique index on unique_key (a btree entry holds at most 2,704 bytes)"); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := PushTaskParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,

@@ -136,6 +136,9 @@ func (q *WebhookQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[WebhookPayload], error) {
 	o := queueimpl.ResolveClaim(WebhookLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
+		return nil, err
+	}
 	arg := ClaimExpiredWebhookParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredWebhook(ctx, arg)
 	if err != nil {

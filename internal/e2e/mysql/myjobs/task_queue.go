@@ -57,6 +57,9 @@ func (q *TaskQueue) WithTx(tx *sql.Tx) *TaskQueue {
 // result says Duplicate.
 func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.PushOption) (queue.PushResult, error) {
 	o := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "characters", "MySQL's unique_key VARCHAR(255)"); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := PushTaskParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
@@ -121,6 +124,9 @@ func (q *TaskQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
 	o := queueimpl.ResolveClaim(TaskLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
+		return nil, err
+	}
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.

@@ -152,6 +152,9 @@ func (q *ImageQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ImagePayload], error) {
 	o := queueimpl.ResolveClaim(ImageLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
+		return nil, err
+	}
 	arg := ClaimExpiredImageParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredImage(ctx, arg)
 	if err != nil {

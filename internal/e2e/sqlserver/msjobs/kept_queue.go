@@ -132,6 +132,9 @@ func (q *KeptQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
 	o := queueimpl.ResolveClaim(KeptLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
+		return nil, err
+	}
 	arg := ClaimExpiredKeptParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredKept(ctx, arg)
 	if err != nil {

@@ -200,6 +200,9 @@ func (q *TypedQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[TypedPayload], error) {
 	o := queueimpl.ResolveClaim(TypedLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
+		return nil, err
+	}
 	arg := ClaimExpiredTypedParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredTyped(ctx, arg)
 	if err != nil {

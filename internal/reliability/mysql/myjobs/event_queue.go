@@ -124,6 +124,9 @@ func (q *EventQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[EventPayload], error) {
 	o := queueimpl.ResolveClaim(EventLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
+		return nil, err
+	}
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.

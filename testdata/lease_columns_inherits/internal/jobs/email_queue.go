@@ -64,6 +64,9 @@ func (q *EmailQueue) WithTx(tx pgx.Tx) *EmailQueue {
 // result says Duplicate.
 func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.PushOption) (queue.PushResult, error) {
 	o := queueimpl.ResolvePush(EmailMaxAttempts, opts)
+	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 2692, "bytes", "PostgreSQL's unique index on unique_key (a btree entry holds at most 2,704 bytes)"); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := PushEmailParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
