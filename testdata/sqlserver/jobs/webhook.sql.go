@@ -33,7 +33,7 @@ VALUES (
 type PushWebhookParams struct {
 	TenantID    *int64
 	Region      *string
-	Url         string
+	URL         string
 	Body        json.RawMessage
 	Priority    int16
 	MaxAttempts int32
@@ -53,7 +53,7 @@ func (q *Queries) PushWebhook(ctx context.Context, arg PushWebhookParams) (PushW
 	row := q.db.QueryRowContext(ctx, pushWebhook,
 		sql.Named("tenant_id", arg.TenantID),
 		sql.Named("region", arg.Region),
-		sql.Named("url", arg.Url),
+		sql.Named("url", arg.URL),
 		sql.Named("body", queueimpl.JSONText(arg.Body)),
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
@@ -178,7 +178,7 @@ func (q *Queries) ClaimExpiredWebhook(ctx context.Context, arg ClaimExpiredWebho
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.Region,
-			&i.Url,
+			&i.URL,
 			queueimpl.ScanJSON(&i.Body),
 		); err != nil {
 			return nil, err
@@ -253,7 +253,7 @@ func (q *Queries) ClaimDueWebhook(ctx context.Context, arg ClaimDueWebhookParams
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.Region,
-			&i.Url,
+			&i.URL,
 			queueimpl.ScanJSON(&i.Body),
 		); err != nil {
 			return nil, err
@@ -822,7 +822,7 @@ func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookRow, error) 
 		&i.UniqueKey,
 		&i.TenantID,
 		&i.Region,
-		&i.Url,
+		&i.URL,
 		queueimpl.ScanJSON(&i.Body),
 	)
 	return i, err

@@ -23,7 +23,7 @@ import (
 type WebhookPayload struct {
 	TenantID *int64
 	Region   *string
-	Url      string
+	URL      string
 	Body     json.RawMessage
 }
 
@@ -79,7 +79,7 @@ func (q *WebhookQueue) Push(ctx context.Context, p WebhookPayload, opts ...queue
 	}
 	arg.TenantID = p.TenantID
 	arg.Region = p.Region
-	arg.Url = p.Url
+	arg.URL = p.URL
 	arg.Body = queueimpl.NullJSONIfNil(p.Body)
 	row, err := q.q.PushWebhook(ctx, arg)
 	if err != nil {
@@ -105,7 +105,7 @@ func (q *WebhookQueue) PushMany(ctx context.Context, ps []WebhookPayload, opts .
 		rows[i] = map[string]any{
 			"tenant_id": queueimpl.OpenJSONValue(p.TenantID),
 			"region":    queueimpl.OpenJSONValue(p.Region),
-			"url":       queueimpl.OpenJSONValue(p.Url),
+			"url":       queueimpl.OpenJSONValue(p.URL),
 			"body":      queueimpl.OpenJSONValue(queueimpl.NullJSONIfNil(p.Body)),
 		}
 	}
@@ -402,7 +402,7 @@ func (q *WebhookQueue) job(r WebhookRow) *queue.Job[WebhookPayload] {
 		Payload: WebhookPayload{
 			TenantID: r.TenantID,
 			Region:   &r.Region,
-			Url:      r.Url,
+			URL:      r.URL,
 			Body:     r.Body,
 		},
 	}

@@ -19,7 +19,7 @@ import (
 // ImagePayload is the payload of queue image: one field per payload column of
 // image_queue.
 type ImagePayload struct {
-	Url     string
+	URL     string
 	Format  *string
 	Quality *int32
 	Ratio   *string
@@ -80,7 +80,7 @@ func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.Pus
 		RunAfter:    o.RunAfter,
 		DelayUs:     o.Delay.Microseconds(),
 	}
-	arg.Url = p.Url
+	arg.URL = p.URL
 	arg.Format = p.Format
 	arg.Quality = p.Quality
 	arg.Ratio = p.Ratio
@@ -112,7 +112,7 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 	args := make([]any, 0, len(ps)*12)
 	for _, p := range ps {
 		args = append(args,
-			p.Url,
+			p.URL,
 			p.Format,
 			p.Quality,
 			p.Ratio,
@@ -441,7 +441,7 @@ func (q *ImageQueue) job(r ImageRow) *queue.Job[ImagePayload] {
 		LockedUntil: r.LockedUntil,
 		Errors:      queueimpl.JSONErrors(r.Errors),
 		Payload: ImagePayload{
-			Url:     r.Url,
+			URL:     r.URL,
 			Format:  &r.Format,
 			Quality: &r.Quality,
 			Ratio:   &r.Ratio,

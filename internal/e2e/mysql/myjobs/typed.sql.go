@@ -70,7 +70,7 @@ func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([
 			&i.TypedRow.CNumeric,
 			&i.TypedRow.CReal,
 			&i.TypedRow.CDouble,
-			&i.TypedRow.CUuid,
+			&i.TypedRow.CUUID,
 			&i.TypedRow.CTimestamptz,
 			&i.TypedRow.CDate,
 			&i.TypedRow.CJsonb,
@@ -83,7 +83,7 @@ func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([
 			&i.TypedRow.NNumeric,
 			&i.TypedRow.NTimestamptz,
 			&i.TypedRow.NDate,
-			&i.TypedRow.NUuid,
+			&i.TypedRow.NUUID,
 			&i.TypedRow.NJsonb,
 			&i.TypedRow.NBytea,
 			&i.DbNow,
@@ -161,7 +161,7 @@ func (q *Queries) ClaimExpiredTyped(ctx context.Context, arg ClaimExpiredTypedPa
 			&i.TypedRow.CNumeric,
 			&i.TypedRow.CReal,
 			&i.TypedRow.CDouble,
-			&i.TypedRow.CUuid,
+			&i.TypedRow.CUUID,
 			&i.TypedRow.CTimestamptz,
 			&i.TypedRow.CDate,
 			&i.TypedRow.CJsonb,
@@ -174,7 +174,7 @@ func (q *Queries) ClaimExpiredTyped(ctx context.Context, arg ClaimExpiredTypedPa
 			&i.TypedRow.NNumeric,
 			&i.TypedRow.NTimestamptz,
 			&i.TypedRow.NDate,
-			&i.TypedRow.NUuid,
+			&i.TypedRow.NUUID,
 			&i.TypedRow.NJsonb,
 			&i.TypedRow.NBytea,
 			&i.DbNow,
@@ -617,7 +617,7 @@ func (q *Queries) GetTyped(ctx context.Context, id int64) (TypedRow, error) {
 		&i.CNumeric,
 		&i.CReal,
 		&i.CDouble,
-		&i.CUuid,
+		&i.CUUID,
 		&i.CTimestamptz,
 		&i.CDate,
 		&i.CJsonb,
@@ -630,7 +630,7 @@ func (q *Queries) GetTyped(ctx context.Context, id int64) (TypedRow, error) {
 		&i.NNumeric,
 		&i.NTimestamptz,
 		&i.NDate,
-		&i.NUuid,
+		&i.NUUID,
 		&i.NJsonb,
 		&i.NBytea,
 	)
@@ -846,7 +846,7 @@ type PushManyTypedParams struct {
 	CNumeric     string
 	CReal        float32
 	CDouble      float64
-	CUuid        string
+	CUUID        string
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -859,7 +859,7 @@ type PushManyTypedParams struct {
 	NNumeric     *string
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        *string
+	NUUID        *string
 	NJsonb       *json.RawMessage
 	NBytea       []byte
 	Priority     int16
@@ -882,7 +882,7 @@ func (q *Queries) PushManyTyped(ctx context.Context, arg PushManyTypedParams) er
 		arg.CNumeric,
 		arg.CReal,
 		arg.CDouble,
-		arg.CUuid,
+		arg.CUUID,
 		arg.CTimestamptz,
 		arg.CDate,
 		arg.CJsonb,
@@ -895,7 +895,7 @@ func (q *Queries) PushManyTyped(ctx context.Context, arg PushManyTypedParams) er
 		arg.NNumeric,
 		arg.NTimestamptz,
 		arg.NDate,
-		arg.NUuid,
+		arg.NUUID,
 		arg.NJsonb,
 		arg.NBytea,
 		arg.Priority,
@@ -952,7 +952,7 @@ type PushTypedParams struct {
 	CNumeric     string
 	CReal        float32
 	CDouble      float64
-	CUuid        string
+	CUUID        string
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -965,7 +965,7 @@ type PushTypedParams struct {
 	NNumeric     *string
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        *string
+	NUUID        *string
 	NJsonb       *json.RawMessage
 	NBytea       []byte
 	Priority     int16
@@ -993,7 +993,7 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (sql.Resul
 		arg.CNumeric,
 		arg.CReal,
 		arg.CDouble,
-		arg.CUuid,
+		arg.CUUID,
 		arg.CTimestamptz,
 		arg.CDate,
 		arg.CJsonb,
@@ -1006,7 +1006,7 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (sql.Resul
 		arg.NNumeric,
 		arg.NTimestamptz,
 		arg.NDate,
-		arg.NUuid,
+		arg.NUUID,
 		arg.NJsonb,
 		arg.NBytea,
 		arg.Priority,

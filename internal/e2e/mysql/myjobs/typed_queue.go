@@ -28,7 +28,7 @@ type TypedPayload struct {
 	CNumeric     string
 	CReal        float32
 	CDouble      float64
-	CUuid        string
+	CUUID        string
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -41,7 +41,7 @@ type TypedPayload struct {
 	NNumeric     *string
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        *string
+	NUUID        *string
 	NJsonb       *json.RawMessage
 	NBytea       []byte
 }
@@ -105,7 +105,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	arg.CNumeric = p.CNumeric
 	arg.CReal = p.CReal
 	arg.CDouble = p.CDouble
-	arg.CUuid = p.CUuid
+	arg.CUUID = p.CUUID
 	arg.CTimestamptz = p.CTimestamptz
 	arg.CDate = p.CDate
 	arg.CJsonb = queueimpl.NullJSONIfNil(p.CJsonb)
@@ -118,7 +118,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	arg.NNumeric = p.NNumeric
 	arg.NTimestamptz = p.NTimestamptz
 	arg.NDate = p.NDate
-	arg.NUuid = p.NUuid
+	arg.NUUID = p.NUUID
 	arg.NJsonb = p.NJsonb
 	arg.NBytea = p.NBytea
 	res, err := q.q.PushTyped(ctx, arg)
@@ -153,7 +153,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			p.CNumeric,
 			p.CReal,
 			p.CDouble,
-			p.CUuid,
+			p.CUUID,
 			p.CTimestamptz,
 			p.CDate,
 			queueimpl.NullJSONIfNil(p.CJsonb),
@@ -166,7 +166,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			p.NNumeric,
 			p.NTimestamptz,
 			p.NDate,
-			p.NUuid,
+			p.NUUID,
 			p.NJsonb,
 			p.NBytea,
 			o.Priority, o.MaxAttempts, o.RunAfter)
@@ -498,7 +498,7 @@ func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
 			CNumeric:     r.CNumeric,
 			CReal:        r.CReal,
 			CDouble:      r.CDouble,
-			CUuid:        r.CUuid,
+			CUUID:        r.CUUID,
 			CTimestamptz: r.CTimestamptz,
 			CDate:        r.CDate,
 			CJsonb:       r.CJsonb,
@@ -511,7 +511,7 @@ func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
 			NNumeric:     r.NNumeric,
 			NTimestamptz: r.NTimestamptz,
 			NDate:        r.NDate,
-			NUuid:        r.NUuid,
+			NUUID:        r.NUUID,
 			NJsonb:       r.NJsonb,
 			NBytea:       r.NBytea,
 		},

@@ -22,7 +22,7 @@ import (
 // ImagePayload is the payload of queue image: one field per payload column of
 // image_queue.
 type ImagePayload struct {
-	Url     string
+	URL     string
 	Format  *string
 	Quality *int32
 	Ratio   *string
@@ -83,7 +83,7 @@ func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.Pus
 		RunAfter:    o.RunAfter,
 		DelayUs:     o.Delay.Microseconds(),
 	}
-	arg.Url = p.Url
+	arg.URL = p.URL
 	arg.Format = p.Format
 	arg.Quality = p.Quality
 	arg.Ratio = p.Ratio
@@ -114,7 +114,7 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 	rows := make([]map[string]any, len(ps))
 	for i, p := range ps {
 		rows[i] = map[string]any{
-			"url":      queueimpl.OpenJSONValue(p.Url),
+			"url":      queueimpl.OpenJSONValue(p.URL),
 			"format":   queueimpl.OpenJSONValue(p.Format),
 			"quality":  queueimpl.OpenJSONValue(p.Quality),
 			"ratio":    queueimpl.OpenJSONValue(p.Ratio),
@@ -416,7 +416,7 @@ func (q *ImageQueue) job(r ImageRow) *queue.Job[ImagePayload] {
 		LockedUntil: r.LockedUntil,
 		Errors:      queueimpl.JSONErrors([]byte(r.Errors)),
 		Payload: ImagePayload{
-			Url:     r.Url,
+			URL:     r.URL,
 			Format:  &r.Format,
 			Quality: &r.Quality,
 			Ratio:   &r.Ratio,
