@@ -52,6 +52,11 @@ func (e *TooLongError) Error() string {
 // Is makes errors.Is(err, ErrTooLong) true.
 func (e *TooLongError) Is(target error) bool { return target == ErrTooLong }
 
+// ErrNotStorable is wrapped by the error Push and PushMany return for a
+// payload value the engine's column cannot hold (on MySQL, a NaN or an
+// infinity); nothing was written.
+var ErrNotStorable = errors.New("queue: value the database cannot store")
+
 // NotFoundError is Get's error for a job that is not there: errors.Is(err,
 // ErrNotFound) is true, and so is errors.Is(err, the driver's no-rows
 // error) (pgx.ErrNoRows, sql.ErrNoRows), as before ErrNotFound existed.

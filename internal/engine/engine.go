@@ -269,6 +269,24 @@ type SqlcAdapter interface {
 	SqlcGo(code string) string
 }
 
+// ExactReader is implemented by an engine whose protocol would read some
+// column type back inexactly as it is stored: the generated reads of
+// jobs (Get, claims) also select each payload column of such a type as an
+// expression the protocol renders exactly, exact_<column>, and the
+// accessor takes the value from there.
+type ExactReader interface {
+	// ReadExactly reports whether payload columns of spec type t need it.
+	ReadExactly(t spec.Type) bool
+	// ExactExpr is that expression of the column col.
+	ExactExpr(col string) string
+}
+
+// FiniteFloats is implemented by an engine whose float columns hold no
+// NaN or infinity: the generated pushes refuse them before any statement.
+type FiniteFloats interface {
+	FiniteFloats()
+}
+
 // QueryCoder is implemented by an engine sqlc has no engine for: queuegen
 // writes the Go code of its queries itself (package querycode), in the
 // shape of sqlc's, asking the engine what sqlc's catalog would have told.

@@ -9,6 +9,7 @@ package queueimpl
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -129,4 +130,31 @@ func CheckLength(what string, s *string, max int, unit, column string) error {
 		return nil
 	}
 	return &queue.TooLongError{What: what, Length: n, Max: max, Unit: unit, Column: column}
+}
+
+// CheckFinite refuses a NaN or an infinity (v is a float32, float64 or a
+// pointer to one; nil is NULL) for column, on an engine that cannot store
+// them (MySQL): generated pushes call it before any statement.
+func CheckFinite(column string, v any) error {
+	var f float64
+	switch x := v.(type) {
+	case float32:
+		f = float64(x)
+	case float64:
+		f = x
+	case *float32:
+		if x == nil {
+			return nil
+		}
+		f = float64(*x)
+	case *float64:
+		if x == nil {
+			return nil
+		}
+		f = *x
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("%w: column %s: %v (MySQL's FLOAT and DOUBLE hold no NaN or infinity)", queue.ErrNotStorable, column, f)
+	}
+	return nil
 }

@@ -83,6 +83,12 @@ func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.Pus
 	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "characters", "MySQL's unique_key VARCHAR(255)"); err != nil {
 		return queue.PushResult{}, err
 	}
+	if err := queueimpl.CheckFinite("ratio", p.Ratio); err != nil {
+		return queue.PushResult{}, err
+	}
+	if err := queueimpl.CheckFinite("weight", p.Weight); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := PushEmailParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
@@ -133,6 +139,12 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 	}
 	args := make([]any, 0, len(ps)*18)
 	for _, p := range ps {
+		if err := queueimpl.CheckFinite("ratio", p.Ratio); err != nil {
+			return 0, err
+		}
+		if err := queueimpl.CheckFinite("weight", p.Weight); err != nil {
+			return 0, err
+		}
 		args = append(args,
 			p.TenantID,
 			p.Region,
@@ -188,7 +200,7 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 		}
 		var now time.Time
 		for _, r := range expired {
-			rows, now = append(rows, r.EmailRow), r.DbNow
+			rows, now = append(rows, withEmailExact(r.EmailRow, r.ExactRatio)), r.DbNow
 		}
 		if len(rows) < max {
 			due, err := qt.ClaimDueEmail(ctx, ClaimDueEmailParams{Now: o.Now, Limit: int32(max - len(rows))})
@@ -196,7 +208,7 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 				return err
 			}
 			for _, r := range due {
-				rows, now = append(rows, r.EmailRow), r.DbNow
+				rows, now = append(rows, withEmailExact(r.EmailRow, r.ExactRatio)), r.DbNow
 			}
 		}
 		if len(rows) == 0 {
@@ -457,7 +469,8 @@ func (q *EmailQueue) Get(ctx context.Context, id int64) (*queue.Job[EmailPayload
 	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "email"); err != nil {
 		return nil, err
 	}
-	row, err := q.q.GetEmail(ctx, id)
+	got, err := q.q.GetEmail(ctx, id)
+	row := withEmailExact(got.EmailRow, got.ExactRatio)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, &queue.NotFoundError{Queue: "email", ID: id, Err: err}
 	}
@@ -511,6 +524,14 @@ func (q *EmailQueue) jobs(rows []EmailRow) []*queue.Job[EmailPayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// withEmailExact is row with the values of its real columns as the
+// reads of jobs select them again, exactly: the text protocol prints a
+// FLOAT column to 6 digits, but the DOUBLE of its value in full.
+func withEmailExact(row EmailRow, exactRatio float32) EmailRow {
+	row.Ratio = exactRatio
+	return row
 }
 
 // failMany fails those of jobs the caller still holds, in tx (or a

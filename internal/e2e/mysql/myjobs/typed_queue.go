@@ -89,6 +89,18 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
+	if err := queueimpl.CheckFinite("c_real", p.CReal); err != nil {
+		return queue.PushResult{}, err
+	}
+	if err := queueimpl.CheckFinite("c_double", p.CDouble); err != nil {
+		return queue.PushResult{}, err
+	}
+	if err := queueimpl.CheckFinite("n_real", p.NReal); err != nil {
+		return queue.PushResult{}, err
+	}
+	if err := queueimpl.CheckFinite("n_double", p.NDouble); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := PushTypedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
@@ -143,6 +155,18 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 	}
 	args := make([]any, 0, len(ps)*28)
 	for _, p := range ps {
+		if err := queueimpl.CheckFinite("c_real", p.CReal); err != nil {
+			return 0, err
+		}
+		if err := queueimpl.CheckFinite("c_double", p.CDouble); err != nil {
+			return 0, err
+		}
+		if err := queueimpl.CheckFinite("n_real", p.NReal); err != nil {
+			return 0, err
+		}
+		if err := queueimpl.CheckFinite("n_double", p.NDouble); err != nil {
+			return 0, err
+		}
 		args = append(args,
 			p.CText,
 			p.CVarchar,
@@ -208,7 +232,7 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 		}
 		var now time.Time
 		for _, r := range expired {
-			rows, now = append(rows, r.TypedRow), r.DbNow
+			rows, now = append(rows, withTypedExact(r.TypedRow, r.ExactCReal, r.ExactNReal)), r.DbNow
 		}
 		if len(rows) < max {
 			due, err := qt.ClaimDueTyped(ctx, ClaimDueTypedParams{Now: o.Now, Limit: int32(max - len(rows))})
@@ -216,7 +240,7 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 				return err
 			}
 			for _, r := range due {
-				rows, now = append(rows, r.TypedRow), r.DbNow
+				rows, now = append(rows, withTypedExact(r.TypedRow, r.ExactCReal, r.ExactNReal)), r.DbNow
 			}
 		}
 		if len(rows) == 0 {
@@ -465,7 +489,8 @@ func (q *TypedQueue) Get(ctx context.Context, id int64) (*queue.Job[TypedPayload
 	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "typed"); err != nil {
 		return nil, err
 	}
-	row, err := q.q.GetTyped(ctx, id)
+	got, err := q.q.GetTyped(ctx, id)
+	row := withTypedExact(got.TypedRow, got.ExactCReal, got.ExactNReal)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, &queue.NotFoundError{Queue: "typed", ID: id, Err: err}
 	}
@@ -529,6 +554,15 @@ func (q *TypedQueue) jobs(rows []TypedRow) []*queue.Job[TypedPayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// withTypedExact is row with the values of its real columns as the
+// reads of jobs select them again, exactly: the text protocol prints a
+// FLOAT column to 6 digits, but the DOUBLE of its value in full.
+func withTypedExact(row TypedRow, exactCReal float32, exactNReal *float32) TypedRow {
+	row.CReal = exactCReal
+	row.NReal = exactNReal
+	return row
 }
 
 // failMany fails those of jobs the caller still holds, in tx (or a
