@@ -283,9 +283,10 @@ type SQLQuerier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// mysqlChecked holds the databases (a *sql.DB, *sql.Conn, …) CheckMySQL
-// found opened as the generated code needs.
-var mysqlChecked sync.Map
+// mysqlTimesChecked and mysqlChecked hold the databases (a *sql.DB,
+// *sql.Conn, …) CheckMySQL found reading times right, and also counting
+// changed rows.
+var mysqlTimesChecked, mysqlChecked sync.Map
 
 // mysqlDSN is the DSN setting the generated MySQL code needs, for errors.
 const mysqlDSN = "open it with parseTime=true&loc=UTC (and best interpolateParams=true, never clientFoundRows=true) in the DSN, e.g. user:password@tcp(host:3306)/dbname?parseTime=true&loc=UTC&interpolateParams=true"
@@ -294,29 +295,35 @@ const mysqlDSN = "open it with parseTime=true&loc=UTC (and best interpolateParam
 // connection settings the generated MySQL code relies on, and returns an
 // error wrapping queue.ErrConnSettings that names the DSN setting to
 // change: parseTime=true (without it the driver returns DATETIME columns
-// as text, which no time.Time can be scanned from), loc=UTC (times are
-// stored in UTC; another loc would shift every time read and written),
-// and no clientFoundRows=true (with it an UPDATE that changes nothing
-// reports the rows it matched, and every node would push each periodic
-// job's tick). registry is the queue registry table and queue a queue's
-// name in it: the last check is an UPDATE of its row that changes nothing.
-// A failure to run the checks (the server is down) is returned as it is,
-// and they run again on the next call.
+// as text, which no time.Time can be scanned from) and loc=UTC (times are
+// stored in UTC; another loc would shift every time read and written);
+// then, unless registry is "" (reads: Get), no clientFoundRows=true (with
+// it an UPDATE that changes nothing reports the rows it matched, and every
+// node would push each periodic job's tick), by an UPDATE of queueName's
+// row of the queue registry that changes nothing. A failure to run the
+// checks (the server is down) is returned as it is, and they run again on
+// the next call.
 func CheckMySQL(ctx context.Context, db SQLQuerier, registry, queueName string) error {
 	if _, ok := mysqlChecked.Load(db); ok {
 		return nil
 	}
-	var now any
-	if err := db.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&now); err != nil {
-		return err
-	}
-	switch t := now.(type) {
-	case time.Time:
-		if t.Location() != time.UTC {
-			return fmt.Errorf("%w: the MySQL connection reads times in location %q, and queuegen stores them in UTC: %s", queue.ErrConnSettings, t.Location(), mysqlDSN)
+	if _, ok := mysqlTimesChecked.Load(db); !ok {
+		var now any
+		if err := db.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&now); err != nil {
+			return err
 		}
-	default:
-		return fmt.Errorf("%w: the MySQL connection reads DATETIME columns as text (%T), so no job's times can be read: %s", queue.ErrConnSettings, now, mysqlDSN)
+		switch t := now.(type) {
+		case time.Time:
+			if t.Location() != time.UTC {
+				return fmt.Errorf("%w: the MySQL connection reads times in location %q, and queuegen stores them in UTC: %s", queue.ErrConnSettings, t.Location(), mysqlDSN)
+			}
+		default:
+			return fmt.Errorf("%w: the MySQL connection reads DATETIME columns as text (%T), so no job's times can be read: %s", queue.ErrConnSettings, now, mysqlDSN)
+		}
+		mysqlTimesChecked.Store(db, true)
+	}
+	if registry == "" {
+		return nil
 	}
 	res, err := db.ExecContext(ctx, "UPDATE "+registry+" SET paused = paused WHERE name = ?", queueName)
 	if err != nil {
