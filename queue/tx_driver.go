@@ -1,6 +1,9 @@
 package queue
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Isolation is the isolation level of the transactions a TxWorker works
 // jobs in.
@@ -48,3 +51,18 @@ type TxDriver[Tx any] interface {
 	// deadlock.
 	Retryable(err error) bool
 }
+
+// IsolationChecker is implemented by a TxDriver whose engine cannot claim
+// at some isolation levels. NewTxWorker asks it about the TxIsolation
+// option, and a refused level makes the worker's Run return the error at
+// once, before any statement.
+type IsolationChecker interface {
+	// CheckIsolation returns an error wrapping ErrIsolation, saying why,
+	// when a claim cannot run at iso; nil otherwise.
+	CheckIsolation(iso Isolation) error
+}
+
+// ErrIsolation is wrapped by the error a TxWorker's Run returns when the
+// TxIsolation option names a level its engine's claim cannot run at (on
+// SQL Server, SERIALIZABLE).
+var ErrIsolation = errors.New("queue: isolation level not supported by this engine's claim")

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,24 +59,36 @@ type TxWorker[P, Tx any] struct {
 	cfg     workerConfig
 	name    string
 	wake    chan struct{}
+	refused error        // the TxIsolation option, refused by the driver
 	pause   *pauseGate   // shared by the Concurrency loops
 	running atomic.Int32 // handlers running
 }
 
 // NewTxWorker returns a worker for q whose transactions driver begins.
-// Generated accessors call it from their Worker method.
+// Generated accessors call it from their Worker method. When driver
+// refuses the TxIsolation option (IsolationChecker), Run returns that
+// error before any statement.
 func NewTxWorker[P, Tx any](driver TxDriver[Tx], q TxQueue[P, Tx], handler TxHandler[P, Tx], opts ...WorkerOption) *TxWorker[P, Tx] {
 	cfg := newWorkerConfig(opts, defaultTxConcurrency)
-	return &TxWorker[P, Tx]{driver: driver, q: q, handler: handler, cfg: cfg, name: q.QueueName(), wake: make(chan struct{}, 1),
+	w := &TxWorker[P, Tx]{driver: driver, q: q, handler: handler, cfg: cfg, name: q.QueueName(), wake: make(chan struct{}, 1),
 		pause: &pauseGate{read: q.Paused, interval: cfg.pauseInterval}}
+	if c, ok := driver.(IsolationChecker); ok {
+		w.refused = c.CheckIsolation(cfg.isolation)
+	}
+	return w
 }
 
 // Run works the queue until ctx is cancelled, then lets running handlers
 // finish for three quarters of ShutdownTimeout before cancelling them
 // (their transactions roll back and their jobs return). It returns nil
 // once every handler has returned, or a *ShutdownError at the timeout if
-// some ignored their cancellation.
+// some ignored their cancellation. A TxIsolation level the engine's claim
+// cannot run at is refused at once: Run returns an error wrapping
+// ErrIsolation, having run nothing.
 func (w *TxWorker[P, Tx]) Run(ctx context.Context) error {
+	if w.refused != nil {
+		return fmt.Errorf("queue %s: %w", w.name, w.refused)
+	}
 	if l := w.cfg.listener; l != nil && w.q.NotifyChannel() != "" {
 		defer l.Subscribe(w.q.NotifyChannel(), w.wake)()
 	}

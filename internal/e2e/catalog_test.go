@@ -160,16 +160,16 @@ func TestEveryColumnTypeRoundTrips(t *testing.T) {
 	full := jobs.TypedPayload{
 		CText: "héllo 'quoted'; DROP TABLE typed_queue; --", CVarchar: "ten chars!",
 		CSmallint: -32768, CInteger: 2147483647, CBigint: -9223372036854775808, CBoolean: true,
-		CNumeric: num, CReal: 1.5, CDouble: -2.25e300, CUuid: id,
+		CNumeric: num, CReal: 1.5, CDouble: -2.25e300, CUUID: id,
 		CTimestamptz: ts, CDate: date, CJsonb: []byte(`{"k": [1, "two", null]}`), CBytea: []byte{0, 1, 2, 255},
 		CTextArray: []string{"a", "", "ü"}, CIntArray: []int32{1, -2, 3},
 		NText: ptr("n"), NInteger: ptr(int32(-1)), NBoolean: ptr(false), NDouble: ptr(0.5),
-		NTimestamptz: &ts, NDate: &date, NUuid: id, NBytea: []byte("x"), NTextArray: []string{"z"},
+		NTimestamptz: &ts, NDate: &date, NUUID: id, NBytea: []byte("x"), NTextArray: []string{"z"},
 		DCount: ptr(int32(3)),
 	}
 	// Left unset: nil slices of NOT NULL columns go in empty, a nil jsonb as
 	// the JSON document null, and d_count takes its default.
-	empty := jobs.TypedPayload{CTimestamptz: ts, CDate: date, CNumeric: num, CUuid: id}
+	empty := jobs.TypedPayload{CTimestamptz: ts, CDate: date, CNumeric: num, CUUID: id}
 	for name, p := range map[string]jobs.TypedPayload{"full": full, "nulls and empties": empty} {
 		res, err := q.Push(ctx, p)
 		if err != nil {

@@ -59,10 +59,10 @@ func TestColumnDefaults(t *testing.T) {
 		}
 	}
 	setPayload := func() jobs.ImagePayload {
-		return jobs.ImagePayload{Url: "u", Format: ptr("png"), Quality: ptr(int32(95)), Label: ptr("mine"), Meta: json.RawMessage(`{}`)}
+		return jobs.ImagePayload{URL: "u", Format: ptr("png"), Quality: ptr(int32(95)), Label: ptr("mine"), Meta: json.RawMessage(`{}`)}
 	}
 
-	res, err := q.Push(ctx, jobs.ImagePayload{Url: "u"})
+	res, err := q.Push(ctx, jobs.ImagePayload{URL: "u"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestColumnDefaults(t *testing.T) {
 		if _, err := db.Exec(ctx, "DELETE FROM image_queue"); err != nil {
 			t.Fatal(err)
 		}
-		batch := []jobs.ImagePayload{{Url: "a"}, setPayload(), {Url: "b"}, setPayload()}
+		batch := []jobs.ImagePayload{{URL: "a"}, setPayload(), {URL: "b"}, setPayload()}
 		var err error
 		if at {
 			_, err = q.PushMany(ctx, batch, queue.RunAfter(time.Now().Add(-time.Second)))
@@ -96,7 +96,7 @@ func TestColumnDefaults(t *testing.T) {
 		}
 		refs := map[pgtype.UUID]bool{}
 		for _, c := range claimed {
-			check("PushMany", c.Payload, c.Payload.Url == "u")
+			check("PushMany", c.Payload, c.Payload.URL == "u")
 			refs[c.Payload.Ref] = true
 		}
 		if len(refs) != 4 {

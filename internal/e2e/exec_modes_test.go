@@ -33,7 +33,7 @@ func TestExecModes(t *testing.T) {
 			p := jobs.TypedPayload{CText: "x", CJsonb: json.RawMessage(`{"a": [1, "b"]}`), CTimestamptz: time.Now(), CDate: time.Now(),
 				CTextArray: []string{"a"}, CIntArray: []int32{1}, CBytea: []byte{0, 1}}
 			p.CNumeric.Scan("1.5")
-			p.CUuid.Scan("0b9a6c1e-3f5d-4c2b-9a8e-7d6c5b4a3f2e")
+			p.CUUID.Scan("0b9a6c1e-3f5d-4c2b-9a8e-7d6c5b4a3f2e")
 			if _, err := typed.Push(ctx, p); err != nil {
 				t.Errorf("typed Push: %v", err)
 			}

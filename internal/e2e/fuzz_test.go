@@ -48,14 +48,14 @@ func FuzzPayloadRoundTrip(f *testing.F) {
 		}
 		var id [16]byte
 		copy(id[:], b)
-		p.CUuid = pgtype.UUID{Bytes: id, Valid: true}
+		p.CUUID = pgtype.UUID{Bytes: id, Valid: true}
 		at := time.UnixMicro(n % (200 * 365 * 24 * 3600 * 1e6)).UTC()
 		day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
 		p.CTimestamptz, p.CDate = at, day
 		if nulls {
 			p.NText, p.NDouble, p.NBytea, p.NTextArray = nil, nil, nil, nil
 		} else {
-			p.NTimestamptz, p.NDate, p.NUuid, p.NTextArray = &at, &day, p.CUuid, p.CTextArray
+			p.NTimestamptz, p.NDate, p.NUUID, p.NTextArray = &at, &day, p.CUUID, p.CTextArray
 		}
 		storable := func(v string) bool { return utf8.ValidString(v) && !strings.ContainsRune(v, 0) }
 		// A JSON payload: invalid UTF-8 is refused (encoding/json would
@@ -94,8 +94,8 @@ func FuzzPayloadRoundTrip(f *testing.F) {
 		same := func(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
 		sentNum, _ := wantNum.Value()
 		gotNum, _ := g.CNumeric.Value()
-		if sentNum != gotNum || g.CUuid != p.CUuid || !g.CTimestamptz.Equal(at) || !g.CDate.Equal(day) {
-			t.Fatalf("numeric, uuid or time changed: sent %v %v %v %v, got %v %v %v %v", sentNum, p.CUuid, at, day, gotNum, g.CUuid, g.CTimestamptz, g.CDate)
+		if sentNum != gotNum || g.CUUID != p.CUUID || !g.CTimestamptz.Equal(at) || !g.CDate.Equal(day) {
+			t.Fatalf("numeric, uuid or time changed: sent %v %v %v %v, got %v %v %v %v", sentNum, p.CUUID, at, day, gotNum, g.CUUID, g.CTimestamptz, g.CDate)
 		}
 		if nulls {
 			if g.NText != nil || g.NDouble != nil || g.NBytea != nil || g.NTextArray != nil {
@@ -103,7 +103,7 @@ func FuzzPayloadRoundTrip(f *testing.F) {
 			}
 			return
 		}
-		if (g.NTimestamptz == nil || !g.NTimestamptz.Equal(at)) || g.NUuid != p.CUuid || strings.Join(g.NTextArray, ",") != list {
+		if (g.NTimestamptz == nil || !g.NTimestamptz.Equal(at)) || g.NUUID != p.CUUID || strings.Join(g.NTextArray, ",") != list {
 			t.Fatalf("nullable values changed: %+v", g)
 		}
 		if g.CText != s || *g.NText != s || g.CBigint != n || g.CInteger != int32(n) || g.CSmallint != int16(n) ||

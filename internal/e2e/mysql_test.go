@@ -42,15 +42,15 @@ func TestMySQLEveryColumnTypeRoundTrips(t *testing.T) {
 	full := myjobs.TypedPayload{
 		CText: "héllo 'quoted' \\ 😀; DROP TABLE typed_queue; --", CVarchar: "ten chars!",
 		CSmallint: -32768, CInteger: 2147483647, CBigint: -9223372036854775808, CBoolean: true,
-		CNumeric: "-12345.678", CReal: 1.5, CDouble: -2.25e300, CUuid: "0b9a6c1e-3f5d-4c2b-9a8e-7d6c5b4a3f2e",
+		CNumeric: "-12345.678", CReal: 1.5, CDouble: -2.25e300, CUUID: "0b9a6c1e-3f5d-4c2b-9a8e-7d6c5b4a3f2e",
 		CTimestamptz: ts, CDate: date, CJsonb: json.RawMessage(`{"k": [1, "two", null]}`), CBytea: []byte{0, 1, 2, 255},
 		NText: ptr("n"), NInteger: ptr(int32(-1)), NBoolean: ptr(false), NReal: ptr(float32(-0.25)), NDouble: ptr(0.5),
-		NNumeric: ptr("123.45"), NTimestamptz: &ts, NDate: &date, NUuid: ptr("0b9a6c1e-3f5d-4c2b-9a8e-7d6c5b4a3f2f"),
+		NNumeric: ptr("123.45"), NTimestamptz: &ts, NDate: &date, NUUID: ptr("0b9a6c1e-3f5d-4c2b-9a8e-7d6c5b4a3f2f"),
 		NJsonb: ptr(json.RawMessage(`[]`)), NBytea: []byte("x"),
 	}
 	// Left unset: a nil NOT NULL bytea goes in empty, a nil NOT NULL JSON
 	// as the document null; nullable fields stay NULL.
-	empty := myjobs.TypedPayload{CTimestamptz: ts, CDate: date, CNumeric: "0.000", CUuid: "0b9a6c1e-3f5d-4c2b-9a8e-7d6c5b4a3f2e"}
+	empty := myjobs.TypedPayload{CTimestamptz: ts, CDate: date, CNumeric: "0.000", CUUID: "0b9a6c1e-3f5d-4c2b-9a8e-7d6c5b4a3f2e"}
 	for name, p := range map[string]myjobs.TypedPayload{"full": full, "nulls and empties": empty} {
 		res, err := q.Push(ctx, p)
 		if err != nil {
@@ -112,9 +112,9 @@ func TestMySQLColumnDefaults(t *testing.T) {
 		}
 	}
 	setPayload := func() myjobs.ImagePayload {
-		return myjobs.ImagePayload{Url: "u", Format: ptr("png"), Quality: ptr(int32(95)), Label: ptr("mine"), Note: ptr("n"), Meta: json.RawMessage(`{}`)}
+		return myjobs.ImagePayload{URL: "u", Format: ptr("png"), Quality: ptr(int32(95)), Label: ptr("mine"), Note: ptr("n"), Meta: json.RawMessage(`{}`)}
 	}
-	res, err := q.Push(ctx, myjobs.ImagePayload{Url: "u"})
+	res, err := q.Push(ctx, myjobs.ImagePayload{URL: "u"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestMySQLColumnDefaults(t *testing.T) {
 		if _, err := db.Exec("DELETE FROM image_queue"); err != nil {
 			t.Fatal(err)
 		}
-		batch := []myjobs.ImagePayload{{Url: "a"}, setPayload(), {Url: "b"}, setPayload()}
+		batch := []myjobs.ImagePayload{{URL: "a"}, setPayload(), {URL: "b"}, setPayload()}
 		var err error
 		if at {
 			_, err = q.PushMany(ctx, batch, queue.RunAfter(time.Now().Add(-time.Second)))
@@ -147,7 +147,7 @@ func TestMySQLColumnDefaults(t *testing.T) {
 		}
 		refs := map[string]bool{}
 		for _, c := range claimed {
-			check("PushMany", c.Payload, c.Payload.Url == "u")
+			check("PushMany", c.Payload, c.Payload.URL == "u")
 			refs[*c.Payload.Ref] = true
 		}
 		if len(refs) != 4 {
@@ -165,7 +165,7 @@ func TestMySQLPushManyAcrossStatements(t *testing.T) {
 	q := myjobs.NewTypedQueue(db)
 	ps := make([]myjobs.TypedPayload, 2500) // three statements of 1000 rows at most
 	for i := range ps {
-		ps[i] = myjobs.TypedPayload{CText: fmt.Sprint(i), CNumeric: "1", CUuid: "u", CTimestamptz: time.Now(), CDate: time.Now()}
+		ps[i] = myjobs.TypedPayload{CText: fmt.Sprint(i), CNumeric: "1", CUUID: "u", CTimestamptz: time.Now(), CDate: time.Now()}
 	}
 	if n, err := q.PushMany(ctx, ps); err != nil || n != 2500 {
 		t.Fatalf("PushMany = %d, %v; want 2500", n, err)

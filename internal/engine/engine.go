@@ -192,6 +192,21 @@ type Driver struct {
 	// on the accessor's database handle (for transaction-mode workers and
 	// periodic pushes).
 	TxDriver gocode.Ident
+	// KeyLimit and NodeLimit are the longest unique key and node id the
+	// queue tables hold (unique_key, locked_by): the generated Push and
+	// Claim refuse longer ones before any statement.
+	KeyLimit, NodeLimit Limit
+}
+
+// Limit is how long a string a column holds; the zero Limit is none.
+type Limit struct {
+	// Max is the most Units the column holds.
+	Max int
+	// Unit is what Max counts: "bytes" (of UTF-8), "characters" (code
+	// points) or "UTF-16 code units" (queueimpl.CheckLength).
+	Unit string
+	// Column says where the limit comes from, for the error.
+	Column string
 }
 
 // DDL writes the SQL statements of migrations for one schema. Each method
@@ -282,6 +297,24 @@ type SqlcAdapter interface {
 	// rewrite in the query text sqlc copies into its Go.
 	SqlcQueries(sql string) string
 	SqlcGo(code string) string
+}
+
+// ExactReader is implemented by an engine whose protocol would read some
+// column type back inexactly as it is stored: the generated reads of
+// jobs (Get, claims) also select each payload column of such a type as an
+// expression the protocol renders exactly, exact_<column>, and the
+// accessor takes the value from there.
+type ExactReader interface {
+	// ReadExactly reports whether payload columns of spec type t need it.
+	ReadExactly(t spec.Type) bool
+	// ExactExpr is that expression of the column col.
+	ExactExpr(col string) string
+}
+
+// FiniteFloats is implemented by an engine whose float columns hold no
+// NaN or infinity: the generated pushes refuse them before any statement.
+type FiniteFloats interface {
+	FiniteFloats()
 }
 
 // QueryCoder is implemented by an engine sqlc has no engine for: queuegen

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/queuegen/queuegen/internal/catalog"
+	"github.com/queuegen/queuegen/internal/engine"
 	"github.com/queuegen/queuegen/internal/gocode"
 	"github.com/queuegen/queuegen/internal/spec"
 )
@@ -28,6 +29,47 @@ type Payload struct {
 	// or the JSON column.
 	Inputs []*Field
 }
+
+// finite reports whether a field of Go type t is a float of an engine
+// that stores no NaN or infinity.
+func finite(eng engine.Engine, t gocode.Type) bool {
+	_, ok := eng.(engine.FiniteFloats)
+	e := t.Elem()
+	return ok && !t.IsSlice() && (e.Is(gocode.Float32.Ident) || e.Is(gocode.Float64.Ident))
+}
+
+// Finite are the inputs pushes check for NaN and infinities
+// (Field.Finite).
+func (p *Payload) Finite() []*Field {
+	var out []*Field
+	for _, f := range p.Inputs {
+		if f.Finite {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Exact are the fields the reads of jobs select exactly too
+// (Field.Exact).
+func (p *Payload) Exact() []*Field {
+	var out []*Field
+	for _, f := range p.Fields {
+		if f.Exact != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ExactName is the result column that reads the field's column exactly.
+func (f *Field) ExactName() string { return "exact_" + f.Name }
+
+// ExactGoName is sqlc's field of ExactName.
+func (f *Field) ExactGoName() string { return spec.GoName(f.ExactName()) }
+
+// ExactVar is a Go variable's name for the exact read.
+func (f *Field) ExactVar() string { return "exact" + f.GoName }
 
 // Defaulted are the inputs whose column has a default: a push that leaves
 // such a field unset gets the default.
@@ -72,6 +114,16 @@ type Field struct {
 	Nullable bool
 	// SQLType is the column's type as the engine writes it.
 	SQLType string
+	// ColumnType is the Go type of the column in sqlc's row (Type but
+	// for a NOT NULL column with a default, which Type makes a pointer).
+	ColumnType gocode.Type
+	// Finite is true for a float column of an engine that stores no NaN
+	// or infinity (engine.FiniteFloats): pushes refuse them.
+	Finite bool
+	// Exact is the expression that reads the column exactly where the
+	// engine's protocol would not (engine.ExactReader), or "": the reads
+	// of jobs select it too, as ExactName.
+	Exact string
 	// Default is the column's DEFAULT expression as the engine writes it,
 	// or "". A field with a default is unset when it is nil (a pointer,
 	// slice or byte slice) or not Valid (types that carry their own NULL),
@@ -120,8 +172,12 @@ func (m *Model) payload(s *spec.Spec, sq *spec.Queue, goName string) *Payload {
 		// A field with a default takes the Go type of a nullable column:
 		// unset, it gets the default.
 		t := eng.GoType(c.Type, c.Nullable || c.HasDefault())
+		exact := ""
+		if r, ok := eng.(engine.ExactReader); ok && r.ReadExactly(c.Type) {
+			exact = r.ExactExpr(c.Name)
+		}
 		return &Field{Name: c.Name, GoName: spec.GoName(c.Name), Type: t, Nullable: c.Nullable,
-			SQLType: col.Type, Default: col.Default,
+			SQLType: col.Type, Exact: exact, Default: col.Default, Finite: finite(eng, t), ColumnType: eng.GoType(c.Type, c.Nullable),
 			EmptyIfNil:    !c.Nullable && !c.HasDefault() && t.IsSlice() && !(c.Type.Name == "jsonb" && !c.Type.Array),
 			NullJSONIfNil: !c.Nullable && !c.HasDefault() && c.Type.Name == "jsonb" && !c.Type.Array}
 	}

@@ -285,6 +285,8 @@ func goFuncs(f *gocode.File) template.FuncMap {
 		"value":    func(v model.Value) string { return goValue(f, v) },
 		"args":     func(vs ...any) []any { return vs },
 		"add":      func(a, b int) int { return a + b },
+		// initialisms lists gocode.Initialisms for sqlc.yaml.
+		"initialisms": func() string { return strings.Join(gocode.Initialisms, ", ") },
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/queuegen/queuegen/internal/gocode"
 )
 
 // crossChecks finds problems that involve more than one key: names used
@@ -252,23 +254,8 @@ func (p *parser) checkGoNames(cols []*Column, key string, at func(Pos, string, s
 
 // GoName is the exported Go name for an SQL identifier, spelled the way sqlc
 // spells struct and field names (so the accessors and sqlc's code agree):
-// each _-separated part capitalised, "id" as "ID".
-func GoName(ident string) string {
-	var b strings.Builder
-	for _, part := range strings.Split(ident, "_") {
-		if part == "id" {
-			b.WriteString("ID")
-			continue
-		}
-		if part != "" {
-			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
-		}
-	}
-	out := b.String()
-	if out != "" && out[0] >= '0' && out[0] <= '9' {
-		out = "_" + out
-	}
-	return out
-}
+// each _-separated part capitalised, Go's initialisms in capitals
+// (gocode.Name: user_id → UserID, url → URL).
+func GoName(ident string) string { return gocode.Name(ident) }
 
 func sortStrings(s []string) { sort.Strings(s) }

@@ -9,8 +9,10 @@ package queueimpl
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/queuegen/queuegen/queue"
@@ -105,3 +107,54 @@ func ErrorText(err error) string {
 
 // MaxErrorText is the most bytes of an error's text that ErrorText keeps.
 const MaxErrorText = 16 << 10
+
+// CheckLength returns a *queue.TooLongError when *s (nil is no value) is
+// longer than max units ("bytes" of UTF-8, "characters", "UTF-16 code
+// units"), column being what sets the limit. Generated Push and Claim call
+// it before any statement with their engine's limits.
+func CheckLength(what string, s *string, max int, unit, column string) error {
+	if s == nil || len(*s) <= max { // no count exceeds the bytes
+		return nil
+	}
+	n := len(*s)
+	switch unit {
+	case "characters":
+		n = utf8.RuneCountInString(*s)
+	case "UTF-16 code units":
+		n = 0
+		for _, r := range *s {
+			n += utf16.RuneLen(r)
+		}
+	}
+	if n <= max {
+		return nil
+	}
+	return &queue.TooLongError{What: what, Length: n, Max: max, Unit: unit, Column: column}
+}
+
+// CheckFinite refuses a NaN or an infinity (v is a float32, float64 or a
+// pointer to one; nil is NULL) for column, on an engine that cannot store
+// them (MySQL): generated pushes call it before any statement.
+func CheckFinite(column string, v any) error {
+	var f float64
+	switch x := v.(type) {
+	case float32:
+		f = float64(x)
+	case float64:
+		f = x
+	case *float32:
+		if x == nil {
+			return nil
+		}
+		f = float64(*x)
+	case *float64:
+		if x == nil {
+			return nil
+		}
+		f = *x
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("%w: column %s: %v (MySQL's FLOAT and DOUBLE hold no NaN or infinity)", queue.ErrNotStorable, column, f)
+	}
+	return nil
+}

@@ -82,3 +82,33 @@ func TestMarshalJSONRefusesInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckLength counts each engine's unit: bytes of UTF-8 (PostgreSQL's
+// index), characters (MySQL's VARCHAR), UTF-16 code units (SQL Server's
+// NVARCHAR, where a character beyond the BMP takes two).
+func TestCheckLength(t *testing.T) {
+	s := func(v string) *string { return &v }
+	cases := []struct {
+		v    *string
+		max  int
+		unit string
+		n    int // 0: taken
+	}{
+		{nil, 1, "bytes", 0},
+		{s("ab"), 2, "bytes", 0},
+		{s("abc"), 2, "bytes", 3},
+		{s("éé"), 3, "bytes", 4},
+		{s("éé"), 2, "characters", 0},
+		{s("ééé"), 2, "characters", 3},
+		{s("😀é"), 2, "characters", 0},
+		{s("😀é"), 2, "UTF-16 code units", 3},
+		{s("éé"), 2, "UTF-16 code units", 0},
+	}
+	for _, c := range cases {
+		err := CheckLength("unique key", c.v, c.max, c.unit, "the column")
+		var tl *queue.TooLongError
+		if c.n == 0 && err != nil || c.n != 0 && (!errors.As(err, &tl) || tl.Length != c.n || !errors.Is(err, queue.ErrTooLong)) {
+			t.Errorf("%v at most %d %s: %v, want length %d", c.v, c.max, c.unit, err, c.n)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -274,4 +275,65 @@ func RunAfter(o queue.PushOptions) time.Time {
 		return o.Now.Add(o.Delay)
 	}
 	return time.Time{}
+}
+
+// SQLQuerier runs statements: a *sql.DB, *sql.Conn or *sql.Tx.
+type SQLQuerier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// mysqlTimesChecked and mysqlChecked hold the databases (a *sql.DB,
+// *sql.Conn, …) CheckMySQL found reading times right, and also counting
+// changed rows.
+var mysqlTimesChecked, mysqlChecked sync.Map
+
+// mysqlDSN is the DSN setting the generated MySQL code needs, for errors.
+const mysqlDSN = "open it with parseTime=true&loc=UTC (and best interpolateParams=true, never clientFoundRows=true) in the DSN, e.g. user:password@tcp(host:3306)/dbname?parseTime=true&loc=UTC&interpolateParams=true"
+
+// CheckMySQL checks, until it has once found them right for db, the
+// connection settings the generated MySQL code relies on, and returns an
+// error wrapping queue.ErrConnSettings that names the DSN setting to
+// change: parseTime=true (without it the driver returns DATETIME columns
+// as text, which no time.Time can be scanned from) and loc=UTC (times are
+// stored in UTC; another loc would shift every time read and written);
+// then, unless registry is "" (reads: Get), no clientFoundRows=true (with
+// it an UPDATE that changes nothing reports the rows it matched, and every
+// node would push each periodic job's tick), by an UPDATE of queueName's
+// row of the queue registry that changes nothing. A failure to run the
+// checks (the server is down) is returned as it is, and they run again on
+// the next call.
+func CheckMySQL(ctx context.Context, db SQLQuerier, registry, queueName string) error {
+	if _, ok := mysqlChecked.Load(db); ok {
+		return nil
+	}
+	if _, ok := mysqlTimesChecked.Load(db); !ok {
+		var now any
+		if err := db.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&now); err != nil {
+			return err
+		}
+		switch t := now.(type) {
+		case time.Time:
+			if t.Location() != time.UTC {
+				return fmt.Errorf("%w: the MySQL connection reads times in location %q, and queuegen stores them in UTC: %s", queue.ErrConnSettings, t.Location(), mysqlDSN)
+			}
+		default:
+			return fmt.Errorf("%w: the MySQL connection reads DATETIME columns as text (%T), so no job's times can be read: %s", queue.ErrConnSettings, now, mysqlDSN)
+		}
+		mysqlTimesChecked.Store(db, true)
+	}
+	if registry == "" {
+		return nil
+	}
+	res, err := db.ExecContext(ctx, "UPDATE "+registry+" SET paused = paused WHERE name = ?", queueName)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 0 {
+		return fmt.Errorf("%w: the MySQL connection counts the rows an UPDATE matched, not those it changed (clientFoundRows=true), so every node would push each periodic job's tick: %s", queue.ErrConnSettings, mysqlDSN)
+	}
+	mysqlChecked.Store(db, true)
+	return nil
 }

@@ -38,6 +38,25 @@ func (sqlServerDriver) Savepoint(ctx context.Context, tx *sql.Tx) (*sql.Tx, func
 	return tx, release, rollback, nil
 }
 
+// CheckIsolation refuses SERIALIZABLE (queue.IsolationChecker): the claim
+// reads WITH (READPAST), which SQL Server allows only under READ
+// COMMITTED and REPEATABLE READ (error 650), so every claim would fail.
+func (sqlServerDriver) CheckIsolation(iso queue.Isolation) error {
+	if iso == queue.Serializable {
+		return fmt.Errorf("%w: SQL Server claims with the READPAST hint, which it allows only under READ COMMITTED and REPEATABLE READ, so it cannot claim under SERIALIZABLE: use queue.ReadCommitted (the default) or queue.RepeatableRead", queue.ErrIsolation)
+	}
+	return nil
+}
+
+// Begin starts a transaction at iso, refusing what CheckIsolation refuses
+// before any statement.
+func (d sqlServerDriver) Begin(ctx context.Context, iso queue.Isolation) (*sql.Tx, error) {
+	if err := d.CheckIsolation(iso); err != nil {
+		return nil, err
+	}
+	return d.sqlTx.Begin(ctx, iso)
+}
+
 // Retryable reports an error that rolled back the whole transaction: a
 // deadlock victim (1205) or a snapshot update conflict (3960).
 func (sqlServerDriver) Retryable(err error) bool { return sqlServerRolledBack(err) }

@@ -64,6 +64,9 @@ func (q *EmailQueue) WithTx(tx *sql.Tx) *EmailQueue {
 // result says Duplicate.
 func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.PushOption) (queue.PushResult, error) {
 	o := queueimpl.ResolvePush(EmailMaxAttempts, opts)
+	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "characters", "MySQL's unique_key VARCHAR(255)"); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := PushEmailParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
@@ -128,6 +131,15 @@ func (q *EmailQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[EmailPayload], error) {
 	o := queueimpl.ResolveClaim(EmailLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
+		return nil, err
+	}
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "email"); err != nil {
+		return nil, err
+	}
 	var rows []EmailRow
 	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
@@ -385,10 +397,20 @@ func (q *EmailQueue) Worker(handler queue.Handler[EmailPayload], opts ...queue.W
 	return queue.NewWorker[EmailPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *EmailQueue) Get(ctx context.Context, id int64) (*queue.Job[EmailPayload], error) {
+	// The first read of an accessor's db checks that it reads times as
+	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
+	// to change if not. (Claims check clientFoundRows too, with a write.)
+	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+		return nil, err
+	}
 	row, err := q.q.GetEmail(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "email", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

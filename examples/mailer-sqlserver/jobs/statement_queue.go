@@ -346,10 +346,14 @@ func (q *StatementQueue) Worker(handler queue.TxHandler[StatementPayload, *sql.T
 	return queue.NewTxWorker[StatementPayload, *sql.Tx](queueimpl.SQLServer(q.db), q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *StatementQueue) Get(ctx context.Context, id int64) (*queue.Job[StatementPayload], error) {
 	row, err := q.q.GetStatement(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "statement", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -345,10 +345,14 @@ func (q *ReceiptQueue) Worker(handler queue.Handler[ReceiptPayload], opts ...que
 	return queue.NewWorker[ReceiptPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *ReceiptQueue) Get(ctx context.Context, id int64) (*queue.Job[ReceiptPayload], error) {
 	row, err := q.q.GetReceipt(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "receipt", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

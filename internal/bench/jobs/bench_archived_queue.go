@@ -349,8 +349,9 @@ func (q *BenchArchivedQueue) Worker(handler queue.Handler[BenchArchivedPayload],
 	return queue.NewWorker[BenchArchivedPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none. A completed job is read from the archive.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)). A completed job is read from the archive.
 func (q *BenchArchivedQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchArchivedPayload], error) {
 	row, err := q.q.GetBenchArchived(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -358,6 +359,9 @@ func (q *BenchArchivedQueue) Get(ctx context.Context, id int64) (*queue.Job[Benc
 		if archived, err = q.q.GetArchivedBenchArchived(ctx, id); err == nil {
 			row = BenchArchivedRow(archived)
 		}
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "bench_archived", ID: id, Err: err}
 	}
 	if err != nil {
 		return nil, err

@@ -334,10 +334,14 @@ func (q *BenchBacklogQueue) Worker(handler queue.Handler[BenchBacklogPayload], o
 	return queue.NewWorker[BenchBacklogPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *BenchBacklogQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchBacklogPayload], error) {
 	row, err := q.q.GetBenchBacklog(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "bench_backlog", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -331,10 +331,14 @@ func (q *BenchFairQueue) Worker(handler queue.Handler[BenchFairPayload], opts ..
 	return queue.NewWorker[BenchFairPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *BenchFairQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchFairPayload], error) {
 	row, err := q.q.GetBenchFair(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "bench_fair", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

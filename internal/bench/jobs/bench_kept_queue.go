@@ -342,10 +342,14 @@ func (q *BenchKeptQueue) Worker(handler queue.Handler[BenchKeptPayload], opts ..
 	return queue.NewWorker[BenchKeptPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *BenchKeptQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchKeptPayload], error) {
 	row, err := q.q.GetBenchKept(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "bench_kept", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -341,10 +341,14 @@ func (q *BenchLimitedQueue) Worker(handler queue.Handler[BenchLimitedPayload], o
 	return queue.NewWorker[BenchLimitedPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *BenchLimitedQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchLimitedPayload], error) {
 	row, err := q.q.GetBenchLimited(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "bench_limited", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -331,10 +331,14 @@ func (q *BenchNotifyQueue) Worker(handler queue.Handler[BenchNotifyPayload], opt
 	return queue.NewWorker[BenchNotifyPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *BenchNotifyQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchNotifyPayload], error) {
 	row, err := q.q.GetBenchNotify(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "bench_notify", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -331,10 +331,14 @@ func (q *BenchQueue) Worker(handler queue.Handler[BenchPayload], opts ...queue.W
 	return queue.NewWorker[BenchPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *BenchQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchPayload], error) {
 	row, err := q.q.GetBench(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "bench", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

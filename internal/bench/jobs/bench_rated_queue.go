@@ -337,10 +337,14 @@ func (q *BenchRatedQueue) Worker(handler queue.Handler[BenchRatedPayload], opts 
 	return queue.NewWorker[BenchRatedPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *BenchRatedQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchRatedPayload], error) {
 	row, err := q.q.GetBenchRated(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "bench_rated", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

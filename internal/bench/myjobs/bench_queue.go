@@ -119,6 +119,15 @@ func (q *BenchQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *BenchQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchPayload], error) {
 	o := queueimpl.ResolveClaim(BenchLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
+		return nil, err
+	}
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "bench"); err != nil {
+		return nil, err
+	}
 	var rows []BenchRow
 	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
@@ -376,10 +385,20 @@ func (q *BenchQueue) Worker(handler queue.Handler[BenchPayload], opts ...queue.W
 	return queue.NewWorker[BenchPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *BenchQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchPayload], error) {
+	// The first read of an accessor's db checks that it reads times as
+	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
+	// to change if not. (Claims check clientFoundRows too, with a write.)
+	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+		return nil, err
+	}
 	row, err := q.q.GetBench(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "bench", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

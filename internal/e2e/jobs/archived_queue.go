@@ -352,8 +352,9 @@ func (q *ArchivedQueue) Worker(handler queue.Handler[ArchivedPayload], opts ...q
 	return queue.NewWorker[ArchivedPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none. A completed job is read from the archive.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)). A completed job is read from the archive.
 func (q *ArchivedQueue) Get(ctx context.Context, id int64) (*queue.Job[ArchivedPayload], error) {
 	row, err := q.q.GetArchived(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -361,6 +362,9 @@ func (q *ArchivedQueue) Get(ctx context.Context, id int64) (*queue.Job[ArchivedP
 		if archived, err = q.q.GetArchivedArchived(ctx, id); err == nil {
 			row = ArchivedRow(archived)
 		}
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "archived", ID: id, Err: err}
 	}
 	if err != nil {
 		return nil, err

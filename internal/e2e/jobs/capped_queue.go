@@ -337,10 +337,14 @@ func (q *CappedQueue) Worker(handler queue.Handler[CappedPayload], opts ...queue
 	return queue.NewWorker[CappedPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *CappedQueue) Get(ctx context.Context, id int64) (*queue.Job[CappedPayload], error) {
 	row, err := q.q.GetCapped(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "capped", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

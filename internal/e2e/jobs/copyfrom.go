@@ -409,7 +409,7 @@ func (r *iteratorForPushManyImage) Next() bool {
 func (r iteratorForPushManyImage) Values() ([]interface{}, error) {
 	return []interface{}{
 		r.rows[0].TenantID,
-		r.rows[0].Url,
+		r.rows[0].URL,
 		r.rows[0].Format,
 		r.rows[0].Quality,
 		r.rows[0].Ratio,
@@ -454,7 +454,7 @@ func (r *iteratorForPushManyImageAt) Next() bool {
 func (r iteratorForPushManyImageAt) Values() ([]interface{}, error) {
 	return []interface{}{
 		r.rows[0].TenantID,
-		r.rows[0].Url,
+		r.rows[0].URL,
 		r.rows[0].Format,
 		r.rows[0].Quality,
 		r.rows[0].Ratio,
@@ -1322,7 +1322,7 @@ func (r iteratorForPushManyTyped) Values() ([]interface{}, error) {
 		r.rows[0].CNumeric,
 		r.rows[0].CReal,
 		r.rows[0].CDouble,
-		r.rows[0].CUuid,
+		r.rows[0].CUUID,
 		r.rows[0].CTimestamptz,
 		r.rows[0].CDate,
 		r.rows[0].CJsonb,
@@ -1335,7 +1335,7 @@ func (r iteratorForPushManyTyped) Values() ([]interface{}, error) {
 		r.rows[0].NDouble,
 		r.rows[0].NTimestamptz,
 		r.rows[0].NDate,
-		r.rows[0].NUuid,
+		r.rows[0].NUUID,
 		r.rows[0].NBytea,
 		r.rows[0].NTextArray,
 		r.rows[0].DCount,
@@ -1385,7 +1385,7 @@ func (r iteratorForPushManyTypedAt) Values() ([]interface{}, error) {
 		r.rows[0].CNumeric,
 		r.rows[0].CReal,
 		r.rows[0].CDouble,
-		r.rows[0].CUuid,
+		r.rows[0].CUUID,
 		r.rows[0].CTimestamptz,
 		r.rows[0].CDate,
 		r.rows[0].CJsonb,
@@ -1398,7 +1398,7 @@ func (r iteratorForPushManyTypedAt) Values() ([]interface{}, error) {
 		r.rows[0].NDouble,
 		r.rows[0].NTimestamptz,
 		r.rows[0].NDate,
-		r.rows[0].NUuid,
+		r.rows[0].NUUID,
 		r.rows[0].NBytea,
 		r.rows[0].NTextArray,
 		r.rows[0].DCount,

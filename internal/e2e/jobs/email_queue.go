@@ -61,6 +61,9 @@ func (q *EmailQueue) WithTx(tx pgx.Tx) *EmailQueue {
 // result says Duplicate.
 func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.PushOption) (queue.PushResult, error) {
 	o := queueimpl.ResolvePush(EmailMaxAttempts, opts)
+	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 2692, "bytes", "PostgreSQL's unique index on unique_key (a btree entry holds at most 2,704 bytes)"); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := PushEmailParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
@@ -365,10 +368,14 @@ func (q *EmailQueue) Worker(handler queue.Handler[EmailPayload], opts ...queue.W
 	return queue.NewWorker[EmailPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *EmailQueue) Get(ctx context.Context, id int64) (*queue.Job[EmailPayload], error) {
 	row, err := q.q.GetEmail(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "email", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

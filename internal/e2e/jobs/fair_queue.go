@@ -331,10 +331,14 @@ func (q *FairQueue) Worker(handler queue.Handler[FairPayload], opts ...queue.Wor
 	return queue.NewWorker[FairPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *FairQueue) Get(ctx context.Context, id int64) (*queue.Job[FairPayload], error) {
 	row, err := q.q.GetFair(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "fair", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

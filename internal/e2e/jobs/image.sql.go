@@ -91,7 +91,7 @@ func (q *Queries) ClaimImage(ctx context.Context, arg ClaimImageParams) ([]Image
 			&i.Errors,
 			&i.UniqueKey,
 			&i.TenantID,
-			&i.Url,
+			&i.URL,
 			&i.Format,
 			&i.Quality,
 			&i.Ratio,
@@ -498,7 +498,7 @@ func (q *Queries) GetImage(ctx context.Context, id int64) (ImageRow, error) {
 		&i.Errors,
 		&i.UniqueKey,
 		&i.TenantID,
-		&i.Url,
+		&i.URL,
 		&i.Format,
 		&i.Quality,
 		&i.Ratio,
@@ -548,7 +548,7 @@ RETURNING id, run_after
 
 type PushImageParams struct {
 	TenantID    *int64
-	Url         string
+	URL         string
 	Format      *string
 	Quality     *int32
 	Ratio       pgtype.Numeric
@@ -576,7 +576,7 @@ type PushImageRow struct {
 func (q *Queries) PushImage(ctx context.Context, arg PushImageParams) (PushImageRow, error) {
 	row := q.db.QueryRow(ctx, pushImage,
 		arg.TenantID,
-		arg.Url,
+		arg.URL,
 		arg.Format,
 		arg.Quality,
 		arg.Ratio,
@@ -597,7 +597,7 @@ func (q *Queries) PushImage(ctx context.Context, arg PushImageParams) (PushImage
 
 type PushManyImageParams struct {
 	TenantID    *int64
-	Url         string
+	URL         string
 	Format      string
 	Quality     int32
 	Ratio       pgtype.Numeric
@@ -611,7 +611,7 @@ type PushManyImageParams struct {
 
 type PushManyImageAtParams struct {
 	TenantID    *int64
-	Url         string
+	URL         string
 	Format      string
 	Quality     int32
 	Ratio       pgtype.Numeric

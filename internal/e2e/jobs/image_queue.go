@@ -21,7 +21,7 @@ import (
 // image_queue.
 type ImagePayload struct {
 	TenantID *int64
-	Url      string
+	URL      string
 	Format   *string
 	Quality  *int32
 	Ratio    pgtype.Numeric
@@ -80,7 +80,7 @@ func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.Pus
 		Delay:       o.Delay,
 	}
 	arg.TenantID = p.TenantID
-	arg.Url = p.Url
+	arg.URL = p.URL
 	arg.Format = p.Format
 	arg.Quality = p.Quality
 	arg.Ratio = p.Ratio
@@ -117,7 +117,7 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 				def, defs = defs[0], defs[1:]
 			}
 			rows[i].TenantID = p.TenantID
-			rows[i].Url = p.Url
+			rows[i].URL = p.URL
 			rows[i].Format = def.Format
 			if p.Format != nil {
 				rows[i].Format = *p.Format
@@ -154,7 +154,7 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 			def, defs = defs[0], defs[1:]
 		}
 		rows[i].TenantID = p.TenantID
-		rows[i].Url = p.Url
+		rows[i].URL = p.URL
 		rows[i].Format = def.Format
 		if p.Format != nil {
 			rows[i].Format = *p.Format
@@ -409,10 +409,14 @@ func (q *ImageQueue) Worker(handler queue.Handler[ImagePayload], opts ...queue.W
 	return queue.NewWorker[ImagePayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *ImageQueue) Get(ctx context.Context, id int64) (*queue.Job[ImagePayload], error) {
 	row, err := q.q.GetImage(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "image", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -434,7 +438,7 @@ func (q *ImageQueue) job(r ImageRow) *queue.Job[ImagePayload] {
 		Errors:      r.Errors,
 		Payload: ImagePayload{
 			TenantID: r.TenantID,
-			Url:      r.Url,
+			URL:      r.URL,
 			Format:   &r.Format,
 			Quality:  &r.Quality,
 			Ratio:    r.Ratio,

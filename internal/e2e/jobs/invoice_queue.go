@@ -284,10 +284,14 @@ func (q *InvoiceQueue) Worker(handler queue.TxHandler[InvoicePayload, pgx.Tx], o
 	return queue.NewTxWorker[InvoicePayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *InvoiceQueue) Get(ctx context.Context, id int64) (*queue.Job[InvoicePayload], error) {
 	row, err := q.q.GetInvoice(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "invoice", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -347,10 +347,14 @@ func (q *KeptQueue) Worker(handler queue.Handler[payload.Task], opts ...queue.Wo
 	return queue.NewWorker[payload.Task](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *KeptQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task], error) {
 	row, err := q.q.GetKept(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "kept", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -341,10 +341,14 @@ func (q *LimitedQueue) Worker(handler queue.Handler[LimitedPayload], opts ...que
 	return queue.NewWorker[LimitedPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *LimitedQueue) Get(ctx context.Context, id int64) (*queue.Job[LimitedPayload], error) {
 	row, err := q.q.GetLimited(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "limited", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -172,7 +172,7 @@ type ImageRow struct {
 	Errors      []string
 	UniqueKey   *string
 	TenantID    *int64
-	Url         string
+	URL         string
 	Format      string
 	Quality     int32
 	Ratio       pgtype.Numeric
@@ -440,7 +440,7 @@ type TypedRow struct {
 	CNumeric     pgtype.Numeric
 	CReal        float32
 	CDouble      float64
-	CUuid        pgtype.UUID
+	CUUID        pgtype.UUID
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -453,7 +453,7 @@ type TypedRow struct {
 	NDouble      *float64
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        pgtype.UUID
+	NUUID        pgtype.UUID
 	NBytea       []byte
 	NTextArray   []string
 	DCount       int32

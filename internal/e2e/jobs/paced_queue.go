@@ -337,10 +337,14 @@ func (q *PacedQueue) Worker(handler queue.Handler[PacedPayload], opts ...queue.W
 	return queue.NewWorker[PacedPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *PacedQueue) Get(ctx context.Context, id int64) (*queue.Job[PacedPayload], error) {
 	row, err := q.q.GetPaced(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "paced", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

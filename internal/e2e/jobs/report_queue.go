@@ -332,10 +332,14 @@ func (q *ReportQueue) Worker(handler queue.TxHandler[ReportPayload, pgx.Tx], opt
 	return queue.NewTxWorker[ReportPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *ReportQueue) Get(ctx context.Context, id int64) (*queue.Job[ReportPayload], error) {
 	row, err := q.q.GetReport(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "report", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,9 @@ func (q *TaskQueue) WithTx(tx pgx.Tx) *TaskQueue {
 // result says Duplicate.
 func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.PushOption) (queue.PushResult, error) {
 	o := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 2692, "bytes", "PostgreSQL's unique index on unique_key (a btree entry holds at most 2,704 bytes)"); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := PushTaskParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
@@ -367,10 +370,14 @@ func (q *TaskQueue) Worker(handler queue.Handler[payload.Task], opts ...queue.Wo
 	return queue.NewWorker[payload.Task](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *TaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task], error) {
 	row, err := q.q.GetTask(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "task", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

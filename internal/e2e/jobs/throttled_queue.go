@@ -341,10 +341,14 @@ func (q *ThrottledQueue) Worker(handler queue.Handler[ThrottledPayload], opts ..
 	return queue.NewWorker[ThrottledPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *ThrottledQueue) Get(ctx context.Context, id int64) (*queue.Job[ThrottledPayload], error) {
 	row, err := q.q.GetThrottled(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "throttled", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -293,8 +293,9 @@ func (q *TxarchivedQueue) Worker(handler queue.TxHandler[TxarchivedPayload, pgx.
 	return queue.NewTxWorker[TxarchivedPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none. A completed job is read from the archive.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)). A completed job is read from the archive.
 func (q *TxarchivedQueue) Get(ctx context.Context, id int64) (*queue.Job[TxarchivedPayload], error) {
 	row, err := q.q.GetTxarchived(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -302,6 +303,9 @@ func (q *TxarchivedQueue) Get(ctx context.Context, id int64) (*queue.Job[Txarchi
 		if archived, err = q.q.GetArchivedTxarchived(ctx, id); err == nil {
 			row = TxarchivedRow(archived)
 		}
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "txarchived", ID: id, Err: err}
 	}
 	if err != nil {
 		return nil, err

@@ -100,7 +100,7 @@ func (q *Queries) ClaimTyped(ctx context.Context, arg ClaimTypedParams) ([]Typed
 			&i.CNumeric,
 			&i.CReal,
 			&i.CDouble,
-			&i.CUuid,
+			&i.CUUID,
 			&i.CTimestamptz,
 			&i.CDate,
 			&i.CJsonb,
@@ -113,7 +113,7 @@ func (q *Queries) ClaimTyped(ctx context.Context, arg ClaimTypedParams) ([]Typed
 			&i.NDouble,
 			&i.NTimestamptz,
 			&i.NDate,
-			&i.NUuid,
+			&i.NUUID,
 			&i.NBytea,
 			&i.NTextArray,
 			&i.DCount,
@@ -515,7 +515,7 @@ func (q *Queries) GetTyped(ctx context.Context, id int64) (TypedRow, error) {
 		&i.CNumeric,
 		&i.CReal,
 		&i.CDouble,
-		&i.CUuid,
+		&i.CUUID,
 		&i.CTimestamptz,
 		&i.CDate,
 		&i.CJsonb,
@@ -528,7 +528,7 @@ func (q *Queries) GetTyped(ctx context.Context, id int64) (TypedRow, error) {
 		&i.NDouble,
 		&i.NTimestamptz,
 		&i.NDate,
-		&i.NUuid,
+		&i.NUUID,
 		&i.NBytea,
 		&i.NTextArray,
 		&i.DCount,
@@ -561,7 +561,7 @@ type PushManyTypedParams struct {
 	CNumeric     pgtype.Numeric
 	CReal        float32
 	CDouble      float64
-	CUuid        pgtype.UUID
+	CUUID        pgtype.UUID
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -574,7 +574,7 @@ type PushManyTypedParams struct {
 	NDouble      *float64
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        pgtype.UUID
+	NUUID        pgtype.UUID
 	NBytea       []byte
 	NTextArray   []string
 	DCount       int32
@@ -593,7 +593,7 @@ type PushManyTypedAtParams struct {
 	CNumeric     pgtype.Numeric
 	CReal        float32
 	CDouble      float64
-	CUuid        pgtype.UUID
+	CUUID        pgtype.UUID
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -606,7 +606,7 @@ type PushManyTypedAtParams struct {
 	NDouble      *float64
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        pgtype.UUID
+	NUUID        pgtype.UUID
 	NBytea       []byte
 	NTextArray   []string
 	DCount       int32
@@ -666,7 +666,7 @@ type PushTypedParams struct {
 	CNumeric     pgtype.Numeric
 	CReal        float32
 	CDouble      float64
-	CUuid        pgtype.UUID
+	CUUID        pgtype.UUID
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -679,7 +679,7 @@ type PushTypedParams struct {
 	NDouble      *float64
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        pgtype.UUID
+	NUUID        pgtype.UUID
 	NBytea       []byte
 	NTextArray   []string
 	DCount       *int32
@@ -712,7 +712,7 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (PushTyped
 		arg.CNumeric,
 		arg.CReal,
 		arg.CDouble,
-		arg.CUuid,
+		arg.CUUID,
 		arg.CTimestamptz,
 		arg.CDate,
 		arg.CJsonb,
@@ -725,7 +725,7 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (PushTyped
 		arg.NDouble,
 		arg.NTimestamptz,
 		arg.NDate,
-		arg.NUuid,
+		arg.NUUID,
 		arg.NBytea,
 		arg.NTextArray,
 		arg.DCount,

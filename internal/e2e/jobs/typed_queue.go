@@ -30,7 +30,7 @@ type TypedPayload struct {
 	CNumeric     pgtype.Numeric
 	CReal        float32
 	CDouble      float64
-	CUuid        pgtype.UUID
+	CUUID        pgtype.UUID
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -43,7 +43,7 @@ type TypedPayload struct {
 	NDouble      *float64
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        pgtype.UUID
+	NUUID        pgtype.UUID
 	NBytea       []byte
 	NTextArray   []string
 	DCount       *int32
@@ -107,7 +107,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	arg.CNumeric = p.CNumeric
 	arg.CReal = p.CReal
 	arg.CDouble = p.CDouble
-	arg.CUuid = p.CUuid
+	arg.CUUID = p.CUUID
 	arg.CTimestamptz = p.CTimestamptz
 	arg.CDate = p.CDate
 	arg.CJsonb = queueimpl.NullJSONIfNil(p.CJsonb)
@@ -120,7 +120,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	arg.NDouble = p.NDouble
 	arg.NTimestamptz = p.NTimestamptz
 	arg.NDate = p.NDate
-	arg.NUuid = p.NUuid
+	arg.NUUID = p.NUUID
 	arg.NBytea = p.NBytea
 	arg.NTextArray = p.NTextArray
 	arg.DCount = p.DCount
@@ -162,7 +162,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			rows[i].CNumeric = p.CNumeric
 			rows[i].CReal = p.CReal
 			rows[i].CDouble = p.CDouble
-			rows[i].CUuid = p.CUuid
+			rows[i].CUUID = p.CUUID
 			rows[i].CTimestamptz = p.CTimestamptz
 			rows[i].CDate = p.CDate
 			rows[i].CJsonb = queueimpl.NullJSONIfNil(p.CJsonb)
@@ -175,7 +175,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			rows[i].NDouble = p.NDouble
 			rows[i].NTimestamptz = p.NTimestamptz
 			rows[i].NDate = p.NDate
-			rows[i].NUuid = p.NUuid
+			rows[i].NUUID = p.NUUID
 			rows[i].NBytea = p.NBytea
 			rows[i].NTextArray = p.NTextArray
 			rows[i].DCount = def.DCount
@@ -202,7 +202,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 		rows[i].CNumeric = p.CNumeric
 		rows[i].CReal = p.CReal
 		rows[i].CDouble = p.CDouble
-		rows[i].CUuid = p.CUuid
+		rows[i].CUUID = p.CUUID
 		rows[i].CTimestamptz = p.CTimestamptz
 		rows[i].CDate = p.CDate
 		rows[i].CJsonb = queueimpl.NullJSONIfNil(p.CJsonb)
@@ -215,7 +215,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 		rows[i].NDouble = p.NDouble
 		rows[i].NTimestamptz = p.NTimestamptz
 		rows[i].NDate = p.NDate
-		rows[i].NUuid = p.NUuid
+		rows[i].NUUID = p.NUUID
 		rows[i].NBytea = p.NBytea
 		rows[i].NTextArray = p.NTextArray
 		rows[i].DCount = def.DCount
@@ -451,10 +451,14 @@ func (q *TypedQueue) Worker(handler queue.Handler[TypedPayload], opts ...queue.W
 	return queue.NewWorker[TypedPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *TypedQueue) Get(ctx context.Context, id int64) (*queue.Job[TypedPayload], error) {
 	row, err := q.q.GetTyped(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "typed", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -485,7 +489,7 @@ func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
 			CNumeric:     r.CNumeric,
 			CReal:        r.CReal,
 			CDouble:      r.CDouble,
-			CUuid:        r.CUuid,
+			CUUID:        r.CUUID,
 			CTimestamptz: r.CTimestamptz,
 			CDate:        r.CDate,
 			CJsonb:       r.CJsonb,
@@ -498,7 +502,7 @@ func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
 			NDouble:      r.NDouble,
 			NTimestamptz: r.NTimestamptz,
 			NDate:        r.NDate,
-			NUuid:        r.NUuid,
+			NUUID:        r.NUUID,
 			NBytea:       r.NBytea,
 			NTextArray:   r.NTextArray,
 			DCount:       &r.DCount,

@@ -333,10 +333,14 @@ func (q *WebhookQueue) Worker(handler queue.Handler[payload.Webhook], opts ...qu
 	return queue.NewWorker[payload.Webhook](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *WebhookQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Webhook], error) {
 	row, err := q.q.GetWebhook(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "webhook", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,10 @@ func (Engine) Driver() engine.Driver {
 		Tx:        gocode.Named(sqlPkg.Ident("Tx")).Ptr(),
 		ErrNoRows: sqlPkg.Ident("ErrNoRows"),
 		TxDriver:  gocode.QueueImp.Ident("MySQL"),
+		// VARCHAR(255) of utf8mb4 counts characters; a longer value fails
+		// (strict mode) or is cut to 255, and cut keys collide.
+		KeyLimit:  engine.Limit{Max: 255, Unit: "characters", Column: "MySQL's unique_key VARCHAR(255)"},
+		NodeLimit: engine.Limit{Max: 255, Unit: "characters", Column: "MySQL's locked_by VARCHAR(255)"},
 	}
 }
 

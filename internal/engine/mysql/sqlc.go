@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/queuegen/queuegen/internal/catalog"
@@ -8,7 +9,8 @@ import (
 
 // sqlc's MySQL engine (TiDB's parser and sqlc's own catalog of MySQL
 // functions) knows queuegen's MySQL in all but two points, which the
-// engine adapts for it (engine.SqlcAdapter):
+// engine adapts for it (engine.SqlcAdapter), and one it is told
+// differently on purpose:
 //
 //   - Its catalog has UTC_TIMESTAMP only without the precision argument,
 //     so sqlc reads UTC_TIMESTAMP(6) as UTC_TIMESTAMP() and the query text
@@ -16,6 +18,10 @@ import (
 //   - Its parser takes few expression defaults (not the UTC clock), and
 //     sqlc needs no defaults to type the queries: it reads the schema
 //     without them.
+//   - The exact reads of real columns (ExactExpr: "c * 1e0 AS exact_c")
+//     sqlc would type as an integer; it is given the column itself
+//     ("c AS exact_c"), which it types as the column (float32, a pointer
+//     when nullable), and its Go gets the expression back.
 
 // sqlcNow is Now as sqlc's catalog knows it.
 const sqlcNow = "UTC_TIMESTAMP()"
@@ -43,8 +49,19 @@ func (Engine) SqlcSchema(c *catalog.Catalog) *catalog.Catalog {
 	return &out
 }
 
-// SqlcQueries writes Now as sqlc's catalog knows it.
-func (Engine) SqlcQueries(sql string) string { return strings.ReplaceAll(sql, Now, sqlcNow) }
+var (
+	exactExpr   = regexp.MustCompile(`\b(\w+) \* 1e0 AS (exact_\w+)\b`)
+	exactColumn = regexp.MustCompile(`\b(\w+) AS (exact_\w+)\b`)
+)
 
-// SqlcGo gives Now its precision back in the query text of sqlc's Go.
-func (Engine) SqlcGo(code string) string { return strings.ReplaceAll(code, sqlcNow, Now) }
+// SqlcQueries writes Now as sqlc's catalog knows it, and each exact read
+// as the column it reads.
+func (Engine) SqlcQueries(sql string) string {
+	return exactExpr.ReplaceAllString(strings.ReplaceAll(sql, Now, sqlcNow), "$1 AS $2")
+}
+
+// SqlcGo gives Now its precision back in the query text of sqlc's Go, and
+// the exact reads their expression.
+func (e Engine) SqlcGo(code string) string {
+	return exactColumn.ReplaceAllString(strings.ReplaceAll(code, sqlcNow, Now), e.ExactExpr("$1")+" AS $2")
+}

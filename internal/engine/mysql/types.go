@@ -150,6 +150,24 @@ func quote(s string) string {
 	return "CONCAT(" + strings.Join(parts, ", ") + ")"
 }
 
+// ReadExactly is true for real, a FLOAT column (engine.ExactReader):
+// under interpolateParams=true the driver uses the text protocol for
+// every statement, and the server prints a FLOAT to 6 significant digits
+// (MariaDB: a float32 of 1/3 reads back as 0.333333, 16777215 as
+// 16777200). A DOUBLE it prints in the shortest digits that read back as
+// the same double, and every float32 is a double exactly, so ExactExpr
+// reads the FLOAT as a DOUBLE: the digits parse back to the same float32.
+func (Engine) ReadExactly(t spec.Type) bool { return t.Name == "real" && !t.Array }
+
+// FiniteFloats: MySQL's FLOAT and DOUBLE hold no NaN or infinity (and the
+// driver would write them into the statement as unknown column names), so
+// the generated pushes refuse them (engine.FiniteFloats).
+func (Engine) FiniteFloats() {}
+
+// ExactExpr is col times the DOUBLE 1: a DOUBLE of the FLOAT's exact
+// value (CAST(… AS DOUBLE) needs MySQL 8.0.17).
+func (Engine) ExactExpr(col string) string { return col + " * 1e0" }
+
 var (
 	timeTime = gocode.Named(gocode.Time.Ident("Time"))
 	jsonRaw  = gocode.Nilable(gocode.JSON.Ident("RawMessage"))

@@ -62,6 +62,11 @@ func (Engine) Driver() engine.Driver {
 		Tx:        gocode.Named(pgx.Ident("Tx")),
 		ErrNoRows: pgx.Ident("ErrNoRows"),
 		TxDriver:  gocode.QueueImp.Ident("Pgx"),
+		// A btree index entry holds at most 2,704 bytes: the unique
+		// index's entry of a key over 2,692 bytes fails unless the key
+		// compresses, so no longer key is taken whatever its content.
+		// locked_by is text with no index: node ids have no limit.
+		KeyLimit: engine.Limit{Max: 2692, Unit: "bytes", Column: "PostgreSQL's unique index on unique_key (a btree entry holds at most 2,704 bytes)"},
 	}
 }
 

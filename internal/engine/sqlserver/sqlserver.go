@@ -76,6 +76,10 @@ func (Engine) Driver() engine.Driver {
 		Tx:        gocode.Named(sqlPkg.Ident("Tx")).Ptr(),
 		ErrNoRows: sqlPkg.Ident("ErrNoRows"),
 		TxDriver:  gocode.QueueImp.Ident("SQLServer"),
+		// NVARCHAR(255) counts UTF-16 code units (a character beyond the
+		// Basic Multilingual Plane takes two).
+		KeyLimit:  engine.Limit{Max: 255, Unit: "UTF-16 code units", Column: "SQL Server's unique_key NVARCHAR(255)"},
+		NodeLimit: engine.Limit{Max: 255, Unit: "UTF-16 code units", Column: "SQL Server's locked_by NVARCHAR(255)"},
 	}
 }
 

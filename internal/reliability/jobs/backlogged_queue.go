@@ -334,10 +334,14 @@ func (q *BackloggedQueue) Worker(handler queue.Handler[BackloggedPayload], opts 
 	return queue.NewWorker[BackloggedPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *BackloggedQueue) Get(ctx context.Context, id int64) (*queue.Job[BackloggedPayload], error) {
 	row, err := q.q.GetBacklogged(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "backlogged", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

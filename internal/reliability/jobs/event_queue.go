@@ -339,10 +339,14 @@ func (q *EventQueue) Worker(handler queue.Handler[EventPayload], opts ...queue.W
 	return queue.NewWorker[EventPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *EventQueue) Get(ctx context.Context, id int64) (*queue.Job[EventPayload], error) {
 	row, err := q.q.GetEvent(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "event", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -331,10 +331,14 @@ func (q *WorkQueue) Worker(handler queue.Handler[WorkPayload], opts ...queue.Wor
 	return queue.NewWorker[WorkPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *WorkQueue) Get(ctx context.Context, id int64) (*queue.Job[WorkPayload], error) {
 	row, err := q.q.GetWork(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "work", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -306,8 +306,9 @@ func (q *LedgerQueue) Worker(handler queue.TxHandler[LedgerPayload, pgx.Tx], opt
 	return queue.NewTxWorker[LedgerPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none. A completed job is read from the archive.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)). A completed job is read from the archive.
 func (q *LedgerQueue) Get(ctx context.Context, id int64) (*queue.Job[LedgerPayload], error) {
 	row, err := q.q.GetLedger(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -315,6 +316,9 @@ func (q *LedgerQueue) Get(ctx context.Context, id int64) (*queue.Job[LedgerPaylo
 		if archived, err = q.q.GetArchivedLedger(ctx, id); err == nil {
 			row = LedgerRow(archived)
 		}
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "ledger", ID: id, Err: err}
 	}
 	if err != nil {
 		return nil, err

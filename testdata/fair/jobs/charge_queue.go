@@ -279,10 +279,14 @@ func (q *ChargeQueue) Worker(handler queue.TxHandler[ChargePayload, pgx.Tx], opt
 	return queue.NewTxWorker[ChargePayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *ChargeQueue) Get(ctx context.Context, id int64) (*queue.Job[ChargePayload], error) {
 	row, err := q.q.GetCharge(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "charge", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

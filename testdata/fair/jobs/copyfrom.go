@@ -329,7 +329,7 @@ func (r *iteratorForPushManyWebhook) Next() bool {
 func (r iteratorForPushManyWebhook) Values() ([]interface{}, error) {
 	return []interface{}{
 		r.rows[0].Shop,
-		r.rows[0].Url,
+		r.rows[0].URL,
 		r.rows[0].Priority,
 		r.rows[0].MaxAttempts,
 	}, nil
@@ -367,7 +367,7 @@ func (r *iteratorForPushManyWebhookAt) Next() bool {
 func (r iteratorForPushManyWebhookAt) Values() ([]interface{}, error) {
 	return []interface{}{
 		r.rows[0].Shop,
-		r.rows[0].Url,
+		r.rows[0].URL,
 		r.rows[0].Priority,
 		r.rows[0].MaxAttempts,
 		r.rows[0].RunAfter,

@@ -331,10 +331,14 @@ func (q *ExportQueue) Worker(handler queue.Handler[ExportPayload], opts ...queue
 	return queue.NewWorker[ExportPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *ExportQueue) Get(ctx context.Context, id int64) (*queue.Job[ExportPayload], error) {
 	row, err := q.q.GetExport(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "export", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -137,5 +137,5 @@ type WebhookRow struct {
 	Errors      []string
 	UniqueKey   *string
 	Shop        int64
-	Url         string
+	URL         string
 }

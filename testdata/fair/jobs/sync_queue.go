@@ -334,10 +334,14 @@ func (q *SyncQueue) Worker(handler queue.Handler[SyncPayload], opts ...queue.Wor
 	return queue.NewWorker[SyncPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *SyncQueue) Get(ctx context.Context, id int64) (*queue.Job[SyncPayload], error) {
 	row, err := q.q.GetSync(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "sync", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

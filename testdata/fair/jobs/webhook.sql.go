@@ -164,7 +164,7 @@ func (q *Queries) ClaimWebhook(ctx context.Context, arg ClaimWebhookParams) ([]W
 			&i.Errors,
 			&i.UniqueKey,
 			&i.Shop,
-			&i.Url,
+			&i.URL,
 		); err != nil {
 			return nil, err
 		}
@@ -511,7 +511,7 @@ func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookRow, error) 
 		&i.Errors,
 		&i.UniqueKey,
 		&i.Shop,
-		&i.Url,
+		&i.URL,
 	)
 	return i, err
 }
@@ -558,14 +558,14 @@ func (q *Queries) PausedWebhook(ctx context.Context) (bool, error) {
 
 type PushManyWebhookParams struct {
 	Shop        int64
-	Url         string
+	URL         string
 	Priority    int16
 	MaxAttempts int32
 }
 
 type PushManyWebhookAtParams struct {
 	Shop        int64
-	Url         string
+	URL         string
 	Priority    int16
 	MaxAttempts int32
 	RunAfter    time.Time
@@ -588,7 +588,7 @@ RETURNING id, run_after
 
 type PushWebhookParams struct {
 	Shop        int64
-	Url         string
+	URL         string
 	Priority    int16
 	MaxAttempts int32
 	Now         *time.Time
@@ -609,7 +609,7 @@ type PushWebhookRow struct {
 func (q *Queries) PushWebhook(ctx context.Context, arg PushWebhookParams) (PushWebhookRow, error) {
 	row := q.db.QueryRow(ctx, pushWebhook,
 		arg.Shop,
-		arg.Url,
+		arg.URL,
 		arg.Priority,
 		arg.MaxAttempts,
 		arg.Now,

@@ -19,7 +19,7 @@ import (
 // webhook_queue.
 type WebhookPayload struct {
 	Shop int64
-	Url  string
+	URL  string
 }
 
 // Defaults of queue webhook, from the spec.
@@ -77,7 +77,7 @@ func (q *WebhookQueue) Push(ctx context.Context, p WebhookPayload, opts ...queue
 		Delay:       o.Delay,
 	}
 	arg.Shop = p.Shop
-	arg.Url = p.Url
+	arg.URL = p.URL
 	row, err := q.q.PushWebhook(ctx, arg)
 	if err != nil {
 		return queue.PushResult{}, err
@@ -99,7 +99,7 @@ func (q *WebhookQueue) PushMany(ctx context.Context, ps []WebhookPayload, opts .
 		for i, p := range ps {
 			rows[i] = PushManyWebhookAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Shop = p.Shop
-			rows[i].Url = p.Url
+			rows[i].URL = p.URL
 		}
 		return q.pushed(q.q.PushManyWebhookAt(ctx, rows))
 	}
@@ -107,7 +107,7 @@ func (q *WebhookQueue) PushMany(ctx context.Context, ps []WebhookPayload, opts .
 	for i, p := range ps {
 		rows[i] = PushManyWebhookParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Shop = p.Shop
-		rows[i].Url = p.Url
+		rows[i].URL = p.URL
 	}
 	return q.pushed(q.q.PushManyWebhook(ctx, rows))
 }
@@ -341,10 +341,14 @@ func (q *WebhookQueue) Worker(handler queue.Handler[WebhookPayload], opts ...que
 	return queue.NewWorker[WebhookPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *WebhookQueue) Get(ctx context.Context, id int64) (*queue.Job[WebhookPayload], error) {
 	row, err := q.q.GetWebhook(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "webhook", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +370,7 @@ func (q *WebhookQueue) job(r WebhookRow) *queue.Job[WebhookPayload] {
 		Errors:      r.Errors,
 		Payload: WebhookPayload{
 			Shop: r.Shop,
-			Url:  r.Url,
+			URL:  r.URL,
 		},
 	}
 	if r.LockedBy != nil {

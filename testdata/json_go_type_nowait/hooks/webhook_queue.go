@@ -344,10 +344,14 @@ func (q *WebhookQueue) Worker(handler queue.Handler[mail.Address], opts ...queue
 	return queue.NewWorker[mail.Address](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *WebhookQueue) Get(ctx context.Context, id int64) (*queue.Job[mail.Address], error) {
 	row, err := q.q.GetWebhook(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "webhook", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

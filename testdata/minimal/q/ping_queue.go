@@ -327,10 +327,14 @@ func (q *PingQueue) Worker(handler queue.Handler[PingPayload], opts ...queue.Wor
 	return queue.NewWorker[PingPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *PingQueue) Get(ctx context.Context, id int64) (*queue.Job[PingPayload], error) {
 	row, err := q.q.GetPing(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "ping", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

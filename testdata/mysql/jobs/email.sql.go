@@ -15,7 +15,7 @@ import (
 )
 
 const claimDueEmail = `-- name: ClaimDueEmail :many
-SELECT email_queue.id, email_queue.state, email_queue.attempt, email_queue.max_attempts, email_queue.priority, email_queue.run_after, email_queue.created_at, email_queue.attempted_at, email_queue.finished_at, email_queue.locked_by, email_queue.locked_until, email_queue.errors, email_queue.unique_key, email_queue.unique_active, email_queue.tenant_id, email_queue.region, email_queue.recipient, email_queue.subject, email_queue.body, email_queue.attachment, email_queue.sent_on, email_queue.amount, email_queue.ratio, email_queue.weight, email_queue.urgent, email_queue.ref, email_queue.queued_at, email_queue.meta, email_queue.small, UTC_TIMESTAMP(6) AS db_now
+SELECT email_queue.id, email_queue.state, email_queue.attempt, email_queue.max_attempts, email_queue.priority, email_queue.run_after, email_queue.created_at, email_queue.attempted_at, email_queue.finished_at, email_queue.locked_by, email_queue.locked_until, email_queue.errors, email_queue.unique_key, email_queue.unique_active, email_queue.tenant_id, email_queue.region, email_queue.recipient, email_queue.subject, email_queue.body, email_queue.attachment, email_queue.sent_on, email_queue.amount, email_queue.ratio, email_queue.weight, email_queue.urgent, email_queue.ref, email_queue.queued_at, email_queue.meta, email_queue.small, UTC_TIMESTAMP(6) AS db_now, ratio * 1e0 AS exact_ratio
 FROM email_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -30,8 +30,9 @@ type ClaimDueEmailParams struct {
 }
 
 type ClaimDueEmailRow struct {
-	EmailRow EmailRow
-	DbNow    time.Time
+	EmailRow   EmailRow
+	DbNow      time.Time
+	ExactRatio float32
 }
 
 // ClaimDueEmail is the second statement of a claim's transaction: due jobs in
@@ -78,6 +79,7 @@ func (q *Queries) ClaimDueEmail(ctx context.Context, arg ClaimDueEmailParams) ([
 			&i.EmailRow.Meta,
 			&i.EmailRow.Small,
 			&i.DbNow,
+			&i.ExactRatio,
 		); err != nil {
 			return nil, err
 		}
@@ -93,7 +95,7 @@ func (q *Queries) ClaimDueEmail(ctx context.Context, arg ClaimDueEmailParams) ([
 }
 
 const claimExpiredEmail = `-- name: ClaimExpiredEmail :many
-SELECT email_queue.id, email_queue.state, email_queue.attempt, email_queue.max_attempts, email_queue.priority, email_queue.run_after, email_queue.created_at, email_queue.attempted_at, email_queue.finished_at, email_queue.locked_by, email_queue.locked_until, email_queue.errors, email_queue.unique_key, email_queue.unique_active, email_queue.tenant_id, email_queue.region, email_queue.recipient, email_queue.subject, email_queue.body, email_queue.attachment, email_queue.sent_on, email_queue.amount, email_queue.ratio, email_queue.weight, email_queue.urgent, email_queue.ref, email_queue.queued_at, email_queue.meta, email_queue.small, UTC_TIMESTAMP(6) AS db_now
+SELECT email_queue.id, email_queue.state, email_queue.attempt, email_queue.max_attempts, email_queue.priority, email_queue.run_after, email_queue.created_at, email_queue.attempted_at, email_queue.finished_at, email_queue.locked_by, email_queue.locked_until, email_queue.errors, email_queue.unique_key, email_queue.unique_active, email_queue.tenant_id, email_queue.region, email_queue.recipient, email_queue.subject, email_queue.body, email_queue.attachment, email_queue.sent_on, email_queue.amount, email_queue.ratio, email_queue.weight, email_queue.urgent, email_queue.ref, email_queue.queued_at, email_queue.meta, email_queue.small, UTC_TIMESTAMP(6) AS db_now, ratio * 1e0 AS exact_ratio
 FROM email_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(?, UTC_TIMESTAMP(6))
@@ -109,8 +111,9 @@ type ClaimExpiredEmailParams struct {
 }
 
 type ClaimExpiredEmailRow struct {
-	EmailRow EmailRow
-	DbNow    time.Time
+	EmailRow   EmailRow
+	DbNow      time.Time
+	ExactRatio float32
 }
 
 // ClaimExpiredEmail is the first statement of a claim's transaction (READ
@@ -160,6 +163,7 @@ func (q *Queries) ClaimExpiredEmail(ctx context.Context, arg ClaimExpiredEmailPa
 			&i.EmailRow.Meta,
 			&i.EmailRow.Small,
 			&i.DbNow,
+			&i.ExactRatio,
 		); err != nil {
 			return nil, err
 		}
@@ -568,44 +572,53 @@ func (q *Queries) FailManyEmail(ctx context.Context, arg FailManyEmailParams) (i
 }
 
 const getEmail = `-- name: GetEmail :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, unique_active, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small FROM email_queue
+SELECT email_queue.id, email_queue.state, email_queue.attempt, email_queue.max_attempts, email_queue.priority, email_queue.run_after, email_queue.created_at, email_queue.attempted_at, email_queue.finished_at, email_queue.locked_by, email_queue.locked_until, email_queue.errors, email_queue.unique_key, email_queue.unique_active, email_queue.tenant_id, email_queue.region, email_queue.recipient, email_queue.subject, email_queue.body, email_queue.attachment, email_queue.sent_on, email_queue.amount, email_queue.ratio, email_queue.weight, email_queue.urgent, email_queue.ref, email_queue.queued_at, email_queue.meta, email_queue.small, ratio * 1e0 AS exact_ratio
+FROM email_queue
 WHERE id = ?
 `
 
-// GetEmail reads one job by id; a plain read that locks nothing.
-func (q *Queries) GetEmail(ctx context.Context, id int64) (EmailRow, error) {
+type GetEmailRow struct {
+	EmailRow   EmailRow
+	ExactRatio float32
+}
+
+// GetEmail reads one job by id; a plain read that locks nothing. Each real
+// (FLOAT) column is read again as a DOUBLE, exact_<column>, which the text
+// protocol prints exactly.
+func (q *Queries) GetEmail(ctx context.Context, id int64) (GetEmailRow, error) {
 	row := q.db.QueryRowContext(ctx, getEmail, id)
-	var i EmailRow
+	var i GetEmailRow
 	err := row.Scan(
-		&i.ID,
-		&i.State,
-		&i.Attempt,
-		&i.MaxAttempts,
-		&i.Priority,
-		&i.RunAfter,
-		&i.CreatedAt,
-		&i.AttemptedAt,
-		&i.FinishedAt,
-		&i.LockedBy,
-		&i.LockedUntil,
-		&i.Errors,
-		&i.UniqueKey,
-		&i.UniqueActive,
-		&i.TenantID,
-		&i.Region,
-		&i.Recipient,
-		&i.Subject,
-		&i.Body,
-		&i.Attachment,
-		&i.SentOn,
-		&i.Amount,
-		&i.Ratio,
-		&i.Weight,
-		&i.Urgent,
-		&i.Ref,
-		&i.QueuedAt,
-		&i.Meta,
-		&i.Small,
+		&i.EmailRow.ID,
+		&i.EmailRow.State,
+		&i.EmailRow.Attempt,
+		&i.EmailRow.MaxAttempts,
+		&i.EmailRow.Priority,
+		&i.EmailRow.RunAfter,
+		&i.EmailRow.CreatedAt,
+		&i.EmailRow.AttemptedAt,
+		&i.EmailRow.FinishedAt,
+		&i.EmailRow.LockedBy,
+		&i.EmailRow.LockedUntil,
+		&i.EmailRow.Errors,
+		&i.EmailRow.UniqueKey,
+		&i.EmailRow.UniqueActive,
+		&i.EmailRow.TenantID,
+		&i.EmailRow.Region,
+		&i.EmailRow.Recipient,
+		&i.EmailRow.Subject,
+		&i.EmailRow.Body,
+		&i.EmailRow.Attachment,
+		&i.EmailRow.SentOn,
+		&i.EmailRow.Amount,
+		&i.EmailRow.Ratio,
+		&i.EmailRow.Weight,
+		&i.EmailRow.Urgent,
+		&i.EmailRow.Ref,
+		&i.EmailRow.QueuedAt,
+		&i.EmailRow.Meta,
+		&i.EmailRow.Small,
+		&i.ExactRatio,
 	)
 	return i, err
 }

@@ -80,6 +80,15 @@ func (q *EmailQueue) WithTx(tx *sql.Tx) *EmailQueue {
 // result says Duplicate.
 func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.PushOption) (queue.PushResult, error) {
 	o := queueimpl.ResolvePush(EmailMaxAttempts, opts)
+	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "characters", "MySQL's unique_key VARCHAR(255)"); err != nil {
+		return queue.PushResult{}, err
+	}
+	if err := queueimpl.CheckFinite("ratio", p.Ratio); err != nil {
+		return queue.PushResult{}, err
+	}
+	if err := queueimpl.CheckFinite("weight", p.Weight); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := PushEmailParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
@@ -130,6 +139,12 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 	}
 	args := make([]any, 0, len(ps)*18)
 	for _, p := range ps {
+		if err := queueimpl.CheckFinite("ratio", p.Ratio); err != nil {
+			return 0, err
+		}
+		if err := queueimpl.CheckFinite("weight", p.Weight); err != nil {
+			return 0, err
+		}
 		args = append(args,
 			p.TenantID,
 			p.Region,
@@ -166,6 +181,15 @@ func (q *EmailQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[EmailPayload], error) {
 	o := queueimpl.ResolveClaim(EmailLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
+		return nil, err
+	}
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "email"); err != nil {
+		return nil, err
+	}
 	var rows []EmailRow
 	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
@@ -176,7 +200,7 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 		}
 		var now time.Time
 		for _, r := range expired {
-			rows, now = append(rows, r.EmailRow), r.DbNow
+			rows, now = append(rows, withEmailExact(r.EmailRow, r.ExactRatio)), r.DbNow
 		}
 		if len(rows) < max {
 			due, err := qt.ClaimDueEmail(ctx, ClaimDueEmailParams{Now: o.Now, Limit: int32(max - len(rows))})
@@ -184,7 +208,7 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 				return err
 			}
 			for _, r := range due {
-				rows, now = append(rows, r.EmailRow), r.DbNow
+				rows, now = append(rows, withEmailExact(r.EmailRow, r.ExactRatio)), r.DbNow
 			}
 		}
 		if len(rows) == 0 {
@@ -435,10 +459,21 @@ func (q *EmailQueue) Worker(handler queue.Handler[EmailPayload], opts ...queue.W
 	return queue.NewWorker[EmailPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *EmailQueue) Get(ctx context.Context, id int64) (*queue.Job[EmailPayload], error) {
-	row, err := q.q.GetEmail(ctx, id)
+	// The first read of an accessor's db checks that it reads times as
+	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
+	// to change if not. (Claims check clientFoundRows too, with a write.)
+	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+		return nil, err
+	}
+	got, err := q.q.GetEmail(ctx, id)
+	row := withEmailExact(got.EmailRow, got.ExactRatio)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "email", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -489,6 +524,14 @@ func (q *EmailQueue) jobs(rows []EmailRow) []*queue.Job[EmailPayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// withEmailExact is row with the values of its real columns as the
+// reads of jobs select them again, exactly: the text protocol prints a
+// FLOAT column to 6 digits, but the DOUBLE of its value in full.
+func withEmailExact(row EmailRow, exactRatio float32) EmailRow {
+	row.Ratio = exactRatio
+	return row
 }
 
 // failMany fails those of jobs the caller still holds, in tx (or a

@@ -123,6 +123,12 @@ func (q *StatementQueue) pushed(n int64, err error) (int64, error) {
 // returned.
 func (q *StatementQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[StatementPayload], error) {
 	o := queueimpl.ResolveClaim(0, opts)
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "statement"); err != nil {
+		return nil, err
+	}
 	qt := q.q.WithTx(tx)
 	claimed, err := qt.ClaimStatement(ctx, ClaimStatementParams{Now: o.Now, Limit: int32(max)})
 	if err != nil {
@@ -321,10 +327,20 @@ func (q *StatementQueue) Worker(handler queue.TxHandler[StatementPayload, *sql.T
 	return queue.NewTxWorker[StatementPayload, *sql.Tx](queueimpl.MySQL(q.db), q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *StatementQueue) Get(ctx context.Context, id int64) (*queue.Job[StatementPayload], error) {
+	// The first read of an accessor's db checks that it reads times as
+	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
+	// to change if not. (Claims check clientFoundRows too, with a write.)
+	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+		return nil, err
+	}
 	row, err := q.q.GetStatement(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "statement", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -279,10 +279,14 @@ func (q *BillQueue) Worker(handler queue.TxHandler[BillPayload, pgx.Tx], opts ..
 	return queue.NewTxWorker[BillPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *BillQueue) Get(ctx context.Context, id int64) (*queue.Job[BillPayload], error) {
 	row, err := q.q.GetBill(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "bill", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

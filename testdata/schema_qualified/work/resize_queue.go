@@ -327,10 +327,14 @@ func (q *ResizeQueue) Worker(handler queue.Handler[ResizePayload], opts ...queue
 	return queue.NewWorker[ResizePayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *ResizeQueue) Get(ctx context.Context, id int64) (*queue.Job[ResizePayload], error) {
 	row, err := q.q.GetResize(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "resize", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

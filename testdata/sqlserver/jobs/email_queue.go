@@ -83,6 +83,9 @@ func (q *EmailQueue) WithTx(tx *sql.Tx) *EmailQueue {
 // result says Duplicate.
 func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.PushOption) (queue.PushResult, error) {
 	o := queueimpl.ResolvePush(EmailMaxAttempts, opts)
+	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "UTF-16 code units", "SQL Server's unique_key NVARCHAR(255)"); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := PushEmailParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
@@ -176,6 +179,9 @@ func (q *EmailQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[EmailPayload], error) {
 	o := queueimpl.ResolveClaim(EmailLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
+		return nil, err
+	}
 	arg := ClaimExpiredEmailParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredEmail(ctx, arg)
 	if err != nil {
@@ -421,10 +427,14 @@ func (q *EmailQueue) Worker(handler queue.Handler[EmailPayload], opts ...queue.W
 	return queue.NewWorker[EmailPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *EmailQueue) Get(ctx context.Context, id int64) (*queue.Job[EmailPayload], error) {
 	row, err := q.q.GetEmail(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "email", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

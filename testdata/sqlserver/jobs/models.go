@@ -59,7 +59,7 @@ type WebhookRow struct {
 	UniqueKey   *string
 	TenantID    *int64
 	Region      string
-	Url         string
+	URL         string
 	Body        json.RawMessage
 }
 

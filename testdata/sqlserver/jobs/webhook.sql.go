@@ -35,7 +35,7 @@ SELECT id, run_after FROM @pushed;
 type PushWebhookParams struct {
 	TenantID    *int64
 	Region      *string
-	Url         string
+	URL         string
 	Body        json.RawMessage
 	Priority    int16
 	MaxAttempts int32
@@ -58,7 +58,7 @@ func (q *Queries) PushWebhook(ctx context.Context, arg PushWebhookParams) (PushW
 	row := q.db.QueryRowContext(ctx, pushWebhook,
 		sql.Named("tenant_id", arg.TenantID),
 		sql.Named("region", arg.Region),
-		sql.Named("url", arg.Url),
+		sql.Named("url", arg.URL),
 		sql.Named("body", queueimpl.JSONText(arg.Body)),
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
@@ -203,7 +203,7 @@ func (q *Queries) ClaimExpiredWebhook(ctx context.Context, arg ClaimExpiredWebho
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.Region,
-			&i.Url,
+			&i.URL,
 			queueimpl.ScanJSON(&i.Body),
 		); err != nil {
 			return nil, err
@@ -298,7 +298,7 @@ func (q *Queries) ClaimDueWebhook(ctx context.Context, arg ClaimDueWebhookParams
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.Region,
-			&i.Url,
+			&i.URL,
 			queueimpl.ScanJSON(&i.Body),
 		); err != nil {
 			return nil, err
@@ -877,7 +877,7 @@ func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookRow, error) 
 		&i.UniqueKey,
 		&i.TenantID,
 		&i.Region,
-		&i.Url,
+		&i.URL,
 		queueimpl.ScanJSON(&i.Body),
 	)
 	return i, err

@@ -23,7 +23,7 @@ import (
 type WebhookPayload struct {
 	TenantID *int64
 	Region   *string
-	Url      string
+	URL      string
 	Body     json.RawMessage
 }
 
@@ -79,7 +79,7 @@ func (q *WebhookQueue) Push(ctx context.Context, p WebhookPayload, opts ...queue
 	}
 	arg.TenantID = p.TenantID
 	arg.Region = p.Region
-	arg.Url = p.Url
+	arg.URL = p.URL
 	arg.Body = queueimpl.NullJSONIfNil(p.Body)
 	row, err := q.q.PushWebhook(ctx, arg)
 	if err != nil {
@@ -105,7 +105,7 @@ func (q *WebhookQueue) PushMany(ctx context.Context, ps []WebhookPayload, opts .
 		rows[i] = map[string]any{
 			"tenant_id": queueimpl.OpenJSONValue(p.TenantID),
 			"region":    queueimpl.OpenJSONValue(p.Region),
-			"url":       queueimpl.OpenJSONValue(p.Url),
+			"url":       queueimpl.OpenJSONValue(p.URL),
 			"body":      queueimpl.OpenJSONValue(queueimpl.NullJSONIfNil(p.Body)),
 		}
 	}
@@ -136,6 +136,9 @@ func (q *WebhookQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[WebhookPayload], error) {
 	o := queueimpl.ResolveClaim(WebhookLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
+		return nil, err
+	}
 	arg := ClaimExpiredWebhookParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredWebhook(ctx, arg)
 	if err != nil {
@@ -369,10 +372,14 @@ func (q *WebhookQueue) Worker(handler queue.Handler[WebhookPayload], opts ...que
 	return queue.NewWorker[WebhookPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *WebhookQueue) Get(ctx context.Context, id int64) (*queue.Job[WebhookPayload], error) {
 	row, err := q.q.GetWebhook(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "webhook", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +402,7 @@ func (q *WebhookQueue) job(r WebhookRow) *queue.Job[WebhookPayload] {
 		Payload: WebhookPayload{
 			TenantID: r.TenantID,
 			Region:   &r.Region,
-			Url:      r.Url,
+			URL:      r.URL,
 			Body:     r.Body,
 		},
 	}

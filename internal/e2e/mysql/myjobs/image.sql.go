@@ -61,7 +61,7 @@ func (q *Queries) ClaimDueImage(ctx context.Context, arg ClaimDueImageParams) ([
 			&i.ImageRow.LockedUntil,
 			&i.ImageRow.Errors,
 			&i.ImageRow.UniqueKey,
-			&i.ImageRow.Url,
+			&i.ImageRow.URL,
 			&i.ImageRow.Format,
 			&i.ImageRow.Quality,
 			&i.ImageRow.Ratio,
@@ -136,7 +136,7 @@ func (q *Queries) ClaimExpiredImage(ctx context.Context, arg ClaimExpiredImagePa
 			&i.ImageRow.LockedUntil,
 			&i.ImageRow.Errors,
 			&i.ImageRow.UniqueKey,
-			&i.ImageRow.Url,
+			&i.ImageRow.URL,
 			&i.ImageRow.Format,
 			&i.ImageRow.Quality,
 			&i.ImageRow.Ratio,
@@ -568,7 +568,7 @@ func (q *Queries) GetImage(ctx context.Context, id int64) (ImageRow, error) {
 		&i.LockedUntil,
 		&i.Errors,
 		&i.UniqueKey,
-		&i.Url,
+		&i.URL,
 		&i.Format,
 		&i.Quality,
 		&i.Ratio,
@@ -765,7 +765,7 @@ INSERT INTO image_queue (
 `
 
 type PushImageParams struct {
-	Url         string
+	URL         string
 	Format      interface{}
 	Quality     interface{}
 	Ratio       interface{}
@@ -790,7 +790,7 @@ type PushImageParams struct {
 // locks nothing that other pushes or claims wait for.
 func (q *Queries) PushImage(ctx context.Context, arg PushImageParams) (sql.Result, error) {
 	return q.db.ExecContext(ctx, pushImage,
-		arg.Url,
+		arg.URL,
 		arg.Format,
 		arg.Quality,
 		arg.Ratio,
@@ -830,7 +830,7 @@ VALUES (
 `
 
 type PushManyImageParams struct {
-	Url         string
+	URL         string
 	Format      interface{}
 	Quality     interface{}
 	Ratio       interface{}
@@ -850,7 +850,7 @@ type PushManyImageParams struct {
 // created_at is the database's clock, and so is run_after unless given.
 func (q *Queries) PushManyImage(ctx context.Context, arg PushManyImageParams) error {
 	_, err := q.db.ExecContext(ctx, pushManyImage,
-		arg.Url,
+		arg.URL,
 		arg.Format,
 		arg.Quality,
 		arg.Ratio,

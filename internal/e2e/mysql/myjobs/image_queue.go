@@ -19,7 +19,7 @@ import (
 // ImagePayload is the payload of queue image: one field per payload column of
 // image_queue.
 type ImagePayload struct {
-	Url     string
+	URL     string
 	Format  *string
 	Quality *int32
 	Ratio   *string
@@ -80,7 +80,7 @@ func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.Pus
 		RunAfter:    o.RunAfter,
 		DelayUs:     o.Delay.Microseconds(),
 	}
-	arg.Url = p.Url
+	arg.URL = p.URL
 	arg.Format = p.Format
 	arg.Quality = p.Quality
 	arg.Ratio = p.Ratio
@@ -112,7 +112,7 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 	args := make([]any, 0, len(ps)*12)
 	for _, p := range ps {
 		args = append(args,
-			p.Url,
+			p.URL,
 			p.Format,
 			p.Quality,
 			p.Ratio,
@@ -141,6 +141,15 @@ func (q *ImageQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ImagePayload], error) {
 	o := queueimpl.ResolveClaim(ImageLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
+		return nil, err
+	}
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "image"); err != nil {
+		return nil, err
+	}
 	var rows []ImageRow
 	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
@@ -398,10 +407,20 @@ func (q *ImageQueue) Worker(handler queue.Handler[ImagePayload], opts ...queue.W
 	return queue.NewWorker[ImagePayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *ImageQueue) Get(ctx context.Context, id int64) (*queue.Job[ImagePayload], error) {
+	// The first read of an accessor's db checks that it reads times as
+	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
+	// to change if not. (Claims check clientFoundRows too, with a write.)
+	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+		return nil, err
+	}
 	row, err := q.q.GetImage(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "image", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +441,7 @@ func (q *ImageQueue) job(r ImageRow) *queue.Job[ImagePayload] {
 		LockedUntil: r.LockedUntil,
 		Errors:      queueimpl.JSONErrors(r.Errors),
 		Payload: ImagePayload{
-			Url:     r.Url,
+			URL:     r.URL,
 			Format:  &r.Format,
 			Quality: &r.Quality,
 			Ratio:   &r.Ratio,

@@ -332,7 +332,7 @@ type ImageRow struct {
 	LockedUntil *time.Time
 	Errors      json.RawMessage
 	UniqueKey   *string
-	Url         string
+	URL         string
 	Format      string
 	Quality     int32
 	Ratio       string
@@ -449,7 +449,7 @@ type TypedRow struct {
 	CNumeric     string
 	CReal        float32
 	CDouble      float64
-	CUuid        string
+	CUUID        string
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -462,7 +462,7 @@ type TypedRow struct {
 	NNumeric     *string
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        *string
+	NUUID        *string
 	NJsonb       *json.RawMessage
 	NBytea       []byte
 }

@@ -118,6 +118,15 @@ func (q *NowaitQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *NowaitQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
 	o := queueimpl.ResolveClaim(NowaitLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
+		return nil, err
+	}
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "nowait"); err != nil {
+		return nil, err
+	}
 	var rows []NowaitRow
 	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
@@ -375,10 +384,20 @@ func (q *NowaitQueue) Worker(handler queue.Handler[payload.Task], opts ...queue.
 	return queue.NewWorker[payload.Task](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *NowaitQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task], error) {
+	// The first read of an accessor's db checks that it reads times as
+	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
+	// to change if not. (Claims check clientFoundRows too, with a write.)
+	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+		return nil, err
+	}
 	row, err := q.q.GetNowait(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "nowait", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

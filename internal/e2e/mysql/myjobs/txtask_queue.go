@@ -120,6 +120,12 @@ func (q *TxtaskQueue) pushed(n int64, err error) (int64, error) {
 // returned.
 func (q *TxtaskQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
 	o := queueimpl.ResolveClaim(0, opts)
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "txtask"); err != nil {
+		return nil, err
+	}
 	qt := q.q.WithTx(tx)
 	claimed, err := qt.ClaimTxtask(ctx, ClaimTxtaskParams{Now: o.Now, Limit: int32(max)})
 	if err != nil {
@@ -334,10 +340,20 @@ func (q *TxtaskQueue) Worker(handler queue.TxHandler[payload.Task, *sql.Tx], opt
 	return queue.NewTxWorker[payload.Task, *sql.Tx](queueimpl.MySQL(q.db), q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *TxtaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task], error) {
+	// The first read of an accessor's db checks that it reads times as
+	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
+	// to change if not. (Claims check clientFoundRows too, with a write.)
+	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+		return nil, err
+	}
 	row, err := q.q.GetTxtask(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "txtask", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

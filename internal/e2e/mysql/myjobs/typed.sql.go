@@ -15,7 +15,7 @@ import (
 )
 
 const claimDueTyped = `-- name: ClaimDueTyped :many
-SELECT typed_queue.id, typed_queue.state, typed_queue.attempt, typed_queue.max_attempts, typed_queue.priority, typed_queue.run_after, typed_queue.created_at, typed_queue.attempted_at, typed_queue.finished_at, typed_queue.locked_by, typed_queue.locked_until, typed_queue.errors, typed_queue.unique_key, typed_queue.c_text, typed_queue.c_varchar, typed_queue.c_smallint, typed_queue.c_integer, typed_queue.c_bigint, typed_queue.c_boolean, typed_queue.c_numeric, typed_queue.c_real, typed_queue.c_double, typed_queue.c_uuid, typed_queue.c_timestamptz, typed_queue.c_date, typed_queue.c_jsonb, typed_queue.c_bytea, typed_queue.n_text, typed_queue.n_integer, typed_queue.n_boolean, typed_queue.n_real, typed_queue.n_double, typed_queue.n_numeric, typed_queue.n_timestamptz, typed_queue.n_date, typed_queue.n_uuid, typed_queue.n_jsonb, typed_queue.n_bytea, UTC_TIMESTAMP(6) AS db_now
+SELECT typed_queue.id, typed_queue.state, typed_queue.attempt, typed_queue.max_attempts, typed_queue.priority, typed_queue.run_after, typed_queue.created_at, typed_queue.attempted_at, typed_queue.finished_at, typed_queue.locked_by, typed_queue.locked_until, typed_queue.errors, typed_queue.unique_key, typed_queue.c_text, typed_queue.c_varchar, typed_queue.c_smallint, typed_queue.c_integer, typed_queue.c_bigint, typed_queue.c_boolean, typed_queue.c_numeric, typed_queue.c_real, typed_queue.c_double, typed_queue.c_uuid, typed_queue.c_timestamptz, typed_queue.c_date, typed_queue.c_jsonb, typed_queue.c_bytea, typed_queue.n_text, typed_queue.n_integer, typed_queue.n_boolean, typed_queue.n_real, typed_queue.n_double, typed_queue.n_numeric, typed_queue.n_timestamptz, typed_queue.n_date, typed_queue.n_uuid, typed_queue.n_jsonb, typed_queue.n_bytea, UTC_TIMESTAMP(6) AS db_now, c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
 FROM typed_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -30,8 +30,10 @@ type ClaimDueTypedParams struct {
 }
 
 type ClaimDueTypedRow struct {
-	TypedRow TypedRow
-	DbNow    time.Time
+	TypedRow   TypedRow
+	DbNow      time.Time
+	ExactCReal float32
+	ExactNReal *float32
 }
 
 // ClaimDueTyped is the second statement of a claim's transaction: due jobs in
@@ -70,7 +72,7 @@ func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([
 			&i.TypedRow.CNumeric,
 			&i.TypedRow.CReal,
 			&i.TypedRow.CDouble,
-			&i.TypedRow.CUuid,
+			&i.TypedRow.CUUID,
 			&i.TypedRow.CTimestamptz,
 			&i.TypedRow.CDate,
 			&i.TypedRow.CJsonb,
@@ -83,10 +85,12 @@ func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([
 			&i.TypedRow.NNumeric,
 			&i.TypedRow.NTimestamptz,
 			&i.TypedRow.NDate,
-			&i.TypedRow.NUuid,
+			&i.TypedRow.NUUID,
 			&i.TypedRow.NJsonb,
 			&i.TypedRow.NBytea,
 			&i.DbNow,
+			&i.ExactCReal,
+			&i.ExactNReal,
 		); err != nil {
 			return nil, err
 		}
@@ -102,7 +106,7 @@ func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([
 }
 
 const claimExpiredTyped = `-- name: ClaimExpiredTyped :many
-SELECT typed_queue.id, typed_queue.state, typed_queue.attempt, typed_queue.max_attempts, typed_queue.priority, typed_queue.run_after, typed_queue.created_at, typed_queue.attempted_at, typed_queue.finished_at, typed_queue.locked_by, typed_queue.locked_until, typed_queue.errors, typed_queue.unique_key, typed_queue.c_text, typed_queue.c_varchar, typed_queue.c_smallint, typed_queue.c_integer, typed_queue.c_bigint, typed_queue.c_boolean, typed_queue.c_numeric, typed_queue.c_real, typed_queue.c_double, typed_queue.c_uuid, typed_queue.c_timestamptz, typed_queue.c_date, typed_queue.c_jsonb, typed_queue.c_bytea, typed_queue.n_text, typed_queue.n_integer, typed_queue.n_boolean, typed_queue.n_real, typed_queue.n_double, typed_queue.n_numeric, typed_queue.n_timestamptz, typed_queue.n_date, typed_queue.n_uuid, typed_queue.n_jsonb, typed_queue.n_bytea, UTC_TIMESTAMP(6) AS db_now
+SELECT typed_queue.id, typed_queue.state, typed_queue.attempt, typed_queue.max_attempts, typed_queue.priority, typed_queue.run_after, typed_queue.created_at, typed_queue.attempted_at, typed_queue.finished_at, typed_queue.locked_by, typed_queue.locked_until, typed_queue.errors, typed_queue.unique_key, typed_queue.c_text, typed_queue.c_varchar, typed_queue.c_smallint, typed_queue.c_integer, typed_queue.c_bigint, typed_queue.c_boolean, typed_queue.c_numeric, typed_queue.c_real, typed_queue.c_double, typed_queue.c_uuid, typed_queue.c_timestamptz, typed_queue.c_date, typed_queue.c_jsonb, typed_queue.c_bytea, typed_queue.n_text, typed_queue.n_integer, typed_queue.n_boolean, typed_queue.n_real, typed_queue.n_double, typed_queue.n_numeric, typed_queue.n_timestamptz, typed_queue.n_date, typed_queue.n_uuid, typed_queue.n_jsonb, typed_queue.n_bytea, UTC_TIMESTAMP(6) AS db_now, c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
 FROM typed_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(?, UTC_TIMESTAMP(6))
@@ -118,8 +122,10 @@ type ClaimExpiredTypedParams struct {
 }
 
 type ClaimExpiredTypedRow struct {
-	TypedRow TypedRow
-	DbNow    time.Time
+	TypedRow   TypedRow
+	DbNow      time.Time
+	ExactCReal float32
+	ExactNReal *float32
 }
 
 // ClaimExpiredTyped is the first statement of a claim's transaction (READ
@@ -161,7 +167,7 @@ func (q *Queries) ClaimExpiredTyped(ctx context.Context, arg ClaimExpiredTypedPa
 			&i.TypedRow.CNumeric,
 			&i.TypedRow.CReal,
 			&i.TypedRow.CDouble,
-			&i.TypedRow.CUuid,
+			&i.TypedRow.CUUID,
 			&i.TypedRow.CTimestamptz,
 			&i.TypedRow.CDate,
 			&i.TypedRow.CJsonb,
@@ -174,10 +180,12 @@ func (q *Queries) ClaimExpiredTyped(ctx context.Context, arg ClaimExpiredTypedPa
 			&i.TypedRow.NNumeric,
 			&i.TypedRow.NTimestamptz,
 			&i.TypedRow.NDate,
-			&i.TypedRow.NUuid,
+			&i.TypedRow.NUUID,
 			&i.TypedRow.NJsonb,
 			&i.TypedRow.NBytea,
 			&i.DbNow,
+			&i.ExactCReal,
+			&i.ExactNReal,
 		); err != nil {
 			return nil, err
 		}
@@ -586,53 +594,64 @@ func (q *Queries) FailTyped(ctx context.Context, arg FailTypedParams) (int64, er
 }
 
 const getTyped = `-- name: GetTyped :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea FROM typed_queue
+SELECT typed_queue.id, typed_queue.state, typed_queue.attempt, typed_queue.max_attempts, typed_queue.priority, typed_queue.run_after, typed_queue.created_at, typed_queue.attempted_at, typed_queue.finished_at, typed_queue.locked_by, typed_queue.locked_until, typed_queue.errors, typed_queue.unique_key, typed_queue.c_text, typed_queue.c_varchar, typed_queue.c_smallint, typed_queue.c_integer, typed_queue.c_bigint, typed_queue.c_boolean, typed_queue.c_numeric, typed_queue.c_real, typed_queue.c_double, typed_queue.c_uuid, typed_queue.c_timestamptz, typed_queue.c_date, typed_queue.c_jsonb, typed_queue.c_bytea, typed_queue.n_text, typed_queue.n_integer, typed_queue.n_boolean, typed_queue.n_real, typed_queue.n_double, typed_queue.n_numeric, typed_queue.n_timestamptz, typed_queue.n_date, typed_queue.n_uuid, typed_queue.n_jsonb, typed_queue.n_bytea, c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
+FROM typed_queue
 WHERE id = ?
 `
 
-// GetTyped reads one job by id; a plain read that locks nothing.
-func (q *Queries) GetTyped(ctx context.Context, id int64) (TypedRow, error) {
+type GetTypedRow struct {
+	TypedRow   TypedRow
+	ExactCReal float32
+	ExactNReal *float32
+}
+
+// GetTyped reads one job by id; a plain read that locks nothing. Each real
+// (FLOAT) column is read again as a DOUBLE, exact_<column>, which the text
+// protocol prints exactly.
+func (q *Queries) GetTyped(ctx context.Context, id int64) (GetTypedRow, error) {
 	row := q.db.QueryRowContext(ctx, getTyped, id)
-	var i TypedRow
+	var i GetTypedRow
 	err := row.Scan(
-		&i.ID,
-		&i.State,
-		&i.Attempt,
-		&i.MaxAttempts,
-		&i.Priority,
-		&i.RunAfter,
-		&i.CreatedAt,
-		&i.AttemptedAt,
-		&i.FinishedAt,
-		&i.LockedBy,
-		&i.LockedUntil,
-		&i.Errors,
-		&i.UniqueKey,
-		&i.CText,
-		&i.CVarchar,
-		&i.CSmallint,
-		&i.CInteger,
-		&i.CBigint,
-		&i.CBoolean,
-		&i.CNumeric,
-		&i.CReal,
-		&i.CDouble,
-		&i.CUuid,
-		&i.CTimestamptz,
-		&i.CDate,
-		&i.CJsonb,
-		&i.CBytea,
-		&i.NText,
-		&i.NInteger,
-		&i.NBoolean,
-		&i.NReal,
-		&i.NDouble,
-		&i.NNumeric,
-		&i.NTimestamptz,
-		&i.NDate,
-		&i.NUuid,
-		&i.NJsonb,
-		&i.NBytea,
+		&i.TypedRow.ID,
+		&i.TypedRow.State,
+		&i.TypedRow.Attempt,
+		&i.TypedRow.MaxAttempts,
+		&i.TypedRow.Priority,
+		&i.TypedRow.RunAfter,
+		&i.TypedRow.CreatedAt,
+		&i.TypedRow.AttemptedAt,
+		&i.TypedRow.FinishedAt,
+		&i.TypedRow.LockedBy,
+		&i.TypedRow.LockedUntil,
+		&i.TypedRow.Errors,
+		&i.TypedRow.UniqueKey,
+		&i.TypedRow.CText,
+		&i.TypedRow.CVarchar,
+		&i.TypedRow.CSmallint,
+		&i.TypedRow.CInteger,
+		&i.TypedRow.CBigint,
+		&i.TypedRow.CBoolean,
+		&i.TypedRow.CNumeric,
+		&i.TypedRow.CReal,
+		&i.TypedRow.CDouble,
+		&i.TypedRow.CUUID,
+		&i.TypedRow.CTimestamptz,
+		&i.TypedRow.CDate,
+		&i.TypedRow.CJsonb,
+		&i.TypedRow.CBytea,
+		&i.TypedRow.NText,
+		&i.TypedRow.NInteger,
+		&i.TypedRow.NBoolean,
+		&i.TypedRow.NReal,
+		&i.TypedRow.NDouble,
+		&i.TypedRow.NNumeric,
+		&i.TypedRow.NTimestamptz,
+		&i.TypedRow.NDate,
+		&i.TypedRow.NUUID,
+		&i.TypedRow.NJsonb,
+		&i.TypedRow.NBytea,
+		&i.ExactCReal,
+		&i.ExactNReal,
 	)
 	return i, err
 }
@@ -846,7 +865,7 @@ type PushManyTypedParams struct {
 	CNumeric     string
 	CReal        float32
 	CDouble      float64
-	CUuid        string
+	CUUID        string
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -859,7 +878,7 @@ type PushManyTypedParams struct {
 	NNumeric     *string
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        *string
+	NUUID        *string
 	NJsonb       *json.RawMessage
 	NBytea       []byte
 	Priority     int16
@@ -882,7 +901,7 @@ func (q *Queries) PushManyTyped(ctx context.Context, arg PushManyTypedParams) er
 		arg.CNumeric,
 		arg.CReal,
 		arg.CDouble,
-		arg.CUuid,
+		arg.CUUID,
 		arg.CTimestamptz,
 		arg.CDate,
 		arg.CJsonb,
@@ -895,7 +914,7 @@ func (q *Queries) PushManyTyped(ctx context.Context, arg PushManyTypedParams) er
 		arg.NNumeric,
 		arg.NTimestamptz,
 		arg.NDate,
-		arg.NUuid,
+		arg.NUUID,
 		arg.NJsonb,
 		arg.NBytea,
 		arg.Priority,
@@ -952,7 +971,7 @@ type PushTypedParams struct {
 	CNumeric     string
 	CReal        float32
 	CDouble      float64
-	CUuid        string
+	CUUID        string
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -965,7 +984,7 @@ type PushTypedParams struct {
 	NNumeric     *string
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        *string
+	NUUID        *string
 	NJsonb       *json.RawMessage
 	NBytea       []byte
 	Priority     int16
@@ -993,7 +1012,7 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (sql.Resul
 		arg.CNumeric,
 		arg.CReal,
 		arg.CDouble,
-		arg.CUuid,
+		arg.CUUID,
 		arg.CTimestamptz,
 		arg.CDate,
 		arg.CJsonb,
@@ -1006,7 +1025,7 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (sql.Resul
 		arg.NNumeric,
 		arg.NTimestamptz,
 		arg.NDate,
-		arg.NUuid,
+		arg.NUUID,
 		arg.NJsonb,
 		arg.NBytea,
 		arg.Priority,

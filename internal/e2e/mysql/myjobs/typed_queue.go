@@ -28,7 +28,7 @@ type TypedPayload struct {
 	CNumeric     string
 	CReal        float32
 	CDouble      float64
-	CUuid        string
+	CUUID        string
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -41,7 +41,7 @@ type TypedPayload struct {
 	NNumeric     *string
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        *string
+	NUUID        *string
 	NJsonb       *json.RawMessage
 	NBytea       []byte
 }
@@ -89,6 +89,18 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
+	if err := queueimpl.CheckFinite("c_real", p.CReal); err != nil {
+		return queue.PushResult{}, err
+	}
+	if err := queueimpl.CheckFinite("c_double", p.CDouble); err != nil {
+		return queue.PushResult{}, err
+	}
+	if err := queueimpl.CheckFinite("n_real", p.NReal); err != nil {
+		return queue.PushResult{}, err
+	}
+	if err := queueimpl.CheckFinite("n_double", p.NDouble); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := PushTypedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
@@ -105,7 +117,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	arg.CNumeric = p.CNumeric
 	arg.CReal = p.CReal
 	arg.CDouble = p.CDouble
-	arg.CUuid = p.CUuid
+	arg.CUUID = p.CUUID
 	arg.CTimestamptz = p.CTimestamptz
 	arg.CDate = p.CDate
 	arg.CJsonb = queueimpl.NullJSONIfNil(p.CJsonb)
@@ -118,7 +130,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	arg.NNumeric = p.NNumeric
 	arg.NTimestamptz = p.NTimestamptz
 	arg.NDate = p.NDate
-	arg.NUuid = p.NUuid
+	arg.NUUID = p.NUUID
 	arg.NJsonb = p.NJsonb
 	arg.NBytea = p.NBytea
 	res, err := q.q.PushTyped(ctx, arg)
@@ -143,6 +155,18 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 	}
 	args := make([]any, 0, len(ps)*28)
 	for _, p := range ps {
+		if err := queueimpl.CheckFinite("c_real", p.CReal); err != nil {
+			return 0, err
+		}
+		if err := queueimpl.CheckFinite("c_double", p.CDouble); err != nil {
+			return 0, err
+		}
+		if err := queueimpl.CheckFinite("n_real", p.NReal); err != nil {
+			return 0, err
+		}
+		if err := queueimpl.CheckFinite("n_double", p.NDouble); err != nil {
+			return 0, err
+		}
 		args = append(args,
 			p.CText,
 			p.CVarchar,
@@ -153,7 +177,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			p.CNumeric,
 			p.CReal,
 			p.CDouble,
-			p.CUuid,
+			p.CUUID,
 			p.CTimestamptz,
 			p.CDate,
 			queueimpl.NullJSONIfNil(p.CJsonb),
@@ -166,7 +190,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			p.NNumeric,
 			p.NTimestamptz,
 			p.NDate,
-			p.NUuid,
+			p.NUUID,
 			p.NJsonb,
 			p.NBytea,
 			o.Priority, o.MaxAttempts, o.RunAfter)
@@ -189,6 +213,15 @@ func (q *TypedQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[TypedPayload], error) {
 	o := queueimpl.ResolveClaim(TypedLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
+		return nil, err
+	}
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "typed"); err != nil {
+		return nil, err
+	}
 	var rows []TypedRow
 	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
@@ -199,7 +232,7 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 		}
 		var now time.Time
 		for _, r := range expired {
-			rows, now = append(rows, r.TypedRow), r.DbNow
+			rows, now = append(rows, withTypedExact(r.TypedRow, r.ExactCReal, r.ExactNReal)), r.DbNow
 		}
 		if len(rows) < max {
 			due, err := qt.ClaimDueTyped(ctx, ClaimDueTypedParams{Now: o.Now, Limit: int32(max - len(rows))})
@@ -207,7 +240,7 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 				return err
 			}
 			for _, r := range due {
-				rows, now = append(rows, r.TypedRow), r.DbNow
+				rows, now = append(rows, withTypedExact(r.TypedRow, r.ExactCReal, r.ExactNReal)), r.DbNow
 			}
 		}
 		if len(rows) == 0 {
@@ -446,10 +479,21 @@ func (q *TypedQueue) Worker(handler queue.Handler[TypedPayload], opts ...queue.W
 	return queue.NewWorker[TypedPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *TypedQueue) Get(ctx context.Context, id int64) (*queue.Job[TypedPayload], error) {
-	row, err := q.q.GetTyped(ctx, id)
+	// The first read of an accessor's db checks that it reads times as
+	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
+	// to change if not. (Claims check clientFoundRows too, with a write.)
+	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+		return nil, err
+	}
+	got, err := q.q.GetTyped(ctx, id)
+	row := withTypedExact(got.TypedRow, got.ExactCReal, got.ExactNReal)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "typed", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -479,7 +523,7 @@ func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
 			CNumeric:     r.CNumeric,
 			CReal:        r.CReal,
 			CDouble:      r.CDouble,
-			CUuid:        r.CUuid,
+			CUUID:        r.CUUID,
 			CTimestamptz: r.CTimestamptz,
 			CDate:        r.CDate,
 			CJsonb:       r.CJsonb,
@@ -492,7 +536,7 @@ func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
 			NNumeric:     r.NNumeric,
 			NTimestamptz: r.NTimestamptz,
 			NDate:        r.NDate,
-			NUuid:        r.NUuid,
+			NUUID:        r.NUUID,
 			NJsonb:       r.NJsonb,
 			NBytea:       r.NBytea,
 		},
@@ -510,6 +554,15 @@ func (q *TypedQueue) jobs(rows []TypedRow) []*queue.Job[TypedPayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// withTypedExact is row with the values of its real columns as the
+// reads of jobs select them again, exactly: the text protocol prints a
+// FLOAT column to 6 digits, but the DOUBLE of its value in full.
+func withTypedExact(row TypedRow, exactCReal float32, exactNReal *float32) TypedRow {
+	row.CReal = exactCReal
+	row.NReal = exactNReal
+	return row
 }
 
 // failMany fails those of jobs the caller still holds, in tx (or a

@@ -39,7 +39,7 @@ SELECT id, run_after FROM @pushed;
 `
 
 type PushImageParams struct {
-	Url         string
+	URL         string
 	Format      *string
 	Quality     *int32
 	Ratio       *string
@@ -67,7 +67,7 @@ type PushImageRow struct {
 // only its own new row.
 func (q *Queries) PushImage(ctx context.Context, arg PushImageParams) (PushImageRow, error) {
 	row := q.db.QueryRowContext(ctx, pushImage,
-		sql.Named("url", arg.Url),
+		sql.Named("url", arg.URL),
 		sql.Named("format", arg.Format),
 		sql.Named("quality", arg.Quality),
 		sql.Named("ratio", arg.Ratio),
@@ -232,7 +232,7 @@ func (q *Queries) ClaimExpiredImage(ctx context.Context, arg ClaimExpiredImagePa
 			&i.LockedUntil,
 			&i.Errors,
 			&i.UniqueKey,
-			&i.Url,
+			&i.URL,
 			&i.Format,
 			&i.Quality,
 			&i.Ratio,
@@ -337,7 +337,7 @@ func (q *Queries) ClaimDueImage(ctx context.Context, arg ClaimDueImageParams) ([
 			&i.LockedUntil,
 			&i.Errors,
 			&i.UniqueKey,
-			&i.Url,
+			&i.URL,
 			&i.Format,
 			&i.Quality,
 			&i.Ratio,
@@ -920,7 +920,7 @@ func (q *Queries) GetImage(ctx context.Context, id int64) (ImageRow, error) {
 		&i.LockedUntil,
 		&i.Errors,
 		&i.UniqueKey,
-		&i.Url,
+		&i.URL,
 		&i.Format,
 		&i.Quality,
 		&i.Ratio,

@@ -22,7 +22,7 @@ import (
 // ImagePayload is the payload of queue image: one field per payload column of
 // image_queue.
 type ImagePayload struct {
-	Url     string
+	URL     string
 	Format  *string
 	Quality *int32
 	Ratio   *string
@@ -83,7 +83,7 @@ func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.Pus
 		RunAfter:    o.RunAfter,
 		DelayUs:     o.Delay.Microseconds(),
 	}
-	arg.Url = p.Url
+	arg.URL = p.URL
 	arg.Format = p.Format
 	arg.Quality = p.Quality
 	arg.Ratio = p.Ratio
@@ -114,7 +114,7 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 	rows := make([]map[string]any, len(ps))
 	for i, p := range ps {
 		rows[i] = map[string]any{
-			"url":      queueimpl.OpenJSONValue(p.Url),
+			"url":      queueimpl.OpenJSONValue(p.URL),
 			"format":   queueimpl.OpenJSONValue(p.Format),
 			"quality":  queueimpl.OpenJSONValue(p.Quality),
 			"ratio":    queueimpl.OpenJSONValue(p.Ratio),
@@ -152,6 +152,9 @@ func (q *ImageQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ImagePayload], error) {
 	o := queueimpl.ResolveClaim(ImageLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
+		return nil, err
+	}
 	arg := ClaimExpiredImageParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredImage(ctx, arg)
 	if err != nil {
@@ -385,10 +388,14 @@ func (q *ImageQueue) Worker(handler queue.Handler[ImagePayload], opts ...queue.W
 	return queue.NewWorker[ImagePayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *ImageQueue) Get(ctx context.Context, id int64) (*queue.Job[ImagePayload], error) {
 	row, err := q.q.GetImage(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "image", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -409,7 +416,7 @@ func (q *ImageQueue) job(r ImageRow) *queue.Job[ImagePayload] {
 		LockedUntil: r.LockedUntil,
 		Errors:      queueimpl.JSONErrors([]byte(r.Errors)),
 		Payload: ImagePayload{
-			Url:     r.Url,
+			URL:     r.URL,
 			Format:  &r.Format,
 			Quality: &r.Quality,
 			Ratio:   &r.Ratio,

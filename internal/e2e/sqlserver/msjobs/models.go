@@ -106,7 +106,7 @@ type TypedRow struct {
 	CNumeric     string
 	CReal        float32
 	CDouble      float64
-	CUuid        mssql.UniqueIdentifier
+	CUUID        mssql.UniqueIdentifier
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -119,7 +119,7 @@ type TypedRow struct {
 	NNumeric     *string
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        *mssql.UniqueIdentifier
+	NUUID        *mssql.UniqueIdentifier
 	NJsonb       *json.RawMessage
 	NBytea       []byte
 }
@@ -139,7 +139,7 @@ type ImageRow struct {
 	LockedUntil *time.Time
 	Errors      string
 	UniqueKey   *string
-	Url         string
+	URL         string
 	Format      string
 	Quality     int32
 	Ratio       string

@@ -128,6 +128,9 @@ func (q *NowaitQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *NowaitQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
 	o := queueimpl.ResolveClaim(NowaitLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
+		return nil, err
+	}
 	arg := ClaimExpiredNowaitParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredNowait(ctx, arg)
 	if err != nil {
@@ -362,10 +365,14 @@ func (q *NowaitQueue) Worker(handler queue.Handler[payload.Task], opts ...queue.
 	return queue.NewWorker[payload.Task](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *NowaitQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task], error) {
 	row, err := q.q.GetNowait(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "nowait", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

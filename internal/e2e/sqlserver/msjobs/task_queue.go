@@ -59,6 +59,9 @@ func (q *TaskQueue) WithTx(tx *sql.Tx) *TaskQueue {
 // result says Duplicate.
 func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.PushOption) (queue.PushResult, error) {
 	o := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "UTF-16 code units", "SQL Server's unique_key NVARCHAR(255)"); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := PushTaskParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
@@ -130,6 +133,9 @@ func (q *TaskQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
 	o := queueimpl.ResolveClaim(TaskLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
+		return nil, err
+	}
 	arg := ClaimExpiredTaskParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredTask(ctx, arg)
 	if err != nil {
@@ -397,10 +403,14 @@ func (q *TaskQueue) Worker(handler queue.Handler[payload.Task], opts ...queue.Wo
 	return queue.NewWorker[payload.Task](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *TaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task], error) {
 	row, err := q.q.GetTask(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "task", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -343,10 +343,14 @@ func (q *TxtaskQueue) Worker(handler queue.TxHandler[payload.Task, *sql.Tx], opt
 	return queue.NewTxWorker[payload.Task, *sql.Tx](queueimpl.SQLServer(q.db), q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *TxtaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task], error) {
 	row, err := q.q.GetTxtask(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "txtask", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

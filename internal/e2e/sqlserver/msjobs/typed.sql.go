@@ -64,7 +64,7 @@ type PushTypedParams struct {
 	CNumeric     string
 	CReal        float32
 	CDouble      float64
-	CUuid        mssql.UniqueIdentifier
+	CUUID        mssql.UniqueIdentifier
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -77,7 +77,7 @@ type PushTypedParams struct {
 	NNumeric     *string
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        *mssql.UniqueIdentifier
+	NUUID        *mssql.UniqueIdentifier
 	NJsonb       *json.RawMessage
 	NBytea       []byte
 	Priority     int16
@@ -108,7 +108,7 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (PushTyped
 		sql.Named("c_numeric", arg.CNumeric),
 		sql.Named("c_real", arg.CReal),
 		sql.Named("c_double", arg.CDouble),
-		sql.Named("c_uuid", arg.CUuid),
+		sql.Named("c_uuid", arg.CUUID),
 		sql.Named("c_timestamptz", queueimpl.DateTime2(arg.CTimestamptz)),
 		sql.Named("c_date", queueimpl.Date(arg.CDate)),
 		sql.Named("c_jsonb", queueimpl.JSONText(arg.CJsonb)),
@@ -121,7 +121,7 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (PushTyped
 		sql.Named("n_numeric", arg.NNumeric),
 		sql.Named("n_timestamptz", queueimpl.NullDateTime2(arg.NTimestamptz)),
 		sql.Named("n_date", queueimpl.NullDate(arg.NDate)),
-		sql.Named("n_uuid", arg.NUuid),
+		sql.Named("n_uuid", arg.NUUID),
 		sql.Named("n_jsonb", queueimpl.NullJSONText(arg.NJsonb)),
 		sql.Named("n_bytea", arg.NBytea),
 		sql.Named("priority", arg.Priority),
@@ -337,7 +337,7 @@ func (q *Queries) ClaimExpiredTyped(ctx context.Context, arg ClaimExpiredTypedPa
 			&i.CNumeric,
 			&i.CReal,
 			&i.CDouble,
-			&i.CUuid,
+			&i.CUUID,
 			&i.CTimestamptz,
 			&i.CDate,
 			queueimpl.ScanJSON(&i.CJsonb),
@@ -350,7 +350,7 @@ func (q *Queries) ClaimExpiredTyped(ctx context.Context, arg ClaimExpiredTypedPa
 			&i.NNumeric,
 			&i.NTimestamptz,
 			&i.NDate,
-			&i.NUuid,
+			&i.NUUID,
 			queueimpl.ScanNullJSON(&i.NJsonb),
 			&i.NBytea,
 		); err != nil {
@@ -474,7 +474,7 @@ func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([
 			&i.CNumeric,
 			&i.CReal,
 			&i.CDouble,
-			&i.CUuid,
+			&i.CUUID,
 			&i.CTimestamptz,
 			&i.CDate,
 			queueimpl.ScanJSON(&i.CJsonb),
@@ -487,7 +487,7 @@ func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([
 			&i.NNumeric,
 			&i.NTimestamptz,
 			&i.NDate,
-			&i.NUuid,
+			&i.NUUID,
 			queueimpl.ScanNullJSON(&i.NJsonb),
 			&i.NBytea,
 		); err != nil {
@@ -1081,7 +1081,7 @@ func (q *Queries) GetTyped(ctx context.Context, id int64) (TypedRow, error) {
 		&i.CNumeric,
 		&i.CReal,
 		&i.CDouble,
-		&i.CUuid,
+		&i.CUUID,
 		&i.CTimestamptz,
 		&i.CDate,
 		queueimpl.ScanJSON(&i.CJsonb),
@@ -1094,7 +1094,7 @@ func (q *Queries) GetTyped(ctx context.Context, id int64) (TypedRow, error) {
 		&i.NNumeric,
 		&i.NTimestamptz,
 		&i.NDate,
-		&i.NUuid,
+		&i.NUUID,
 		queueimpl.ScanNullJSON(&i.NJsonb),
 		&i.NBytea,
 	)

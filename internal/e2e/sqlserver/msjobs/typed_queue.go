@@ -31,7 +31,7 @@ type TypedPayload struct {
 	CNumeric     string
 	CReal        float32
 	CDouble      float64
-	CUuid        mssql.UniqueIdentifier
+	CUUID        mssql.UniqueIdentifier
 	CTimestamptz time.Time
 	CDate        time.Time
 	CJsonb       json.RawMessage
@@ -44,7 +44,7 @@ type TypedPayload struct {
 	NNumeric     *string
 	NTimestamptz *time.Time
 	NDate        *time.Time
-	NUuid        *mssql.UniqueIdentifier
+	NUUID        *mssql.UniqueIdentifier
 	NJsonb       *json.RawMessage
 	NBytea       []byte
 }
@@ -108,7 +108,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	arg.CNumeric = p.CNumeric
 	arg.CReal = p.CReal
 	arg.CDouble = p.CDouble
-	arg.CUuid = p.CUuid
+	arg.CUUID = p.CUUID
 	arg.CTimestamptz = p.CTimestamptz
 	arg.CDate = p.CDate
 	arg.CJsonb = queueimpl.NullJSONIfNil(p.CJsonb)
@@ -121,7 +121,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	arg.NNumeric = p.NNumeric
 	arg.NTimestamptz = p.NTimestamptz
 	arg.NDate = p.NDate
-	arg.NUuid = p.NUuid
+	arg.NUUID = p.NUUID
 	arg.NJsonb = p.NJsonb
 	arg.NBytea = p.NBytea
 	row, err := q.q.PushTyped(ctx, arg)
@@ -155,7 +155,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			"c_numeric":     queueimpl.OpenJSONValue(p.CNumeric),
 			"c_real":        queueimpl.OpenJSONValue(p.CReal),
 			"c_double":      queueimpl.OpenJSONValue(p.CDouble),
-			"c_uuid":        queueimpl.OpenJSONValue(p.CUuid),
+			"c_uuid":        queueimpl.OpenJSONValue(p.CUUID),
 			"c_timestamptz": queueimpl.OpenJSONValue(p.CTimestamptz),
 			"c_date":        queueimpl.OpenJSONDate(p.CDate),
 			"c_jsonb":       queueimpl.OpenJSONValue(queueimpl.NullJSONIfNil(p.CJsonb)),
@@ -168,7 +168,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			"n_numeric":     queueimpl.OpenJSONValue(p.NNumeric),
 			"n_timestamptz": queueimpl.OpenJSONValue(p.NTimestamptz),
 			"n_date":        queueimpl.OpenJSONDate(p.NDate),
-			"n_uuid":        queueimpl.OpenJSONValue(p.NUuid),
+			"n_uuid":        queueimpl.OpenJSONValue(p.NUUID),
 			"n_jsonb":       queueimpl.OpenJSONValue(p.NJsonb),
 			"n_bytea":       queueimpl.OpenJSONValue(p.NBytea),
 		}
@@ -200,6 +200,9 @@ func (q *TypedQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[TypedPayload], error) {
 	o := queueimpl.ResolveClaim(TypedLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
+		return nil, err
+	}
 	arg := ClaimExpiredTypedParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredTyped(ctx, arg)
 	if err != nil {
@@ -433,10 +436,14 @@ func (q *TypedQueue) Worker(handler queue.Handler[TypedPayload], opts ...queue.W
 	return queue.NewWorker[TypedPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *TypedQueue) Get(ctx context.Context, id int64) (*queue.Job[TypedPayload], error) {
 	row, err := q.q.GetTyped(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "typed", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -466,7 +473,7 @@ func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
 			CNumeric:     r.CNumeric,
 			CReal:        r.CReal,
 			CDouble:      r.CDouble,
-			CUuid:        r.CUuid,
+			CUUID:        r.CUUID,
 			CTimestamptz: r.CTimestamptz,
 			CDate:        r.CDate,
 			CJsonb:       r.CJsonb,
@@ -479,7 +486,7 @@ func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
 			NNumeric:     r.NNumeric,
 			NTimestamptz: r.NTimestamptz,
 			NDate:        r.NDate,
-			NUuid:        r.NUuid,
+			NUUID:        r.NUUID,
 			NJsonb:       r.NJsonb,
 			NBytea:       r.NBytea,
 		},

@@ -124,6 +124,15 @@ func (q *EventQueue) pushed(n int64, err error) (int64, error) {
 // error are leased all the same: work them.
 func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[EventPayload], error) {
 	o := queueimpl.ResolveClaim(EventLease, opts)
+	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
+		return nil, err
+	}
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "event"); err != nil {
+		return nil, err
+	}
 	var rows []EventRow
 	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
@@ -381,10 +390,20 @@ func (q *EventQueue) Worker(handler queue.Handler[EventPayload], opts ...queue.W
 	return queue.NewWorker[EventPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *EventQueue) Get(ctx context.Context, id int64) (*queue.Job[EventPayload], error) {
+	// The first read of an accessor's db checks that it reads times as
+	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
+	// to change if not. (Claims check clientFoundRows too, with a write.)
+	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+		return nil, err
+	}
 	row, err := q.q.GetEvent(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "event", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

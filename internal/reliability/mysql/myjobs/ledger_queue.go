@@ -113,6 +113,12 @@ func (q *LedgerQueue) pushed(n int64, err error) (int64, error) {
 // then commit; a rollback returns every job it claimed.
 func (q *LedgerQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[LedgerPayload], error) {
 	o := queueimpl.ResolveClaim(0, opts)
+	// The first read of an accessor's db checks that it was opened as this
+	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
+	// which DSN setting to change if not.
+	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "ledger"); err != nil {
+		return nil, err
+	}
 	qt := q.q.WithTx(tx)
 	claimed, err := qt.ClaimLedger(ctx, ClaimLedgerParams{Now: o.Now, Limit: int32(max)})
 	if err != nil {
@@ -282,10 +288,20 @@ func (q *LedgerQueue) Worker(handler queue.TxHandler[LedgerPayload, *sql.Tx], op
 	return queue.NewTxWorker[LedgerPayload, *sql.Tx](queueimpl.MySQL(q.db), q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; sql.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, sql.ErrNoRows)).
 func (q *LedgerQueue) Get(ctx context.Context, id int64) (*queue.Job[LedgerPayload], error) {
+	// The first read of an accessor's db checks that it reads times as
+	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
+	// to change if not. (Claims check clientFoundRows too, with a write.)
+	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+		return nil, err
+	}
 	row, err := q.q.GetLedger(ctx, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "ledger", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -358,10 +358,14 @@ func (q *ThumbnailQueue) Worker(handler queue.Handler[ThumbnailPayload], opts ..
 	return queue.NewWorker[ThumbnailPayload](q, handler, opts...)
 }
 
-// Get reads one job by id, whatever its state; pgx.ErrNoRows if there is
-// none.
+// Get reads one job by id, whatever its state; if there is none, a
+// *queue.NotFoundError, for which errors.Is(err, queue.ErrNotFound) is true
+// (and errors.Is(err, pgx.ErrNoRows)).
 func (q *ThumbnailQueue) Get(ctx context.Context, id int64) (*queue.Job[ThumbnailPayload], error) {
 	row, err := q.q.GetThumbnail(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &queue.NotFoundError{Queue: "thumbnail", ID: id, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ VALUES (
 -- rows the claim does not take; FOR UPDATE SKIP LOCKED makes concurrent
 -- claims pass over each other's rows. db_now is the clock the lease is
 -- computed from.
-SELECT sqlc.embed(email_queue), UTC_TIMESTAMP(6) AS db_now
+SELECT sqlc.embed(email_queue), UTC_TIMESTAMP(6) AS db_now, ratio * 1e0 AS exact_ratio
 FROM email_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
@@ -87,7 +87,7 @@ FOR UPDATE SKIP LOCKED;
 -- claim order, locked like ClaimExpiredEmail. The claim index leads with
 -- state and then holds the claim's ORDER BY, so it returns them in order
 -- without a sort.
-SELECT sqlc.embed(email_queue), UTC_TIMESTAMP(6) AS db_now
+SELECT sqlc.embed(email_queue), UTC_TIMESTAMP(6) AS db_now, ratio * 1e0 AS exact_ratio
 FROM email_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
@@ -358,6 +358,9 @@ SELECT COUNT(*) FROM (
 ) AS due;
 
 -- name: GetEmail :one
--- GetEmail reads one job by id; a plain read that locks nothing.
-SELECT * FROM email_queue
+-- GetEmail reads one job by id; a plain read that locks nothing. Each real
+-- (FLOAT) column is read again as a DOUBLE, exact_<column>, which the text
+-- protocol prints exactly.
+SELECT sqlc.embed(email_queue), ratio * 1e0 AS exact_ratio
+FROM email_queue
 WHERE id = sqlc.arg(id);

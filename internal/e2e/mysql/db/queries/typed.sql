@@ -89,7 +89,7 @@ VALUES (
 -- rows the claim does not take; FOR UPDATE SKIP LOCKED makes concurrent
 -- claims pass over each other's rows. db_now is the clock the lease is
 -- computed from.
-SELECT sqlc.embed(typed_queue), UTC_TIMESTAMP(6) AS db_now
+SELECT sqlc.embed(typed_queue), UTC_TIMESTAMP(6) AS db_now, c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
 FROM typed_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
@@ -103,7 +103,7 @@ FOR UPDATE SKIP LOCKED;
 -- claim order, locked like ClaimExpiredTyped. The claim index leads with
 -- state and then holds the claim's ORDER BY, so it returns them in order
 -- without a sort.
-SELECT sqlc.embed(typed_queue), UTC_TIMESTAMP(6) AS db_now
+SELECT sqlc.embed(typed_queue), UTC_TIMESTAMP(6) AS db_now, c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
 FROM typed_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
@@ -363,6 +363,9 @@ SELECT COUNT(*) FROM (
 ) AS due;
 
 -- name: GetTyped :one
--- GetTyped reads one job by id; a plain read that locks nothing.
-SELECT * FROM typed_queue
+-- GetTyped reads one job by id; a plain read that locks nothing. Each real
+-- (FLOAT) column is read again as a DOUBLE, exact_<column>, which the text
+-- protocol prints exactly.
+SELECT sqlc.embed(typed_queue), c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
+FROM typed_queue
 WHERE id = sqlc.arg(id);
