@@ -5,3 +5,4 @@
 package bench
 
 //go:generate go run github.com/queuegen/queuegen/cmd/queuegen generate
+//go:generate go run github.com/queuegen/queuegen/cmd/queuegen generate -f queuegen.mysql.yaml
