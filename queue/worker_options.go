@@ -29,7 +29,7 @@ type workerConfig struct {
 	statsInterval   time.Duration
 	logger          *slog.Logger
 	hooks           Hooks
-	listener        *Listener
+	listener        Listener
 }
 
 // Default concurrencies, by worker kind.
@@ -165,6 +165,16 @@ func Logger(l *slog.Logger) WorkerOption { return func(c *workerConfig) { c.logg
 // WithHooks sets the worker's hooks.
 func WithHooks(h Hooks) WorkerOption { return func(c *workerConfig) { c.hooks = h } }
 
+// Listener wakes workers when jobs are pushed to queues declared with
+// notify: true. On PostgreSQL it is a *queuepgx.Listener (package
+// github.com/queuegen/queuegen/queue/queuepgx), one per process, whose
+// connection LISTENs for the notifications the pushes send.
+type Listener interface {
+	// Subscribe makes a notification on channel do a non-blocking send
+	// on wake. It returns the function that unsubscribes.
+	Subscribe(channel string, wake chan<- struct{}) (unsubscribe func())
+}
+
 // WithListener wakes the worker when jobs are pushed (queues declared with
 // notify: true), instead of waiting for the next poll.
-func WithListener(l *Listener) WorkerOption { return func(c *workerConfig) { c.listener = l } }
+func WithListener(l Listener) WorkerOption { return func(c *workerConfig) { c.listener = l } }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/queuegen/queuegen/examples/mailer/jobs"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queuepgx"
 )
 
 //go:embed db/migrations/*.sql
@@ -90,7 +91,7 @@ func run(ctx context.Context, url string) error {
 	// Work: the runtime pieces a service runs, until the demo's jobs are done.
 	reader := sdkmetric.NewManualReader()
 	hooks := otelHooks(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("mailer"))
-	listener := queue.NewListener(pool, logger)
+	listener := queuepgx.NewListener(pool, logger)
 	defer listener.Close()
 	common := []queue.WorkerOption{queue.WithListener(listener), queue.WithHooks(hooks), queue.Logger(logger)}
 	host, _ := os.Hostname()

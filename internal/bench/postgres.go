@@ -14,6 +14,7 @@ import (
 
 	"github.com/queuegen/queuegen/internal/bench/jobs"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queuepgx"
 )
 
 // pgTarget is a PostgreSQL database; the bench works in schema Schema.
@@ -126,7 +127,7 @@ func (t *pgTarget) worker(ctx context.Context, started func(), wake bool, opts .
 		push := func(ctx context.Context, n int64) error { _, err := q.Push(ctx, payload(n)); return err }
 		return q.Worker(handler[jobs.BenchPayload](started), opts...), push, func() {}, nil
 	}
-	listener := queue.NewListener(t.pool, quiet)
+	listener := queuepgx.NewListener(t.pool, quiet)
 	q := jobs.NewBenchNotifyQueue(t.pool)
 	w := q.Worker(handler[jobs.BenchNotifyPayload](started), append(opts, queue.WithListener(listener))...)
 	push := func(ctx context.Context, n int64) error {

@@ -19,7 +19,9 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/sqlserver/msjobs"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/queue"
-	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // The suites of this file's kind run once per engine: each test calls
@@ -175,7 +177,7 @@ func open(t *testing.T, name string) *engine {
 		e.task, e.kept, e.nowait = task, jobs.NewKeptQueue(pool), jobs.NewNowaitQueue(pool)
 		e.periodic = []periodicQueue{task, tx}
 		e.noRows = pgx.ErrNoRows
-		e.pg = &txEngine[pgx.Tx]{q: tx, driver: queueimpl.Pgx(pool),
+		e.pg = &txEngine[pgx.Tx]{q: tx, driver: pgximpl.TxDriver(pool),
 			pushIn: func(ctx context.Context, t pgx.Tx, p payload.Task) (queue.PushResult, error) {
 				return tx.WithTx(t).Push(ctx, p)
 			},
@@ -187,12 +189,12 @@ func open(t *testing.T, name string) *engine {
 		task, tx := myjobs.NewTaskQueue(db.SQL), myjobs.NewTxtaskQueue(db.SQL)
 		e.task, e.kept, e.nowait = task, myjobs.NewKeptQueue(db.SQL), myjobs.NewNowaitQueue(db.SQL)
 		e.periodic = []periodicQueue{task, tx}
-		setStd(e, tx, queueimpl.MySQL(db.SQL))
+		setStd(e, tx, mysqlimpl.TxDriver(db.SQL))
 	case dburl.SQLServer:
 		task, tx := msjobs.NewTaskQueue(db.SQL), msjobs.NewTxtaskQueue(db.SQL)
 		e.task, e.kept, e.nowait = task, msjobs.NewKeptQueue(db.SQL), msjobs.NewNowaitQueue(db.SQL)
 		e.periodic = []periodicQueue{task, tx}
-		setStd(e, tx, queueimpl.SQLServer(db.SQL))
+		setStd(e, tx, mssqlimpl.TxDriver(db.SQL))
 	}
 	return e
 }

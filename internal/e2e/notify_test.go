@@ -11,6 +11,7 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/jobs"
 	"github.com/queuegen/queuegen/internal/pgtest"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queuepgx"
 )
 
 // PostgreSQL's wake-up by LISTEN/NOTIFY (MySQL has none: its workers poll,
@@ -27,7 +28,7 @@ func TestWorkerWakesOnNotifyAndSurvivesAKilledListener(t *testing.T) {
 	q := jobs.NewEmailQueue(db)
 	// The listener's connection goes to the server itself: through a
 	// transaction-mode pooler LISTEN cannot work.
-	l := queue.NewListenerURL(pgtest.Direct(db.Config().ConnString()), quiet)
+	l := queuepgx.NewListenerURL(pgtest.Direct(db.Config().ConnString()), quiet)
 	defer l.Close()
 	handled := make(chan string, 10)
 	runWorker(t, q.Worker(func(_ context.Context, job *queue.Job[jobs.EmailPayload]) error {
@@ -75,7 +76,7 @@ func TestListenerBehindPoolerSaysSo(t *testing.T) {
 		defer mu.Unlock()
 		return logs.Write(p)
 	}), nil))
-	l := queue.NewListenerURL(url, logger)
+	l := queuepgx.NewListenerURL(url, logger)
 	defer l.Close()
 	l.Subscribe("queuegen_email_queue", make(chan struct{}, 1))
 	eventually(t, 30*time.Second, "the listener's warning", func() bool {

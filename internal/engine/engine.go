@@ -188,9 +188,15 @@ type Driver struct {
 	Tx gocode.Type
 	// ErrNoRows is the error a :one query returns when no row matched.
 	ErrNoRows gocode.Ident
+	// Runtime is the engine's runtime package (queue/queueimpl/<driver>impl):
+	// what the generated code needs that is specific to the driver, such
+	// as its transactions and errors. Generated code imports it and
+	// queue/queueimpl, never another engine's, so that an application
+	// links its own driver only.
+	Runtime gocode.ImportPath
 	// TxDriver makes the queue.TxDriver that begins and ends transactions
 	// on the accessor's database handle (for transaction-mode workers and
-	// periodic pushes).
+	// periodic pushes), in Runtime.
 	TxDriver gocode.Ident
 	// KeyLimit and NodeLimit are the longest unique key and node id the
 	// queue tables hold (unique_key, locked_by): the generated Push and

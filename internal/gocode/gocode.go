@@ -95,11 +95,13 @@ var (
 
 // Standard-library and runtime identifiers the generated code uses.
 const (
-	Context  ImportPath = "context"
-	Errors   ImportPath = "errors"
-	JSON     ImportPath = "encoding/json"
-	Time     ImportPath = "time"
-	Queue    ImportPath = "github.com/queuegen/queuegen/queue"
+	Context ImportPath = "context"
+	Errors  ImportPath = "errors"
+	JSON    ImportPath = "encoding/json"
+	Time    ImportPath = "time"
+	Queue   ImportPath = "github.com/queuegen/queuegen/queue"
+	// QueueImp is the runtime's engine-neutral part for generated code;
+	// each engine names its driver's own (engine.Driver.Runtime).
 	QueueImp ImportPath = "github.com/queuegen/queuegen/queue/queueimpl"
 )
 

@@ -75,7 +75,7 @@ func Render(m *model.Model) ([]File, error) {
 
 // parse reads the shared templates and the engine's.
 func parse(eng engine.Engine) (*template.Template, error) {
-	t := template.New("").Funcs(sqlFuncs).Funcs(goFuncs(gocode.NewFile("")))
+	t := template.New("").Funcs(sqlFuncs).Funcs(goFuncs(gocode.NewFile(""), eng.Driver()))
 	t, err := t.ParseFS(templates.FS, "queue.go.tmpl")
 	if err != nil {
 		return nil, err
@@ -245,7 +245,7 @@ func renderGo(set *template.Template, name string, m *model.Model, q *model.Queu
 	if err != nil {
 		return nil, err
 	}
-	t.Funcs(goFuncs(f))
+	t.Funcs(goFuncs(f, m.Engine.Driver()))
 	var body bytes.Buffer
 	if err := t.ExecuteTemplate(&body, name, goData{Model: m, Queue: q, Driver: m.Engine.Driver()}); err != nil {
 		return nil, err
@@ -264,8 +264,8 @@ func renderGo(set *template.Template, name string, m *model.Model, q *model.Queu
 }
 
 // goFuncs are the Go templates' functions, bound to the file f whose
-// imports they record.
-func goFuncs(f *gocode.File) template.FuncMap {
+// imports they record and to the engine's driver d.
+func goFuncs(f *gocode.File, d engine.Driver) template.FuncMap {
 	return template.FuncMap{
 		// qual writes an identifier, type a type.
 		"qual": f.Qualify,
@@ -275,9 +275,11 @@ func goFuncs(f *gocode.File) template.FuncMap {
 		// ident writes identifier name of package p.
 		"ident": func(p, name string) string { return f.Qualify(gocode.ImportPath(p).Ident(name)) },
 		// rt writes an identifier of the runtime package queue, impl one
-		// of queueimpl (for generated code only).
+		// of queueimpl (for generated code only, engine-neutral), drv one
+		// of the engine's driver runtime (d.Runtime: pgximpl, …).
 		"rt":   func(name string) string { return f.Qualify(gocode.Queue.Ident(name)) },
 		"impl": func(name string) string { return f.Qualify(gocode.QueueImp.Ident(name)) },
+		"drv":  func(name string) string { return f.Qualify(d.Runtime.Ident(name)) },
 		// duration writes a duration as a constant expression.
 		"duration": func(d time.Duration) string { return f.Duration(d) },
 		"float":    goFloat,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
 )
 
 // EmailPayload is the payload of queue email: one field per payload column of
@@ -93,7 +94,7 @@ func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.Pus
 		return queue.PushResult{}, err
 	}
 	queueimpl.Pushed("email")
-	return queue.PushResult{ID: id, RunAfter: queueimpl.RunAfter(o)}, nil
+	return queue.PushResult{ID: id, RunAfter: mysqlimpl.RunAfter(o)}, nil
 }
 
 // PushMany adds many jobs in one bulk insert and returns how many it added.
@@ -113,7 +114,7 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 			p.Body,
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(queueimpl.InsertRows(ctx, q.db, q.tx, pushManyEmail, 7, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyEmail, 7, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -137,11 +138,11 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.
-	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "email"); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "email"); err != nil {
 		return nil, err
 	}
 	var rows []EmailRow
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredEmail(ctx, ClaimExpiredEmailParams{Now: o.Now, Limit: int32(max)})
@@ -194,8 +195,8 @@ func (q *EmailQueue) Complete(ctx context.Context, job *queue.Job[EmailPayload])
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPayload]) (int64, error) {
-	ids, fences := queueimpl.Fences(jobs)
-	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.CompleteManyEmail(ctx, CompleteManyEmailParams{Ids: ids, Fences: fences})
 	})
 }
@@ -232,7 +233,7 @@ func (q *EmailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EmailP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue email: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, delays, nil)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +248,7 @@ func (q *EmailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EmailPayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue email: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, nil, ats)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -302,8 +303,8 @@ func (q *EmailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EmailPayl
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := queueimpl.Fences(jobs)
-	n, err := queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.ExtendManyEmail(ctx, ExtendManyEmailParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
@@ -404,7 +405,7 @@ func (q *EmailQueue) Get(ctx context.Context, id int64) (*queue.Job[EmailPayload
 	// The first read of an accessor's db checks that it reads times as
 	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
 	// to change if not. (Claims check clientFoundRows too, with a write.)
-	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "", ""); err != nil {
 		return nil, err
 	}
 	row, err := q.q.GetEmail(ctx, id)
@@ -456,9 +457,9 @@ func (q *EmailQueue) jobs(rows []EmailRow) []*queue.Job[EmailPayload] {
 // transaction of its own when tx is nil): HeldEmail locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *EmailQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[EmailPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
-	err := queueimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
 		held, err := qt.HeldEmail(ctx, HeldEmailParams{Ids: ids, Fences: fences})
@@ -482,7 +483,7 @@ func (q *EmailQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *EmailQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceEmail(ctx)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
 )
 
 // StatementPayload is the payload of queue statement, stored as JSON in column
@@ -89,7 +90,7 @@ func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...q
 		return queue.PushResult{}, err
 	}
 	queueimpl.Pushed("statement")
-	return queue.PushResult{ID: id, RunAfter: queueimpl.RunAfter(o)}, nil
+	return queue.PushResult{ID: id, RunAfter: mysqlimpl.RunAfter(o)}, nil
 }
 
 // PushMany adds many jobs in one bulk insert and returns how many it added.
@@ -108,7 +109,7 @@ func (q *StatementQueue) PushMany(ctx context.Context, ps []StatementPayload, op
 		}
 		args = append(args, doc, o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(queueimpl.InsertRows(ctx, q.db, q.tx, pushManyStatement, 4, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyStatement, 4, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -130,7 +131,7 @@ func (q *StatementQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ..
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.
-	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "statement"); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "statement"); err != nil {
 		return nil, err
 	}
 	qt := q.q.WithTx(tx)
@@ -168,7 +169,7 @@ func (q *StatementQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Jo
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *StatementQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[StatementPayload]) (int64, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	return q.WithTx(tx).q.CompleteManyStatement(ctx, CompleteManyStatementParams{Ids: ids, Fences: fences})
 }
 
@@ -204,7 +205,7 @@ func (q *StatementQueue) FailManyAfter(ctx context.Context, tx *sql.Tx, jobs []*
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue statement: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, delays, nil)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +220,7 @@ func (q *StatementQueue) FailManyAt(ctx context.Context, tx *sql.Tx, jobs []*que
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue statement: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, nil, ats)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +312,7 @@ func (q *StatementQueue) PeriodicJobs() []queue.PeriodicJob {
 // pushTick pushes one tick of a periodic job, unless another node pushed
 // it: the tick is advanced and the job pushed in one transaction.
 func (q *StatementQueue) pushTick(ctx context.Context, name string, tick time.Time, p StatementPayload) (bool, error) {
-	d := queueimpl.MySQL(q.db)
+	d := mysqlimpl.TxDriver(q.db)
 	tx, err := d.Begin(ctx, queue.DefaultIsolation)
 	if err != nil {
 		return false, err
@@ -340,7 +341,7 @@ func (q *StatementQueue) RetryDelay(n int32) time.Duration { return q.Backoff.De
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *StatementQueue) Worker(handler queue.TxHandler[StatementPayload, *sql.Tx], opts ...queue.WorkerOption) *queue.TxWorker[StatementPayload, *sql.Tx] {
-	return queue.NewTxWorker[StatementPayload, *sql.Tx](queueimpl.MySQL(q.db), q, handler, opts...)
+	return queue.NewTxWorker[StatementPayload, *sql.Tx](mysqlimpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a
@@ -350,7 +351,7 @@ func (q *StatementQueue) Get(ctx context.Context, id int64) (*queue.Job[Statemen
 	// The first read of an accessor's db checks that it reads times as
 	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
 	// to change if not. (Claims check clientFoundRows too, with a write.)
-	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "", ""); err != nil {
 		return nil, err
 	}
 	row, err := q.q.GetStatement(ctx, id)
@@ -411,9 +412,9 @@ func (q *StatementQueue) jobs(ctx context.Context, d *StatementQueue, rows []Sta
 // transaction of its own when tx is nil): HeldStatement locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *StatementQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[StatementPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
-	err := queueimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
 		held, err := qt.HeldStatement(ctx, HeldStatementParams{Ids: ids, Fences: fences})
@@ -437,7 +438,7 @@ func (q *StatementQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *StatementQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceStatement(ctx)

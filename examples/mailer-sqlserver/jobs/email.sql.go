@@ -9,7 +9,7 @@ import (
 	"database/sql"
 	"time"
 
-	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 const pushEmail = `-- name: PushEmail :one
@@ -74,8 +74,8 @@ func (q *Queries) PushEmail(ctx context.Context, arg PushEmailParams) (PushEmail
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
 		sql.Named("unique_key", arg.UniqueKey),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 	)
 	var i PushEmailRow
@@ -123,7 +123,7 @@ func (q *Queries) PushManyEmail(ctx context.Context, arg PushManyEmailParams) (i
 	result, err := q.db.ExecContext(ctx, pushManyEmail,
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("jobs", arg.Jobs),
 	)
 	if err != nil {
@@ -188,7 +188,7 @@ type ClaimExpiredEmailParams struct {
 func (q *Queries) ClaimExpiredEmail(ctx context.Context, arg ClaimExpiredEmailParams) ([]EmailRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredEmail,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -283,7 +283,7 @@ type ClaimDueEmailParams struct {
 func (q *Queries) ClaimDueEmail(ctx context.Context, arg ClaimDueEmailParams) ([]EmailRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueEmail,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -535,7 +535,7 @@ type SnoozeEmailParams struct {
 // CompleteEmail.
 func (q *Queries) SnoozeEmail(ctx context.Context, arg SnoozeEmailParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, snoozeEmail,
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 		sql.Named("id", arg.ID),
 		sql.Named("attempt", arg.Attempt),

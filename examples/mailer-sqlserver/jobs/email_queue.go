@@ -16,6 +16,7 @@ import (
 
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 // EmailPayload is the payload of queue email: one field per payload column of
@@ -108,10 +109,10 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 	rows := make([]map[string]any, len(ps))
 	for i, p := range ps {
 		rows[i] = map[string]any{
-			"tenant_id": queueimpl.OpenJSONValue(p.TenantID),
-			"recipient": queueimpl.OpenJSONValue(p.Recipient),
-			"subject":   queueimpl.OpenJSONValue(p.Subject),
-			"body":      queueimpl.OpenJSONValue(p.Body),
+			"tenant_id": mssqlimpl.OpenJSONValue(p.TenantID),
+			"recipient": mssqlimpl.OpenJSONValue(p.Recipient),
+			"subject":   mssqlimpl.OpenJSONValue(p.Subject),
+			"body":      mssqlimpl.OpenJSONValue(p.Body),
 		}
 	}
 	jobs, err := json.Marshal(rows)
@@ -175,7 +176,7 @@ func (q *EmailQueue) Complete(ctx context.Context, job *queue.Job[EmailPayload])
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPayload]) (int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return 0, err
 	}
@@ -214,7 +215,7 @@ func (q *EmailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EmailP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue email: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, delays, nil)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +236,7 @@ func (q *EmailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EmailPayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue email: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, nil, ats)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +290,7 @@ func (q *EmailQueue) Extend(ctx context.Context, job *queue.Job[EmailPayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *EmailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EmailPayload], d time.Duration) ([]int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -438,7 +439,7 @@ func (*EmailQueue) sortClaimed(rows []EmailRow) {
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *EmailQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.SQLServerInTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceEmail(ctx)

@@ -10,7 +10,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 const pushStatement = `-- name: PushStatement :one
@@ -50,11 +50,11 @@ type PushStatementRow struct {
 // only its own new row.
 func (q *Queries) PushStatement(ctx context.Context, arg PushStatementParams) (PushStatementRow, error) {
 	row := q.db.QueryRowContext(ctx, pushStatement,
-		sql.Named("payload", queueimpl.JSONText(arg.Payload)),
+		sql.Named("payload", mssqlimpl.JSONText(arg.Payload)),
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 	)
 	var i PushStatementRow
@@ -96,7 +96,7 @@ func (q *Queries) PushManyStatement(ctx context.Context, arg PushManyStatementPa
 	result, err := q.db.ExecContext(ctx, pushManyStatement,
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("jobs", arg.Jobs),
 	)
 	if err != nil {
@@ -153,7 +153,7 @@ type ClaimStatementParams struct {
 func (q *Queries) ClaimStatement(ctx context.Context, arg ClaimStatementParams) ([]StatementRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimStatement,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 	)
 	if err != nil {
 		return nil, err
@@ -176,7 +176,7 @@ func (q *Queries) ClaimStatement(ctx context.Context, arg ClaimStatementParams) 
 			&i.LockedUntil,
 			&i.Errors,
 			&i.UniqueKey,
-			queueimpl.ScanJSON(&i.Payload),
+			mssqlimpl.ScanJSON(&i.Payload),
 		); err != nil {
 			return nil, err
 		}
@@ -396,7 +396,7 @@ type SnoozeStatementParams struct {
 // rises); fenced like CompleteStatement.
 func (q *Queries) SnoozeStatement(ctx context.Context, arg SnoozeStatementParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, snoozeStatement,
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 		sql.Named("id", arg.ID),
 		sql.Named("attempt", arg.Attempt),
@@ -530,7 +530,7 @@ type AdvanceTickStatementParams struct {
 func (q *Queries) AdvanceTickStatement(ctx context.Context, arg AdvanceTickStatementParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, advanceTickStatement,
 		sql.Named("name", arg.Name),
-		sql.Named("tick", queueimpl.DateTime2(arg.Tick)),
+		sql.Named("tick", mssqlimpl.DateTime2(arg.Tick)),
 	)
 	if err != nil {
 		return 0, err
@@ -645,7 +645,7 @@ func (q *Queries) GetStatement(ctx context.Context, id int64) (StatementRow, err
 		&i.LockedUntil,
 		&i.Errors,
 		&i.UniqueKey,
-		queueimpl.ScanJSON(&i.Payload),
+		mssqlimpl.ScanJSON(&i.Payload),
 	)
 	return i, err
 }

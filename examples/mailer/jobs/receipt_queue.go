@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // ReceiptPayload is the payload of queue receipt: one field per payload column of
@@ -150,7 +151,7 @@ func (q *ReceiptQueue) Complete(ctx context.Context, job *queue.Job[ReceiptPaylo
 // completed; the others were no longer held by the caller.
 func (q *ReceiptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ReceiptPayload]) (int64, error) {
 	var arg CompleteManyReceiptParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyReceipt(ctx, arg)
 }
 
@@ -258,7 +259,7 @@ func (q *ReceiptQueue) Extend(ctx context.Context, job *queue.Job[ReceiptPayload
 // calls it.
 func (q *ReceiptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ReceiptPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyReceiptParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyReceipt(ctx, arg)
 }
 
@@ -400,7 +401,7 @@ func (q *ReceiptQueue) claimLimited(ctx context.Context, arg ClaimReceiptParams)
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) ([]ReceiptRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]ReceiptRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }

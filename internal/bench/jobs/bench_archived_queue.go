@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // BenchArchivedPayload is the payload of queue bench_archived: one field per payload column of
@@ -142,7 +143,7 @@ func (q *BenchArchivedQueue) Complete(ctx context.Context, job *queue.Job[BenchA
 // completed; the others were no longer held by the caller.
 func (q *BenchArchivedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchArchivedPayload]) (int64, error) {
 	var arg CompleteManyBenchArchivedParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchArchived(ctx, arg)
 }
 
@@ -250,7 +251,7 @@ func (q *BenchArchivedQueue) Extend(ctx context.Context, job *queue.Job[BenchArc
 // calls it.
 func (q *BenchArchivedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchArchivedPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyBenchArchivedParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchArchived(ctx, arg)
 }
 
@@ -281,7 +282,7 @@ func (q *BenchArchivedQueue) Reap(ctx context.Context, max int) (int64, error) {
 // archive's daily partitions: it makes those of today and the next two
 // days, and drops whole those past the retention of succeeded jobs.
 func (q *BenchArchivedQueue) Purge(ctx context.Context, max int) (int64, error) {
-	archived, err := queueimpl.Archive{Schema: "queuegen_bench", Table: "bench_archived_queue_archive", Lock: "queuegen maintenance queuegen_bench.bench_archived_queue", Retain: BenchArchivedRetainSucceeded}.Maintain(ctx, q.db, max)
+	archived, err := pgximpl.Archive{Schema: "queuegen_bench", Table: "bench_archived_queue_archive", Lock: "queuegen maintenance queuegen_bench.bench_archived_queue", Retain: BenchArchivedRetainSucceeded}.Maintain(ctx, q.db, max)
 	if err != nil {
 		return archived, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // BenchBacklogPayload is the payload of queue bench_backlog: one field per payload column of
@@ -143,7 +144,7 @@ func (q *BenchBacklogQueue) Complete(ctx context.Context, job *queue.Job[BenchBa
 // completed; the others were no longer held by the caller.
 func (q *BenchBacklogQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchBacklogPayload]) (int64, error) {
 	var arg CompleteManyBenchBacklogParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchBacklog(ctx, arg)
 }
 
@@ -251,7 +252,7 @@ func (q *BenchBacklogQueue) Extend(ctx context.Context, job *queue.Job[BenchBack
 // calls it.
 func (q *BenchBacklogQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchBacklogPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyBenchBacklogParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchBacklog(ctx, arg)
 }
 
@@ -402,7 +403,7 @@ func (q *BenchBacklogQueue) schedule(ctx context.Context, now *time.Time) (int64
 	if q.inTx {
 		return step(q.q)
 	}
-	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) (int64, error) { return step(q.q.WithTx(tx)) })
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) (int64, error) { return step(q.q.WithTx(tx)) })
 }
 
 // claimScheduled claims from the queue table; while that comes up short

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // BenchFairPayload is the payload of queue bench_fair: one field per payload column of
@@ -140,7 +141,7 @@ func (q *BenchFairQueue) Complete(ctx context.Context, job *queue.Job[BenchFairP
 // completed; the others were no longer held by the caller.
 func (q *BenchFairQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchFairPayload]) (int64, error) {
 	var arg CompleteManyBenchFairParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchFair(ctx, arg)
 }
 
@@ -248,7 +249,7 @@ func (q *BenchFairQueue) Extend(ctx context.Context, job *queue.Job[BenchFairPay
 // calls it.
 func (q *BenchFairQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchFairPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyBenchFairParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchFair(ctx, arg)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // BenchKeptPayload is the payload of queue bench_kept: one field per payload column of
@@ -142,7 +143,7 @@ func (q *BenchKeptQueue) Complete(ctx context.Context, job *queue.Job[BenchKeptP
 // completed; the others were no longer held by the caller.
 func (q *BenchKeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchKeptPayload]) (int64, error) {
 	var arg CompleteManyBenchKeptParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchKept(ctx, arg)
 }
 
@@ -250,7 +251,7 @@ func (q *BenchKeptQueue) Extend(ctx context.Context, job *queue.Job[BenchKeptPay
 // calls it.
 func (q *BenchKeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchKeptPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyBenchKeptParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchKept(ctx, arg)
 }
 

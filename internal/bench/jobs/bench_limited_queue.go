@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // BenchLimitedPayload is the payload of queue bench_limited: one field per payload column of
@@ -146,7 +147,7 @@ func (q *BenchLimitedQueue) Complete(ctx context.Context, job *queue.Job[BenchLi
 // completed; the others were no longer held by the caller.
 func (q *BenchLimitedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchLimitedPayload]) (int64, error) {
 	var arg CompleteManyBenchLimitedParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchLimited(ctx, arg)
 }
 
@@ -254,7 +255,7 @@ func (q *BenchLimitedQueue) Extend(ctx context.Context, job *queue.Job[BenchLimi
 // calls it.
 func (q *BenchLimitedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchLimitedPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyBenchLimitedParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchLimited(ctx, arg)
 }
 
@@ -395,7 +396,7 @@ func (q *BenchLimitedQueue) claimLimited(ctx context.Context, arg ClaimBenchLimi
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) ([]BenchLimitedRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]BenchLimitedRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // BenchNotifyPayload is the payload of queue bench_notify: one field per payload column of
@@ -140,7 +141,7 @@ func (q *BenchNotifyQueue) Complete(ctx context.Context, job *queue.Job[BenchNot
 // completed; the others were no longer held by the caller.
 func (q *BenchNotifyQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchNotifyPayload]) (int64, error) {
 	var arg CompleteManyBenchNotifyParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchNotify(ctx, arg)
 }
 
@@ -248,7 +249,7 @@ func (q *BenchNotifyQueue) Extend(ctx context.Context, job *queue.Job[BenchNotif
 // calls it.
 func (q *BenchNotifyQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchNotifyPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyBenchNotifyParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchNotify(ctx, arg)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // BenchPayload is the payload of queue bench: one field per payload column of
@@ -140,7 +141,7 @@ func (q *BenchQueue) Complete(ctx context.Context, job *queue.Job[BenchPayload])
 // completed; the others were no longer held by the caller.
 func (q *BenchQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchPayload]) (int64, error) {
 	var arg CompleteManyBenchParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBench(ctx, arg)
 }
 
@@ -248,7 +249,7 @@ func (q *BenchQueue) Extend(ctx context.Context, job *queue.Job[BenchPayload], d
 // calls it.
 func (q *BenchQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyBenchParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBench(ctx, arg)
 }
 

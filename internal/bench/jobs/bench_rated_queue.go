@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // BenchRatedPayload is the payload of queue bench_rated: one field per payload column of
@@ -142,7 +143,7 @@ func (q *BenchRatedQueue) Complete(ctx context.Context, job *queue.Job[BenchRate
 // completed; the others were no longer held by the caller.
 func (q *BenchRatedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchRatedPayload]) (int64, error) {
 	var arg CompleteManyBenchRatedParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchRated(ctx, arg)
 }
 
@@ -250,7 +251,7 @@ func (q *BenchRatedQueue) Extend(ctx context.Context, job *queue.Job[BenchRatedP
 // calls it.
 func (q *BenchRatedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchRatedPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyBenchRatedParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchRated(ctx, arg)
 }
 
@@ -391,7 +392,7 @@ func (q *BenchRatedQueue) claimLimited(ctx context.Context, arg ClaimBenchRatedP
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) ([]BenchRatedRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]BenchRatedRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }

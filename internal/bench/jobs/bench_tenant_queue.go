@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // BenchTenantPayload is the payload of queue bench_tenant: one field per payload column of
@@ -140,7 +141,7 @@ func (q *BenchTenantQueue) Complete(ctx context.Context, job *queue.Job[BenchTen
 // completed; the others were no longer held by the caller.
 func (q *BenchTenantQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchTenantPayload]) (int64, error) {
 	var arg CompleteManyBenchTenantParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchTenant(ctx, arg)
 }
 
@@ -248,7 +249,7 @@ func (q *BenchTenantQueue) Extend(ctx context.Context, job *queue.Job[BenchTenan
 // calls it.
 func (q *BenchTenantQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchTenantPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyBenchTenantParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchTenant(ctx, arg)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
 )
 
 // BenchKeptPayload is the payload of queue bench_kept: one field per payload column of
@@ -83,7 +84,7 @@ func (q *BenchKeptQueue) Push(ctx context.Context, p BenchKeptPayload, opts ...q
 		return queue.PushResult{}, err
 	}
 	queueimpl.Pushed("bench_kept")
-	return queue.PushResult{ID: id, RunAfter: queueimpl.RunAfter(o)}, nil
+	return queue.PushResult{ID: id, RunAfter: mysqlimpl.RunAfter(o)}, nil
 }
 
 // PushMany adds many jobs in one bulk insert and returns how many it added.
@@ -101,7 +102,7 @@ func (q *BenchKeptQueue) PushMany(ctx context.Context, ps []BenchKeptPayload, op
 			p.N,
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(queueimpl.InsertRows(ctx, q.db, q.tx, pushManyBenchKept, 5, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyBenchKept, 5, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -125,11 +126,11 @@ func (q *BenchKeptQueue) Claim(ctx context.Context, node string, max int, opts .
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.
-	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "bench_kept"); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "bench_kept"); err != nil {
 		return nil, err
 	}
 	var rows []BenchKeptRow
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredBenchKept(ctx, ClaimExpiredBenchKeptParams{Now: o.Now, Limit: int32(max)})
@@ -182,8 +183,8 @@ func (q *BenchKeptQueue) Complete(ctx context.Context, job *queue.Job[BenchKeptP
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchKeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchKeptPayload]) (int64, error) {
-	ids, fences := queueimpl.Fences(jobs)
-	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.CompleteManyBenchKept(ctx, CompleteManyBenchKeptParams{Ids: ids, Fences: fences})
 	})
 }
@@ -220,7 +221,7 @@ func (q *BenchKeptQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Be
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue bench_kept: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, delays, nil)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +236,7 @@ func (q *BenchKeptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Bench
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue bench_kept: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, nil, ats)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -290,8 +291,8 @@ func (q *BenchKeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Bench
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := queueimpl.Fences(jobs)
-	n, err := queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.ExtendManyBenchKept(ctx, ExtendManyBenchKeptParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
@@ -392,7 +393,7 @@ func (q *BenchKeptQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchKep
 	// The first read of an accessor's db checks that it reads times as
 	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
 	// to change if not. (Claims check clientFoundRows too, with a write.)
-	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "", ""); err != nil {
 		return nil, err
 	}
 	row, err := q.q.GetBenchKept(ctx, id)
@@ -442,9 +443,9 @@ func (q *BenchKeptQueue) jobs(rows []BenchKeptRow) []*queue.Job[BenchKeptPayload
 // transaction of its own when tx is nil): HeldBenchKept locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *BenchKeptQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[BenchKeptPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
-	err := queueimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
 		held, err := qt.HeldBenchKept(ctx, HeldBenchKeptParams{Ids: ids, Fences: fences})
@@ -468,7 +469,7 @@ func (q *BenchKeptQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *BenchKeptQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceBenchKept(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // ArchivedPayload is the payload of queue archived: one field per payload column of
@@ -144,7 +145,7 @@ func (q *ArchivedQueue) Complete(ctx context.Context, job *queue.Job[ArchivedPay
 // completed; the others were no longer held by the caller.
 func (q *ArchivedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ArchivedPayload]) (int64, error) {
 	var arg CompleteManyArchivedParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyArchived(ctx, arg)
 }
 
@@ -252,7 +253,7 @@ func (q *ArchivedQueue) Extend(ctx context.Context, job *queue.Job[ArchivedPaylo
 // calls it.
 func (q *ArchivedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ArchivedPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyArchivedParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyArchived(ctx, arg)
 }
 
@@ -283,7 +284,7 @@ func (q *ArchivedQueue) Reap(ctx context.Context, max int) (int64, error) {
 // archive's daily partitions: it makes those of today and the next two
 // days, and drops whole those past the retention of succeeded jobs.
 func (q *ArchivedQueue) Purge(ctx context.Context, max int) (int64, error) {
-	archived, err := queueimpl.Archive{Schema: "public", Table: "archived_queue_archive", Lock: "queuegen maintenance archived_queue", Retain: ArchivedRetainSucceeded}.Maintain(ctx, q.db, max)
+	archived, err := pgximpl.Archive{Schema: "public", Table: "archived_queue_archive", Lock: "queuegen maintenance archived_queue", Retain: ArchivedRetainSucceeded}.Maintain(ctx, q.db, max)
 	if err != nil {
 		return archived, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // BackloggedPayload is the payload of queue backlogged: one field per payload column of
@@ -147,7 +148,7 @@ func (q *BackloggedQueue) Complete(ctx context.Context, job *queue.Job[Backlogge
 // completed; the others were no longer held by the caller.
 func (q *BackloggedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BackloggedPayload]) (int64, error) {
 	var arg CompleteManyBackloggedParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBacklogged(ctx, arg)
 }
 
@@ -255,7 +256,7 @@ func (q *BackloggedQueue) Extend(ctx context.Context, job *queue.Job[BackloggedP
 // calls it.
 func (q *BackloggedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BackloggedPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyBackloggedParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBacklogged(ctx, arg)
 }
 
@@ -407,7 +408,7 @@ func (q *BackloggedQueue) schedule(ctx context.Context, now *time.Time) (int64, 
 	if q.inTx {
 		return step(q.q)
 	}
-	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) (int64, error) { return step(q.q.WithTx(tx)) })
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) (int64, error) { return step(q.q.WithTx(tx)) })
 }
 
 // claimScheduled claims from the queue table; while that comes up short

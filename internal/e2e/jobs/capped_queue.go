@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // CappedPayload is the payload of queue capped: one field per payload column of
@@ -142,7 +143,7 @@ func (q *CappedQueue) Complete(ctx context.Context, job *queue.Job[CappedPayload
 // completed; the others were no longer held by the caller.
 func (q *CappedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[CappedPayload]) (int64, error) {
 	var arg CompleteManyCappedParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyCapped(ctx, arg)
 }
 
@@ -250,7 +251,7 @@ func (q *CappedQueue) Extend(ctx context.Context, job *queue.Job[CappedPayload],
 // calls it.
 func (q *CappedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[CappedPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyCappedParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyCapped(ctx, arg)
 }
 
@@ -390,7 +391,7 @@ func (q *CappedQueue) claimLimited(ctx context.Context, arg ClaimCappedParams) (
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) ([]CappedRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]CappedRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }

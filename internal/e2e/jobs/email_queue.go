@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // EmailPayload is the payload of queue email: one field per payload column of
@@ -148,7 +149,7 @@ func (q *EmailQueue) Complete(ctx context.Context, job *queue.Job[EmailPayload])
 // completed; the others were no longer held by the caller.
 func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPayload]) (int64, error) {
 	var arg CompleteManyEmailParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyEmail(ctx, arg)
 }
 
@@ -256,7 +257,7 @@ func (q *EmailQueue) Extend(ctx context.Context, job *queue.Job[EmailPayload], d
 // calls it.
 func (q *EmailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EmailPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyEmailParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyEmail(ctx, arg)
 }
 
@@ -334,7 +335,7 @@ func (q *EmailQueue) PeriodicJobs() []queue.PeriodicJob {
 // pushTick pushes one tick of a periodic job, unless another node pushed
 // it: the tick is advanced and the job pushed in one transaction.
 func (q *EmailQueue) pushTick(ctx context.Context, name string, tick time.Time, p EmailPayload) (bool, error) {
-	d := queueimpl.Pgx(q.db)
+	d := pgximpl.TxDriver(q.db)
 	tx, err := d.Begin(ctx, queue.DefaultIsolation)
 	if err != nil {
 		return false, err

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // FairPayload is the payload of queue fair: one field per payload column of
@@ -140,7 +141,7 @@ func (q *FairQueue) Complete(ctx context.Context, job *queue.Job[FairPayload]) e
 // completed; the others were no longer held by the caller.
 func (q *FairQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[FairPayload]) (int64, error) {
 	var arg CompleteManyFairParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyFair(ctx, arg)
 }
 
@@ -248,7 +249,7 @@ func (q *FairQueue) Extend(ctx context.Context, job *queue.Job[FairPayload], d t
 // calls it.
 func (q *FairQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[FairPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyFairParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyFair(ctx, arg)
 }
 

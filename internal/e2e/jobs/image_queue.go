@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // ImagePayload is the payload of queue image: one field per payload column of
@@ -218,7 +219,7 @@ func (q *ImageQueue) Complete(ctx context.Context, job *queue.Job[ImagePayload])
 // completed; the others were no longer held by the caller.
 func (q *ImageQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ImagePayload]) (int64, error) {
 	var arg CompleteManyImageParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyImage(ctx, arg)
 }
 
@@ -326,7 +327,7 @@ func (q *ImageQueue) Extend(ctx context.Context, job *queue.Job[ImagePayload], d
 // calls it.
 func (q *ImageQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ImagePayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyImageParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyImage(ctx, arg)
 }
 

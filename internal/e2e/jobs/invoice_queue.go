@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // InvoicePayload is the payload of queue invoice: one field per payload column of
@@ -142,7 +143,7 @@ func (q *InvoiceQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[I
 // completed; the others were no longer held by the caller.
 func (q *InvoiceQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[InvoicePayload]) (int64, error) {
 	var arg CompleteManyInvoiceParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyInvoice(ctx, arg)
 }
 
@@ -281,7 +282,7 @@ func (q *InvoiceQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Dela
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *InvoiceQueue) Worker(handler queue.TxHandler[InvoicePayload, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[InvoicePayload, pgx.Tx] {
-	return queue.NewTxWorker[InvoicePayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
+	return queue.NewTxWorker[InvoicePayload, pgx.Tx](pgximpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a

@@ -15,6 +15,7 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // Defaults of queue kept, from the spec.
@@ -146,7 +147,7 @@ func (q *KeptQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) 
 // completed; the others were no longer held by the caller.
 func (q *KeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
 	var arg CompleteManyKeptParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyKept(ctx, arg)
 }
 
@@ -254,7 +255,7 @@ func (q *KeptQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d 
 // calls it.
 func (q *KeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Task], d time.Duration) ([]int64, error) {
 	arg := ExtendManyKeptParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyKept(ctx, arg)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // Defaults of queue nowait, from the spec.
@@ -142,7 +143,7 @@ func (q *NowaitQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]
 // completed; the others were no longer held by the caller.
 func (q *NowaitQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
 	var arg CompleteManyNowaitParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyNowait(ctx, arg)
 }
 
@@ -250,7 +251,7 @@ func (q *NowaitQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], 
 // calls it.
 func (q *NowaitQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Task], d time.Duration) ([]int64, error) {
 	arg := ExtendManyNowaitParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyNowait(ctx, arg)
 }
 

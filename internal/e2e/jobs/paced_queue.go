@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // PacedPayload is the payload of queue paced: one field per payload column of
@@ -142,7 +143,7 @@ func (q *PacedQueue) Complete(ctx context.Context, job *queue.Job[PacedPayload])
 // completed; the others were no longer held by the caller.
 func (q *PacedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[PacedPayload]) (int64, error) {
 	var arg CompleteManyPacedParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyPaced(ctx, arg)
 }
 
@@ -250,7 +251,7 @@ func (q *PacedQueue) Extend(ctx context.Context, job *queue.Job[PacedPayload], d
 // calls it.
 func (q *PacedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[PacedPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyPacedParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyPaced(ctx, arg)
 }
 
@@ -391,7 +392,7 @@ func (q *PacedQueue) claimLimited(ctx context.Context, arg ClaimPacedParams) ([]
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) ([]PacedRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]PacedRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }

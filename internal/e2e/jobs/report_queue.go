@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // ReportPayload is the payload of queue report, stored as JSON in column
@@ -151,7 +152,7 @@ func (q *ReportQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[Re
 // completed; the others were no longer held by the caller.
 func (q *ReportQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[ReportPayload]) (int64, error) {
 	var arg CompleteManyReportParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyReport(ctx, arg)
 }
 
@@ -300,7 +301,7 @@ func (q *ReportQueue) PeriodicJobs() []queue.PeriodicJob {
 // pushTick pushes one tick of a periodic job, unless another node pushed
 // it: the tick is advanced and the job pushed in one transaction.
 func (q *ReportQueue) pushTick(ctx context.Context, name string, tick time.Time, p ReportPayload) (bool, error) {
-	d := queueimpl.Pgx(q.db)
+	d := pgximpl.TxDriver(q.db)
 	tx, err := d.Begin(ctx, queue.DefaultIsolation)
 	if err != nil {
 		return false, err
@@ -329,7 +330,7 @@ func (q *ReportQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *ReportQueue) Worker(handler queue.TxHandler[ReportPayload, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[ReportPayload, pgx.Tx] {
-	return queue.NewTxWorker[ReportPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
+	return queue.NewTxWorker[ReportPayload, pgx.Tx](pgximpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a

@@ -15,6 +15,7 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // Defaults of queue task, from the spec.
@@ -146,7 +147,7 @@ func (q *TaskQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) 
 // completed; the others were no longer held by the caller.
 func (q *TaskQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
 	var arg CompleteManyTaskParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyTask(ctx, arg)
 }
 
@@ -254,7 +255,7 @@ func (q *TaskQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d 
 // calls it.
 func (q *TaskQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Task], d time.Duration) ([]int64, error) {
 	arg := ExtendManyTaskParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyTask(ctx, arg)
 }
 
@@ -336,7 +337,7 @@ func (q *TaskQueue) PeriodicJobs() []queue.PeriodicJob {
 // pushTick pushes one tick of a periodic job, unless another node pushed
 // it: the tick is advanced and the job pushed in one transaction.
 func (q *TaskQueue) pushTick(ctx context.Context, name string, tick time.Time, p payload.Task) (bool, error) {
-	d := queueimpl.Pgx(q.db)
+	d := pgximpl.TxDriver(q.db)
 	tx, err := d.Begin(ctx, queue.DefaultIsolation)
 	if err != nil {
 		return false, err

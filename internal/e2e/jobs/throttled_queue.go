@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // ThrottledPayload is the payload of queue throttled: one field per payload column of
@@ -146,7 +147,7 @@ func (q *ThrottledQueue) Complete(ctx context.Context, job *queue.Job[ThrottledP
 // completed; the others were no longer held by the caller.
 func (q *ThrottledQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ThrottledPayload]) (int64, error) {
 	var arg CompleteManyThrottledParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyThrottled(ctx, arg)
 }
 
@@ -254,7 +255,7 @@ func (q *ThrottledQueue) Extend(ctx context.Context, job *queue.Job[ThrottledPay
 // calls it.
 func (q *ThrottledQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ThrottledPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyThrottledParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyThrottled(ctx, arg)
 }
 
@@ -396,7 +397,7 @@ func (q *ThrottledQueue) claimLimited(ctx context.Context, arg ClaimThrottledPar
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) ([]ThrottledRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]ThrottledRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // TxarchivedPayload is the payload of queue txarchived: one field per payload column of
@@ -135,7 +136,7 @@ func (q *TxarchivedQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Jo
 // completed; the others were no longer held by the caller.
 func (q *TxarchivedQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[TxarchivedPayload]) (int64, error) {
 	var arg CompleteManyTxarchivedParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyTxarchived(ctx, arg)
 }
 
@@ -227,7 +228,7 @@ func (q *TxarchivedQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job
 // archive's daily partitions: it makes those of today and the next two
 // days, and drops whole those past the retention of succeeded jobs.
 func (q *TxarchivedQueue) Purge(ctx context.Context, max int) (int64, error) {
-	archived, err := queueimpl.Archive{Schema: "public", Table: "txarchived_queue_archive", Lock: "queuegen maintenance txarchived_queue", Retain: TxarchivedRetainSucceeded}.Maintain(ctx, q.db, max)
+	archived, err := pgximpl.Archive{Schema: "public", Table: "txarchived_queue_archive", Lock: "queuegen maintenance txarchived_queue", Retain: TxarchivedRetainSucceeded}.Maintain(ctx, q.db, max)
 	if err != nil {
 		return archived, err
 	}
@@ -290,7 +291,7 @@ func (q *TxarchivedQueue) RetryDelay(n int32) time.Duration { return q.Backoff.D
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *TxarchivedQueue) Worker(handler queue.TxHandler[TxarchivedPayload, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[TxarchivedPayload, pgx.Tx] {
-	return queue.NewTxWorker[TxarchivedPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
+	return queue.NewTxWorker[TxarchivedPayload, pgx.Tx](pgximpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // TxfairPayload is the payload of queue txfair: one field per payload column of
@@ -137,7 +138,7 @@ func (q *TxfairQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[Tx
 // completed; the others were no longer held by the caller.
 func (q *TxfairQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[TxfairPayload]) (int64, error) {
 	var arg CompleteManyTxfairParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyTxfair(ctx, arg)
 }
 
@@ -276,7 +277,7 @@ func (q *TxfairQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *TxfairQueue) Worker(handler queue.TxHandler[TxfairPayload, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[TxfairPayload, pgx.Tx] {
-	return queue.NewTxWorker[TxfairPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
+	return queue.NewTxWorker[TxfairPayload, pgx.Tx](pgximpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a

@@ -15,6 +15,7 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // Defaults of queue txtask, from the spec.
@@ -144,7 +145,7 @@ func (q *TxtaskQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[pa
 // completed; the others were no longer held by the caller.
 func (q *TxtaskQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[payload.Task]) (int64, error) {
 	var arg CompleteManyTxtaskParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyTxtask(ctx, arg)
 }
 
@@ -297,7 +298,7 @@ func (q *TxtaskQueue) PeriodicJobs() []queue.PeriodicJob {
 // pushTick pushes one tick of a periodic job, unless another node pushed
 // it: the tick is advanced and the job pushed in one transaction.
 func (q *TxtaskQueue) pushTick(ctx context.Context, name string, tick time.Time, p payload.Task) (bool, error) {
-	d := queueimpl.Pgx(q.db)
+	d := pgximpl.TxDriver(q.db)
 	tx, err := d.Begin(ctx, queue.DefaultIsolation)
 	if err != nil {
 		return false, err
@@ -326,7 +327,7 @@ func (q *TxtaskQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *TxtaskQueue) Worker(handler queue.TxHandler[payload.Task, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[payload.Task, pgx.Tx] {
-	return queue.NewTxWorker[payload.Task, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
+	return queue.NewTxWorker[payload.Task, pgx.Tx](pgximpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // TypedPayload is the payload of queue typed: one field per payload column of
@@ -260,7 +261,7 @@ func (q *TypedQueue) Complete(ctx context.Context, job *queue.Job[TypedPayload])
 // completed; the others were no longer held by the caller.
 func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPayload]) (int64, error) {
 	var arg CompleteManyTypedParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyTyped(ctx, arg)
 }
 
@@ -368,7 +369,7 @@ func (q *TypedQueue) Extend(ctx context.Context, job *queue.Job[TypedPayload], d
 // calls it.
 func (q *TypedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[TypedPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyTypedParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyTyped(ctx, arg)
 }
 

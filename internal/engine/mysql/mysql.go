@@ -47,12 +47,17 @@ func (Engine) Templates() string { return Name }
 
 const sqlPkg gocode.ImportPath = "database/sql"
 
+// Runtime is the runtime package of the generated code that is specific to
+// go-sql-driver/mysql: it alone of the runtime imports the driver.
+const Runtime gocode.ImportPath = "github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
+
 // Driver is database/sql with go-sql-driver/mysql.
 func (Engine) Driver() engine.Driver {
 	return engine.Driver{
 		Tx:        gocode.Named(sqlPkg.Ident("Tx")).Ptr(),
 		ErrNoRows: sqlPkg.Ident("ErrNoRows"),
-		TxDriver:  gocode.QueueImp.Ident("MySQL"),
+		Runtime:   Runtime,
+		TxDriver:  Runtime.Ident("TxDriver"),
 		// VARCHAR(255) of utf8mb4 counts characters; a longer value fails
 		// (strict mode) or is cut to 255, and cut keys collide.
 		KeyLimit:  engine.Limit{Max: 255, Unit: "characters", Column: "MySQL's unique_key VARCHAR(255)"},

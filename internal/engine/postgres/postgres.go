@@ -56,12 +56,17 @@ const (
 	pgtype gocode.ImportPath = "github.com/jackc/pgx/v5/pgtype"
 )
 
+// Runtime is the runtime package of the generated code that is specific to
+// pgx/v5: it alone of the runtime imports the driver.
+const Runtime gocode.ImportPath = "github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
+
 // Driver is pgx/v5.
 func (Engine) Driver() engine.Driver {
 	return engine.Driver{
 		Tx:        gocode.Named(pgx.Ident("Tx")),
 		ErrNoRows: pgx.Ident("ErrNoRows"),
-		TxDriver:  gocode.QueueImp.Ident("Pgx"),
+		Runtime:   Runtime,
+		TxDriver:  Runtime.Ident("TxDriver"),
 		// A btree index entry holds at most 2,704 bytes: the unique
 		// index's entry of a key over 2,692 bytes fails unless the key
 		// compresses, so no longer key is taken whatever its content.

@@ -73,35 +73,35 @@ func (Engine) ColumnType(name string) (gocode.Type, bool) {
 
 // Arg converts times to DATETIME2 in UTC, dates to DATE (the date the
 // time.Time shows, in its own location), and JSON documents to text (see
-// queueimpl.DateTime2, Date and JSONText).
+// mssqlimpl.DateTime2, Date and JSONText).
 func (Engine) Arg(t gocode.Type, sqlType string) gocode.Ident {
 	switch {
 	case t.Slices > 0:
 		return gocode.Ident{}
 	case sqlType == "DATE" && t.IsPointer():
-		return gocode.QueueImp.Ident("NullDate")
+		return Runtime.Ident("NullDate")
 	case sqlType == "DATE":
-		return gocode.QueueImp.Ident("Date")
+		return Runtime.Ident("Date")
 	case t.IsPointer() && t.Elem().Is(timeTime.Ident):
-		return gocode.QueueImp.Ident("NullDateTime2")
+		return Runtime.Ident("NullDateTime2")
 	case t.Is(timeTime.Ident):
-		return gocode.QueueImp.Ident("DateTime2")
+		return Runtime.Ident("DateTime2")
 	case t.IsPointer() && t.Elem().Is(jsonRaw.Ident):
-		return gocode.QueueImp.Ident("NullJSONText")
+		return Runtime.Ident("NullJSONText")
 	case t.Is(jsonRaw.Ident):
-		return gocode.QueueImp.Ident("JSONText")
+		return Runtime.Ident("JSONText")
 	}
 	return gocode.Ident{}
 }
 
 // Scan reads JSON documents, which go-mssqldb returns as text, into
-// json.RawMessage (see queueimpl.ScanJSON).
+// json.RawMessage (see mssqlimpl.ScanJSON).
 func (Engine) Scan(t gocode.Type) gocode.Ident {
 	switch {
 	case t.Is(jsonRaw.Ident):
-		return gocode.QueueImp.Ident("ScanJSON")
+		return Runtime.Ident("ScanJSON")
 	case t.IsPointer() && t.Elem().Is(jsonRaw.Ident):
-		return gocode.QueueImp.Ident("ScanNullJSON")
+		return Runtime.Ident("ScanNullJSON")
 	}
 	return gocode.Ident{}
 }

@@ -70,12 +70,17 @@ func (Engine) Templates() string { return Name }
 
 const sqlPkg gocode.ImportPath = "database/sql"
 
+// Runtime is the runtime package of the generated code that is specific to
+// go-mssqldb: it alone of the runtime imports the driver.
+const Runtime gocode.ImportPath = "github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
+
 // Driver is database/sql with go-mssqldb.
 func (Engine) Driver() engine.Driver {
 	return engine.Driver{
 		Tx:        gocode.Named(sqlPkg.Ident("Tx")).Ptr(),
 		ErrNoRows: sqlPkg.Ident("ErrNoRows"),
-		TxDriver:  gocode.QueueImp.Ident("SQLServer"),
+		Runtime:   Runtime,
+		TxDriver:  Runtime.Ident("TxDriver"),
 		// NVARCHAR(255) counts UTF-16 code units (a character beyond the
 		// Basic Multilingual Plane takes two).
 		KeyLimit:  engine.Limit{Max: 255, Unit: "UTF-16 code units", Column: "SQL Server's unique_key NVARCHAR(255)"},

@@ -66,7 +66,7 @@ func TestArg(t *testing.T) {
 		t.Error("dates are not sent as DATE")
 	}
 	if e.Scan(jsonRaw).Name != "ScanJSON" || e.Scan(jsonRaw.Ptr()).Name != "ScanNullJSON" || e.Scan(gocode.String).Name != "" {
-		t.Error("JSON columns are not scanned through queueimpl.ScanJSON")
+		t.Error("JSON columns are not scanned through mssqlimpl.ScanJSON")
 	}
 }
 

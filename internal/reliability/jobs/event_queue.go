@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // EventPayload is the payload of queue event, stored as JSON in column
@@ -148,7 +149,7 @@ func (q *EventQueue) Complete(ctx context.Context, job *queue.Job[EventPayload])
 // completed; the others were no longer held by the caller.
 func (q *EventQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EventPayload]) (int64, error) {
 	var arg CompleteManyEventParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyEvent(ctx, arg)
 }
 
@@ -256,7 +257,7 @@ func (q *EventQueue) Extend(ctx context.Context, job *queue.Job[EventPayload], d
 // calls it.
 func (q *EventQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EventPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyEventParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyEvent(ctx, arg)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // LedgerPayload is the payload of queue ledger: one field per payload column of
@@ -133,7 +134,7 @@ func (q *LedgerQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[Le
 // completed; the others were no longer held by the caller.
 func (q *LedgerQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[LedgerPayload]) (int64, error) {
 	var arg CompleteManyLedgerParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyLedger(ctx, arg)
 }
 
@@ -272,7 +273,7 @@ func (q *LedgerQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *LedgerQueue) Worker(handler queue.TxHandler[LedgerPayload, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[LedgerPayload, pgx.Tx] {
-	return queue.NewTxWorker[LedgerPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
+	return queue.NewTxWorker[LedgerPayload, pgx.Tx](pgximpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // LimitedPayload is the payload of queue limited: one field per payload column of
@@ -146,7 +147,7 @@ func (q *LimitedQueue) Complete(ctx context.Context, job *queue.Job[LimitedPaylo
 // completed; the others were no longer held by the caller.
 func (q *LimitedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[LimitedPayload]) (int64, error) {
 	var arg CompleteManyLimitedParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyLimited(ctx, arg)
 }
 
@@ -254,7 +255,7 @@ func (q *LimitedQueue) Extend(ctx context.Context, job *queue.Job[LimitedPayload
 // calls it.
 func (q *LimitedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[LimitedPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyLimitedParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyLimited(ctx, arg)
 }
 
@@ -395,7 +396,7 @@ func (q *LimitedQueue) claimLimited(ctx context.Context, arg ClaimLimitedParams)
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) ([]LimitedRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]LimitedRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }

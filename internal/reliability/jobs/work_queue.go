@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // WorkPayload is the payload of queue work: one field per payload column of
@@ -140,7 +141,7 @@ func (q *WorkQueue) Complete(ctx context.Context, job *queue.Job[WorkPayload]) e
 // completed; the others were no longer held by the caller.
 func (q *WorkQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WorkPayload]) (int64, error) {
 	var arg CompleteManyWorkParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyWork(ctx, arg)
 }
 
@@ -248,7 +249,7 @@ func (q *WorkQueue) Extend(ctx context.Context, job *queue.Job[WorkPayload], d t
 // calls it.
 func (q *WorkQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[WorkPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyWorkParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyWork(ctx, arg)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // EventPayload is the payload of queue event: one field per payload column of
@@ -149,7 +150,7 @@ func (q *EventQueue) Complete(ctx context.Context, job *queue.Job[EventPayload])
 // completed; the others were no longer held by the caller.
 func (q *EventQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EventPayload]) (int64, error) {
 	var arg CompleteManyEventParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyEvent(ctx, arg)
 }
 
@@ -257,7 +258,7 @@ func (q *EventQueue) Extend(ctx context.Context, job *queue.Job[EventPayload], d
 // calls it.
 func (q *EventQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EventPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyEventParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyEvent(ctx, arg)
 }
 
@@ -288,7 +289,7 @@ func (q *EventQueue) Reap(ctx context.Context, max int) (int64, error) {
 // archive's daily partitions: it makes those of today and the next two
 // days, and drops whole those past the retention of succeeded jobs.
 func (q *EventQueue) Purge(ctx context.Context, max int) (int64, error) {
-	archived, err := queueimpl.Archive{Schema: "public", Table: "event_queue_archive", Lock: "queuegen maintenance event_queue", Retain: EventRetainSucceeded}.Maintain(ctx, q.db, max)
+	archived, err := pgximpl.Archive{Schema: "public", Table: "event_queue_archive", Lock: "queuegen maintenance event_queue", Retain: EventRetainSucceeded}.Maintain(ctx, q.db, max)
 	if err != nil {
 		return archived, err
 	}

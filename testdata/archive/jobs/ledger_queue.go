@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // LedgerPayload is the payload of queue ledger, stored as JSON in column
@@ -148,7 +149,7 @@ func (q *LedgerQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[Le
 // completed; the others were no longer held by the caller.
 func (q *LedgerQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[LedgerPayload]) (int64, error) {
 	var arg CompleteManyLedgerParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyLedger(ctx, arg)
 }
 
@@ -240,7 +241,7 @@ func (q *LedgerQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[Led
 // archive's daily partitions: it makes those of today and the next two
 // days, and drops whole those past the retention of succeeded jobs.
 func (q *LedgerQueue) Purge(ctx context.Context, max int) (int64, error) {
-	archived, err := queueimpl.Archive{Schema: "public", Table: "ledger_queue_archive", Lock: "queuegen maintenance ledger_queue", Retain: LedgerRetainSucceeded}.Maintain(ctx, q.db, max)
+	archived, err := pgximpl.Archive{Schema: "public", Table: "ledger_queue_archive", Lock: "queuegen maintenance ledger_queue", Retain: LedgerRetainSucceeded}.Maintain(ctx, q.db, max)
 	if err != nil {
 		return archived, err
 	}
@@ -303,7 +304,7 @@ func (q *LedgerQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *LedgerQueue) Worker(handler queue.TxHandler[LedgerPayload, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[LedgerPayload, pgx.Tx] {
-	return queue.NewTxWorker[LedgerPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
+	return queue.NewTxWorker[LedgerPayload, pgx.Tx](pgximpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a

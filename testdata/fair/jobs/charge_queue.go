@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // ChargePayload is the payload of queue charge: one field per payload column of
@@ -137,7 +138,7 @@ func (q *ChargeQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[Ch
 // completed; the others were no longer held by the caller.
 func (q *ChargeQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[ChargePayload]) (int64, error) {
 	var arg CompleteManyChargeParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyCharge(ctx, arg)
 }
 
@@ -276,7 +277,7 @@ func (q *ChargeQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *ChargeQueue) Worker(handler queue.TxHandler[ChargePayload, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[ChargePayload, pgx.Tx] {
-	return queue.NewTxWorker[ChargePayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
+	return queue.NewTxWorker[ChargePayload, pgx.Tx](pgximpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a

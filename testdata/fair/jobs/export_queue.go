@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // ExportPayload is the payload of queue export: one field per payload column of
@@ -140,7 +141,7 @@ func (q *ExportQueue) Complete(ctx context.Context, job *queue.Job[ExportPayload
 // completed; the others were no longer held by the caller.
 func (q *ExportQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ExportPayload]) (int64, error) {
 	var arg CompleteManyExportParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyExport(ctx, arg)
 }
 
@@ -248,7 +249,7 @@ func (q *ExportQueue) Extend(ctx context.Context, job *queue.Job[ExportPayload],
 // calls it.
 func (q *ExportQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ExportPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyExportParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyExport(ctx, arg)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // ReportPayload is the payload of queue report: one field per payload column of
@@ -142,7 +143,7 @@ func (q *ReportQueue) Complete(ctx context.Context, job *queue.Job[ReportPayload
 // completed; the others were no longer held by the caller.
 func (q *ReportQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ReportPayload]) (int64, error) {
 	var arg CompleteManyReportParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyReport(ctx, arg)
 }
 
@@ -250,7 +251,7 @@ func (q *ReportQueue) Extend(ctx context.Context, job *queue.Job[ReportPayload],
 // calls it.
 func (q *ReportQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ReportPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyReportParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyReport(ctx, arg)
 }
 
@@ -390,7 +391,7 @@ func (q *ReportQueue) claimLimited(ctx context.Context, arg ClaimReportParams) (
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) ([]ReportRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]ReportRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // SyncPayload is the payload of queue sync: one field per payload column of
@@ -143,7 +144,7 @@ func (q *SyncQueue) Complete(ctx context.Context, job *queue.Job[SyncPayload]) e
 // completed; the others were no longer held by the caller.
 func (q *SyncQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[SyncPayload]) (int64, error) {
 	var arg CompleteManySyncParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManySync(ctx, arg)
 }
 
@@ -251,7 +252,7 @@ func (q *SyncQueue) Extend(ctx context.Context, job *queue.Job[SyncPayload], d t
 // calls it.
 func (q *SyncQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[SyncPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManySyncParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManySync(ctx, arg)
 }
 
@@ -402,7 +403,7 @@ func (q *SyncQueue) schedule(ctx context.Context, now *time.Time) (int64, error)
 	if q.inTx {
 		return step(q.q)
 	}
-	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) (int64, error) { return step(q.q.WithTx(tx)) })
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) (int64, error) { return step(q.q.WithTx(tx)) })
 }
 
 // claimScheduled claims from the queue table; while that comes up short

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // WebhookPayload is the payload of queue webhook: one field per payload column of
@@ -146,7 +147,7 @@ func (q *WebhookQueue) Complete(ctx context.Context, job *queue.Job[WebhookPaylo
 // completed; the others were no longer held by the caller.
 func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WebhookPayload]) (int64, error) {
 	var arg CompleteManyWebhookParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyWebhook(ctx, arg)
 }
 
@@ -254,7 +255,7 @@ func (q *WebhookQueue) Extend(ctx context.Context, job *queue.Job[WebhookPayload
 // calls it.
 func (q *WebhookQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[WebhookPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyWebhookParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyWebhook(ctx, arg)
 }
 
@@ -395,7 +396,7 @@ func (q *WebhookQueue) claimLimited(ctx context.Context, arg ClaimWebhookParams)
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return queueimpl.PgxTx(ctx, q.db, func(tx pgx.Tx) ([]WebhookRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]WebhookRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // Defaults of queue webhook, from the spec.
@@ -144,7 +145,7 @@ func (q *WebhookQueue) Complete(ctx context.Context, job *queue.Job[mail.Address
 // completed; the others were no longer held by the caller.
 func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[mail.Address]) (int64, error) {
 	var arg CompleteManyWebhookParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyWebhook(ctx, arg)
 }
 
@@ -252,7 +253,7 @@ func (q *WebhookQueue) Extend(ctx context.Context, job *queue.Job[mail.Address],
 // calls it.
 func (q *WebhookQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[mail.Address], d time.Duration) ([]int64, error) {
 	arg := ExtendManyWebhookParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyWebhook(ctx, arg)
 }
 

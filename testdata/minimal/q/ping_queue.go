@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // PingPayload is the payload of queue ping: one field per payload column of
@@ -136,7 +137,7 @@ func (q *PingQueue) Complete(ctx context.Context, job *queue.Job[PingPayload]) e
 // completed; the others were no longer held by the caller.
 func (q *PingQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[PingPayload]) (int64, error) {
 	var arg CompleteManyPingParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyPing(ctx, arg)
 }
 
@@ -244,7 +245,7 @@ func (q *PingQueue) Extend(ctx context.Context, job *queue.Job[PingPayload], d t
 // calls it.
 func (q *PingQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[PingPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyPingParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyPing(ctx, arg)
 }
 

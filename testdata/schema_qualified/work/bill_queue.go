@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // BillPayload is the payload of queue bill: one field per payload column of
@@ -137,7 +138,7 @@ func (q *BillQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[Bill
 // completed; the others were no longer held by the caller.
 func (q *BillQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[BillPayload]) (int64, error) {
 	var arg CompleteManyBillParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyBill(ctx, arg)
 }
 
@@ -276,7 +277,7 @@ func (q *BillQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay(n
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *BillQueue) Worker(handler queue.TxHandler[BillPayload, pgx.Tx], opts ...queue.WorkerOption) *queue.TxWorker[BillPayload, pgx.Tx] {
-	return queue.NewTxWorker[BillPayload, pgx.Tx](queueimpl.Pgx(q.db), q, handler, opts...)
+	return queue.NewTxWorker[BillPayload, pgx.Tx](pgximpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // ResizePayload is the payload of queue resize: one field per payload column of
@@ -136,7 +137,7 @@ func (q *ResizeQueue) Complete(ctx context.Context, job *queue.Job[ResizePayload
 // completed; the others were no longer held by the caller.
 func (q *ResizeQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ResizePayload]) (int64, error) {
 	var arg CompleteManyResizeParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyResize(ctx, arg)
 }
 
@@ -244,7 +245,7 @@ func (q *ResizeQueue) Extend(ctx context.Context, job *queue.Job[ResizePayload],
 // calls it.
 func (q *ResizeQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ResizePayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyResizeParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyResize(ctx, arg)
 }
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/microsoft/go-mssqldb"
-	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 const pushEmail = `-- name: PushEmail :one
@@ -97,20 +97,20 @@ func (q *Queries) PushEmail(ctx context.Context, arg PushEmailParams) (PushEmail
 		sql.Named("subject", arg.Subject),
 		sql.Named("body", arg.Body),
 		sql.Named("attachment", arg.Attachment),
-		sql.Named("sent_on", queueimpl.NullDate(arg.SentOn)),
+		sql.Named("sent_on", mssqlimpl.NullDate(arg.SentOn)),
 		sql.Named("amount", arg.Amount),
 		sql.Named("ratio", arg.Ratio),
 		sql.Named("weight", arg.Weight),
 		sql.Named("urgent", arg.Urgent),
 		sql.Named("ref", arg.Ref),
-		sql.Named("queued_at", queueimpl.NullDateTime2(arg.QueuedAt)),
-		sql.Named("meta", queueimpl.NullJSONText(arg.Meta)),
+		sql.Named("queued_at", mssqlimpl.NullDateTime2(arg.QueuedAt)),
+		sql.Named("meta", mssqlimpl.NullJSONText(arg.Meta)),
 		sql.Named("small", arg.Small),
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
 		sql.Named("unique_key", arg.UniqueKey),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 	)
 	var i PushEmailRow
@@ -180,7 +180,7 @@ func (q *Queries) PushManyEmail(ctx context.Context, arg PushManyEmailParams) (i
 	result, err := q.db.ExecContext(ctx, pushManyEmail,
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("jobs", arg.Jobs),
 	)
 	if err != nil {
@@ -256,7 +256,7 @@ type ClaimExpiredEmailParams struct {
 func (q *Queries) ClaimExpiredEmail(ctx context.Context, arg ClaimExpiredEmailParams) ([]EmailRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredEmail,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -294,7 +294,7 @@ func (q *Queries) ClaimExpiredEmail(ctx context.Context, arg ClaimExpiredEmailPa
 			&i.Urgent,
 			&i.Ref,
 			&i.QueuedAt,
-			queueimpl.ScanNullJSON(&i.Meta),
+			mssqlimpl.ScanNullJSON(&i.Meta),
 			&i.Small,
 		); err != nil {
 			return nil, err
@@ -373,7 +373,7 @@ type ClaimDueEmailParams struct {
 func (q *Queries) ClaimDueEmail(ctx context.Context, arg ClaimDueEmailParams) ([]EmailRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueEmail,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -411,7 +411,7 @@ func (q *Queries) ClaimDueEmail(ctx context.Context, arg ClaimDueEmailParams) ([
 			&i.Urgent,
 			&i.Ref,
 			&i.QueuedAt,
-			queueimpl.ScanNullJSON(&i.Meta),
+			mssqlimpl.ScanNullJSON(&i.Meta),
 			&i.Small,
 		); err != nil {
 			return nil, err
@@ -644,7 +644,7 @@ type SnoozeEmailParams struct {
 // CompleteEmail.
 func (q *Queries) SnoozeEmail(ctx context.Context, arg SnoozeEmailParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, snoozeEmail,
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 		sql.Named("id", arg.ID),
 		sql.Named("attempt", arg.Attempt),
@@ -1045,7 +1045,7 @@ func (q *Queries) GetEmail(ctx context.Context, id int64) (EmailRow, error) {
 		&i.Urgent,
 		&i.Ref,
 		&i.QueuedAt,
-		queueimpl.ScanNullJSON(&i.Meta),
+		mssqlimpl.ScanNullJSON(&i.Meta),
 		&i.Small,
 	)
 	return i, err

@@ -17,6 +17,7 @@ import (
 	"github.com/microsoft/go-mssqldb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 // EmailPayload is the payload of queue email: one field per payload column of
@@ -135,21 +136,21 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 	rows := make([]map[string]any, len(ps))
 	for i, p := range ps {
 		rows[i] = map[string]any{
-			"tenant_id":  queueimpl.OpenJSONValue(p.TenantID),
-			"region":     queueimpl.OpenJSONValue(p.Region),
-			"recipient":  queueimpl.OpenJSONValue(p.Recipient),
-			"subject":    queueimpl.OpenJSONValue(p.Subject),
-			"body":       queueimpl.OpenJSONValue(p.Body),
-			"attachment": queueimpl.OpenJSONValue(p.Attachment),
-			"sent_on":    queueimpl.OpenJSONDate(p.SentOn),
-			"amount":     queueimpl.OpenJSONValue(p.Amount),
-			"ratio":      queueimpl.OpenJSONValue(p.Ratio),
-			"weight":     queueimpl.OpenJSONValue(p.Weight),
-			"urgent":     queueimpl.OpenJSONValue(p.Urgent),
-			"ref":        queueimpl.OpenJSONValue(p.Ref),
-			"queued_at":  queueimpl.OpenJSONValue(p.QueuedAt),
-			"meta":       queueimpl.OpenJSONValue(p.Meta),
-			"small":      queueimpl.OpenJSONValue(p.Small),
+			"tenant_id":  mssqlimpl.OpenJSONValue(p.TenantID),
+			"region":     mssqlimpl.OpenJSONValue(p.Region),
+			"recipient":  mssqlimpl.OpenJSONValue(p.Recipient),
+			"subject":    mssqlimpl.OpenJSONValue(p.Subject),
+			"body":       mssqlimpl.OpenJSONValue(p.Body),
+			"attachment": mssqlimpl.OpenJSONValue(p.Attachment),
+			"sent_on":    mssqlimpl.OpenJSONDate(p.SentOn),
+			"amount":     mssqlimpl.OpenJSONValue(p.Amount),
+			"ratio":      mssqlimpl.OpenJSONValue(p.Ratio),
+			"weight":     mssqlimpl.OpenJSONValue(p.Weight),
+			"urgent":     mssqlimpl.OpenJSONValue(p.Urgent),
+			"ref":        mssqlimpl.OpenJSONValue(p.Ref),
+			"queued_at":  mssqlimpl.OpenJSONValue(p.QueuedAt),
+			"meta":       mssqlimpl.OpenJSONValue(p.Meta),
+			"small":      mssqlimpl.OpenJSONValue(p.Small),
 		}
 	}
 	jobs, err := json.Marshal(rows)
@@ -213,7 +214,7 @@ func (q *EmailQueue) Complete(ctx context.Context, job *queue.Job[EmailPayload])
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPayload]) (int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return 0, err
 	}
@@ -252,7 +253,7 @@ func (q *EmailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EmailP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue email: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, delays, nil)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +274,7 @@ func (q *EmailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EmailPayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue email: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, nil, ats)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +328,7 @@ func (q *EmailQueue) Extend(ctx context.Context, job *queue.Job[EmailPayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *EmailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EmailPayload], d time.Duration) ([]int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -499,7 +500,7 @@ func (*EmailQueue) sortClaimed(rows []EmailRow) {
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *EmailQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.SQLServerInTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceEmail(ctx)

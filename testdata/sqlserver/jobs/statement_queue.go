@@ -16,6 +16,7 @@ import (
 
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 // StatementPayload is the payload of queue statement, stored as JSON in column
@@ -103,7 +104,7 @@ func (q *StatementQueue) PushMany(ctx context.Context, ps []StatementPayload, op
 		if err != nil {
 			return 0, err
 		}
-		rows[i] = map[string]any{"payload": queueimpl.OpenJSONValue(doc)}
+		rows[i] = map[string]any{"payload": mssqlimpl.OpenJSONValue(doc)}
 	}
 	jobs, err := json.Marshal(rows)
 	if err != nil {
@@ -152,7 +153,7 @@ func (q *StatementQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Jo
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *StatementQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[StatementPayload]) (int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return 0, err
 	}
@@ -191,7 +192,7 @@ func (q *StatementQueue) FailManyAfter(ctx context.Context, tx *sql.Tx, jobs []*
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue statement: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, delays, nil)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +213,7 @@ func (q *StatementQueue) FailManyAt(ctx context.Context, tx *sql.Tx, jobs []*que
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue statement: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, nil, ats)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +299,7 @@ func (q *StatementQueue) PeriodicJobs() []queue.PeriodicJob {
 // pushTick pushes one tick of a periodic job, unless another node pushed
 // it: the tick is advanced and the job pushed in one transaction.
 func (q *StatementQueue) pushTick(ctx context.Context, name string, tick time.Time, p StatementPayload) (bool, error) {
-	d := queueimpl.SQLServer(q.db)
+	d := mssqlimpl.TxDriver(q.db)
 	tx, err := d.Begin(ctx, queue.DefaultIsolation)
 	if err != nil {
 		return false, err
@@ -327,7 +328,7 @@ func (q *StatementQueue) RetryDelay(n int32) time.Duration { return q.Backoff.De
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *StatementQueue) Worker(handler queue.TxHandler[StatementPayload, *sql.Tx], opts ...queue.WorkerOption) *queue.TxWorker[StatementPayload, *sql.Tx] {
-	return queue.NewTxWorker[StatementPayload, *sql.Tx](queueimpl.SQLServer(q.db), q, handler, opts...)
+	return queue.NewTxWorker[StatementPayload, *sql.Tx](mssqlimpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a

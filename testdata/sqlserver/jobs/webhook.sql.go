@@ -10,7 +10,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 const pushWebhook = `-- name: PushWebhook :one
@@ -59,11 +59,11 @@ func (q *Queries) PushWebhook(ctx context.Context, arg PushWebhookParams) (PushW
 		sql.Named("tenant_id", arg.TenantID),
 		sql.Named("region", arg.Region),
 		sql.Named("url", arg.URL),
-		sql.Named("body", queueimpl.JSONText(arg.Body)),
+		sql.Named("body", mssqlimpl.JSONText(arg.Body)),
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 	)
 	var i PushWebhookRow
@@ -111,7 +111,7 @@ func (q *Queries) PushManyWebhook(ctx context.Context, arg PushManyWebhookParams
 	result, err := q.db.ExecContext(ctx, pushManyWebhook,
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("jobs", arg.Jobs),
 	)
 	if err != nil {
@@ -176,7 +176,7 @@ type ClaimExpiredWebhookParams struct {
 func (q *Queries) ClaimExpiredWebhook(ctx context.Context, arg ClaimExpiredWebhookParams) ([]WebhookRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredWebhook,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -204,7 +204,7 @@ func (q *Queries) ClaimExpiredWebhook(ctx context.Context, arg ClaimExpiredWebho
 			&i.TenantID,
 			&i.Region,
 			&i.URL,
-			queueimpl.ScanJSON(&i.Body),
+			mssqlimpl.ScanJSON(&i.Body),
 		); err != nil {
 			return nil, err
 		}
@@ -271,7 +271,7 @@ type ClaimDueWebhookParams struct {
 func (q *Queries) ClaimDueWebhook(ctx context.Context, arg ClaimDueWebhookParams) ([]WebhookRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueWebhook,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -299,7 +299,7 @@ func (q *Queries) ClaimDueWebhook(ctx context.Context, arg ClaimDueWebhookParams
 			&i.TenantID,
 			&i.Region,
 			&i.URL,
-			queueimpl.ScanJSON(&i.Body),
+			mssqlimpl.ScanJSON(&i.Body),
 		); err != nil {
 			return nil, err
 		}
@@ -523,7 +523,7 @@ type SnoozeWebhookParams struct {
 // rises); fenced like CompleteWebhook.
 func (q *Queries) SnoozeWebhook(ctx context.Context, arg SnoozeWebhookParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, snoozeWebhook,
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 		sql.Named("id", arg.ID),
 		sql.Named("attempt", arg.Attempt),
@@ -878,7 +878,7 @@ func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookRow, error) 
 		&i.TenantID,
 		&i.Region,
 		&i.URL,
-		queueimpl.ScanJSON(&i.Body),
+		mssqlimpl.ScanJSON(&i.Body),
 	)
 	return i, err
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 // WebhookPayload is the payload of queue webhook: one field per payload column of
@@ -103,10 +104,10 @@ func (q *WebhookQueue) PushMany(ctx context.Context, ps []WebhookPayload, opts .
 	rows := make([]map[string]any, len(ps))
 	for i, p := range ps {
 		rows[i] = map[string]any{
-			"tenant_id": queueimpl.OpenJSONValue(p.TenantID),
-			"region":    queueimpl.OpenJSONValue(p.Region),
-			"url":       queueimpl.OpenJSONValue(p.URL),
-			"body":      queueimpl.OpenJSONValue(queueimpl.NullJSONIfNil(p.Body)),
+			"tenant_id": mssqlimpl.OpenJSONValue(p.TenantID),
+			"region":    mssqlimpl.OpenJSONValue(p.Region),
+			"url":       mssqlimpl.OpenJSONValue(p.URL),
+			"body":      mssqlimpl.OpenJSONValue(queueimpl.NullJSONIfNil(p.Body)),
 		}
 	}
 	jobs, err := json.Marshal(rows)
@@ -170,7 +171,7 @@ func (q *WebhookQueue) Complete(ctx context.Context, job *queue.Job[WebhookPaylo
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WebhookPayload]) (int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return 0, err
 	}
@@ -209,7 +210,7 @@ func (q *WebhookQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Webh
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue webhook: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, delays, nil)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +231,7 @@ func (q *WebhookQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Webhook
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue webhook: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, nil, ats)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +285,7 @@ func (q *WebhookQueue) Extend(ctx context.Context, job *queue.Job[WebhookPayload
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *WebhookQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[WebhookPayload], d time.Duration) ([]int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +434,7 @@ func (*WebhookQueue) sortClaimed(rows []WebhookRow) {
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *WebhookQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.SQLServerInTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceWebhook(ctx)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
 )
 
 // ImagePayload is the payload of queue image: one field per payload column of
@@ -98,7 +99,7 @@ func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.Pus
 		return queue.PushResult{}, err
 	}
 	queueimpl.Pushed("image")
-	return queue.PushResult{ID: id, RunAfter: queueimpl.RunAfter(o)}, nil
+	return queue.PushResult{ID: id, RunAfter: mysqlimpl.RunAfter(o)}, nil
 }
 
 // PushMany adds many jobs in one bulk insert and returns how many it added.
@@ -123,7 +124,7 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 			queueimpl.NullJSONIfNil(p.Meta),
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(queueimpl.InsertRows(ctx, q.db, q.tx, pushManyImage, 12, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyImage, 12, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -147,11 +148,11 @@ func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.
-	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "image"); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "image"); err != nil {
 		return nil, err
 	}
 	var rows []ImageRow
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredImage(ctx, ClaimExpiredImageParams{Now: o.Now, Limit: int32(max)})
@@ -204,8 +205,8 @@ func (q *ImageQueue) Complete(ctx context.Context, job *queue.Job[ImagePayload])
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ImageQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ImagePayload]) (int64, error) {
-	ids, fences := queueimpl.Fences(jobs)
-	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.CompleteManyImage(ctx, CompleteManyImageParams{Ids: ids, Fences: fences})
 	})
 }
@@ -242,7 +243,7 @@ func (q *ImageQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[ImageP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue image: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, delays, nil)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +258,7 @@ func (q *ImageQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ImagePayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue image: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, nil, ats)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -312,8 +313,8 @@ func (q *ImageQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ImagePayl
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := queueimpl.Fences(jobs)
-	n, err := queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.ExtendManyImage(ctx, ExtendManyImageParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
@@ -414,7 +415,7 @@ func (q *ImageQueue) Get(ctx context.Context, id int64) (*queue.Job[ImagePayload
 	// The first read of an accessor's db checks that it reads times as
 	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
 	// to change if not. (Claims check clientFoundRows too, with a write.)
-	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "", ""); err != nil {
 		return nil, err
 	}
 	row, err := q.q.GetImage(ctx, id)
@@ -471,9 +472,9 @@ func (q *ImageQueue) jobs(rows []ImageRow) []*queue.Job[ImagePayload] {
 // transaction of its own when tx is nil): HeldImage locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *ImageQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[ImagePayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
-	err := queueimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
 		held, err := qt.HeldImage(ctx, HeldImageParams{Ids: ids, Fences: fences})
@@ -497,7 +498,7 @@ func (q *ImageQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *ImageQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceImage(ctx)

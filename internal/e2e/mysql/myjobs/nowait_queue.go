@@ -15,6 +15,7 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
 )
 
 // Defaults of queue nowait, from the spec.
@@ -80,7 +81,7 @@ func (q *NowaitQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 		return queue.PushResult{}, err
 	}
 	queueimpl.Pushed("nowait")
-	return queue.PushResult{ID: id, RunAfter: queueimpl.RunAfter(o)}, nil
+	return queue.PushResult{ID: id, RunAfter: mysqlimpl.RunAfter(o)}, nil
 }
 
 // PushMany adds many jobs in one bulk insert and returns how many it added.
@@ -99,7 +100,7 @@ func (q *NowaitQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...q
 		}
 		args = append(args, doc, o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(queueimpl.InsertRows(ctx, q.db, q.tx, pushManyNowait, 4, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyNowait, 4, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -124,11 +125,11 @@ func (q *NowaitQueue) Claim(ctx context.Context, node string, max int, opts ...q
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.
-	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "nowait"); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "nowait"); err != nil {
 		return nil, err
 	}
 	var rows []NowaitRow
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredNowait(ctx, ClaimExpiredNowaitParams{Now: o.Now, Limit: int32(max)})
@@ -181,8 +182,8 @@ func (q *NowaitQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *NowaitQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
-	ids, fences := queueimpl.Fences(jobs)
-	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.CompleteManyNowait(ctx, CompleteManyNowaitParams{Ids: ids, Fences: fences})
 	})
 }
@@ -219,7 +220,7 @@ func (q *NowaitQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[paylo
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue nowait: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, delays, nil)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +235,7 @@ func (q *NowaitQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue nowait: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, nil, ats)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -289,8 +290,8 @@ func (q *NowaitQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := queueimpl.Fences(jobs)
-	n, err := queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.ExtendManyNowait(ctx, ExtendManyNowaitParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
@@ -391,7 +392,7 @@ func (q *NowaitQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Tas
 	// The first read of an accessor's db checks that it reads times as
 	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
 	// to change if not. (Claims check clientFoundRows too, with a write.)
-	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "", ""); err != nil {
 		return nil, err
 	}
 	row, err := q.q.GetNowait(ctx, id)
@@ -452,9 +453,9 @@ func (q *NowaitQueue) jobs(ctx context.Context, d *NowaitQueue, rows []NowaitRow
 // transaction of its own when tx is nil): HeldNowait locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *NowaitQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
-	err := queueimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
 		held, err := qt.HeldNowait(ctx, HeldNowaitParams{Ids: ids, Fences: fences})
@@ -478,7 +479,7 @@ func (q *NowaitQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Jo
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *NowaitQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceNowait(ctx)

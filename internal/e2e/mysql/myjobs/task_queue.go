@@ -15,6 +15,7 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
 )
 
 // Defaults of queue task, from the spec.
@@ -86,7 +87,7 @@ func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 		return queue.PushResult{}, err
 	}
 	queueimpl.Pushed("task")
-	return queue.PushResult{ID: id, RunAfter: queueimpl.RunAfter(o)}, nil
+	return queue.PushResult{ID: id, RunAfter: mysqlimpl.RunAfter(o)}, nil
 }
 
 // PushMany adds many jobs in one bulk insert and returns how many it added.
@@ -105,7 +106,7 @@ func (q *TaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...que
 		}
 		args = append(args, doc, o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(queueimpl.InsertRows(ctx, q.db, q.tx, pushManyTask, 4, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyTask, 4, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -130,11 +131,11 @@ func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.
-	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "task"); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "task"); err != nil {
 		return nil, err
 	}
 	var rows []TaskRow
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredTask(ctx, ClaimExpiredTaskParams{Now: o.Now, Limit: int32(max)})
@@ -187,8 +188,8 @@ func (q *TaskQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TaskQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
-	ids, fences := queueimpl.Fences(jobs)
-	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.CompleteManyTask(ctx, CompleteManyTaskParams{Ids: ids, Fences: fences})
 	})
 }
@@ -225,7 +226,7 @@ func (q *TaskQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[payload
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue task: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, delays, nil)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +241,7 @@ func (q *TaskQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.Ta
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue task: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, nil, ats)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -295,8 +296,8 @@ func (q *TaskQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Ta
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := queueimpl.Fences(jobs)
-	n, err := queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.ExtendManyTask(ctx, ExtendManyTaskParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
@@ -389,7 +390,7 @@ func (q *TaskQueue) PeriodicJobs() []queue.PeriodicJob {
 // pushTick pushes one tick of a periodic job, unless another node pushed
 // it: the tick is advanced and the job pushed in one transaction.
 func (q *TaskQueue) pushTick(ctx context.Context, name string, tick time.Time, p payload.Task) (bool, error) {
-	d := queueimpl.MySQL(q.db)
+	d := mysqlimpl.TxDriver(q.db)
 	tx, err := d.Begin(ctx, queue.DefaultIsolation)
 	if err != nil {
 		return false, err
@@ -430,7 +431,7 @@ func (q *TaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task]
 	// The first read of an accessor's db checks that it reads times as
 	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
 	// to change if not. (Claims check clientFoundRows too, with a write.)
-	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "", ""); err != nil {
 		return nil, err
 	}
 	row, err := q.q.GetTask(ctx, id)
@@ -491,9 +492,9 @@ func (q *TaskQueue) jobs(ctx context.Context, d *TaskQueue, rows []TaskRow) ([]*
 // transaction of its own when tx is nil): HeldTask locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *TaskQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
-	err := queueimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
 		held, err := qt.HeldTask(ctx, HeldTaskParams{Ids: ids, Fences: fences})
@@ -517,7 +518,7 @@ func (q *TaskQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *TaskQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceTask(ctx)

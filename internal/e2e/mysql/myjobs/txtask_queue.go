@@ -15,6 +15,7 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
 )
 
 // Defaults of queue txtask, from the spec.
@@ -82,7 +83,7 @@ func (q *TxtaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 		return queue.PushResult{}, err
 	}
 	queueimpl.Pushed("txtask")
-	return queue.PushResult{ID: id, RunAfter: queueimpl.RunAfter(o)}, nil
+	return queue.PushResult{ID: id, RunAfter: mysqlimpl.RunAfter(o)}, nil
 }
 
 // PushMany adds many jobs in one bulk insert and returns how many it added.
@@ -101,7 +102,7 @@ func (q *TxtaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...q
 		}
 		args = append(args, doc, o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(queueimpl.InsertRows(ctx, q.db, q.tx, pushManyTxtask, 4, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyTxtask, 4, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -123,7 +124,7 @@ func (q *TxtaskQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...qu
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.
-	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "txtask"); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "txtask"); err != nil {
 		return nil, err
 	}
 	qt := q.q.WithTx(tx)
@@ -161,7 +162,7 @@ func (q *TxtaskQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Job[p
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TxtaskQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task]) (int64, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	return q.WithTx(tx).q.CompleteManyTxtask(ctx, CompleteManyTxtaskParams{Ids: ids, Fences: fences})
 }
 
@@ -197,7 +198,7 @@ func (q *TxtaskQueue) FailManyAfter(ctx context.Context, tx *sql.Tx, jobs []*que
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue txtask: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, delays, nil)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +213,7 @@ func (q *TxtaskQueue) FailManyAt(ctx context.Context, tx *sql.Tx, jobs []*queue.
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue txtask: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, nil, ats)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +309,7 @@ func (q *TxtaskQueue) PeriodicJobs() []queue.PeriodicJob {
 // pushTick pushes one tick of a periodic job, unless another node pushed
 // it: the tick is advanced and the job pushed in one transaction.
 func (q *TxtaskQueue) pushTick(ctx context.Context, name string, tick time.Time, p payload.Task) (bool, error) {
-	d := queueimpl.MySQL(q.db)
+	d := mysqlimpl.TxDriver(q.db)
 	tx, err := d.Begin(ctx, queue.DefaultIsolation)
 	if err != nil {
 		return false, err
@@ -337,7 +338,7 @@ func (q *TxtaskQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *TxtaskQueue) Worker(handler queue.TxHandler[payload.Task, *sql.Tx], opts ...queue.WorkerOption) *queue.TxWorker[payload.Task, *sql.Tx] {
-	return queue.NewTxWorker[payload.Task, *sql.Tx](queueimpl.MySQL(q.db), q, handler, opts...)
+	return queue.NewTxWorker[payload.Task, *sql.Tx](mysqlimpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a
@@ -347,7 +348,7 @@ func (q *TxtaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Tas
 	// The first read of an accessor's db checks that it reads times as
 	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
 	// to change if not. (Claims check clientFoundRows too, with a write.)
-	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "", ""); err != nil {
 		return nil, err
 	}
 	row, err := q.q.GetTxtask(ctx, id)
@@ -408,9 +409,9 @@ func (q *TxtaskQueue) jobs(ctx context.Context, d *TxtaskQueue, rows []TxtaskRow
 // transaction of its own when tx is nil): HeldTxtask locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *TxtaskQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
-	err := queueimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
 		held, err := qt.HeldTxtask(ctx, HeldTxtaskParams{Ids: ids, Fences: fences})
@@ -434,7 +435,7 @@ func (q *TxtaskQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Jo
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *TxtaskQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceTxtask(ctx)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
 )
 
 // TypedPayload is the payload of queue typed: one field per payload column of
@@ -142,7 +143,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 		return queue.PushResult{}, err
 	}
 	queueimpl.Pushed("typed")
-	return queue.PushResult{ID: id, RunAfter: queueimpl.RunAfter(o)}, nil
+	return queue.PushResult{ID: id, RunAfter: mysqlimpl.RunAfter(o)}, nil
 }
 
 // PushMany adds many jobs in one bulk insert and returns how many it added.
@@ -195,7 +196,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			p.NBytea,
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(queueimpl.InsertRows(ctx, q.db, q.tx, pushManyTyped, 28, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyTyped, 28, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -219,11 +220,11 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.
-	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "typed"); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "typed"); err != nil {
 		return nil, err
 	}
 	var rows []TypedRow
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredTyped(ctx, ClaimExpiredTypedParams{Now: o.Now, Limit: int32(max)})
@@ -276,8 +277,8 @@ func (q *TypedQueue) Complete(ctx context.Context, job *queue.Job[TypedPayload])
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPayload]) (int64, error) {
-	ids, fences := queueimpl.Fences(jobs)
-	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.CompleteManyTyped(ctx, CompleteManyTypedParams{Ids: ids, Fences: fences})
 	})
 }
@@ -314,7 +315,7 @@ func (q *TypedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[TypedP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue typed: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, delays, nil)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +330,7 @@ func (q *TypedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[TypedPayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue typed: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, nil, ats)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -384,8 +385,8 @@ func (q *TypedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[TypedPayl
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := queueimpl.Fences(jobs)
-	n, err := queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.ExtendManyTyped(ctx, ExtendManyTypedParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
@@ -486,7 +487,7 @@ func (q *TypedQueue) Get(ctx context.Context, id int64) (*queue.Job[TypedPayload
 	// The first read of an accessor's db checks that it reads times as
 	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
 	// to change if not. (Claims check clientFoundRows too, with a write.)
-	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "", ""); err != nil {
 		return nil, err
 	}
 	got, err := q.q.GetTyped(ctx, id)
@@ -569,9 +570,9 @@ func withTypedExact(row TypedRow, exactCReal float32, exactNReal *float32) Typed
 // transaction of its own when tx is nil): HeldTyped locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *TypedQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[TypedPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
-	err := queueimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
 		held, err := qt.HeldTyped(ctx, HeldTypedParams{Ids: ids, Fences: fences})
@@ -595,7 +596,7 @@ func (q *TypedQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *TypedQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceTyped(ctx)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/microsoft/go-mssqldb"
-	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 const pushImage = `-- name: PushImage :one
@@ -71,15 +71,15 @@ func (q *Queries) PushImage(ctx context.Context, arg PushImageParams) (PushImage
 		sql.Named("format", arg.Format),
 		sql.Named("quality", arg.Quality),
 		sql.Named("ratio", arg.Ratio),
-		sql.Named("taken_at", queueimpl.NullDateTime2(arg.TakenAt)),
+		sql.Named("taken_at", mssqlimpl.NullDateTime2(arg.TakenAt)),
 		sql.Named("ref", arg.Ref),
 		sql.Named("label", arg.Label),
 		sql.Named("note", arg.Note),
-		sql.Named("meta", queueimpl.JSONText(arg.Meta)),
+		sql.Named("meta", mssqlimpl.JSONText(arg.Meta)),
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 	)
 	var i PushImageRow
@@ -137,7 +137,7 @@ func (q *Queries) PushManyImage(ctx context.Context, arg PushManyImageParams) (i
 	result, err := q.db.ExecContext(ctx, pushManyImage,
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("jobs", arg.Jobs),
 	)
 	if err != nil {
@@ -207,7 +207,7 @@ type ClaimExpiredImageParams struct {
 func (q *Queries) ClaimExpiredImage(ctx context.Context, arg ClaimExpiredImageParams) ([]ImageRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredImage,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -240,7 +240,7 @@ func (q *Queries) ClaimExpiredImage(ctx context.Context, arg ClaimExpiredImagePa
 			&i.Ref,
 			&i.Label,
 			&i.Note,
-			queueimpl.ScanJSON(&i.Meta),
+			mssqlimpl.ScanJSON(&i.Meta),
 		); err != nil {
 			return nil, err
 		}
@@ -312,7 +312,7 @@ type ClaimDueImageParams struct {
 func (q *Queries) ClaimDueImage(ctx context.Context, arg ClaimDueImageParams) ([]ImageRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueImage,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -345,7 +345,7 @@ func (q *Queries) ClaimDueImage(ctx context.Context, arg ClaimDueImageParams) ([
 			&i.Ref,
 			&i.Label,
 			&i.Note,
-			queueimpl.ScanJSON(&i.Meta),
+			mssqlimpl.ScanJSON(&i.Meta),
 		); err != nil {
 			return nil, err
 		}
@@ -569,7 +569,7 @@ type SnoozeImageParams struct {
 // CompleteImage.
 func (q *Queries) SnoozeImage(ctx context.Context, arg SnoozeImageParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, snoozeImage,
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 		sql.Named("id", arg.ID),
 		sql.Named("attempt", arg.Attempt),
@@ -928,7 +928,7 @@ func (q *Queries) GetImage(ctx context.Context, id int64) (ImageRow, error) {
 		&i.Ref,
 		&i.Label,
 		&i.Note,
-		queueimpl.ScanJSON(&i.Meta),
+		mssqlimpl.ScanJSON(&i.Meta),
 	)
 	return i, err
 }

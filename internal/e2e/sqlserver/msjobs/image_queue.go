@@ -17,6 +17,7 @@ import (
 	"github.com/microsoft/go-mssqldb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 // ImagePayload is the payload of queue image: one field per payload column of
@@ -114,15 +115,15 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 	rows := make([]map[string]any, len(ps))
 	for i, p := range ps {
 		rows[i] = map[string]any{
-			"url":      queueimpl.OpenJSONValue(p.URL),
-			"format":   queueimpl.OpenJSONValue(p.Format),
-			"quality":  queueimpl.OpenJSONValue(p.Quality),
-			"ratio":    queueimpl.OpenJSONValue(p.Ratio),
-			"taken_at": queueimpl.OpenJSONValue(p.TakenAt),
-			"ref":      queueimpl.OpenJSONValue(p.Ref),
-			"label":    queueimpl.OpenJSONValue(p.Label),
-			"note":     queueimpl.OpenJSONValue(p.Note),
-			"meta":     queueimpl.OpenJSONValue(queueimpl.NullJSONIfNil(p.Meta)),
+			"url":      mssqlimpl.OpenJSONValue(p.URL),
+			"format":   mssqlimpl.OpenJSONValue(p.Format),
+			"quality":  mssqlimpl.OpenJSONValue(p.Quality),
+			"ratio":    mssqlimpl.OpenJSONValue(p.Ratio),
+			"taken_at": mssqlimpl.OpenJSONValue(p.TakenAt),
+			"ref":      mssqlimpl.OpenJSONValue(p.Ref),
+			"label":    mssqlimpl.OpenJSONValue(p.Label),
+			"note":     mssqlimpl.OpenJSONValue(p.Note),
+			"meta":     mssqlimpl.OpenJSONValue(queueimpl.NullJSONIfNil(p.Meta)),
 		}
 	}
 	jobs, err := json.Marshal(rows)
@@ -186,7 +187,7 @@ func (q *ImageQueue) Complete(ctx context.Context, job *queue.Job[ImagePayload])
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ImageQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ImagePayload]) (int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return 0, err
 	}
@@ -225,7 +226,7 @@ func (q *ImageQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[ImageP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue image: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, delays, nil)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +247,7 @@ func (q *ImageQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ImagePayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue image: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, nil, ats)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +301,7 @@ func (q *ImageQueue) Extend(ctx context.Context, job *queue.Job[ImagePayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ImageQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ImagePayload], d time.Duration) ([]int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +455,7 @@ func (*ImageQueue) sortClaimed(rows []ImageRow) {
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *ImageQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.SQLServerInTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceImage(ctx)

@@ -10,7 +10,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 const pushKept = `-- name: PushKept :one
@@ -50,11 +50,11 @@ type PushKeptRow struct {
 // own new row.
 func (q *Queries) PushKept(ctx context.Context, arg PushKeptParams) (PushKeptRow, error) {
 	row := q.db.QueryRowContext(ctx, pushKept,
-		sql.Named("payload", queueimpl.JSONText(arg.Payload)),
+		sql.Named("payload", mssqlimpl.JSONText(arg.Payload)),
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 	)
 	var i PushKeptRow
@@ -96,7 +96,7 @@ func (q *Queries) PushManyKept(ctx context.Context, arg PushManyKeptParams) (int
 	result, err := q.db.ExecContext(ctx, pushManyKept,
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("jobs", arg.Jobs),
 	)
 	if err != nil {
@@ -158,7 +158,7 @@ type ClaimExpiredKeptParams struct {
 func (q *Queries) ClaimExpiredKept(ctx context.Context, arg ClaimExpiredKeptParams) ([]KeptRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredKept,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -183,7 +183,7 @@ func (q *Queries) ClaimExpiredKept(ctx context.Context, arg ClaimExpiredKeptPara
 			&i.LockedUntil,
 			&i.Errors,
 			&i.UniqueKey,
-			queueimpl.ScanJSON(&i.Payload),
+			mssqlimpl.ScanJSON(&i.Payload),
 		); err != nil {
 			return nil, err
 		}
@@ -247,7 +247,7 @@ type ClaimDueKeptParams struct {
 func (q *Queries) ClaimDueKept(ctx context.Context, arg ClaimDueKeptParams) ([]KeptRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueKept,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -272,7 +272,7 @@ func (q *Queries) ClaimDueKept(ctx context.Context, arg ClaimDueKeptParams) ([]K
 			&i.LockedUntil,
 			&i.Errors,
 			&i.UniqueKey,
-			queueimpl.ScanJSON(&i.Payload),
+			mssqlimpl.ScanJSON(&i.Payload),
 		); err != nil {
 			return nil, err
 		}
@@ -504,7 +504,7 @@ type SnoozeKeptParams struct {
 // CompleteKept.
 func (q *Queries) SnoozeKept(ctx context.Context, arg SnoozeKeptParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, snoozeKept,
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 		sql.Named("id", arg.ID),
 		sql.Named("attempt", arg.Attempt),
@@ -892,7 +892,7 @@ func (q *Queries) GetKept(ctx context.Context, id int64) (KeptRow, error) {
 		&i.LockedUntil,
 		&i.Errors,
 		&i.UniqueKey,
-		queueimpl.ScanJSON(&i.Payload),
+		mssqlimpl.ScanJSON(&i.Payload),
 	)
 	return i, err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 // Defaults of queue kept, from the spec.
@@ -102,7 +103,7 @@ func (q *KeptQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...que
 		if err != nil {
 			return 0, err
 		}
-		rows[i] = map[string]any{"payload": queueimpl.OpenJSONValue(doc)}
+		rows[i] = map[string]any{"payload": mssqlimpl.OpenJSONValue(doc)}
 	}
 	jobs, err := json.Marshal(rows)
 	if err != nil {
@@ -167,7 +168,7 @@ func (q *KeptQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *KeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return 0, err
 	}
@@ -206,7 +207,7 @@ func (q *KeptQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[payload
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue kept: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, delays, nil)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +228,7 @@ func (q *KeptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.Ta
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue kept: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, nil, ats)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +282,7 @@ func (q *KeptQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d 
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *KeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Task], d time.Duration) ([]int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -451,7 +452,7 @@ func (*KeptQueue) sortClaimed(rows []KeptRow) {
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *KeptQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.SQLServerInTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceKept(ctx)

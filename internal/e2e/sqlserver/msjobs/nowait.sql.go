@@ -10,7 +10,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 const pushNowait = `-- name: PushNowait :one
@@ -50,11 +50,11 @@ type PushNowaitRow struct {
 // only its own new row.
 func (q *Queries) PushNowait(ctx context.Context, arg PushNowaitParams) (PushNowaitRow, error) {
 	row := q.db.QueryRowContext(ctx, pushNowait,
-		sql.Named("payload", queueimpl.JSONText(arg.Payload)),
+		sql.Named("payload", mssqlimpl.JSONText(arg.Payload)),
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 	)
 	var i PushNowaitRow
@@ -96,7 +96,7 @@ func (q *Queries) PushManyNowait(ctx context.Context, arg PushManyNowaitParams) 
 	result, err := q.db.ExecContext(ctx, pushManyNowait,
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("jobs", arg.Jobs),
 	)
 	if err != nil {
@@ -158,7 +158,7 @@ type ClaimExpiredNowaitParams struct {
 func (q *Queries) ClaimExpiredNowait(ctx context.Context, arg ClaimExpiredNowaitParams) ([]NowaitRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredNowait,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -183,7 +183,7 @@ func (q *Queries) ClaimExpiredNowait(ctx context.Context, arg ClaimExpiredNowait
 			&i.LockedUntil,
 			&i.Errors,
 			&i.UniqueKey,
-			queueimpl.ScanJSON(&i.Payload),
+			mssqlimpl.ScanJSON(&i.Payload),
 		); err != nil {
 			return nil, err
 		}
@@ -247,7 +247,7 @@ type ClaimDueNowaitParams struct {
 func (q *Queries) ClaimDueNowait(ctx context.Context, arg ClaimDueNowaitParams) ([]NowaitRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueNowait,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -272,7 +272,7 @@ func (q *Queries) ClaimDueNowait(ctx context.Context, arg ClaimDueNowaitParams) 
 			&i.LockedUntil,
 			&i.Errors,
 			&i.UniqueKey,
-			queueimpl.ScanJSON(&i.Payload),
+			mssqlimpl.ScanJSON(&i.Payload),
 		); err != nil {
 			return nil, err
 		}
@@ -496,7 +496,7 @@ type SnoozeNowaitParams struct {
 // rises); fenced like CompleteNowait.
 func (q *Queries) SnoozeNowait(ctx context.Context, arg SnoozeNowaitParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, snoozeNowait,
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 		sql.Named("id", arg.ID),
 		sql.Named("attempt", arg.Attempt),
@@ -848,7 +848,7 @@ func (q *Queries) GetNowait(ctx context.Context, id int64) (NowaitRow, error) {
 		&i.LockedUntil,
 		&i.Errors,
 		&i.UniqueKey,
-		queueimpl.ScanJSON(&i.Payload),
+		mssqlimpl.ScanJSON(&i.Payload),
 	)
 	return i, err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 // Defaults of queue nowait, from the spec.
@@ -98,7 +99,7 @@ func (q *NowaitQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...q
 		if err != nil {
 			return 0, err
 		}
-		rows[i] = map[string]any{"payload": queueimpl.OpenJSONValue(doc)}
+		rows[i] = map[string]any{"payload": mssqlimpl.OpenJSONValue(doc)}
 	}
 	jobs, err := json.Marshal(rows)
 	if err != nil {
@@ -163,7 +164,7 @@ func (q *NowaitQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *NowaitQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return 0, err
 	}
@@ -202,7 +203,7 @@ func (q *NowaitQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[paylo
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue nowait: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, delays, nil)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +224,7 @@ func (q *NowaitQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue nowait: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, nil, ats)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +278,7 @@ func (q *NowaitQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], 
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *NowaitQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Task], d time.Duration) ([]int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +436,7 @@ func (*NowaitQueue) sortClaimed(rows []NowaitRow) {
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *NowaitQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.SQLServerInTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceNowait(ctx)

@@ -10,7 +10,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 const pushTask = `-- name: PushTask :one
@@ -62,12 +62,12 @@ type PushTaskRow struct {
 // behind it.
 func (q *Queries) PushTask(ctx context.Context, arg PushTaskParams) (PushTaskRow, error) {
 	row := q.db.QueryRowContext(ctx, pushTask,
-		sql.Named("payload", queueimpl.JSONText(arg.Payload)),
+		sql.Named("payload", mssqlimpl.JSONText(arg.Payload)),
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
 		sql.Named("unique_key", arg.UniqueKey),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 	)
 	var i PushTaskRow
@@ -109,7 +109,7 @@ func (q *Queries) PushManyTask(ctx context.Context, arg PushManyTaskParams) (int
 	result, err := q.db.ExecContext(ctx, pushManyTask,
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("jobs", arg.Jobs),
 	)
 	if err != nil {
@@ -171,7 +171,7 @@ type ClaimExpiredTaskParams struct {
 func (q *Queries) ClaimExpiredTask(ctx context.Context, arg ClaimExpiredTaskParams) ([]TaskRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredTask,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -196,7 +196,7 @@ func (q *Queries) ClaimExpiredTask(ctx context.Context, arg ClaimExpiredTaskPara
 			&i.LockedUntil,
 			&i.Errors,
 			&i.UniqueKey,
-			queueimpl.ScanJSON(&i.Payload),
+			mssqlimpl.ScanJSON(&i.Payload),
 		); err != nil {
 			return nil, err
 		}
@@ -260,7 +260,7 @@ type ClaimDueTaskParams struct {
 func (q *Queries) ClaimDueTask(ctx context.Context, arg ClaimDueTaskParams) ([]TaskRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueTask,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -285,7 +285,7 @@ func (q *Queries) ClaimDueTask(ctx context.Context, arg ClaimDueTaskParams) ([]T
 			&i.LockedUntil,
 			&i.Errors,
 			&i.UniqueKey,
-			queueimpl.ScanJSON(&i.Payload),
+			mssqlimpl.ScanJSON(&i.Payload),
 		); err != nil {
 			return nil, err
 		}
@@ -509,7 +509,7 @@ type SnoozeTaskParams struct {
 // CompleteTask.
 func (q *Queries) SnoozeTask(ctx context.Context, arg SnoozeTaskParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, snoozeTask,
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 		sql.Named("id", arg.ID),
 		sql.Named("attempt", arg.Attempt),
@@ -779,7 +779,7 @@ type AdvanceTickTaskParams struct {
 func (q *Queries) AdvanceTickTask(ctx context.Context, arg AdvanceTickTaskParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, advanceTickTask,
 		sql.Named("name", arg.Name),
-		sql.Named("tick", queueimpl.DateTime2(arg.Tick)),
+		sql.Named("tick", mssqlimpl.DateTime2(arg.Tick)),
 	)
 	if err != nil {
 		return 0, err
@@ -891,7 +891,7 @@ func (q *Queries) GetTask(ctx context.Context, id int64) (TaskRow, error) {
 		&i.LockedUntil,
 		&i.Errors,
 		&i.UniqueKey,
-		queueimpl.ScanJSON(&i.Payload),
+		mssqlimpl.ScanJSON(&i.Payload),
 	)
 	return i, err
 }

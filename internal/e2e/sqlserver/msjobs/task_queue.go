@@ -17,6 +17,7 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 // Defaults of queue task, from the spec.
@@ -103,7 +104,7 @@ func (q *TaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...que
 		if err != nil {
 			return 0, err
 		}
-		rows[i] = map[string]any{"payload": queueimpl.OpenJSONValue(doc)}
+		rows[i] = map[string]any{"payload": mssqlimpl.OpenJSONValue(doc)}
 	}
 	jobs, err := json.Marshal(rows)
 	if err != nil {
@@ -168,7 +169,7 @@ func (q *TaskQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TaskQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return 0, err
 	}
@@ -207,7 +208,7 @@ func (q *TaskQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[payload
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue task: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, delays, nil)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +229,7 @@ func (q *TaskQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.Ta
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue task: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, nil, ats)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +283,7 @@ func (q *TaskQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d 
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *TaskQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Task], d time.Duration) ([]int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +370,7 @@ func (q *TaskQueue) PeriodicJobs() []queue.PeriodicJob {
 // pushTick pushes one tick of a periodic job, unless another node pushed
 // it: the tick is advanced and the job pushed in one transaction.
 func (q *TaskQueue) pushTick(ctx context.Context, name string, tick time.Time, p payload.Task) (bool, error) {
-	d := queueimpl.SQLServer(q.db)
+	d := mssqlimpl.TxDriver(q.db)
 	tx, err := d.Begin(ctx, queue.DefaultIsolation)
 	if err != nil {
 		return false, err
@@ -473,7 +474,7 @@ func (*TaskQueue) sortClaimed(rows []TaskRow) {
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *TaskQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.SQLServerInTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceTask(ctx)

@@ -10,7 +10,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 const pushTxtask = `-- name: PushTxtask :one
@@ -50,11 +50,11 @@ type PushTxtaskRow struct {
 // only its own new row.
 func (q *Queries) PushTxtask(ctx context.Context, arg PushTxtaskParams) (PushTxtaskRow, error) {
 	row := q.db.QueryRowContext(ctx, pushTxtask,
-		sql.Named("payload", queueimpl.JSONText(arg.Payload)),
+		sql.Named("payload", mssqlimpl.JSONText(arg.Payload)),
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 	)
 	var i PushTxtaskRow
@@ -96,7 +96,7 @@ func (q *Queries) PushManyTxtask(ctx context.Context, arg PushManyTxtaskParams) 
 	result, err := q.db.ExecContext(ctx, pushManyTxtask,
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("jobs", arg.Jobs),
 	)
 	if err != nil {
@@ -153,7 +153,7 @@ type ClaimTxtaskParams struct {
 func (q *Queries) ClaimTxtask(ctx context.Context, arg ClaimTxtaskParams) ([]TxtaskRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimTxtask,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 	)
 	if err != nil {
 		return nil, err
@@ -176,7 +176,7 @@ func (q *Queries) ClaimTxtask(ctx context.Context, arg ClaimTxtaskParams) ([]Txt
 			&i.LockedUntil,
 			&i.Errors,
 			&i.UniqueKey,
-			queueimpl.ScanJSON(&i.Payload),
+			mssqlimpl.ScanJSON(&i.Payload),
 		); err != nil {
 			return nil, err
 		}
@@ -396,7 +396,7 @@ type SnoozeTxtaskParams struct {
 // rises); fenced like CompleteTxtask.
 func (q *Queries) SnoozeTxtask(ctx context.Context, arg SnoozeTxtaskParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, snoozeTxtask,
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 		sql.Named("id", arg.ID),
 		sql.Named("attempt", arg.Attempt),
@@ -530,7 +530,7 @@ type AdvanceTickTxtaskParams struct {
 func (q *Queries) AdvanceTickTxtask(ctx context.Context, arg AdvanceTickTxtaskParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, advanceTickTxtask,
 		sql.Named("name", arg.Name),
-		sql.Named("tick", queueimpl.DateTime2(arg.Tick)),
+		sql.Named("tick", mssqlimpl.DateTime2(arg.Tick)),
 	)
 	if err != nil {
 		return 0, err
@@ -645,7 +645,7 @@ func (q *Queries) GetTxtask(ctx context.Context, id int64) (TxtaskRow, error) {
 		&i.LockedUntil,
 		&i.Errors,
 		&i.UniqueKey,
-		queueimpl.ScanJSON(&i.Payload),
+		mssqlimpl.ScanJSON(&i.Payload),
 	)
 	return i, err
 }

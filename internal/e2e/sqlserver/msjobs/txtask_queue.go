@@ -17,6 +17,7 @@ import (
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 // Defaults of queue txtask, from the spec.
@@ -100,7 +101,7 @@ func (q *TxtaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...q
 		if err != nil {
 			return 0, err
 		}
-		rows[i] = map[string]any{"payload": queueimpl.OpenJSONValue(doc)}
+		rows[i] = map[string]any{"payload": mssqlimpl.OpenJSONValue(doc)}
 	}
 	jobs, err := json.Marshal(rows)
 	if err != nil {
@@ -149,7 +150,7 @@ func (q *TxtaskQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Job[p
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TxtaskQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task]) (int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return 0, err
 	}
@@ -188,7 +189,7 @@ func (q *TxtaskQueue) FailManyAfter(ctx context.Context, tx *sql.Tx, jobs []*que
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue txtask: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, delays, nil)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +210,7 @@ func (q *TxtaskQueue) FailManyAt(ctx context.Context, tx *sql.Tx, jobs []*queue.
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue txtask: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, nil, ats)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +312,7 @@ func (q *TxtaskQueue) PeriodicJobs() []queue.PeriodicJob {
 // pushTick pushes one tick of a periodic job, unless another node pushed
 // it: the tick is advanced and the job pushed in one transaction.
 func (q *TxtaskQueue) pushTick(ctx context.Context, name string, tick time.Time, p payload.Task) (bool, error) {
-	d := queueimpl.SQLServer(q.db)
+	d := mssqlimpl.TxDriver(q.db)
 	tx, err := d.Begin(ctx, queue.DefaultIsolation)
 	if err != nil {
 		return false, err
@@ -340,7 +341,7 @@ func (q *TxtaskQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *TxtaskQueue) Worker(handler queue.TxHandler[payload.Task, *sql.Tx], opts ...queue.WorkerOption) *queue.TxWorker[payload.Task, *sql.Tx] {
-	return queue.NewTxWorker[payload.Task, *sql.Tx](queueimpl.SQLServer(q.db), q, handler, opts...)
+	return queue.NewTxWorker[payload.Task, *sql.Tx](mssqlimpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a
@@ -413,7 +414,7 @@ func (*TxtaskQueue) sortClaimed(rows []TxtaskRow) {
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *TxtaskQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.SQLServerInTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceTxtask(ctx)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/microsoft/go-mssqldb"
-	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 const pushTyped = `-- name: PushTyped :one
@@ -109,9 +109,9 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (PushTyped
 		sql.Named("c_real", arg.CReal),
 		sql.Named("c_double", arg.CDouble),
 		sql.Named("c_uuid", arg.CUUID),
-		sql.Named("c_timestamptz", queueimpl.DateTime2(arg.CTimestamptz)),
-		sql.Named("c_date", queueimpl.Date(arg.CDate)),
-		sql.Named("c_jsonb", queueimpl.JSONText(arg.CJsonb)),
+		sql.Named("c_timestamptz", mssqlimpl.DateTime2(arg.CTimestamptz)),
+		sql.Named("c_date", mssqlimpl.Date(arg.CDate)),
+		sql.Named("c_jsonb", mssqlimpl.JSONText(arg.CJsonb)),
 		sql.Named("c_bytea", arg.CBytea),
 		sql.Named("n_text", arg.NText),
 		sql.Named("n_integer", arg.NInteger),
@@ -119,15 +119,15 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (PushTyped
 		sql.Named("n_real", arg.NReal),
 		sql.Named("n_double", arg.NDouble),
 		sql.Named("n_numeric", arg.NNumeric),
-		sql.Named("n_timestamptz", queueimpl.NullDateTime2(arg.NTimestamptz)),
-		sql.Named("n_date", queueimpl.NullDate(arg.NDate)),
+		sql.Named("n_timestamptz", mssqlimpl.NullDateTime2(arg.NTimestamptz)),
+		sql.Named("n_date", mssqlimpl.NullDate(arg.NDate)),
 		sql.Named("n_uuid", arg.NUUID),
-		sql.Named("n_jsonb", queueimpl.NullJSONText(arg.NJsonb)),
+		sql.Named("n_jsonb", mssqlimpl.NullJSONText(arg.NJsonb)),
 		sql.Named("n_bytea", arg.NBytea),
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 	)
 	var i PushTypedRow
@@ -217,7 +217,7 @@ func (q *Queries) PushManyTyped(ctx context.Context, arg PushManyTypedParams) (i
 	result, err := q.db.ExecContext(ctx, pushManyTyped,
 		sql.Named("priority", arg.Priority),
 		sql.Named("max_attempts", arg.MaxAttempts),
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("jobs", arg.Jobs),
 	)
 	if err != nil {
@@ -303,7 +303,7 @@ type ClaimExpiredTypedParams struct {
 func (q *Queries) ClaimExpiredTyped(ctx context.Context, arg ClaimExpiredTypedParams) ([]TypedRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimExpiredTyped,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -340,7 +340,7 @@ func (q *Queries) ClaimExpiredTyped(ctx context.Context, arg ClaimExpiredTypedPa
 			&i.CUUID,
 			&i.CTimestamptz,
 			&i.CDate,
-			queueimpl.ScanJSON(&i.CJsonb),
+			mssqlimpl.ScanJSON(&i.CJsonb),
 			&i.CBytea,
 			&i.NText,
 			&i.NInteger,
@@ -351,7 +351,7 @@ func (q *Queries) ClaimExpiredTyped(ctx context.Context, arg ClaimExpiredTypedPa
 			&i.NTimestamptz,
 			&i.NDate,
 			&i.NUUID,
-			queueimpl.ScanNullJSON(&i.NJsonb),
+			mssqlimpl.ScanNullJSON(&i.NJsonb),
 			&i.NBytea,
 		); err != nil {
 			return nil, err
@@ -440,7 +440,7 @@ type ClaimDueTypedParams struct {
 func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([]TypedRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimDueTyped,
 		sql.Named("limit", arg.Limit),
-		sql.Named("now", queueimpl.NullDateTime2(arg.Now)),
+		sql.Named("now", mssqlimpl.NullDateTime2(arg.Now)),
 		sql.Named("node", arg.Node),
 		sql.Named("lease_us", arg.LeaseUs),
 	)
@@ -477,7 +477,7 @@ func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([
 			&i.CUUID,
 			&i.CTimestamptz,
 			&i.CDate,
-			queueimpl.ScanJSON(&i.CJsonb),
+			mssqlimpl.ScanJSON(&i.CJsonb),
 			&i.CBytea,
 			&i.NText,
 			&i.NInteger,
@@ -488,7 +488,7 @@ func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([
 			&i.NTimestamptz,
 			&i.NDate,
 			&i.NUUID,
-			queueimpl.ScanNullJSON(&i.NJsonb),
+			mssqlimpl.ScanNullJSON(&i.NJsonb),
 			&i.NBytea,
 		); err != nil {
 			return nil, err
@@ -721,7 +721,7 @@ type SnoozeTypedParams struct {
 // CompleteTyped.
 func (q *Queries) SnoozeTyped(ctx context.Context, arg SnoozeTypedParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, snoozeTyped,
-		sql.Named("run_after", queueimpl.NullDateTime2(arg.RunAfter)),
+		sql.Named("run_after", mssqlimpl.NullDateTime2(arg.RunAfter)),
 		sql.Named("delay_us", arg.DelayUs),
 		sql.Named("id", arg.ID),
 		sql.Named("attempt", arg.Attempt),
@@ -1084,7 +1084,7 @@ func (q *Queries) GetTyped(ctx context.Context, id int64) (TypedRow, error) {
 		&i.CUUID,
 		&i.CTimestamptz,
 		&i.CDate,
-		queueimpl.ScanJSON(&i.CJsonb),
+		mssqlimpl.ScanJSON(&i.CJsonb),
 		&i.CBytea,
 		&i.NText,
 		&i.NInteger,
@@ -1095,7 +1095,7 @@ func (q *Queries) GetTyped(ctx context.Context, id int64) (TypedRow, error) {
 		&i.NTimestamptz,
 		&i.NDate,
 		&i.NUUID,
-		queueimpl.ScanNullJSON(&i.NJsonb),
+		mssqlimpl.ScanNullJSON(&i.NJsonb),
 		&i.NBytea,
 	)
 	return i, err

@@ -17,6 +17,7 @@ import (
 	"github.com/microsoft/go-mssqldb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
 )
 
 // TypedPayload is the payload of queue typed: one field per payload column of
@@ -146,31 +147,31 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 	rows := make([]map[string]any, len(ps))
 	for i, p := range ps {
 		rows[i] = map[string]any{
-			"c_text":        queueimpl.OpenJSONValue(p.CText),
-			"c_varchar":     queueimpl.OpenJSONValue(p.CVarchar),
-			"c_smallint":    queueimpl.OpenJSONValue(p.CSmallint),
-			"c_integer":     queueimpl.OpenJSONValue(p.CInteger),
-			"c_bigint":      queueimpl.OpenJSONValue(p.CBigint),
-			"c_boolean":     queueimpl.OpenJSONValue(p.CBoolean),
-			"c_numeric":     queueimpl.OpenJSONValue(p.CNumeric),
-			"c_real":        queueimpl.OpenJSONValue(p.CReal),
-			"c_double":      queueimpl.OpenJSONValue(p.CDouble),
-			"c_uuid":        queueimpl.OpenJSONValue(p.CUUID),
-			"c_timestamptz": queueimpl.OpenJSONValue(p.CTimestamptz),
-			"c_date":        queueimpl.OpenJSONDate(p.CDate),
-			"c_jsonb":       queueimpl.OpenJSONValue(queueimpl.NullJSONIfNil(p.CJsonb)),
-			"c_bytea":       queueimpl.OpenJSONValue(queueimpl.EmptyIfNil(p.CBytea)),
-			"n_text":        queueimpl.OpenJSONValue(p.NText),
-			"n_integer":     queueimpl.OpenJSONValue(p.NInteger),
-			"n_boolean":     queueimpl.OpenJSONValue(p.NBoolean),
-			"n_real":        queueimpl.OpenJSONValue(p.NReal),
-			"n_double":      queueimpl.OpenJSONValue(p.NDouble),
-			"n_numeric":     queueimpl.OpenJSONValue(p.NNumeric),
-			"n_timestamptz": queueimpl.OpenJSONValue(p.NTimestamptz),
-			"n_date":        queueimpl.OpenJSONDate(p.NDate),
-			"n_uuid":        queueimpl.OpenJSONValue(p.NUUID),
-			"n_jsonb":       queueimpl.OpenJSONValue(p.NJsonb),
-			"n_bytea":       queueimpl.OpenJSONValue(p.NBytea),
+			"c_text":        mssqlimpl.OpenJSONValue(p.CText),
+			"c_varchar":     mssqlimpl.OpenJSONValue(p.CVarchar),
+			"c_smallint":    mssqlimpl.OpenJSONValue(p.CSmallint),
+			"c_integer":     mssqlimpl.OpenJSONValue(p.CInteger),
+			"c_bigint":      mssqlimpl.OpenJSONValue(p.CBigint),
+			"c_boolean":     mssqlimpl.OpenJSONValue(p.CBoolean),
+			"c_numeric":     mssqlimpl.OpenJSONValue(p.CNumeric),
+			"c_real":        mssqlimpl.OpenJSONValue(p.CReal),
+			"c_double":      mssqlimpl.OpenJSONValue(p.CDouble),
+			"c_uuid":        mssqlimpl.OpenJSONValue(p.CUUID),
+			"c_timestamptz": mssqlimpl.OpenJSONValue(p.CTimestamptz),
+			"c_date":        mssqlimpl.OpenJSONDate(p.CDate),
+			"c_jsonb":       mssqlimpl.OpenJSONValue(queueimpl.NullJSONIfNil(p.CJsonb)),
+			"c_bytea":       mssqlimpl.OpenJSONValue(queueimpl.EmptyIfNil(p.CBytea)),
+			"n_text":        mssqlimpl.OpenJSONValue(p.NText),
+			"n_integer":     mssqlimpl.OpenJSONValue(p.NInteger),
+			"n_boolean":     mssqlimpl.OpenJSONValue(p.NBoolean),
+			"n_real":        mssqlimpl.OpenJSONValue(p.NReal),
+			"n_double":      mssqlimpl.OpenJSONValue(p.NDouble),
+			"n_numeric":     mssqlimpl.OpenJSONValue(p.NNumeric),
+			"n_timestamptz": mssqlimpl.OpenJSONValue(p.NTimestamptz),
+			"n_date":        mssqlimpl.OpenJSONDate(p.NDate),
+			"n_uuid":        mssqlimpl.OpenJSONValue(p.NUUID),
+			"n_jsonb":       mssqlimpl.OpenJSONValue(p.NJsonb),
+			"n_bytea":       mssqlimpl.OpenJSONValue(p.NBytea),
 		}
 	}
 	jobs, err := json.Marshal(rows)
@@ -234,7 +235,7 @@ func (q *TypedQueue) Complete(ctx context.Context, job *queue.Job[TypedPayload])
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPayload]) (int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return 0, err
 	}
@@ -273,7 +274,7 @@ func (q *TypedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[TypedP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue typed: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, delays, nil)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +295,7 @@ func (q *TypedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[TypedPayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue typed: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.OpenJSONBatch(jobs, causes, nil, ats)
+	batch, err := mssqlimpl.OpenJSONBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +349,7 @@ func (q *TypedQueue) Extend(ctx context.Context, job *queue.Job[TypedPayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *TypedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[TypedPayload], d time.Duration) ([]int64, error) {
-	fences, err := queueimpl.OpenJSONFences(jobs)
+	fences, err := mssqlimpl.OpenJSONFences(jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -518,7 +519,7 @@ func (*TypedQueue) sortClaimed(rows []TypedRow) {
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *TypedQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.SQLServerInTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceTyped(ctx)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
 )
 
 // EventPayload is the payload of queue event, stored as JSON in column
@@ -86,7 +87,7 @@ func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.Pus
 		return queue.PushResult{}, err
 	}
 	queueimpl.Pushed("event")
-	return queue.PushResult{ID: id, RunAfter: queueimpl.RunAfter(o)}, nil
+	return queue.PushResult{ID: id, RunAfter: mysqlimpl.RunAfter(o)}, nil
 }
 
 // PushMany adds many jobs in one bulk insert and returns how many it added.
@@ -105,7 +106,7 @@ func (q *EventQueue) PushMany(ctx context.Context, ps []EventPayload, opts ...qu
 		}
 		args = append(args, doc, o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(queueimpl.InsertRows(ctx, q.db, q.tx, pushManyEvent, 4, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyEvent, 4, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -130,11 +131,11 @@ func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.
-	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "event"); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "event"); err != nil {
 		return nil, err
 	}
 	var rows []EventRow
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredEvent(ctx, ClaimExpiredEventParams{Now: o.Now, Limit: int32(max)})
@@ -187,8 +188,8 @@ func (q *EventQueue) Complete(ctx context.Context, job *queue.Job[EventPayload])
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *EventQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EventPayload]) (int64, error) {
-	ids, fences := queueimpl.Fences(jobs)
-	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.CompleteManyEvent(ctx, CompleteManyEventParams{Ids: ids, Fences: fences})
 	})
 }
@@ -225,7 +226,7 @@ func (q *EventQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EventP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue event: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, delays, nil)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +241,7 @@ func (q *EventQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EventPayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue event: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, nil, ats)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -295,8 +296,8 @@ func (q *EventQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EventPayl
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := queueimpl.Fences(jobs)
-	n, err := queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.ExtendManyEvent(ctx, ExtendManyEventParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
@@ -397,7 +398,7 @@ func (q *EventQueue) Get(ctx context.Context, id int64) (*queue.Job[EventPayload
 	// The first read of an accessor's db checks that it reads times as
 	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
 	// to change if not. (Claims check clientFoundRows too, with a write.)
-	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "", ""); err != nil {
 		return nil, err
 	}
 	row, err := q.q.GetEvent(ctx, id)
@@ -458,9 +459,9 @@ func (q *EventQueue) jobs(ctx context.Context, d *EventQueue, rows []EventRow) (
 // transaction of its own when tx is nil): HeldEvent locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *EventQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[EventPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
-	err := queueimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
 		held, err := qt.HeldEvent(ctx, HeldEventParams{Ids: ids, Fences: fences})
@@ -484,7 +485,7 @@ func (q *EventQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *EventQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceEvent(ctx)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
 )
 
 // LedgerPayload is the payload of queue ledger: one field per payload column of
@@ -79,7 +80,7 @@ func (q *LedgerQueue) Push(ctx context.Context, p LedgerPayload, opts ...queue.P
 		return queue.PushResult{}, err
 	}
 	queueimpl.Pushed("ledger")
-	return queue.PushResult{ID: id, RunAfter: queueimpl.RunAfter(o)}, nil
+	return queue.PushResult{ID: id, RunAfter: mysqlimpl.RunAfter(o)}, nil
 }
 
 // PushMany adds many jobs in one bulk insert and returns how many it added.
@@ -96,7 +97,7 @@ func (q *LedgerQueue) PushMany(ctx context.Context, ps []LedgerPayload, opts ...
 			p.N,
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(queueimpl.InsertRows(ctx, q.db, q.tx, pushManyLedger, 4, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyLedger, 4, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -116,7 +117,7 @@ func (q *LedgerQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...qu
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.
-	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "ledger"); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "ledger"); err != nil {
 		return nil, err
 	}
 	qt := q.q.WithTx(tx)
@@ -154,7 +155,7 @@ func (q *LedgerQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Job[L
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *LedgerQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[LedgerPayload]) (int64, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	return q.WithTx(tx).q.CompleteManyLedger(ctx, CompleteManyLedgerParams{Ids: ids, Fences: fences})
 }
 
@@ -190,7 +191,7 @@ func (q *LedgerQueue) FailManyAfter(ctx context.Context, tx *sql.Tx, jobs []*que
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue ledger: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, delays, nil)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +206,7 @@ func (q *LedgerQueue) FailManyAt(ctx context.Context, tx *sql.Tx, jobs []*queue.
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue ledger: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, nil, ats)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +286,7 @@ func (q *LedgerQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Delay
 // each inside it, with the options given (concurrency, isolation, …). Run
 // it with its Run method.
 func (q *LedgerQueue) Worker(handler queue.TxHandler[LedgerPayload, *sql.Tx], opts ...queue.WorkerOption) *queue.TxWorker[LedgerPayload, *sql.Tx] {
-	return queue.NewTxWorker[LedgerPayload, *sql.Tx](queueimpl.MySQL(q.db), q, handler, opts...)
+	return queue.NewTxWorker[LedgerPayload, *sql.Tx](mysqlimpl.TxDriver(q.db), q, handler, opts...)
 }
 
 // Get reads one job by id, whatever its state; if there is none, a
@@ -295,7 +296,7 @@ func (q *LedgerQueue) Get(ctx context.Context, id int64) (*queue.Job[LedgerPaylo
 	// The first read of an accessor's db checks that it reads times as
 	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
 	// to change if not. (Claims check clientFoundRows too, with a write.)
-	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "", ""); err != nil {
 		return nil, err
 	}
 	row, err := q.q.GetLedger(ctx, id)
@@ -344,9 +345,9 @@ func (q *LedgerQueue) jobs(rows []LedgerRow) []*queue.Job[LedgerPayload] {
 // transaction of its own when tx is nil): HeldLedger locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *LedgerQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[LedgerPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
-	err := queueimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
 		held, err := qt.HeldLedger(ctx, HeldLedgerParams{Ids: ids, Fences: fences})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
 )
 
 // WorkPayload is the payload of queue work: one field per payload column of
@@ -83,7 +84,7 @@ func (q *WorkQueue) Push(ctx context.Context, p WorkPayload, opts ...queue.PushO
 		return queue.PushResult{}, err
 	}
 	queueimpl.Pushed("work")
-	return queue.PushResult{ID: id, RunAfter: queueimpl.RunAfter(o)}, nil
+	return queue.PushResult{ID: id, RunAfter: mysqlimpl.RunAfter(o)}, nil
 }
 
 // PushMany adds many jobs in one bulk insert and returns how many it added.
@@ -101,7 +102,7 @@ func (q *WorkQueue) PushMany(ctx context.Context, ps []WorkPayload, opts ...queu
 			p.Kind,
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(queueimpl.InsertRows(ctx, q.db, q.tx, pushManyWork, 5, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyWork, 5, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -125,11 +126,11 @@ func (q *WorkQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.
-	if err := queueimpl.CheckMySQL(ctx, q.db, "queuegen_queues", "work"); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "work"); err != nil {
 		return nil, err
 	}
 	var rows []WorkRow
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredWork(ctx, ClaimExpiredWorkParams{Now: o.Now, Limit: int32(max)})
@@ -182,8 +183,8 @@ func (q *WorkQueue) Complete(ctx context.Context, job *queue.Job[WorkPayload]) e
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *WorkQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WorkPayload]) (int64, error) {
-	ids, fences := queueimpl.Fences(jobs)
-	return queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.CompleteManyWork(ctx, CompleteManyWorkParams{Ids: ids, Fences: fences})
 	})
 }
@@ -220,7 +221,7 @@ func (q *WorkQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[WorkPay
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue work: FailManyAfter needs one cause and delay per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, delays, nil)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, delays, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +236,7 @@ func (q *WorkQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[WorkPayloa
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue work: FailManyAt needs one cause and time per job")
 	}
-	batch, err := queueimpl.FailBatch(jobs, causes, nil, ats)
+	batch, err := mysqlimpl.FailBatch(jobs, causes, nil, ats)
 	if err != nil {
 		return nil, err
 	}
@@ -290,8 +291,8 @@ func (q *WorkQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[WorkPayloa
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := queueimpl.Fences(jobs)
-	n, err := queueimpl.RetryRolledBack(q.tx, func() (int64, error) {
+	ids, fences := mysqlimpl.Fences(jobs)
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
 		return q.q.ExtendManyWork(ctx, ExtendManyWorkParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
@@ -392,7 +393,7 @@ func (q *WorkQueue) Get(ctx context.Context, id int64) (*queue.Job[WorkPayload],
 	// The first read of an accessor's db checks that it reads times as
 	// this code needs (parseTime=true, loc=UTC), and says which DSN setting
 	// to change if not. (Claims check clientFoundRows too, with a write.)
-	if err := queueimpl.CheckMySQL(ctx, q.db, "", ""); err != nil {
+	if err := mysqlimpl.CheckConn(ctx, q.db, "", ""); err != nil {
 		return nil, err
 	}
 	row, err := q.q.GetWork(ctx, id)
@@ -442,9 +443,9 @@ func (q *WorkQueue) jobs(rows []WorkRow) []*queue.Job[WorkPayload] {
 // transaction of its own when tx is nil): HeldWork locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *WorkQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[WorkPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := queueimpl.Fences(jobs)
+	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
-	err := queueimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
 		held, err := qt.HeldWork(ctx, HeldWorkParams{Ids: ids, Fences: fences})
@@ -468,7 +469,7 @@ func (q *WorkQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[
 // maintenance lock: while another node's batch holds it, it does nothing.
 func (q *WorkQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
 	var n int64
-	err := queueimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0
 		qt := q.q.WithTx(tx)
 		locked, err := qt.LockMaintenanceWork(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // EmailPayload is the payload of queue email: one field per payload column of
@@ -178,7 +179,7 @@ func (q *EmailQueue) Complete(ctx context.Context, job *queue.Job[EmailPayload])
 // completed; the others were no longer held by the caller.
 func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPayload]) (int64, error) {
 	var arg CompleteManyEmailParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyEmail(ctx, arg)
 }
 
@@ -286,7 +287,7 @@ func (q *EmailQueue) Extend(ctx context.Context, job *queue.Job[EmailPayload], d
 // calls it.
 func (q *EmailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EmailPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyEmailParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyEmail(ctx, arg)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
 // ThumbnailPayload is the payload of queue thumbnail: one field per payload column of
@@ -167,7 +168,7 @@ func (q *ThumbnailQueue) Complete(ctx context.Context, job *queue.Job[ThumbnailP
 // completed; the others were no longer held by the caller.
 func (q *ThumbnailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ThumbnailPayload]) (int64, error) {
 	var arg CompleteManyThumbnailParams
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyThumbnail(ctx, arg)
 }
 
@@ -275,7 +276,7 @@ func (q *ThumbnailQueue) Extend(ctx context.Context, job *queue.Job[ThumbnailPay
 // calls it.
 func (q *ThumbnailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ThumbnailPayload], d time.Duration) ([]int64, error) {
 	arg := ExtendManyThumbnailParams{Lease: d}
-	arg.Ids, arg.Attempts = queueimpl.FenceArrays(jobs)
+	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyThumbnail(ctx, arg)
 }
 

@@ -1,4 +1,4 @@
-package queueimpl
+package mssqlimpl
 
 import (
 	"encoding/json"

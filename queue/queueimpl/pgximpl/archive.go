@@ -1,4 +1,4 @@
-package queueimpl
+package pgximpl
 
 import (
 	"context"
@@ -48,7 +48,7 @@ const archiveAhead = 2
 // queue's first Purge, say) gets no partition of its own: PostgreSQL
 // refuses one that the default partition's rows would belong to. Those
 // rows are deleted from the default partition once past Retain.
-func (a Archive) Maintain(ctx context.Context, db PgxBeginner, limit int) (int64, error) {
+func (a Archive) Maintain(ctx context.Context, db Beginner, limit int) (int64, error) {
 	tx, err := db.BeginTx(ctx, pgx.TxOptions{})
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package queueimpl
+package pgximpl
 
 import (
 	"testing"

@@ -1,8 +1,10 @@
-package queue
+package queuepgx
 
 import (
 	"testing"
 	"time"
+
+	"github.com/queuegen/queuegen/queue"
 )
 
 func TestListenBackoff(t *testing.T) {
@@ -19,4 +21,15 @@ func TestListenBackoff(t *testing.T) {
 	if b = nextListenBackoff(b, false); b != 2*minListenBackoff {
 		t.Errorf("then %v, want %v", b, 2*time.Duration(minListenBackoff))
 	}
+}
+
+// TestNilListener: a nil *Listener given to queue.WithListener (an
+// application that listens only when configured to) subscribes nothing,
+// as a nil *queue.Listener did before the listener moved here, and the
+// worker polls.
+func TestNilListener(t *testing.T) {
+	var l *Listener
+	var q queue.Listener = l
+	q.Subscribe("ch", make(chan struct{}, 1))()
+	l.Close()
 }

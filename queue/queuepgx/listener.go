@@ -1,4 +1,12 @@
-package queue
+// Package queuepgx is the part of queuegen's runtime that needs pgx/v5,
+// which applications on PostgreSQL call: the Listener that wakes workers
+// on the notifications of queues declared with notify: true.
+//
+// Pass a Listener to the workers with queue.WithListener. Generated code
+// does not import this package (its pgx helpers are in
+// queue/queueimpl/pgximpl), so an application links it only if it
+// listens.
+package queuepgx
 
 import (
 	"context"
@@ -19,6 +27,8 @@ import (
 // When its connection drops, it reconnects with backoff and then wakes
 // every subscriber, so that a push notified while it was away is found by
 // an immediate poll rather than waiting for the next one.
+//
+// It implements queue.Listener.
 type Listener struct {
 	connect func(ctx context.Context) (*pgx.Conn, error)
 	logger  *slog.Logger
@@ -66,7 +76,11 @@ func NewListenerFunc(connect func(ctx context.Context) (*pgx.Conn, error), logge
 
 // Subscribe makes a notification on channel do a non-blocking send on
 // wake. It returns the function that unsubscribes.
+// A nil *Listener subscribes nothing: the worker polls.
 func (l *Listener) Subscribe(channel string, wake chan<- struct{}) (unsubscribe func()) {
+	if l == nil {
+		return func() {}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.subs[channel] == nil {
@@ -89,8 +103,12 @@ func (l *Listener) Subscribe(channel string, wake chan<- struct{}) (unsubscribe 
 	}
 }
 
-// Close stops the listener and closes its connection.
+// Close stops the listener and closes its connection (a nil *Listener:
+// nothing).
 func (l *Listener) Close() {
+	if l == nil {
+		return
+	}
 	l.mu.Lock()
 	cancel, started := l.cancel, l.started
 	l.mu.Unlock()
@@ -138,7 +156,7 @@ func nextListenBackoff(prev time.Duration, listened bool) time.Duration {
 }
 
 // errNoNotifications is a connection that LISTENs but is not notified.
-var errNoNotifications = errors.New("its connection does not receive notifications (it goes through a transaction-mode pooler such as PgBouncer?): give the listener a direct connection, queue.NewListenerURL(directURL, logger)")
+var errNoNotifications = errors.New("its connection does not receive notifications (it goes through a transaction-mode pooler such as PgBouncer?): give the listener a direct connection, queuepgx.NewListenerURL(directURL, logger)")
 
 // session connects, LISTENs, wakes everyone, and relays notifications
 // until the connection fails or the channels change.
@@ -239,5 +257,12 @@ func (l *Listener) wakeAll() {
 			default:
 			}
 		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
 	}
 }
