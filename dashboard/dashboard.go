@@ -10,8 +10,10 @@
 //	defer h.Close()
 //	mux.Handle("/queues/", requireAdmin(h))
 //
-// It works on every engine queuegen generates for (PostgreSQL, MySQL and
-// MariaDB), reading the queues from the database's registry. No page runs
+// It works on the engines package ops has a backend for (PostgreSQL, and
+// MySQL and MariaDB; not SQL Server yet, which queuegen generates for
+// too: New refuses its addresses), reading the queues from the database's
+// registry. No page runs
 // a query that reads a whole table: counts are exact when one statement
 // counts them within a budget (50 ms by default) and otherwise the query
 // planner's estimates, marked as such; job lists page by id.
@@ -223,7 +225,7 @@ func New(ctx context.Context, address string, opts ...Option) (*Handler, error) 
 		return nil, err
 	}
 	schema := cfg.schema
-	if db.Engine == dburl.PostgreSQL && schema == "" {
+	if db.HasSchemas() && schema == "" {
 		schema = spec.DefaultSchema
 		if cfg.spec != nil {
 			schema = cfg.spec.Schema

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/internal/ops"
 )
 
 // command is one subcommand.
@@ -29,8 +30,10 @@ type command struct {
 	// more in the command's own usage.
 	summary, help string
 	run           func(c *invocation) error
-	// sqlServer is set on the commands that work on SQL Server; the others
-	// (the operations commands, ui, bench) refuse its URLs.
+	// sqlServer is set on the commands that work on every engine's
+	// databases (migrate); the others (the operations commands, ui, bench)
+	// refuse the URLs of an engine package ops has no backend for
+	// (ops.Serves: SQL Server's, so far).
 	sqlServer bool
 }
 
@@ -294,8 +297,8 @@ func (c *invocation) databaseURL(db string) (dburl.DB, error) {
 		return dburl.DB{}, usageError{errors.New("--db URL is required (or set DATABASE_URL)")}
 	}
 	url, err := dburl.Parse(db)
-	if err == nil && url.Engine == dburl.SQLServer && !c.cmd.sqlServer {
-		err = errors.New("SQL Server is not supported by the operations commands, ui and bench yet; generate, check and migrate support it")
+	if err == nil && !c.cmd.sqlServer && !ops.Serves(url.Engine) {
+		err = fmt.Errorf("%s is not supported by the operations commands, ui and bench yet; generate, check and migrate support it", dburl.EngineTitle(url.Engine))
 	}
 	return url, err
 }

@@ -11,12 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	mssql "github.com/microsoft/go-mssqldb"
-
-	"github.com/queuegen/queuegen/generated"
 	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/spec"
@@ -81,7 +75,7 @@ func runMigrate(c *invocation) error {
 	ctx := context.Background()
 	switch action {
 	case "status":
-		return migrateStatus(ctx, c, m, url, s.Schema, *asJSON)
+		return migrateStatus(ctx, c, m, *asJSON)
 	case "version":
 		v, err := m.Version(ctx)
 		if err != nil {
@@ -102,12 +96,11 @@ func runMigrate(c *invocation) error {
 			return dropConsent(action, losses)
 		}
 	}
-	stop := func() {}
-	if url.Engine == dburl.PostgreSQL {
-		stop = indexProgress(ctx, url.URL, c.stderr)
-	}
+	progress := newProgress(c.stderr)
+	stop := m.IndexProgress(ctx, progress.line)
 	rep, err := m.Migrate(ctx, action, target)
 	stop()
+	progress.end()
 	if rep == nil {
 		return err
 	}
@@ -188,12 +181,12 @@ func dropConsent(action string, losses []migrate.Loss) error {
 	return errors.New(b.String())
 }
 
-func migrateStatus(ctx context.Context, c *invocation, m *migrate.Migrator, url dburl.DB, schema string, asJSON bool) error {
+func migrateStatus(ctx context.Context, c *invocation, m *migrate.Migrator, asJSON bool) error {
 	st, err := m.Status(ctx)
 	if err != nil {
 		return err
 	}
-	queues, err := registered(ctx, url, schema)
+	queues, err := m.Queues(ctx)
 	if err != nil {
 		return err
 	}
@@ -206,7 +199,7 @@ func migrateStatus(ctx context.Context, c *invocation, m *migrate.Migrator, url 
 		}
 		qs := []queue{}
 		for _, q := range queues {
-			qs = append(qs, queue{q.Name, q.TableName, q.Mode, q.Paused})
+			qs = append(qs, queue{q.Name, q.Table, q.Mode, q.Paused})
 		}
 		return c.printJSON(map[string]any{"migrations": st, "queues": qs})
 	}
@@ -228,124 +221,14 @@ func migrateStatus(ctx context.Context, c *invocation, m *migrate.Migrator, url 
 	fmt.Fprintf(c.stdout, "\n%s registered:\n", plural(len(queues), "queue"))
 	nameWidth, tableWidth := 0, 0
 	for _, q := range queues {
-		nameWidth, tableWidth = max(nameWidth, len(q.Name)), max(tableWidth, len(q.TableName))
+		nameWidth, tableWidth = max(nameWidth, len(q.Name)), max(tableWidth, len(q.Table))
 	}
 	for _, q := range queues {
 		paused := ""
 		if q.Paused {
 			paused = " (paused)"
 		}
-		fmt.Fprintf(c.stdout, "  %-*s  table %-*s  %s%s\n", nameWidth, q.Name, tableWidth, q.TableName, q.Mode, paused)
+		fmt.Fprintf(c.stdout, "  %-*s  table %-*s  %s%s\n", nameWidth, q.Name, tableWidth, q.Table, q.Mode, paused)
 	}
 	return nil
-}
-
-// registered reads the queue registry, with queuegen's own generated
-// query on PostgreSQL; nil when there is none yet.
-func registered(ctx context.Context, url dburl.DB, schema string) ([]generated.QueuegenQueue, error) {
-	switch {
-	case url.Engine == dburl.MySQL:
-		return registeredSQL(ctx, url, "queuegen_queues")
-	case url.Engine == dburl.SQLServer && schema == spec.DefaultSchema:
-		return registeredSQL(ctx, url, "queuegen_queues") // the login's default schema, dbo
-	case url.Engine == dburl.SQLServer:
-		return registeredSQL(ctx, url, "["+schema+"].queuegen_queues")
-	}
-	cfg, err := pgx.ParseConfig(url.URL)
-	if err != nil {
-		return nil, err
-	}
-	cfg.RuntimeParams["search_path"] = schema
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(ctx)
-	queues, err := generated.New(conn).ListQueues(ctx)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		return nil, nil
-	}
-	return queues, err
-}
-
-// registeredSQL reads the queue registry table of a MySQL database (the
-// database is the schema there) or a SQL Server one; nil when there is
-// none yet.
-func registeredSQL(ctx context.Context, url dburl.DB, table string) ([]generated.QueuegenQueue, error) {
-	db, err := url.Open()
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	rows, err := db.QueryContext(ctx, "SELECT name, table_name, mode, paused FROM "+table+" ORDER BY name")
-	var myErr *mysql.MySQLError
-	var msErr mssql.Error
-	if errors.As(err, &myErr) && myErr.Number == 1146 || errors.As(err, &msErr) && msErr.Number == 208 { // no such table
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var queues []generated.QueuegenQueue
-	for rows.Next() {
-		var q generated.QueuegenQueue
-		if err := rows.Scan(&q.Name, &q.TableName, &q.Mode, &q.Paused); err != nil {
-			return nil, err
-		}
-		queues = append(queues, q)
-	}
-	return queues, rows.Err()
-}
-
-// indexProgress reports, once a second, the indexes being built while a
-// migration runs (a CREATE INDEX CONCURRENTLY on a big table takes a
-// while), from pg_stat_progress_create_index on a connection of its own.
-// It says nothing when no index is being built.
-func indexProgress(ctx context.Context, url string, w interface{ Write([]byte) (int, error) }) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			return
-		}
-		defer conn.Close(context.Background())
-		p := newProgress(w)
-		defer p.end()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			rows, err := conn.Query(ctx, `SELECT i.relname, p.phase, p.blocks_done, p.blocks_total, p.tuples_done, p.tuples_total
-FROM pg_stat_progress_create_index p JOIN pg_class i ON i.oid = p.index_relid
-WHERE p.datid = (SELECT oid FROM pg_database WHERE datname = current_database())`)
-			if err != nil {
-				return
-			}
-			for rows.Next() {
-				var index, phase string
-				var blocksDone, blocksTotal, tuplesDone, tuplesTotal int64
-				if rows.Scan(&index, &phase, &blocksDone, &blocksTotal, &tuplesDone, &tuplesTotal) != nil {
-					break
-				}
-				line := fmt.Sprintf("building index %s: %s", index, phase)
-				switch {
-				case blocksTotal > 0:
-					line += fmt.Sprintf(", %d%% of the table's blocks", 100*blocksDone/blocksTotal)
-				case tuplesTotal > 0:
-					line += fmt.Sprintf(", %d%% of its rows", 100*tuplesDone/tuplesTotal)
-				}
-				p.line(line)
-			}
-			rows.Close()
-		}
-	}()
-	return func() { cancel(); <-done }
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/ops"
 	"github.com/queuegen/queuegen/internal/spec"
@@ -69,7 +68,7 @@ func (o *opsFlags) open(ctx context.Context) (*ops.Conn, error) {
 	}
 	schema := *o.schema
 	switch {
-	case url.Engine == dburl.MySQL:
+	case !url.HasSchemas():
 		if schema != "" {
 			return nil, noSchemaOnMySQL(schema)
 		}
@@ -136,7 +135,7 @@ func runStats(c *invocation) error {
 	if err != nil {
 		return err
 	}
-	if o.spec != nil && conn.Engine() == dburl.PostgreSQL {
+	if o.spec != nil && conn.Inheritance() {
 		base, ok, err := baseRow(ctx, conn, o.spec, stats, *exact)
 		if err != nil {
 			return err

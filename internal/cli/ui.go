@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/queuegen/queuegen/dashboard"
-	"github.com/queuegen/queuegen/internal/dburl"
 )
 
 // The environment variables --auth reads.
@@ -46,7 +45,7 @@ func runUI(c *invocation) error {
 		opts = append(opts, dashboard.ReadOnly())
 	}
 	if *schema != "" {
-		if url.Engine == dburl.MySQL {
+		if !url.HasSchemas() {
 			return noSchemaOnMySQL(*schema)
 		}
 		opts = append(opts, dashboard.Schema(*schema))

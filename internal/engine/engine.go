@@ -8,9 +8,18 @@
 // asks an Engine for every such decision while it builds; package evolve
 // asks it to write DDL; package render executes its templates.
 //
-// PostgreSQL (package postgres) is the reference implementation. A new
-// engine is a new package implementing Engine, registered with Register
-// from its init function and imported by package model's engine list.
+// The same seam serves run time: an Engine that is a Connector (connect.go)
+// says which database addresses are its and opens handles on them, for
+// package dburl and through it migrate, the operations commands and the
+// dashboard; migrate takes goose's dialect and the default schema from the
+// Engine, and asks the server what else it needs through MigrationHost
+// (migrations.go). PostgreSQL (package postgres) is the reference
+// implementation. A new engine is a new package implementing Engine (and
+// Connector and MigrationHost),
+// registered with Register from its init function and imported by package
+// all, the one list of engines, with its templates in templates/<engine>.
+// What still asks an engine's name outside the engine packages is listed
+// in seam_test.go's stillBranching, which only shrinks.
 package engine
 
 import (

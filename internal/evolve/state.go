@@ -22,6 +22,7 @@ import (
 
 	"github.com/queuegen/queuegen/internal/catalog"
 	"github.com/queuegen/queuegen/internal/engine"
+	"github.com/queuegen/queuegen/internal/spec"
 )
 
 // StateFile is the state file's name, in the migrations directory. goose
@@ -98,7 +99,7 @@ func ParseState(data []byte) (*State, error) {
 // EngineName is the state's engine, postgresql when the file names none.
 func (s *State) EngineName() string {
 	if s.Engine == "" {
-		return "postgresql"
+		return spec.DefaultEngine
 	}
 	return s.Engine
 }
@@ -106,7 +107,7 @@ func (s *State) EngineName() string {
 // stateOf records a catalog (without migrations).
 func stateOf(c *catalog.Catalog, engineName string) *State {
 	s := &State{Schema: c.Schema, PeriodicTable: c.Periodic != nil, Functions: c.Functions, Base: c.Base, Queues: c.Queues}
-	if engineName != "postgresql" {
+	if engineName != spec.DefaultEngine {
 		s.Engine = engineName
 	}
 	return s

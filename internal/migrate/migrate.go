@@ -22,13 +22,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
 
 	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/internal/engine"
 	"github.com/queuegen/queuegen/internal/evolve"
+	"github.com/queuegen/queuegen/internal/spec"
 )
 
 // DefaultTable is the version table of a spec that names none.
@@ -36,7 +35,10 @@ const DefaultTable = "queuegen_db_version"
 
 // Migrator applies the migrations in one directory to one database.
 type Migrator struct {
-	engine   string
+	engine string
+	// host is the engine, for what migrate asks the server beyond goose.
+	host     engine.MigrationHost
+	url      dburl.DB
 	db       *sql.DB
 	provider *goose.Provider
 	// lockedDB and locked are a second handle, and goose over it, whose
@@ -133,7 +135,7 @@ func LockTimeout(d time.Duration, tries int) Option {
 // Server URL or DSN, see package dburl) and prepares the migrations in
 // dir. Close it when done.
 func Open(address, dir string, opts ...Option) (*Migrator, error) {
-	o := options{schema: "public", table: DefaultTable, connectTimeout: 10 * time.Second, lockTries: 1, backoff: time.Second}
+	o := options{schema: spec.DefaultSchema, table: DefaultTable, connectTimeout: 10 * time.Second, lockTries: 1, backoff: time.Second}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -150,15 +152,21 @@ func Open(address, dir string, opts ...Option) (*Migrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	dialect, table, defaultSchema := goose.DialectPostgres, o.table, "public"
-	switch db.Engine {
-	case dburl.MySQL:
-		dialect, o.schema = goose.DialectMySQL, ""
-	case dburl.SQLServer:
-		dialect, defaultSchema = goose.DialectMSSQL, sqlServerSchema
-		if o.schema == "public" {
-			o.schema = sqlServerSchema
-		}
+	eng, err := engine.Lookup(db.Engine)
+	if err != nil {
+		h.Close()
+		return nil, err
+	}
+	host, ok := eng.(engine.MigrationHost)
+	if !ok {
+		h.Close()
+		return nil, fmt.Errorf("queuegen migrate does not serve %s databases yet", dburl.EngineTitle(db.Engine))
+	}
+	// The engine's default schema stands for the spec's default; an
+	// engine without schemas inside a database (MySQL) has none.
+	dialect, table, defaultSchema := goose.Dialect(eng.Goose()), o.table, eng.DefaultSchema()
+	if defaultSchema == "" || o.schema == spec.DefaultSchema {
+		o.schema = defaultSchema
 	}
 	if o.schema != "" && o.schema != defaultSchema {
 		table = o.schema + "." + o.table
@@ -169,8 +177,8 @@ func Open(address, dir string, opts ...Option) (*Migrator, error) {
 		h.Close()
 		return nil, fmt.Errorf("migrations in %s: %w", dir, err)
 	}
-	m := &Migrator{engine: db.Engine, db: h, provider: p, fsys: fsys, dir: dir, schema: o.schema, table: o.table, opts: o}
-	if o.lockTimeout > 0 && db.Engine != dburl.SQLServer {
+	m := &Migrator{engine: db.Engine, host: host, url: db, db: h, provider: p, fsys: fsys, dir: dir, schema: o.schema, table: o.table, opts: o}
+	if o.lockTimeout > 0 && db.LockTimeouts() {
 		m.name = fmt.Sprintf("queuegen migrate %d.%d", os.Getpid(), sessions.Add(1))
 		if m.lockedDB, err = db.OpenSession(dburl.Session{ConnectTimeout: o.connectTimeout, LockTimeout: o.lockTimeout, Name: m.name}); err != nil {
 			h.Close()
@@ -187,9 +195,6 @@ func Open(address, dir string, opts ...Option) (*Migrator, error) {
 // sessions numbers the Migrators of this process, for their sessions'
 // application_name.
 var sessions atomic.Int64
-
-// sqlServerSchema is SQL Server's default schema.
-const sqlServerSchema = "dbo"
 
 // prepare creates the schema (so that goose can create its version table
 // in it) and refuses a database whose queues were migrated under another
@@ -212,110 +217,23 @@ func (m *Migrator) prepare(ctx context.Context) error {
 		}
 		return fmt.Errorf("cannot connect to the database: %s", OneLine(err))
 	}
-	switch {
-	case m.engine == dburl.MySQL:
-		err = checkMySQL(ctx, m.db)
-	case m.engine == dburl.SQLServer:
-		err = m.prepareSQLServer(ctx)
-	case m.schema != "public":
-		_, err = m.db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{m.schema}.Sanitize())
-	}
-	if err != nil {
+	if err := m.host.PrepareMigrations(ctx, m.db, m.schema); err != nil {
 		return err
 	}
 	var registry, versions bool
-	query, args := m.tablesQuery()
+	query, args := m.host.MigrationTables(m.schema, m.table)
 	if err := m.db.QueryRowContext(ctx, query, args...).Scan(&registry, &versions); err != nil {
 		return err
 	}
 	if registry && !versions {
 		where := "schema " + m.schema
-		if m.engine == dburl.MySQL {
+		if m.schema == "" { // an engine without schemas
 			where = "the database"
 		}
 		return fmt.Errorf("%s already holds queuegen's queues, but not their version table %s: they were migrated with another version table (queuegen used goose_db_version before specs had one of their own); name it in the spec, e.g. migrations_table: goose_db_version", where, m.table)
 	}
 	m.prepared = true
 	return nil
-}
-
-// tablesQuery is the query, and its arguments, of whether the registry
-// and the version table exist.
-func (m *Migrator) tablesQuery() (string, []any) {
-	switch m.engine {
-	case dburl.MySQL:
-		return `SELECT
-    EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'queuegen_queues'),
-    EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?)`, []any{m.table}
-	case dburl.SQLServer:
-		// In dbo the names are left unqualified, as the migrations and
-		// goose leave them: they resolve in the login's default schema.
-		schema := ""
-		if m.schema != sqlServerSchema {
-			schema = "[" + strings.ReplaceAll(m.schema, "]", "]]") + "]."
-		}
-		return `SELECT
-    CAST(IIF(OBJECT_ID(@p1 + N'queuegen_queues', N'U') IS NULL, 0, 1) AS BIT),
-    CAST(IIF(OBJECT_ID(@p1 + QUOTENAME(@p2), N'U') IS NULL, 0, 1) AS BIT)`, []any{schema, m.table}
-	}
-	return `SELECT
-    to_regclass(quote_ident($1) || '.queuegen_queues') IS NOT NULL,
-    to_regclass(quote_ident($1) || '.' || quote_ident($2)) IS NOT NULL`, []any{m.schema, m.table}
-}
-
-// prepareSQLServer refuses a database below compatibility level 130 (SQL
-// Server 2016), which has no OPENJSON for queuegen's batch statements, and
-// creates the schema if it is missing. CREATE SCHEMA must be alone in its
-// batch, hence EXEC.
-func (m *Migrator) prepareSQLServer(ctx context.Context) error {
-	var level int
-	if err := m.db.QueryRowContext(ctx, "SELECT compatibility_level FROM sys.databases WHERE name = DB_NAME()").Scan(&level); err != nil {
-		return err
-	}
-	if level < 130 {
-		return fmt.Errorf("the database's compatibility level is %d: queuegen needs 130 (SQL Server 2016) or later, for OPENJSON (ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 130)", level)
-	}
-	if m.schema == sqlServerSchema {
-		return nil
-	}
-	_, err := m.db.ExecContext(ctx, `IF SCHEMA_ID(@p1) IS NULL
-BEGIN
-    DECLARE @create NVARCHAR(300) = N'CREATE SCHEMA ' + QUOTENAME(@p1);
-    EXEC (@create);
-END`, m.schema)
-	return err
-}
-
-// checkMySQL refuses a server too old for the migrations and queries
-// queuegen writes: MySQL before 8.0.13 (expression defaults, SKIP LOCKED)
-// or MariaDB before 10.8 (descending index keys, which priority queues'
-// claims need to read their index without a sort).
-func checkMySQL(ctx context.Context, db *sql.DB) error {
-	var version string
-	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
-		return err
-	}
-	if msg := mysqlTooOld(version); msg != "" {
-		return errors.New(msg)
-	}
-	return nil
-}
-
-// mysqlTooOld says why a server of version (SELECT VERSION()) is too old,
-// or "".
-func mysqlTooOld(version string) string {
-	var major, minor, patch int
-	fmt.Sscanf(version, "%d.%d.%d", &major, &minor, &patch)
-	if strings.Contains(strings.ToLower(version), "mariadb") {
-		if major < 10 || major == 10 && minor < 8 {
-			return fmt.Sprintf("MariaDB %s is too old for queuegen: it needs MariaDB 10.8 or later (descending index keys for the claim index)", version)
-		}
-		return ""
-	}
-	if major < 8 || major == 8 && minor == 0 && patch < 13 {
-		return fmt.Sprintf("MySQL %s is too old for queuegen: it needs MySQL 8.0.13 or later (SKIP LOCKED, expression defaults)", version)
-	}
-	return ""
 }
 
 // DB is the database handle, for status queries beside goose's.
@@ -568,13 +486,14 @@ func (m *Migrator) step(ctx context.Context, rep *Report, src *goose.Source, do 
 		if res != nil {
 			rep.Failed = &Step{Direction: res.Direction, File: res.Source.Path, Version: res.Source.Version, Duration: res.Duration}
 		}
-		if !bounded || !isLockTimeout(err) {
+		if !bounded || !m.host.LockTimedOut(err) {
 			return err
 		}
-		if m.engine == dburl.MySQL {
-			holders = m.mysqlHolders(ctx)
+		if !m.host.HoldersWhileWaiting() {
+			holders = m.host.LockHolders(ctx, m.db, m.name)
 		}
-		lerr := &LockTimeoutError{File: src.Path, Tries: try, Timeout: m.opts.lockTimeout, Holders: holders, Engine: m.engine}
+		lerr := &LockTimeoutError{File: src.Path, Tries: try, Timeout: m.opts.lockTimeout, Holders: holders, Engine: m.engine,
+			Candidates: !m.host.HoldersWhileWaiting(), Kept: !m.host.TransactionalDDL()}
 		if try >= m.opts.lockTries {
 			return lerr
 		}
@@ -591,14 +510,6 @@ func (m *Migrator) step(ctx context.Context, rep *Report, src *goose.Source, do 
 	}
 }
 
-// isLockTimeout reports whether err is a statement giving up on a lock:
-// PostgreSQL's lock_not_available, MySQL's lock wait timeout.
-func isLockTimeout(err error) bool {
-	var pgErr *pgconn.PgError
-	var myErr *mysql.MySQLError
-	return errors.As(err, &pgErr) && pgErr.Code == "55P03" || errors.As(err, &myErr) && myErr.Number == 1205
-}
-
 // LockTimeoutError is a migration that gave up waiting for a lock on every
 // try.
 type LockTimeoutError struct {
@@ -609,12 +520,20 @@ type LockTimeoutError struct {
 	// those with a transaction open (MySQL), one of which held it.
 	Holders []string
 	Engine  string
+	// Candidates is true when Holders are the sessions that had a
+	// transaction open, one of which held the lock, rather than the lock's
+	// holders (MySQL's, which names no metadata lock's holder).
+	Candidates bool
+	// Kept is true when the statements of the migration before the one
+	// that waited stay applied: the engine commits each DDL statement
+	// (MySQL, MariaDB).
+	Kept bool
 }
 
 func (e *LockTimeoutError) waited() string {
 	who := "a session that ended before it could be named"
 	switch {
-	case len(e.Holders) > 0 && e.Engine == dburl.MySQL:
+	case len(e.Holders) > 0 && e.Candidates:
 		who = "one of these sessions with a transaction open: " + strings.Join(e.Holders, "; ")
 	case len(e.Holders) > 0:
 		who = strings.Join(e.Holders, "; ")
@@ -625,8 +544,8 @@ func (e *LockTimeoutError) waited() string {
 // Error says what held the lock and what to do.
 func (e *LockTimeoutError) Error() string {
 	undone := "it was rolled back"
-	if e.Engine == dburl.MySQL {
-		undone = "MySQL/MariaDB commit each DDL statement: statements of it before the one that waited stay applied"
+	if e.Kept {
+		undone = dburl.EngineTitle(e.Engine) + " commit each DDL statement: statements of it before the one that waited stay applied"
 	}
 	tried := "tried once"
 	if e.Tries > 1 {
@@ -647,7 +566,7 @@ type watcher struct {
 }
 
 func (m *Migrator) watch(ctx context.Context) *watcher {
-	if m.engine != dburl.PostgreSQL {
+	if !m.host.HoldersWhileWaiting() {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -662,7 +581,7 @@ func (m *Migrator) watch(ctx context.Context) *watcher {
 				return
 			case <-t.C:
 			}
-			if h := m.pgHolders(ctx); len(h) > 0 {
+			if h := m.host.LockHolders(ctx, m.db, m.name); len(h) > 0 {
 				w.seen = h
 			}
 		}
@@ -674,71 +593,6 @@ func (w *watcher) stop() []string {
 	w.cancel()
 	<-w.done
 	return w.seen
-}
-
-// pgHolders describes the sessions blocking the migration's sessions.
-func (m *Migrator) pgHolders(ctx context.Context) []string {
-	rows, err := m.db.QueryContext(ctx, `SELECT DISTINCT b.pid, coalesce(b.usename, ''), coalesce(b.application_name, ''), coalesce(b.state, ''),
-    coalesce(floor(extract(epoch FROM now() - b.xact_start))::bigint, 0),
-    coalesce(left(regexp_replace(b.query, '\s+', ' ', 'g'), 80), '')
-FROM pg_stat_activity w
-CROSS JOIN LATERAL unnest(pg_blocking_pids(w.pid)) AS h(pid)
-JOIN pg_stat_activity b ON b.pid = h.pid
-WHERE w.application_name = $1
-ORDER BY b.pid`, m.name)
-	if err != nil {
-		return nil
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var pid, secs int64
-		var user, app, state, query string
-		if rows.Scan(&pid, &user, &app, &state, &secs, &query) != nil {
-			return nil
-		}
-		d := fmt.Sprintf("pid %d (user %s", pid, user)
-		if app != "" {
-			d += fmt.Sprintf(", application %q", app)
-		}
-		d += fmt.Sprintf(", %s, transaction open %ds", state, secs)
-		if query != "" {
-			d += ", last statement: " + query
-		}
-		out = append(out, d+")")
-	}
-	return out
-}
-
-// mysqlHolders describes the sessions with a transaction open: MySQL and
-// MariaDB name no metadata lock's holder without a plugin
-// (performance_schema's metadata_locks, MariaDB's METADATA_LOCK_INFO), but
-// a DML transaction holds its tables' metadata locks until it ends.
-func (m *Migrator) mysqlHolders(ctx context.Context) []string {
-	rows, err := m.db.QueryContext(ctx, `SELECT t.trx_mysql_thread_id, COALESCE(p.USER, ''), COALESCE(p.HOST, ''), COALESCE(p.COMMAND, ''),
-    TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), COALESCE(LEFT(p.INFO, 80), '')
-FROM information_schema.INNODB_TRX t
-LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
-WHERE t.trx_mysql_thread_id <> CONNECTION_ID()
-ORDER BY t.trx_started`)
-	if err != nil {
-		return nil
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id, secs int64
-		var user, host, command, query string
-		if rows.Scan(&id, &user, &host, &command, &secs, &query) != nil {
-			return nil
-		}
-		d := fmt.Sprintf("connection %d (%s@%s, %s, transaction open %ds", id, user, host, command, secs)
-		if query != "" {
-			d += ", running: " + query
-		}
-		out = append(out, d+")")
-	}
-	return out
 }
 
 // clean takes goose's wrapping off an error ("failed to initialize: …",
@@ -902,16 +756,85 @@ func (m *Migrator) Losses(ctx context.Context, action string, target int64) ([]L
 
 // countRows counts a table's own rows; 0 when it does not exist.
 func (m *Migrator) countRows(ctx context.Context, table string) (int64, error) {
-	query := "SELECT COUNT(*) FROM " + table
-	if m.engine == dburl.PostgreSQL {
-		query = "SELECT count(*) FROM ONLY " + table
-	}
 	var n int64
-	err := m.db.QueryRowContext(ctx, query).Scan(&n)
-	var pgErr *pgconn.PgError
-	var myErr *mysql.MySQLError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" || errors.As(err, &myErr) && myErr.Number == 1146 {
+	err := m.db.QueryRowContext(ctx, m.host.CountRows(table)).Scan(&n)
+	if err != nil && m.host.NoTable(err) {
 		return 0, nil
 	}
 	return n, err
+}
+
+// Queue is a queue in the registry.
+type Queue struct {
+	Name, Table, Mode string
+	Paused            bool
+}
+
+// Queues reads the queue registry in the Migrator's schema, by name; nil
+// when there is none yet.
+func (m *Migrator) Queues(ctx context.Context) ([]Queue, error) {
+	rows, err := m.db.QueryContext(ctx, "SELECT name, table_name, mode, paused FROM "+m.host.RegistryTable(m.schema)+" ORDER BY name")
+	if err != nil && m.host.NoTable(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var queues []Queue
+	for rows.Next() {
+		var q Queue
+		if err := rows.Scan(&q.Name, &q.Table, &q.Mode, &q.Paused); err != nil {
+			return nil, err
+		}
+		queues = append(queues, q)
+	}
+	return queues, rows.Err()
+}
+
+// IndexProgress reports, once a second, the indexes being built while a
+// migration runs (a CREATE INDEX CONCURRENTLY on a big table takes a
+// while), on a connection of its own, calling report with each build's
+// line; on an engine that reports no index builds it does nothing. Call
+// stop when the migration is done.
+func (m *Migrator) IndexProgress(ctx context.Context, report func(line string)) (stop func()) {
+	ib, ok := m.host.(engine.IndexBuilder)
+	if !ok {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		db, err := m.url.Open()
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		db.SetMaxOpenConns(1)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			builds, err := ib.IndexBuilds(ctx, db)
+			if err != nil {
+				return
+			}
+			for _, b := range builds {
+				line := fmt.Sprintf("building index %s: %s", b.Index, b.Phase)
+				switch {
+				case b.BlocksTotal > 0:
+					line += fmt.Sprintf(", %d%% of the table's blocks", 100*b.BlocksDone/b.BlocksTotal)
+				case b.TuplesTotal > 0:
+					line += fmt.Sprintf(", %d%% of its rows", 100*b.TuplesDone/b.TuplesTotal)
+				}
+				report(line)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }

@@ -1,8 +1,4 @@
 package model
 
-// The engines a spec may name. A new engine is one more import here.
-import (
-	_ "github.com/queuegen/queuegen/internal/engine/mysql"
-	_ "github.com/queuegen/queuegen/internal/engine/postgres"
-	_ "github.com/queuegen/queuegen/internal/engine/sqlserver"
-)
+// The engines a spec may name: package all imports each of them.
+import _ "github.com/queuegen/queuegen/internal/engine/all"

@@ -25,7 +25,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/internal/engine/mysql/myconfig"
 )
 
 // EnvDSN is the environment variable naming the admin DSN of the server to
@@ -59,7 +59,7 @@ func ServerDSN(t testing.TB) string {
 }
 
 // DSN returns the DSN of a brand-new, empty database created for this test
-// (configured as queuegen's generated code needs, dburl.Config), dropped in
+// (configured as queuegen's generated code needs, myconfig.Config), dropped in
 // t.Cleanup.
 func DSN(t testing.TB) string {
 	t.Helper()
@@ -83,7 +83,7 @@ func DSN(t testing.TB) string {
 			t.Errorf("mytest: drop database %s: %v", name, err)
 		}
 	})
-	db := dburl.Config(cfg)
+	db := myconfig.Config(cfg)
 	db.DBName = name
 	return db.FormatDSN()
 }

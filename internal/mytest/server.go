@@ -19,7 +19,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/internal/engine/mysql/myconfig"
 )
 
 // Server is a private MariaDB server a test owns, for tests that must
@@ -122,10 +122,10 @@ func newServer() (*Server, error) {
 func (s *Server) Port() int { return s.port }
 
 // DSN is the DSN of the server's database ServerDatabase, configured as
-// queuegen's generated code needs (dburl.Config). It stays valid across
+// queuegen's generated code needs (myconfig.Config). It stays valid across
 // restarts.
 func (s *Server) DSN() string {
-	cfg := dburl.Config(s.adminConfig())
+	cfg := myconfig.Config(s.adminConfig())
 	cfg.DBName = ServerDatabase
 	return cfg.FormatDSN()
 }

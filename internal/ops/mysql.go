@@ -19,6 +19,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/queuegen/queuegen/internal/dburl"
+	myengine "github.com/queuegen/queuegen/internal/engine/mysql"
 )
 
 // myBackend is the operations on MySQL or MariaDB, through database/sql,
@@ -44,6 +45,19 @@ type myBackend struct {
 var mySessionParams = map[string]string{
 	"innodb_lock_wait_timeout": strconv.Itoa(int(lockTimeout.Seconds())),
 	"lock_wait_timeout":        strconv.Itoa(int(lockTimeout.Seconds())),
+}
+
+func init() {
+	backends[myengine.Name] = func(_ context.Context, db dburl.DB, schema string) (backend, error) {
+		if schema != "" {
+			return nil, fmt.Errorf("ops: schema %q given for a MySQL database: MySQL has no schemas, the database the address names holds the queues", schema)
+		}
+		b, err := openMySQL(db)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
 }
 
 func openMySQL(db dburl.DB) (*myBackend, error) {

@@ -30,36 +30,42 @@ type Conn struct {
 	b      backend
 }
 
+// backends open each engine's operations backend, by the engine's name:
+// the backend's file (postgres.go, mysql.go) registers it from its init
+// function. Which engine a database is, and whether it has schemas, comes
+// from the engine's package (dburl); nothing here switches on its name.
+var backends = map[string]func(ctx context.Context, db dburl.DB, schema string) (backend, error){}
+
+// Serves reports whether the operations commands serve databases of the
+// engine called name.
+func Serves(name string) bool {
+	_, ok := backends[name]
+	return ok
+}
+
 // Open opens a pool on db. schema is the PostgreSQL schema holding the
 // queues (the spec's; public by default); MySQL has no schemas (the
 // database db names holds the queues), and there schema must be empty.
 // Open does not connect: Ping does, as does any operation.
 func Open(ctx context.Context, db dburl.DB, schema string) (*Conn, error) {
-	switch db.Engine {
-	case dburl.PostgreSQL:
-		if schema == "" {
-			return nil, errors.New("ops: no schema: PostgreSQL's queues live in a schema (public by default)")
-		}
-		b, err := openPostgres(ctx, db, schema)
-		if err != nil {
-			return nil, err
-		}
-		return &Conn{engine: db.Engine, b: b}, nil
-	case dburl.MySQL:
-		if schema != "" {
-			return nil, fmt.Errorf("ops: schema %q given for a MySQL database: MySQL has no schemas, the database the address names holds the queues", schema)
-		}
-		b, err := openMySQL(db)
-		if err != nil {
-			return nil, err
-		}
-		return &Conn{engine: db.Engine, b: b}, nil
+	open, ok := backends[db.Engine]
+	if !ok {
+		return nil, fmt.Errorf("ops: no engine %q", db.Engine)
 	}
-	return nil, fmt.Errorf("ops: no engine %q", db.Engine)
+	b, err := open(ctx, db, schema)
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{engine: db.Engine, b: b}, nil
 }
 
-// Engine is the database's engine: dburl.PostgreSQL or dburl.MySQL.
+// Engine is the name of the database's engine (one Serves).
 func (c *Conn) Engine() string { return c.engine }
+
+// Inheritance reports whether the engine's queue tables can inherit a
+// base table (engine.Engine's Inheritance): then stats have a row across
+// the base table.
+func (c *Conn) Inheritance() bool { return dburl.DB{Engine: c.engine}.Inheritance() }
 
 // Ping connects, or checks the pool's connection.
 //

@@ -26,6 +26,19 @@ type pgBackend struct {
 	schema string
 }
 
+func init() {
+	backends[postgres.Name] = func(ctx context.Context, db dburl.DB, schema string) (backend, error) {
+		if schema == "" {
+			return nil, errors.New("ops: no schema: PostgreSQL's queues live in a schema (public by default)")
+		}
+		b, err := openPostgres(ctx, db, schema)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+}
+
 func openPostgres(ctx context.Context, db dburl.DB, schema string) (*pgBackend, error) {
 	cfg, err := pgxpool.ParseConfig(db.URL)
 	if err != nil {

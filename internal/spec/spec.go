@@ -34,7 +34,9 @@ type Spec struct {
 	// Queries is the directory for the sqlc query files, the schema file
 	// sqlc reads and sqlc.yaml.
 	Queries string
-	// Schema is the PostgreSQL schema holding the queue tables.
+	// Schema is the schema holding the queue tables, on an engine with
+	// schemas inside a database (PostgreSQL's public by default; on SQL
+	// Server the default stands for dbo); MySQL has none and refuses the key.
 	Schema string
 	// MigrationsTable is the goose version table recording which of the
 	// spec's migrations a database has applied, in Schema.
