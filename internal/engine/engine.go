@@ -16,7 +16,8 @@
 // (migrations.go). PostgreSQL (package postgres) is the reference
 // implementation. A new engine is a new package implementing Engine (and
 // Connector and MigrationHost),
-// registered with Register from its init function and imported by package
+// registered with Register from its init function, with its naming rules
+// for the spec registered by spec.RegisterRules, and imported by package
 // all, the one list of engines, with its templates in templates/<engine>.
 // What still asks an engine's name outside the engine packages is listed
 // in seam_test.go's stillBranching, which only shrinks.

@@ -94,8 +94,8 @@ func (p *parser) crossChecks(n *yaml.Node, s *Spec) {
 					}
 				}
 			}
-			if c.Name == "n" && c.HasDefault() && (s.Engine == "" || s.Engine == "postgresql") {
-				at(c.Pos, ck, `"n" with a default: the query that evaluates a bulk push's defaults numbers its rows n; rename the column or drop its default`)
+			if msg, ok := p.rules.DefaultedColumns[c.Name]; ok && c.HasDefault() {
+				at(c.Pos, ck, "%s", msg)
 			}
 			if slices.Contains(QueryParams, c.Name) {
 				at(c.Pos, ck, "%q is the name of a parameter of the generated queries (%s); choose another name", c.Name, strings.Join(QueryParams, ", "))

@@ -32,7 +32,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("accepted a spec with no queues: %q", data)
 			}
 			for _, q := range s.Queues {
-				if checkIdent(q.Name) != "" || checkIdent(q.Table) != "" {
+				if RulesFor(s.Engine).CheckName(q.Name) != "" || RulesFor(s.Engine).CheckName(q.Table) != "" {
 					t.Fatalf("accepted a name that would reach SQL unchecked: %q / %q", q.Name, q.Table)
 				}
 			}

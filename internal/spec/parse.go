@@ -36,9 +36,6 @@ const (
 	DefaultFactor      = 2.0
 	DefaultJitter      = 0.1
 	DefaultJSONColumn  = "payload"
-	// MaxIdentifierLength is PostgreSQL's NAMEDATALEN-1: longer names are
-	// silently truncated by the server, so the spec refuses them.
-	MaxIdentifierLength = 63
 	// MaxDefaultLength bounds a column default: it is written into
 	// migrations and the schema sqlc reads.
 	MaxDefaultLength = 4096
@@ -77,6 +74,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, Errors{{File: file, Line: 1, Column: 1, Msg: "the spec is empty: write a starter spec with queuegen init"}}
 	}
+	p.rules = RulesFor(engineOf(doc.Content[0]))
 	p.spec(doc.Content[0], s)
 	if len(p.errs) > 0 {
 		return nil, p.errs.sorted()
@@ -88,6 +86,9 @@ type parser struct {
 	file string
 	errs Errors
 	keys map[string]Pos // every key read, by dotted path
+	// rules are the naming rules of the spec's engine (read before the
+	// rest of the spec: see engineOf).
+	rules Rules
 }
 
 var yamlLine = regexp.MustCompile(`line (\d+)`)
@@ -187,6 +188,29 @@ func (p *parser) scalar(n *yaml.Node, key string) (string, bool) {
 
 var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
+// engine reads the engine's name: a plain name (which engines there are
+// is the model's to say; the engine's naming rules do not apply to it).
+func (p *parser) engine(n *yaml.Node, key string) string {
+	v, ok := p.scalar(n, key)
+	if !ok {
+		return ""
+	}
+	if v == "" || !plainName(v) {
+		p.errorf(n, key, "%q is not a plain lower-case identifier: use letters a-z, digits and _, starting with a letter or _ and with at least one letter", v)
+		return ""
+	}
+	return v
+}
+
+// settings reads an engine's own settings section.
+func (p *parser) settings(n *yaml.Node, key string, s *Spec, sec *Settings) {
+	handlers := map[string]func(string, *yaml.Node){}
+	for name, b := range sec.Bools {
+		handlers[name] = func(k string, v *yaml.Node) { *b.Field(s) = p.boolean(v, k) }
+	}
+	p.fields(n, key, handlers)
+}
+
 // ident reads a name that will reach SQL: a plain lower-case identifier
 // that needs no quoting.
 func (p *parser) ident(n *yaml.Node, key string) string {
@@ -194,28 +218,11 @@ func (p *parser) ident(n *yaml.Node, key string) string {
 	if !ok {
 		return ""
 	}
-	if msg := checkIdent(v); msg != "" {
+	if msg := p.rules.CheckName(v); msg != "" {
 		p.errorf(n, key, "%s", msg)
 		return ""
 	}
 	return v
-}
-
-// checkIdent says what is wrong with a name that will reach SQL, or "".
-func checkIdent(v string) string {
-	switch {
-	case v == "":
-		return "a name cannot be empty"
-	case len(v) > MaxIdentifierLength:
-		return fmt.Sprintf("%q is %d bytes long; PostgreSQL names are at most %d", v, len(v), MaxIdentifierLength)
-	case !identRE.MatchString(v) || strings.Trim(v, "_0123456789") == "":
-		return fmt.Sprintf("%q is not a plain lower-case identifier: use letters a-z, digits and _, starting with a letter or _ and with at least one letter", v)
-	case reservedWords[v]:
-		return fmt.Sprintf("%q is an SQL keyword; choose another name", v)
-	case strings.HasPrefix(v, "pg_"):
-		return fmt.Sprintf("%q starts with pg_, which PostgreSQL reserves for its own objects", v)
-	}
-	return ""
 }
 
 func (p *parser) boolean(n *yaml.Node, key string) bool {
@@ -321,8 +328,13 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 	s.Schema = DefaultSchema
 	s.MigrationsTable = DefaultMigrations
 	s.Base.Table = DefaultBaseTable
-	s.SQLServer.OnlineIndex = true
-	p.fields(n, "", map[string]func(string, *yaml.Node){
+	sectionKeys, sections, sectionEngine := settingsSections()
+	for _, key := range sectionKeys {
+		for _, b := range sections[key].Bools {
+			*b.Field(s) = b.Default
+		}
+	}
+	handlers := map[string]func(string, *yaml.Node){
 		"version": func(k string, v *yaml.Node) {
 			haveVersion = true
 			if val, ok := p.scalar(v, k); ok && val != "1" {
@@ -334,7 +346,7 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 			havePackage, dirNodes["package.dir"] = true, v
 			p.pkg(v, k, &s.Package)
 		},
-		"engine":     func(k string, v *yaml.Node) { s.Engine = p.ident(v, k) },
+		"engine":     func(k string, v *yaml.Node) { s.Engine = p.engine(v, k) },
 		"migrations": func(k string, v *yaml.Node) { s.Migrations, dirNodes[k] = p.dir(v, k), v },
 		"queries":    func(k string, v *yaml.Node) { s.Queries, dirNodes[k] = p.dir(v, k), v },
 		"schema":     func(k string, v *yaml.Node) { s.Schema = p.ident(v, k) },
@@ -342,17 +354,16 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 			s.MigrationsTable = p.ident(v, k)
 		},
 		"base": func(k string, v *yaml.Node) { p.base(v, k, &s.Base) },
-		"sqlserver": func(k string, v *yaml.Node) {
-			p.fields(v, k, map[string]func(string, *yaml.Node){
-				"online_index": func(k string, v *yaml.Node) { s.SQLServer.OnlineIndex = p.boolean(v, k) },
-			})
-		},
 		"queues": func(k string, v *yaml.Node) {
 			haveQueues = true
 			queuesNode = v
 			p.queues(v, k, s)
 		},
-	})
+	}
+	for _, key := range sectionKeys {
+		handlers[key] = func(k string, v *yaml.Node) { p.settings(v, k, s, sections[key]) }
+	}
+	p.fields(n, "", handlers)
 	if n.Kind != yaml.MappingNode {
 		return
 	}
@@ -362,9 +373,11 @@ func (p *parser) spec(n *yaml.Node, s *Spec) {
 	if !haveVersion {
 		missing("version", "set version: 1")
 	}
-	if pos, ok := p.keys["sqlserver"]; ok && s.Engine != "sqlserver" {
-		p.errs = append(p.errs, &Error{File: p.file, Line: pos.Line, Column: pos.Column, Key: "sqlserver",
-			Msg: fmt.Sprintf("settings for engine sqlserver, but the spec's engine is %s; remove them", s.Engine)})
+	for _, key := range sectionKeys {
+		if pos, ok := p.keys[key]; ok && s.Engine != sectionEngine[key] {
+			p.errs = append(p.errs, &Error{File: p.file, Line: pos.Line, Column: pos.Column, Key: key,
+				Msg: fmt.Sprintf("settings for engine %s, but the spec's engine is %s; remove them", sectionEngine[key], s.Engine)})
+		}
 	}
 	if !havePackage {
 		missing("package", "say where the Go code goes, e.g. package: {name: jobs, dir: internal/jobs}")
@@ -547,7 +560,7 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	}
 	if q.Table == "" && !p.hasKey(n, "table") {
 		q.Table = q.Name + "_queue"
-		if len(q.Table) > MaxIdentifierLength {
+		if max := p.rules.MaxIdentifier; max > 0 && len(q.Table) > max {
 			p.errorf(n, key+".name", "the default table name %q is too long; set table", q.Table)
 		}
 	}
@@ -566,9 +579,9 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 		} else if q.Retention.Succeeded < 24*time.Hour {
 			p.errorf(retentionNode, key+".retention.succeeded", "an archive drops whole days: retention.succeeded must be at least 1d (it is %s)", q.Retention.Succeeded)
 		}
-		if len(q.Table)+len(ArchiveSuffix)+ArchivePartitionSuffixLen > MaxIdentifierLength {
+		if max := p.rules.MaxIdentifier; max > 0 && len(q.Table)+len(ArchiveSuffix)+ArchivePartitionSuffixLen > max {
 			p.errorf(onSuccessNode, key+".on_success", "the archive's daily partitions are named %s%s_pYYYYMMDD, longer than %d bytes; use a table name of at most %d bytes",
-				q.Table, ArchiveSuffix, MaxIdentifierLength, MaxIdentifierLength-len(ArchiveSuffix)-ArchivePartitionSuffixLen)
+				q.Table, ArchiveSuffix, max, max-len(ArchiveSuffix)-ArchivePartitionSuffixLen)
 		}
 	}
 	if q.FairBy != "" {
@@ -583,8 +596,8 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	if backlogNode != nil {
 		p.checkBacklog(key+".backlog", q, backlogNode)
 	}
-	if q.Notify && len(q.Table) > MaxIdentifierLength-len("queuegen_") {
-		p.errorf(n, key+".notify", "the notification channel queuegen_%s would be longer than %d bytes; use a shorter table name", q.Table, MaxIdentifierLength)
+	if max := p.rules.MaxIdentifier; max > 0 && q.Notify && len(q.Table) > max-len("queuegen_") {
+		p.errorf(n, key+".notify", "the notification channel queuegen_%s would be longer than %d bytes; use a shorter table name", q.Table, max)
 	}
 	if q.Backoff.Max < q.Backoff.Min {
 		p.errorf(n, key+".backoff", "max (%s) is less than min (%s)", q.Backoff.Max, q.Backoff.Min)
@@ -670,8 +683,8 @@ func (p *parser) checkBacklog(key string, q *Queue, n *yaml.Node) {
 	if q.Limits.Set() || q.Rate.Set() {
 		p.errorf(n, key, "limits and rate are held by the fair claim, which a backlog moves to its scheduler step; remove them or backlog (both together are not built yet)")
 	}
-	if q.Notify && len(q.Table)+len(BacklogSuffix) > MaxIdentifierLength-len("queuegen_") {
-		p.errorf(n, key, "pushes notify channel queuegen_%s%s, longer than %d bytes; use a shorter table name", q.Table, BacklogSuffix, MaxIdentifierLength)
+	if max := p.rules.MaxIdentifier; max > 0 && q.Notify && len(q.Table)+len(BacklogSuffix) > max-len("queuegen_") {
+		p.errorf(n, key, "pushes notify channel queuegen_%s%s, longer than %d bytes; use a shorter table name", q.Table, BacklogSuffix, max)
 	}
 }
 
@@ -885,8 +898,8 @@ func (p *parser) columns(n *yaml.Node, key string) []*Column {
 		ck := join(key, k.Value)
 		c := &Column{Pos: Pos{k.Line, k.Column}}
 		c.Name = p.ident(k, ck)
-		if c.Name != "" && systemColumns[c.Name] {
-			p.errorf(k, ck, "%q is a PostgreSQL system column name", c.Name)
+		if c.Name != "" && p.rules.SystemColumns[c.Name] {
+			p.errorf(k, ck, "%q is a %s system column name", c.Name, p.rules.Title)
 			c.Name = ""
 		}
 		if c.Name != "" && seen[c.Name] {

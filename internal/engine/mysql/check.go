@@ -17,6 +17,9 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 	if s.Has("schema") {
 		errs = append(errs, s.ErrorAt("schema", "MySQL has no schemas inside a database: the tables go in the database the connection names; remove schema"))
 	}
+	if s.Has("migrations_table") && reserved(s.MigrationsTable) {
+		errs = append(errs, s.ErrorAt("migrations_table", "%q is a MySQL keyword; choose another name for the migrations' version table", s.MigrationsTable))
+	}
 	if s.Has("base.table") {
 		errs = append(errs, s.ErrorAt("base.table", "MySQL has no table inheritance, so there is no base table: base.columns are copied into each queue table; remove base.table"))
 	}

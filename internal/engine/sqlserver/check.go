@@ -16,6 +16,9 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 	if s.Has("schema") && reserved(s.Schema) {
 		errs = append(errs, s.ErrorAt("schema", "%q is a SQL Server keyword; choose another schema name", s.Schema))
 	}
+	if s.Has("migrations_table") && reserved(s.MigrationsTable) {
+		errs = append(errs, s.ErrorAt("migrations_table", "%q is a SQL Server keyword; choose another name for the migrations' version table", s.MigrationsTable))
+	}
 	if s.Has("base.table") {
 		errs = append(errs, s.ErrorAt("base.table", "SQL Server has no table inheritance, so there is no base table: base.columns are copied into each queue table; remove base.table"))
 	}
