@@ -1,0 +1,152 @@
+package ops
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+func (m *myBackend) count(ctx context.Context, q Queue, f Filter, action Action) (int64, error) {
+	t, err := m.table(q)
+	if err != nil {
+		return 0, err
+	}
+	where, args, err := m.filterWhere(ctx, q, t, f)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = m.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+t+" WHERE "+where+" AND "+applicable[action].my, args...).Scan(&n)
+	return n, err
+}
+
+func (m *myBackend) matching(ctx context.Context, q Queue, f Filter, action Action) ([]int64, error) {
+	t, err := m.table(q)
+	if err != nil {
+		return nil, err
+	}
+	where, args, err := m.filterWhere(ctx, q, t, f)
+	if err != nil {
+		return nil, err
+	}
+	return collectIDs(ctx, m.db, "SELECT id FROM "+t+" WHERE "+where+" AND "+applicable[action].my+" ORDER BY id", args...)
+}
+
+func (m *myBackend) now(ctx context.Context) (t time.Time, err error) {
+	return t, m.db.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&t)
+}
+
+// begin begins a batch at READ COMMITTED: its locking reads then lock the
+// rows they return and no gaps, which concurrent claims and pushes would
+// otherwise wait on (REPEATABLE READ, MySQL's default, locks gaps).
+func (m *myBackend) begin(ctx context.Context, q Queue) (batch, error) {
+	t, err := m.table(q)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := m.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return nil, err
+	}
+	return &myBatch{m: m, tx: tx, q: q, table: t}, nil
+}
+
+// retryable: a deadlock (1213) or a serialization failure (SQLSTATE
+// 40001) rolled the transaction back.
+func (m *myBackend) retryable(err error) bool {
+	var my *mysql.MySQLError
+	return errors.As(err, &my) && (my.Number == erDeadlock || string(my.SQLState[:]) == "40001")
+}
+
+func (m *myBackend) setPaused(ctx context.Context, q Queue, paused bool) error {
+	_, err := m.db.ExecContext(ctx, "UPDATE queuegen_queues SET paused = ? WHERE name = ?", paused, q.Name)
+	return err
+}
+
+// myBatch is a batch of Apply on MySQL.
+type myBatch struct {
+	m     *myBackend
+	tx    *sql.Tx
+	q     Queue
+	table string
+}
+
+func (b *myBatch) lock(ctx context.Context, ids []int64, action Action) ([]candidate, error) {
+	rows, err := b.tx.QueryContext(ctx, "SELECT id, unique_key FROM "+b.table+" WHERE id IN ("+placeholders(len(ids))+") AND "+
+		applicable[action].my+" ORDER BY id FOR UPDATE SKIP LOCKED", anys(ids)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cands []candidate
+	for rows.Next() {
+		var c candidate
+		if err := rows.Scan(&c.id, &c.key); err != nil {
+			return nil, err
+		}
+		cands = append(cands, c)
+	}
+	return cands, rows.Err()
+}
+
+func (b *myBatch) matching(ctx context.Context, ids []int64, action Action) ([]int64, error) {
+	return collectIDs(ctx, b.tx, "SELECT id FROM "+b.table+" WHERE id IN ("+placeholders(len(ids))+") AND "+
+		applicable[action].my+" ORDER BY id", anys(ids)...)
+}
+
+// holders reads, in a queue with unique keys, the unique index itself:
+// unique_active is the key of an unfinished job.
+func (b *myBatch) holders(ctx context.Context, keys []string, ids []int64) (map[string]int64, error) {
+	var active int
+	err := b.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'unique_active'`, b.q.Table).Scan(&active)
+	if err != nil {
+		return nil, err
+	}
+	key, unfinished := "unique_active", ""
+	if active == 0 {
+		key, unfinished = "unique_key", " AND state IN ('available', 'running')"
+	}
+	rows, err := b.tx.QueryContext(ctx, "SELECT "+key+", MAX(id) FROM "+b.table+" WHERE "+key+" IN ("+placeholders(len(keys))+")"+unfinished+
+		" AND id NOT IN ("+placeholders(len(ids))+") GROUP BY "+key, append(anys(keys), anys(ids)...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return scanHolders(rows)
+}
+
+// change changes the rows lock locked: they are this transaction's, in a
+// state the action applies to, so each one changes. (MySQL assigns left
+// to right: no assignment reads a column an earlier one set.)
+func (b *myBatch) change(ctx context.Context, action Action, ids []int64) ([]int64, error) {
+	in := " WHERE id IN (" + placeholders(len(ids)) + ")"
+	args := anys(ids)
+	var stmt string
+	switch action {
+	case Retry:
+		stmt = "UPDATE " + b.table + ` SET state = 'available', run_after = UTC_TIMESTAMP(6), finished_at = NULL,
+    locked_by = NULL, locked_until = NULL, max_attempts = GREATEST(max_attempts, attempt + 1)` + in
+	case Cancel:
+		stmt = "UPDATE " + b.table + ` SET state = 'dead', finished_at = UTC_TIMESTAMP(6), locked_by = NULL, locked_until = NULL,
+    errors = JSON_ARRAY_APPEND(errors, '$', ?)` + in
+		args = append([]any{cancelled}, args...)
+	case Purge:
+		stmt = "DELETE FROM " + b.table + in
+	default:
+		return nil, fmt.Errorf("unknown action %q", action)
+	}
+	if _, err := b.tx.ExecContext(ctx, stmt, args...); err != nil {
+		return nil, err
+	}
+	return slices.Clone(ids), nil
+}
+
+func (b *myBatch) commit(context.Context) error { return b.tx.Commit() }
+
+func (b *myBatch) rollback(context.Context) { b.tx.Rollback() }
