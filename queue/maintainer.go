@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -38,29 +39,67 @@ type Maintainer struct {
 	batch    int
 	maxPass  int
 	logger   *slog.Logger
+	bad      error // the first bad option: Run and RunOnce return it
 }
 
-// MaintainerOption configures a Maintainer.
-type MaintainerOption func(*Maintainer)
+// MaintainerOption configures a Maintainer. An option given a value out of
+// its range makes Run and RunOnce return an *OptionError, running nothing.
+type MaintainerOption interface {
+	applyMaintainer(*Maintainer) error
+}
 
-// MaintainEvery sets how often the Maintainer runs (default 1 minute).
-func MaintainEvery(d time.Duration) MaintainerOption { return func(m *Maintainer) { m.interval = d } }
+type maintainerOption func(*Maintainer) error
+
+func (f maintainerOption) applyMaintainer(m *Maintainer) error { return f(m) }
+
+// MaintainEvery sets how often the Maintainer runs (default 1 minute); it
+// must be positive.
+func MaintainEvery(d time.Duration) MaintainerOption {
+	return maintainerOption(func(m *Maintainer) error {
+		if err := positive("MaintainEvery", d); err != nil {
+			return err
+		}
+		m.interval = d
+		return nil
+	})
+}
 
 // PurgeBatch sets how many jobs one purge or reap statement changes
 // (default 1000) and how many batches one pass runs at most per queue
-// (default 100).
+// (default 100); both must be at least 1.
 func PurgeBatch(size, batchesPerPass int) MaintainerOption {
-	return func(m *Maintainer) { m.batch, m.maxPass = max(1, size), max(1, batchesPerPass) }
+	return maintainerOption(func(m *Maintainer) error {
+		if size < 1 || batchesPerPass < 1 {
+			return badOption("PurgeBatch", optionArgs(fmt.Sprintf("%d, %d", size, batchesPerPass)), "both must be at least 1")
+		}
+		m.batch, m.maxPass = size, batchesPerPass
+		return nil
+	})
 }
 
-// MaintainerLogger sets the logger (default slog.Default()).
-func MaintainerLogger(l *slog.Logger) MaintainerOption { return func(m *Maintainer) { m.logger = l } }
+// MaintainerLogger sets the logger (default slog.Default()); it must not
+// be nil.
+func MaintainerLogger(l *slog.Logger) MaintainerOption {
+	return maintainerOption(func(m *Maintainer) error {
+		if l == nil {
+			return badOption("MaintainerLogger", l, "must not be nil (omit the option for slog.Default())")
+		}
+		m.logger = l
+		return nil
+	})
+}
 
 // NewMaintainer returns a maintainer of queues (generated accessors).
 func NewMaintainer(queues []Maintained, opts ...MaintainerOption) *Maintainer {
 	m := &Maintainer{queues: queues, interval: time.Minute, batch: 1000, maxPass: 100, logger: slog.Default()}
 	for _, o := range opts {
-		o(m)
+		if o == nil {
+			m.bad = badOption("MaintainerOption", nil, "must not be nil")
+			break
+		}
+		if m.bad = o.applyMaintainer(m); m.bad != nil {
+			break
+		}
 	}
 	return m
 }
@@ -77,7 +116,11 @@ type MaintenanceReport struct {
 }
 
 // Run runs a pass every interval until ctx is cancelled.
+// A bad option is returned at once.
 func (m *Maintainer) Run(ctx context.Context) error {
+	if m.bad != nil {
+		return m.bad
+	}
 	for {
 		if _, err := m.RunOnce(ctx); err != nil && ctx.Err() == nil {
 			m.logger.Warn("queue maintenance failed", "err", err)
@@ -92,6 +135,9 @@ func (m *Maintainer) Run(ctx context.Context) error {
 
 // RunOnce runs one pass over every queue.
 func (m *Maintainer) RunOnce(ctx context.Context) ([]MaintenanceReport, error) {
+	if m.bad != nil {
+		return nil, m.bad
+	}
 	var reports []MaintenanceReport
 	for _, q := range m.queues {
 		r, err := m.maintain(ctx, q)

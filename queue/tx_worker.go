@@ -59,7 +59,7 @@ type TxWorker[P, Tx any] struct {
 	cfg     workerConfig
 	name    string
 	wake    chan struct{}
-	refused error        // the TxIsolation option, refused by the driver
+	refused error        // a bad option, or the TxIsolation option refused by the driver
 	pause   *pauseGate   // shared by the Concurrency loops
 	running atomic.Int32 // handlers running
 }
@@ -67,12 +67,13 @@ type TxWorker[P, Tx any] struct {
 // NewTxWorker returns a worker for q whose transactions driver begins.
 // Generated accessors call it from their Worker method. When driver
 // refuses the TxIsolation option (IsolationChecker), Run returns that
-// error before any statement.
+// error before any statement; so it does for an option given a bad value
+// (an *OptionError).
 func NewTxWorker[P, Tx any](driver TxDriver[Tx], q TxQueue[P, Tx], handler TxHandler[P, Tx], opts ...WorkerOption) *TxWorker[P, Tx] {
-	cfg := newWorkerConfig(opts, defaultTxConcurrency)
+	cfg, bad := newWorkerConfig(opts, defaultTxConcurrency)
 	w := &TxWorker[P, Tx]{driver: driver, q: q, handler: handler, cfg: cfg, name: q.QueueName(), wake: make(chan struct{}, 1),
-		pause: &pauseGate{read: q.Paused, interval: cfg.pauseInterval}}
-	if c, ok := driver.(IsolationChecker); ok {
+		pause: &pauseGate{read: q.Paused, interval: cfg.pauseInterval}, refused: bad}
+	if c, ok := driver.(IsolationChecker); ok && bad == nil {
 		w.refused = c.CheckIsolation(cfg.isolation)
 	}
 	return w
@@ -84,7 +85,8 @@ func NewTxWorker[P, Tx any](driver TxDriver[Tx], q TxQueue[P, Tx], handler TxHan
 // once every handler has returned, or a *ShutdownError at the timeout if
 // some ignored their cancellation. A TxIsolation level the engine's claim
 // cannot run at is refused at once: Run returns an error wrapping
-// ErrIsolation, having run nothing.
+// ErrIsolation, having run nothing; so is an option given a bad value, with
+// an *OptionError wrapping ErrOption.
 func (w *TxWorker[P, Tx]) Run(ctx context.Context) error {
 	if w.refused != nil {
 		return fmt.Errorf("queue %s: %w", w.name, w.refused)

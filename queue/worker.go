@@ -67,6 +67,7 @@ type Worker[P any] struct {
 	cfg     workerConfig
 	lease   time.Duration
 	name    string
+	bad     error // the first bad option: Run returns it, running nothing
 
 	slots   chan struct{} // one per running handler
 	wake    chan struct{} // capacity 1: coalesces wake-ups
@@ -102,14 +103,14 @@ var (
 // NewWorker returns a worker for q. Generated accessors call it from their
 // Worker method, which fixes P to the queue's payload type.
 func NewWorker[P any](q LeaseQueue[P], handler Handler[P], opts ...WorkerOption) *Worker[P] {
-	cfg := newWorkerConfig(opts, defaultLeaseConcurrency)
+	cfg, bad := newWorkerConfig(opts, defaultLeaseConcurrency)
 	lease := cfg.lease
 	if lease <= 0 {
 		lease = q.LeaseDuration()
 	}
 	limited, _ := q.(limitedQueue)
 	return &Worker[P]{
-		q: q, handler: handler, cfg: cfg, lease: lease, name: q.QueueName(), limited: limited,
+		q: q, handler: handler, cfg: cfg, lease: lease, name: q.QueueName(), limited: limited, bad: bad,
 		slots:   make(chan struct{}, cfg.concurrency),
 		wake:    make(chan struct{}, 1),
 		running: map[int64]*runningJob[P]{},
@@ -154,8 +155,13 @@ func (e *ShutdownError) Error() string {
 // within ShutdownTimeout: it stops claiming, gives running handlers most
 // of the timeout to finish, cancels the rest and releases their jobs, and
 // writes every pending result. It returns nil after a clean shutdown, and a
-// *ShutdownError saying what it left when the timeout ran out.
+// *ShutdownError saying what it left when the timeout ran out. An option
+// given a bad value makes it return an *OptionError (wrapping ErrOption) at
+// once, having run nothing.
 func (w *Worker[P]) Run(ctx context.Context) error {
+	if w.bad != nil {
+		return fmt.Errorf("queue %s: %w", w.name, w.bad)
+	}
 	log := w.cfg.logger.With("queue", w.name, "node", w.cfg.node)
 	if w.cfg.stableNode && !w.releaseNode(ctx, log) {
 		return nil // shut down before it started: nothing was claimed

@@ -7,8 +7,17 @@ import (
 	"time"
 )
 
-// WorkerOption configures a Worker.
-type WorkerOption func(*workerConfig)
+// WorkerOption configures a Worker or a TxWorker. An option given a value
+// outside its range (Concurrency(0), StatsInterval(0), a nil Logger) is
+// not clamped or ignored: the worker's Run returns an *OptionError naming
+// the option, the value and what it accepts, before any statement.
+type WorkerOption interface {
+	applyWorker(*workerConfig) error
+}
+
+type workerOption func(*workerConfig) error
+
+func (f workerOption) applyWorker(c *workerConfig) error { return f(c) }
 
 type workerConfig struct {
 	node            string
@@ -38,7 +47,10 @@ const (
 	defaultTxConcurrency    = 10
 )
 
-func newWorkerConfig(opts []WorkerOption, concurrency int) workerConfig {
+// newWorkerConfig applies opts over the defaults. A bad option changes
+// nothing, and the first one's error is returned (with the defaults and
+// the options before it) for Run to return.
+func newWorkerConfig(opts []WorkerOption, concurrency int) (workerConfig, error) {
 	host, _ := os.Hostname()
 	c := workerConfig{
 		node:            fmt.Sprintf("%s-%d", host, os.Getpid()),
@@ -55,13 +67,20 @@ func newWorkerConfig(opts []WorkerOption, concurrency int) workerConfig {
 		statsInterval:   10 * time.Second,
 		logger:          slog.Default(),
 	}
+	var err error
 	for _, o := range opts {
-		o(&c)
+		if o == nil {
+			err = &OptionError{Option: "WorkerOption", Value: nil, Want: "must not be nil"}
+			break
+		}
+		if err = o.applyWorker(&c); err != nil {
+			break
+		}
 	}
 	if c.concurrency == 0 {
 		c.concurrency = concurrency
 	}
-	return c
+	return c, err
 }
 
 // Node names this worker process in the leases it takes (the lock key of
@@ -71,7 +90,13 @@ func newWorkerConfig(opts []WorkerOption, concurrency int) workerConfig {
 // on every start: a crashed run's jobs then come back when their leases
 // expire.
 func Node(id string) WorkerOption {
-	return func(c *workerConfig) { c.node, c.stableNode = id, true }
+	return workerOption(func(c *workerConfig) error {
+		if id == "" {
+			return badOption("Node", id, "must not be empty")
+		}
+		c.node, c.stableNode = id, true
+		return nil
+	})
 }
 
 // Concurrency is how many handlers run at once: default 100 for a lease
@@ -79,7 +104,13 @@ func Node(id string) WorkerOption {
 // at a time), 10 for a transaction-mode worker (each running job holds a
 // connection of the pool, its transaction: keep it within the pool's size).
 func Concurrency(n int) WorkerOption {
-	return func(c *workerConfig) { c.concurrency = max(1, n) }
+	return workerOption(func(c *workerConfig) error {
+		if err := atLeastOne("Concurrency", n); err != nil {
+			return err
+		}
+		c.concurrency = n
+		return nil
+	})
 }
 
 // Claimers is how many claim loops a worker runs at once (default 1).
@@ -89,40 +120,68 @@ func Concurrency(n int) WorkerOption {
 // least Claimers × MaxClaim keeps every claim full: a claim takes only the
 // slots free when it starts, and the jobs of the other claimers' batches
 // hold theirs.
-func Claimers(n int) WorkerOption { return func(c *workerConfig) { c.claimers = max(1, n) } }
+func Claimers(n int) WorkerOption {
+	return workerOption(func(c *workerConfig) error {
+		if err := atLeastOne("Claimers", n); err != nil {
+			return err
+		}
+		c.claimers = n
+		return nil
+	})
+}
 
 // MaxClaim caps how many jobs one claim takes (default 100); a claim takes
 // at most the free capacity.
-func MaxClaim(n int) WorkerOption { return func(c *workerConfig) { c.maxClaim = max(1, n) } }
+func MaxClaim(n int) WorkerOption {
+	return workerOption(func(c *workerConfig) error {
+		if err := atLeastOne("MaxClaim", n); err != nil {
+			return err
+		}
+		c.maxClaim = n
+		return nil
+	})
+}
 
 // PollInterval is how often an idle worker looks for due jobs (default
 // 1s). With a Listener, pushes wake it at once and polling only finds
 // scheduled and retried jobs.
-func PollInterval(d time.Duration) WorkerOption { return func(c *workerConfig) { c.pollInterval = d } }
+func PollInterval(d time.Duration) WorkerOption {
+	return durationOption("PollInterval", positive, d, func(c *workerConfig) { c.pollInterval = d })
+}
 
 // LimitPollInterval is how often a worker of a queue with limits claims
 // again while its claims come back short and due jobs wait (default
 // 25ms): the limits held them back, and slots free up on other nodes
 // without notice. Never longer than PollInterval.
 func LimitPollInterval(d time.Duration) WorkerOption {
-	return func(c *workerConfig) { c.limitPoll = d }
+	return durationOption("LimitPollInterval", positive, d, func(c *workerConfig) { c.limitPoll = d })
 }
 
 // FetchCooldown is how long a worker waits before claiming again after a
 // claim that found some jobs but fewer than it asked for (default 10ms):
 // jobs are still arriving, so it looks again soon, without spinning. Only
 // a claim that finds nothing waits PollInterval.
-func FetchCooldown(d time.Duration) WorkerOption { return func(c *workerConfig) { c.cooldown = d } }
+func FetchCooldown(d time.Duration) WorkerOption {
+	return durationOption("FetchCooldown", notNegative, d, func(c *workerConfig) { c.cooldown = d })
+}
 
 // FlushInterval bounds how long a finished job waits to be completed or
 // failed in a batch (default 5ms).
 func FlushInterval(d time.Duration) WorkerOption {
-	return func(c *workerConfig) { c.flushInterval = d }
+	return durationOption("FlushInterval", notNegative, d, func(c *workerConfig) { c.flushInterval = d })
 }
 
 // FlushSize is the most jobs one complete or fail statement holds (default
 // 200).
-func FlushSize(n int) WorkerOption { return func(c *workerConfig) { c.flushSize = max(1, n) } }
+func FlushSize(n int) WorkerOption {
+	return workerOption(func(c *workerConfig) error {
+		if err := atLeastOne("FlushSize", n); err != nil {
+			return err
+		}
+		c.flushSize = n
+		return nil
+	})
+}
 
 // ShutdownTimeout bounds Run's shutdown after its context is cancelled
 // (default 30s). A lease worker lets running handlers finish for three
@@ -132,11 +191,21 @@ func FlushSize(n int) WorkerOption { return func(c *workerConfig) { c.flushSize 
 // of it too, then cancels them (their transactions roll back), and returns
 // at the timeout even if some ignore their cancellation.
 func ShutdownTimeout(d time.Duration) WorkerOption {
-	return func(c *workerConfig) { c.shutdownTimeout = d }
+	return durationOption("ShutdownTimeout", positive, d, func(c *workerConfig) { c.shutdownTimeout = d })
 }
 
 // Lease overrides the queue's lease for the jobs this worker claims.
-func Lease(d time.Duration) WorkerOption { return func(c *workerConfig) { c.lease = d } }
+// It must be at least a millisecond (the heartbeat runs every third of it);
+// without the option the worker uses the queue's.
+func Lease(d time.Duration) WorkerOption {
+	return workerOption(func(c *workerConfig) error {
+		if d < time.Millisecond {
+			return badOption("Lease", d, "must be at least 1ms")
+		}
+		c.lease = d
+		return nil
+	})
+}
 
 // JobTimeout bounds how long a handler may run (default: no bound but
 // the lease, which the heartbeat keeps extending). The handler's context
@@ -145,25 +214,44 @@ func Lease(d time.Duration) WorkerOption { return func(c *workerConfig) { c.leas
 // slot until it returns. Both modes: in transaction mode the failure is
 // recorded in the job's transaction, unless a statement the handler was
 // running when cut off broke it (then the job returns, unrecorded).
-func JobTimeout(d time.Duration) WorkerOption { return func(c *workerConfig) { c.jobTimeout = d } }
+// JobTimeout(0) is the default: no bound.
+func JobTimeout(d time.Duration) WorkerOption {
+	return durationOption("JobTimeout", notNegative, d, func(c *workerConfig) { c.jobTimeout = d })
+}
 
 // TxIsolation sets the isolation level of a TxWorker's transactions
 // (default: the database's). Serialization failures and deadlocks roll the
 // transaction back, and the job is claimed again without using an attempt.
 func TxIsolation(level Isolation) WorkerOption {
-	return func(c *workerConfig) { c.isolation = level }
+	return workerOption(func(c *workerConfig) error {
+		if level < DefaultIsolation || level > Serializable {
+			return badOption("TxIsolation", int(level), "must be DefaultIsolation, ReadCommitted, RepeatableRead or Serializable")
+		}
+		c.isolation = level
+		return nil
+	})
 }
 
 // StatsInterval is how often Hooks.Depth is fed (default 10s).
 func StatsInterval(d time.Duration) WorkerOption {
-	return func(c *workerConfig) { c.statsInterval = d }
+	return durationOption("StatsInterval", positive, d, func(c *workerConfig) { c.statsInterval = d })
 }
 
 // Logger sets the worker's logger (default slog.Default()).
-func Logger(l *slog.Logger) WorkerOption { return func(c *workerConfig) { c.logger = l } }
+func Logger(l *slog.Logger) WorkerOption {
+	return workerOption(func(c *workerConfig) error {
+		if l == nil {
+			return badOption("Logger", l, "must not be nil (omit the option for slog.Default())")
+		}
+		c.logger = l
+		return nil
+	})
+}
 
 // WithHooks sets the worker's hooks.
-func WithHooks(h Hooks) WorkerOption { return func(c *workerConfig) { c.hooks = h } }
+func WithHooks(h Hooks) WorkerOption {
+	return workerOption(func(c *workerConfig) error { c.hooks = h; return nil })
+}
 
 // Listener wakes workers when jobs are pushed to queues declared with
 // notify: true. On PostgreSQL it is a *queuepgx.Listener (package
@@ -176,5 +264,19 @@ type Listener interface {
 }
 
 // WithListener wakes the worker when jobs are pushed (queues declared with
-// notify: true), instead of waiting for the next poll.
-func WithListener(l Listener) WorkerOption { return func(c *workerConfig) { c.listener = l } }
+// notify: true), instead of waiting for the next poll. A nil Listener is
+// none: the worker polls.
+func WithListener(l Listener) WorkerOption {
+	return workerOption(func(c *workerConfig) error { c.listener = l; return nil })
+}
+
+// durationOption sets a duration that check accepts.
+func durationOption(name string, check func(string, time.Duration) error, d time.Duration, set func(*workerConfig)) WorkerOption {
+	return workerOption(func(c *workerConfig) error {
+		if err := check(name, d); err != nil {
+			return err
+		}
+		set(c)
+		return nil
+	})
+}

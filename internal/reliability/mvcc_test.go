@@ -74,7 +74,7 @@ type spyQueue struct {
 }
 
 func (s *spyQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[jobs.WorkPayload], error) {
-	if queueimpl.ResolveClaim(time.Minute, opts).Now != nil {
+	if o, _ := queueimpl.ResolveClaim(time.Minute, opts); o.Now != nil {
 		s.sentClock.Store(true)
 	}
 	return s.WorkQueue.Claim(ctx, node, max, opts...)

@@ -28,16 +28,12 @@ import (
 // one process need no poll (and no database notification) to meet.
 func Pushed(queue string) { wake.Pushed(queue) }
 
-// ResolvePush applies opts over the queue's default max attempts.
-func ResolvePush(defaultMaxAttempts int32, opts []queue.PushOption) queue.PushOptions {
+// ResolvePush applies opts over the queue's default max attempts, or
+// returns the first bad option's *queue.OptionError.
+func ResolvePush(defaultMaxAttempts int32, opts []queue.PushOption) (queue.PushOptions, error) {
 	o := queue.PushOptions{MaxAttempts: defaultMaxAttempts}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = defaultMaxAttempts
-	}
-	return o
+	err := queue.ApplyPushOptions(&o, opts)
+	return o, err
 }
 
 // CheckPushMany reports options PushMany cannot honour, with
@@ -49,16 +45,12 @@ func CheckPushMany(o queue.PushOptions) error {
 	return nil
 }
 
-// ResolveClaim applies opts over the queue's default lease.
-func ResolveClaim(defaultLease time.Duration, opts []queue.ClaimOption) queue.ClaimOptions {
+// ResolveClaim applies opts over the queue's default lease, or returns the
+// first bad option's *queue.OptionError.
+func ResolveClaim(defaultLease time.Duration, opts []queue.ClaimOption) (queue.ClaimOptions, error) {
 	o := queue.ClaimOptions{Lease: defaultLease}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.Lease <= 0 {
-		o.Lease = defaultLease
-	}
-	return o
+	err := queue.ApplyClaimOptions(&o, opts)
+	return o, err
 }
 
 // EmptyIfNil returns s, or an empty slice when s is nil: generated code

@@ -12,28 +12,36 @@ import (
 
 func TestResolvePush(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	o := ResolvePush(25, []queue.PushOption{queue.RunAfter(at), queue.Priority(3), queue.UniqueKey("k"), queue.MaxAttempts(4), queue.Delay(time.Second), queue.PushedAt(at)})
-	if *o.RunAfter != at || o.Priority != 3 || *o.UniqueKey != "k" || o.MaxAttempts != 4 || o.Delay != time.Second || *o.Now != at {
-		t.Errorf("ResolvePush = %+v", o)
+	o, err := ResolvePush(25, []queue.PushOption{queue.RunAfter(at), queue.Priority(3), queue.UniqueKey("k"), queue.MaxAttempts(4), queue.Delay(time.Second), queue.PushedAt(at)})
+	if err != nil || *o.RunAfter != at || o.Priority != 3 || *o.UniqueKey != "k" || o.MaxAttempts != 4 || o.Delay != time.Second || *o.Now != at {
+		t.Errorf("ResolvePush = %+v, %v", o, err)
 	}
-	if o := ResolvePush(25, []queue.PushOption{queue.MaxAttempts(0)}); o.MaxAttempts != 25 {
-		t.Errorf("MaxAttempts(0) gave %d, want the queue default 25", o.MaxAttempts)
+	if o, err := ResolvePush(25, nil); err != nil || o.MaxAttempts != 25 {
+		t.Errorf("no options gave %d, %v; want the queue default 25", o.MaxAttempts, err)
 	}
-	if err := CheckPushMany(ResolvePush(1, []queue.PushOption{queue.UniqueKey("k")})); !errors.Is(err, queue.ErrPushManyOption) {
-		t.Errorf("CheckPushMany with a unique key = %v", err)
+	// MaxAttempts(0) used to fall back to the queue's default silently.
+	if _, err := ResolvePush(25, []queue.PushOption{queue.MaxAttempts(0)}); !errors.Is(err, queue.ErrOption) || !strings.Contains(err.Error(), "MaxAttempts(0)") {
+		t.Errorf("MaxAttempts(0) = %v, want an error naming it", err)
 	}
-	if err := CheckPushMany(ResolvePush(1, []queue.PushOption{queue.RunAfter(at), queue.Priority(1)})); err != nil {
-		t.Errorf("CheckPushMany with RunAfter = %v", err)
+	if o, _ := ResolvePush(1, []queue.PushOption{queue.UniqueKey("k")}); !errors.Is(CheckPushMany(o), queue.ErrPushManyOption) {
+		t.Errorf("CheckPushMany with a unique key = %v", CheckPushMany(o))
+	}
+	if o, _ := ResolvePush(1, []queue.PushOption{queue.RunAfter(at), queue.Priority(1)}); CheckPushMany(o) != nil {
+		t.Errorf("CheckPushMany with RunAfter = %v", CheckPushMany(o))
 	}
 }
 
 func TestResolveClaim(t *testing.T) {
-	if o := ResolveClaim(time.Minute, nil); o.Lease != time.Minute || o.Now != nil {
-		t.Errorf("default claim options = %+v", o)
+	if o, err := ResolveClaim(time.Minute, nil); err != nil || o.Lease != time.Minute || o.Now != nil {
+		t.Errorf("default claim options = %+v, %v", o, err)
 	}
 	now := time.Now()
-	if o := ResolveClaim(time.Minute, []queue.ClaimOption{queue.LeaseFor(time.Hour), queue.ClaimAt(now)}); o.Lease != time.Hour || !o.Now.Equal(now) {
-		t.Errorf("claim options = %+v", o)
+	if o, err := ResolveClaim(time.Minute, []queue.ClaimOption{queue.LeaseFor(time.Hour), queue.ClaimAt(now)}); err != nil || o.Lease != time.Hour || !o.Now.Equal(now) {
+		t.Errorf("claim options = %+v, %v", o, err)
+	}
+	// LeaseFor(0) used to fall back to the queue's lease silently.
+	if _, err := ResolveClaim(time.Minute, []queue.ClaimOption{queue.LeaseFor(0)}); !errors.Is(err, queue.ErrOption) {
+		t.Errorf("LeaseFor(0) = %v, want an error", err)
 	}
 }
 

@@ -66,7 +66,10 @@ func (q *StatementQueue) WithTx(tx *sql.Tx) *StatementQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(StatementMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(StatementMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -77,7 +80,6 @@ func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...q
 		RunAfter:    o.RunAfter,
 		DelayUs:     o.Delay.Microseconds(),
 	}
-	var err error
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -97,7 +99,10 @@ func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...q
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *StatementQueue) PushMany(ctx context.Context, ps []StatementPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(StatementMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(StatementMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -127,7 +132,10 @@ func (q *StatementQueue) pushed(n int64, err error) (int64, error) {
 // cannot be decoded is made dead with the decoding error and is not
 // returned.
 func (q *StatementQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[StatementPayload], error) {
-	o := queueimpl.ResolveClaim(0, opts)
+	o, err := queueimpl.ResolveClaim(0, opts)
+	if err != nil {
+		return nil, err
+	}
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.

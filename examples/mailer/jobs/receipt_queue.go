@@ -67,7 +67,10 @@ func (q *ReceiptQueue) WithTx(tx pgx.Tx) *ReceiptQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *ReceiptQueue) Push(ctx context.Context, p ReceiptPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(ReceiptMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ReceiptMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -93,7 +96,10 @@ func (q *ReceiptQueue) Push(ctx context.Context, p ReceiptPayload, opts ...queue
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *ReceiptQueue) PushMany(ctx context.Context, ps []ReceiptPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(ReceiptMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ReceiptMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -131,7 +137,10 @@ func (q *ReceiptQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *ReceiptQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ReceiptPayload], error) {
-	o := queueimpl.ResolveClaim(ReceiptLease, opts)
+	o, err := queueimpl.ResolveClaim(ReceiptLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.claimLimited(ctx, ClaimReceiptParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -64,7 +64,10 @@ func (q *StatementQueue) WithTx(tx pgx.Tx) *StatementQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(StatementMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(StatementMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -75,7 +78,6 @@ func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...q
 		RunAfter:    o.RunAfter,
 		Delay:       o.Delay,
 	}
-	var err error
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -91,7 +93,10 @@ func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...q
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *StatementQueue) PushMany(ctx context.Context, ps []StatementPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(StatementMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(StatementMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -132,7 +137,10 @@ func (q *StatementQueue) pushed(n int64, err error) (int64, error) {
 // cannot be decoded is made dead with the decoding error and is not
 // returned.
 func (q *StatementQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[StatementPayload], error) {
-	o := queueimpl.ResolveClaim(0, opts)
+	o, err := queueimpl.ResolveClaim(0, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.WithTx(tx).ClaimStatement(ctx, ClaimStatementParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err

@@ -62,7 +62,10 @@ func (q *BenchArchivedQueue) WithTx(tx pgx.Tx) *BenchArchivedQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *BenchArchivedQueue) Push(ctx context.Context, p BenchArchivedPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(BenchArchivedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchArchivedMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -87,7 +90,10 @@ func (q *BenchArchivedQueue) Push(ctx context.Context, p BenchArchivedPayload, o
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *BenchArchivedQueue) PushMany(ctx context.Context, ps []BenchArchivedPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(BenchArchivedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchArchivedMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -123,7 +129,10 @@ func (q *BenchArchivedQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *BenchArchivedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchArchivedPayload], error) {
-	o := queueimpl.ResolveClaim(BenchArchivedLease, opts)
+	o, err := queueimpl.ResolveClaim(BenchArchivedLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimBenchArchived(ctx, ClaimBenchArchivedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

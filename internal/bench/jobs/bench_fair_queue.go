@@ -60,7 +60,10 @@ func (q *BenchFairQueue) WithTx(tx pgx.Tx) *BenchFairQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *BenchFairQueue) Push(ctx context.Context, p BenchFairPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(BenchFairMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchFairMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -85,7 +88,10 @@ func (q *BenchFairQueue) Push(ctx context.Context, p BenchFairPayload, opts ...q
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *BenchFairQueue) PushMany(ctx context.Context, ps []BenchFairPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(BenchFairMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchFairMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -121,7 +127,10 @@ func (q *BenchFairQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *BenchFairQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchFairPayload], error) {
-	o := queueimpl.ResolveClaim(BenchFairLease, opts)
+	o, err := queueimpl.ResolveClaim(BenchFairLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimBenchFair(ctx, ClaimBenchFairParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -62,7 +62,10 @@ func (q *BenchKeptQueue) WithTx(tx pgx.Tx) *BenchKeptQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *BenchKeptQueue) Push(ctx context.Context, p BenchKeptPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(BenchKeptMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchKeptMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -87,7 +90,10 @@ func (q *BenchKeptQueue) Push(ctx context.Context, p BenchKeptPayload, opts ...q
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *BenchKeptQueue) PushMany(ctx context.Context, ps []BenchKeptPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(BenchKeptMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchKeptMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -123,7 +129,10 @@ func (q *BenchKeptQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *BenchKeptQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchKeptPayload], error) {
-	o := queueimpl.ResolveClaim(BenchKeptLease, opts)
+	o, err := queueimpl.ResolveClaim(BenchKeptLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimBenchKept(ctx, ClaimBenchKeptParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -66,7 +66,10 @@ func (q *BenchLimitedQueue) WithTx(tx pgx.Tx) *BenchLimitedQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *BenchLimitedQueue) Push(ctx context.Context, p BenchLimitedPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(BenchLimitedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchLimitedMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -91,7 +94,10 @@ func (q *BenchLimitedQueue) Push(ctx context.Context, p BenchLimitedPayload, opt
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *BenchLimitedQueue) PushMany(ctx context.Context, ps []BenchLimitedPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(BenchLimitedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchLimitedMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -127,7 +133,10 @@ func (q *BenchLimitedQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *BenchLimitedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchLimitedPayload], error) {
-	o := queueimpl.ResolveClaim(BenchLimitedLease, opts)
+	o, err := queueimpl.ResolveClaim(BenchLimitedLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.claimLimited(ctx, ClaimBenchLimitedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -60,7 +60,10 @@ func (q *BenchQueue) WithTx(tx pgx.Tx) *BenchQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *BenchQueue) Push(ctx context.Context, p BenchPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(BenchMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -85,7 +88,10 @@ func (q *BenchQueue) Push(ctx context.Context, p BenchPayload, opts ...queue.Pus
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *BenchQueue) PushMany(ctx context.Context, ps []BenchPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(BenchMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -121,7 +127,10 @@ func (q *BenchQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *BenchQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchPayload], error) {
-	o := queueimpl.ResolveClaim(BenchLease, opts)
+	o, err := queueimpl.ResolveClaim(BenchLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimBench(ctx, ClaimBenchParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -65,7 +65,10 @@ func (q *BenchRatedQueue) WithTx(tx pgx.Tx) *BenchRatedQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *BenchRatedQueue) Push(ctx context.Context, p BenchRatedPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(BenchRatedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchRatedMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -89,7 +92,10 @@ func (q *BenchRatedQueue) Push(ctx context.Context, p BenchRatedPayload, opts ..
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *BenchRatedQueue) PushMany(ctx context.Context, ps []BenchRatedPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(BenchRatedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchRatedMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -123,7 +129,10 @@ func (q *BenchRatedQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *BenchRatedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchRatedPayload], error) {
-	o := queueimpl.ResolveClaim(BenchRatedLease, opts)
+	o, err := queueimpl.ResolveClaim(BenchRatedLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.claimLimited(ctx, ClaimBenchRatedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -60,7 +60,10 @@ func (q *BenchTenantQueue) WithTx(tx pgx.Tx) *BenchTenantQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *BenchTenantQueue) Push(ctx context.Context, p BenchTenantPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(BenchTenantMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchTenantMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -85,7 +88,10 @@ func (q *BenchTenantQueue) Push(ctx context.Context, p BenchTenantPayload, opts 
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *BenchTenantQueue) PushMany(ctx context.Context, ps []BenchTenantPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(BenchTenantMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchTenantMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -121,7 +127,10 @@ func (q *BenchTenantQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *BenchTenantQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchTenantPayload], error) {
-	o := queueimpl.ResolveClaim(BenchTenantLease, opts)
+	o, err := queueimpl.ResolveClaim(BenchTenantLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimBenchTenant(ctx, ClaimBenchTenantParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

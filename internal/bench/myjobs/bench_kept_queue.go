@@ -62,7 +62,10 @@ func (q *BenchKeptQueue) WithTx(tx *sql.Tx) *BenchKeptQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *BenchKeptQueue) Push(ctx context.Context, p BenchKeptPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(BenchKeptMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchKeptMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -91,7 +94,10 @@ func (q *BenchKeptQueue) Push(ctx context.Context, p BenchKeptPayload, opts ...q
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *BenchKeptQueue) PushMany(ctx context.Context, ps []BenchKeptPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(BenchKeptMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BenchKeptMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -119,7 +125,10 @@ func (q *BenchKeptQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *BenchKeptQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BenchKeptPayload], error) {
-	o := queueimpl.ResolveClaim(BenchKeptLease, opts)
+	o, err := queueimpl.ResolveClaim(BenchKeptLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
 		return nil, err
 	}
@@ -130,7 +139,7 @@ func (q *BenchKeptQueue) Claim(ctx context.Context, node string, max int, opts .
 		return nil, err
 	}
 	var rows []BenchKeptRow
-	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredBenchKept(ctx, ClaimExpiredBenchKeptParams{Now: o.Now, Limit: int32(max)})

@@ -64,7 +64,10 @@ func (q *ArchivedQueue) WithTx(tx pgx.Tx) *ArchivedQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *ArchivedQueue) Push(ctx context.Context, p ArchivedPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(ArchivedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ArchivedMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -89,7 +92,10 @@ func (q *ArchivedQueue) Push(ctx context.Context, p ArchivedPayload, opts ...que
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *ArchivedQueue) PushMany(ctx context.Context, ps []ArchivedPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(ArchivedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ArchivedMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -125,7 +131,10 @@ func (q *ArchivedQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *ArchivedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ArchivedPayload], error) {
-	o := queueimpl.ResolveClaim(ArchivedLease, opts)
+	o, err := queueimpl.ResolveClaim(ArchivedLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimArchived(ctx, ClaimArchivedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

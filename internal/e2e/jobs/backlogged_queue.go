@@ -64,7 +64,10 @@ func (q *BackloggedQueue) WithTx(tx pgx.Tx) *BackloggedQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *BackloggedQueue) Push(ctx context.Context, p BackloggedPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(BackloggedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BackloggedMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -90,7 +93,10 @@ func (q *BackloggedQueue) Push(ctx context.Context, p BackloggedPayload, opts ..
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *BackloggedQueue) PushMany(ctx context.Context, ps []BackloggedPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(BackloggedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BackloggedMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -128,7 +134,10 @@ func (q *BackloggedQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *BackloggedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[BackloggedPayload], error) {
-	o := queueimpl.ResolveClaim(BackloggedLease, opts)
+	o, err := queueimpl.ResolveClaim(BackloggedLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.claimScheduled(ctx, ClaimBackloggedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -65,7 +65,10 @@ func (q *CappedQueue) WithTx(tx pgx.Tx) *CappedQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *CappedQueue) Push(ctx context.Context, p CappedPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(CappedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(CappedMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -89,7 +92,10 @@ func (q *CappedQueue) Push(ctx context.Context, p CappedPayload, opts ...queue.P
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *CappedQueue) PushMany(ctx context.Context, ps []CappedPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(CappedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(CappedMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -123,7 +129,10 @@ func (q *CappedQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *CappedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[CappedPayload], error) {
-	o := queueimpl.ResolveClaim(CappedLease, opts)
+	o, err := queueimpl.ResolveClaim(CappedLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.claimLimited(ctx, ClaimCappedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

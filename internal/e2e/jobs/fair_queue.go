@@ -60,7 +60,10 @@ func (q *FairQueue) WithTx(tx pgx.Tx) *FairQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *FairQueue) Push(ctx context.Context, p FairPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(FairMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(FairMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -85,7 +88,10 @@ func (q *FairQueue) Push(ctx context.Context, p FairPayload, opts ...queue.PushO
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *FairQueue) PushMany(ctx context.Context, ps []FairPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(FairMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(FairMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -121,7 +127,10 @@ func (q *FairQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *FairQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[FairPayload], error) {
-	o := queueimpl.ResolveClaim(FairLease, opts)
+	o, err := queueimpl.ResolveClaim(FairLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimFair(ctx, ClaimFairParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -69,7 +69,10 @@ func (q *ImageQueue) WithTx(tx pgx.Tx) *ImageQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(ImageMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ImageMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -101,7 +104,10 @@ func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.Pus
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(ImageMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ImageMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -199,7 +205,10 @@ func (q *ImageQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ImagePayload], error) {
-	o := queueimpl.ResolveClaim(ImageLease, opts)
+	o, err := queueimpl.ResolveClaim(ImageLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimImage(ctx, ClaimImageParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -60,7 +60,10 @@ func (q *InvoiceQueue) WithTx(tx pgx.Tx) *InvoiceQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *InvoiceQueue) Push(ctx context.Context, p InvoicePayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(InvoiceMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(InvoiceMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -86,7 +89,10 @@ func (q *InvoiceQueue) Push(ctx context.Context, p InvoicePayload, opts ...queue
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *InvoiceQueue) PushMany(ctx context.Context, ps []InvoicePayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(InvoiceMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(InvoiceMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -123,7 +129,10 @@ func (q *InvoiceQueue) pushed(n int64, err error) (int64, error) {
 // Finish each job with Complete, Fail, Snooze or Discard in the same tx,
 // then commit; a rollback returns every job it claimed.
 func (q *InvoiceQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[InvoicePayload], error) {
-	o := queueimpl.ResolveClaim(0, opts)
+	o, err := queueimpl.ResolveClaim(0, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.WithTx(tx).ClaimInvoice(ctx, ClaimInvoiceParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err

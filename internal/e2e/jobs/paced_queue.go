@@ -65,7 +65,10 @@ func (q *PacedQueue) WithTx(tx pgx.Tx) *PacedQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *PacedQueue) Push(ctx context.Context, p PacedPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(PacedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(PacedMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -89,7 +92,10 @@ func (q *PacedQueue) Push(ctx context.Context, p PacedPayload, opts ...queue.Pus
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *PacedQueue) PushMany(ctx context.Context, ps []PacedPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(PacedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(PacedMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -123,7 +129,10 @@ func (q *PacedQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *PacedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[PacedPayload], error) {
-	o := queueimpl.ResolveClaim(PacedLease, opts)
+	o, err := queueimpl.ResolveClaim(PacedLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.claimLimited(ctx, ClaimPacedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -64,7 +64,10 @@ func (q *ReportQueue) WithTx(tx pgx.Tx) *ReportQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *ReportQueue) Push(ctx context.Context, p ReportPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(ReportMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ReportMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -75,7 +78,6 @@ func (q *ReportQueue) Push(ctx context.Context, p ReportPayload, opts ...queue.P
 		RunAfter:    o.RunAfter,
 		Delay:       o.Delay,
 	}
-	var err error
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -91,7 +93,10 @@ func (q *ReportQueue) Push(ctx context.Context, p ReportPayload, opts ...queue.P
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *ReportQueue) PushMany(ctx context.Context, ps []ReportPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(ReportMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ReportMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -132,7 +137,10 @@ func (q *ReportQueue) pushed(n int64, err error) (int64, error) {
 // cannot be decoded is made dead with the decoding error and is not
 // returned.
 func (q *ReportQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[ReportPayload], error) {
-	o := queueimpl.ResolveClaim(0, opts)
+	o, err := queueimpl.ResolveClaim(0, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.WithTx(tx).ClaimReport(ctx, ClaimReportParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err

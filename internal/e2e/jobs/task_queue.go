@@ -55,7 +55,10 @@ func (q *TaskQueue) WithTx(tx pgx.Tx) *TaskQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 2692, "bytes", "PostgreSQL's unique index on unique_key (a btree entry holds at most 2,704 bytes)"); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -67,7 +70,6 @@ func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 		RunAfter:    o.RunAfter,
 		Delay:       o.Delay,
 	}
-	var err error
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -86,7 +88,10 @@ func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *TaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -127,7 +132,10 @@ func (q *TaskQueue) pushed(n int64, err error) (int64, error) {
 // with the decoding error and is not returned. Jobs returned with an
 // error are leased all the same: work them.
 func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
-	o := queueimpl.ResolveClaim(TaskLease, opts)
+	o, err := queueimpl.ResolveClaim(TaskLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimTask(ctx, ClaimTaskParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

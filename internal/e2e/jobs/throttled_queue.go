@@ -66,7 +66,10 @@ func (q *ThrottledQueue) WithTx(tx pgx.Tx) *ThrottledQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *ThrottledQueue) Push(ctx context.Context, p ThrottledPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(ThrottledMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ThrottledMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -91,7 +94,10 @@ func (q *ThrottledQueue) Push(ctx context.Context, p ThrottledPayload, opts ...q
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *ThrottledQueue) PushMany(ctx context.Context, ps []ThrottledPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(ThrottledMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ThrottledMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -127,7 +133,10 @@ func (q *ThrottledQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *ThrottledQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ThrottledPayload], error) {
-	o := queueimpl.ResolveClaim(ThrottledLease, opts)
+	o, err := queueimpl.ResolveClaim(ThrottledLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.claimLimited(ctx, ClaimThrottledParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -59,7 +59,10 @@ func (q *TxarchivedQueue) WithTx(tx pgx.Tx) *TxarchivedQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *TxarchivedQueue) Push(ctx context.Context, p TxarchivedPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(TxarchivedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TxarchivedMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -83,7 +86,10 @@ func (q *TxarchivedQueue) Push(ctx context.Context, p TxarchivedPayload, opts ..
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *TxarchivedQueue) PushMany(ctx context.Context, ps []TxarchivedPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(TxarchivedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TxarchivedMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -116,7 +122,10 @@ func (q *TxarchivedQueue) pushed(n int64, err error) (int64, error) {
 // Finish each job with Complete, Fail, Snooze or Discard in the same tx,
 // then commit; a rollback returns every job it claimed.
 func (q *TxarchivedQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[TxarchivedPayload], error) {
-	o := queueimpl.ResolveClaim(0, opts)
+	o, err := queueimpl.ResolveClaim(0, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.WithTx(tx).ClaimTxarchived(ctx, ClaimTxarchivedParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err

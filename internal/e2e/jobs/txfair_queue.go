@@ -58,7 +58,10 @@ func (q *TxfairQueue) WithTx(tx pgx.Tx) *TxfairQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *TxfairQueue) Push(ctx context.Context, p TxfairPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(TxfairMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TxfairMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -83,7 +86,10 @@ func (q *TxfairQueue) Push(ctx context.Context, p TxfairPayload, opts ...queue.P
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *TxfairQueue) PushMany(ctx context.Context, ps []TxfairPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(TxfairMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TxfairMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -118,7 +124,10 @@ func (q *TxfairQueue) pushed(n int64, err error) (int64, error) {
 // Finish each job with Complete, Fail, Snooze or Discard in the same tx,
 // then commit; a rollback returns every job it claimed.
 func (q *TxfairQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[TxfairPayload], error) {
-	o := queueimpl.ResolveClaim(0, opts)
+	o, err := queueimpl.ResolveClaim(0, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.WithTx(tx).ClaimTxfair(ctx, ClaimTxfairParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err

@@ -57,7 +57,10 @@ func (q *TxtaskQueue) WithTx(tx pgx.Tx) *TxtaskQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *TxtaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(TxtaskMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TxtaskMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -68,7 +71,6 @@ func (q *TxtaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 		RunAfter:    o.RunAfter,
 		Delay:       o.Delay,
 	}
-	var err error
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -84,7 +86,10 @@ func (q *TxtaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *TxtaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(TxtaskMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TxtaskMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -125,7 +130,10 @@ func (q *TxtaskQueue) pushed(n int64, err error) (int64, error) {
 // cannot be decoded is made dead with the decoding error and is not
 // returned.
 func (q *TxtaskQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
-	o := queueimpl.ResolveClaim(0, opts)
+	o, err := queueimpl.ResolveClaim(0, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.WithTx(tx).ClaimTxtask(ctx, ClaimTxtaskParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err

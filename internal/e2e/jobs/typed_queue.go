@@ -87,7 +87,10 @@ func (q *TypedQueue) WithTx(tx pgx.Tx) *TypedQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(TypedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TypedMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -137,7 +140,10 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(TypedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TypedMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -241,7 +247,10 @@ func (q *TypedQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[TypedPayload], error) {
-	o := queueimpl.ResolveClaim(TypedLease, opts)
+	o, err := queueimpl.ResolveClaim(TypedLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimTyped(ctx, ClaimTypedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

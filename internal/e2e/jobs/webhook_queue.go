@@ -55,7 +55,10 @@ func (q *WebhookQueue) WithTx(tx pgx.Tx) *WebhookQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *WebhookQueue) Push(ctx context.Context, p payload.Webhook, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -66,7 +69,6 @@ func (q *WebhookQueue) Push(ctx context.Context, p payload.Webhook, opts ...queu
 		RunAfter:    o.RunAfter,
 		Delay:       o.Delay,
 	}
-	var err error
 	if arg.Body, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -82,7 +84,10 @@ func (q *WebhookQueue) Push(ctx context.Context, p payload.Webhook, opts ...queu
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *WebhookQueue) PushMany(ctx context.Context, ps []payload.Webhook, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -123,7 +128,10 @@ func (q *WebhookQueue) pushed(n int64, err error) (int64, error) {
 // with the decoding error and is not returned. Jobs returned with an
 // error are leased all the same: work them.
 func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Webhook], error) {
-	o := queueimpl.ResolveClaim(WebhookLease, opts)
+	o, err := queueimpl.ResolveClaim(WebhookLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimWebhook(ctx, ClaimWebhookParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

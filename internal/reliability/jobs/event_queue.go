@@ -61,7 +61,10 @@ func (q *EventQueue) WithTx(tx pgx.Tx) *EventQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(EventMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(EventMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -72,7 +75,6 @@ func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.Pus
 		RunAfter:    o.RunAfter,
 		Delay:       o.Delay,
 	}
-	var err error
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -88,7 +90,10 @@ func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.Pus
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *EventQueue) PushMany(ctx context.Context, ps []EventPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(EventMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(EventMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -129,7 +134,10 @@ func (q *EventQueue) pushed(n int64, err error) (int64, error) {
 // with the decoding error and is not returned. Jobs returned with an
 // error are leased all the same: work them.
 func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[EventPayload], error) {
-	o := queueimpl.ResolveClaim(EventLease, opts)
+	o, err := queueimpl.ResolveClaim(EventLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimEvent(ctx, ClaimEventParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -66,7 +66,10 @@ func (q *EventQueue) WithTx(tx pgx.Tx) *EventQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(EventMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(EventMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -92,7 +95,10 @@ func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.Pus
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *EventQueue) PushMany(ctx context.Context, ps []EventPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(EventMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(EventMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -130,7 +136,10 @@ func (q *EventQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[EventPayload], error) {
-	o := queueimpl.ResolveClaim(EventLease, opts)
+	o, err := queueimpl.ResolveClaim(EventLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimEvent(ctx, ClaimEventParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

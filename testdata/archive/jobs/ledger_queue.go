@@ -61,7 +61,10 @@ func (q *LedgerQueue) WithTx(tx pgx.Tx) *LedgerQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *LedgerQueue) Push(ctx context.Context, p LedgerPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(LedgerMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(LedgerMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -72,7 +75,6 @@ func (q *LedgerQueue) Push(ctx context.Context, p LedgerPayload, opts ...queue.P
 		RunAfter:    o.RunAfter,
 		Delay:       o.Delay,
 	}
-	var err error
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -88,7 +90,10 @@ func (q *LedgerQueue) Push(ctx context.Context, p LedgerPayload, opts ...queue.P
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *LedgerQueue) PushMany(ctx context.Context, ps []LedgerPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(LedgerMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(LedgerMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -129,7 +134,10 @@ func (q *LedgerQueue) pushed(n int64, err error) (int64, error) {
 // cannot be decoded is made dead with the decoding error and is not
 // returned.
 func (q *LedgerQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[LedgerPayload], error) {
-	o := queueimpl.ResolveClaim(0, opts)
+	o, err := queueimpl.ResolveClaim(0, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.WithTx(tx).ClaimLedger(ctx, ClaimLedgerParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err

@@ -60,7 +60,10 @@ func (q *ExportQueue) WithTx(tx pgx.Tx) *ExportQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *ExportQueue) Push(ctx context.Context, p ExportPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(ExportMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ExportMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -85,7 +88,10 @@ func (q *ExportQueue) Push(ctx context.Context, p ExportPayload, opts ...queue.P
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *ExportQueue) PushMany(ctx context.Context, ps []ExportPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(ExportMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ExportMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -121,7 +127,10 @@ func (q *ExportQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *ExportQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ExportPayload], error) {
-	o := queueimpl.ResolveClaim(ExportLease, opts)
+	o, err := queueimpl.ResolveClaim(ExportLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimExport(ctx, ClaimExportParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

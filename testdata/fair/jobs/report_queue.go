@@ -65,7 +65,10 @@ func (q *ReportQueue) WithTx(tx pgx.Tx) *ReportQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *ReportQueue) Push(ctx context.Context, p ReportPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(ReportMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ReportMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -89,7 +92,10 @@ func (q *ReportQueue) Push(ctx context.Context, p ReportPayload, opts ...queue.P
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *ReportQueue) PushMany(ctx context.Context, ps []ReportPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(ReportMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ReportMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -123,7 +129,10 @@ func (q *ReportQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *ReportQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ReportPayload], error) {
-	o := queueimpl.ResolveClaim(ReportLease, opts)
+	o, err := queueimpl.ResolveClaim(ReportLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.claimLimited(ctx, ClaimReportParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -63,7 +63,10 @@ func (q *SyncQueue) WithTx(tx pgx.Tx) *SyncQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *SyncQueue) Push(ctx context.Context, p SyncPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(SyncMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(SyncMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -88,7 +91,10 @@ func (q *SyncQueue) Push(ctx context.Context, p SyncPayload, opts ...queue.PushO
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *SyncQueue) PushMany(ctx context.Context, ps []SyncPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(SyncMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(SyncMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -124,7 +130,10 @@ func (q *SyncQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *SyncQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[SyncPayload], error) {
-	o := queueimpl.ResolveClaim(SyncLease, opts)
+	o, err := queueimpl.ResolveClaim(SyncLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.claimScheduled(ctx, ClaimSyncParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

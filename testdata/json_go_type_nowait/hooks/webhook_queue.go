@@ -57,7 +57,10 @@ func (q *WebhookQueue) WithTx(tx pgx.Tx) *WebhookQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *WebhookQueue) Push(ctx context.Context, p mail.Address, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -68,7 +71,6 @@ func (q *WebhookQueue) Push(ctx context.Context, p mail.Address, opts ...queue.P
 		RunAfter:    o.RunAfter,
 		Delay:       o.Delay,
 	}
-	var err error
 	if arg.Message, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -84,7 +86,10 @@ func (q *WebhookQueue) Push(ctx context.Context, p mail.Address, opts ...queue.P
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *WebhookQueue) PushMany(ctx context.Context, ps []mail.Address, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -125,7 +130,10 @@ func (q *WebhookQueue) pushed(n int64, err error) (int64, error) {
 // with the decoding error and is not returned. Jobs returned with an
 // error are leased all the same: work them.
 func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[mail.Address], error) {
-	o := queueimpl.ResolveClaim(WebhookLease, opts)
+	o, err := queueimpl.ResolveClaim(WebhookLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimWebhook(ctx, ClaimWebhookParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

@@ -59,7 +59,10 @@ func (q *PingQueue) WithTx(tx pgx.Tx) *PingQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *PingQueue) Push(ctx context.Context, p PingPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(PingMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(PingMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -83,7 +86,10 @@ func (q *PingQueue) Push(ctx context.Context, p PingPayload, opts ...queue.PushO
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *PingQueue) PushMany(ctx context.Context, ps []PingPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(PingMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(PingMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -117,7 +123,10 @@ func (q *PingQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *PingQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[PingPayload], error) {
-	o := queueimpl.ResolveClaim(PingLease, opts)
+	o, err := queueimpl.ResolveClaim(PingLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimPing(ctx, ClaimPingParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

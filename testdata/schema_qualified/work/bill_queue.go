@@ -58,7 +58,10 @@ func (q *BillQueue) WithTx(tx pgx.Tx) *BillQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *BillQueue) Push(ctx context.Context, p BillPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(BillMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BillMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -83,7 +86,10 @@ func (q *BillQueue) Push(ctx context.Context, p BillPayload, opts ...queue.PushO
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *BillQueue) PushMany(ctx context.Context, ps []BillPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(BillMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(BillMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -118,7 +124,10 @@ func (q *BillQueue) pushed(n int64, err error) (int64, error) {
 // Finish each job with Complete, Fail, Snooze or Discard in the same tx,
 // then commit; a rollback returns every job it claimed.
 func (q *BillQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[BillPayload], error) {
-	o := queueimpl.ResolveClaim(0, opts)
+	o, err := queueimpl.ResolveClaim(0, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.WithTx(tx).ClaimBill(ctx, ClaimBillParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err

@@ -59,7 +59,10 @@ func (q *ResizeQueue) WithTx(tx pgx.Tx) *ResizeQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *ResizeQueue) Push(ctx context.Context, p ResizePayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(ResizeMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ResizeMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -83,7 +86,10 @@ func (q *ResizeQueue) Push(ctx context.Context, p ResizePayload, opts ...queue.P
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *ResizeQueue) PushMany(ctx context.Context, ps []ResizePayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(ResizeMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ResizeMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -117,7 +123,10 @@ func (q *ResizeQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *ResizeQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ResizePayload], error) {
-	o := queueimpl.ResolveClaim(ResizeLease, opts)
+	o, err := queueimpl.ResolveClaim(ResizeLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimResize(ctx, ClaimResizeParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err

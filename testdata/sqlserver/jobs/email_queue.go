@@ -83,7 +83,10 @@ func (q *EmailQueue) WithTx(tx *sql.Tx) *EmailQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(EmailMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(EmailMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "UTF-16 code units", "SQL Server's unique_key NVARCHAR(255)"); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -126,7 +129,10 @@ func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.Pus
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(EmailMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(EmailMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -179,7 +185,10 @@ func (q *EmailQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[EmailPayload], error) {
-	o := queueimpl.ResolveClaim(EmailLease, opts)
+	o, err := queueimpl.ResolveClaim(EmailLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
 		return nil, err
 	}

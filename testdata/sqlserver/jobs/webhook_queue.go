@@ -67,7 +67,10 @@ func (q *WebhookQueue) WithTx(tx *sql.Tx) *WebhookQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *WebhookQueue) Push(ctx context.Context, p WebhookPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -94,7 +97,10 @@ func (q *WebhookQueue) Push(ctx context.Context, p WebhookPayload, opts ...queue
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *WebhookQueue) PushMany(ctx context.Context, ps []WebhookPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(WebhookMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -136,7 +142,10 @@ func (q *WebhookQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[WebhookPayload], error) {
-	o := queueimpl.ResolveClaim(WebhookLease, opts)
+	o, err := queueimpl.ResolveClaim(WebhookLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
 		return nil, err
 	}

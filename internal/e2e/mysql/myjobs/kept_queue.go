@@ -61,7 +61,10 @@ func (q *KeptQueue) WithTx(tx *sql.Tx) *KeptQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *KeptQueue) Push(ctx context.Context, p payload.Task, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(KeptMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(KeptMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -72,7 +75,6 @@ func (q *KeptQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 		RunAfter:    o.RunAfter,
 		DelayUs:     o.Delay.Microseconds(),
 	}
-	var err error
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -92,7 +94,10 @@ func (q *KeptQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *KeptQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(KeptMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(KeptMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -122,7 +127,10 @@ func (q *KeptQueue) pushed(n int64, err error) (int64, error) {
 // with the decoding error and is not returned. Jobs returned with an
 // error are leased all the same: work them.
 func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
-	o := queueimpl.ResolveClaim(KeptLease, opts)
+	o, err := queueimpl.ResolveClaim(KeptLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
 		return nil, err
 	}
@@ -133,7 +141,7 @@ func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...que
 		return nil, err
 	}
 	var rows []KeptRow
-	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredKept(ctx, ClaimExpiredKeptParams{Now: o.Now, Limit: int32(max)})

@@ -57,7 +57,10 @@ func (q *TaskQueue) WithTx(tx *sql.Tx) *TaskQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "characters", "MySQL's unique_key VARCHAR(255)"); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -69,7 +72,6 @@ func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 		RunAfter:    o.RunAfter,
 		DelayUs:     o.Delay.Microseconds(),
 	}
-	var err error
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -94,7 +96,10 @@ func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *TaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -124,7 +129,10 @@ func (q *TaskQueue) pushed(n int64, err error) (int64, error) {
 // with the decoding error and is not returned. Jobs returned with an
 // error are leased all the same: work them.
 func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
-	o := queueimpl.ResolveClaim(TaskLease, opts)
+	o, err := queueimpl.ResolveClaim(TaskLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
 		return nil, err
 	}
@@ -135,7 +143,7 @@ func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...que
 		return nil, err
 	}
 	var rows []TaskRow
-	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredTask(ctx, ClaimExpiredTaskParams{Now: o.Now, Limit: int32(max)})

@@ -86,7 +86,10 @@ func (q *TypedQueue) WithTx(tx *sql.Tx) *TypedQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(TypedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TypedMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -150,7 +153,10 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(TypedMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TypedMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -213,7 +219,10 @@ func (q *TypedQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[TypedPayload], error) {
-	o := queueimpl.ResolveClaim(TypedLease, opts)
+	o, err := queueimpl.ResolveClaim(TypedLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
 		return nil, err
 	}
@@ -224,7 +233,7 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 		return nil, err
 	}
 	var rows []TypedRow
-	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredTyped(ctx, ClaimExpiredTypedParams{Now: o.Now, Limit: int32(max)})

@@ -73,7 +73,10 @@ func (q *ImageQueue) WithTx(tx *sql.Tx) *ImageQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(ImageMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ImageMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -105,7 +108,10 @@ func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.Pus
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(ImageMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ImageMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -152,7 +158,10 @@ func (q *ImageQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ImagePayload], error) {
-	o := queueimpl.ResolveClaim(ImageLease, opts)
+	o, err := queueimpl.ResolveClaim(ImageLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
 		return nil, err
 	}

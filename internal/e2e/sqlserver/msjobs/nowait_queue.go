@@ -59,7 +59,10 @@ func (q *NowaitQueue) WithTx(tx *sql.Tx) *NowaitQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *NowaitQueue) Push(ctx context.Context, p payload.Task, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(NowaitMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(NowaitMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -70,7 +73,6 @@ func (q *NowaitQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 		RunAfter:    o.RunAfter,
 		DelayUs:     o.Delay.Microseconds(),
 	}
-	var err error
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -86,7 +88,10 @@ func (q *NowaitQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *NowaitQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(NowaitMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(NowaitMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -128,7 +133,10 @@ func (q *NowaitQueue) pushed(n int64, err error) (int64, error) {
 // with the decoding error and is not returned. Jobs returned with an
 // error are leased all the same: work them.
 func (q *NowaitQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
-	o := queueimpl.ResolveClaim(NowaitLease, opts)
+	o, err := queueimpl.ResolveClaim(NowaitLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
 		return nil, err
 	}

@@ -59,7 +59,10 @@ func (q *TaskQueue) WithTx(tx *sql.Tx) *TaskQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "UTF-16 code units", "SQL Server's unique_key NVARCHAR(255)"); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -71,7 +74,6 @@ func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 		RunAfter:    o.RunAfter,
 		DelayUs:     o.Delay.Microseconds(),
 	}
-	var err error
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -91,7 +93,10 @@ func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *TaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(TaskMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -133,7 +138,10 @@ func (q *TaskQueue) pushed(n int64, err error) (int64, error) {
 // with the decoding error and is not returned. Jobs returned with an
 // error are leased all the same: work them.
 func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[payload.Task], error) {
-	o := queueimpl.ResolveClaim(TaskLease, opts)
+	o, err := queueimpl.ResolveClaim(TaskLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
 		return nil, err
 	}

@@ -63,7 +63,10 @@ func (q *EventQueue) WithTx(tx *sql.Tx) *EventQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(EventMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(EventMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -74,7 +77,6 @@ func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.Pus
 		RunAfter:    o.RunAfter,
 		DelayUs:     o.Delay.Microseconds(),
 	}
-	var err error
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
@@ -94,7 +96,10 @@ func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.Pus
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *EventQueue) PushMany(ctx context.Context, ps []EventPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(EventMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(EventMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -124,7 +129,10 @@ func (q *EventQueue) pushed(n int64, err error) (int64, error) {
 // with the decoding error and is not returned. Jobs returned with an
 // error are leased all the same: work them.
 func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[EventPayload], error) {
-	o := queueimpl.ResolveClaim(EventLease, opts)
+	o, err := queueimpl.ResolveClaim(EventLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
 		return nil, err
 	}
@@ -135,7 +143,7 @@ func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 		return nil, err
 	}
 	var rows []EventRow
-	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredEvent(ctx, ClaimExpiredEventParams{Now: o.Now, Limit: int32(max)})

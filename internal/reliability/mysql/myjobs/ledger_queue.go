@@ -59,7 +59,10 @@ func (q *LedgerQueue) WithTx(tx *sql.Tx) *LedgerQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *LedgerQueue) Push(ctx context.Context, p LedgerPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(LedgerMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(LedgerMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -87,7 +90,10 @@ func (q *LedgerQueue) Push(ctx context.Context, p LedgerPayload, opts ...queue.P
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *LedgerQueue) PushMany(ctx context.Context, ps []LedgerPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(LedgerMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(LedgerMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -113,7 +119,10 @@ func (q *LedgerQueue) pushed(n int64, err error) (int64, error) {
 // Finish each job with Complete, Fail, Snooze or Discard in the same tx,
 // then commit; a rollback returns every job it claimed.
 func (q *LedgerQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[LedgerPayload], error) {
-	o := queueimpl.ResolveClaim(0, opts)
+	o, err := queueimpl.ResolveClaim(0, opts)
+	if err != nil {
+		return nil, err
+	}
 	// The first read of an accessor's db checks that it was opened as this
 	// code needs (parseTime=true, loc=UTC, no clientFoundRows), and says
 	// which DSN setting to change if not.

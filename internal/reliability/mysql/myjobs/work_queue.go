@@ -62,7 +62,10 @@ func (q *WorkQueue) WithTx(tx *sql.Tx) *WorkQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *WorkQueue) Push(ctx context.Context, p WorkPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(WorkMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(WorkMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -91,7 +94,10 @@ func (q *WorkQueue) Push(ctx context.Context, p WorkPayload, opts ...queue.PushO
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *WorkQueue) PushMany(ctx context.Context, ps []WorkPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(WorkMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(WorkMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -119,7 +125,10 @@ func (q *WorkQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *WorkQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[WorkPayload], error) {
-	o := queueimpl.ResolveClaim(WorkLease, opts)
+	o, err := queueimpl.ResolveClaim(WorkLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
 		return nil, err
 	}
@@ -130,7 +139,7 @@ func (q *WorkQueue) Claim(ctx context.Context, node string, max int, opts ...que
 		return nil, err
 	}
 	var rows []WorkRow
-	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
+	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
 		expired, err := qt.ClaimExpiredWork(ctx, ClaimExpiredWorkParams{Now: o.Now, Limit: int32(max)})

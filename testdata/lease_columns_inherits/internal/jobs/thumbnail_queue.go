@@ -63,7 +63,10 @@ func (q *ThumbnailQueue) WithTx(tx pgx.Tx) *ThumbnailQueue {
 // and an unfinished job holding the key, nothing is inserted and the
 // result says Duplicate.
 func (q *ThumbnailQueue) Push(ctx context.Context, p ThumbnailPayload, opts ...queue.PushOption) (queue.PushResult, error) {
-	o := queueimpl.ResolvePush(ThumbnailMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ThumbnailMaxAttempts, opts)
+	if err != nil {
+		return queue.PushResult{}, err
+	}
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
@@ -90,7 +93,10 @@ func (q *ThumbnailQueue) Push(ctx context.Context, p ThumbnailPayload, opts ...q
 // It takes the RunAfter, Priority and MaxAttempts options, applied to every
 // job; a bulk insert cannot dedupe, so unique keys need Push.
 func (q *ThumbnailQueue) PushMany(ctx context.Context, ps []ThumbnailPayload, opts ...queue.PushOption) (int64, error) {
-	o := queueimpl.ResolvePush(ThumbnailMaxAttempts, opts)
+	o, err := queueimpl.ResolvePush(ThumbnailMaxAttempts, opts)
+	if err != nil {
+		return 0, err
+	}
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
@@ -148,7 +154,10 @@ func (q *ThumbnailQueue) pushed(n int64, err error) (int64, error) {
 // job that needs longer. Jobs returned with an
 // error are leased all the same: work them.
 func (q *ThumbnailQueue) Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[ThumbnailPayload], error) {
-	o := queueimpl.ResolveClaim(ThumbnailLease, opts)
+	o, err := queueimpl.ResolveClaim(ThumbnailLease, opts)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.q.ClaimThumbnail(ctx, ClaimThumbnailParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
