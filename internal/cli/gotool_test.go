@@ -60,17 +60,7 @@ func main() {
 			t.Fatal(err)
 		}
 	}
-	goCmd := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("go", args...)
-		cmd.Dir = app
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	goCmd := goIn(t, app)
 	goCmd("mod", "tidy")
 	out := goCmd("generate", "./...")
 	if !strings.Contains(out, "internal/jobs/thumbnail_queue.go") {
@@ -137,17 +127,7 @@ queues:
 			write("go.sum", string(goSum))
 			write("queuegen.yaml", spec+webhook)
 			write("generate.go", "package main\n\n//go:generate go tool queuegen generate --allow-drop\n")
-			goCmd := func(args ...string) string {
-				t.Helper()
-				cmd := exec.Command("go", args...)
-				cmd.Dir = app
-				cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-				}
-				return string(out)
-			}
+			goCmd := goIn(t, app)
 			goCmd("mod", "tidy")
 			goCmd("generate", "./...")
 			stale := filepath.Join(app, "internal", "jobs", "webhook.sql.go")
@@ -179,5 +159,22 @@ queues:
 			}
 			goCmd("build", "./...")
 		})
+	}
+}
+
+// goIn returns a function that runs the go command in the application
+// module dir (resolving its modules as it goes) and returns its output,
+// failing the test on an error.
+func goIn(t *testing.T, dir string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
 	}
 }

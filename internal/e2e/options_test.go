@@ -37,23 +37,7 @@ func TestBadOptionTouchesNoDatabase(t *testing.T) {
 	for _, engine := range []string{"postgresql", "mysql", "sqlserver"} {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			var conns atomic.Int32
-			go func() {
-				for {
-					c, err := l.Accept()
-					if err != nil {
-						return
-					}
-					conns.Add(1)
-					c.Close()
-				}
-			}()
-			addr := l.Addr().String()
+			addr, conns := countingListener(t)
 			var task leaseQueue
 			var runTx func(ctx context.Context, opts ...queue.WorkerOption) error
 			var pushTx func(ctx context.Context, opts ...queue.PushOption) error
@@ -164,4 +148,28 @@ func TestBadOptionTouchesNoDatabase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingListener listens on a loopback port that closes every
+// connection at once and counts them: the address of a "database" for
+// tests that must show nothing connects. It is closed when the test ends.
+func countingListener(t *testing.T) (addr string, conns *atomic.Int32) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	conns = new(atomic.Int32)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			c.Close()
+		}
+	}()
+	return l.Addr().String(), conns
 }

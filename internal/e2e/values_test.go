@@ -5,9 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"math/rand/v2"
-	"net"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,23 +57,8 @@ func TestGetMissingIsNotFound(t *testing.T) {
 // is needed: the refusal comes before any statement.
 func TestSQLServerRefusesSerializable(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var conns atomic.Int32
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			c.Close()
-		}
-	}()
-	db, err := sql.Open("sqlserver", "sqlserver://sa:x@"+l.Addr().String()+"?database=master&dial+timeout=2")
+	addr, conns := countingListener(t)
+	db, err := sql.Open("sqlserver", "sqlserver://sa:x@"+addr+"?database=master&dial+timeout=2")
 	if err != nil {
 		t.Fatal(err)
 	}
