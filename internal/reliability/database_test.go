@@ -90,10 +90,11 @@ func TestConnectionsTerminated(t *testing.T) {
 		// start releases what its node still holds, the jobs of claims
 		// whose replies were lost.
 		stop()
-		if tg.pool != nil {
-			// The test's own idle connections were terminated too.
-			tg.pool.Reset()
-		}
+		// The pool's idle connections (the test's and the workers') were
+		// terminated too: start the restarted nodes on fresh ones, as a
+		// restarted process would, so that what they write meets a live
+		// connection first.
+		tg.freshConnections()
 		orphans := countThroughFaults(t, tg, "SELECT count(*) FROM work_queue WHERE state = 'running'")
 		stop = runWorkers(t, tg, 2, 5*time.Millisecond, queue.Lease(10*time.Minute))
 		waitFinished(t, tg, "work_queue", 2*time.Minute)

@@ -393,3 +393,16 @@ func retype[P, Q any](job *queue.Job[P], p Q) *queue.Job[Q] {
 		Priority: job.Priority, CreatedAt: job.CreatedAt, RunAfter: job.RunAfter, AttemptedAt: job.AttemptedAt,
 		LockedBy: job.LockedBy, LockedUntil: job.LockedUntil, Errors: job.Errors, Payload: p}
 }
+
+// freshConnections closes the idle connections of tg's pool, after a test
+// has killed them: pgxpool's Reset, and on MySQL no idle connections kept
+// for a moment (database/sql closes them), then the suite's 64 again.
+func (tg *target) freshConnections() {
+	if tg.pool != nil {
+		tg.pool.Reset()
+	}
+	if tg.db != nil {
+		tg.db.SetMaxIdleConns(0)
+		tg.db.SetMaxIdleConns(64)
+	}
+}
