@@ -85,7 +85,7 @@ func TestEveryValueRoundTrips(t *testing.T) {
 				}
 			}
 		default:
-			t.Skipf("no typed payload generator for %s", e.name)
+			t.Fatalf("TestEveryValueRoundTrips has no typed payload generator for %s yet, so the round trip is not verified there: add one beside PostgreSQL's and MySQL's", e.name)
 		}
 	})
 }
