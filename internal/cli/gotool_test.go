@@ -130,7 +130,7 @@ queues:
 			goCmd := goIn(t, app)
 			goCmd("mod", "tidy")
 			goCmd("generate", "./...")
-			stale := filepath.Join(app, "internal", "jobs", "webhook.sql.go")
+			stale := filepath.Join(app, "internal", "jobs", "jobsdb", "webhook.sql.go")
 			if _, err := os.Stat(stale); err != nil {
 				t.Fatalf("the webhook queue's Go file: %v", err)
 			}
@@ -140,7 +140,7 @@ queues:
 
 			write("queuegen.yaml", spec) // the webhook queue is dropped
 			out := goCmd("generate", "./...")
-			rel := filepath.Join("internal", "jobs", "webhook.sql.go")
+			rel := filepath.Join("internal", "jobs", "jobsdb", "webhook.sql.go")
 			if !strings.Contains(out, "emptied "+rel) {
 				t.Errorf("go generate after the drop:\n%s", out)
 			}

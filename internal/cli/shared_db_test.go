@@ -16,7 +16,7 @@ import (
 // the spec's path.
 func project(t *testing.T, spec string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "queuegen.yaml")
+	path := filepath.Join(moduleDir(t), "queuegen.yaml")
 	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestOldVersionTable(t *testing.T) {
 // TestForeignMigrationsDirectory: pointing migrations: at a directory of
 // the application's own goose migrations says so, and writes nothing.
 func TestForeignMigrationsDirectory(t *testing.T) {
-	dir := t.TempDir()
+	dir := moduleDir(t)
 	os.MkdirAll(filepath.Join(dir, "migrations"), 0o755)
 	os.WriteFile(filepath.Join(dir, "migrations", "00001_users.sql"), []byte("-- +goose Up\nCREATE TABLE users (id int);\n"), 0o644)
 	spec := filepath.Join(dir, "queuegen.yaml")

@@ -220,7 +220,7 @@ func TestBacklogStepAndClaimUseIndexes(t *testing.T) {
 		}
 	}
 	explain := func(query string, args ...any) string {
-		rows, err := db.Query(ctx, "EXPLAIN "+querySQL(t, "jobs/backlogged.sql.go", query), args...)
+		rows, err := db.Query(ctx, "EXPLAIN "+querySQL(t, "jobs/jobsdb/backlogged.sql.go", query), args...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -75,7 +75,7 @@ func TestClaimUsesClaimIndex(t *testing.T) {
 	if _, err := db.Exec(ctx, "ANALYZE email_queue"); err != nil {
 		t.Fatal(err)
 	}
-	sql := querySQL(t, "jobs/email.sql.go", "claimEmail")
+	sql := querySQL(t, "jobs/jobsdb/email.sql.go", "claimEmail")
 	var plan []byte
 	// Parameters in sqlc's order (that of ClaimEmailParams): now, node, lease, max.
 	if err := db.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, nil, "n", 30*time.Second, 10).Scan(&plan); err != nil {
@@ -88,7 +88,7 @@ func TestClaimUsesClaimIndex(t *testing.T) {
 		t.Errorf("claim plan has a sequential scan:\n%s", plan)
 	}
 	// The transaction-mode claim too.
-	inv := querySQL(t, "jobs/invoice.sql.go", "claimInvoice")
+	inv := querySQL(t, "jobs/jobsdb/invoice.sql.go", "claimInvoice")
 	if err := db.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+inv, nil, 10).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestReleaseNodeUsesLeaseIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	var plan []byte
-	if err := db.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+querySQL(t, "jobs/email.sql.go", "releaseNodeEmail"), "a").Scan(&plan); err != nil {
+	if err := db.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+querySQL(t, "jobs/jobsdb/email.sql.go", "releaseNodeEmail"), "a").Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(plan), `"Index Name": "email_queue_lease_idx"`) || strings.Contains(string(plan), `"Seq Scan"`) {

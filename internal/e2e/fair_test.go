@@ -180,9 +180,9 @@ func TestFairAndLimitedClaimsUseIndexes(t *testing.T) {
 	for _, c := range []struct {
 		table, goFile, query, fill, index string
 	}{
-		{"fair_queue", "jobs/fair.sql.go", "claimFair", "tenant, n", "fair_queue_fair_idx"},
-		{"limited_queue", "jobs/limited.sql.go", "claimLimited", "tenant, n", "limited_queue_fair_idx"},
-		{"capped_queue", "jobs/capped.sql.go", "claimCapped", "n", "capped_queue_claim_idx"},
+		{"fair_queue", "jobs/jobsdb/fair.sql.go", "claimFair", "tenant, n", "fair_queue_fair_idx"},
+		{"limited_queue", "jobs/jobsdb/limited.sql.go", "claimLimited", "tenant, n", "limited_queue_fair_idx"},
+		{"capped_queue", "jobs/jobsdb/capped.sql.go", "claimCapped", "n", "capped_queue_claim_idx"},
 	} {
 		t.Run(c.table, func(t *testing.T) {
 			ctx := context.Background()

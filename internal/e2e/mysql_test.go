@@ -213,15 +213,15 @@ func TestMySQLClaimPlans(t *testing.T) {
 		args        []any
 		index       string
 	}{
-		{"task.sql.go", "claimExpiredTask", []any{nil, 10}, "task_queue_lease_idx"},
-		{"task.sql.go", "claimDueTask", []any{nil, 10}, "task_queue_claim_idx"},
-		{"txtask.sql.go", "claimTxtask", []any{nil, 10}, "txtask_queue_claim_idx"},
-		{"kept.sql.go", "claimDueKept", []any{nil, 10}, "kept_queue_claim_idx"},
-		{"task.sql.go", "doomedTask", []any{10}, "task_queue_lease_idx"},
-		{"task.sql.go", "releaseNodeTask", []any{"n"}, "task_queue_lease_idx"},
-		{"kept.sql.go", "purgeKept", []any{3600000000, 7200000000, 10}, "kept_queue_finished_idx"},
+		{"task.sql.go", "ClaimExpiredTask", []any{nil, 10}, "task_queue_lease_idx"},
+		{"task.sql.go", "ClaimDueTask", []any{nil, 10}, "task_queue_claim_idx"},
+		{"txtask.sql.go", "ClaimTxtask", []any{nil, 10}, "txtask_queue_claim_idx"},
+		{"kept.sql.go", "ClaimDueKept", []any{nil, 10}, "kept_queue_claim_idx"},
+		{"task.sql.go", "DoomedTask", []any{10}, "task_queue_lease_idx"},
+		{"task.sql.go", "ReleaseNodeTask", []any{"n"}, "task_queue_lease_idx"},
+		{"kept.sql.go", "PurgeKept", []any{3600000000, 7200000000, 10}, "kept_queue_finished_idx"},
 	} {
-		stmt := querySQL(t, "mysql/myjobs/"+c.file, c.query)
+		stmt := querySQL(t, "mysql/myjobs/myjobsdb/"+c.file, c.query)
 		rows, err := db.QueryContext(ctx, "EXPLAIN "+stmt, c.args...)
 		if err != nil {
 			t.Fatalf("EXPLAIN %s: %v", c.query, err)

@@ -27,7 +27,7 @@ func TestBadSpecs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dir := t.TempDir()
+			dir := projectDir(t)
 			specPath := filepath.Join(dir, name+".yaml")
 			if err := os.WriteFile(specPath, data, 0o644); err != nil {
 				t.Fatal(err)
@@ -57,7 +57,7 @@ func TestBadSpecs(t *testing.T) {
 				}
 			}
 			entries, _ := os.ReadDir(dir)
-			if len(entries) != 1 {
+			if len(entries) != 2 { // the spec and go.mod
 				t.Errorf("a bad spec wrote files: %d entries in its directory", len(entries))
 			}
 		})

@@ -114,7 +114,7 @@ var (
 // evolutionGolden compares the migrations the revisions emit for engine
 // with those in testdata/evolution/<dir>.
 func evolutionGolden(t *testing.T, engine, dir string) {
-	project := t.TempDir()
+	project := projectDir(t)
 	evolveOn(t, project, engine)
 	want := "../../testdata/evolution/" + dir
 	got, _ := filepath.Glob(filepath.Join(project, "migrations", "*"))
@@ -156,7 +156,7 @@ func evolutionGolden(t *testing.T, engine, dir string) {
 //   - schema.sql, which sqlc reads, describes the same schema.
 func TestEvolutionOnALiveDatabase(t *testing.T) {
 	ctx := context.Background()
-	project := t.TempDir()
+	project := projectDir(t)
 	revs := evolve(t, project)
 	final := revs[len(revs)-1].model
 
@@ -199,7 +199,7 @@ func TestEvolutionOnALiveDatabase(t *testing.T) {
 	}
 
 	// The same schema as a fresh install of the final spec.
-	fresh := t.TempDir()
+	fresh := projectDir(t)
 	data, _ := os.ReadFile(filepath.Join(project, "queuegen.yaml"))
 	os.WriteFile(filepath.Join(fresh, "queuegen.yaml"), data, 0o644)
 	freshOut, err := generate.Generate(filepath.Join(fresh, "queuegen.yaml"), generate.Options{})
@@ -387,7 +387,7 @@ func sampleValue(sqlType string) string {
 func claimAll(t *testing.T, conn *pgx.Conn, project string, q *model.Queue) int {
 	t.Helper()
 	ctx := context.Background()
-	src, err := os.ReadFile(filepath.Join(project, "jobs", q.Name+".sql.go"))
+	src, err := os.ReadFile(filepath.Join(project, "jobs", "jobsdb", q.Name+".sql.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,7 +157,7 @@ func runSQLC(m *model.Model, files []File) ([]File, error) {
 			return nil, err
 		}
 	}
-	out := filepath.Join(tmp, filepath.FromSlash(m.GoDir))
+	out := filepath.Join(tmp, filepath.FromSlash(m.DBDir))
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func runSQLC(m *model.Model, files []File) ([]File, error) {
 			data = []byte(adapter.SqlcGo(string(data)))
 		}
 		rel, _ := filepath.Rel(out, p)
-		goFiles = append(goFiles, File{Path: path.Join(m.GoDir, filepath.ToSlash(rel)), Data: sqlcHeader(data)})
+		goFiles = append(goFiles, File{Path: path.Join(m.DBDir, filepath.ToSlash(rel)), Data: sqlcHeader(data)})
 		return nil
 	})
 	return goFiles, err

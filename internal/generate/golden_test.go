@@ -169,6 +169,9 @@ func TestGoldenCompiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Each case's spec sets package.import_path inside this module
+	// (example.com/golden/<case>/<dir>): its accessors import their
+	// queries' subpackage by it.
 	write(filepath.Join(mod, "go.mod"), "module example.com/golden\n\ngo 1.26\n\nrequire github.com/queuegen/queuegen v0.0.0\n\nreplace github.com/queuegen/queuegen => "+root+"\n")
 	write(filepath.Join(mod, "go.sum"), string(goSum))
 	for _, specPath := range goldenCases(t) {

@@ -34,7 +34,7 @@ queues:
 // spec path.
 func startProject(t *testing.T) string {
 	t.Helper()
-	specPath := filepath.Join(t.TempDir(), "queuegen.yaml")
+	specPath := filepath.Join(projectDir(t), "queuegen.yaml")
 	if err := os.WriteFile(specPath, []byte(refusalBase), 0o644); err != nil {
 		t.Fatal(err)
 	}

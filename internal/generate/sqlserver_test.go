@@ -123,7 +123,7 @@ func TestSQLServerLiveTableMigrations(t *testing.T) {
 		{"offline", "sqlserver: {online_index: false}", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := projectDir(t)
 			var files []string
 			first := generateSQLServer(t, dir, tc.settings, false, "")
 			if !strings.Contains(first, "CONSTRAINT email_queue_state_check") || strings.Contains(first, "ONLINE") {

@@ -47,7 +47,7 @@ func (o *Output) Plan() ([]Change, error) {
 	}
 	// Files queuegen generated earlier that it no longer generates. The
 	// migrations directory is not swept: migrations are never removed.
-	for _, dir := range []string{o.Model.GoDir, o.Model.QueriesDir} {
+	for _, dir := range []string{o.Model.GoDir, o.Model.DBDir, o.Model.QueriesDir} {
 		if path.Clean(dir) == path.Clean(o.Model.MigrationsDir) {
 			continue
 		}

@@ -9,12 +9,15 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/queuegen/queuegen/internal/catalog"
 	"github.com/queuegen/queuegen/internal/engine"
+	"github.com/queuegen/queuegen/internal/gocode"
 	"github.com/queuegen/queuegen/internal/spec"
 )
 
@@ -30,8 +33,17 @@ type Model struct {
 	// GoDir, MigrationsDir and QueriesDir are output directories, relative
 	// to the spec file's directory, with forward slashes.
 	GoDir, MigrationsDir, QueriesDir string
-	// GoOut is GoDir relative to QueriesDir, for sqlc.yaml.
+	// GoOut is DBDir relative to QueriesDir, for sqlc.yaml.
 	GoOut string
+	// DBPackage is the name of the subpackage of the generated package
+	// that holds the queries' Go code (sqlc's, or querycode's): Package
+	// + "db". The accessors are the generated package's API; the raw
+	// queries stay reachable in DBPackage for programs that want them.
+	DBPackage string
+	// DBDir is DBPackage's directory (GoDir/DBPackage), DBImport its
+	// import path, which the accessors import it by.
+	DBDir    string
+	DBImport gocode.ImportPath
 	// Schema holds every table; Catalog is every object the migrations
 	// create in it.
 	Schema  string
@@ -59,6 +71,20 @@ type Rename struct {
 // (and sqlc's) declares whatever the queues are.
 var reservedGoNames = []string{"BaseRow", "QueueRegistryRow", "PeriodicTickRow", "Queries", "New", "DBTX", "DB", "MigrationsTable"}
 
+// importPath is the generated package's import path: package.import_path,
+// else derived from the go.mod above package.dir.
+func importPath(s *spec.Spec) (gocode.ImportPath, error) {
+	if s.Package.ImportPath != "" {
+		return gocode.ImportPath(s.Package.ImportPath), nil
+	}
+	dir := filepath.Join(filepath.Dir(s.File), filepath.FromSlash(s.Package.Dir))
+	p, err := gocode.DirImportPath(dir)
+	if errors.Is(err, gocode.ErrNoModule) {
+		return "", fmt.Errorf("the accessors in %s import the queries' Go code in its subpackage %sdb by import path, and %s is in no Go module (no go.mod in it or above it): run go mod init, or set package.import_path", s.Package.Dir, s.Package.Name, s.Package.Dir)
+	}
+	return p, err
+}
+
 // Build makes the model of a validated spec. It fails, with errors at the
 // spec's keys, when the engine cannot serve the spec or the generated Go
 // names would collide.
@@ -73,6 +99,7 @@ func Build(s *spec.Spec) (*Model, error) {
 	if c, ok := eng.(engine.Configurer); ok {
 		eng = c.Configure(s)
 	}
+	dbPackage := s.Package.Name + "db"
 	m := &Model{
 		Source:        path.Base(strings.ReplaceAll(s.File, `\`, "/")),
 		Engine:        eng,
@@ -80,7 +107,9 @@ func Build(s *spec.Spec) (*Model, error) {
 		GoDir:         s.Package.Dir,
 		MigrationsDir: s.Migrations,
 		QueriesDir:    s.Queries,
-		GoOut:         relPath(s.Queries, s.Package.Dir),
+		GoOut:         relPath(s.Queries, path.Join(s.Package.Dir, dbPackage)),
+		DBPackage:     dbPackage,
+		DBDir:         path.Join(s.Package.Dir, dbPackage),
 		Schema:        s.Schema,
 	}
 	if !s.Has("schema") {
@@ -147,6 +176,11 @@ func Build(s *spec.Spec) (*Model, error) {
 	}
 	errs = append(errs, m.checkNames(s)...)
 	errs = append(errs, m.checkClashes(s)...)
+	if imp, err := importPath(s); err != nil {
+		errs = append(errs, s.ErrorAt("package", "%v", err))
+	} else {
+		m.DBImport = imp + gocode.ImportPath("/"+m.DBPackage)
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}

@@ -44,7 +44,7 @@ func Generate(m *model.Model, coder engine.QueryCoder, queries map[string][]byte
 		if err != nil {
 			return err
 		}
-		files = append(files, File{Path: path.Join(m.GoDir, name), Data: data})
+		files = append(files, File{Path: path.Join(m.DBDir, name), Data: data})
 		return nil
 	}
 	f := gocode.NewFile("")
@@ -103,7 +103,7 @@ func (g *generator) file(name string, f *gocode.File, body string) ([]byte, erro
 		b.WriteString(head)
 		body = rest
 	}
-	fmt.Fprintf(&b, "\npackage %s\n\n", g.m.Package)
+	fmt.Fprintf(&b, "\npackage %s\n\n", g.m.DBPackage)
 	if imports := f.ImportBlock(); imports != "" {
 		b.WriteString(imports + "\n")
 	}

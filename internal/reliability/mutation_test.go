@@ -132,14 +132,14 @@ func TestSuiteCatchesMutations(t *testing.T) {
 var sqlQuery = regexp.MustCompile("(?m)^const (\\w+) = (`[^`]*`)")
 
 // sqlOverlay writes, into dir, an overlay for go build (-overlay) under
-// which each query constant of the generated packages (jobs, myjobs)
+// which each query constant of the generated queries packages (jobsdb, myjobsdb)
 // becomes a variable set at start from its text with the edits that
 // QUEUEGEN_MUTATION_SQL (a JSON list of sqlEdit) names; without it, the
 // queries are as generated. It returns the overlay file's path.
 func sqlOverlay(t *testing.T, dir string) string {
 	t.Helper()
 	replace := map[string]string{}
-	for _, pkg := range []struct{ dir, name string }{{"jobs", "jobs"}, {"mysql/myjobs", "myjobs"}} {
+	for _, pkg := range []struct{ dir, name string }{{"jobs/jobsdb", "jobsdb"}, {"mysql/myjobs/myjobsdb", "myjobsdb"}} {
 		abs, err := filepath.Abs(pkg.dir)
 		if err != nil {
 			t.Fatal(err)

@@ -75,7 +75,7 @@ func Render(m *model.Model) ([]File, error) {
 
 // parse reads the shared templates and the engine's.
 func parse(eng engine.Engine) (*template.Template, error) {
-	t := template.New("").Funcs(sqlFuncs).Funcs(goFuncs(gocode.NewFile(""), eng.Driver()))
+	t := template.New("").Funcs(sqlFuncs).Funcs(goFuncs(gocode.NewFile(""), eng.Driver(), ""))
 	t, err := t.ParseFS(templates.FS, "queue.go.tmpl")
 	if err != nil {
 		return nil, err
@@ -245,7 +245,7 @@ func renderGo(set *template.Template, name string, m *model.Model, q *model.Queu
 	if err != nil {
 		return nil, err
 	}
-	t.Funcs(goFuncs(f, m.Engine.Driver()))
+	t.Funcs(goFuncs(f, m.Engine.Driver(), m.DBImport))
 	var body bytes.Buffer
 	if err := t.ExecuteTemplate(&body, name, goData{Model: m, Queue: q, Driver: m.Engine.Driver()}); err != nil {
 		return nil, err
@@ -264,8 +264,9 @@ func renderGo(set *template.Template, name string, m *model.Model, q *model.Queu
 }
 
 // goFuncs are the Go templates' functions, bound to the file f whose
-// imports they record and to the engine's driver d.
-func goFuncs(f *gocode.File, d engine.Driver) template.FuncMap {
+// imports they record, to the engine's driver d and to the import path of
+// the package of the queries' Go code.
+func goFuncs(f *gocode.File, d engine.Driver, queries gocode.ImportPath) template.FuncMap {
 	return template.FuncMap{
 		// qual writes an identifier, type a type.
 		"qual": f.Qualify,
@@ -280,6 +281,10 @@ func goFuncs(f *gocode.File, d engine.Driver) template.FuncMap {
 		"rt":   func(name string) string { return f.Qualify(gocode.Queue.Ident(name)) },
 		"impl": func(name string) string { return f.Qualify(gocode.QueueImp.Ident(name)) },
 		"drv":  func(name string) string { return f.Qualify(d.Runtime.Ident(name)) },
+		// db is the qualifier of the queries' package (sqlc's Queries, its
+		// Params and Row types), "jobsdb.", recording its import: written
+		// before a name, {{db}}Queries.
+		"db": func() string { return f.Use(queries) + "." },
 		// duration writes a duration as a constant expression.
 		"duration": func(d time.Duration) string { return f.Duration(d) },
 		"float":    goFloat,

@@ -416,6 +416,11 @@ func (p *parser) hasKey(n *yaml.Node, key string) bool {
 
 var goIdentRE = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
 
+// importPathRE is what a Go import path of a module's package looks like:
+// elements of letters, digits and ._~- (not starting with a dot or a
+// hyphen), separated by single slashes.
+var importPathRE = regexp.MustCompile(`^[A-Za-z0-9_~][A-Za-z0-9._~-]*(/[A-Za-z0-9_~][A-Za-z0-9._~-]*)*$`)
+
 func (p *parser) pkg(n *yaml.Node, key string, pkg *Package) {
 	p.fields(n, key, map[string]func(string, *yaml.Node){
 		"name": func(k string, v *yaml.Node) {
@@ -431,6 +436,14 @@ func (p *parser) pkg(n *yaml.Node, key string, pkg *Package) {
 			pkg.Name = name
 		},
 		"dir": func(k string, v *yaml.Node) { pkg.Dir = p.dir(v, k) },
+		"import_path": func(k string, v *yaml.Node) {
+			ip, ok := p.scalar(v, k)
+			if ok && !importPathRE.MatchString(ip) {
+				p.errorf(v, k, "%q is not a Go import path: want slash-separated elements of letters, digits and ._~-, such as example.com/app/internal/jobs", ip)
+				return
+			}
+			pkg.ImportPath = ip
+		},
 	})
 	if n.Kind == yaml.MappingNode && (!p.hasKey(n, "name") || !p.hasKey(n, "dir")) {
 		p.errorf(n, key, "needs both name and dir")

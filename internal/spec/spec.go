@@ -92,10 +92,15 @@ type SQLServer struct {
 	OnlineIndex bool
 }
 
-// Package is the Go package that receives sqlc's code and the accessors.
+// Package is the Go package that receives the accessors; sqlc's code goes
+// to its subpackage <name>db.
 type Package struct {
 	Name string // Go package name, e.g. "jobs"
 	Dir  string // directory, e.g. "internal/jobs"
+	// ImportPath is the package's Go import path, e.g.
+	// "example.com/app/internal/jobs"; "" unless set, when it is derived
+	// from the go.mod above Dir.
+	ImportPath string
 }
 
 // Base is the shared parent table of the base_queue + INHERITS design.

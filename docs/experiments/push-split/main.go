@@ -32,7 +32,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queuegen/queuegen/internal/bench"
-	"github.com/queuegen/queuegen/internal/bench/jobs"
+	"github.com/queuegen/queuegen/internal/bench/jobs/jobsdb"
 )
 
 // ceilingTable is the ceiling's table: a payload and the claim's
@@ -69,7 +69,7 @@ var variants = []variant{
 		return err
 	}},
 	{"push-1", "queuegen's Push statement, queuegen's table", 1, func(ctx context.Context, c *pgx.Conn) error {
-		_, err := jobs.New(c).PushBench(ctx, jobs.PushBenchParams{Recipient: "a@example.com", N: 1, MaxAttempts: 25})
+		_, err := jobsdb.New(c).PushBench(ctx, jobsdb.PushBenchParams{Recipient: "a@example.com", N: 1, MaxAttempts: 25})
 		return err
 	}},
 	{"push-1", "a bare INSERT, queuegen's table", 1, func(ctx context.Context, c *pgx.Conn) error {
@@ -96,11 +96,11 @@ SELECT 'a@example.com', 1, 0, 25 FROM generate_series(1, 100)`)
 		return err
 	}},
 	{"push-100", "COPY of 100 client rows, queuegen's table (PushMany)", 100, func(ctx context.Context, c *pgx.Conn) error {
-		rows := make([]jobs.PushManyBenchParams, 100)
+		rows := make([]jobsdb.PushManyBenchParams, 100)
 		for i := range rows {
-			rows[i] = jobs.PushManyBenchParams{Recipient: "a@example.com", N: int32(i), MaxAttempts: 25}
+			rows[i] = jobsdb.PushManyBenchParams{Recipient: "a@example.com", N: int32(i), MaxAttempts: 25}
 		}
-		_, err := jobs.New(c).PushManyBench(ctx, rows)
+		_, err := jobsdb.New(c).PushManyBench(ctx, rows)
 		return err
 	}},
 	{"push-100", "INSERT of 100 client rows as arrays (unnest), queuegen's table", 100, func(ctx context.Context, c *pgx.Conn) error {

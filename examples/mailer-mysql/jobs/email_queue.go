@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/queuegen/queuegen/examples/mailer-mysql/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
@@ -41,7 +42,7 @@ var EmailBackoff = queue.Backoff{Min: 5 * time.Second, Max: 30 * time.Minute, Fa
 // lease expires.
 type EmailQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; EmailBackoff unless
@@ -51,7 +52,7 @@ type EmailQueue struct {
 
 // NewEmailQueue returns the accessor of queue email over db.
 func NewEmailQueue(db DB) *EmailQueue {
-	return &EmailQueue{db: db, q: New(db), Backoff: EmailBackoff}
+	return &EmailQueue{db: db, q: jobsdb.New(db), Backoff: EmailBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -71,7 +72,7 @@ func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.Pus
 	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "characters", "MySQL's unique_key VARCHAR(255)"); err != nil {
 		return queue.PushResult{}, err
 	}
-	arg := PushEmailParams{
+	arg := jobsdb.PushEmailParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		UniqueKey:   o.UniqueKey,
@@ -120,7 +121,7 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 			p.Body,
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyEmail, 7, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, jobsdb.PushManyEmail, 7, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -150,11 +151,11 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "email"); err != nil {
 		return nil, err
 	}
-	var rows []EmailRow
+	var rows []jobsdb.EmailRow
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
-		expired, err := qt.ClaimExpiredEmail(ctx, ClaimExpiredEmailParams{Now: o.Now, Limit: int32(max)})
+		expired, err := qt.ClaimExpiredEmail(ctx, jobsdb.ClaimExpiredEmailParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
@@ -163,7 +164,7 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 			rows, now = append(rows, r.EmailRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueEmail(ctx, ClaimDueEmailParams{Now: o.Now, Limit: int32(max - len(rows))})
+			due, err := qt.ClaimDueEmail(ctx, jobsdb.ClaimDueEmailParams{Now: o.Now, Limit: int32(max - len(rows))})
 			if err != nil {
 				return err
 			}
@@ -184,7 +185,7 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 			ids[i] = r.ID
 			r.State, r.Attempt, r.AttemptedAt, r.LockedBy, r.LockedUntil = "running", r.Attempt+1, &now, &node, &until
 		}
-		_, err = qt.LeaseEmail(ctx, LeaseEmailParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
+		_, err = qt.LeaseEmail(ctx, jobsdb.LeaseEmailParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
 		return err
 	})
 	if err != nil {
@@ -197,7 +198,7 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *EmailQueue) Complete(ctx context.Context, job *queue.Job[EmailPayload]) error {
-	n, err := q.q.CompleteEmail(ctx, CompleteEmailParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteEmail(ctx, jobsdb.CompleteEmailParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -206,7 +207,7 @@ func (q *EmailQueue) Complete(ctx context.Context, job *queue.Job[EmailPayload])
 func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPayload]) (int64, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyEmail(ctx, CompleteManyEmailParams{Ids: ids, Fences: fences})
+		return q.q.CompleteManyEmail(ctx, jobsdb.CompleteManyEmailParams{Ids: ids, Fences: fences})
 	})
 }
 
@@ -214,7 +215,7 @@ func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *EmailQueue) Fail(ctx context.Context, job *queue.Job[EmailPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailEmail(ctx, FailEmailParams{
+	n, err := q.q.FailEmail(ctx, jobsdb.FailEmailParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -246,8 +247,8 @@ func (q *EmailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EmailP
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyEmail(ctx, FailManyEmailParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *jobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyEmail(ctx, jobsdb.FailManyEmailParams{Batch: batch, Ids: ids})
 	})
 }
 
@@ -261,27 +262,27 @@ func (q *EmailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EmailPayl
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyAtEmail(ctx, FailManyAtEmailParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *jobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyAtEmail(ctx, jobsdb.FailManyAtEmailParams{Batch: batch, Ids: ids})
 	})
 }
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *EmailQueue) Snooze(ctx context.Context, job *queue.Job[EmailPayload], at time.Time) error {
-	n, err := q.q.SnoozeEmail(ctx, SnoozeEmailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeEmail(ctx, jobsdb.SnoozeEmailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *EmailQueue) SnoozeFor(ctx context.Context, job *queue.Job[EmailPayload], d time.Duration) error {
-	n, err := q.q.SnoozeEmail(ctx, SnoozeEmailParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeEmail(ctx, jobsdb.SnoozeEmailParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *EmailQueue) Discard(ctx context.Context, job *queue.Job[EmailPayload], cause error) error {
-	n, err := q.q.DiscardEmail(ctx, DiscardEmailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardEmail(ctx, jobsdb.DiscardEmailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -293,7 +294,7 @@ func (q *EmailQueue) Extend(ctx context.Context, job *queue.Job[EmailPayload], d
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendEmail(ctx, ExtendEmailParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ExtendEmail(ctx, jobsdb.ExtendEmailParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}
@@ -314,18 +315,18 @@ func (q *EmailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EmailPayl
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
 	ids, fences := mysqlimpl.Fences(jobs)
 	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyEmail(ctx, ExtendManyEmailParams{LeaseUntil: &until, Ids: ids, Fences: fences})
+		return q.q.ExtendManyEmail(ctx, jobsdb.ExtendManyEmailParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
 		return ids, err
 	}
-	return q.q.ExtendedEmail(ctx, ExtendedEmailParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return q.q.ExtendedEmail(ctx, jobsdb.ExtendedEmailParams{Ids: ids, LeaseUntil: &until, Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *EmailQueue) Release(ctx context.Context, job *queue.Job[EmailPayload]) error {
-	n, err := q.q.ReleaseEmail(ctx, ReleaseEmailParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseEmail(ctx, jobsdb.ReleaseEmailParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -341,7 +342,7 @@ func (q *EmailQueue) ReleaseNode(ctx context.Context, node string) (int64, error
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *EmailQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *jobsdb.Queries) (int64, error) {
 		ids, err := qt.DoomedEmail(ctx, int32(max))
 		if err != nil || len(ids) == 0 {
 			return 0, err
@@ -428,7 +429,7 @@ func (q *EmailQueue) Get(ctx context.Context, id int64) (*queue.Job[EmailPayload
 }
 
 // job converts a row to a Job.
-func (q *EmailQueue) job(r EmailRow) *queue.Job[EmailPayload] {
+func (q *EmailQueue) job(r jobsdb.EmailRow) *queue.Job[EmailPayload] {
 	job := &queue.Job[EmailPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -454,7 +455,7 @@ func (q *EmailQueue) job(r EmailRow) *queue.Job[EmailPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *EmailQueue) jobs(rows []EmailRow) []*queue.Job[EmailPayload] {
+func (q *EmailQueue) jobs(rows []jobsdb.EmailRow) []*queue.Job[EmailPayload] {
 	jobs := make([]*queue.Job[EmailPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -465,13 +466,13 @@ func (q *EmailQueue) jobs(rows []EmailRow) []*queue.Job[EmailPayload] {
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldEmail locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
-func (q *EmailQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[EmailPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
+func (q *EmailQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[EmailPayload], fail func(qt *jobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldEmail(ctx, HeldEmailParams{Ids: ids, Fences: fences})
+		held, err := qt.HeldEmail(ctx, jobsdb.HeldEmailParams{Ids: ids, Fences: fences})
 		if err != nil || len(held) == 0 {
 			return err
 		}
@@ -490,7 +491,7 @@ func (q *EmailQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *EmailQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *EmailQueue) maintain(ctx context.Context, batch func(qt *jobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/queuegen/queuegen/examples/mailer-sqlserver/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
@@ -44,7 +45,7 @@ var EmailBackoff = queue.Backoff{Min: 5 * time.Second, Max: 30 * time.Minute, Fa
 // lease expires.
 type EmailQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; EmailBackoff unless
@@ -54,7 +55,7 @@ type EmailQueue struct {
 
 // NewEmailQueue returns the accessor of queue email over db.
 func NewEmailQueue(db DB) *EmailQueue {
-	return &EmailQueue{db: db, q: New(db), Backoff: EmailBackoff}
+	return &EmailQueue{db: db, q: jobsdb.New(db), Backoff: EmailBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -74,7 +75,7 @@ func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.Pus
 	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "UTF-16 code units", "SQL Server's unique_key NVARCHAR(255)"); err != nil {
 		return queue.PushResult{}, err
 	}
-	arg := PushEmailParams{
+	arg := jobsdb.PushEmailParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		UniqueKey:   o.UniqueKey,
@@ -125,7 +126,7 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 	if err != nil {
 		return 0, err
 	}
-	return q.pushed(q.q.PushManyEmail(ctx, PushManyEmailParams{
+	return q.pushed(q.q.PushManyEmail(ctx, jobsdb.PushManyEmailParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		RunAfter:    o.RunAfter,
@@ -154,7 +155,7 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
 		return nil, err
 	}
-	arg := ClaimExpiredEmailParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
+	arg := jobsdb.ClaimExpiredEmailParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredEmail(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -163,7 +164,7 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	// first leased to node are returned with its error, to be worked.
 	var dueErr error
 	if len(rows) < max {
-		due, err := q.q.ClaimDueEmail(ctx, ClaimDueEmailParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
+		due, err := q.q.ClaimDueEmail(ctx, jobsdb.ClaimDueEmailParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
 		if err != nil {
 			dueErr = err
 		} else {
@@ -178,7 +179,7 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *EmailQueue) Complete(ctx context.Context, job *queue.Job[EmailPayload]) error {
-	n, err := q.q.CompleteEmail(ctx, CompleteEmailParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteEmail(ctx, jobsdb.CompleteEmailParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -196,7 +197,7 @@ func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *EmailQueue) Fail(ctx context.Context, job *queue.Job[EmailPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailEmail(ctx, FailEmailParams{
+	n, err := q.q.FailEmail(ctx, jobsdb.FailEmailParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -262,27 +263,27 @@ func (q *EmailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EmailPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *EmailQueue) Snooze(ctx context.Context, job *queue.Job[EmailPayload], at time.Time) error {
-	n, err := q.q.SnoozeEmail(ctx, SnoozeEmailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeEmail(ctx, jobsdb.SnoozeEmailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *EmailQueue) SnoozeFor(ctx context.Context, job *queue.Job[EmailPayload], d time.Duration) error {
-	n, err := q.q.SnoozeEmail(ctx, SnoozeEmailParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeEmail(ctx, jobsdb.SnoozeEmailParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *EmailQueue) Discard(ctx context.Context, job *queue.Job[EmailPayload], cause error) error {
-	n, err := q.q.DiscardEmail(ctx, DiscardEmailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardEmail(ctx, jobsdb.DiscardEmailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *EmailQueue) Extend(ctx context.Context, job *queue.Job[EmailPayload], d time.Duration) error {
-	until, err := q.q.ExtendEmail(ctx, ExtendEmailParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendEmail(ctx, jobsdb.ExtendEmailParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, sql.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -303,13 +304,13 @@ func (q *EmailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EmailPayl
 	if err != nil {
 		return nil, err
 	}
-	return q.q.ExtendManyEmail(ctx, ExtendManyEmailParams{LeaseUs: d.Microseconds(), Fences: fences})
+	return q.q.ExtendManyEmail(ctx, jobsdb.ExtendManyEmailParams{LeaseUs: d.Microseconds(), Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *EmailQueue) Release(ctx context.Context, job *queue.Job[EmailPayload]) error {
-	n, err := q.q.ReleaseEmail(ctx, ReleaseEmailParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseEmail(ctx, jobsdb.ReleaseEmailParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -325,7 +326,7 @@ func (q *EmailQueue) ReleaseNode(ctx context.Context, node string) (int64, error
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *EmailQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *jobsdb.Queries) (int64, error) {
 		return qt.ReapEmail(ctx, int32(max))
 	})
 }
@@ -402,7 +403,7 @@ func (q *EmailQueue) Get(ctx context.Context, id int64) (*queue.Job[EmailPayload
 }
 
 // job converts a row to a Job.
-func (q *EmailQueue) job(r EmailRow) *queue.Job[EmailPayload] {
+func (q *EmailQueue) job(r jobsdb.EmailRow) *queue.Job[EmailPayload] {
 	job := &queue.Job[EmailPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -428,7 +429,7 @@ func (q *EmailQueue) job(r EmailRow) *queue.Job[EmailPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *EmailQueue) jobs(rows []EmailRow) []*queue.Job[EmailPayload] {
+func (q *EmailQueue) jobs(rows []jobsdb.EmailRow) []*queue.Job[EmailPayload] {
 	jobs := make([]*queue.Job[EmailPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -438,15 +439,15 @@ func (q *EmailQueue) jobs(rows []EmailRow) []*queue.Job[EmailPayload] {
 
 // sortClaimed puts claimed jobs in claim order (priority DESC, run_after, id): the
 // claim's OUTPUT returns them in no set order.
-func (*EmailQueue) sortClaimed(rows []EmailRow) {
-	slices.SortFunc(rows, func(a, b EmailRow) int {
+func (*EmailQueue) sortClaimed(rows []jobsdb.EmailRow) {
+	slices.SortFunc(rows, func(a, b jobsdb.EmailRow) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.RunAfter.Compare(b.RunAfter), cmp.Compare(a.ID, b.ID))
 	})
 }
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *EmailQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *EmailQueue) maintain(ctx context.Context, batch func(qt *jobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

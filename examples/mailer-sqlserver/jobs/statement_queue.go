@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/queuegen/queuegen/examples/mailer-sqlserver/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
@@ -45,7 +46,7 @@ var StatementBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2
 // transaction ends.
 type StatementQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; StatementBackoff unless
@@ -55,7 +56,7 @@ type StatementQueue struct {
 
 // NewStatementQueue returns the accessor of queue statement over db.
 func NewStatementQueue(db DB) *StatementQueue {
-	return &StatementQueue{db: db, q: New(db), Backoff: StatementBackoff}
+	return &StatementQueue{db: db, q: jobsdb.New(db), Backoff: StatementBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -75,7 +76,7 @@ func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...q
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushStatementParams{
+	arg := jobsdb.PushStatementParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -119,7 +120,7 @@ func (q *StatementQueue) PushMany(ctx context.Context, ps []StatementPayload, op
 	if err != nil {
 		return 0, err
 	}
-	return q.pushed(q.q.PushManyStatement(ctx, PushManyStatementParams{
+	return q.pushed(q.q.PushManyStatement(ctx, jobsdb.PushManyStatementParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		RunAfter:    o.RunAfter,
@@ -146,7 +147,7 @@ func (q *StatementQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ..
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.WithTx(tx).ClaimStatement(ctx, ClaimStatementParams{Limit: int32(max), Now: o.Now})
+	rows, err := q.q.WithTx(tx).ClaimStatement(ctx, jobsdb.ClaimStatementParams{Limit: int32(max), Now: o.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +159,7 @@ func (q *StatementQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ..
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *StatementQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Job[StatementPayload]) error {
-	n, err := q.WithTx(tx).q.CompleteStatement(ctx, CompleteStatementParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteStatement(ctx, jobsdb.CompleteStatementParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -176,7 +177,7 @@ func (q *StatementQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*q
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *StatementQueue) Fail(ctx context.Context, tx *sql.Tx, job *queue.Job[StatementPayload], cause error) (queue.State, error) {
-	n, err := q.WithTx(tx).q.FailStatement(ctx, FailStatementParams{
+	n, err := q.WithTx(tx).q.FailStatement(ctx, jobsdb.FailStatementParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -242,28 +243,28 @@ func (q *StatementQueue) FailManyAt(ctx context.Context, tx *sql.Tx, jobs []*que
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *StatementQueue) Snooze(ctx context.Context, tx *sql.Tx, job *queue.Job[StatementPayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, SnoozeStatementParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, jobsdb.SnoozeStatementParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *StatementQueue) SnoozeFor(ctx context.Context, tx *sql.Tx, job *queue.Job[StatementPayload], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, SnoozeStatementParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, jobsdb.SnoozeStatementParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *StatementQueue) Discard(ctx context.Context, tx *sql.Tx, job *queue.Job[StatementPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardStatement(ctx, DiscardStatementParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardStatement(ctx, jobsdb.DiscardStatementParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Purge deletes up to max finished jobs past the queue's retention and
 // returns how many; a Maintainer calls it in batches.
 func (q *StatementQueue) Purge(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
-		return qt.PurgeStatement(ctx, PurgeStatementParams{
+	return q.maintain(ctx, func(qt *jobsdb.Queries) (int64, error) {
+		return qt.PurgeStatement(ctx, jobsdb.PurgeStatementParams{
 			Limit:                int32(max),
 			SucceededRetentionUs: StatementRetainSucceeded.Microseconds(),
 			DeadRetentionUs:      StatementRetainDead.Microseconds(),
@@ -329,7 +330,7 @@ func (q *StatementQueue) pushTick(ctx context.Context, name string, tick time.Ti
 		return false, err
 	}
 	defer d.Rollback(context.WithoutCancel(ctx), tx)
-	n, err := q.q.WithTx(tx).AdvanceTickStatement(ctx, AdvanceTickStatementParams{Name: name, Tick: tick})
+	n, err := q.q.WithTx(tx).AdvanceTickStatement(ctx, jobsdb.AdvanceTickStatementParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
 	}
@@ -370,7 +371,7 @@ func (q *StatementQueue) Get(ctx context.Context, id int64) (*queue.Job[Statemen
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *StatementQueue) job(r StatementRow) (*queue.Job[StatementPayload], error) {
+func (q *StatementQueue) job(r jobsdb.StatementRow) (*queue.Job[StatementPayload], error) {
 	job := &queue.Job[StatementPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -397,13 +398,13 @@ func (q *StatementQueue) job(r StatementRow) (*queue.Job[StatementPayload], erro
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *StatementQueue) jobs(ctx context.Context, d *StatementQueue, rows []StatementRow) ([]*queue.Job[StatementPayload], error) {
+func (q *StatementQueue) jobs(ctx context.Context, d *StatementQueue, rows []jobsdb.StatementRow) ([]*queue.Job[StatementPayload], error) {
 	jobs := make([]*queue.Job[StatementPayload], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardStatement(ctx, DiscardStatementParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardStatement(ctx, jobsdb.DiscardStatementParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
@@ -415,15 +416,15 @@ func (q *StatementQueue) jobs(ctx context.Context, d *StatementQueue, rows []Sta
 
 // sortClaimed puts claimed jobs in claim order (run_after, id): the
 // claim's OUTPUT returns them in no set order.
-func (*StatementQueue) sortClaimed(rows []StatementRow) {
-	slices.SortFunc(rows, func(a, b StatementRow) int {
+func (*StatementQueue) sortClaimed(rows []jobsdb.StatementRow) {
+	slices.SortFunc(rows, func(a, b jobsdb.StatementRow) int {
 		return cmp.Or(a.RunAfter.Compare(b.RunAfter), cmp.Compare(a.ID, b.ID))
 	})
 }
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *StatementQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *StatementQueue) maintain(ctx context.Context, batch func(qt *jobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

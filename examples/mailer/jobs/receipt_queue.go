@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/examples/mailer/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -44,7 +45,7 @@ var ReceiptLimits = queue.Limits{PerKey: 2, Global: 10}
 // lease expires.
 type ReceiptQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; ReceiptBackoff unless
@@ -54,7 +55,7 @@ type ReceiptQueue struct {
 
 // NewReceiptQueue returns the accessor of queue receipt over db.
 func NewReceiptQueue(db DB) *ReceiptQueue {
-	return &ReceiptQueue{db: db, q: New(db), Backoff: ReceiptBackoff}
+	return &ReceiptQueue{db: db, q: jobsdb.New(db), Backoff: ReceiptBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -74,7 +75,7 @@ func (q *ReceiptQueue) Push(ctx context.Context, p ReceiptPayload, opts ...queue
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushReceiptParams{
+	arg := jobsdb.PushReceiptParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -104,18 +105,18 @@ func (q *ReceiptQueue) PushMany(ctx context.Context, ps []ReceiptPayload, opts .
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyReceiptAtParams, len(ps))
+		rows := make([]jobsdb.PushManyReceiptAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyReceiptAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyReceiptAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].AccountID = p.AccountID
 			rows[i].Webhook = p.Webhook
 			rows[i].Email = p.Email
 		}
 		return q.pushed(q.q.PushManyReceiptAt(ctx, rows))
 	}
-	rows := make([]PushManyReceiptParams, len(ps))
+	rows := make([]jobsdb.PushManyReceiptParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyReceiptParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyReceiptParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].AccountID = p.AccountID
 		rows[i].Webhook = p.Webhook
 		rows[i].Email = p.Email
@@ -141,7 +142,7 @@ func (q *ReceiptQueue) Claim(ctx context.Context, node string, max int, opts ...
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, ClaimReceiptParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimReceiptParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -152,14 +153,14 @@ func (q *ReceiptQueue) Claim(ctx context.Context, node string, max int, opts ...
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ReceiptQueue) Complete(ctx context.Context, job *queue.Job[ReceiptPayload]) error {
-	n, err := q.q.CompleteReceipt(ctx, CompleteReceiptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteReceipt(ctx, jobsdb.CompleteReceiptParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ReceiptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ReceiptPayload]) (int64, error) {
-	var arg CompleteManyReceiptParams
+	var arg jobsdb.CompleteManyReceiptParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyReceipt(ctx, arg)
 }
@@ -168,7 +169,7 @@ func (q *ReceiptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Recei
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ReceiptQueue) Fail(ctx context.Context, job *queue.Job[ReceiptPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailReceipt(ctx, FailReceiptParams{
+	state, err := q.q.FailReceipt(ctx, jobsdb.FailReceiptParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -196,7 +197,7 @@ func (q *ReceiptQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Rece
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue receipt: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyReceiptParams{RetryDelays: delays}
+	arg := jobsdb.FailManyReceiptParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyReceipt(ctx, arg)
 	if err != nil {
@@ -215,7 +216,7 @@ func (q *ReceiptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Receipt
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue receipt: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtReceiptParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtReceiptParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtReceipt(ctx, arg)
 	if err != nil {
@@ -230,27 +231,27 @@ func (q *ReceiptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Receipt
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ReceiptQueue) Snooze(ctx context.Context, job *queue.Job[ReceiptPayload], at time.Time) error {
-	n, err := q.q.SnoozeReceipt(ctx, SnoozeReceiptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeReceipt(ctx, jobsdb.SnoozeReceiptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ReceiptQueue) SnoozeFor(ctx context.Context, job *queue.Job[ReceiptPayload], d time.Duration) error {
-	n, err := q.q.SnoozeReceipt(ctx, SnoozeReceiptParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeReceipt(ctx, jobsdb.SnoozeReceiptParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ReceiptQueue) Discard(ctx context.Context, job *queue.Job[ReceiptPayload], cause error) error {
-	n, err := q.q.DiscardReceipt(ctx, DiscardReceiptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardReceipt(ctx, jobsdb.DiscardReceiptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *ReceiptQueue) Extend(ctx context.Context, job *queue.Job[ReceiptPayload], d time.Duration) error {
-	until, err := q.q.ExtendReceipt(ctx, ExtendReceiptParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendReceipt(ctx, jobsdb.ExtendReceiptParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -267,7 +268,7 @@ func (q *ReceiptQueue) Extend(ctx context.Context, job *queue.Job[ReceiptPayload
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ReceiptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ReceiptPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyReceiptParams{Lease: d}
+	arg := jobsdb.ExtendManyReceiptParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyReceipt(ctx, arg)
 }
@@ -275,7 +276,7 @@ func (q *ReceiptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Receipt
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *ReceiptQueue) Release(ctx context.Context, job *queue.Job[ReceiptPayload]) error {
-	n, err := q.q.ReleaseReceipt(ctx, ReleaseReceiptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseReceipt(ctx, jobsdb.ReleaseReceiptParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -370,7 +371,7 @@ func (q *ReceiptQueue) Get(ctx context.Context, id int64) (*queue.Job[ReceiptPay
 }
 
 // job converts a row to a Job.
-func (q *ReceiptQueue) job(r ReceiptRow) *queue.Job[ReceiptPayload] {
+func (q *ReceiptQueue) job(r jobsdb.ReceiptRow) *queue.Job[ReceiptPayload] {
 	job := &queue.Job[ReceiptPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -395,7 +396,7 @@ func (q *ReceiptQueue) job(r ReceiptRow) *queue.Job[ReceiptPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *ReceiptQueue) jobs(rows []ReceiptRow) []*queue.Job[ReceiptPayload] {
+func (q *ReceiptQueue) jobs(rows []jobsdb.ReceiptRow) []*queue.Job[ReceiptPayload] {
 	jobs := make([]*queue.Job[ReceiptPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -406,17 +407,17 @@ func (q *ReceiptQueue) jobs(rows []ReceiptRow) []*queue.Job[ReceiptPayload] {
 // claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *ReceiptQueue) claimLimited(ctx context.Context, arg ClaimReceiptParams) ([]ReceiptRow, error) {
+func (q *ReceiptQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimReceiptParams) ([]jobsdb.ReceiptRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]ReceiptRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.ReceiptRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *ReceiptQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimReceiptParams) ([]ReceiptRow, error) {
+func (q *ReceiptQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimReceiptParams) ([]jobsdb.ReceiptRow, error) {
 	if err := qq.LockClaimsReceipt(ctx, !q.inTx); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/examples/mailer/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -43,7 +44,7 @@ var StatementBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2
 // transaction ends.
 type StatementQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; StatementBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -51,7 +52,7 @@ type StatementQueue struct {
 
 // NewStatementQueue returns the accessor of queue statement over db.
 func NewStatementQueue(db DB) *StatementQueue {
-	return &StatementQueue{db: db, q: New(db), Backoff: StatementBackoff}
+	return &StatementQueue{db: db, q: jobsdb.New(db), Backoff: StatementBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -71,7 +72,7 @@ func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...q
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushStatementParams{
+	arg := jobsdb.PushStatementParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -101,9 +102,9 @@ func (q *StatementQueue) PushMany(ctx context.Context, ps []StatementPayload, op
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyStatementAtParams, len(ps))
+		rows := make([]jobsdb.PushManyStatementAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyStatementAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyStatementAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			var err error
 			if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 				return 0, err
@@ -111,9 +112,9 @@ func (q *StatementQueue) PushMany(ctx context.Context, ps []StatementPayload, op
 		}
 		return q.pushed(q.q.PushManyStatementAt(ctx, rows))
 	}
-	rows := make([]PushManyStatementParams, len(ps))
+	rows := make([]jobsdb.PushManyStatementParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyStatementParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyStatementParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		var err error
 		if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 			return 0, err
@@ -141,7 +142,7 @@ func (q *StatementQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.WithTx(tx).ClaimStatement(ctx, ClaimStatementParams{Now: o.Now, Max: int32(max)})
+	rows, err := q.q.WithTx(tx).ClaimStatement(ctx, jobsdb.ClaimStatementParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
@@ -152,14 +153,14 @@ func (q *StatementQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *StatementQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[StatementPayload]) error {
-	n, err := q.WithTx(tx).q.CompleteStatement(ctx, CompleteStatementParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteStatement(ctx, jobsdb.CompleteStatementParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *StatementQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[StatementPayload]) (int64, error) {
-	var arg CompleteManyStatementParams
+	var arg jobsdb.CompleteManyStatementParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyStatement(ctx, arg)
 }
@@ -168,7 +169,7 @@ func (q *StatementQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*qu
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *StatementQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[StatementPayload], cause error) (queue.State, error) {
-	state, err := q.WithTx(tx).q.FailStatement(ctx, FailStatementParams{
+	state, err := q.WithTx(tx).q.FailStatement(ctx, jobsdb.FailStatementParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -196,7 +197,7 @@ func (q *StatementQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*q
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue statement: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyStatementParams{RetryDelays: delays}
+	arg := jobsdb.FailManyStatementParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyStatement(ctx, arg)
 	if err != nil {
@@ -215,7 +216,7 @@ func (q *StatementQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queu
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue statement: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtStatementParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtStatementParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyAtStatement(ctx, arg)
 	if err != nil {
@@ -230,27 +231,27 @@ func (q *StatementQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queu
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *StatementQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[StatementPayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, SnoozeStatementParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, jobsdb.SnoozeStatementParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *StatementQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[StatementPayload], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, SnoozeStatementParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, jobsdb.SnoozeStatementParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *StatementQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[StatementPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardStatement(ctx, DiscardStatementParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardStatement(ctx, jobsdb.DiscardStatementParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Purge deletes up to max finished jobs past the queue's retention and
 // returns how many; a Maintainer calls it in batches.
 func (q *StatementQueue) Purge(ctx context.Context, max int) (int64, error) {
-	return q.q.PurgeStatement(ctx, PurgeStatementParams{
+	return q.q.PurgeStatement(ctx, jobsdb.PurgeStatementParams{
 		SucceededRetention: StatementRetainSucceeded,
 		DeadRetention:      StatementRetainDead,
 		Max:                int32(max),
@@ -315,7 +316,7 @@ func (q *StatementQueue) pushTick(ctx context.Context, name string, tick time.Ti
 		return false, err
 	}
 	defer d.Rollback(context.WithoutCancel(ctx), tx)
-	n, err := q.q.WithTx(tx).AdvanceTickStatement(ctx, AdvanceTickStatementParams{Name: name, Tick: tick})
+	n, err := q.q.WithTx(tx).AdvanceTickStatement(ctx, jobsdb.AdvanceTickStatementParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
 	}
@@ -356,7 +357,7 @@ func (q *StatementQueue) Get(ctx context.Context, id int64) (*queue.Job[Statemen
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *StatementQueue) job(r StatementRow) (*queue.Job[StatementPayload], error) {
+func (q *StatementQueue) job(r jobsdb.StatementRow) (*queue.Job[StatementPayload], error) {
 	job := &queue.Job[StatementPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -383,13 +384,13 @@ func (q *StatementQueue) job(r StatementRow) (*queue.Job[StatementPayload], erro
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *StatementQueue) jobs(ctx context.Context, d *StatementQueue, rows []StatementRow) ([]*queue.Job[StatementPayload], error) {
+func (q *StatementQueue) jobs(ctx context.Context, d *StatementQueue, rows []jobsdb.StatementRow) ([]*queue.Job[StatementPayload], error) {
 	jobs := make([]*queue.Job[StatementPayload], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardStatement(ctx, DiscardStatementParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardStatement(ctx, jobsdb.DiscardStatementParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/bench/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -41,7 +42,7 @@ var BenchArchivedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Facto
 // lease expires.
 type BenchArchivedQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; BenchArchivedBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -49,7 +50,7 @@ type BenchArchivedQueue struct {
 
 // NewBenchArchivedQueue returns the accessor of queue bench_archived over db.
 func NewBenchArchivedQueue(db DB) *BenchArchivedQueue {
-	return &BenchArchivedQueue{db: db, q: New(db), Backoff: BenchArchivedBackoff}
+	return &BenchArchivedQueue{db: db, q: jobsdb.New(db), Backoff: BenchArchivedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -69,7 +70,7 @@ func (q *BenchArchivedQueue) Push(ctx context.Context, p BenchArchivedPayload, o
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushBenchArchivedParams{
+	arg := jobsdb.PushBenchArchivedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -98,17 +99,17 @@ func (q *BenchArchivedQueue) PushMany(ctx context.Context, ps []BenchArchivedPay
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyBenchArchivedAtParams, len(ps))
+		rows := make([]jobsdb.PushManyBenchArchivedAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyBenchArchivedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyBenchArchivedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Recipient = p.Recipient
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyBenchArchivedAt(ctx, rows))
 	}
-	rows := make([]PushManyBenchArchivedParams, len(ps))
+	rows := make([]jobsdb.PushManyBenchArchivedParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyBenchArchivedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyBenchArchivedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Recipient = p.Recipient
 		rows[i].N = p.N
 	}
@@ -133,7 +134,7 @@ func (q *BenchArchivedQueue) Claim(ctx context.Context, node string, max int, op
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimBenchArchived(ctx, ClaimBenchArchivedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimBenchArchived(ctx, jobsdb.ClaimBenchArchivedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -144,14 +145,14 @@ func (q *BenchArchivedQueue) Claim(ctx context.Context, node string, max int, op
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchArchivedQueue) Complete(ctx context.Context, job *queue.Job[BenchArchivedPayload]) error {
-	n, err := q.q.CompleteBenchArchived(ctx, CompleteBenchArchivedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteBenchArchived(ctx, jobsdb.CompleteBenchArchivedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchArchivedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchArchivedPayload]) (int64, error) {
-	var arg CompleteManyBenchArchivedParams
+	var arg jobsdb.CompleteManyBenchArchivedParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchArchived(ctx, arg)
 }
@@ -160,7 +161,7 @@ func (q *BenchArchivedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchArchivedQueue) Fail(ctx context.Context, job *queue.Job[BenchArchivedPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailBenchArchived(ctx, FailBenchArchivedParams{
+	state, err := q.q.FailBenchArchived(ctx, jobsdb.FailBenchArchivedParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -188,7 +189,7 @@ func (q *BenchArchivedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Jo
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue bench_archived: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyBenchArchivedParams{RetryDelays: delays}
+	arg := jobsdb.FailManyBenchArchivedParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyBenchArchived(ctx, arg)
 	if err != nil {
@@ -207,7 +208,7 @@ func (q *BenchArchivedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[B
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue bench_archived: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtBenchArchivedParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtBenchArchivedParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtBenchArchived(ctx, arg)
 	if err != nil {
@@ -222,27 +223,27 @@ func (q *BenchArchivedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[B
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchArchivedQueue) Snooze(ctx context.Context, job *queue.Job[BenchArchivedPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchArchived(ctx, SnoozeBenchArchivedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchArchived(ctx, jobsdb.SnoozeBenchArchivedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchArchivedQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchArchivedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchArchived(ctx, SnoozeBenchArchivedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchArchived(ctx, jobsdb.SnoozeBenchArchivedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchArchivedQueue) Discard(ctx context.Context, job *queue.Job[BenchArchivedPayload], cause error) error {
-	n, err := q.q.DiscardBenchArchived(ctx, DiscardBenchArchivedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardBenchArchived(ctx, jobsdb.DiscardBenchArchivedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *BenchArchivedQueue) Extend(ctx context.Context, job *queue.Job[BenchArchivedPayload], d time.Duration) error {
-	until, err := q.q.ExtendBenchArchived(ctx, ExtendBenchArchivedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendBenchArchived(ctx, jobsdb.ExtendBenchArchivedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -259,7 +260,7 @@ func (q *BenchArchivedQueue) Extend(ctx context.Context, job *queue.Job[BenchArc
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchArchivedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchArchivedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchArchivedParams{Lease: d}
+	arg := jobsdb.ExtendManyBenchArchivedParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchArchived(ctx, arg)
 }
@@ -267,7 +268,7 @@ func (q *BenchArchivedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[B
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *BenchArchivedQueue) Release(ctx context.Context, job *queue.Job[BenchArchivedPayload]) error {
-	n, err := q.q.ReleaseBenchArchived(ctx, ReleaseBenchArchivedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseBenchArchived(ctx, jobsdb.ReleaseBenchArchivedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -295,7 +296,7 @@ func (q *BenchArchivedQueue) Purge(ctx context.Context, max int) (int64, error) 
 	if err != nil {
 		return archived, err
 	}
-	n, err := q.q.PurgeBenchArchived(ctx, PurgeBenchArchivedParams{
+	n, err := q.q.PurgeBenchArchived(ctx, jobsdb.PurgeBenchArchivedParams{
 		SucceededRetention: BenchArchivedRetainSucceeded,
 		Max:                int32(max),
 	})
@@ -365,9 +366,9 @@ func (q *BenchArchivedQueue) Worker(handler queue.Handler[BenchArchivedPayload],
 func (q *BenchArchivedQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchArchivedPayload], error) {
 	row, err := q.q.GetBenchArchived(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		var archived BenchArchivedArchiveRow
+		var archived jobsdb.BenchArchivedArchiveRow
 		if archived, err = q.q.GetArchivedBenchArchived(ctx, id); err == nil {
-			row = BenchArchivedRow(archived)
+			row = jobsdb.BenchArchivedRow(archived)
 		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -380,7 +381,7 @@ func (q *BenchArchivedQueue) Get(ctx context.Context, id int64) (*queue.Job[Benc
 }
 
 // job converts a row to a Job.
-func (q *BenchArchivedQueue) job(r BenchArchivedRow) *queue.Job[BenchArchivedPayload] {
+func (q *BenchArchivedQueue) job(r jobsdb.BenchArchivedRow) *queue.Job[BenchArchivedPayload] {
 	job := &queue.Job[BenchArchivedPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -404,7 +405,7 @@ func (q *BenchArchivedQueue) job(r BenchArchivedRow) *queue.Job[BenchArchivedPay
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *BenchArchivedQueue) jobs(rows []BenchArchivedRow) []*queue.Job[BenchArchivedPayload] {
+func (q *BenchArchivedQueue) jobs(rows []jobsdb.BenchArchivedRow) []*queue.Job[BenchArchivedPayload] {
 	jobs := make([]*queue.Job[BenchArchivedPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

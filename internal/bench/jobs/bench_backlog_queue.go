@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/bench/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -39,7 +40,7 @@ var BenchBacklogBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor
 // lease expires.
 type BenchBacklogQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// inTx is true in a copy made by WithTx, whose claims and
 	// scheduler steps run in that transaction.
 	inTx bool
@@ -50,7 +51,7 @@ type BenchBacklogQueue struct {
 
 // NewBenchBacklogQueue returns the accessor of queue bench_backlog over db.
 func NewBenchBacklogQueue(db DB) *BenchBacklogQueue {
-	return &BenchBacklogQueue{db: db, q: New(db), Backoff: BenchBacklogBackoff}
+	return &BenchBacklogQueue{db: db, q: jobsdb.New(db), Backoff: BenchBacklogBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -70,7 +71,7 @@ func (q *BenchBacklogQueue) Push(ctx context.Context, p BenchBacklogPayload, opt
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushBenchBacklogParams{
+	arg := jobsdb.PushBenchBacklogParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -99,17 +100,17 @@ func (q *BenchBacklogQueue) PushMany(ctx context.Context, ps []BenchBacklogPaylo
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyBenchBacklogAtParams, len(ps))
+		rows := make([]jobsdb.PushManyBenchBacklogAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyBenchBacklogAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyBenchBacklogAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Tenant = p.Tenant
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyBenchBacklogAt(ctx, rows))
 	}
-	rows := make([]PushManyBenchBacklogParams, len(ps))
+	rows := make([]jobsdb.PushManyBenchBacklogParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyBenchBacklogParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyBenchBacklogParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Tenant = p.Tenant
 		rows[i].N = p.N
 	}
@@ -134,7 +135,7 @@ func (q *BenchBacklogQueue) Claim(ctx context.Context, node string, max int, opt
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimScheduled(ctx, ClaimBenchBacklogParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimScheduled(ctx, jobsdb.ClaimBenchBacklogParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -145,14 +146,14 @@ func (q *BenchBacklogQueue) Claim(ctx context.Context, node string, max int, opt
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchBacklogQueue) Complete(ctx context.Context, job *queue.Job[BenchBacklogPayload]) error {
-	n, err := q.q.CompleteBenchBacklog(ctx, CompleteBenchBacklogParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteBenchBacklog(ctx, jobsdb.CompleteBenchBacklogParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchBacklogQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchBacklogPayload]) (int64, error) {
-	var arg CompleteManyBenchBacklogParams
+	var arg jobsdb.CompleteManyBenchBacklogParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchBacklog(ctx, arg)
 }
@@ -161,7 +162,7 @@ func (q *BenchBacklogQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchBacklogQueue) Fail(ctx context.Context, job *queue.Job[BenchBacklogPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailBenchBacklog(ctx, FailBenchBacklogParams{
+	state, err := q.q.FailBenchBacklog(ctx, jobsdb.FailBenchBacklogParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -189,7 +190,7 @@ func (q *BenchBacklogQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue bench_backlog: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyBenchBacklogParams{RetryDelays: delays}
+	arg := jobsdb.FailManyBenchBacklogParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyBenchBacklog(ctx, arg)
 	if err != nil {
@@ -208,7 +209,7 @@ func (q *BenchBacklogQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Be
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue bench_backlog: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtBenchBacklogParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtBenchBacklogParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtBenchBacklog(ctx, arg)
 	if err != nil {
@@ -223,27 +224,27 @@ func (q *BenchBacklogQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Be
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchBacklogQueue) Snooze(ctx context.Context, job *queue.Job[BenchBacklogPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchBacklog(ctx, SnoozeBenchBacklogParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchBacklog(ctx, jobsdb.SnoozeBenchBacklogParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchBacklogQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchBacklogPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchBacklog(ctx, SnoozeBenchBacklogParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchBacklog(ctx, jobsdb.SnoozeBenchBacklogParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchBacklogQueue) Discard(ctx context.Context, job *queue.Job[BenchBacklogPayload], cause error) error {
-	n, err := q.q.DiscardBenchBacklog(ctx, DiscardBenchBacklogParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardBenchBacklog(ctx, jobsdb.DiscardBenchBacklogParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *BenchBacklogQueue) Extend(ctx context.Context, job *queue.Job[BenchBacklogPayload], d time.Duration) error {
-	until, err := q.q.ExtendBenchBacklog(ctx, ExtendBenchBacklogParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendBenchBacklog(ctx, jobsdb.ExtendBenchBacklogParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -260,7 +261,7 @@ func (q *BenchBacklogQueue) Extend(ctx context.Context, job *queue.Job[BenchBack
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchBacklogQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchBacklogPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchBacklogParams{Lease: d}
+	arg := jobsdb.ExtendManyBenchBacklogParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchBacklog(ctx, arg)
 }
@@ -268,7 +269,7 @@ func (q *BenchBacklogQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Be
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *BenchBacklogQueue) Release(ctx context.Context, job *queue.Job[BenchBacklogPayload]) error {
-	n, err := q.q.ReleaseBenchBacklog(ctx, ReleaseBenchBacklogParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseBenchBacklog(ctx, jobsdb.ReleaseBenchBacklogParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -359,7 +360,7 @@ func (q *BenchBacklogQueue) Get(ctx context.Context, id int64) (*queue.Job[Bench
 }
 
 // job converts a row to a Job.
-func (q *BenchBacklogQueue) job(r BenchBacklogRow) *queue.Job[BenchBacklogPayload] {
+func (q *BenchBacklogQueue) job(r jobsdb.BenchBacklogRow) *queue.Job[BenchBacklogPayload] {
 	job := &queue.Job[BenchBacklogPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -383,7 +384,7 @@ func (q *BenchBacklogQueue) job(r BenchBacklogRow) *queue.Job[BenchBacklogPayloa
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *BenchBacklogQueue) jobs(rows []BenchBacklogRow) []*queue.Job[BenchBacklogPayload] {
+func (q *BenchBacklogQueue) jobs(rows []jobsdb.BenchBacklogRow) []*queue.Job[BenchBacklogPayload] {
 	jobs := make([]*queue.Job[BenchBacklogPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -403,7 +404,7 @@ func (q *BenchBacklogQueue) Schedule(ctx context.Context) (int64, error) {
 }
 
 func (q *BenchBacklogQueue) schedule(ctx context.Context, now *time.Time) (int64, error) {
-	step := func(qq *Queries) (int64, error) {
+	step := func(qq *jobsdb.Queries) (int64, error) {
 		if err := qq.LockScheduleBenchBacklog(ctx, !q.inTx); err != nil {
 			return 0, err
 		}
@@ -419,7 +420,7 @@ func (q *BenchBacklogQueue) schedule(ctx context.Context, now *time.Time) (int64
 // and a scheduler step moves jobs, it claims again. The jobs claimed are
 // leased already: if a step or a later claim fails, they are returned
 // without the error, which the next short claim meets again.
-func (q *BenchBacklogQueue) claimScheduled(ctx context.Context, arg ClaimBenchBacklogParams) ([]BenchBacklogRow, error) {
+func (q *BenchBacklogQueue) claimScheduled(ctx context.Context, arg jobsdb.ClaimBenchBacklogParams) ([]jobsdb.BenchBacklogRow, error) {
 	want := arg.Max
 	rows, err := q.q.ClaimBenchBacklog(ctx, arg)
 	for err == nil && len(rows) < int(want) {
@@ -427,7 +428,7 @@ func (q *BenchBacklogQueue) claimScheduled(ctx context.Context, arg ClaimBenchBa
 		if moved, err = q.schedule(ctx, arg.Now); err != nil || moved == 0 {
 			break
 		}
-		var more []BenchBacklogRow
+		var more []jobsdb.BenchBacklogRow
 		arg.Max = want - int32(len(rows))
 		more, err = q.q.ClaimBenchBacklog(ctx, arg)
 		rows = append(rows, more...)

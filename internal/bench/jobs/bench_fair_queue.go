@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/bench/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -39,7 +40,7 @@ var BenchFairBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2
 // lease expires.
 type BenchFairQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; BenchFairBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -47,7 +48,7 @@ type BenchFairQueue struct {
 
 // NewBenchFairQueue returns the accessor of queue bench_fair over db.
 func NewBenchFairQueue(db DB) *BenchFairQueue {
-	return &BenchFairQueue{db: db, q: New(db), Backoff: BenchFairBackoff}
+	return &BenchFairQueue{db: db, q: jobsdb.New(db), Backoff: BenchFairBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -67,7 +68,7 @@ func (q *BenchFairQueue) Push(ctx context.Context, p BenchFairPayload, opts ...q
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushBenchFairParams{
+	arg := jobsdb.PushBenchFairParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -96,17 +97,17 @@ func (q *BenchFairQueue) PushMany(ctx context.Context, ps []BenchFairPayload, op
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyBenchFairAtParams, len(ps))
+		rows := make([]jobsdb.PushManyBenchFairAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyBenchFairAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyBenchFairAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Tenant = p.Tenant
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyBenchFairAt(ctx, rows))
 	}
-	rows := make([]PushManyBenchFairParams, len(ps))
+	rows := make([]jobsdb.PushManyBenchFairParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyBenchFairParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyBenchFairParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Tenant = p.Tenant
 		rows[i].N = p.N
 	}
@@ -131,7 +132,7 @@ func (q *BenchFairQueue) Claim(ctx context.Context, node string, max int, opts .
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimBenchFair(ctx, ClaimBenchFairParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimBenchFair(ctx, jobsdb.ClaimBenchFairParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -142,14 +143,14 @@ func (q *BenchFairQueue) Claim(ctx context.Context, node string, max int, opts .
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchFairQueue) Complete(ctx context.Context, job *queue.Job[BenchFairPayload]) error {
-	n, err := q.q.CompleteBenchFair(ctx, CompleteBenchFairParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteBenchFair(ctx, jobsdb.CompleteBenchFairParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchFairQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchFairPayload]) (int64, error) {
-	var arg CompleteManyBenchFairParams
+	var arg jobsdb.CompleteManyBenchFairParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchFair(ctx, arg)
 }
@@ -158,7 +159,7 @@ func (q *BenchFairQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Ben
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchFairQueue) Fail(ctx context.Context, job *queue.Job[BenchFairPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailBenchFair(ctx, FailBenchFairParams{
+	state, err := q.q.FailBenchFair(ctx, jobsdb.FailBenchFairParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -186,7 +187,7 @@ func (q *BenchFairQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Be
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue bench_fair: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyBenchFairParams{RetryDelays: delays}
+	arg := jobsdb.FailManyBenchFairParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyBenchFair(ctx, arg)
 	if err != nil {
@@ -205,7 +206,7 @@ func (q *BenchFairQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Bench
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue bench_fair: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtBenchFairParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtBenchFairParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtBenchFair(ctx, arg)
 	if err != nil {
@@ -220,27 +221,27 @@ func (q *BenchFairQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Bench
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchFairQueue) Snooze(ctx context.Context, job *queue.Job[BenchFairPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchFair(ctx, SnoozeBenchFairParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchFair(ctx, jobsdb.SnoozeBenchFairParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchFairQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchFairPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchFair(ctx, SnoozeBenchFairParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchFair(ctx, jobsdb.SnoozeBenchFairParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchFairQueue) Discard(ctx context.Context, job *queue.Job[BenchFairPayload], cause error) error {
-	n, err := q.q.DiscardBenchFair(ctx, DiscardBenchFairParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardBenchFair(ctx, jobsdb.DiscardBenchFairParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *BenchFairQueue) Extend(ctx context.Context, job *queue.Job[BenchFairPayload], d time.Duration) error {
-	until, err := q.q.ExtendBenchFair(ctx, ExtendBenchFairParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendBenchFair(ctx, jobsdb.ExtendBenchFairParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -257,7 +258,7 @@ func (q *BenchFairQueue) Extend(ctx context.Context, job *queue.Job[BenchFairPay
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchFairQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchFairPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchFairParams{Lease: d}
+	arg := jobsdb.ExtendManyBenchFairParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchFair(ctx, arg)
 }
@@ -265,7 +266,7 @@ func (q *BenchFairQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Bench
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *BenchFairQueue) Release(ctx context.Context, job *queue.Job[BenchFairPayload]) error {
-	n, err := q.q.ReleaseBenchFair(ctx, ReleaseBenchFairParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseBenchFair(ctx, jobsdb.ReleaseBenchFairParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -356,7 +357,7 @@ func (q *BenchFairQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchFai
 }
 
 // job converts a row to a Job.
-func (q *BenchFairQueue) job(r BenchFairRow) *queue.Job[BenchFairPayload] {
+func (q *BenchFairQueue) job(r jobsdb.BenchFairRow) *queue.Job[BenchFairPayload] {
 	job := &queue.Job[BenchFairPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -380,7 +381,7 @@ func (q *BenchFairQueue) job(r BenchFairRow) *queue.Job[BenchFairPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *BenchFairQueue) jobs(rows []BenchFairRow) []*queue.Job[BenchFairPayload] {
+func (q *BenchFairQueue) jobs(rows []jobsdb.BenchFairRow) []*queue.Job[BenchFairPayload] {
 	jobs := make([]*queue.Job[BenchFairPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/bench/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -41,7 +42,7 @@ var BenchKeptBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2
 // lease expires.
 type BenchKeptQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; BenchKeptBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -49,7 +50,7 @@ type BenchKeptQueue struct {
 
 // NewBenchKeptQueue returns the accessor of queue bench_kept over db.
 func NewBenchKeptQueue(db DB) *BenchKeptQueue {
-	return &BenchKeptQueue{db: db, q: New(db), Backoff: BenchKeptBackoff}
+	return &BenchKeptQueue{db: db, q: jobsdb.New(db), Backoff: BenchKeptBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -69,7 +70,7 @@ func (q *BenchKeptQueue) Push(ctx context.Context, p BenchKeptPayload, opts ...q
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushBenchKeptParams{
+	arg := jobsdb.PushBenchKeptParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -98,17 +99,17 @@ func (q *BenchKeptQueue) PushMany(ctx context.Context, ps []BenchKeptPayload, op
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyBenchKeptAtParams, len(ps))
+		rows := make([]jobsdb.PushManyBenchKeptAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyBenchKeptAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyBenchKeptAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Recipient = p.Recipient
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyBenchKeptAt(ctx, rows))
 	}
-	rows := make([]PushManyBenchKeptParams, len(ps))
+	rows := make([]jobsdb.PushManyBenchKeptParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyBenchKeptParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyBenchKeptParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Recipient = p.Recipient
 		rows[i].N = p.N
 	}
@@ -133,7 +134,7 @@ func (q *BenchKeptQueue) Claim(ctx context.Context, node string, max int, opts .
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimBenchKept(ctx, ClaimBenchKeptParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimBenchKept(ctx, jobsdb.ClaimBenchKeptParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -144,14 +145,14 @@ func (q *BenchKeptQueue) Claim(ctx context.Context, node string, max int, opts .
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchKeptQueue) Complete(ctx context.Context, job *queue.Job[BenchKeptPayload]) error {
-	n, err := q.q.CompleteBenchKept(ctx, CompleteBenchKeptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteBenchKept(ctx, jobsdb.CompleteBenchKeptParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchKeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchKeptPayload]) (int64, error) {
-	var arg CompleteManyBenchKeptParams
+	var arg jobsdb.CompleteManyBenchKeptParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchKept(ctx, arg)
 }
@@ -160,7 +161,7 @@ func (q *BenchKeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Ben
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchKeptQueue) Fail(ctx context.Context, job *queue.Job[BenchKeptPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailBenchKept(ctx, FailBenchKeptParams{
+	state, err := q.q.FailBenchKept(ctx, jobsdb.FailBenchKeptParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -188,7 +189,7 @@ func (q *BenchKeptQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Be
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue bench_kept: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyBenchKeptParams{RetryDelays: delays}
+	arg := jobsdb.FailManyBenchKeptParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyBenchKept(ctx, arg)
 	if err != nil {
@@ -207,7 +208,7 @@ func (q *BenchKeptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Bench
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue bench_kept: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtBenchKeptParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtBenchKeptParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtBenchKept(ctx, arg)
 	if err != nil {
@@ -222,27 +223,27 @@ func (q *BenchKeptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Bench
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchKeptQueue) Snooze(ctx context.Context, job *queue.Job[BenchKeptPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchKept(ctx, SnoozeBenchKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchKept(ctx, jobsdb.SnoozeBenchKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchKeptQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchKeptPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchKept(ctx, SnoozeBenchKeptParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchKept(ctx, jobsdb.SnoozeBenchKeptParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchKeptQueue) Discard(ctx context.Context, job *queue.Job[BenchKeptPayload], cause error) error {
-	n, err := q.q.DiscardBenchKept(ctx, DiscardBenchKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardBenchKept(ctx, jobsdb.DiscardBenchKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *BenchKeptQueue) Extend(ctx context.Context, job *queue.Job[BenchKeptPayload], d time.Duration) error {
-	until, err := q.q.ExtendBenchKept(ctx, ExtendBenchKeptParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendBenchKept(ctx, jobsdb.ExtendBenchKeptParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -259,7 +260,7 @@ func (q *BenchKeptQueue) Extend(ctx context.Context, job *queue.Job[BenchKeptPay
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchKeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchKeptPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchKeptParams{Lease: d}
+	arg := jobsdb.ExtendManyBenchKeptParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchKept(ctx, arg)
 }
@@ -267,7 +268,7 @@ func (q *BenchKeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Bench
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *BenchKeptQueue) Release(ctx context.Context, job *queue.Job[BenchKeptPayload]) error {
-	n, err := q.q.ReleaseBenchKept(ctx, ReleaseBenchKeptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseBenchKept(ctx, jobsdb.ReleaseBenchKeptParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -289,7 +290,7 @@ func (q *BenchKeptQueue) Reap(ctx context.Context, max int) (int64, error) {
 // Purge deletes up to max finished jobs past the queue's retention and
 // returns how many; a Maintainer calls it in batches.
 func (q *BenchKeptQueue) Purge(ctx context.Context, max int) (int64, error) {
-	return q.q.PurgeBenchKept(ctx, PurgeBenchKeptParams{
+	return q.q.PurgeBenchKept(ctx, jobsdb.PurgeBenchKeptParams{
 		SucceededRetention: BenchKeptRetainSucceeded,
 		Max:                int32(max),
 	})
@@ -367,7 +368,7 @@ func (q *BenchKeptQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchKep
 }
 
 // job converts a row to a Job.
-func (q *BenchKeptQueue) job(r BenchKeptRow) *queue.Job[BenchKeptPayload] {
+func (q *BenchKeptQueue) job(r jobsdb.BenchKeptRow) *queue.Job[BenchKeptPayload] {
 	job := &queue.Job[BenchKeptPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -391,7 +392,7 @@ func (q *BenchKeptQueue) job(r BenchKeptRow) *queue.Job[BenchKeptPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *BenchKeptQueue) jobs(rows []BenchKeptRow) []*queue.Job[BenchKeptPayload] {
+func (q *BenchKeptQueue) jobs(rows []jobsdb.BenchKeptRow) []*queue.Job[BenchKeptPayload] {
 	jobs := make([]*queue.Job[BenchKeptPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/bench/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -43,7 +44,7 @@ var BenchLimitedLimits = queue.Limits{PerKey: 3, Global: 20}
 // lease expires.
 type BenchLimitedQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; BenchLimitedBackoff unless
@@ -53,7 +54,7 @@ type BenchLimitedQueue struct {
 
 // NewBenchLimitedQueue returns the accessor of queue bench_limited over db.
 func NewBenchLimitedQueue(db DB) *BenchLimitedQueue {
-	return &BenchLimitedQueue{db: db, q: New(db), Backoff: BenchLimitedBackoff}
+	return &BenchLimitedQueue{db: db, q: jobsdb.New(db), Backoff: BenchLimitedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -73,7 +74,7 @@ func (q *BenchLimitedQueue) Push(ctx context.Context, p BenchLimitedPayload, opt
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushBenchLimitedParams{
+	arg := jobsdb.PushBenchLimitedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -102,17 +103,17 @@ func (q *BenchLimitedQueue) PushMany(ctx context.Context, ps []BenchLimitedPaylo
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyBenchLimitedAtParams, len(ps))
+		rows := make([]jobsdb.PushManyBenchLimitedAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyBenchLimitedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyBenchLimitedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Tenant = p.Tenant
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyBenchLimitedAt(ctx, rows))
 	}
-	rows := make([]PushManyBenchLimitedParams, len(ps))
+	rows := make([]jobsdb.PushManyBenchLimitedParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyBenchLimitedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyBenchLimitedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Tenant = p.Tenant
 		rows[i].N = p.N
 	}
@@ -137,7 +138,7 @@ func (q *BenchLimitedQueue) Claim(ctx context.Context, node string, max int, opt
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, ClaimBenchLimitedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimBenchLimitedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -148,14 +149,14 @@ func (q *BenchLimitedQueue) Claim(ctx context.Context, node string, max int, opt
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchLimitedQueue) Complete(ctx context.Context, job *queue.Job[BenchLimitedPayload]) error {
-	n, err := q.q.CompleteBenchLimited(ctx, CompleteBenchLimitedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteBenchLimited(ctx, jobsdb.CompleteBenchLimitedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchLimitedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchLimitedPayload]) (int64, error) {
-	var arg CompleteManyBenchLimitedParams
+	var arg jobsdb.CompleteManyBenchLimitedParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchLimited(ctx, arg)
 }
@@ -164,7 +165,7 @@ func (q *BenchLimitedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchLimitedQueue) Fail(ctx context.Context, job *queue.Job[BenchLimitedPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailBenchLimited(ctx, FailBenchLimitedParams{
+	state, err := q.q.FailBenchLimited(ctx, jobsdb.FailBenchLimitedParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -192,7 +193,7 @@ func (q *BenchLimitedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue bench_limited: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyBenchLimitedParams{RetryDelays: delays}
+	arg := jobsdb.FailManyBenchLimitedParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyBenchLimited(ctx, arg)
 	if err != nil {
@@ -211,7 +212,7 @@ func (q *BenchLimitedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Be
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue bench_limited: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtBenchLimitedParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtBenchLimitedParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtBenchLimited(ctx, arg)
 	if err != nil {
@@ -226,27 +227,27 @@ func (q *BenchLimitedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Be
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchLimitedQueue) Snooze(ctx context.Context, job *queue.Job[BenchLimitedPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchLimited(ctx, SnoozeBenchLimitedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchLimited(ctx, jobsdb.SnoozeBenchLimitedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchLimitedQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchLimitedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchLimited(ctx, SnoozeBenchLimitedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchLimited(ctx, jobsdb.SnoozeBenchLimitedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchLimitedQueue) Discard(ctx context.Context, job *queue.Job[BenchLimitedPayload], cause error) error {
-	n, err := q.q.DiscardBenchLimited(ctx, DiscardBenchLimitedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardBenchLimited(ctx, jobsdb.DiscardBenchLimitedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *BenchLimitedQueue) Extend(ctx context.Context, job *queue.Job[BenchLimitedPayload], d time.Duration) error {
-	until, err := q.q.ExtendBenchLimited(ctx, ExtendBenchLimitedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendBenchLimited(ctx, jobsdb.ExtendBenchLimitedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -263,7 +264,7 @@ func (q *BenchLimitedQueue) Extend(ctx context.Context, job *queue.Job[BenchLimi
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchLimitedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchLimitedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchLimitedParams{Lease: d}
+	arg := jobsdb.ExtendManyBenchLimitedParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchLimited(ctx, arg)
 }
@@ -271,7 +272,7 @@ func (q *BenchLimitedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Be
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *BenchLimitedQueue) Release(ctx context.Context, job *queue.Job[BenchLimitedPayload]) error {
-	n, err := q.q.ReleaseBenchLimited(ctx, ReleaseBenchLimitedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseBenchLimited(ctx, jobsdb.ReleaseBenchLimitedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -366,7 +367,7 @@ func (q *BenchLimitedQueue) Get(ctx context.Context, id int64) (*queue.Job[Bench
 }
 
 // job converts a row to a Job.
-func (q *BenchLimitedQueue) job(r BenchLimitedRow) *queue.Job[BenchLimitedPayload] {
+func (q *BenchLimitedQueue) job(r jobsdb.BenchLimitedRow) *queue.Job[BenchLimitedPayload] {
 	job := &queue.Job[BenchLimitedPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -390,7 +391,7 @@ func (q *BenchLimitedQueue) job(r BenchLimitedRow) *queue.Job[BenchLimitedPayloa
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *BenchLimitedQueue) jobs(rows []BenchLimitedRow) []*queue.Job[BenchLimitedPayload] {
+func (q *BenchLimitedQueue) jobs(rows []jobsdb.BenchLimitedRow) []*queue.Job[BenchLimitedPayload] {
 	jobs := make([]*queue.Job[BenchLimitedPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -401,17 +402,17 @@ func (q *BenchLimitedQueue) jobs(rows []BenchLimitedRow) []*queue.Job[BenchLimit
 // claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *BenchLimitedQueue) claimLimited(ctx context.Context, arg ClaimBenchLimitedParams) ([]BenchLimitedRow, error) {
+func (q *BenchLimitedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimBenchLimitedParams) ([]jobsdb.BenchLimitedRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]BenchLimitedRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.BenchLimitedRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *BenchLimitedQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimBenchLimitedParams) ([]BenchLimitedRow, error) {
+func (q *BenchLimitedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimBenchLimitedParams) ([]jobsdb.BenchLimitedRow, error) {
 	if err := qq.LockClaimsBenchLimited(ctx, !q.inTx); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/bench/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -39,7 +40,7 @@ var BenchNotifyBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor:
 // lease expires.
 type BenchNotifyQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; BenchNotifyBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -47,7 +48,7 @@ type BenchNotifyQueue struct {
 
 // NewBenchNotifyQueue returns the accessor of queue bench_notify over db.
 func NewBenchNotifyQueue(db DB) *BenchNotifyQueue {
-	return &BenchNotifyQueue{db: db, q: New(db), Backoff: BenchNotifyBackoff}
+	return &BenchNotifyQueue{db: db, q: jobsdb.New(db), Backoff: BenchNotifyBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -67,7 +68,7 @@ func (q *BenchNotifyQueue) Push(ctx context.Context, p BenchNotifyPayload, opts 
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushBenchNotifyParams{
+	arg := jobsdb.PushBenchNotifyParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -96,17 +97,17 @@ func (q *BenchNotifyQueue) PushMany(ctx context.Context, ps []BenchNotifyPayload
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyBenchNotifyAtParams, len(ps))
+		rows := make([]jobsdb.PushManyBenchNotifyAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyBenchNotifyAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyBenchNotifyAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Recipient = p.Recipient
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyBenchNotifyAt(ctx, rows))
 	}
-	rows := make([]PushManyBenchNotifyParams, len(ps))
+	rows := make([]jobsdb.PushManyBenchNotifyParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyBenchNotifyParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyBenchNotifyParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Recipient = p.Recipient
 		rows[i].N = p.N
 	}
@@ -131,7 +132,7 @@ func (q *BenchNotifyQueue) Claim(ctx context.Context, node string, max int, opts
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimBenchNotify(ctx, ClaimBenchNotifyParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimBenchNotify(ctx, jobsdb.ClaimBenchNotifyParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -142,14 +143,14 @@ func (q *BenchNotifyQueue) Claim(ctx context.Context, node string, max int, opts
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchNotifyQueue) Complete(ctx context.Context, job *queue.Job[BenchNotifyPayload]) error {
-	n, err := q.q.CompleteBenchNotify(ctx, CompleteBenchNotifyParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteBenchNotify(ctx, jobsdb.CompleteBenchNotifyParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchNotifyQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchNotifyPayload]) (int64, error) {
-	var arg CompleteManyBenchNotifyParams
+	var arg jobsdb.CompleteManyBenchNotifyParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchNotify(ctx, arg)
 }
@@ -158,7 +159,7 @@ func (q *BenchNotifyQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[B
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchNotifyQueue) Fail(ctx context.Context, job *queue.Job[BenchNotifyPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailBenchNotify(ctx, FailBenchNotifyParams{
+	state, err := q.q.FailBenchNotify(ctx, jobsdb.FailBenchNotifyParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -186,7 +187,7 @@ func (q *BenchNotifyQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue bench_notify: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyBenchNotifyParams{RetryDelays: delays}
+	arg := jobsdb.FailManyBenchNotifyParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyBenchNotify(ctx, arg)
 	if err != nil {
@@ -205,7 +206,7 @@ func (q *BenchNotifyQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Ben
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue bench_notify: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtBenchNotifyParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtBenchNotifyParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtBenchNotify(ctx, arg)
 	if err != nil {
@@ -220,27 +221,27 @@ func (q *BenchNotifyQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Ben
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchNotifyQueue) Snooze(ctx context.Context, job *queue.Job[BenchNotifyPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchNotify(ctx, SnoozeBenchNotifyParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchNotify(ctx, jobsdb.SnoozeBenchNotifyParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchNotifyQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchNotifyPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchNotify(ctx, SnoozeBenchNotifyParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchNotify(ctx, jobsdb.SnoozeBenchNotifyParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchNotifyQueue) Discard(ctx context.Context, job *queue.Job[BenchNotifyPayload], cause error) error {
-	n, err := q.q.DiscardBenchNotify(ctx, DiscardBenchNotifyParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardBenchNotify(ctx, jobsdb.DiscardBenchNotifyParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *BenchNotifyQueue) Extend(ctx context.Context, job *queue.Job[BenchNotifyPayload], d time.Duration) error {
-	until, err := q.q.ExtendBenchNotify(ctx, ExtendBenchNotifyParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendBenchNotify(ctx, jobsdb.ExtendBenchNotifyParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -257,7 +258,7 @@ func (q *BenchNotifyQueue) Extend(ctx context.Context, job *queue.Job[BenchNotif
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchNotifyQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchNotifyPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchNotifyParams{Lease: d}
+	arg := jobsdb.ExtendManyBenchNotifyParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchNotify(ctx, arg)
 }
@@ -265,7 +266,7 @@ func (q *BenchNotifyQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Ben
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *BenchNotifyQueue) Release(ctx context.Context, job *queue.Job[BenchNotifyPayload]) error {
-	n, err := q.q.ReleaseBenchNotify(ctx, ReleaseBenchNotifyParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseBenchNotify(ctx, jobsdb.ReleaseBenchNotifyParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -356,7 +357,7 @@ func (q *BenchNotifyQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchN
 }
 
 // job converts a row to a Job.
-func (q *BenchNotifyQueue) job(r BenchNotifyRow) *queue.Job[BenchNotifyPayload] {
+func (q *BenchNotifyQueue) job(r jobsdb.BenchNotifyRow) *queue.Job[BenchNotifyPayload] {
 	job := &queue.Job[BenchNotifyPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -380,7 +381,7 @@ func (q *BenchNotifyQueue) job(r BenchNotifyRow) *queue.Job[BenchNotifyPayload] 
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *BenchNotifyQueue) jobs(rows []BenchNotifyRow) []*queue.Job[BenchNotifyPayload] {
+func (q *BenchNotifyQueue) jobs(rows []jobsdb.BenchNotifyRow) []*queue.Job[BenchNotifyPayload] {
 	jobs := make([]*queue.Job[BenchNotifyPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

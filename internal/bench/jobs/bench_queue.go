@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/bench/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -39,7 +40,7 @@ var BenchBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Ji
 // lease expires.
 type BenchQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; BenchBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -47,7 +48,7 @@ type BenchQueue struct {
 
 // NewBenchQueue returns the accessor of queue bench over db.
 func NewBenchQueue(db DB) *BenchQueue {
-	return &BenchQueue{db: db, q: New(db), Backoff: BenchBackoff}
+	return &BenchQueue{db: db, q: jobsdb.New(db), Backoff: BenchBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -67,7 +68,7 @@ func (q *BenchQueue) Push(ctx context.Context, p BenchPayload, opts ...queue.Pus
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushBenchParams{
+	arg := jobsdb.PushBenchParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -96,17 +97,17 @@ func (q *BenchQueue) PushMany(ctx context.Context, ps []BenchPayload, opts ...qu
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyBenchAtParams, len(ps))
+		rows := make([]jobsdb.PushManyBenchAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyBenchAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyBenchAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Recipient = p.Recipient
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyBenchAt(ctx, rows))
 	}
-	rows := make([]PushManyBenchParams, len(ps))
+	rows := make([]jobsdb.PushManyBenchParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyBenchParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyBenchParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Recipient = p.Recipient
 		rows[i].N = p.N
 	}
@@ -131,7 +132,7 @@ func (q *BenchQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimBench(ctx, ClaimBenchParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimBench(ctx, jobsdb.ClaimBenchParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -142,14 +143,14 @@ func (q *BenchQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchQueue) Complete(ctx context.Context, job *queue.Job[BenchPayload]) error {
-	n, err := q.q.CompleteBench(ctx, CompleteBenchParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteBench(ctx, jobsdb.CompleteBenchParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchPayload]) (int64, error) {
-	var arg CompleteManyBenchParams
+	var arg jobsdb.CompleteManyBenchParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBench(ctx, arg)
 }
@@ -158,7 +159,7 @@ func (q *BenchQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchQueue) Fail(ctx context.Context, job *queue.Job[BenchPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailBench(ctx, FailBenchParams{
+	state, err := q.q.FailBench(ctx, jobsdb.FailBenchParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -186,7 +187,7 @@ func (q *BenchQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[BenchP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue bench: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyBenchParams{RetryDelays: delays}
+	arg := jobsdb.FailManyBenchParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyBench(ctx, arg)
 	if err != nil {
@@ -205,7 +206,7 @@ func (q *BenchQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[BenchPayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue bench: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtBenchParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtBenchParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtBench(ctx, arg)
 	if err != nil {
@@ -220,27 +221,27 @@ func (q *BenchQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[BenchPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchQueue) Snooze(ctx context.Context, job *queue.Job[BenchPayload], at time.Time) error {
-	n, err := q.q.SnoozeBench(ctx, SnoozeBenchParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBench(ctx, jobsdb.SnoozeBenchParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBench(ctx, SnoozeBenchParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBench(ctx, jobsdb.SnoozeBenchParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchQueue) Discard(ctx context.Context, job *queue.Job[BenchPayload], cause error) error {
-	n, err := q.q.DiscardBench(ctx, DiscardBenchParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardBench(ctx, jobsdb.DiscardBenchParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *BenchQueue) Extend(ctx context.Context, job *queue.Job[BenchPayload], d time.Duration) error {
-	until, err := q.q.ExtendBench(ctx, ExtendBenchParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendBench(ctx, jobsdb.ExtendBenchParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -257,7 +258,7 @@ func (q *BenchQueue) Extend(ctx context.Context, job *queue.Job[BenchPayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchParams{Lease: d}
+	arg := jobsdb.ExtendManyBenchParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBench(ctx, arg)
 }
@@ -265,7 +266,7 @@ func (q *BenchQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchPayl
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *BenchQueue) Release(ctx context.Context, job *queue.Job[BenchPayload]) error {
-	n, err := q.q.ReleaseBench(ctx, ReleaseBenchParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseBench(ctx, jobsdb.ReleaseBenchParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -356,7 +357,7 @@ func (q *BenchQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchPayload
 }
 
 // job converts a row to a Job.
-func (q *BenchQueue) job(r BenchRow) *queue.Job[BenchPayload] {
+func (q *BenchQueue) job(r jobsdb.BenchRow) *queue.Job[BenchPayload] {
 	job := &queue.Job[BenchPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -380,7 +381,7 @@ func (q *BenchQueue) job(r BenchRow) *queue.Job[BenchPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *BenchQueue) jobs(rows []BenchRow) []*queue.Job[BenchPayload] {
+func (q *BenchQueue) jobs(rows []jobsdb.BenchRow) []*queue.Job[BenchPayload] {
 	jobs := make([]*queue.Job[BenchPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

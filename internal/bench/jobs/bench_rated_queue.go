@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/bench/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -42,7 +43,7 @@ var BenchRatedLimits = queue.Limits{PerKey: 0, Global: 0, Rate: 500, Per: time.S
 // lease expires.
 type BenchRatedQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; BenchRatedBackoff unless
@@ -52,7 +53,7 @@ type BenchRatedQueue struct {
 
 // NewBenchRatedQueue returns the accessor of queue bench_rated over db.
 func NewBenchRatedQueue(db DB) *BenchRatedQueue {
-	return &BenchRatedQueue{db: db, q: New(db), Backoff: BenchRatedBackoff}
+	return &BenchRatedQueue{db: db, q: jobsdb.New(db), Backoff: BenchRatedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -72,7 +73,7 @@ func (q *BenchRatedQueue) Push(ctx context.Context, p BenchRatedPayload, opts ..
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushBenchRatedParams{
+	arg := jobsdb.PushBenchRatedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -100,16 +101,16 @@ func (q *BenchRatedQueue) PushMany(ctx context.Context, ps []BenchRatedPayload, 
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyBenchRatedAtParams, len(ps))
+		rows := make([]jobsdb.PushManyBenchRatedAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyBenchRatedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyBenchRatedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyBenchRatedAt(ctx, rows))
 	}
-	rows := make([]PushManyBenchRatedParams, len(ps))
+	rows := make([]jobsdb.PushManyBenchRatedParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyBenchRatedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyBenchRatedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].N = p.N
 	}
 	return q.pushed(q.q.PushManyBenchRated(ctx, rows))
@@ -133,7 +134,7 @@ func (q *BenchRatedQueue) Claim(ctx context.Context, node string, max int, opts 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, ClaimBenchRatedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimBenchRatedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -144,14 +145,14 @@ func (q *BenchRatedQueue) Claim(ctx context.Context, node string, max int, opts 
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchRatedQueue) Complete(ctx context.Context, job *queue.Job[BenchRatedPayload]) error {
-	n, err := q.q.CompleteBenchRated(ctx, CompleteBenchRatedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteBenchRated(ctx, jobsdb.CompleteBenchRatedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchRatedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchRatedPayload]) (int64, error) {
-	var arg CompleteManyBenchRatedParams
+	var arg jobsdb.CompleteManyBenchRatedParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchRated(ctx, arg)
 }
@@ -160,7 +161,7 @@ func (q *BenchRatedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Be
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchRatedQueue) Fail(ctx context.Context, job *queue.Job[BenchRatedPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailBenchRated(ctx, FailBenchRatedParams{
+	state, err := q.q.FailBenchRated(ctx, jobsdb.FailBenchRatedParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -188,7 +189,7 @@ func (q *BenchRatedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[B
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue bench_rated: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyBenchRatedParams{RetryDelays: delays}
+	arg := jobsdb.FailManyBenchRatedParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyBenchRated(ctx, arg)
 	if err != nil {
@@ -207,7 +208,7 @@ func (q *BenchRatedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Benc
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue bench_rated: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtBenchRatedParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtBenchRatedParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtBenchRated(ctx, arg)
 	if err != nil {
@@ -222,27 +223,27 @@ func (q *BenchRatedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Benc
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchRatedQueue) Snooze(ctx context.Context, job *queue.Job[BenchRatedPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchRated(ctx, SnoozeBenchRatedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchRated(ctx, jobsdb.SnoozeBenchRatedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchRatedQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchRatedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchRated(ctx, SnoozeBenchRatedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchRated(ctx, jobsdb.SnoozeBenchRatedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchRatedQueue) Discard(ctx context.Context, job *queue.Job[BenchRatedPayload], cause error) error {
-	n, err := q.q.DiscardBenchRated(ctx, DiscardBenchRatedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardBenchRated(ctx, jobsdb.DiscardBenchRatedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *BenchRatedQueue) Extend(ctx context.Context, job *queue.Job[BenchRatedPayload], d time.Duration) error {
-	until, err := q.q.ExtendBenchRated(ctx, ExtendBenchRatedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendBenchRated(ctx, jobsdb.ExtendBenchRatedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -259,7 +260,7 @@ func (q *BenchRatedQueue) Extend(ctx context.Context, job *queue.Job[BenchRatedP
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchRatedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchRatedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchRatedParams{Lease: d}
+	arg := jobsdb.ExtendManyBenchRatedParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchRated(ctx, arg)
 }
@@ -267,7 +268,7 @@ func (q *BenchRatedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Benc
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *BenchRatedQueue) Release(ctx context.Context, job *queue.Job[BenchRatedPayload]) error {
-	n, err := q.q.ReleaseBenchRated(ctx, ReleaseBenchRatedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseBenchRated(ctx, jobsdb.ReleaseBenchRatedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -362,7 +363,7 @@ func (q *BenchRatedQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchRa
 }
 
 // job converts a row to a Job.
-func (q *BenchRatedQueue) job(r BenchRatedRow) *queue.Job[BenchRatedPayload] {
+func (q *BenchRatedQueue) job(r jobsdb.BenchRatedRow) *queue.Job[BenchRatedPayload] {
 	job := &queue.Job[BenchRatedPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -385,7 +386,7 @@ func (q *BenchRatedQueue) job(r BenchRatedRow) *queue.Job[BenchRatedPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *BenchRatedQueue) jobs(rows []BenchRatedRow) []*queue.Job[BenchRatedPayload] {
+func (q *BenchRatedQueue) jobs(rows []jobsdb.BenchRatedRow) []*queue.Job[BenchRatedPayload] {
 	jobs := make([]*queue.Job[BenchRatedPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -397,17 +398,17 @@ func (q *BenchRatedQueue) jobs(rows []BenchRatedRow) []*queue.Job[BenchRatedPayl
 // claim for the rate limit, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *BenchRatedQueue) claimLimited(ctx context.Context, arg ClaimBenchRatedParams) ([]BenchRatedRow, error) {
+func (q *BenchRatedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimBenchRatedParams) ([]jobsdb.BenchRatedRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]BenchRatedRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.BenchRatedRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *BenchRatedQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimBenchRatedParams) ([]BenchRatedRow, error) {
+func (q *BenchRatedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimBenchRatedParams) ([]jobsdb.BenchRatedRow, error) {
 	if err := qq.LockClaimsBenchRated(ctx, !q.inTx); err != nil {
 		return nil, err
 	}
@@ -416,7 +417,7 @@ func (q *BenchRatedQueue) claimLocked(ctx context.Context, qq *Queries, arg Clai
 		return rows, err
 	}
 	// A claim sets every job's attempted_at to its time.
-	log := LogClaimsBenchRatedParams{ClaimedAt: *rows[0].AttemptedAt, Jobs: int32(len(rows))}
+	log := jobsdb.LogClaimsBenchRatedParams{ClaimedAt: *rows[0].AttemptedAt, Jobs: int32(len(rows))}
 	return rows, qq.LogClaimsBenchRated(ctx, log)
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/bench/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -39,7 +40,7 @@ var BenchTenantBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor:
 // lease expires.
 type BenchTenantQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; BenchTenantBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -47,7 +48,7 @@ type BenchTenantQueue struct {
 
 // NewBenchTenantQueue returns the accessor of queue bench_tenant over db.
 func NewBenchTenantQueue(db DB) *BenchTenantQueue {
-	return &BenchTenantQueue{db: db, q: New(db), Backoff: BenchTenantBackoff}
+	return &BenchTenantQueue{db: db, q: jobsdb.New(db), Backoff: BenchTenantBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -67,7 +68,7 @@ func (q *BenchTenantQueue) Push(ctx context.Context, p BenchTenantPayload, opts 
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushBenchTenantParams{
+	arg := jobsdb.PushBenchTenantParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -96,17 +97,17 @@ func (q *BenchTenantQueue) PushMany(ctx context.Context, ps []BenchTenantPayload
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyBenchTenantAtParams, len(ps))
+		rows := make([]jobsdb.PushManyBenchTenantAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyBenchTenantAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyBenchTenantAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Tenant = p.Tenant
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyBenchTenantAt(ctx, rows))
 	}
-	rows := make([]PushManyBenchTenantParams, len(ps))
+	rows := make([]jobsdb.PushManyBenchTenantParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyBenchTenantParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyBenchTenantParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Tenant = p.Tenant
 		rows[i].N = p.N
 	}
@@ -131,7 +132,7 @@ func (q *BenchTenantQueue) Claim(ctx context.Context, node string, max int, opts
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimBenchTenant(ctx, ClaimBenchTenantParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimBenchTenant(ctx, jobsdb.ClaimBenchTenantParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -142,14 +143,14 @@ func (q *BenchTenantQueue) Claim(ctx context.Context, node string, max int, opts
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchTenantQueue) Complete(ctx context.Context, job *queue.Job[BenchTenantPayload]) error {
-	n, err := q.q.CompleteBenchTenant(ctx, CompleteBenchTenantParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteBenchTenant(ctx, jobsdb.CompleteBenchTenantParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchTenantQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchTenantPayload]) (int64, error) {
-	var arg CompleteManyBenchTenantParams
+	var arg jobsdb.CompleteManyBenchTenantParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBenchTenant(ctx, arg)
 }
@@ -158,7 +159,7 @@ func (q *BenchTenantQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[B
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchTenantQueue) Fail(ctx context.Context, job *queue.Job[BenchTenantPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailBenchTenant(ctx, FailBenchTenantParams{
+	state, err := q.q.FailBenchTenant(ctx, jobsdb.FailBenchTenantParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -186,7 +187,7 @@ func (q *BenchTenantQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue bench_tenant: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyBenchTenantParams{RetryDelays: delays}
+	arg := jobsdb.FailManyBenchTenantParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyBenchTenant(ctx, arg)
 	if err != nil {
@@ -205,7 +206,7 @@ func (q *BenchTenantQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Ben
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue bench_tenant: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtBenchTenantParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtBenchTenantParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtBenchTenant(ctx, arg)
 	if err != nil {
@@ -220,27 +221,27 @@ func (q *BenchTenantQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Ben
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchTenantQueue) Snooze(ctx context.Context, job *queue.Job[BenchTenantPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchTenant(ctx, SnoozeBenchTenantParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchTenant(ctx, jobsdb.SnoozeBenchTenantParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchTenantQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchTenantPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchTenant(ctx, SnoozeBenchTenantParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchTenant(ctx, jobsdb.SnoozeBenchTenantParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchTenantQueue) Discard(ctx context.Context, job *queue.Job[BenchTenantPayload], cause error) error {
-	n, err := q.q.DiscardBenchTenant(ctx, DiscardBenchTenantParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardBenchTenant(ctx, jobsdb.DiscardBenchTenantParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *BenchTenantQueue) Extend(ctx context.Context, job *queue.Job[BenchTenantPayload], d time.Duration) error {
-	until, err := q.q.ExtendBenchTenant(ctx, ExtendBenchTenantParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendBenchTenant(ctx, jobsdb.ExtendBenchTenantParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -257,7 +258,7 @@ func (q *BenchTenantQueue) Extend(ctx context.Context, job *queue.Job[BenchTenan
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BenchTenantQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchTenantPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBenchTenantParams{Lease: d}
+	arg := jobsdb.ExtendManyBenchTenantParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBenchTenant(ctx, arg)
 }
@@ -265,7 +266,7 @@ func (q *BenchTenantQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Ben
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *BenchTenantQueue) Release(ctx context.Context, job *queue.Job[BenchTenantPayload]) error {
-	n, err := q.q.ReleaseBenchTenant(ctx, ReleaseBenchTenantParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseBenchTenant(ctx, jobsdb.ReleaseBenchTenantParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -356,7 +357,7 @@ func (q *BenchTenantQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchT
 }
 
 // job converts a row to a Job.
-func (q *BenchTenantQueue) job(r BenchTenantRow) *queue.Job[BenchTenantPayload] {
+func (q *BenchTenantQueue) job(r jobsdb.BenchTenantRow) *queue.Job[BenchTenantPayload] {
 	job := &queue.Job[BenchTenantPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -380,7 +381,7 @@ func (q *BenchTenantQueue) job(r BenchTenantRow) *queue.Job[BenchTenantPayload] 
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *BenchTenantQueue) jobs(rows []BenchTenantRow) []*queue.Job[BenchTenantPayload] {
+func (q *BenchTenantQueue) jobs(rows []jobsdb.BenchTenantRow) []*queue.Job[BenchTenantPayload] {
 	jobs := make([]*queue.Job[BenchTenantPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

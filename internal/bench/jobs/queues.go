@@ -7,6 +7,7 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/bench/jobs/jobsdb"
 )
 
 // DB is what the accessors of this package run on: a *pgxpool.Pool or a
@@ -14,7 +15,7 @@ import (
 // which transaction-mode workers and periodic jobs start their transactions.
 // To push in a transaction of your own, use an accessor's WithTx.
 type DB interface {
-	DBTX
+	jobsdb.DBTX
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 

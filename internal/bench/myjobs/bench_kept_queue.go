@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/queuegen/queuegen/internal/bench/myjobs/myjobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
@@ -39,7 +40,7 @@ var BenchKeptBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2
 // lease expires.
 type BenchKeptQueue struct {
 	db DB
-	q  *Queries
+	q  *myjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; BenchKeptBackoff unless
@@ -49,7 +50,7 @@ type BenchKeptQueue struct {
 
 // NewBenchKeptQueue returns the accessor of queue bench_kept over db.
 func NewBenchKeptQueue(db DB) *BenchKeptQueue {
-	return &BenchKeptQueue{db: db, q: New(db), Backoff: BenchKeptBackoff}
+	return &BenchKeptQueue{db: db, q: myjobsdb.New(db), Backoff: BenchKeptBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -69,7 +70,7 @@ func (q *BenchKeptQueue) Push(ctx context.Context, p BenchKeptPayload, opts ...q
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushBenchKeptParams{
+	arg := myjobsdb.PushBenchKeptParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -108,7 +109,7 @@ func (q *BenchKeptQueue) PushMany(ctx context.Context, ps []BenchKeptPayload, op
 			p.N,
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyBenchKept, 5, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, myjobsdb.PushManyBenchKept, 5, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -138,11 +139,11 @@ func (q *BenchKeptQueue) Claim(ctx context.Context, node string, max int, opts .
 	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "bench_kept"); err != nil {
 		return nil, err
 	}
-	var rows []BenchKeptRow
+	var rows []myjobsdb.BenchKeptRow
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
-		expired, err := qt.ClaimExpiredBenchKept(ctx, ClaimExpiredBenchKeptParams{Now: o.Now, Limit: int32(max)})
+		expired, err := qt.ClaimExpiredBenchKept(ctx, myjobsdb.ClaimExpiredBenchKeptParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
@@ -151,7 +152,7 @@ func (q *BenchKeptQueue) Claim(ctx context.Context, node string, max int, opts .
 			rows, now = append(rows, r.BenchKeptRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueBenchKept(ctx, ClaimDueBenchKeptParams{Now: o.Now, Limit: int32(max - len(rows))})
+			due, err := qt.ClaimDueBenchKept(ctx, myjobsdb.ClaimDueBenchKeptParams{Now: o.Now, Limit: int32(max - len(rows))})
 			if err != nil {
 				return err
 			}
@@ -172,7 +173,7 @@ func (q *BenchKeptQueue) Claim(ctx context.Context, node string, max int, opts .
 			ids[i] = r.ID
 			r.State, r.Attempt, r.AttemptedAt, r.LockedBy, r.LockedUntil = "running", r.Attempt+1, &now, &node, &until
 		}
-		_, err = qt.LeaseBenchKept(ctx, LeaseBenchKeptParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
+		_, err = qt.LeaseBenchKept(ctx, myjobsdb.LeaseBenchKeptParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
 		return err
 	})
 	if err != nil {
@@ -185,7 +186,7 @@ func (q *BenchKeptQueue) Claim(ctx context.Context, node string, max int, opts .
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchKeptQueue) Complete(ctx context.Context, job *queue.Job[BenchKeptPayload]) error {
-	n, err := q.q.CompleteBenchKept(ctx, CompleteBenchKeptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteBenchKept(ctx, myjobsdb.CompleteBenchKeptParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -194,7 +195,7 @@ func (q *BenchKeptQueue) Complete(ctx context.Context, job *queue.Job[BenchKeptP
 func (q *BenchKeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchKeptPayload]) (int64, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyBenchKept(ctx, CompleteManyBenchKeptParams{Ids: ids, Fences: fences})
+		return q.q.CompleteManyBenchKept(ctx, myjobsdb.CompleteManyBenchKeptParams{Ids: ids, Fences: fences})
 	})
 }
 
@@ -202,7 +203,7 @@ func (q *BenchKeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Ben
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchKeptQueue) Fail(ctx context.Context, job *queue.Job[BenchKeptPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailBenchKept(ctx, FailBenchKeptParams{
+	n, err := q.q.FailBenchKept(ctx, myjobsdb.FailBenchKeptParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -234,8 +235,8 @@ func (q *BenchKeptQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Be
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyBenchKept(ctx, FailManyBenchKeptParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyBenchKept(ctx, myjobsdb.FailManyBenchKeptParams{Batch: batch, Ids: ids})
 	})
 }
 
@@ -249,27 +250,27 @@ func (q *BenchKeptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Bench
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyAtBenchKept(ctx, FailManyAtBenchKeptParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyAtBenchKept(ctx, myjobsdb.FailManyAtBenchKeptParams{Batch: batch, Ids: ids})
 	})
 }
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchKeptQueue) Snooze(ctx context.Context, job *queue.Job[BenchKeptPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchKept(ctx, SnoozeBenchKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchKept(ctx, myjobsdb.SnoozeBenchKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchKeptQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchKeptPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchKept(ctx, SnoozeBenchKeptParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBenchKept(ctx, myjobsdb.SnoozeBenchKeptParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchKeptQueue) Discard(ctx context.Context, job *queue.Job[BenchKeptPayload], cause error) error {
-	n, err := q.q.DiscardBenchKept(ctx, DiscardBenchKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardBenchKept(ctx, myjobsdb.DiscardBenchKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -281,7 +282,7 @@ func (q *BenchKeptQueue) Extend(ctx context.Context, job *queue.Job[BenchKeptPay
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendBenchKept(ctx, ExtendBenchKeptParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ExtendBenchKept(ctx, myjobsdb.ExtendBenchKeptParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}
@@ -302,18 +303,18 @@ func (q *BenchKeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Bench
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
 	ids, fences := mysqlimpl.Fences(jobs)
 	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyBenchKept(ctx, ExtendManyBenchKeptParams{LeaseUntil: &until, Ids: ids, Fences: fences})
+		return q.q.ExtendManyBenchKept(ctx, myjobsdb.ExtendManyBenchKeptParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
 		return ids, err
 	}
-	return q.q.ExtendedBenchKept(ctx, ExtendedBenchKeptParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return q.q.ExtendedBenchKept(ctx, myjobsdb.ExtendedBenchKeptParams{Ids: ids, LeaseUntil: &until, Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *BenchKeptQueue) Release(ctx context.Context, job *queue.Job[BenchKeptPayload]) error {
-	n, err := q.q.ReleaseBenchKept(ctx, ReleaseBenchKeptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseBenchKept(ctx, myjobsdb.ReleaseBenchKeptParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -329,7 +330,7 @@ func (q *BenchKeptQueue) ReleaseNode(ctx context.Context, node string) (int64, e
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *BenchKeptQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *myjobsdb.Queries) (int64, error) {
 		ids, err := qt.DoomedBenchKept(ctx, int32(max))
 		if err != nil || len(ids) == 0 {
 			return 0, err
@@ -416,7 +417,7 @@ func (q *BenchKeptQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchKep
 }
 
 // job converts a row to a Job.
-func (q *BenchKeptQueue) job(r BenchKeptRow) *queue.Job[BenchKeptPayload] {
+func (q *BenchKeptQueue) job(r myjobsdb.BenchKeptRow) *queue.Job[BenchKeptPayload] {
 	job := &queue.Job[BenchKeptPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -440,7 +441,7 @@ func (q *BenchKeptQueue) job(r BenchKeptRow) *queue.Job[BenchKeptPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *BenchKeptQueue) jobs(rows []BenchKeptRow) []*queue.Job[BenchKeptPayload] {
+func (q *BenchKeptQueue) jobs(rows []myjobsdb.BenchKeptRow) []*queue.Job[BenchKeptPayload] {
 	jobs := make([]*queue.Job[BenchKeptPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -451,13 +452,13 @@ func (q *BenchKeptQueue) jobs(rows []BenchKeptRow) []*queue.Job[BenchKeptPayload
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldBenchKept locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
-func (q *BenchKeptQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[BenchKeptPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
+func (q *BenchKeptQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[BenchKeptPayload], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldBenchKept(ctx, HeldBenchKeptParams{Ids: ids, Fences: fences})
+		held, err := qt.HeldBenchKept(ctx, myjobsdb.HeldBenchKeptParams{Ids: ids, Fences: fences})
 		if err != nil || len(held) == 0 {
 			return err
 		}
@@ -476,7 +477,7 @@ func (q *BenchKeptQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *BenchKeptQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *BenchKeptQueue) maintain(ctx context.Context, batch func(qt *myjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

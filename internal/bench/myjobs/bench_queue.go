@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/queuegen/queuegen/internal/bench/myjobs/myjobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
@@ -39,7 +40,7 @@ var BenchBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Ji
 // lease expires.
 type BenchQueue struct {
 	db DB
-	q  *Queries
+	q  *myjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; BenchBackoff unless
@@ -49,7 +50,7 @@ type BenchQueue struct {
 
 // NewBenchQueue returns the accessor of queue bench over db.
 func NewBenchQueue(db DB) *BenchQueue {
-	return &BenchQueue{db: db, q: New(db), Backoff: BenchBackoff}
+	return &BenchQueue{db: db, q: myjobsdb.New(db), Backoff: BenchBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -69,7 +70,7 @@ func (q *BenchQueue) Push(ctx context.Context, p BenchPayload, opts ...queue.Pus
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushBenchParams{
+	arg := myjobsdb.PushBenchParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -108,7 +109,7 @@ func (q *BenchQueue) PushMany(ctx context.Context, ps []BenchPayload, opts ...qu
 			p.N,
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyBench, 5, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, myjobsdb.PushManyBench, 5, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -138,11 +139,11 @@ func (q *BenchQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "bench"); err != nil {
 		return nil, err
 	}
-	var rows []BenchRow
+	var rows []myjobsdb.BenchRow
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
-		expired, err := qt.ClaimExpiredBench(ctx, ClaimExpiredBenchParams{Now: o.Now, Limit: int32(max)})
+		expired, err := qt.ClaimExpiredBench(ctx, myjobsdb.ClaimExpiredBenchParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
@@ -151,7 +152,7 @@ func (q *BenchQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 			rows, now = append(rows, r.BenchRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueBench(ctx, ClaimDueBenchParams{Now: o.Now, Limit: int32(max - len(rows))})
+			due, err := qt.ClaimDueBench(ctx, myjobsdb.ClaimDueBenchParams{Now: o.Now, Limit: int32(max - len(rows))})
 			if err != nil {
 				return err
 			}
@@ -172,7 +173,7 @@ func (q *BenchQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 			ids[i] = r.ID
 			r.State, r.Attempt, r.AttemptedAt, r.LockedBy, r.LockedUntil = "running", r.Attempt+1, &now, &node, &until
 		}
-		_, err = qt.LeaseBench(ctx, LeaseBenchParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
+		_, err = qt.LeaseBench(ctx, myjobsdb.LeaseBenchParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
 		return err
 	})
 	if err != nil {
@@ -185,7 +186,7 @@ func (q *BenchQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchQueue) Complete(ctx context.Context, job *queue.Job[BenchPayload]) error {
-	n, err := q.q.CompleteBench(ctx, CompleteBenchParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteBench(ctx, myjobsdb.CompleteBenchParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -194,7 +195,7 @@ func (q *BenchQueue) Complete(ctx context.Context, job *queue.Job[BenchPayload])
 func (q *BenchQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchPayload]) (int64, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyBench(ctx, CompleteManyBenchParams{Ids: ids, Fences: fences})
+		return q.q.CompleteManyBench(ctx, myjobsdb.CompleteManyBenchParams{Ids: ids, Fences: fences})
 	})
 }
 
@@ -202,7 +203,7 @@ func (q *BenchQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchQueue) Fail(ctx context.Context, job *queue.Job[BenchPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailBench(ctx, FailBenchParams{
+	n, err := q.q.FailBench(ctx, myjobsdb.FailBenchParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -234,8 +235,8 @@ func (q *BenchQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[BenchP
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyBench(ctx, FailManyBenchParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyBench(ctx, myjobsdb.FailManyBenchParams{Batch: batch, Ids: ids})
 	})
 }
 
@@ -249,27 +250,27 @@ func (q *BenchQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[BenchPayl
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyAtBench(ctx, FailManyAtBenchParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyAtBench(ctx, myjobsdb.FailManyAtBenchParams{Batch: batch, Ids: ids})
 	})
 }
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchQueue) Snooze(ctx context.Context, job *queue.Job[BenchPayload], at time.Time) error {
-	n, err := q.q.SnoozeBench(ctx, SnoozeBenchParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBench(ctx, myjobsdb.SnoozeBenchParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBench(ctx, SnoozeBenchParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBench(ctx, myjobsdb.SnoozeBenchParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchQueue) Discard(ctx context.Context, job *queue.Job[BenchPayload], cause error) error {
-	n, err := q.q.DiscardBench(ctx, DiscardBenchParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardBench(ctx, myjobsdb.DiscardBenchParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -281,7 +282,7 @@ func (q *BenchQueue) Extend(ctx context.Context, job *queue.Job[BenchPayload], d
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendBench(ctx, ExtendBenchParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ExtendBench(ctx, myjobsdb.ExtendBenchParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}
@@ -302,18 +303,18 @@ func (q *BenchQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BenchPayl
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
 	ids, fences := mysqlimpl.Fences(jobs)
 	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyBench(ctx, ExtendManyBenchParams{LeaseUntil: &until, Ids: ids, Fences: fences})
+		return q.q.ExtendManyBench(ctx, myjobsdb.ExtendManyBenchParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
 		return ids, err
 	}
-	return q.q.ExtendedBench(ctx, ExtendedBenchParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return q.q.ExtendedBench(ctx, myjobsdb.ExtendedBenchParams{Ids: ids, LeaseUntil: &until, Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *BenchQueue) Release(ctx context.Context, job *queue.Job[BenchPayload]) error {
-	n, err := q.q.ReleaseBench(ctx, ReleaseBenchParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseBench(ctx, myjobsdb.ReleaseBenchParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -329,7 +330,7 @@ func (q *BenchQueue) ReleaseNode(ctx context.Context, node string) (int64, error
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *BenchQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *myjobsdb.Queries) (int64, error) {
 		ids, err := qt.DoomedBench(ctx, int32(max))
 		if err != nil || len(ids) == 0 {
 			return 0, err
@@ -416,7 +417,7 @@ func (q *BenchQueue) Get(ctx context.Context, id int64) (*queue.Job[BenchPayload
 }
 
 // job converts a row to a Job.
-func (q *BenchQueue) job(r BenchRow) *queue.Job[BenchPayload] {
+func (q *BenchQueue) job(r myjobsdb.BenchRow) *queue.Job[BenchPayload] {
 	job := &queue.Job[BenchPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -440,7 +441,7 @@ func (q *BenchQueue) job(r BenchRow) *queue.Job[BenchPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *BenchQueue) jobs(rows []BenchRow) []*queue.Job[BenchPayload] {
+func (q *BenchQueue) jobs(rows []myjobsdb.BenchRow) []*queue.Job[BenchPayload] {
 	jobs := make([]*queue.Job[BenchPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -451,13 +452,13 @@ func (q *BenchQueue) jobs(rows []BenchRow) []*queue.Job[BenchPayload] {
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldBench locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
-func (q *BenchQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[BenchPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
+func (q *BenchQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[BenchPayload], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldBench(ctx, HeldBenchParams{Ids: ids, Fences: fences})
+		held, err := qt.HeldBench(ctx, myjobsdb.HeldBenchParams{Ids: ids, Fences: fences})
 		if err != nil || len(held) == 0 {
 			return err
 		}
@@ -476,7 +477,7 @@ func (q *BenchQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *BenchQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *BenchQueue) maintain(ctx context.Context, batch func(qt *myjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

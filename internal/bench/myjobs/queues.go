@@ -6,6 +6,8 @@ package myjobs
 import (
 	"context"
 	"database/sql"
+
+	"github.com/queuegen/queuegen/internal/bench/myjobs/myjobsdb"
 )
 
 // DB is what the accessors of this package run on: a *sql.DB of the
@@ -17,7 +19,7 @@ import (
 // transactions, and transaction-mode workers and periodic jobs theirs. To
 // push in a transaction of your own, use an accessor's WithTx.
 type DB interface {
-	DBTX
+	myjobsdb.DBTX
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -43,7 +44,7 @@ var ArchivedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2,
 // lease expires.
 type ArchivedQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; ArchivedBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -51,7 +52,7 @@ type ArchivedQueue struct {
 
 // NewArchivedQueue returns the accessor of queue archived over db.
 func NewArchivedQueue(db DB) *ArchivedQueue {
-	return &ArchivedQueue{db: db, q: New(db), Backoff: ArchivedBackoff}
+	return &ArchivedQueue{db: db, q: jobsdb.New(db), Backoff: ArchivedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -71,7 +72,7 @@ func (q *ArchivedQueue) Push(ctx context.Context, p ArchivedPayload, opts ...que
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushArchivedParams{
+	arg := jobsdb.PushArchivedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -100,17 +101,17 @@ func (q *ArchivedQueue) PushMany(ctx context.Context, ps []ArchivedPayload, opts
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyArchivedAtParams, len(ps))
+		rows := make([]jobsdb.PushManyArchivedAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyArchivedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyArchivedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].TenantID = p.TenantID
 			rows[i].Name = p.Name
 		}
 		return q.pushed(q.q.PushManyArchivedAt(ctx, rows))
 	}
-	rows := make([]PushManyArchivedParams, len(ps))
+	rows := make([]jobsdb.PushManyArchivedParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyArchivedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyArchivedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].TenantID = p.TenantID
 		rows[i].Name = p.Name
 	}
@@ -135,7 +136,7 @@ func (q *ArchivedQueue) Claim(ctx context.Context, node string, max int, opts ..
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimArchived(ctx, ClaimArchivedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimArchived(ctx, jobsdb.ClaimArchivedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -146,14 +147,14 @@ func (q *ArchivedQueue) Claim(ctx context.Context, node string, max int, opts ..
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ArchivedQueue) Complete(ctx context.Context, job *queue.Job[ArchivedPayload]) error {
-	n, err := q.q.CompleteArchived(ctx, CompleteArchivedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteArchived(ctx, jobsdb.CompleteArchivedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ArchivedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ArchivedPayload]) (int64, error) {
-	var arg CompleteManyArchivedParams
+	var arg jobsdb.CompleteManyArchivedParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyArchived(ctx, arg)
 }
@@ -162,7 +163,7 @@ func (q *ArchivedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Arch
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ArchivedQueue) Fail(ctx context.Context, job *queue.Job[ArchivedPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailArchived(ctx, FailArchivedParams{
+	state, err := q.q.FailArchived(ctx, jobsdb.FailArchivedParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -190,7 +191,7 @@ func (q *ArchivedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Arc
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue archived: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyArchivedParams{RetryDelays: delays}
+	arg := jobsdb.FailManyArchivedParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyArchived(ctx, arg)
 	if err != nil {
@@ -209,7 +210,7 @@ func (q *ArchivedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Archiv
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue archived: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtArchivedParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtArchivedParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtArchived(ctx, arg)
 	if err != nil {
@@ -224,27 +225,27 @@ func (q *ArchivedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Archiv
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ArchivedQueue) Snooze(ctx context.Context, job *queue.Job[ArchivedPayload], at time.Time) error {
-	n, err := q.q.SnoozeArchived(ctx, SnoozeArchivedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeArchived(ctx, jobsdb.SnoozeArchivedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ArchivedQueue) SnoozeFor(ctx context.Context, job *queue.Job[ArchivedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeArchived(ctx, SnoozeArchivedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeArchived(ctx, jobsdb.SnoozeArchivedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ArchivedQueue) Discard(ctx context.Context, job *queue.Job[ArchivedPayload], cause error) error {
-	n, err := q.q.DiscardArchived(ctx, DiscardArchivedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardArchived(ctx, jobsdb.DiscardArchivedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *ArchivedQueue) Extend(ctx context.Context, job *queue.Job[ArchivedPayload], d time.Duration) error {
-	until, err := q.q.ExtendArchived(ctx, ExtendArchivedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendArchived(ctx, jobsdb.ExtendArchivedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -261,7 +262,7 @@ func (q *ArchivedQueue) Extend(ctx context.Context, job *queue.Job[ArchivedPaylo
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ArchivedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ArchivedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyArchivedParams{Lease: d}
+	arg := jobsdb.ExtendManyArchivedParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyArchived(ctx, arg)
 }
@@ -269,7 +270,7 @@ func (q *ArchivedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Archiv
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *ArchivedQueue) Release(ctx context.Context, job *queue.Job[ArchivedPayload]) error {
-	n, err := q.q.ReleaseArchived(ctx, ReleaseArchivedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseArchived(ctx, jobsdb.ReleaseArchivedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -297,7 +298,7 @@ func (q *ArchivedQueue) Purge(ctx context.Context, max int) (int64, error) {
 	if err != nil {
 		return archived, err
 	}
-	n, err := q.q.PurgeArchived(ctx, PurgeArchivedParams{
+	n, err := q.q.PurgeArchived(ctx, jobsdb.PurgeArchivedParams{
 		SucceededRetention: ArchivedRetainSucceeded,
 		DeadRetention:      ArchivedRetainDead,
 		Max:                int32(max),
@@ -368,9 +369,9 @@ func (q *ArchivedQueue) Worker(handler queue.Handler[ArchivedPayload], opts ...q
 func (q *ArchivedQueue) Get(ctx context.Context, id int64) (*queue.Job[ArchivedPayload], error) {
 	row, err := q.q.GetArchived(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		var archived ArchivedArchiveRow
+		var archived jobsdb.ArchivedArchiveRow
 		if archived, err = q.q.GetArchivedArchived(ctx, id); err == nil {
-			row = ArchivedRow(archived)
+			row = jobsdb.ArchivedRow(archived)
 		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -383,7 +384,7 @@ func (q *ArchivedQueue) Get(ctx context.Context, id int64) (*queue.Job[ArchivedP
 }
 
 // job converts a row to a Job.
-func (q *ArchivedQueue) job(r ArchivedRow) *queue.Job[ArchivedPayload] {
+func (q *ArchivedQueue) job(r jobsdb.ArchivedRow) *queue.Job[ArchivedPayload] {
 	job := &queue.Job[ArchivedPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -407,7 +408,7 @@ func (q *ArchivedQueue) job(r ArchivedRow) *queue.Job[ArchivedPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *ArchivedQueue) jobs(rows []ArchivedRow) []*queue.Job[ArchivedPayload] {
+func (q *ArchivedQueue) jobs(rows []jobsdb.ArchivedRow) []*queue.Job[ArchivedPayload] {
 	jobs := make([]*queue.Job[ArchivedPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

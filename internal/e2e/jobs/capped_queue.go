@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -42,7 +43,7 @@ var CappedLimits = queue.Limits{PerKey: 0, Global: 3}
 // lease expires.
 type CappedQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; CappedBackoff unless
@@ -52,7 +53,7 @@ type CappedQueue struct {
 
 // NewCappedQueue returns the accessor of queue capped over db.
 func NewCappedQueue(db DB) *CappedQueue {
-	return &CappedQueue{db: db, q: New(db), Backoff: CappedBackoff}
+	return &CappedQueue{db: db, q: jobsdb.New(db), Backoff: CappedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -72,7 +73,7 @@ func (q *CappedQueue) Push(ctx context.Context, p CappedPayload, opts ...queue.P
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushCappedParams{
+	arg := jobsdb.PushCappedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -100,16 +101,16 @@ func (q *CappedQueue) PushMany(ctx context.Context, ps []CappedPayload, opts ...
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyCappedAtParams, len(ps))
+		rows := make([]jobsdb.PushManyCappedAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyCappedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyCappedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyCappedAt(ctx, rows))
 	}
-	rows := make([]PushManyCappedParams, len(ps))
+	rows := make([]jobsdb.PushManyCappedParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyCappedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyCappedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].N = p.N
 	}
 	return q.pushed(q.q.PushManyCapped(ctx, rows))
@@ -133,7 +134,7 @@ func (q *CappedQueue) Claim(ctx context.Context, node string, max int, opts ...q
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, ClaimCappedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimCappedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -144,14 +145,14 @@ func (q *CappedQueue) Claim(ctx context.Context, node string, max int, opts ...q
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *CappedQueue) Complete(ctx context.Context, job *queue.Job[CappedPayload]) error {
-	n, err := q.q.CompleteCapped(ctx, CompleteCappedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteCapped(ctx, jobsdb.CompleteCappedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *CappedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[CappedPayload]) (int64, error) {
-	var arg CompleteManyCappedParams
+	var arg jobsdb.CompleteManyCappedParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyCapped(ctx, arg)
 }
@@ -160,7 +161,7 @@ func (q *CappedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Capped
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *CappedQueue) Fail(ctx context.Context, job *queue.Job[CappedPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailCapped(ctx, FailCappedParams{
+	state, err := q.q.FailCapped(ctx, jobsdb.FailCappedParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -188,7 +189,7 @@ func (q *CappedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Cappe
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue capped: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyCappedParams{RetryDelays: delays}
+	arg := jobsdb.FailManyCappedParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyCapped(ctx, arg)
 	if err != nil {
@@ -207,7 +208,7 @@ func (q *CappedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[CappedPa
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue capped: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtCappedParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtCappedParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtCapped(ctx, arg)
 	if err != nil {
@@ -222,27 +223,27 @@ func (q *CappedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[CappedPa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *CappedQueue) Snooze(ctx context.Context, job *queue.Job[CappedPayload], at time.Time) error {
-	n, err := q.q.SnoozeCapped(ctx, SnoozeCappedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeCapped(ctx, jobsdb.SnoozeCappedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *CappedQueue) SnoozeFor(ctx context.Context, job *queue.Job[CappedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeCapped(ctx, SnoozeCappedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeCapped(ctx, jobsdb.SnoozeCappedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *CappedQueue) Discard(ctx context.Context, job *queue.Job[CappedPayload], cause error) error {
-	n, err := q.q.DiscardCapped(ctx, DiscardCappedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardCapped(ctx, jobsdb.DiscardCappedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *CappedQueue) Extend(ctx context.Context, job *queue.Job[CappedPayload], d time.Duration) error {
-	until, err := q.q.ExtendCapped(ctx, ExtendCappedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendCapped(ctx, jobsdb.ExtendCappedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -259,7 +260,7 @@ func (q *CappedQueue) Extend(ctx context.Context, job *queue.Job[CappedPayload],
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *CappedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[CappedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyCappedParams{Lease: d}
+	arg := jobsdb.ExtendManyCappedParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyCapped(ctx, arg)
 }
@@ -267,7 +268,7 @@ func (q *CappedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[CappedPa
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *CappedQueue) Release(ctx context.Context, job *queue.Job[CappedPayload]) error {
-	n, err := q.q.ReleaseCapped(ctx, ReleaseCappedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseCapped(ctx, jobsdb.ReleaseCappedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -362,7 +363,7 @@ func (q *CappedQueue) Get(ctx context.Context, id int64) (*queue.Job[CappedPaylo
 }
 
 // job converts a row to a Job.
-func (q *CappedQueue) job(r CappedRow) *queue.Job[CappedPayload] {
+func (q *CappedQueue) job(r jobsdb.CappedRow) *queue.Job[CappedPayload] {
 	job := &queue.Job[CappedPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -385,7 +386,7 @@ func (q *CappedQueue) job(r CappedRow) *queue.Job[CappedPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *CappedQueue) jobs(rows []CappedRow) []*queue.Job[CappedPayload] {
+func (q *CappedQueue) jobs(rows []jobsdb.CappedRow) []*queue.Job[CappedPayload] {
 	jobs := make([]*queue.Job[CappedPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -396,17 +397,17 @@ func (q *CappedQueue) jobs(rows []CappedRow) []*queue.Job[CappedPayload] {
 // claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *CappedQueue) claimLimited(ctx context.Context, arg ClaimCappedParams) ([]CappedRow, error) {
+func (q *CappedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimCappedParams) ([]jobsdb.CappedRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]CappedRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.CappedRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *CappedQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimCappedParams) ([]CappedRow, error) {
+func (q *CappedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimCappedParams) ([]jobsdb.CappedRow, error) {
 	if err := qq.LockClaimsCapped(ctx, !q.inTx); err != nil {
 		return nil, err
 	}

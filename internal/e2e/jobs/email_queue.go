@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -40,7 +41,7 @@ var EmailBackoff = queue.Backoff{Min: time.Second, Max: time.Minute, Factor: 2, 
 // lease expires.
 type EmailQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; EmailBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -48,7 +49,7 @@ type EmailQueue struct {
 
 // NewEmailQueue returns the accessor of queue email over db.
 func NewEmailQueue(db DB) *EmailQueue {
-	return &EmailQueue{db: db, q: New(db), Backoff: EmailBackoff}
+	return &EmailQueue{db: db, q: jobsdb.New(db), Backoff: EmailBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -68,7 +69,7 @@ func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.Pus
 	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 2692, "bytes", "PostgreSQL's unique index on unique_key (a btree entry holds at most 2,704 bytes)"); err != nil {
 		return queue.PushResult{}, err
 	}
-	arg := PushEmailParams{
+	arg := jobsdb.PushEmailParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		UniqueKey:   o.UniqueKey,
@@ -102,18 +103,18 @@ func (q *EmailQueue) PushMany(ctx context.Context, ps []EmailPayload, opts ...qu
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyEmailAtParams, len(ps))
+		rows := make([]jobsdb.PushManyEmailAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyEmailAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyEmailAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].TenantID = p.TenantID
 			rows[i].Recipient = p.Recipient
 			rows[i].Subject = p.Subject
 		}
 		return q.pushed(q.q.PushManyEmailAt(ctx, rows))
 	}
-	rows := make([]PushManyEmailParams, len(ps))
+	rows := make([]jobsdb.PushManyEmailParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyEmailParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyEmailParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].TenantID = p.TenantID
 		rows[i].Recipient = p.Recipient
 		rows[i].Subject = p.Subject
@@ -139,7 +140,7 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimEmail(ctx, ClaimEmailParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimEmail(ctx, jobsdb.ClaimEmailParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -150,14 +151,14 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *EmailQueue) Complete(ctx context.Context, job *queue.Job[EmailPayload]) error {
-	n, err := q.q.CompleteEmail(ctx, CompleteEmailParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteEmail(ctx, jobsdb.CompleteEmailParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPayload]) (int64, error) {
-	var arg CompleteManyEmailParams
+	var arg jobsdb.CompleteManyEmailParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyEmail(ctx, arg)
 }
@@ -166,7 +167,7 @@ func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *EmailQueue) Fail(ctx context.Context, job *queue.Job[EmailPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailEmail(ctx, FailEmailParams{
+	state, err := q.q.FailEmail(ctx, jobsdb.FailEmailParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -194,7 +195,7 @@ func (q *EmailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EmailP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue email: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyEmailParams{RetryDelays: delays}
+	arg := jobsdb.FailManyEmailParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyEmail(ctx, arg)
 	if err != nil {
@@ -213,7 +214,7 @@ func (q *EmailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EmailPayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue email: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtEmailParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtEmailParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtEmail(ctx, arg)
 	if err != nil {
@@ -228,27 +229,27 @@ func (q *EmailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EmailPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *EmailQueue) Snooze(ctx context.Context, job *queue.Job[EmailPayload], at time.Time) error {
-	n, err := q.q.SnoozeEmail(ctx, SnoozeEmailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeEmail(ctx, jobsdb.SnoozeEmailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *EmailQueue) SnoozeFor(ctx context.Context, job *queue.Job[EmailPayload], d time.Duration) error {
-	n, err := q.q.SnoozeEmail(ctx, SnoozeEmailParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeEmail(ctx, jobsdb.SnoozeEmailParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *EmailQueue) Discard(ctx context.Context, job *queue.Job[EmailPayload], cause error) error {
-	n, err := q.q.DiscardEmail(ctx, DiscardEmailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardEmail(ctx, jobsdb.DiscardEmailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *EmailQueue) Extend(ctx context.Context, job *queue.Job[EmailPayload], d time.Duration) error {
-	until, err := q.q.ExtendEmail(ctx, ExtendEmailParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendEmail(ctx, jobsdb.ExtendEmailParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -265,7 +266,7 @@ func (q *EmailQueue) Extend(ctx context.Context, job *queue.Job[EmailPayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *EmailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EmailPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyEmailParams{Lease: d}
+	arg := jobsdb.ExtendManyEmailParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyEmail(ctx, arg)
 }
@@ -273,7 +274,7 @@ func (q *EmailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EmailPayl
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *EmailQueue) Release(ctx context.Context, job *queue.Job[EmailPayload]) error {
-	n, err := q.q.ReleaseEmail(ctx, ReleaseEmailParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseEmail(ctx, jobsdb.ReleaseEmailParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -350,7 +351,7 @@ func (q *EmailQueue) pushTick(ctx context.Context, name string, tick time.Time, 
 		return false, err
 	}
 	defer d.Rollback(context.WithoutCancel(ctx), tx)
-	n, err := q.q.WithTx(tx).AdvanceTickEmail(ctx, AdvanceTickEmailParams{Name: name, Tick: tick})
+	n, err := q.q.WithTx(tx).AdvanceTickEmail(ctx, jobsdb.AdvanceTickEmailParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
 	}
@@ -393,7 +394,7 @@ func (q *EmailQueue) Get(ctx context.Context, id int64) (*queue.Job[EmailPayload
 }
 
 // job converts a row to a Job.
-func (q *EmailQueue) job(r EmailRow) *queue.Job[EmailPayload] {
+func (q *EmailQueue) job(r jobsdb.EmailRow) *queue.Job[EmailPayload] {
 	job := &queue.Job[EmailPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -418,7 +419,7 @@ func (q *EmailQueue) job(r EmailRow) *queue.Job[EmailPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *EmailQueue) jobs(rows []EmailRow) []*queue.Job[EmailPayload] {
+func (q *EmailQueue) jobs(rows []jobsdb.EmailRow) []*queue.Job[EmailPayload] {
 	jobs := make([]*queue.Job[EmailPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -39,7 +40,7 @@ var FairBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jit
 // lease expires.
 type FairQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; FairBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -47,7 +48,7 @@ type FairQueue struct {
 
 // NewFairQueue returns the accessor of queue fair over db.
 func NewFairQueue(db DB) *FairQueue {
-	return &FairQueue{db: db, q: New(db), Backoff: FairBackoff}
+	return &FairQueue{db: db, q: jobsdb.New(db), Backoff: FairBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -67,7 +68,7 @@ func (q *FairQueue) Push(ctx context.Context, p FairPayload, opts ...queue.PushO
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushFairParams{
+	arg := jobsdb.PushFairParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -96,17 +97,17 @@ func (q *FairQueue) PushMany(ctx context.Context, ps []FairPayload, opts ...queu
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyFairAtParams, len(ps))
+		rows := make([]jobsdb.PushManyFairAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyFairAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyFairAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Tenant = p.Tenant
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyFairAt(ctx, rows))
 	}
-	rows := make([]PushManyFairParams, len(ps))
+	rows := make([]jobsdb.PushManyFairParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyFairParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyFairParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Tenant = p.Tenant
 		rows[i].N = p.N
 	}
@@ -131,7 +132,7 @@ func (q *FairQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimFair(ctx, ClaimFairParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimFair(ctx, jobsdb.ClaimFairParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -142,14 +143,14 @@ func (q *FairQueue) Claim(ctx context.Context, node string, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *FairQueue) Complete(ctx context.Context, job *queue.Job[FairPayload]) error {
-	n, err := q.q.CompleteFair(ctx, CompleteFairParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteFair(ctx, jobsdb.CompleteFairParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *FairQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[FairPayload]) (int64, error) {
-	var arg CompleteManyFairParams
+	var arg jobsdb.CompleteManyFairParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyFair(ctx, arg)
 }
@@ -158,7 +159,7 @@ func (q *FairQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[FairPayl
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *FairQueue) Fail(ctx context.Context, job *queue.Job[FairPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailFair(ctx, FailFairParams{
+	state, err := q.q.FailFair(ctx, jobsdb.FailFairParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -186,7 +187,7 @@ func (q *FairQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[FairPay
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue fair: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyFairParams{RetryDelays: delays}
+	arg := jobsdb.FailManyFairParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyFair(ctx, arg)
 	if err != nil {
@@ -205,7 +206,7 @@ func (q *FairQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[FairPayloa
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue fair: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtFairParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtFairParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtFair(ctx, arg)
 	if err != nil {
@@ -220,27 +221,27 @@ func (q *FairQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[FairPayloa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *FairQueue) Snooze(ctx context.Context, job *queue.Job[FairPayload], at time.Time) error {
-	n, err := q.q.SnoozeFair(ctx, SnoozeFairParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeFair(ctx, jobsdb.SnoozeFairParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *FairQueue) SnoozeFor(ctx context.Context, job *queue.Job[FairPayload], d time.Duration) error {
-	n, err := q.q.SnoozeFair(ctx, SnoozeFairParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeFair(ctx, jobsdb.SnoozeFairParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *FairQueue) Discard(ctx context.Context, job *queue.Job[FairPayload], cause error) error {
-	n, err := q.q.DiscardFair(ctx, DiscardFairParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardFair(ctx, jobsdb.DiscardFairParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *FairQueue) Extend(ctx context.Context, job *queue.Job[FairPayload], d time.Duration) error {
-	until, err := q.q.ExtendFair(ctx, ExtendFairParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendFair(ctx, jobsdb.ExtendFairParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -257,7 +258,7 @@ func (q *FairQueue) Extend(ctx context.Context, job *queue.Job[FairPayload], d t
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *FairQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[FairPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyFairParams{Lease: d}
+	arg := jobsdb.ExtendManyFairParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyFair(ctx, arg)
 }
@@ -265,7 +266,7 @@ func (q *FairQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[FairPayloa
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *FairQueue) Release(ctx context.Context, job *queue.Job[FairPayload]) error {
-	n, err := q.q.ReleaseFair(ctx, ReleaseFairParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseFair(ctx, jobsdb.ReleaseFairParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -356,7 +357,7 @@ func (q *FairQueue) Get(ctx context.Context, id int64) (*queue.Job[FairPayload],
 }
 
 // job converts a row to a Job.
-func (q *FairQueue) job(r FairRow) *queue.Job[FairPayload] {
+func (q *FairQueue) job(r jobsdb.FairRow) *queue.Job[FairPayload] {
 	job := &queue.Job[FairPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -380,7 +381,7 @@ func (q *FairQueue) job(r FairRow) *queue.Job[FairPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *FairQueue) jobs(rows []FairRow) []*queue.Job[FairPayload] {
+func (q *FairQueue) jobs(rows []jobsdb.FairRow) []*queue.Job[FairPayload] {
 	jobs := make([]*queue.Job[FairPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

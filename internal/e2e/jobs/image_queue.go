@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -48,7 +49,7 @@ var ImageBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Ji
 // lease expires.
 type ImageQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; ImageBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -56,7 +57,7 @@ type ImageQueue struct {
 
 // NewImageQueue returns the accessor of queue image over db.
 func NewImageQueue(db DB) *ImageQueue {
-	return &ImageQueue{db: db, q: New(db), Backoff: ImageBackoff}
+	return &ImageQueue{db: db, q: jobsdb.New(db), Backoff: ImageBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -76,7 +77,7 @@ func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.Pus
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushImageParams{
+	arg := jobsdb.PushImageParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -116,10 +117,10 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyImageAtParams, len(ps))
+		rows := make([]jobsdb.PushManyImageAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyImageAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
-			var def DefaultsImageRow
+			rows[i] = jobsdb.PushManyImageAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			var def jobsdb.DefaultsImageRow
 			if q.unset(p) {
 				def, defs = defs[0], defs[1:]
 			}
@@ -153,10 +154,10 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 		}
 		return q.pushed(q.q.PushManyImageAt(ctx, rows))
 	}
-	rows := make([]PushManyImageParams, len(ps))
+	rows := make([]jobsdb.PushManyImageParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyImageParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
-		var def DefaultsImageRow
+		rows[i] = jobsdb.PushManyImageParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		var def jobsdb.DefaultsImageRow
 		if q.unset(p) {
 			def, defs = defs[0], defs[1:]
 		}
@@ -209,7 +210,7 @@ func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimImage(ctx, ClaimImageParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimImage(ctx, jobsdb.ClaimImageParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -220,14 +221,14 @@ func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ImageQueue) Complete(ctx context.Context, job *queue.Job[ImagePayload]) error {
-	n, err := q.q.CompleteImage(ctx, CompleteImageParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteImage(ctx, jobsdb.CompleteImageParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ImageQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ImagePayload]) (int64, error) {
-	var arg CompleteManyImageParams
+	var arg jobsdb.CompleteManyImageParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyImage(ctx, arg)
 }
@@ -236,7 +237,7 @@ func (q *ImageQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ImagePa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ImageQueue) Fail(ctx context.Context, job *queue.Job[ImagePayload], cause error) (queue.State, error) {
-	state, err := q.q.FailImage(ctx, FailImageParams{
+	state, err := q.q.FailImage(ctx, jobsdb.FailImageParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -264,7 +265,7 @@ func (q *ImageQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[ImageP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue image: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyImageParams{RetryDelays: delays}
+	arg := jobsdb.FailManyImageParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyImage(ctx, arg)
 	if err != nil {
@@ -283,7 +284,7 @@ func (q *ImageQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ImagePayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue image: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtImageParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtImageParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtImage(ctx, arg)
 	if err != nil {
@@ -298,27 +299,27 @@ func (q *ImageQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ImagePayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ImageQueue) Snooze(ctx context.Context, job *queue.Job[ImagePayload], at time.Time) error {
-	n, err := q.q.SnoozeImage(ctx, SnoozeImageParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeImage(ctx, jobsdb.SnoozeImageParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ImageQueue) SnoozeFor(ctx context.Context, job *queue.Job[ImagePayload], d time.Duration) error {
-	n, err := q.q.SnoozeImage(ctx, SnoozeImageParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeImage(ctx, jobsdb.SnoozeImageParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ImageQueue) Discard(ctx context.Context, job *queue.Job[ImagePayload], cause error) error {
-	n, err := q.q.DiscardImage(ctx, DiscardImageParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardImage(ctx, jobsdb.DiscardImageParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *ImageQueue) Extend(ctx context.Context, job *queue.Job[ImagePayload], d time.Duration) error {
-	until, err := q.q.ExtendImage(ctx, ExtendImageParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendImage(ctx, jobsdb.ExtendImageParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -335,7 +336,7 @@ func (q *ImageQueue) Extend(ctx context.Context, job *queue.Job[ImagePayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ImageQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ImagePayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyImageParams{Lease: d}
+	arg := jobsdb.ExtendManyImageParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyImage(ctx, arg)
 }
@@ -343,7 +344,7 @@ func (q *ImageQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ImagePayl
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *ImageQueue) Release(ctx context.Context, job *queue.Job[ImagePayload]) error {
-	n, err := q.q.ReleaseImage(ctx, ReleaseImageParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseImage(ctx, jobsdb.ReleaseImageParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -434,7 +435,7 @@ func (q *ImageQueue) Get(ctx context.Context, id int64) (*queue.Job[ImagePayload
 }
 
 // job converts a row to a Job.
-func (q *ImageQueue) job(r ImageRow) *queue.Job[ImagePayload] {
+func (q *ImageQueue) job(r jobsdb.ImageRow) *queue.Job[ImagePayload] {
 	job := &queue.Job[ImagePayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -465,7 +466,7 @@ func (q *ImageQueue) job(r ImageRow) *queue.Job[ImagePayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *ImageQueue) jobs(rows []ImageRow) []*queue.Job[ImagePayload] {
+func (q *ImageQueue) jobs(rows []jobsdb.ImageRow) []*queue.Job[ImagePayload] {
 	jobs := make([]*queue.Job[ImagePayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -480,7 +481,7 @@ func (q *ImageQueue) unset(p ImagePayload) bool {
 
 // defaults reads, in one query, the values the column defaults give to
 // the jobs of ps that leave a defaulted field unset, in order.
-func (q *ImageQueue) defaults(ctx context.Context, ps []ImagePayload) ([]DefaultsImageRow, error) {
+func (q *ImageQueue) defaults(ctx context.Context, ps []ImagePayload) ([]jobsdb.DefaultsImageRow, error) {
 	n := 0
 	for _, p := range ps {
 		if q.unset(p) {

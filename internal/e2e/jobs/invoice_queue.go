@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -39,7 +40,7 @@ var InvoiceBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, 
 // transaction ends.
 type InvoiceQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; InvoiceBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -47,7 +48,7 @@ type InvoiceQueue struct {
 
 // NewInvoiceQueue returns the accessor of queue invoice over db.
 func NewInvoiceQueue(db DB) *InvoiceQueue {
-	return &InvoiceQueue{db: db, q: New(db), Backoff: InvoiceBackoff}
+	return &InvoiceQueue{db: db, q: jobsdb.New(db), Backoff: InvoiceBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -67,7 +68,7 @@ func (q *InvoiceQueue) Push(ctx context.Context, p InvoicePayload, opts ...queue
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushInvoiceParams{
+	arg := jobsdb.PushInvoiceParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -97,18 +98,18 @@ func (q *InvoiceQueue) PushMany(ctx context.Context, ps []InvoicePayload, opts .
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyInvoiceAtParams, len(ps))
+		rows := make([]jobsdb.PushManyInvoiceAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyInvoiceAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyInvoiceAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].TenantID = p.TenantID
 			rows[i].InvoiceID = p.InvoiceID
 			rows[i].Amount = p.Amount
 		}
 		return q.pushed(q.q.PushManyInvoiceAt(ctx, rows))
 	}
-	rows := make([]PushManyInvoiceParams, len(ps))
+	rows := make([]jobsdb.PushManyInvoiceParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyInvoiceParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyInvoiceParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].TenantID = p.TenantID
 		rows[i].InvoiceID = p.InvoiceID
 		rows[i].Amount = p.Amount
@@ -133,7 +134,7 @@ func (q *InvoiceQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...qu
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.WithTx(tx).ClaimInvoice(ctx, ClaimInvoiceParams{Now: o.Now, Max: int32(max)})
+	rows, err := q.q.WithTx(tx).ClaimInvoice(ctx, jobsdb.ClaimInvoiceParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
@@ -144,14 +145,14 @@ func (q *InvoiceQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *InvoiceQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[InvoicePayload]) error {
-	n, err := q.WithTx(tx).q.CompleteInvoice(ctx, CompleteInvoiceParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteInvoice(ctx, jobsdb.CompleteInvoiceParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *InvoiceQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[InvoicePayload]) (int64, error) {
-	var arg CompleteManyInvoiceParams
+	var arg jobsdb.CompleteManyInvoiceParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyInvoice(ctx, arg)
 }
@@ -160,7 +161,7 @@ func (q *InvoiceQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queu
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *InvoiceQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[InvoicePayload], cause error) (queue.State, error) {
-	state, err := q.WithTx(tx).q.FailInvoice(ctx, FailInvoiceParams{
+	state, err := q.WithTx(tx).q.FailInvoice(ctx, jobsdb.FailInvoiceParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -188,7 +189,7 @@ func (q *InvoiceQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*que
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue invoice: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyInvoiceParams{RetryDelays: delays}
+	arg := jobsdb.FailManyInvoiceParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyInvoice(ctx, arg)
 	if err != nil {
@@ -207,7 +208,7 @@ func (q *InvoiceQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue invoice: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtInvoiceParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtInvoiceParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyAtInvoice(ctx, arg)
 	if err != nil {
@@ -222,20 +223,20 @@ func (q *InvoiceQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *InvoiceQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[InvoicePayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeInvoice(ctx, SnoozeInvoiceParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeInvoice(ctx, jobsdb.SnoozeInvoiceParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *InvoiceQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[InvoicePayload], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeInvoice(ctx, SnoozeInvoiceParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeInvoice(ctx, jobsdb.SnoozeInvoiceParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *InvoiceQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[InvoicePayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardInvoice(ctx, DiscardInvoiceParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardInvoice(ctx, jobsdb.DiscardInvoiceParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -309,7 +310,7 @@ func (q *InvoiceQueue) Get(ctx context.Context, id int64) (*queue.Job[InvoicePay
 }
 
 // job converts a row to a Job.
-func (q *InvoiceQueue) job(r InvoiceRow) *queue.Job[InvoicePayload] {
+func (q *InvoiceQueue) job(r jobsdb.InvoiceRow) *queue.Job[InvoicePayload] {
 	job := &queue.Job[InvoicePayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -334,7 +335,7 @@ func (q *InvoiceQueue) job(r InvoiceRow) *queue.Job[InvoicePayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *InvoiceQueue) jobs(rows []InvoiceRow) []*queue.Job[InvoicePayload] {
+func (q *InvoiceQueue) jobs(rows []jobsdb.InvoiceRow) []*queue.Job[InvoicePayload] {
 	jobs := make([]*queue.Job[InvoicePayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -38,7 +39,7 @@ var KeptBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jit
 // lease expires.
 type KeptQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; KeptBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -46,7 +47,7 @@ type KeptQueue struct {
 
 // NewKeptQueue returns the accessor of queue kept over db.
 func NewKeptQueue(db DB) *KeptQueue {
-	return &KeptQueue{db: db, q: New(db), Backoff: KeptBackoff}
+	return &KeptQueue{db: db, q: jobsdb.New(db), Backoff: KeptBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -66,7 +67,7 @@ func (q *KeptQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushKeptParams{
+	arg := jobsdb.PushKeptParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -96,9 +97,9 @@ func (q *KeptQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...que
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyKeptAtParams, len(ps))
+		rows := make([]jobsdb.PushManyKeptAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyKeptAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyKeptAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			var err error
 			if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 				return 0, err
@@ -106,9 +107,9 @@ func (q *KeptQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...que
 		}
 		return q.pushed(q.q.PushManyKeptAt(ctx, rows))
 	}
-	rows := make([]PushManyKeptParams, len(ps))
+	rows := make([]jobsdb.PushManyKeptParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyKeptParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyKeptParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		var err error
 		if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 			return 0, err
@@ -136,7 +137,7 @@ func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimKept(ctx, ClaimKeptParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimKept(ctx, jobsdb.ClaimKeptParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -147,14 +148,14 @@ func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *KeptQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.CompleteKept(ctx, CompleteKeptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteKept(ctx, jobsdb.CompleteKeptParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *KeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
-	var arg CompleteManyKeptParams
+	var arg jobsdb.CompleteManyKeptParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyKept(ctx, arg)
 }
@@ -163,7 +164,7 @@ func (q *KeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *KeptQueue) Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	state, err := q.q.FailKept(ctx, FailKeptParams{
+	state, err := q.q.FailKept(ctx, jobsdb.FailKeptParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -191,7 +192,7 @@ func (q *KeptQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[payload
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue kept: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyKeptParams{RetryDelays: delays}
+	arg := jobsdb.FailManyKeptParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyKept(ctx, arg)
 	if err != nil {
@@ -210,7 +211,7 @@ func (q *KeptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.Ta
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue kept: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtKeptParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtKeptParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtKept(ctx, arg)
 	if err != nil {
@@ -225,27 +226,27 @@ func (q *KeptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.Ta
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *KeptQueue) Snooze(ctx context.Context, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.q.SnoozeKept(ctx, SnoozeKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeKept(ctx, jobsdb.SnoozeKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *KeptQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.q.SnoozeKept(ctx, SnoozeKeptParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeKept(ctx, jobsdb.SnoozeKeptParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *KeptQueue) Discard(ctx context.Context, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.q.DiscardKept(ctx, DiscardKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardKept(ctx, jobsdb.DiscardKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *KeptQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	until, err := q.q.ExtendKept(ctx, ExtendKeptParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendKept(ctx, jobsdb.ExtendKeptParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -262,7 +263,7 @@ func (q *KeptQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d 
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *KeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Task], d time.Duration) ([]int64, error) {
-	arg := ExtendManyKeptParams{Lease: d}
+	arg := jobsdb.ExtendManyKeptParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyKept(ctx, arg)
 }
@@ -270,7 +271,7 @@ func (q *KeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Ta
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *KeptQueue) Release(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.ReleaseKept(ctx, ReleaseKeptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseKept(ctx, jobsdb.ReleaseKeptParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -292,7 +293,7 @@ func (q *KeptQueue) Reap(ctx context.Context, max int) (int64, error) {
 // Purge deletes up to max finished jobs past the queue's retention and
 // returns how many; a Maintainer calls it in batches.
 func (q *KeptQueue) Purge(ctx context.Context, max int) (int64, error) {
-	return q.q.PurgeKept(ctx, PurgeKeptParams{
+	return q.q.PurgeKept(ctx, jobsdb.PurgeKeptParams{
 		SucceededRetention: KeptRetainSucceeded,
 		DeadRetention:      KeptRetainDead,
 		Max:                int32(max),
@@ -371,7 +372,7 @@ func (q *KeptQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task]
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *KeptQueue) job(r KeptRow) (*queue.Job[payload.Task], error) {
+func (q *KeptQueue) job(r jobsdb.KeptRow) (*queue.Job[payload.Task], error) {
 	job := &queue.Job[payload.Task]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -398,13 +399,13 @@ func (q *KeptQueue) job(r KeptRow) (*queue.Job[payload.Task], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *KeptQueue) jobs(ctx context.Context, d *KeptQueue, rows []KeptRow) ([]*queue.Job[payload.Task], error) {
+func (q *KeptQueue) jobs(ctx context.Context, d *KeptQueue, rows []jobsdb.KeptRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardKept(ctx, DiscardKeptParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardKept(ctx, jobsdb.DiscardKeptParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue

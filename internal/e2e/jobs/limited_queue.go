@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -43,7 +44,7 @@ var LimitedLimits = queue.Limits{PerKey: 2, Global: 5}
 // lease expires.
 type LimitedQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; LimitedBackoff unless
@@ -53,7 +54,7 @@ type LimitedQueue struct {
 
 // NewLimitedQueue returns the accessor of queue limited over db.
 func NewLimitedQueue(db DB) *LimitedQueue {
-	return &LimitedQueue{db: db, q: New(db), Backoff: LimitedBackoff}
+	return &LimitedQueue{db: db, q: jobsdb.New(db), Backoff: LimitedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -73,7 +74,7 @@ func (q *LimitedQueue) Push(ctx context.Context, p LimitedPayload, opts ...queue
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushLimitedParams{
+	arg := jobsdb.PushLimitedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -102,17 +103,17 @@ func (q *LimitedQueue) PushMany(ctx context.Context, ps []LimitedPayload, opts .
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyLimitedAtParams, len(ps))
+		rows := make([]jobsdb.PushManyLimitedAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyLimitedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyLimitedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Tenant = p.Tenant
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyLimitedAt(ctx, rows))
 	}
-	rows := make([]PushManyLimitedParams, len(ps))
+	rows := make([]jobsdb.PushManyLimitedParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyLimitedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyLimitedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Tenant = p.Tenant
 		rows[i].N = p.N
 	}
@@ -137,7 +138,7 @@ func (q *LimitedQueue) Claim(ctx context.Context, node string, max int, opts ...
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, ClaimLimitedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimLimitedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -148,14 +149,14 @@ func (q *LimitedQueue) Claim(ctx context.Context, node string, max int, opts ...
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *LimitedQueue) Complete(ctx context.Context, job *queue.Job[LimitedPayload]) error {
-	n, err := q.q.CompleteLimited(ctx, CompleteLimitedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteLimited(ctx, jobsdb.CompleteLimitedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *LimitedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[LimitedPayload]) (int64, error) {
-	var arg CompleteManyLimitedParams
+	var arg jobsdb.CompleteManyLimitedParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyLimited(ctx, arg)
 }
@@ -164,7 +165,7 @@ func (q *LimitedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Limit
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *LimitedQueue) Fail(ctx context.Context, job *queue.Job[LimitedPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailLimited(ctx, FailLimitedParams{
+	state, err := q.q.FailLimited(ctx, jobsdb.FailLimitedParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -192,7 +193,7 @@ func (q *LimitedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Limi
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue limited: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyLimitedParams{RetryDelays: delays}
+	arg := jobsdb.FailManyLimitedParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyLimited(ctx, arg)
 	if err != nil {
@@ -211,7 +212,7 @@ func (q *LimitedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Limited
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue limited: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtLimitedParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtLimitedParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtLimited(ctx, arg)
 	if err != nil {
@@ -226,27 +227,27 @@ func (q *LimitedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Limited
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *LimitedQueue) Snooze(ctx context.Context, job *queue.Job[LimitedPayload], at time.Time) error {
-	n, err := q.q.SnoozeLimited(ctx, SnoozeLimitedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeLimited(ctx, jobsdb.SnoozeLimitedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *LimitedQueue) SnoozeFor(ctx context.Context, job *queue.Job[LimitedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeLimited(ctx, SnoozeLimitedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeLimited(ctx, jobsdb.SnoozeLimitedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *LimitedQueue) Discard(ctx context.Context, job *queue.Job[LimitedPayload], cause error) error {
-	n, err := q.q.DiscardLimited(ctx, DiscardLimitedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardLimited(ctx, jobsdb.DiscardLimitedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *LimitedQueue) Extend(ctx context.Context, job *queue.Job[LimitedPayload], d time.Duration) error {
-	until, err := q.q.ExtendLimited(ctx, ExtendLimitedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendLimited(ctx, jobsdb.ExtendLimitedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -263,7 +264,7 @@ func (q *LimitedQueue) Extend(ctx context.Context, job *queue.Job[LimitedPayload
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *LimitedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[LimitedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyLimitedParams{Lease: d}
+	arg := jobsdb.ExtendManyLimitedParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyLimited(ctx, arg)
 }
@@ -271,7 +272,7 @@ func (q *LimitedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Limited
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *LimitedQueue) Release(ctx context.Context, job *queue.Job[LimitedPayload]) error {
-	n, err := q.q.ReleaseLimited(ctx, ReleaseLimitedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseLimited(ctx, jobsdb.ReleaseLimitedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -366,7 +367,7 @@ func (q *LimitedQueue) Get(ctx context.Context, id int64) (*queue.Job[LimitedPay
 }
 
 // job converts a row to a Job.
-func (q *LimitedQueue) job(r LimitedRow) *queue.Job[LimitedPayload] {
+func (q *LimitedQueue) job(r jobsdb.LimitedRow) *queue.Job[LimitedPayload] {
 	job := &queue.Job[LimitedPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -390,7 +391,7 @@ func (q *LimitedQueue) job(r LimitedRow) *queue.Job[LimitedPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *LimitedQueue) jobs(rows []LimitedRow) []*queue.Job[LimitedPayload] {
+func (q *LimitedQueue) jobs(rows []jobsdb.LimitedRow) []*queue.Job[LimitedPayload] {
 	jobs := make([]*queue.Job[LimitedPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -401,17 +402,17 @@ func (q *LimitedQueue) jobs(rows []LimitedRow) []*queue.Job[LimitedPayload] {
 // claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *LimitedQueue) claimLimited(ctx context.Context, arg ClaimLimitedParams) ([]LimitedRow, error) {
+func (q *LimitedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimLimitedParams) ([]jobsdb.LimitedRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]LimitedRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.LimitedRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *LimitedQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimLimitedParams) ([]LimitedRow, error) {
+func (q *LimitedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimLimitedParams) ([]jobsdb.LimitedRow, error) {
 	if err := qq.LockClaimsLimited(ctx, !q.inTx); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -34,7 +35,7 @@ var NowaitBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // lease expires.
 type NowaitQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; NowaitBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -42,7 +43,7 @@ type NowaitQueue struct {
 
 // NewNowaitQueue returns the accessor of queue nowait over db.
 func NewNowaitQueue(db DB) *NowaitQueue {
-	return &NowaitQueue{db: db, q: New(db), Backoff: NowaitBackoff}
+	return &NowaitQueue{db: db, q: jobsdb.New(db), Backoff: NowaitBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -62,7 +63,7 @@ func (q *NowaitQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushNowaitParams{
+	arg := jobsdb.PushNowaitParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -92,9 +93,9 @@ func (q *NowaitQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...q
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyNowaitAtParams, len(ps))
+		rows := make([]jobsdb.PushManyNowaitAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyNowaitAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyNowaitAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			var err error
 			if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 				return 0, err
@@ -102,9 +103,9 @@ func (q *NowaitQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...q
 		}
 		return q.pushed(q.q.PushManyNowaitAt(ctx, rows))
 	}
-	rows := make([]PushManyNowaitParams, len(ps))
+	rows := make([]jobsdb.PushManyNowaitParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyNowaitParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyNowaitParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		var err error
 		if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 			return 0, err
@@ -132,7 +133,7 @@ func (q *NowaitQueue) Claim(ctx context.Context, node string, max int, opts ...q
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimNowait(ctx, ClaimNowaitParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimNowait(ctx, jobsdb.ClaimNowaitParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -143,14 +144,14 @@ func (q *NowaitQueue) Claim(ctx context.Context, node string, max int, opts ...q
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *NowaitQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.CompleteNowait(ctx, CompleteNowaitParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteNowait(ctx, jobsdb.CompleteNowaitParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *NowaitQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
-	var arg CompleteManyNowaitParams
+	var arg jobsdb.CompleteManyNowaitParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyNowait(ctx, arg)
 }
@@ -159,7 +160,7 @@ func (q *NowaitQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payloa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *NowaitQueue) Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	state, err := q.q.FailNowait(ctx, FailNowaitParams{
+	state, err := q.q.FailNowait(ctx, jobsdb.FailNowaitParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -187,7 +188,7 @@ func (q *NowaitQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[paylo
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue nowait: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyNowaitParams{RetryDelays: delays}
+	arg := jobsdb.FailManyNowaitParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyNowait(ctx, arg)
 	if err != nil {
@@ -206,7 +207,7 @@ func (q *NowaitQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue nowait: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtNowaitParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtNowaitParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtNowait(ctx, arg)
 	if err != nil {
@@ -221,27 +222,27 @@ func (q *NowaitQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *NowaitQueue) Snooze(ctx context.Context, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.q.SnoozeNowait(ctx, SnoozeNowaitParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeNowait(ctx, jobsdb.SnoozeNowaitParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *NowaitQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.q.SnoozeNowait(ctx, SnoozeNowaitParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeNowait(ctx, jobsdb.SnoozeNowaitParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *NowaitQueue) Discard(ctx context.Context, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.q.DiscardNowait(ctx, DiscardNowaitParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardNowait(ctx, jobsdb.DiscardNowaitParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *NowaitQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	until, err := q.q.ExtendNowait(ctx, ExtendNowaitParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendNowait(ctx, jobsdb.ExtendNowaitParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -258,7 +259,7 @@ func (q *NowaitQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], 
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *NowaitQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Task], d time.Duration) ([]int64, error) {
-	arg := ExtendManyNowaitParams{Lease: d}
+	arg := jobsdb.ExtendManyNowaitParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyNowait(ctx, arg)
 }
@@ -266,7 +267,7 @@ func (q *NowaitQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *NowaitQueue) Release(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.ReleaseNowait(ctx, ReleaseNowaitParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseNowait(ctx, jobsdb.ReleaseNowaitParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -357,7 +358,7 @@ func (q *NowaitQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Tas
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *NowaitQueue) job(r NowaitRow) (*queue.Job[payload.Task], error) {
+func (q *NowaitQueue) job(r jobsdb.NowaitRow) (*queue.Job[payload.Task], error) {
 	job := &queue.Job[payload.Task]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -384,13 +385,13 @@ func (q *NowaitQueue) job(r NowaitRow) (*queue.Job[payload.Task], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *NowaitQueue) jobs(ctx context.Context, d *NowaitQueue, rows []NowaitRow) ([]*queue.Job[payload.Task], error) {
+func (q *NowaitQueue) jobs(ctx context.Context, d *NowaitQueue, rows []jobsdb.NowaitRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardNowait(ctx, DiscardNowaitParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardNowait(ctx, jobsdb.DiscardNowaitParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue

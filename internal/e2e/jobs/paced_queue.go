@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -42,7 +43,7 @@ var PacedLimits = queue.Limits{PerKey: 0, Global: 3, Rate: 4, Per: 500 * time.Mi
 // lease expires.
 type PacedQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; PacedBackoff unless
@@ -52,7 +53,7 @@ type PacedQueue struct {
 
 // NewPacedQueue returns the accessor of queue paced over db.
 func NewPacedQueue(db DB) *PacedQueue {
-	return &PacedQueue{db: db, q: New(db), Backoff: PacedBackoff}
+	return &PacedQueue{db: db, q: jobsdb.New(db), Backoff: PacedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -72,7 +73,7 @@ func (q *PacedQueue) Push(ctx context.Context, p PacedPayload, opts ...queue.Pus
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushPacedParams{
+	arg := jobsdb.PushPacedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -100,16 +101,16 @@ func (q *PacedQueue) PushMany(ctx context.Context, ps []PacedPayload, opts ...qu
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyPacedAtParams, len(ps))
+		rows := make([]jobsdb.PushManyPacedAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyPacedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyPacedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyPacedAt(ctx, rows))
 	}
-	rows := make([]PushManyPacedParams, len(ps))
+	rows := make([]jobsdb.PushManyPacedParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyPacedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyPacedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].N = p.N
 	}
 	return q.pushed(q.q.PushManyPaced(ctx, rows))
@@ -133,7 +134,7 @@ func (q *PacedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, ClaimPacedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimPacedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -144,14 +145,14 @@ func (q *PacedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *PacedQueue) Complete(ctx context.Context, job *queue.Job[PacedPayload]) error {
-	n, err := q.q.CompletePaced(ctx, CompletePacedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompletePaced(ctx, jobsdb.CompletePacedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *PacedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[PacedPayload]) (int64, error) {
-	var arg CompleteManyPacedParams
+	var arg jobsdb.CompleteManyPacedParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyPaced(ctx, arg)
 }
@@ -160,7 +161,7 @@ func (q *PacedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[PacedPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *PacedQueue) Fail(ctx context.Context, job *queue.Job[PacedPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailPaced(ctx, FailPacedParams{
+	state, err := q.q.FailPaced(ctx, jobsdb.FailPacedParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -188,7 +189,7 @@ func (q *PacedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[PacedP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue paced: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyPacedParams{RetryDelays: delays}
+	arg := jobsdb.FailManyPacedParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyPaced(ctx, arg)
 	if err != nil {
@@ -207,7 +208,7 @@ func (q *PacedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[PacedPayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue paced: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtPacedParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtPacedParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtPaced(ctx, arg)
 	if err != nil {
@@ -222,27 +223,27 @@ func (q *PacedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[PacedPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *PacedQueue) Snooze(ctx context.Context, job *queue.Job[PacedPayload], at time.Time) error {
-	n, err := q.q.SnoozePaced(ctx, SnoozePacedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozePaced(ctx, jobsdb.SnoozePacedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *PacedQueue) SnoozeFor(ctx context.Context, job *queue.Job[PacedPayload], d time.Duration) error {
-	n, err := q.q.SnoozePaced(ctx, SnoozePacedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozePaced(ctx, jobsdb.SnoozePacedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *PacedQueue) Discard(ctx context.Context, job *queue.Job[PacedPayload], cause error) error {
-	n, err := q.q.DiscardPaced(ctx, DiscardPacedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardPaced(ctx, jobsdb.DiscardPacedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *PacedQueue) Extend(ctx context.Context, job *queue.Job[PacedPayload], d time.Duration) error {
-	until, err := q.q.ExtendPaced(ctx, ExtendPacedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendPaced(ctx, jobsdb.ExtendPacedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -259,7 +260,7 @@ func (q *PacedQueue) Extend(ctx context.Context, job *queue.Job[PacedPayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *PacedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[PacedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyPacedParams{Lease: d}
+	arg := jobsdb.ExtendManyPacedParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyPaced(ctx, arg)
 }
@@ -267,7 +268,7 @@ func (q *PacedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[PacedPayl
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *PacedQueue) Release(ctx context.Context, job *queue.Job[PacedPayload]) error {
-	n, err := q.q.ReleasePaced(ctx, ReleasePacedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleasePaced(ctx, jobsdb.ReleasePacedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -362,7 +363,7 @@ func (q *PacedQueue) Get(ctx context.Context, id int64) (*queue.Job[PacedPayload
 }
 
 // job converts a row to a Job.
-func (q *PacedQueue) job(r PacedRow) *queue.Job[PacedPayload] {
+func (q *PacedQueue) job(r jobsdb.PacedRow) *queue.Job[PacedPayload] {
 	job := &queue.Job[PacedPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -385,7 +386,7 @@ func (q *PacedQueue) job(r PacedRow) *queue.Job[PacedPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *PacedQueue) jobs(rows []PacedRow) []*queue.Job[PacedPayload] {
+func (q *PacedQueue) jobs(rows []jobsdb.PacedRow) []*queue.Job[PacedPayload] {
 	jobs := make([]*queue.Job[PacedPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -397,17 +398,17 @@ func (q *PacedQueue) jobs(rows []PacedRow) []*queue.Job[PacedPayload] {
 // claim for the rate limit, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *PacedQueue) claimLimited(ctx context.Context, arg ClaimPacedParams) ([]PacedRow, error) {
+func (q *PacedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimPacedParams) ([]jobsdb.PacedRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]PacedRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.PacedRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *PacedQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimPacedParams) ([]PacedRow, error) {
+func (q *PacedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimPacedParams) ([]jobsdb.PacedRow, error) {
 	if err := qq.LockClaimsPaced(ctx, !q.inTx); err != nil {
 		return nil, err
 	}
@@ -416,7 +417,7 @@ func (q *PacedQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimPace
 		return rows, err
 	}
 	// A claim sets every job's attempted_at to its time.
-	log := LogClaimsPacedParams{ClaimedAt: *rows[0].AttemptedAt, Jobs: int32(len(rows))}
+	log := jobsdb.LogClaimsPacedParams{ClaimedAt: *rows[0].AttemptedAt, Jobs: int32(len(rows))}
 	return rows, qq.LogClaimsPaced(ctx, log)
 }
 

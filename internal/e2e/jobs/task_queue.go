@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -34,7 +35,7 @@ var TaskBackoff = queue.Backoff{Min: time.Second, Max: time.Minute, Factor: 2, J
 // lease expires.
 type TaskQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; TaskBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -42,7 +43,7 @@ type TaskQueue struct {
 
 // NewTaskQueue returns the accessor of queue task over db.
 func NewTaskQueue(db DB) *TaskQueue {
-	return &TaskQueue{db: db, q: New(db), Backoff: TaskBackoff}
+	return &TaskQueue{db: db, q: jobsdb.New(db), Backoff: TaskBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -62,7 +63,7 @@ func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 2692, "bytes", "PostgreSQL's unique index on unique_key (a btree entry holds at most 2,704 bytes)"); err != nil {
 		return queue.PushResult{}, err
 	}
-	arg := PushTaskParams{
+	arg := jobsdb.PushTaskParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		UniqueKey:   o.UniqueKey,
@@ -96,9 +97,9 @@ func (q *TaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...que
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyTaskAtParams, len(ps))
+		rows := make([]jobsdb.PushManyTaskAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyTaskAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyTaskAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			var err error
 			if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 				return 0, err
@@ -106,9 +107,9 @@ func (q *TaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...que
 		}
 		return q.pushed(q.q.PushManyTaskAt(ctx, rows))
 	}
-	rows := make([]PushManyTaskParams, len(ps))
+	rows := make([]jobsdb.PushManyTaskParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyTaskParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyTaskParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		var err error
 		if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 			return 0, err
@@ -136,7 +137,7 @@ func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimTask(ctx, ClaimTaskParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimTask(ctx, jobsdb.ClaimTaskParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -147,14 +148,14 @@ func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *TaskQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.CompleteTask(ctx, CompleteTaskParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteTask(ctx, jobsdb.CompleteTaskParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TaskQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
-	var arg CompleteManyTaskParams
+	var arg jobsdb.CompleteManyTaskParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyTask(ctx, arg)
 }
@@ -163,7 +164,7 @@ func (q *TaskQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TaskQueue) Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	state, err := q.q.FailTask(ctx, FailTaskParams{
+	state, err := q.q.FailTask(ctx, jobsdb.FailTaskParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -191,7 +192,7 @@ func (q *TaskQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[payload
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue task: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyTaskParams{RetryDelays: delays}
+	arg := jobsdb.FailManyTaskParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyTask(ctx, arg)
 	if err != nil {
@@ -210,7 +211,7 @@ func (q *TaskQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.Ta
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue task: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtTaskParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtTaskParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtTask(ctx, arg)
 	if err != nil {
@@ -225,27 +226,27 @@ func (q *TaskQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.Ta
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *TaskQueue) Snooze(ctx context.Context, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.q.SnoozeTask(ctx, SnoozeTaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeTask(ctx, jobsdb.SnoozeTaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *TaskQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.q.SnoozeTask(ctx, SnoozeTaskParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeTask(ctx, jobsdb.SnoozeTaskParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *TaskQueue) Discard(ctx context.Context, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.q.DiscardTask(ctx, DiscardTaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardTask(ctx, jobsdb.DiscardTaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *TaskQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	until, err := q.q.ExtendTask(ctx, ExtendTaskParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendTask(ctx, jobsdb.ExtendTaskParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -262,7 +263,7 @@ func (q *TaskQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d 
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *TaskQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Task], d time.Duration) ([]int64, error) {
-	arg := ExtendManyTaskParams{Lease: d}
+	arg := jobsdb.ExtendManyTaskParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyTask(ctx, arg)
 }
@@ -270,7 +271,7 @@ func (q *TaskQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Ta
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *TaskQueue) Release(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.ReleaseTask(ctx, ReleaseTaskParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseTask(ctx, jobsdb.ReleaseTaskParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -351,7 +352,7 @@ func (q *TaskQueue) pushTick(ctx context.Context, name string, tick time.Time, p
 		return false, err
 	}
 	defer d.Rollback(context.WithoutCancel(ctx), tx)
-	n, err := q.q.WithTx(tx).AdvanceTickTask(ctx, AdvanceTickTaskParams{Name: name, Tick: tick})
+	n, err := q.q.WithTx(tx).AdvanceTickTask(ctx, jobsdb.AdvanceTickTaskParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
 	}
@@ -394,7 +395,7 @@ func (q *TaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task]
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *TaskQueue) job(r TaskRow) (*queue.Job[payload.Task], error) {
+func (q *TaskQueue) job(r jobsdb.TaskRow) (*queue.Job[payload.Task], error) {
 	job := &queue.Job[payload.Task]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -421,13 +422,13 @@ func (q *TaskQueue) job(r TaskRow) (*queue.Job[payload.Task], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *TaskQueue) jobs(ctx context.Context, d *TaskQueue, rows []TaskRow) ([]*queue.Job[payload.Task], error) {
+func (q *TaskQueue) jobs(ctx context.Context, d *TaskQueue, rows []jobsdb.TaskRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardTask(ctx, DiscardTaskParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardTask(ctx, jobsdb.DiscardTaskParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue

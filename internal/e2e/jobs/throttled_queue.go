@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -43,7 +44,7 @@ var ThrottledLimits = queue.Limits{PerKey: 0, Global: 0, Rate: 3, Per: time.Seco
 // lease expires.
 type ThrottledQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; ThrottledBackoff unless
@@ -53,7 +54,7 @@ type ThrottledQueue struct {
 
 // NewThrottledQueue returns the accessor of queue throttled over db.
 func NewThrottledQueue(db DB) *ThrottledQueue {
-	return &ThrottledQueue{db: db, q: New(db), Backoff: ThrottledBackoff}
+	return &ThrottledQueue{db: db, q: jobsdb.New(db), Backoff: ThrottledBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -73,7 +74,7 @@ func (q *ThrottledQueue) Push(ctx context.Context, p ThrottledPayload, opts ...q
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushThrottledParams{
+	arg := jobsdb.PushThrottledParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -102,17 +103,17 @@ func (q *ThrottledQueue) PushMany(ctx context.Context, ps []ThrottledPayload, op
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyThrottledAtParams, len(ps))
+		rows := make([]jobsdb.PushManyThrottledAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyThrottledAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyThrottledAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Tenant = p.Tenant
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyThrottledAt(ctx, rows))
 	}
-	rows := make([]PushManyThrottledParams, len(ps))
+	rows := make([]jobsdb.PushManyThrottledParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyThrottledParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyThrottledParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Tenant = p.Tenant
 		rows[i].N = p.N
 	}
@@ -137,7 +138,7 @@ func (q *ThrottledQueue) Claim(ctx context.Context, node string, max int, opts .
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, ClaimThrottledParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimThrottledParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -148,14 +149,14 @@ func (q *ThrottledQueue) Claim(ctx context.Context, node string, max int, opts .
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ThrottledQueue) Complete(ctx context.Context, job *queue.Job[ThrottledPayload]) error {
-	n, err := q.q.CompleteThrottled(ctx, CompleteThrottledParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteThrottled(ctx, jobsdb.CompleteThrottledParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ThrottledQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ThrottledPayload]) (int64, error) {
-	var arg CompleteManyThrottledParams
+	var arg jobsdb.CompleteManyThrottledParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyThrottled(ctx, arg)
 }
@@ -164,7 +165,7 @@ func (q *ThrottledQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Thr
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ThrottledQueue) Fail(ctx context.Context, job *queue.Job[ThrottledPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailThrottled(ctx, FailThrottledParams{
+	state, err := q.q.FailThrottled(ctx, jobsdb.FailThrottledParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -192,7 +193,7 @@ func (q *ThrottledQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Th
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue throttled: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyThrottledParams{RetryDelays: delays}
+	arg := jobsdb.FailManyThrottledParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyThrottled(ctx, arg)
 	if err != nil {
@@ -211,7 +212,7 @@ func (q *ThrottledQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Throt
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue throttled: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtThrottledParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtThrottledParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtThrottled(ctx, arg)
 	if err != nil {
@@ -226,27 +227,27 @@ func (q *ThrottledQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Throt
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ThrottledQueue) Snooze(ctx context.Context, job *queue.Job[ThrottledPayload], at time.Time) error {
-	n, err := q.q.SnoozeThrottled(ctx, SnoozeThrottledParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeThrottled(ctx, jobsdb.SnoozeThrottledParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ThrottledQueue) SnoozeFor(ctx context.Context, job *queue.Job[ThrottledPayload], d time.Duration) error {
-	n, err := q.q.SnoozeThrottled(ctx, SnoozeThrottledParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeThrottled(ctx, jobsdb.SnoozeThrottledParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ThrottledQueue) Discard(ctx context.Context, job *queue.Job[ThrottledPayload], cause error) error {
-	n, err := q.q.DiscardThrottled(ctx, DiscardThrottledParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardThrottled(ctx, jobsdb.DiscardThrottledParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *ThrottledQueue) Extend(ctx context.Context, job *queue.Job[ThrottledPayload], d time.Duration) error {
-	until, err := q.q.ExtendThrottled(ctx, ExtendThrottledParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendThrottled(ctx, jobsdb.ExtendThrottledParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -263,7 +264,7 @@ func (q *ThrottledQueue) Extend(ctx context.Context, job *queue.Job[ThrottledPay
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ThrottledQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ThrottledPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyThrottledParams{Lease: d}
+	arg := jobsdb.ExtendManyThrottledParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyThrottled(ctx, arg)
 }
@@ -271,7 +272,7 @@ func (q *ThrottledQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Throt
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *ThrottledQueue) Release(ctx context.Context, job *queue.Job[ThrottledPayload]) error {
-	n, err := q.q.ReleaseThrottled(ctx, ReleaseThrottledParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseThrottled(ctx, jobsdb.ReleaseThrottledParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -366,7 +367,7 @@ func (q *ThrottledQueue) Get(ctx context.Context, id int64) (*queue.Job[Throttle
 }
 
 // job converts a row to a Job.
-func (q *ThrottledQueue) job(r ThrottledRow) *queue.Job[ThrottledPayload] {
+func (q *ThrottledQueue) job(r jobsdb.ThrottledRow) *queue.Job[ThrottledPayload] {
 	job := &queue.Job[ThrottledPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -390,7 +391,7 @@ func (q *ThrottledQueue) job(r ThrottledRow) *queue.Job[ThrottledPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *ThrottledQueue) jobs(rows []ThrottledRow) []*queue.Job[ThrottledPayload] {
+func (q *ThrottledQueue) jobs(rows []jobsdb.ThrottledRow) []*queue.Job[ThrottledPayload] {
 	jobs := make([]*queue.Job[ThrottledPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -402,17 +403,17 @@ func (q *ThrottledQueue) jobs(rows []ThrottledRow) []*queue.Job[ThrottledPayload
 // claim for the rate limit, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *ThrottledQueue) claimLimited(ctx context.Context, arg ClaimThrottledParams) ([]ThrottledRow, error) {
+func (q *ThrottledQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimThrottledParams) ([]jobsdb.ThrottledRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]ThrottledRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.ThrottledRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *ThrottledQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimThrottledParams) ([]ThrottledRow, error) {
+func (q *ThrottledQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimThrottledParams) ([]jobsdb.ThrottledRow, error) {
 	if err := qq.LockClaimsThrottled(ctx, !q.inTx); err != nil {
 		return nil, err
 	}
@@ -421,7 +422,7 @@ func (q *ThrottledQueue) claimLocked(ctx context.Context, qq *Queries, arg Claim
 		return rows, err
 	}
 	// A claim sets every job's attempted_at to its time.
-	log := LogClaimsThrottledParams{ClaimedAt: *rows[0].AttemptedAt}
+	log := jobsdb.LogClaimsThrottledParams{ClaimedAt: *rows[0].AttemptedAt}
 	for _, r := range rows {
 		log.Keys = append(log.Keys, r.Tenant)
 	}

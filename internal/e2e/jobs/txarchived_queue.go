@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -38,7 +39,7 @@ var TxarchivedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 
 // transaction ends.
 type TxarchivedQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; TxarchivedBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -46,7 +47,7 @@ type TxarchivedQueue struct {
 
 // NewTxarchivedQueue returns the accessor of queue txarchived over db.
 func NewTxarchivedQueue(db DB) *TxarchivedQueue {
-	return &TxarchivedQueue{db: db, q: New(db), Backoff: TxarchivedBackoff}
+	return &TxarchivedQueue{db: db, q: jobsdb.New(db), Backoff: TxarchivedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -66,7 +67,7 @@ func (q *TxarchivedQueue) Push(ctx context.Context, p TxarchivedPayload, opts ..
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushTxarchivedParams{
+	arg := jobsdb.PushTxarchivedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -94,16 +95,16 @@ func (q *TxarchivedQueue) PushMany(ctx context.Context, ps []TxarchivedPayload, 
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyTxarchivedAtParams, len(ps))
+		rows := make([]jobsdb.PushManyTxarchivedAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyTxarchivedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyTxarchivedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Name = p.Name
 		}
 		return q.pushed(q.q.PushManyTxarchivedAt(ctx, rows))
 	}
-	rows := make([]PushManyTxarchivedParams, len(ps))
+	rows := make([]jobsdb.PushManyTxarchivedParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyTxarchivedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyTxarchivedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Name = p.Name
 	}
 	return q.pushed(q.q.PushManyTxarchived(ctx, rows))
@@ -126,7 +127,7 @@ func (q *TxarchivedQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ..
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.WithTx(tx).ClaimTxarchived(ctx, ClaimTxarchivedParams{Now: o.Now, Max: int32(max)})
+	rows, err := q.q.WithTx(tx).ClaimTxarchived(ctx, jobsdb.ClaimTxarchivedParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
@@ -137,14 +138,14 @@ func (q *TxarchivedQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ..
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *TxarchivedQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[TxarchivedPayload]) error {
-	n, err := q.WithTx(tx).q.CompleteTxarchived(ctx, CompleteTxarchivedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteTxarchived(ctx, jobsdb.CompleteTxarchivedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TxarchivedQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[TxarchivedPayload]) (int64, error) {
-	var arg CompleteManyTxarchivedParams
+	var arg jobsdb.CompleteManyTxarchivedParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyTxarchived(ctx, arg)
 }
@@ -153,7 +154,7 @@ func (q *TxarchivedQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*q
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TxarchivedQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[TxarchivedPayload], cause error) (queue.State, error) {
-	state, err := q.WithTx(tx).q.FailTxarchived(ctx, FailTxarchivedParams{
+	state, err := q.WithTx(tx).q.FailTxarchived(ctx, jobsdb.FailTxarchivedParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -181,7 +182,7 @@ func (q *TxarchivedQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue txarchived: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyTxarchivedParams{RetryDelays: delays}
+	arg := jobsdb.FailManyTxarchivedParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyTxarchived(ctx, arg)
 	if err != nil {
@@ -200,7 +201,7 @@ func (q *TxarchivedQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*que
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue txarchived: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtTxarchivedParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtTxarchivedParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyAtTxarchived(ctx, arg)
 	if err != nil {
@@ -215,20 +216,20 @@ func (q *TxarchivedQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*que
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *TxarchivedQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[TxarchivedPayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeTxarchived(ctx, SnoozeTxarchivedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeTxarchived(ctx, jobsdb.SnoozeTxarchivedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *TxarchivedQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[TxarchivedPayload], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeTxarchived(ctx, SnoozeTxarchivedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeTxarchived(ctx, jobsdb.SnoozeTxarchivedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *TxarchivedQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[TxarchivedPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardTxarchived(ctx, DiscardTxarchivedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardTxarchived(ctx, jobsdb.DiscardTxarchivedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -241,7 +242,7 @@ func (q *TxarchivedQueue) Purge(ctx context.Context, max int) (int64, error) {
 	if err != nil {
 		return archived, err
 	}
-	n, err := q.q.PurgeTxarchived(ctx, PurgeTxarchivedParams{
+	n, err := q.q.PurgeTxarchived(ctx, jobsdb.PurgeTxarchivedParams{
 		SucceededRetention: TxarchivedRetainSucceeded,
 		Max:                int32(max),
 	})
@@ -309,9 +310,9 @@ func (q *TxarchivedQueue) Worker(handler queue.TxHandler[TxarchivedPayload, pgx.
 func (q *TxarchivedQueue) Get(ctx context.Context, id int64) (*queue.Job[TxarchivedPayload], error) {
 	row, err := q.q.GetTxarchived(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		var archived TxarchivedArchiveRow
+		var archived jobsdb.TxarchivedArchiveRow
 		if archived, err = q.q.GetArchivedTxarchived(ctx, id); err == nil {
-			row = TxarchivedRow(archived)
+			row = jobsdb.TxarchivedRow(archived)
 		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -324,7 +325,7 @@ func (q *TxarchivedQueue) Get(ctx context.Context, id int64) (*queue.Job[Txarchi
 }
 
 // job converts a row to a Job.
-func (q *TxarchivedQueue) job(r TxarchivedRow) *queue.Job[TxarchivedPayload] {
+func (q *TxarchivedQueue) job(r jobsdb.TxarchivedRow) *queue.Job[TxarchivedPayload] {
 	job := &queue.Job[TxarchivedPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -347,7 +348,7 @@ func (q *TxarchivedQueue) job(r TxarchivedRow) *queue.Job[TxarchivedPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *TxarchivedQueue) jobs(rows []TxarchivedRow) []*queue.Job[TxarchivedPayload] {
+func (q *TxarchivedQueue) jobs(rows []jobsdb.TxarchivedRow) []*queue.Job[TxarchivedPayload] {
 	jobs := make([]*queue.Job[TxarchivedPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -37,7 +38,7 @@ var TxfairBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // transaction ends.
 type TxfairQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; TxfairBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -45,7 +46,7 @@ type TxfairQueue struct {
 
 // NewTxfairQueue returns the accessor of queue txfair over db.
 func NewTxfairQueue(db DB) *TxfairQueue {
-	return &TxfairQueue{db: db, q: New(db), Backoff: TxfairBackoff}
+	return &TxfairQueue{db: db, q: jobsdb.New(db), Backoff: TxfairBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -65,7 +66,7 @@ func (q *TxfairQueue) Push(ctx context.Context, p TxfairPayload, opts ...queue.P
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushTxfairParams{
+	arg := jobsdb.PushTxfairParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -94,17 +95,17 @@ func (q *TxfairQueue) PushMany(ctx context.Context, ps []TxfairPayload, opts ...
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyTxfairAtParams, len(ps))
+		rows := make([]jobsdb.PushManyTxfairAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyTxfairAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyTxfairAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Tenant = p.Tenant
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyTxfairAt(ctx, rows))
 	}
-	rows := make([]PushManyTxfairParams, len(ps))
+	rows := make([]jobsdb.PushManyTxfairParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyTxfairParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyTxfairParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Tenant = p.Tenant
 		rows[i].N = p.N
 	}
@@ -128,7 +129,7 @@ func (q *TxfairQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.WithTx(tx).ClaimTxfair(ctx, ClaimTxfairParams{Now: o.Now, Max: int32(max)})
+	rows, err := q.q.WithTx(tx).ClaimTxfair(ctx, jobsdb.ClaimTxfairParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
@@ -139,14 +140,14 @@ func (q *TxfairQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *TxfairQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[TxfairPayload]) error {
-	n, err := q.WithTx(tx).q.CompleteTxfair(ctx, CompleteTxfairParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteTxfair(ctx, jobsdb.CompleteTxfairParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TxfairQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[TxfairPayload]) (int64, error) {
-	var arg CompleteManyTxfairParams
+	var arg jobsdb.CompleteManyTxfairParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyTxfair(ctx, arg)
 }
@@ -155,7 +156,7 @@ func (q *TxfairQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TxfairQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[TxfairPayload], cause error) (queue.State, error) {
-	state, err := q.WithTx(tx).q.FailTxfair(ctx, FailTxfairParams{
+	state, err := q.WithTx(tx).q.FailTxfair(ctx, jobsdb.FailTxfairParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -183,7 +184,7 @@ func (q *TxfairQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue txfair: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyTxfairParams{RetryDelays: delays}
+	arg := jobsdb.FailManyTxfairParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyTxfair(ctx, arg)
 	if err != nil {
@@ -202,7 +203,7 @@ func (q *TxfairQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue txfair: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtTxfairParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtTxfairParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyAtTxfair(ctx, arg)
 	if err != nil {
@@ -217,20 +218,20 @@ func (q *TxfairQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *TxfairQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[TxfairPayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeTxfair(ctx, SnoozeTxfairParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeTxfair(ctx, jobsdb.SnoozeTxfairParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *TxfairQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[TxfairPayload], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeTxfair(ctx, SnoozeTxfairParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeTxfair(ctx, jobsdb.SnoozeTxfairParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *TxfairQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[TxfairPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardTxfair(ctx, DiscardTxfairParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardTxfair(ctx, jobsdb.DiscardTxfairParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -304,7 +305,7 @@ func (q *TxfairQueue) Get(ctx context.Context, id int64) (*queue.Job[TxfairPaylo
 }
 
 // job converts a row to a Job.
-func (q *TxfairQueue) job(r TxfairRow) *queue.Job[TxfairPayload] {
+func (q *TxfairQueue) job(r jobsdb.TxfairRow) *queue.Job[TxfairPayload] {
 	job := &queue.Job[TxfairPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -328,7 +329,7 @@ func (q *TxfairQueue) job(r TxfairRow) *queue.Job[TxfairPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *TxfairQueue) jobs(rows []TxfairRow) []*queue.Job[TxfairPayload] {
+func (q *TxfairQueue) jobs(rows []jobsdb.TxfairRow) []*queue.Job[TxfairPayload] {
 	jobs := make([]*queue.Job[TxfairPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

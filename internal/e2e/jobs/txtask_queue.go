@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -36,7 +37,7 @@ var TxtaskBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // transaction ends.
 type TxtaskQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; TxtaskBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -44,7 +45,7 @@ type TxtaskQueue struct {
 
 // NewTxtaskQueue returns the accessor of queue txtask over db.
 func NewTxtaskQueue(db DB) *TxtaskQueue {
-	return &TxtaskQueue{db: db, q: New(db), Backoff: TxtaskBackoff}
+	return &TxtaskQueue{db: db, q: jobsdb.New(db), Backoff: TxtaskBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -64,7 +65,7 @@ func (q *TxtaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushTxtaskParams{
+	arg := jobsdb.PushTxtaskParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -94,9 +95,9 @@ func (q *TxtaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...q
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyTxtaskAtParams, len(ps))
+		rows := make([]jobsdb.PushManyTxtaskAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyTxtaskAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyTxtaskAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			var err error
 			if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 				return 0, err
@@ -104,9 +105,9 @@ func (q *TxtaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...q
 		}
 		return q.pushed(q.q.PushManyTxtaskAt(ctx, rows))
 	}
-	rows := make([]PushManyTxtaskParams, len(ps))
+	rows := make([]jobsdb.PushManyTxtaskParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyTxtaskParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyTxtaskParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		var err error
 		if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 			return 0, err
@@ -134,7 +135,7 @@ func (q *TxtaskQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.WithTx(tx).ClaimTxtask(ctx, ClaimTxtaskParams{Now: o.Now, Max: int32(max)})
+	rows, err := q.q.WithTx(tx).ClaimTxtask(ctx, jobsdb.ClaimTxtaskParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
@@ -145,14 +146,14 @@ func (q *TxtaskQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *TxtaskQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[payload.Task]) error {
-	n, err := q.WithTx(tx).q.CompleteTxtask(ctx, CompleteTxtaskParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteTxtask(ctx, jobsdb.CompleteTxtaskParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TxtaskQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[payload.Task]) (int64, error) {
-	var arg CompleteManyTxtaskParams
+	var arg jobsdb.CompleteManyTxtaskParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyTxtask(ctx, arg)
 }
@@ -161,7 +162,7 @@ func (q *TxtaskQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TxtaskQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	state, err := q.WithTx(tx).q.FailTxtask(ctx, FailTxtaskParams{
+	state, err := q.WithTx(tx).q.FailTxtask(ctx, jobsdb.FailTxtaskParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -189,7 +190,7 @@ func (q *TxtaskQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue txtask: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyTxtaskParams{RetryDelays: delays}
+	arg := jobsdb.FailManyTxtaskParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyTxtask(ctx, arg)
 	if err != nil {
@@ -208,7 +209,7 @@ func (q *TxtaskQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue txtask: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtTxtaskParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtTxtaskParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyAtTxtask(ctx, arg)
 	if err != nil {
@@ -223,27 +224,27 @@ func (q *TxtaskQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *TxtaskQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeTxtask(ctx, SnoozeTxtaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeTxtask(ctx, jobsdb.SnoozeTxtaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *TxtaskQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeTxtask(ctx, SnoozeTxtaskParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeTxtask(ctx, jobsdb.SnoozeTxtaskParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *TxtaskQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardTxtask(ctx, DiscardTxtaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardTxtask(ctx, jobsdb.DiscardTxtaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Purge deletes up to max finished jobs past the queue's retention and
 // returns how many; a Maintainer calls it in batches.
 func (q *TxtaskQueue) Purge(ctx context.Context, max int) (int64, error) {
-	return q.q.PurgeTxtask(ctx, PurgeTxtaskParams{
+	return q.q.PurgeTxtask(ctx, jobsdb.PurgeTxtaskParams{
 		SucceededRetention: TxtaskRetainSucceeded,
 		DeadRetention:      TxtaskRetainDead,
 		Max:                int32(max),
@@ -312,7 +313,7 @@ func (q *TxtaskQueue) pushTick(ctx context.Context, name string, tick time.Time,
 		return false, err
 	}
 	defer d.Rollback(context.WithoutCancel(ctx), tx)
-	n, err := q.q.WithTx(tx).AdvanceTickTxtask(ctx, AdvanceTickTxtaskParams{Name: name, Tick: tick})
+	n, err := q.q.WithTx(tx).AdvanceTickTxtask(ctx, jobsdb.AdvanceTickTxtaskParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
 	}
@@ -353,7 +354,7 @@ func (q *TxtaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Tas
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *TxtaskQueue) job(r TxtaskRow) (*queue.Job[payload.Task], error) {
+func (q *TxtaskQueue) job(r jobsdb.TxtaskRow) (*queue.Job[payload.Task], error) {
 	job := &queue.Job[payload.Task]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -380,13 +381,13 @@ func (q *TxtaskQueue) job(r TxtaskRow) (*queue.Job[payload.Task], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *TxtaskQueue) jobs(ctx context.Context, d *TxtaskQueue, rows []TxtaskRow) ([]*queue.Job[payload.Task], error) {
+func (q *TxtaskQueue) jobs(ctx context.Context, d *TxtaskQueue, rows []jobsdb.TxtaskRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardTxtask(ctx, DiscardTxtaskParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardTxtask(ctx, jobsdb.DiscardTxtaskParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -66,7 +67,7 @@ var TypedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Ji
 // lease expires.
 type TypedQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; TypedBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -74,7 +75,7 @@ type TypedQueue struct {
 
 // NewTypedQueue returns the accessor of queue typed over db.
 func NewTypedQueue(db DB) *TypedQueue {
-	return &TypedQueue{db: db, q: New(db), Backoff: TypedBackoff}
+	return &TypedQueue{db: db, q: jobsdb.New(db), Backoff: TypedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -94,7 +95,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushTypedParams{
+	arg := jobsdb.PushTypedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -152,10 +153,10 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyTypedAtParams, len(ps))
+		rows := make([]jobsdb.PushManyTypedAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyTypedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
-			var def DefaultsTypedRow
+			rows[i] = jobsdb.PushManyTypedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			var def jobsdb.DefaultsTypedRow
 			if q.unset(p) {
 				def, defs = defs[0], defs[1:]
 			}
@@ -192,10 +193,10 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 		}
 		return q.pushed(q.q.PushManyTypedAt(ctx, rows))
 	}
-	rows := make([]PushManyTypedParams, len(ps))
+	rows := make([]jobsdb.PushManyTypedParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyTypedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
-		var def DefaultsTypedRow
+		rows[i] = jobsdb.PushManyTypedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		var def jobsdb.DefaultsTypedRow
 		if q.unset(p) {
 			def, defs = defs[0], defs[1:]
 		}
@@ -251,7 +252,7 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimTyped(ctx, ClaimTypedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimTyped(ctx, jobsdb.ClaimTypedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -262,14 +263,14 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *TypedQueue) Complete(ctx context.Context, job *queue.Job[TypedPayload]) error {
-	n, err := q.q.CompleteTyped(ctx, CompleteTypedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteTyped(ctx, jobsdb.CompleteTypedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPayload]) (int64, error) {
-	var arg CompleteManyTypedParams
+	var arg jobsdb.CompleteManyTypedParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyTyped(ctx, arg)
 }
@@ -278,7 +279,7 @@ func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TypedQueue) Fail(ctx context.Context, job *queue.Job[TypedPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailTyped(ctx, FailTypedParams{
+	state, err := q.q.FailTyped(ctx, jobsdb.FailTypedParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -306,7 +307,7 @@ func (q *TypedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[TypedP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue typed: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyTypedParams{RetryDelays: delays}
+	arg := jobsdb.FailManyTypedParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyTyped(ctx, arg)
 	if err != nil {
@@ -325,7 +326,7 @@ func (q *TypedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[TypedPayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue typed: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtTypedParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtTypedParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtTyped(ctx, arg)
 	if err != nil {
@@ -340,27 +341,27 @@ func (q *TypedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[TypedPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *TypedQueue) Snooze(ctx context.Context, job *queue.Job[TypedPayload], at time.Time) error {
-	n, err := q.q.SnoozeTyped(ctx, SnoozeTypedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeTyped(ctx, jobsdb.SnoozeTypedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *TypedQueue) SnoozeFor(ctx context.Context, job *queue.Job[TypedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeTyped(ctx, SnoozeTypedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeTyped(ctx, jobsdb.SnoozeTypedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *TypedQueue) Discard(ctx context.Context, job *queue.Job[TypedPayload], cause error) error {
-	n, err := q.q.DiscardTyped(ctx, DiscardTypedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardTyped(ctx, jobsdb.DiscardTypedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *TypedQueue) Extend(ctx context.Context, job *queue.Job[TypedPayload], d time.Duration) error {
-	until, err := q.q.ExtendTyped(ctx, ExtendTypedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendTyped(ctx, jobsdb.ExtendTypedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -377,7 +378,7 @@ func (q *TypedQueue) Extend(ctx context.Context, job *queue.Job[TypedPayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *TypedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[TypedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyTypedParams{Lease: d}
+	arg := jobsdb.ExtendManyTypedParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyTyped(ctx, arg)
 }
@@ -385,7 +386,7 @@ func (q *TypedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[TypedPayl
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *TypedQueue) Release(ctx context.Context, job *queue.Job[TypedPayload]) error {
-	n, err := q.q.ReleaseTyped(ctx, ReleaseTypedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseTyped(ctx, jobsdb.ReleaseTypedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -476,7 +477,7 @@ func (q *TypedQueue) Get(ctx context.Context, id int64) (*queue.Job[TypedPayload
 }
 
 // job converts a row to a Job.
-func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
+func (q *TypedQueue) job(r jobsdb.TypedRow) *queue.Job[TypedPayload] {
 	job := &queue.Job[TypedPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -525,7 +526,7 @@ func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *TypedQueue) jobs(rows []TypedRow) []*queue.Job[TypedPayload] {
+func (q *TypedQueue) jobs(rows []jobsdb.TypedRow) []*queue.Job[TypedPayload] {
 	jobs := make([]*queue.Job[TypedPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -540,7 +541,7 @@ func (q *TypedQueue) unset(p TypedPayload) bool {
 
 // defaults reads, in one query, the values the column defaults give to
 // the jobs of ps that leave a defaulted field unset, in order.
-func (q *TypedQueue) defaults(ctx context.Context, ps []TypedPayload) ([]DefaultsTypedRow, error) {
+func (q *TypedQueue) defaults(ctx context.Context, ps []TypedPayload) ([]jobsdb.DefaultsTypedRow, error) {
 	n := 0
 	for _, p := range ps {
 		if q.unset(p) {

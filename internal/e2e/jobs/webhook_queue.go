@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/e2e/jobs/jobsdb"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -34,7 +35,7 @@ var WebhookBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, 
 // lease expires.
 type WebhookQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; WebhookBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -42,7 +43,7 @@ type WebhookQueue struct {
 
 // NewWebhookQueue returns the accessor of queue webhook over db.
 func NewWebhookQueue(db DB) *WebhookQueue {
-	return &WebhookQueue{db: db, q: New(db), Backoff: WebhookBackoff}
+	return &WebhookQueue{db: db, q: jobsdb.New(db), Backoff: WebhookBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -62,7 +63,7 @@ func (q *WebhookQueue) Push(ctx context.Context, p payload.Webhook, opts ...queu
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushWebhookParams{
+	arg := jobsdb.PushWebhookParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -92,9 +93,9 @@ func (q *WebhookQueue) PushMany(ctx context.Context, ps []payload.Webhook, opts 
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyWebhookAtParams, len(ps))
+		rows := make([]jobsdb.PushManyWebhookAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyWebhookAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyWebhookAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			var err error
 			if rows[i].Body, err = queueimpl.MarshalJSON(p); err != nil {
 				return 0, err
@@ -102,9 +103,9 @@ func (q *WebhookQueue) PushMany(ctx context.Context, ps []payload.Webhook, opts 
 		}
 		return q.pushed(q.q.PushManyWebhookAt(ctx, rows))
 	}
-	rows := make([]PushManyWebhookParams, len(ps))
+	rows := make([]jobsdb.PushManyWebhookParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyWebhookParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyWebhookParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		var err error
 		if rows[i].Body, err = queueimpl.MarshalJSON(p); err != nil {
 			return 0, err
@@ -132,7 +133,7 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimWebhook(ctx, ClaimWebhookParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimWebhook(ctx, jobsdb.ClaimWebhookParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -143,14 +144,14 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *WebhookQueue) Complete(ctx context.Context, job *queue.Job[payload.Webhook]) error {
-	n, err := q.q.CompleteWebhook(ctx, CompleteWebhookParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteWebhook(ctx, jobsdb.CompleteWebhookParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Webhook]) (int64, error) {
-	var arg CompleteManyWebhookParams
+	var arg jobsdb.CompleteManyWebhookParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyWebhook(ctx, arg)
 }
@@ -159,7 +160,7 @@ func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[paylo
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *WebhookQueue) Fail(ctx context.Context, job *queue.Job[payload.Webhook], cause error) (queue.State, error) {
-	state, err := q.q.FailWebhook(ctx, FailWebhookParams{
+	state, err := q.q.FailWebhook(ctx, jobsdb.FailWebhookParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -187,7 +188,7 @@ func (q *WebhookQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[payl
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue webhook: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyWebhookParams{RetryDelays: delays}
+	arg := jobsdb.FailManyWebhookParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyWebhook(ctx, arg)
 	if err != nil {
@@ -206,7 +207,7 @@ func (q *WebhookQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue webhook: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtWebhookParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtWebhookParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtWebhook(ctx, arg)
 	if err != nil {
@@ -221,27 +222,27 @@ func (q *WebhookQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *WebhookQueue) Snooze(ctx context.Context, job *queue.Job[payload.Webhook], at time.Time) error {
-	n, err := q.q.SnoozeWebhook(ctx, SnoozeWebhookParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeWebhook(ctx, jobsdb.SnoozeWebhookParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *WebhookQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Webhook], d time.Duration) error {
-	n, err := q.q.SnoozeWebhook(ctx, SnoozeWebhookParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeWebhook(ctx, jobsdb.SnoozeWebhookParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *WebhookQueue) Discard(ctx context.Context, job *queue.Job[payload.Webhook], cause error) error {
-	n, err := q.q.DiscardWebhook(ctx, DiscardWebhookParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardWebhook(ctx, jobsdb.DiscardWebhookParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *WebhookQueue) Extend(ctx context.Context, job *queue.Job[payload.Webhook], d time.Duration) error {
-	until, err := q.q.ExtendWebhook(ctx, ExtendWebhookParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendWebhook(ctx, jobsdb.ExtendWebhookParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -258,7 +259,7 @@ func (q *WebhookQueue) Extend(ctx context.Context, job *queue.Job[payload.Webhoo
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *WebhookQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Webhook], d time.Duration) ([]int64, error) {
-	arg := ExtendManyWebhookParams{Lease: d}
+	arg := jobsdb.ExtendManyWebhookParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyWebhook(ctx, arg)
 }
@@ -266,7 +267,7 @@ func (q *WebhookQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *WebhookQueue) Release(ctx context.Context, job *queue.Job[payload.Webhook]) error {
-	n, err := q.q.ReleaseWebhook(ctx, ReleaseWebhookParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseWebhook(ctx, jobsdb.ReleaseWebhookParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -357,7 +358,7 @@ func (q *WebhookQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.We
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *WebhookQueue) job(r WebhookRow) (*queue.Job[payload.Webhook], error) {
+func (q *WebhookQueue) job(r jobsdb.WebhookRow) (*queue.Job[payload.Webhook], error) {
 	job := &queue.Job[payload.Webhook]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -384,13 +385,13 @@ func (q *WebhookQueue) job(r WebhookRow) (*queue.Job[payload.Webhook], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *WebhookQueue) jobs(ctx context.Context, d *WebhookQueue, rows []WebhookRow) ([]*queue.Job[payload.Webhook], error) {
+func (q *WebhookQueue) jobs(ctx context.Context, d *WebhookQueue, rows []jobsdb.WebhookRow) ([]*queue.Job[payload.Webhook], error) {
 	jobs := make([]*queue.Job[payload.Webhook], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardWebhook(ctx, DiscardWebhookParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardWebhook(ctx, jobsdb.DiscardWebhookParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/reliability/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -39,7 +40,7 @@ var BackloggedBackoff = queue.Backoff{Min: 10 * time.Millisecond, Max: 100 * tim
 // lease expires.
 type BackloggedQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// inTx is true in a copy made by WithTx, whose claims and
 	// scheduler steps run in that transaction.
 	inTx bool
@@ -50,7 +51,7 @@ type BackloggedQueue struct {
 
 // NewBackloggedQueue returns the accessor of queue backlogged over db.
 func NewBackloggedQueue(db DB) *BackloggedQueue {
-	return &BackloggedQueue{db: db, q: New(db), Backoff: BackloggedBackoff}
+	return &BackloggedQueue{db: db, q: jobsdb.New(db), Backoff: BackloggedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -70,7 +71,7 @@ func (q *BackloggedQueue) Push(ctx context.Context, p BackloggedPayload, opts ..
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushBackloggedParams{
+	arg := jobsdb.PushBackloggedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -99,17 +100,17 @@ func (q *BackloggedQueue) PushMany(ctx context.Context, ps []BackloggedPayload, 
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyBackloggedAtParams, len(ps))
+		rows := make([]jobsdb.PushManyBackloggedAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyBackloggedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyBackloggedAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].N = p.N
 			rows[i].Tenant = p.Tenant
 		}
 		return q.pushed(q.q.PushManyBackloggedAt(ctx, rows))
 	}
-	rows := make([]PushManyBackloggedParams, len(ps))
+	rows := make([]jobsdb.PushManyBackloggedParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyBackloggedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyBackloggedParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].N = p.N
 		rows[i].Tenant = p.Tenant
 	}
@@ -134,7 +135,7 @@ func (q *BackloggedQueue) Claim(ctx context.Context, node string, max int, opts 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimScheduled(ctx, ClaimBackloggedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimScheduled(ctx, jobsdb.ClaimBackloggedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -145,14 +146,14 @@ func (q *BackloggedQueue) Claim(ctx context.Context, node string, max int, opts 
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BackloggedQueue) Complete(ctx context.Context, job *queue.Job[BackloggedPayload]) error {
-	n, err := q.q.CompleteBacklogged(ctx, CompleteBackloggedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteBacklogged(ctx, jobsdb.CompleteBackloggedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BackloggedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BackloggedPayload]) (int64, error) {
-	var arg CompleteManyBackloggedParams
+	var arg jobsdb.CompleteManyBackloggedParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyBacklogged(ctx, arg)
 }
@@ -161,7 +162,7 @@ func (q *BackloggedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Ba
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BackloggedQueue) Fail(ctx context.Context, job *queue.Job[BackloggedPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailBacklogged(ctx, FailBackloggedParams{
+	state, err := q.q.FailBacklogged(ctx, jobsdb.FailBackloggedParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -189,7 +190,7 @@ func (q *BackloggedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[B
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue backlogged: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyBackloggedParams{RetryDelays: delays}
+	arg := jobsdb.FailManyBackloggedParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyBacklogged(ctx, arg)
 	if err != nil {
@@ -208,7 +209,7 @@ func (q *BackloggedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Back
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue backlogged: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtBackloggedParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtBackloggedParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtBacklogged(ctx, arg)
 	if err != nil {
@@ -223,27 +224,27 @@ func (q *BackloggedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Back
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BackloggedQueue) Snooze(ctx context.Context, job *queue.Job[BackloggedPayload], at time.Time) error {
-	n, err := q.q.SnoozeBacklogged(ctx, SnoozeBackloggedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBacklogged(ctx, jobsdb.SnoozeBackloggedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BackloggedQueue) SnoozeFor(ctx context.Context, job *queue.Job[BackloggedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBacklogged(ctx, SnoozeBackloggedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeBacklogged(ctx, jobsdb.SnoozeBackloggedParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BackloggedQueue) Discard(ctx context.Context, job *queue.Job[BackloggedPayload], cause error) error {
-	n, err := q.q.DiscardBacklogged(ctx, DiscardBackloggedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardBacklogged(ctx, jobsdb.DiscardBackloggedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *BackloggedQueue) Extend(ctx context.Context, job *queue.Job[BackloggedPayload], d time.Duration) error {
-	until, err := q.q.ExtendBacklogged(ctx, ExtendBackloggedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendBacklogged(ctx, jobsdb.ExtendBackloggedParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -260,7 +261,7 @@ func (q *BackloggedQueue) Extend(ctx context.Context, job *queue.Job[BackloggedP
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *BackloggedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[BackloggedPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyBackloggedParams{Lease: d}
+	arg := jobsdb.ExtendManyBackloggedParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyBacklogged(ctx, arg)
 }
@@ -268,7 +269,7 @@ func (q *BackloggedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Back
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *BackloggedQueue) Release(ctx context.Context, job *queue.Job[BackloggedPayload]) error {
-	n, err := q.q.ReleaseBacklogged(ctx, ReleaseBackloggedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseBacklogged(ctx, jobsdb.ReleaseBackloggedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -359,7 +360,7 @@ func (q *BackloggedQueue) Get(ctx context.Context, id int64) (*queue.Job[Backlog
 }
 
 // job converts a row to a Job.
-func (q *BackloggedQueue) job(r BackloggedRow) *queue.Job[BackloggedPayload] {
+func (q *BackloggedQueue) job(r jobsdb.BackloggedRow) *queue.Job[BackloggedPayload] {
 	job := &queue.Job[BackloggedPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -383,7 +384,7 @@ func (q *BackloggedQueue) job(r BackloggedRow) *queue.Job[BackloggedPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *BackloggedQueue) jobs(rows []BackloggedRow) []*queue.Job[BackloggedPayload] {
+func (q *BackloggedQueue) jobs(rows []jobsdb.BackloggedRow) []*queue.Job[BackloggedPayload] {
 	jobs := make([]*queue.Job[BackloggedPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -403,7 +404,7 @@ func (q *BackloggedQueue) Schedule(ctx context.Context) (int64, error) {
 }
 
 func (q *BackloggedQueue) schedule(ctx context.Context, now *time.Time) (int64, error) {
-	step := func(qq *Queries) (int64, error) {
+	step := func(qq *jobsdb.Queries) (int64, error) {
 		if err := qq.LockScheduleBacklogged(ctx, !q.inTx); err != nil {
 			return 0, err
 		}
@@ -419,7 +420,7 @@ func (q *BackloggedQueue) schedule(ctx context.Context, now *time.Time) (int64, 
 // and a scheduler step moves jobs, it claims again. The jobs claimed are
 // leased already: if a step or a later claim fails, they are returned
 // without the error, which the next short claim meets again.
-func (q *BackloggedQueue) claimScheduled(ctx context.Context, arg ClaimBackloggedParams) ([]BackloggedRow, error) {
+func (q *BackloggedQueue) claimScheduled(ctx context.Context, arg jobsdb.ClaimBackloggedParams) ([]jobsdb.BackloggedRow, error) {
 	want := arg.Max
 	rows, err := q.q.ClaimBacklogged(ctx, arg)
 	for err == nil && len(rows) < int(want) {
@@ -427,7 +428,7 @@ func (q *BackloggedQueue) claimScheduled(ctx context.Context, arg ClaimBacklogge
 		if moved, err = q.schedule(ctx, arg.Now); err != nil || moved == 0 {
 			break
 		}
-		var more []BackloggedRow
+		var more []jobsdb.BackloggedRow
 		arg.Max = want - int32(len(rows))
 		more, err = q.q.ClaimBacklogged(ctx, arg)
 		rows = append(rows, more...)

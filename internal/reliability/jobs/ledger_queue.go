@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/reliability/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -36,7 +37,7 @@ var LedgerBackoff = queue.Backoff{Min: 10 * time.Millisecond, Max: 100 * time.Mi
 // transaction ends.
 type LedgerQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; LedgerBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -44,7 +45,7 @@ type LedgerQueue struct {
 
 // NewLedgerQueue returns the accessor of queue ledger over db.
 func NewLedgerQueue(db DB) *LedgerQueue {
-	return &LedgerQueue{db: db, q: New(db), Backoff: LedgerBackoff}
+	return &LedgerQueue{db: db, q: jobsdb.New(db), Backoff: LedgerBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -64,7 +65,7 @@ func (q *LedgerQueue) Push(ctx context.Context, p LedgerPayload, opts ...queue.P
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushLedgerParams{
+	arg := jobsdb.PushLedgerParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -92,16 +93,16 @@ func (q *LedgerQueue) PushMany(ctx context.Context, ps []LedgerPayload, opts ...
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyLedgerAtParams, len(ps))
+		rows := make([]jobsdb.PushManyLedgerAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyLedgerAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyLedgerAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].N = p.N
 		}
 		return q.pushed(q.q.PushManyLedgerAt(ctx, rows))
 	}
-	rows := make([]PushManyLedgerParams, len(ps))
+	rows := make([]jobsdb.PushManyLedgerParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyLedgerParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyLedgerParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].N = p.N
 	}
 	return q.pushed(q.q.PushManyLedger(ctx, rows))
@@ -124,7 +125,7 @@ func (q *LedgerQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.WithTx(tx).ClaimLedger(ctx, ClaimLedgerParams{Now: o.Now, Max: int32(max)})
+	rows, err := q.q.WithTx(tx).ClaimLedger(ctx, jobsdb.ClaimLedgerParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
@@ -135,14 +136,14 @@ func (q *LedgerQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *LedgerQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[LedgerPayload]) error {
-	n, err := q.WithTx(tx).q.CompleteLedger(ctx, CompleteLedgerParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteLedger(ctx, jobsdb.CompleteLedgerParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *LedgerQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[LedgerPayload]) (int64, error) {
-	var arg CompleteManyLedgerParams
+	var arg jobsdb.CompleteManyLedgerParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyLedger(ctx, arg)
 }
@@ -151,7 +152,7 @@ func (q *LedgerQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *LedgerQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[LedgerPayload], cause error) (queue.State, error) {
-	state, err := q.WithTx(tx).q.FailLedger(ctx, FailLedgerParams{
+	state, err := q.WithTx(tx).q.FailLedger(ctx, jobsdb.FailLedgerParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -179,7 +180,7 @@ func (q *LedgerQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue ledger: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyLedgerParams{RetryDelays: delays}
+	arg := jobsdb.FailManyLedgerParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyLedger(ctx, arg)
 	if err != nil {
@@ -198,7 +199,7 @@ func (q *LedgerQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue ledger: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtLedgerParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtLedgerParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyAtLedger(ctx, arg)
 	if err != nil {
@@ -213,20 +214,20 @@ func (q *LedgerQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *LedgerQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[LedgerPayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeLedger(ctx, SnoozeLedgerParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeLedger(ctx, jobsdb.SnoozeLedgerParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *LedgerQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[LedgerPayload], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeLedger(ctx, SnoozeLedgerParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeLedger(ctx, jobsdb.SnoozeLedgerParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *LedgerQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[LedgerPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardLedger(ctx, DiscardLedgerParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardLedger(ctx, jobsdb.DiscardLedgerParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -300,7 +301,7 @@ func (q *LedgerQueue) Get(ctx context.Context, id int64) (*queue.Job[LedgerPaylo
 }
 
 // job converts a row to a Job.
-func (q *LedgerQueue) job(r LedgerRow) *queue.Job[LedgerPayload] {
+func (q *LedgerQueue) job(r jobsdb.LedgerRow) *queue.Job[LedgerPayload] {
 	job := &queue.Job[LedgerPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -323,7 +324,7 @@ func (q *LedgerQueue) job(r LedgerRow) *queue.Job[LedgerPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *LedgerQueue) jobs(rows []LedgerRow) []*queue.Job[LedgerPayload] {
+func (q *LedgerQueue) jobs(rows []jobsdb.LedgerRow) []*queue.Job[LedgerPayload] {
 	jobs := make([]*queue.Job[LedgerPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

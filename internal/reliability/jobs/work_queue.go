@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queuegen/queuegen/internal/reliability/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
@@ -39,7 +40,7 @@ var WorkBackoff = queue.Backoff{Min: 10 * time.Millisecond, Max: 100 * time.Mill
 // lease expires.
 type WorkQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; WorkBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -47,7 +48,7 @@ type WorkQueue struct {
 
 // NewWorkQueue returns the accessor of queue work over db.
 func NewWorkQueue(db DB) *WorkQueue {
-	return &WorkQueue{db: db, q: New(db), Backoff: WorkBackoff}
+	return &WorkQueue{db: db, q: jobsdb.New(db), Backoff: WorkBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -67,7 +68,7 @@ func (q *WorkQueue) Push(ctx context.Context, p WorkPayload, opts ...queue.PushO
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushWorkParams{
+	arg := jobsdb.PushWorkParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -96,17 +97,17 @@ func (q *WorkQueue) PushMany(ctx context.Context, ps []WorkPayload, opts ...queu
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyWorkAtParams, len(ps))
+		rows := make([]jobsdb.PushManyWorkAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyWorkAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyWorkAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].N = p.N
 			rows[i].Kind = p.Kind
 		}
 		return q.pushed(q.q.PushManyWorkAt(ctx, rows))
 	}
-	rows := make([]PushManyWorkParams, len(ps))
+	rows := make([]jobsdb.PushManyWorkParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyWorkParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyWorkParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].N = p.N
 		rows[i].Kind = p.Kind
 	}
@@ -131,7 +132,7 @@ func (q *WorkQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimWork(ctx, ClaimWorkParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimWork(ctx, jobsdb.ClaimWorkParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -142,14 +143,14 @@ func (q *WorkQueue) Claim(ctx context.Context, node string, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *WorkQueue) Complete(ctx context.Context, job *queue.Job[WorkPayload]) error {
-	n, err := q.q.CompleteWork(ctx, CompleteWorkParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteWork(ctx, jobsdb.CompleteWorkParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *WorkQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WorkPayload]) (int64, error) {
-	var arg CompleteManyWorkParams
+	var arg jobsdb.CompleteManyWorkParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyWork(ctx, arg)
 }
@@ -158,7 +159,7 @@ func (q *WorkQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WorkPayl
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *WorkQueue) Fail(ctx context.Context, job *queue.Job[WorkPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailWork(ctx, FailWorkParams{
+	state, err := q.q.FailWork(ctx, jobsdb.FailWorkParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -186,7 +187,7 @@ func (q *WorkQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[WorkPay
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue work: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyWorkParams{RetryDelays: delays}
+	arg := jobsdb.FailManyWorkParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyWork(ctx, arg)
 	if err != nil {
@@ -205,7 +206,7 @@ func (q *WorkQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[WorkPayloa
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue work: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtWorkParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtWorkParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtWork(ctx, arg)
 	if err != nil {
@@ -220,27 +221,27 @@ func (q *WorkQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[WorkPayloa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *WorkQueue) Snooze(ctx context.Context, job *queue.Job[WorkPayload], at time.Time) error {
-	n, err := q.q.SnoozeWork(ctx, SnoozeWorkParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeWork(ctx, jobsdb.SnoozeWorkParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *WorkQueue) SnoozeFor(ctx context.Context, job *queue.Job[WorkPayload], d time.Duration) error {
-	n, err := q.q.SnoozeWork(ctx, SnoozeWorkParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeWork(ctx, jobsdb.SnoozeWorkParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *WorkQueue) Discard(ctx context.Context, job *queue.Job[WorkPayload], cause error) error {
-	n, err := q.q.DiscardWork(ctx, DiscardWorkParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardWork(ctx, jobsdb.DiscardWorkParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *WorkQueue) Extend(ctx context.Context, job *queue.Job[WorkPayload], d time.Duration) error {
-	until, err := q.q.ExtendWork(ctx, ExtendWorkParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendWork(ctx, jobsdb.ExtendWorkParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -257,7 +258,7 @@ func (q *WorkQueue) Extend(ctx context.Context, job *queue.Job[WorkPayload], d t
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *WorkQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[WorkPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyWorkParams{Lease: d}
+	arg := jobsdb.ExtendManyWorkParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyWork(ctx, arg)
 }
@@ -265,7 +266,7 @@ func (q *WorkQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[WorkPayloa
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *WorkQueue) Release(ctx context.Context, job *queue.Job[WorkPayload]) error {
-	n, err := q.q.ReleaseWork(ctx, ReleaseWorkParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseWork(ctx, jobsdb.ReleaseWorkParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -356,7 +357,7 @@ func (q *WorkQueue) Get(ctx context.Context, id int64) (*queue.Job[WorkPayload],
 }
 
 // job converts a row to a Job.
-func (q *WorkQueue) job(r WorkRow) *queue.Job[WorkPayload] {
+func (q *WorkQueue) job(r jobsdb.WorkRow) *queue.Job[WorkPayload] {
 	job := &queue.Job[WorkPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -380,7 +381,7 @@ func (q *WorkQueue) job(r WorkRow) *queue.Job[WorkPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *WorkQueue) jobs(rows []WorkRow) []*queue.Job[WorkPayload] {
+func (q *WorkQueue) jobs(rows []jobsdb.WorkRow) []*queue.Job[WorkPayload] {
 	jobs := make([]*queue.Job[WorkPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"example.com/golden/archive/jobs/jobsdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -45,7 +46,7 @@ var EventBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Ji
 // lease expires.
 type EventQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; EventBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -53,7 +54,7 @@ type EventQueue struct {
 
 // NewEventQueue returns the accessor of queue event over db.
 func NewEventQueue(db DB) *EventQueue {
-	return &EventQueue{db: db, q: New(db), Backoff: EventBackoff}
+	return &EventQueue{db: db, q: jobsdb.New(db), Backoff: EventBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -73,7 +74,7 @@ func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.Pus
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushEventParams{
+	arg := jobsdb.PushEventParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -103,18 +104,18 @@ func (q *EventQueue) PushMany(ctx context.Context, ps []EventPayload, opts ...qu
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyEventAtParams, len(ps))
+		rows := make([]jobsdb.PushManyEventAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyEventAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyEventAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].TenantID = p.TenantID
 			rows[i].Kind = p.Kind
 			rows[i].Body = p.Body
 		}
 		return q.pushed(q.q.PushManyEventAt(ctx, rows))
 	}
-	rows := make([]PushManyEventParams, len(ps))
+	rows := make([]jobsdb.PushManyEventParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyEventParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyEventParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].TenantID = p.TenantID
 		rows[i].Kind = p.Kind
 		rows[i].Body = p.Body
@@ -140,7 +141,7 @@ func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimEvent(ctx, ClaimEventParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimEvent(ctx, jobsdb.ClaimEventParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -151,14 +152,14 @@ func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *EventQueue) Complete(ctx context.Context, job *queue.Job[EventPayload]) error {
-	n, err := q.q.CompleteEvent(ctx, CompleteEventParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteEvent(ctx, jobsdb.CompleteEventParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *EventQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EventPayload]) (int64, error) {
-	var arg CompleteManyEventParams
+	var arg jobsdb.CompleteManyEventParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyEvent(ctx, arg)
 }
@@ -167,7 +168,7 @@ func (q *EventQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EventPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *EventQueue) Fail(ctx context.Context, job *queue.Job[EventPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailEvent(ctx, FailEventParams{
+	state, err := q.q.FailEvent(ctx, jobsdb.FailEventParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -195,7 +196,7 @@ func (q *EventQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EventP
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue event: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyEventParams{RetryDelays: delays}
+	arg := jobsdb.FailManyEventParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyEvent(ctx, arg)
 	if err != nil {
@@ -214,7 +215,7 @@ func (q *EventQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EventPayl
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue event: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtEventParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtEventParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtEvent(ctx, arg)
 	if err != nil {
@@ -229,27 +230,27 @@ func (q *EventQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EventPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *EventQueue) Snooze(ctx context.Context, job *queue.Job[EventPayload], at time.Time) error {
-	n, err := q.q.SnoozeEvent(ctx, SnoozeEventParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeEvent(ctx, jobsdb.SnoozeEventParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *EventQueue) SnoozeFor(ctx context.Context, job *queue.Job[EventPayload], d time.Duration) error {
-	n, err := q.q.SnoozeEvent(ctx, SnoozeEventParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeEvent(ctx, jobsdb.SnoozeEventParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *EventQueue) Discard(ctx context.Context, job *queue.Job[EventPayload], cause error) error {
-	n, err := q.q.DiscardEvent(ctx, DiscardEventParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardEvent(ctx, jobsdb.DiscardEventParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *EventQueue) Extend(ctx context.Context, job *queue.Job[EventPayload], d time.Duration) error {
-	until, err := q.q.ExtendEvent(ctx, ExtendEventParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendEvent(ctx, jobsdb.ExtendEventParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -266,7 +267,7 @@ func (q *EventQueue) Extend(ctx context.Context, job *queue.Job[EventPayload], d
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *EventQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EventPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyEventParams{Lease: d}
+	arg := jobsdb.ExtendManyEventParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyEvent(ctx, arg)
 }
@@ -274,7 +275,7 @@ func (q *EventQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EventPayl
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *EventQueue) Release(ctx context.Context, job *queue.Job[EventPayload]) error {
-	n, err := q.q.ReleaseEvent(ctx, ReleaseEventParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseEvent(ctx, jobsdb.ReleaseEventParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -302,7 +303,7 @@ func (q *EventQueue) Purge(ctx context.Context, max int) (int64, error) {
 	if err != nil {
 		return archived, err
 	}
-	n, err := q.q.PurgeEvent(ctx, PurgeEventParams{
+	n, err := q.q.PurgeEvent(ctx, jobsdb.PurgeEventParams{
 		SucceededRetention: EventRetainSucceeded,
 		DeadRetention:      EventRetainDead,
 		Max:                int32(max),
@@ -373,9 +374,9 @@ func (q *EventQueue) Worker(handler queue.Handler[EventPayload], opts ...queue.W
 func (q *EventQueue) Get(ctx context.Context, id int64) (*queue.Job[EventPayload], error) {
 	row, err := q.q.GetEvent(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		var archived EventArchiveRow
+		var archived jobsdb.EventArchiveRow
 		if archived, err = q.q.GetArchivedEvent(ctx, id); err == nil {
-			row = EventRow(archived)
+			row = jobsdb.EventRow(archived)
 		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -388,7 +389,7 @@ func (q *EventQueue) Get(ctx context.Context, id int64) (*queue.Job[EventPayload
 }
 
 // job converts a row to a Job.
-func (q *EventQueue) job(r EventRow) *queue.Job[EventPayload] {
+func (q *EventQueue) job(r jobsdb.EventRow) *queue.Job[EventPayload] {
 	job := &queue.Job[EventPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -413,7 +414,7 @@ func (q *EventQueue) job(r EventRow) *queue.Job[EventPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *EventQueue) jobs(rows []EventRow) []*queue.Job[EventPayload] {
+func (q *EventQueue) jobs(rows []jobsdb.EventRow) []*queue.Job[EventPayload] {
 	jobs := make([]*queue.Job[EventPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"example.com/golden/archive/jobs/jobsdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -40,7 +41,7 @@ var LedgerBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // transaction ends.
 type LedgerQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; LedgerBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -48,7 +49,7 @@ type LedgerQueue struct {
 
 // NewLedgerQueue returns the accessor of queue ledger over db.
 func NewLedgerQueue(db DB) *LedgerQueue {
-	return &LedgerQueue{db: db, q: New(db), Backoff: LedgerBackoff}
+	return &LedgerQueue{db: db, q: jobsdb.New(db), Backoff: LedgerBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -68,7 +69,7 @@ func (q *LedgerQueue) Push(ctx context.Context, p LedgerPayload, opts ...queue.P
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushLedgerParams{
+	arg := jobsdb.PushLedgerParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -98,9 +99,9 @@ func (q *LedgerQueue) PushMany(ctx context.Context, ps []LedgerPayload, opts ...
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyLedgerAtParams, len(ps))
+		rows := make([]jobsdb.PushManyLedgerAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyLedgerAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyLedgerAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			var err error
 			if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 				return 0, err
@@ -108,9 +109,9 @@ func (q *LedgerQueue) PushMany(ctx context.Context, ps []LedgerPayload, opts ...
 		}
 		return q.pushed(q.q.PushManyLedgerAt(ctx, rows))
 	}
-	rows := make([]PushManyLedgerParams, len(ps))
+	rows := make([]jobsdb.PushManyLedgerParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyLedgerParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyLedgerParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		var err error
 		if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 			return 0, err
@@ -138,7 +139,7 @@ func (q *LedgerQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.WithTx(tx).ClaimLedger(ctx, ClaimLedgerParams{Now: o.Now, Max: int32(max)})
+	rows, err := q.q.WithTx(tx).ClaimLedger(ctx, jobsdb.ClaimLedgerParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
@@ -149,14 +150,14 @@ func (q *LedgerQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *LedgerQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[LedgerPayload]) error {
-	n, err := q.WithTx(tx).q.CompleteLedger(ctx, CompleteLedgerParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteLedger(ctx, jobsdb.CompleteLedgerParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *LedgerQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[LedgerPayload]) (int64, error) {
-	var arg CompleteManyLedgerParams
+	var arg jobsdb.CompleteManyLedgerParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyLedger(ctx, arg)
 }
@@ -165,7 +166,7 @@ func (q *LedgerQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *LedgerQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[LedgerPayload], cause error) (queue.State, error) {
-	state, err := q.WithTx(tx).q.FailLedger(ctx, FailLedgerParams{
+	state, err := q.WithTx(tx).q.FailLedger(ctx, jobsdb.FailLedgerParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -193,7 +194,7 @@ func (q *LedgerQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue ledger: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyLedgerParams{RetryDelays: delays}
+	arg := jobsdb.FailManyLedgerParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyLedger(ctx, arg)
 	if err != nil {
@@ -212,7 +213,7 @@ func (q *LedgerQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue ledger: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtLedgerParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtLedgerParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyAtLedger(ctx, arg)
 	if err != nil {
@@ -227,20 +228,20 @@ func (q *LedgerQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *LedgerQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[LedgerPayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeLedger(ctx, SnoozeLedgerParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeLedger(ctx, jobsdb.SnoozeLedgerParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *LedgerQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[LedgerPayload], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeLedger(ctx, SnoozeLedgerParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeLedger(ctx, jobsdb.SnoozeLedgerParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *LedgerQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[LedgerPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardLedger(ctx, DiscardLedgerParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardLedger(ctx, jobsdb.DiscardLedgerParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -253,7 +254,7 @@ func (q *LedgerQueue) Purge(ctx context.Context, max int) (int64, error) {
 	if err != nil {
 		return archived, err
 	}
-	n, err := q.q.PurgeLedger(ctx, PurgeLedgerParams{
+	n, err := q.q.PurgeLedger(ctx, jobsdb.PurgeLedgerParams{
 		SucceededRetention: LedgerRetainSucceeded,
 		Max:                int32(max),
 	})
@@ -321,9 +322,9 @@ func (q *LedgerQueue) Worker(handler queue.TxHandler[LedgerPayload, pgx.Tx], opt
 func (q *LedgerQueue) Get(ctx context.Context, id int64) (*queue.Job[LedgerPayload], error) {
 	row, err := q.q.GetLedger(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		var archived LedgerArchiveRow
+		var archived jobsdb.LedgerArchiveRow
 		if archived, err = q.q.GetArchivedLedger(ctx, id); err == nil {
-			row = LedgerRow(archived)
+			row = jobsdb.LedgerRow(archived)
 		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -336,7 +337,7 @@ func (q *LedgerQueue) Get(ctx context.Context, id int64) (*queue.Job[LedgerPaylo
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *LedgerQueue) job(r LedgerRow) (*queue.Job[LedgerPayload], error) {
+func (q *LedgerQueue) job(r jobsdb.LedgerRow) (*queue.Job[LedgerPayload], error) {
 	job := &queue.Job[LedgerPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -363,13 +364,13 @@ func (q *LedgerQueue) job(r LedgerRow) (*queue.Job[LedgerPayload], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *LedgerQueue) jobs(ctx context.Context, d *LedgerQueue, rows []LedgerRow) ([]*queue.Job[LedgerPayload], error) {
+func (q *LedgerQueue) jobs(ctx context.Context, d *LedgerQueue, rows []jobsdb.LedgerRow) ([]*queue.Job[LedgerPayload], error) {
 	jobs := make([]*queue.Job[LedgerPayload], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardLedger(ctx, DiscardLedgerParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardLedger(ctx, jobsdb.DiscardLedgerParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue

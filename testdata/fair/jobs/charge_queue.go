@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"example.com/golden/fair/jobs/jobsdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -37,7 +38,7 @@ var ChargeBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // transaction ends.
 type ChargeQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; ChargeBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -45,7 +46,7 @@ type ChargeQueue struct {
 
 // NewChargeQueue returns the accessor of queue charge over db.
 func NewChargeQueue(db DB) *ChargeQueue {
-	return &ChargeQueue{db: db, q: New(db), Backoff: ChargeBackoff}
+	return &ChargeQueue{db: db, q: jobsdb.New(db), Backoff: ChargeBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -65,7 +66,7 @@ func (q *ChargeQueue) Push(ctx context.Context, p ChargePayload, opts ...queue.P
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushChargeParams{
+	arg := jobsdb.PushChargeParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -94,17 +95,17 @@ func (q *ChargeQueue) PushMany(ctx context.Context, ps []ChargePayload, opts ...
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyChargeAtParams, len(ps))
+		rows := make([]jobsdb.PushManyChargeAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyChargeAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyChargeAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Account = p.Account
 			rows[i].Cents = p.Cents
 		}
 		return q.pushed(q.q.PushManyChargeAt(ctx, rows))
 	}
-	rows := make([]PushManyChargeParams, len(ps))
+	rows := make([]jobsdb.PushManyChargeParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyChargeParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyChargeParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Account = p.Account
 		rows[i].Cents = p.Cents
 	}
@@ -128,7 +129,7 @@ func (q *ChargeQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.WithTx(tx).ClaimCharge(ctx, ClaimChargeParams{Now: o.Now, Max: int32(max)})
+	rows, err := q.q.WithTx(tx).ClaimCharge(ctx, jobsdb.ClaimChargeParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
@@ -139,14 +140,14 @@ func (q *ChargeQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ChargeQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[ChargePayload]) error {
-	n, err := q.WithTx(tx).q.CompleteCharge(ctx, CompleteChargeParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteCharge(ctx, jobsdb.CompleteChargeParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ChargeQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[ChargePayload]) (int64, error) {
-	var arg CompleteManyChargeParams
+	var arg jobsdb.CompleteManyChargeParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyCharge(ctx, arg)
 }
@@ -155,7 +156,7 @@ func (q *ChargeQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ChargeQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[ChargePayload], cause error) (queue.State, error) {
-	state, err := q.WithTx(tx).q.FailCharge(ctx, FailChargeParams{
+	state, err := q.WithTx(tx).q.FailCharge(ctx, jobsdb.FailChargeParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -183,7 +184,7 @@ func (q *ChargeQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue charge: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyChargeParams{RetryDelays: delays}
+	arg := jobsdb.FailManyChargeParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyCharge(ctx, arg)
 	if err != nil {
@@ -202,7 +203,7 @@ func (q *ChargeQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue charge: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtChargeParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtChargeParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyAtCharge(ctx, arg)
 	if err != nil {
@@ -217,20 +218,20 @@ func (q *ChargeQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ChargeQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[ChargePayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeCharge(ctx, SnoozeChargeParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeCharge(ctx, jobsdb.SnoozeChargeParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ChargeQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[ChargePayload], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeCharge(ctx, SnoozeChargeParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeCharge(ctx, jobsdb.SnoozeChargeParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ChargeQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[ChargePayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardCharge(ctx, DiscardChargeParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardCharge(ctx, jobsdb.DiscardChargeParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -304,7 +305,7 @@ func (q *ChargeQueue) Get(ctx context.Context, id int64) (*queue.Job[ChargePaylo
 }
 
 // job converts a row to a Job.
-func (q *ChargeQueue) job(r ChargeRow) *queue.Job[ChargePayload] {
+func (q *ChargeQueue) job(r jobsdb.ChargeRow) *queue.Job[ChargePayload] {
 	job := &queue.Job[ChargePayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -328,7 +329,7 @@ func (q *ChargeQueue) job(r ChargeRow) *queue.Job[ChargePayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *ChargeQueue) jobs(rows []ChargeRow) []*queue.Job[ChargePayload] {
+func (q *ChargeQueue) jobs(rows []jobsdb.ChargeRow) []*queue.Job[ChargePayload] {
 	jobs := make([]*queue.Job[ChargePayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

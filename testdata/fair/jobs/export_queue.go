@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"example.com/golden/fair/jobs/jobsdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -39,7 +40,7 @@ var ExportBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // lease expires.
 type ExportQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; ExportBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -47,7 +48,7 @@ type ExportQueue struct {
 
 // NewExportQueue returns the accessor of queue export over db.
 func NewExportQueue(db DB) *ExportQueue {
-	return &ExportQueue{db: db, q: New(db), Backoff: ExportBackoff}
+	return &ExportQueue{db: db, q: jobsdb.New(db), Backoff: ExportBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -67,7 +68,7 @@ func (q *ExportQueue) Push(ctx context.Context, p ExportPayload, opts ...queue.P
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushExportParams{
+	arg := jobsdb.PushExportParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -96,17 +97,17 @@ func (q *ExportQueue) PushMany(ctx context.Context, ps []ExportPayload, opts ...
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyExportAtParams, len(ps))
+		rows := make([]jobsdb.PushManyExportAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyExportAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyExportAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Tenant = p.Tenant
 			rows[i].Rows = p.Rows
 		}
 		return q.pushed(q.q.PushManyExportAt(ctx, rows))
 	}
-	rows := make([]PushManyExportParams, len(ps))
+	rows := make([]jobsdb.PushManyExportParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyExportParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyExportParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Tenant = p.Tenant
 		rows[i].Rows = p.Rows
 	}
@@ -131,7 +132,7 @@ func (q *ExportQueue) Claim(ctx context.Context, node string, max int, opts ...q
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimExport(ctx, ClaimExportParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimExport(ctx, jobsdb.ClaimExportParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -142,14 +143,14 @@ func (q *ExportQueue) Claim(ctx context.Context, node string, max int, opts ...q
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ExportQueue) Complete(ctx context.Context, job *queue.Job[ExportPayload]) error {
-	n, err := q.q.CompleteExport(ctx, CompleteExportParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteExport(ctx, jobsdb.CompleteExportParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ExportQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ExportPayload]) (int64, error) {
-	var arg CompleteManyExportParams
+	var arg jobsdb.CompleteManyExportParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyExport(ctx, arg)
 }
@@ -158,7 +159,7 @@ func (q *ExportQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Export
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ExportQueue) Fail(ctx context.Context, job *queue.Job[ExportPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailExport(ctx, FailExportParams{
+	state, err := q.q.FailExport(ctx, jobsdb.FailExportParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -186,7 +187,7 @@ func (q *ExportQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Expor
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue export: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyExportParams{RetryDelays: delays}
+	arg := jobsdb.FailManyExportParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyExport(ctx, arg)
 	if err != nil {
@@ -205,7 +206,7 @@ func (q *ExportQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ExportPa
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue export: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtExportParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtExportParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtExport(ctx, arg)
 	if err != nil {
@@ -220,27 +221,27 @@ func (q *ExportQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ExportPa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ExportQueue) Snooze(ctx context.Context, job *queue.Job[ExportPayload], at time.Time) error {
-	n, err := q.q.SnoozeExport(ctx, SnoozeExportParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeExport(ctx, jobsdb.SnoozeExportParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ExportQueue) SnoozeFor(ctx context.Context, job *queue.Job[ExportPayload], d time.Duration) error {
-	n, err := q.q.SnoozeExport(ctx, SnoozeExportParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeExport(ctx, jobsdb.SnoozeExportParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ExportQueue) Discard(ctx context.Context, job *queue.Job[ExportPayload], cause error) error {
-	n, err := q.q.DiscardExport(ctx, DiscardExportParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardExport(ctx, jobsdb.DiscardExportParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *ExportQueue) Extend(ctx context.Context, job *queue.Job[ExportPayload], d time.Duration) error {
-	until, err := q.q.ExtendExport(ctx, ExtendExportParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendExport(ctx, jobsdb.ExtendExportParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -257,7 +258,7 @@ func (q *ExportQueue) Extend(ctx context.Context, job *queue.Job[ExportPayload],
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ExportQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ExportPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyExportParams{Lease: d}
+	arg := jobsdb.ExtendManyExportParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyExport(ctx, arg)
 }
@@ -265,7 +266,7 @@ func (q *ExportQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ExportPa
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *ExportQueue) Release(ctx context.Context, job *queue.Job[ExportPayload]) error {
-	n, err := q.q.ReleaseExport(ctx, ReleaseExportParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseExport(ctx, jobsdb.ReleaseExportParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -356,7 +357,7 @@ func (q *ExportQueue) Get(ctx context.Context, id int64) (*queue.Job[ExportPaylo
 }
 
 // job converts a row to a Job.
-func (q *ExportQueue) job(r ExportRow) *queue.Job[ExportPayload] {
+func (q *ExportQueue) job(r jobsdb.ExportRow) *queue.Job[ExportPayload] {
 	job := &queue.Job[ExportPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -380,7 +381,7 @@ func (q *ExportQueue) job(r ExportRow) *queue.Job[ExportPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *ExportQueue) jobs(rows []ExportRow) []*queue.Job[ExportPayload] {
+func (q *ExportQueue) jobs(rows []jobsdb.ExportRow) []*queue.Job[ExportPayload] {
 	jobs := make([]*queue.Job[ExportPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

@@ -6,6 +6,7 @@ package jobs
 import (
 	"context"
 
+	"example.com/golden/fair/jobs/jobsdb"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -14,7 +15,7 @@ import (
 // which transaction-mode workers and periodic jobs start their transactions.
 // To push in a transaction of your own, use an accessor's WithTx.
 type DB interface {
-	DBTX
+	jobsdb.DBTX
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 

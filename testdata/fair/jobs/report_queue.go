@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"example.com/golden/fair/jobs/jobsdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -42,7 +43,7 @@ var ReportLimits = queue.Limits{PerKey: 0, Global: 2}
 // lease expires.
 type ReportQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; ReportBackoff unless
@@ -52,7 +53,7 @@ type ReportQueue struct {
 
 // NewReportQueue returns the accessor of queue report over db.
 func NewReportQueue(db DB) *ReportQueue {
-	return &ReportQueue{db: db, q: New(db), Backoff: ReportBackoff}
+	return &ReportQueue{db: db, q: jobsdb.New(db), Backoff: ReportBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -72,7 +73,7 @@ func (q *ReportQueue) Push(ctx context.Context, p ReportPayload, opts ...queue.P
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushReportParams{
+	arg := jobsdb.PushReportParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -100,16 +101,16 @@ func (q *ReportQueue) PushMany(ctx context.Context, ps []ReportPayload, opts ...
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyReportAtParams, len(ps))
+		rows := make([]jobsdb.PushManyReportAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyReportAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyReportAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Name = p.Name
 		}
 		return q.pushed(q.q.PushManyReportAt(ctx, rows))
 	}
-	rows := make([]PushManyReportParams, len(ps))
+	rows := make([]jobsdb.PushManyReportParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyReportParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyReportParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Name = p.Name
 	}
 	return q.pushed(q.q.PushManyReport(ctx, rows))
@@ -133,7 +134,7 @@ func (q *ReportQueue) Claim(ctx context.Context, node string, max int, opts ...q
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, ClaimReportParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimReportParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -144,14 +145,14 @@ func (q *ReportQueue) Claim(ctx context.Context, node string, max int, opts ...q
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ReportQueue) Complete(ctx context.Context, job *queue.Job[ReportPayload]) error {
-	n, err := q.q.CompleteReport(ctx, CompleteReportParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteReport(ctx, jobsdb.CompleteReportParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ReportQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ReportPayload]) (int64, error) {
-	var arg CompleteManyReportParams
+	var arg jobsdb.CompleteManyReportParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyReport(ctx, arg)
 }
@@ -160,7 +161,7 @@ func (q *ReportQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Report
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ReportQueue) Fail(ctx context.Context, job *queue.Job[ReportPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailReport(ctx, FailReportParams{
+	state, err := q.q.FailReport(ctx, jobsdb.FailReportParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -188,7 +189,7 @@ func (q *ReportQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Repor
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue report: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyReportParams{RetryDelays: delays}
+	arg := jobsdb.FailManyReportParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyReport(ctx, arg)
 	if err != nil {
@@ -207,7 +208,7 @@ func (q *ReportQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ReportPa
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue report: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtReportParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtReportParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtReport(ctx, arg)
 	if err != nil {
@@ -222,27 +223,27 @@ func (q *ReportQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ReportPa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ReportQueue) Snooze(ctx context.Context, job *queue.Job[ReportPayload], at time.Time) error {
-	n, err := q.q.SnoozeReport(ctx, SnoozeReportParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeReport(ctx, jobsdb.SnoozeReportParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ReportQueue) SnoozeFor(ctx context.Context, job *queue.Job[ReportPayload], d time.Duration) error {
-	n, err := q.q.SnoozeReport(ctx, SnoozeReportParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeReport(ctx, jobsdb.SnoozeReportParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ReportQueue) Discard(ctx context.Context, job *queue.Job[ReportPayload], cause error) error {
-	n, err := q.q.DiscardReport(ctx, DiscardReportParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardReport(ctx, jobsdb.DiscardReportParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *ReportQueue) Extend(ctx context.Context, job *queue.Job[ReportPayload], d time.Duration) error {
-	until, err := q.q.ExtendReport(ctx, ExtendReportParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendReport(ctx, jobsdb.ExtendReportParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -259,7 +260,7 @@ func (q *ReportQueue) Extend(ctx context.Context, job *queue.Job[ReportPayload],
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ReportQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ReportPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyReportParams{Lease: d}
+	arg := jobsdb.ExtendManyReportParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyReport(ctx, arg)
 }
@@ -267,7 +268,7 @@ func (q *ReportQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ReportPa
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *ReportQueue) Release(ctx context.Context, job *queue.Job[ReportPayload]) error {
-	n, err := q.q.ReleaseReport(ctx, ReleaseReportParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseReport(ctx, jobsdb.ReleaseReportParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -362,7 +363,7 @@ func (q *ReportQueue) Get(ctx context.Context, id int64) (*queue.Job[ReportPaylo
 }
 
 // job converts a row to a Job.
-func (q *ReportQueue) job(r ReportRow) *queue.Job[ReportPayload] {
+func (q *ReportQueue) job(r jobsdb.ReportRow) *queue.Job[ReportPayload] {
 	job := &queue.Job[ReportPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -385,7 +386,7 @@ func (q *ReportQueue) job(r ReportRow) *queue.Job[ReportPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *ReportQueue) jobs(rows []ReportRow) []*queue.Job[ReportPayload] {
+func (q *ReportQueue) jobs(rows []jobsdb.ReportRow) []*queue.Job[ReportPayload] {
 	jobs := make([]*queue.Job[ReportPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -396,17 +397,17 @@ func (q *ReportQueue) jobs(rows []ReportRow) []*queue.Job[ReportPayload] {
 // claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *ReportQueue) claimLimited(ctx context.Context, arg ClaimReportParams) ([]ReportRow, error) {
+func (q *ReportQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimReportParams) ([]jobsdb.ReportRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]ReportRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.ReportRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *ReportQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimReportParams) ([]ReportRow, error) {
+func (q *ReportQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimReportParams) ([]jobsdb.ReportRow, error) {
 	if err := qq.LockClaimsReport(ctx, !q.inTx); err != nil {
 		return nil, err
 	}

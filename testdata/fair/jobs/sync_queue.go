@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"example.com/golden/fair/jobs/jobsdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -39,7 +40,7 @@ var SyncBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jit
 // lease expires.
 type SyncQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// inTx is true in a copy made by WithTx, whose claims and
 	// scheduler steps run in that transaction.
 	inTx bool
@@ -50,7 +51,7 @@ type SyncQueue struct {
 
 // NewSyncQueue returns the accessor of queue sync over db.
 func NewSyncQueue(db DB) *SyncQueue {
-	return &SyncQueue{db: db, q: New(db), Backoff: SyncBackoff}
+	return &SyncQueue{db: db, q: jobsdb.New(db), Backoff: SyncBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -70,7 +71,7 @@ func (q *SyncQueue) Push(ctx context.Context, p SyncPayload, opts ...queue.PushO
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushSyncParams{
+	arg := jobsdb.PushSyncParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -99,17 +100,17 @@ func (q *SyncQueue) PushMany(ctx context.Context, ps []SyncPayload, opts ...queu
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManySyncAtParams, len(ps))
+		rows := make([]jobsdb.PushManySyncAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManySyncAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManySyncAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Tenant = p.Tenant
 			rows[i].Object = p.Object
 		}
 		return q.pushed(q.q.PushManySyncAt(ctx, rows))
 	}
-	rows := make([]PushManySyncParams, len(ps))
+	rows := make([]jobsdb.PushManySyncParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManySyncParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManySyncParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Tenant = p.Tenant
 		rows[i].Object = p.Object
 	}
@@ -134,7 +135,7 @@ func (q *SyncQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimScheduled(ctx, ClaimSyncParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimScheduled(ctx, jobsdb.ClaimSyncParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -145,14 +146,14 @@ func (q *SyncQueue) Claim(ctx context.Context, node string, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *SyncQueue) Complete(ctx context.Context, job *queue.Job[SyncPayload]) error {
-	n, err := q.q.CompleteSync(ctx, CompleteSyncParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteSync(ctx, jobsdb.CompleteSyncParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *SyncQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[SyncPayload]) (int64, error) {
-	var arg CompleteManySyncParams
+	var arg jobsdb.CompleteManySyncParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManySync(ctx, arg)
 }
@@ -161,7 +162,7 @@ func (q *SyncQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[SyncPayl
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *SyncQueue) Fail(ctx context.Context, job *queue.Job[SyncPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailSync(ctx, FailSyncParams{
+	state, err := q.q.FailSync(ctx, jobsdb.FailSyncParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -189,7 +190,7 @@ func (q *SyncQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[SyncPay
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue sync: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManySyncParams{RetryDelays: delays}
+	arg := jobsdb.FailManySyncParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManySync(ctx, arg)
 	if err != nil {
@@ -208,7 +209,7 @@ func (q *SyncQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[SyncPayloa
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue sync: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtSyncParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtSyncParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtSync(ctx, arg)
 	if err != nil {
@@ -223,27 +224,27 @@ func (q *SyncQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[SyncPayloa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *SyncQueue) Snooze(ctx context.Context, job *queue.Job[SyncPayload], at time.Time) error {
-	n, err := q.q.SnoozeSync(ctx, SnoozeSyncParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeSync(ctx, jobsdb.SnoozeSyncParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *SyncQueue) SnoozeFor(ctx context.Context, job *queue.Job[SyncPayload], d time.Duration) error {
-	n, err := q.q.SnoozeSync(ctx, SnoozeSyncParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeSync(ctx, jobsdb.SnoozeSyncParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *SyncQueue) Discard(ctx context.Context, job *queue.Job[SyncPayload], cause error) error {
-	n, err := q.q.DiscardSync(ctx, DiscardSyncParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardSync(ctx, jobsdb.DiscardSyncParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *SyncQueue) Extend(ctx context.Context, job *queue.Job[SyncPayload], d time.Duration) error {
-	until, err := q.q.ExtendSync(ctx, ExtendSyncParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendSync(ctx, jobsdb.ExtendSyncParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -260,7 +261,7 @@ func (q *SyncQueue) Extend(ctx context.Context, job *queue.Job[SyncPayload], d t
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *SyncQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[SyncPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManySyncParams{Lease: d}
+	arg := jobsdb.ExtendManySyncParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManySync(ctx, arg)
 }
@@ -268,7 +269,7 @@ func (q *SyncQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[SyncPayloa
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *SyncQueue) Release(ctx context.Context, job *queue.Job[SyncPayload]) error {
-	n, err := q.q.ReleaseSync(ctx, ReleaseSyncParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseSync(ctx, jobsdb.ReleaseSyncParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -359,7 +360,7 @@ func (q *SyncQueue) Get(ctx context.Context, id int64) (*queue.Job[SyncPayload],
 }
 
 // job converts a row to a Job.
-func (q *SyncQueue) job(r SyncRow) *queue.Job[SyncPayload] {
+func (q *SyncQueue) job(r jobsdb.SyncRow) *queue.Job[SyncPayload] {
 	job := &queue.Job[SyncPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -383,7 +384,7 @@ func (q *SyncQueue) job(r SyncRow) *queue.Job[SyncPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *SyncQueue) jobs(rows []SyncRow) []*queue.Job[SyncPayload] {
+func (q *SyncQueue) jobs(rows []jobsdb.SyncRow) []*queue.Job[SyncPayload] {
 	jobs := make([]*queue.Job[SyncPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -403,7 +404,7 @@ func (q *SyncQueue) Schedule(ctx context.Context) (int64, error) {
 }
 
 func (q *SyncQueue) schedule(ctx context.Context, now *time.Time) (int64, error) {
-	step := func(qq *Queries) (int64, error) {
+	step := func(qq *jobsdb.Queries) (int64, error) {
 		if err := qq.LockScheduleSync(ctx, !q.inTx); err != nil {
 			return 0, err
 		}
@@ -419,7 +420,7 @@ func (q *SyncQueue) schedule(ctx context.Context, now *time.Time) (int64, error)
 // and a scheduler step moves jobs, it claims again. The jobs claimed are
 // leased already: if a step or a later claim fails, they are returned
 // without the error, which the next short claim meets again.
-func (q *SyncQueue) claimScheduled(ctx context.Context, arg ClaimSyncParams) ([]SyncRow, error) {
+func (q *SyncQueue) claimScheduled(ctx context.Context, arg jobsdb.ClaimSyncParams) ([]jobsdb.SyncRow, error) {
 	want := arg.Max
 	rows, err := q.q.ClaimSync(ctx, arg)
 	for err == nil && len(rows) < int(want) {
@@ -427,7 +428,7 @@ func (q *SyncQueue) claimScheduled(ctx context.Context, arg ClaimSyncParams) ([]
 		if moved, err = q.schedule(ctx, arg.Now); err != nil || moved == 0 {
 			break
 		}
-		var more []SyncRow
+		var more []jobsdb.SyncRow
 		arg.Max = want - int32(len(rows))
 		more, err = q.q.ClaimSync(ctx, arg)
 		rows = append(rows, more...)

@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"example.com/golden/fair/jobs/jobsdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -43,7 +44,7 @@ var WebhookLimits = queue.Limits{PerKey: 3, Global: 20}
 // lease expires.
 type WebhookQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; WebhookBackoff unless
@@ -53,7 +54,7 @@ type WebhookQueue struct {
 
 // NewWebhookQueue returns the accessor of queue webhook over db.
 func NewWebhookQueue(db DB) *WebhookQueue {
-	return &WebhookQueue{db: db, q: New(db), Backoff: WebhookBackoff}
+	return &WebhookQueue{db: db, q: jobsdb.New(db), Backoff: WebhookBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -73,7 +74,7 @@ func (q *WebhookQueue) Push(ctx context.Context, p WebhookPayload, opts ...queue
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushWebhookParams{
+	arg := jobsdb.PushWebhookParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -102,17 +103,17 @@ func (q *WebhookQueue) PushMany(ctx context.Context, ps []WebhookPayload, opts .
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyWebhookAtParams, len(ps))
+		rows := make([]jobsdb.PushManyWebhookAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyWebhookAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = jobsdb.PushManyWebhookAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Shop = p.Shop
 			rows[i].URL = p.URL
 		}
 		return q.pushed(q.q.PushManyWebhookAt(ctx, rows))
 	}
-	rows := make([]PushManyWebhookParams, len(ps))
+	rows := make([]jobsdb.PushManyWebhookParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyWebhookParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = jobsdb.PushManyWebhookParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Shop = p.Shop
 		rows[i].URL = p.URL
 	}
@@ -137,7 +138,7 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, ClaimWebhookParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimWebhookParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -148,14 +149,14 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *WebhookQueue) Complete(ctx context.Context, job *queue.Job[WebhookPayload]) error {
-	n, err := q.q.CompleteWebhook(ctx, CompleteWebhookParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteWebhook(ctx, jobsdb.CompleteWebhookParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WebhookPayload]) (int64, error) {
-	var arg CompleteManyWebhookParams
+	var arg jobsdb.CompleteManyWebhookParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyWebhook(ctx, arg)
 }
@@ -164,7 +165,7 @@ func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Webho
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *WebhookQueue) Fail(ctx context.Context, job *queue.Job[WebhookPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailWebhook(ctx, FailWebhookParams{
+	state, err := q.q.FailWebhook(ctx, jobsdb.FailWebhookParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -192,7 +193,7 @@ func (q *WebhookQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Webh
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue webhook: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyWebhookParams{RetryDelays: delays}
+	arg := jobsdb.FailManyWebhookParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyWebhook(ctx, arg)
 	if err != nil {
@@ -211,7 +212,7 @@ func (q *WebhookQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Webhook
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue webhook: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtWebhookParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtWebhookParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtWebhook(ctx, arg)
 	if err != nil {
@@ -226,27 +227,27 @@ func (q *WebhookQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Webhook
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *WebhookQueue) Snooze(ctx context.Context, job *queue.Job[WebhookPayload], at time.Time) error {
-	n, err := q.q.SnoozeWebhook(ctx, SnoozeWebhookParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeWebhook(ctx, jobsdb.SnoozeWebhookParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *WebhookQueue) SnoozeFor(ctx context.Context, job *queue.Job[WebhookPayload], d time.Duration) error {
-	n, err := q.q.SnoozeWebhook(ctx, SnoozeWebhookParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeWebhook(ctx, jobsdb.SnoozeWebhookParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *WebhookQueue) Discard(ctx context.Context, job *queue.Job[WebhookPayload], cause error) error {
-	n, err := q.q.DiscardWebhook(ctx, DiscardWebhookParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardWebhook(ctx, jobsdb.DiscardWebhookParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *WebhookQueue) Extend(ctx context.Context, job *queue.Job[WebhookPayload], d time.Duration) error {
-	until, err := q.q.ExtendWebhook(ctx, ExtendWebhookParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendWebhook(ctx, jobsdb.ExtendWebhookParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -263,7 +264,7 @@ func (q *WebhookQueue) Extend(ctx context.Context, job *queue.Job[WebhookPayload
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *WebhookQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[WebhookPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyWebhookParams{Lease: d}
+	arg := jobsdb.ExtendManyWebhookParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyWebhook(ctx, arg)
 }
@@ -271,7 +272,7 @@ func (q *WebhookQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Webhook
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *WebhookQueue) Release(ctx context.Context, job *queue.Job[WebhookPayload]) error {
-	n, err := q.q.ReleaseWebhook(ctx, ReleaseWebhookParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseWebhook(ctx, jobsdb.ReleaseWebhookParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -366,7 +367,7 @@ func (q *WebhookQueue) Get(ctx context.Context, id int64) (*queue.Job[WebhookPay
 }
 
 // job converts a row to a Job.
-func (q *WebhookQueue) job(r WebhookRow) *queue.Job[WebhookPayload] {
+func (q *WebhookQueue) job(r jobsdb.WebhookRow) *queue.Job[WebhookPayload] {
 	job := &queue.Job[WebhookPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -390,7 +391,7 @@ func (q *WebhookQueue) job(r WebhookRow) *queue.Job[WebhookPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *WebhookQueue) jobs(rows []WebhookRow) []*queue.Job[WebhookPayload] {
+func (q *WebhookQueue) jobs(rows []jobsdb.WebhookRow) []*queue.Job[WebhookPayload] {
 	jobs := make([]*queue.Job[WebhookPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -401,17 +402,17 @@ func (q *WebhookQueue) jobs(rows []WebhookRow) []*queue.Job[WebhookPayload] {
 // claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *WebhookQueue) claimLimited(ctx context.Context, arg ClaimWebhookParams) ([]WebhookRow, error) {
+func (q *WebhookQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimWebhookParams) ([]jobsdb.WebhookRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]WebhookRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.WebhookRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *WebhookQueue) claimLocked(ctx context.Context, qq *Queries, arg ClaimWebhookParams) ([]WebhookRow, error) {
+func (q *WebhookQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimWebhookParams) ([]jobsdb.WebhookRow, error) {
 	if err := qq.LockClaimsWebhook(ctx, !q.inTx); err != nil {
 		return nil, err
 	}

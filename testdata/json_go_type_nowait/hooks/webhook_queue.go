@@ -12,6 +12,7 @@ import (
 	"net/mail"
 	"time"
 
+	"example.com/golden/json_go_type_nowait/hooks/hooksdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -36,7 +37,7 @@ var WebhookBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, 
 // lease expires.
 type WebhookQueue struct {
 	db DB
-	q  *Queries
+	q  *hooksdb.Queries
 	// Backoff decides the retry delay after Fail; WebhookBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -44,7 +45,7 @@ type WebhookQueue struct {
 
 // NewWebhookQueue returns the accessor of queue webhook over db.
 func NewWebhookQueue(db DB) *WebhookQueue {
-	return &WebhookQueue{db: db, q: New(db), Backoff: WebhookBackoff}
+	return &WebhookQueue{db: db, q: hooksdb.New(db), Backoff: WebhookBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -64,7 +65,7 @@ func (q *WebhookQueue) Push(ctx context.Context, p mail.Address, opts ...queue.P
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushWebhookParams{
+	arg := hooksdb.PushWebhookParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -94,9 +95,9 @@ func (q *WebhookQueue) PushMany(ctx context.Context, ps []mail.Address, opts ...
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyWebhookAtParams, len(ps))
+		rows := make([]hooksdb.PushManyWebhookAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyWebhookAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = hooksdb.PushManyWebhookAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			var err error
 			if rows[i].Message, err = queueimpl.MarshalJSON(p); err != nil {
 				return 0, err
@@ -104,9 +105,9 @@ func (q *WebhookQueue) PushMany(ctx context.Context, ps []mail.Address, opts ...
 		}
 		return q.pushed(q.q.PushManyWebhookAt(ctx, rows))
 	}
-	rows := make([]PushManyWebhookParams, len(ps))
+	rows := make([]hooksdb.PushManyWebhookParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyWebhookParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = hooksdb.PushManyWebhookParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		var err error
 		if rows[i].Message, err = queueimpl.MarshalJSON(p); err != nil {
 			return 0, err
@@ -134,7 +135,7 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimWebhook(ctx, ClaimWebhookParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimWebhook(ctx, hooksdb.ClaimWebhookParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -145,14 +146,14 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *WebhookQueue) Complete(ctx context.Context, job *queue.Job[mail.Address]) error {
-	n, err := q.q.CompleteWebhook(ctx, CompleteWebhookParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteWebhook(ctx, hooksdb.CompleteWebhookParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[mail.Address]) (int64, error) {
-	var arg CompleteManyWebhookParams
+	var arg hooksdb.CompleteManyWebhookParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyWebhook(ctx, arg)
 }
@@ -161,7 +162,7 @@ func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[mail.
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *WebhookQueue) Fail(ctx context.Context, job *queue.Job[mail.Address], cause error) (queue.State, error) {
-	state, err := q.q.FailWebhook(ctx, FailWebhookParams{
+	state, err := q.q.FailWebhook(ctx, hooksdb.FailWebhookParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -189,7 +190,7 @@ func (q *WebhookQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[mail
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue webhook: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyWebhookParams{RetryDelays: delays}
+	arg := hooksdb.FailManyWebhookParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyWebhook(ctx, arg)
 	if err != nil {
@@ -208,7 +209,7 @@ func (q *WebhookQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[mail.Ad
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue webhook: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtWebhookParams{RetryAts: ats}
+	arg := hooksdb.FailManyAtWebhookParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtWebhook(ctx, arg)
 	if err != nil {
@@ -223,27 +224,27 @@ func (q *WebhookQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[mail.Ad
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *WebhookQueue) Snooze(ctx context.Context, job *queue.Job[mail.Address], at time.Time) error {
-	n, err := q.q.SnoozeWebhook(ctx, SnoozeWebhookParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeWebhook(ctx, hooksdb.SnoozeWebhookParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *WebhookQueue) SnoozeFor(ctx context.Context, job *queue.Job[mail.Address], d time.Duration) error {
-	n, err := q.q.SnoozeWebhook(ctx, SnoozeWebhookParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeWebhook(ctx, hooksdb.SnoozeWebhookParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *WebhookQueue) Discard(ctx context.Context, job *queue.Job[mail.Address], cause error) error {
-	n, err := q.q.DiscardWebhook(ctx, DiscardWebhookParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardWebhook(ctx, hooksdb.DiscardWebhookParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *WebhookQueue) Extend(ctx context.Context, job *queue.Job[mail.Address], d time.Duration) error {
-	until, err := q.q.ExtendWebhook(ctx, ExtendWebhookParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendWebhook(ctx, hooksdb.ExtendWebhookParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -260,7 +261,7 @@ func (q *WebhookQueue) Extend(ctx context.Context, job *queue.Job[mail.Address],
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *WebhookQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[mail.Address], d time.Duration) ([]int64, error) {
-	arg := ExtendManyWebhookParams{Lease: d}
+	arg := hooksdb.ExtendManyWebhookParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyWebhook(ctx, arg)
 }
@@ -268,7 +269,7 @@ func (q *WebhookQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[mail.Ad
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *WebhookQueue) Release(ctx context.Context, job *queue.Job[mail.Address]) error {
-	n, err := q.q.ReleaseWebhook(ctx, ReleaseWebhookParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseWebhook(ctx, hooksdb.ReleaseWebhookParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -290,7 +291,7 @@ func (q *WebhookQueue) Reap(ctx context.Context, max int) (int64, error) {
 // Purge deletes up to max finished jobs past the queue's retention and
 // returns how many; a Maintainer calls it in batches.
 func (q *WebhookQueue) Purge(ctx context.Context, max int) (int64, error) {
-	return q.q.PurgeWebhook(ctx, PurgeWebhookParams{
+	return q.q.PurgeWebhook(ctx, hooksdb.PurgeWebhookParams{
 		SucceededRetention: WebhookRetainSucceeded,
 		Max:                int32(max),
 	})
@@ -368,7 +369,7 @@ func (q *WebhookQueue) Get(ctx context.Context, id int64) (*queue.Job[mail.Addre
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *WebhookQueue) job(r WebhookRow) (*queue.Job[mail.Address], error) {
+func (q *WebhookQueue) job(r hooksdb.WebhookRow) (*queue.Job[mail.Address], error) {
 	job := &queue.Job[mail.Address]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -395,13 +396,13 @@ func (q *WebhookQueue) job(r WebhookRow) (*queue.Job[mail.Address], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *WebhookQueue) jobs(ctx context.Context, d *WebhookQueue, rows []WebhookRow) ([]*queue.Job[mail.Address], error) {
+func (q *WebhookQueue) jobs(ctx context.Context, d *WebhookQueue, rows []hooksdb.WebhookRow) ([]*queue.Job[mail.Address], error) {
 	jobs := make([]*queue.Job[mail.Address], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardWebhook(ctx, DiscardWebhookParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardWebhook(ctx, hooksdb.DiscardWebhookParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue

@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"example.com/golden/minimal/q/qdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -38,7 +39,7 @@ var PingBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jit
 // lease expires.
 type PingQueue struct {
 	db DB
-	q  *Queries
+	q  *qdb.Queries
 	// Backoff decides the retry delay after Fail; PingBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -46,7 +47,7 @@ type PingQueue struct {
 
 // NewPingQueue returns the accessor of queue ping over db.
 func NewPingQueue(db DB) *PingQueue {
-	return &PingQueue{db: db, q: New(db), Backoff: PingBackoff}
+	return &PingQueue{db: db, q: qdb.New(db), Backoff: PingBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -66,7 +67,7 @@ func (q *PingQueue) Push(ctx context.Context, p PingPayload, opts ...queue.PushO
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushPingParams{
+	arg := qdb.PushPingParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -94,16 +95,16 @@ func (q *PingQueue) PushMany(ctx context.Context, ps []PingPayload, opts ...queu
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyPingAtParams, len(ps))
+		rows := make([]qdb.PushManyPingAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyPingAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = qdb.PushManyPingAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Host = p.Host
 		}
 		return q.pushed(q.q.PushManyPingAt(ctx, rows))
 	}
-	rows := make([]PushManyPingParams, len(ps))
+	rows := make([]qdb.PushManyPingParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyPingParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = qdb.PushManyPingParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Host = p.Host
 	}
 	return q.pushed(q.q.PushManyPing(ctx, rows))
@@ -127,7 +128,7 @@ func (q *PingQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimPing(ctx, ClaimPingParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimPing(ctx, qdb.ClaimPingParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -138,14 +139,14 @@ func (q *PingQueue) Claim(ctx context.Context, node string, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *PingQueue) Complete(ctx context.Context, job *queue.Job[PingPayload]) error {
-	n, err := q.q.CompletePing(ctx, CompletePingParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompletePing(ctx, qdb.CompletePingParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *PingQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[PingPayload]) (int64, error) {
-	var arg CompleteManyPingParams
+	var arg qdb.CompleteManyPingParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyPing(ctx, arg)
 }
@@ -154,7 +155,7 @@ func (q *PingQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[PingPayl
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *PingQueue) Fail(ctx context.Context, job *queue.Job[PingPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailPing(ctx, FailPingParams{
+	state, err := q.q.FailPing(ctx, qdb.FailPingParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -182,7 +183,7 @@ func (q *PingQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[PingPay
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue ping: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyPingParams{RetryDelays: delays}
+	arg := qdb.FailManyPingParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyPing(ctx, arg)
 	if err != nil {
@@ -201,7 +202,7 @@ func (q *PingQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[PingPayloa
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue ping: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtPingParams{RetryAts: ats}
+	arg := qdb.FailManyAtPingParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtPing(ctx, arg)
 	if err != nil {
@@ -216,27 +217,27 @@ func (q *PingQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[PingPayloa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *PingQueue) Snooze(ctx context.Context, job *queue.Job[PingPayload], at time.Time) error {
-	n, err := q.q.SnoozePing(ctx, SnoozePingParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozePing(ctx, qdb.SnoozePingParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *PingQueue) SnoozeFor(ctx context.Context, job *queue.Job[PingPayload], d time.Duration) error {
-	n, err := q.q.SnoozePing(ctx, SnoozePingParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozePing(ctx, qdb.SnoozePingParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *PingQueue) Discard(ctx context.Context, job *queue.Job[PingPayload], cause error) error {
-	n, err := q.q.DiscardPing(ctx, DiscardPingParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardPing(ctx, qdb.DiscardPingParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *PingQueue) Extend(ctx context.Context, job *queue.Job[PingPayload], d time.Duration) error {
-	until, err := q.q.ExtendPing(ctx, ExtendPingParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendPing(ctx, qdb.ExtendPingParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -253,7 +254,7 @@ func (q *PingQueue) Extend(ctx context.Context, job *queue.Job[PingPayload], d t
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *PingQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[PingPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyPingParams{Lease: d}
+	arg := qdb.ExtendManyPingParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyPing(ctx, arg)
 }
@@ -261,7 +262,7 @@ func (q *PingQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[PingPayloa
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *PingQueue) Release(ctx context.Context, job *queue.Job[PingPayload]) error {
-	n, err := q.q.ReleasePing(ctx, ReleasePingParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleasePing(ctx, qdb.ReleasePingParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -352,7 +353,7 @@ func (q *PingQueue) Get(ctx context.Context, id int64) (*queue.Job[PingPayload],
 }
 
 // job converts a row to a Job.
-func (q *PingQueue) job(r PingRow) *queue.Job[PingPayload] {
+func (q *PingQueue) job(r qdb.PingRow) *queue.Job[PingPayload] {
 	job := &queue.Job[PingPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -375,7 +376,7 @@ func (q *PingQueue) job(r PingRow) *queue.Job[PingPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *PingQueue) jobs(rows []PingRow) []*queue.Job[PingPayload] {
+func (q *PingQueue) jobs(rows []qdb.PingRow) []*queue.Job[PingPayload] {
 	jobs := make([]*queue.Job[PingPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"example.com/golden/mysql/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
@@ -39,7 +40,7 @@ var StatementBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2
 // transaction ends.
 type StatementQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; StatementBackoff unless
@@ -49,7 +50,7 @@ type StatementQueue struct {
 
 // NewStatementQueue returns the accessor of queue statement over db.
 func NewStatementQueue(db DB) *StatementQueue {
-	return &StatementQueue{db: db, q: New(db), Backoff: StatementBackoff}
+	return &StatementQueue{db: db, q: jobsdb.New(db), Backoff: StatementBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -69,7 +70,7 @@ func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...q
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushStatementParams{
+	arg := jobsdb.PushStatementParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -110,7 +111,7 @@ func (q *StatementQueue) PushMany(ctx context.Context, ps []StatementPayload, op
 		}
 		args = append(args, doc, o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyStatement, 4, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, jobsdb.PushManyStatement, 4, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -139,11 +140,11 @@ func (q *StatementQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ..
 		return nil, err
 	}
 	qt := q.q.WithTx(tx)
-	claimed, err := qt.ClaimStatement(ctx, ClaimStatementParams{Now: o.Now, Limit: int32(max)})
+	claimed, err := qt.ClaimStatement(ctx, jobsdb.ClaimStatementParams{Now: o.Now, Limit: int32(max)})
 	if err != nil {
 		return nil, err
 	}
-	rows, ids := make([]StatementRow, len(claimed)), make([]int64, len(claimed))
+	rows, ids := make([]jobsdb.StatementRow, len(claimed)), make([]int64, len(claimed))
 	var now time.Time
 	for i, r := range claimed {
 		rows[i], ids[i], now = r.StatementRow, r.StatementRow.ID, r.DbNow
@@ -152,7 +153,7 @@ func (q *StatementQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ..
 		if o.Now != nil {
 			now = *o.Now
 		}
-		if _, err := qt.AttemptStatement(ctx, AttemptStatementParams{ClaimedAt: &now, Ids: ids}); err != nil {
+		if _, err := qt.AttemptStatement(ctx, jobsdb.AttemptStatementParams{ClaimedAt: &now, Ids: ids}); err != nil {
 			return nil, err
 		}
 		for i := range rows {
@@ -166,7 +167,7 @@ func (q *StatementQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ..
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *StatementQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Job[StatementPayload]) error {
-	n, err := q.WithTx(tx).q.CompleteStatement(ctx, CompleteStatementParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteStatement(ctx, jobsdb.CompleteStatementParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -174,14 +175,14 @@ func (q *StatementQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Jo
 // completed; the others were no longer held by the caller.
 func (q *StatementQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[StatementPayload]) (int64, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
-	return q.WithTx(tx).q.CompleteManyStatement(ctx, CompleteManyStatementParams{Ids: ids, Fences: fences})
+	return q.WithTx(tx).q.CompleteManyStatement(ctx, jobsdb.CompleteManyStatementParams{Ids: ids, Fences: fences})
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *StatementQueue) Fail(ctx context.Context, tx *sql.Tx, job *queue.Job[StatementPayload], cause error) (queue.State, error) {
-	n, err := q.WithTx(tx).q.FailStatement(ctx, FailStatementParams{
+	n, err := q.WithTx(tx).q.FailStatement(ctx, jobsdb.FailStatementParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -213,8 +214,8 @@ func (q *StatementQueue) FailManyAfter(ctx context.Context, tx *sql.Tx, jobs []*
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyStatement(ctx, FailManyStatementParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, tx, jobs, func(qt *jobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyStatement(ctx, jobsdb.FailManyStatementParams{Batch: batch, Ids: ids})
 	})
 }
 
@@ -228,27 +229,27 @@ func (q *StatementQueue) FailManyAt(ctx context.Context, tx *sql.Tx, jobs []*que
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyAtStatement(ctx, FailManyAtStatementParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, tx, jobs, func(qt *jobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyAtStatement(ctx, jobsdb.FailManyAtStatementParams{Batch: batch, Ids: ids})
 	})
 }
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *StatementQueue) Snooze(ctx context.Context, tx *sql.Tx, job *queue.Job[StatementPayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, SnoozeStatementParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, jobsdb.SnoozeStatementParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *StatementQueue) SnoozeFor(ctx context.Context, tx *sql.Tx, job *queue.Job[StatementPayload], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, SnoozeStatementParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeStatement(ctx, jobsdb.SnoozeStatementParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *StatementQueue) Discard(ctx context.Context, tx *sql.Tx, job *queue.Job[StatementPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardStatement(ctx, DiscardStatementParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardStatement(ctx, jobsdb.DiscardStatementParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -310,7 +311,7 @@ func (q *StatementQueue) pushTick(ctx context.Context, name string, tick time.Ti
 		return false, err
 	}
 	defer d.Rollback(context.WithoutCancel(ctx), tx)
-	n, err := q.q.WithTx(tx).AdvanceTickStatement(ctx, AdvanceTickStatementParams{Name: name, Tick: tick})
+	n, err := q.q.WithTx(tx).AdvanceTickStatement(ctx, jobsdb.AdvanceTickStatementParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
 	}
@@ -357,7 +358,7 @@ func (q *StatementQueue) Get(ctx context.Context, id int64) (*queue.Job[Statemen
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *StatementQueue) job(r StatementRow) (*queue.Job[StatementPayload], error) {
+func (q *StatementQueue) job(r jobsdb.StatementRow) (*queue.Job[StatementPayload], error) {
 	job := &queue.Job[StatementPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -384,13 +385,13 @@ func (q *StatementQueue) job(r StatementRow) (*queue.Job[StatementPayload], erro
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *StatementQueue) jobs(ctx context.Context, d *StatementQueue, rows []StatementRow) ([]*queue.Job[StatementPayload], error) {
+func (q *StatementQueue) jobs(ctx context.Context, d *StatementQueue, rows []jobsdb.StatementRow) ([]*queue.Job[StatementPayload], error) {
 	jobs := make([]*queue.Job[StatementPayload], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardStatement(ctx, DiscardStatementParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardStatement(ctx, jobsdb.DiscardStatementParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
@@ -403,13 +404,13 @@ func (q *StatementQueue) jobs(ctx context.Context, d *StatementQueue, rows []Sta
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldStatement locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
-func (q *StatementQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[StatementPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
+func (q *StatementQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[StatementPayload], fail func(qt *jobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldStatement(ctx, HeldStatementParams{Ids: ids, Fences: fences})
+		held, err := qt.HeldStatement(ctx, jobsdb.HeldStatementParams{Ids: ids, Fences: fences})
 		if err != nil || len(held) == 0 {
 			return err
 		}

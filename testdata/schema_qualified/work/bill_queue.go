@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"example.com/golden/schema_qualified/work/workdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -37,7 +38,7 @@ var BillBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jit
 // transaction ends.
 type BillQueue struct {
 	db DB
-	q  *Queries
+	q  *workdb.Queries
 	// Backoff decides the retry delay after Fail; BillBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -45,7 +46,7 @@ type BillQueue struct {
 
 // NewBillQueue returns the accessor of queue bill over db.
 func NewBillQueue(db DB) *BillQueue {
-	return &BillQueue{db: db, q: New(db), Backoff: BillBackoff}
+	return &BillQueue{db: db, q: workdb.New(db), Backoff: BillBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -65,7 +66,7 @@ func (q *BillQueue) Push(ctx context.Context, p BillPayload, opts ...queue.PushO
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushBillParams{
+	arg := workdb.PushBillParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -94,17 +95,17 @@ func (q *BillQueue) PushMany(ctx context.Context, ps []BillPayload, opts ...queu
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyBillAtParams, len(ps))
+		rows := make([]workdb.PushManyBillAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyBillAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = workdb.PushManyBillAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].AccountID = p.AccountID
 			rows[i].AmountCents = p.AmountCents
 		}
 		return q.pushed(q.q.PushManyBillAt(ctx, rows))
 	}
-	rows := make([]PushManyBillParams, len(ps))
+	rows := make([]workdb.PushManyBillParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyBillParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = workdb.PushManyBillParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].AccountID = p.AccountID
 		rows[i].AmountCents = p.AmountCents
 	}
@@ -128,7 +129,7 @@ func (q *BillQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.WithTx(tx).ClaimBill(ctx, ClaimBillParams{Now: o.Now, Max: int32(max)})
+	rows, err := q.q.WithTx(tx).ClaimBill(ctx, workdb.ClaimBillParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
@@ -139,14 +140,14 @@ func (q *BillQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...queue
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BillQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[BillPayload]) error {
-	n, err := q.WithTx(tx).q.CompleteBill(ctx, CompleteBillParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteBill(ctx, workdb.CompleteBillParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BillQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[BillPayload]) (int64, error) {
-	var arg CompleteManyBillParams
+	var arg workdb.CompleteManyBillParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyBill(ctx, arg)
 }
@@ -155,7 +156,7 @@ func (q *BillQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BillQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[BillPayload], cause error) (queue.State, error) {
-	state, err := q.WithTx(tx).q.FailBill(ctx, FailBillParams{
+	state, err := q.WithTx(tx).q.FailBill(ctx, workdb.FailBillParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -183,7 +184,7 @@ func (q *BillQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queue.
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue bill: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyBillParams{RetryDelays: delays}
+	arg := workdb.FailManyBillParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyBill(ctx, arg)
 	if err != nil {
@@ -202,7 +203,7 @@ func (q *BillQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.Job
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue bill: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtBillParams{RetryAts: ats}
+	arg := workdb.FailManyAtBillParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyAtBill(ctx, arg)
 	if err != nil {
@@ -217,20 +218,20 @@ func (q *BillQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.Job
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BillQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[BillPayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeBill(ctx, SnoozeBillParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeBill(ctx, workdb.SnoozeBillParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BillQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[BillPayload], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeBill(ctx, SnoozeBillParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeBill(ctx, workdb.SnoozeBillParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BillQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[BillPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardBill(ctx, DiscardBillParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardBill(ctx, workdb.DiscardBillParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -304,7 +305,7 @@ func (q *BillQueue) Get(ctx context.Context, id int64) (*queue.Job[BillPayload],
 }
 
 // job converts a row to a Job.
-func (q *BillQueue) job(r BillRow) *queue.Job[BillPayload] {
+func (q *BillQueue) job(r workdb.BillRow) *queue.Job[BillPayload] {
 	job := &queue.Job[BillPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -328,7 +329,7 @@ func (q *BillQueue) job(r BillRow) *queue.Job[BillPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *BillQueue) jobs(rows []BillRow) []*queue.Job[BillPayload] {
+func (q *BillQueue) jobs(rows []workdb.BillRow) []*queue.Job[BillPayload] {
 	jobs := make([]*queue.Job[BillPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

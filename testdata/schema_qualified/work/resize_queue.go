@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"example.com/golden/schema_qualified/work/workdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -38,7 +39,7 @@ var ResizeBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // lease expires.
 type ResizeQueue struct {
 	db DB
-	q  *Queries
+	q  *workdb.Queries
 	// Backoff decides the retry delay after Fail; ResizeBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -46,7 +47,7 @@ type ResizeQueue struct {
 
 // NewResizeQueue returns the accessor of queue resize over db.
 func NewResizeQueue(db DB) *ResizeQueue {
-	return &ResizeQueue{db: db, q: New(db), Backoff: ResizeBackoff}
+	return &ResizeQueue{db: db, q: workdb.New(db), Backoff: ResizeBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -66,7 +67,7 @@ func (q *ResizeQueue) Push(ctx context.Context, p ResizePayload, opts ...queue.P
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushResizeParams{
+	arg := workdb.PushResizeParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -94,16 +95,16 @@ func (q *ResizeQueue) PushMany(ctx context.Context, ps []ResizePayload, opts ...
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyResizeAtParams, len(ps))
+		rows := make([]workdb.PushManyResizeAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyResizeAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = workdb.PushManyResizeAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			rows[i].Path = p.Path
 		}
 		return q.pushed(q.q.PushManyResizeAt(ctx, rows))
 	}
-	rows := make([]PushManyResizeParams, len(ps))
+	rows := make([]workdb.PushManyResizeParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyResizeParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = workdb.PushManyResizeParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		rows[i].Path = p.Path
 	}
 	return q.pushed(q.q.PushManyResize(ctx, rows))
@@ -127,7 +128,7 @@ func (q *ResizeQueue) Claim(ctx context.Context, node string, max int, opts ...q
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimResize(ctx, ClaimResizeParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimResize(ctx, workdb.ClaimResizeParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -138,14 +139,14 @@ func (q *ResizeQueue) Claim(ctx context.Context, node string, max int, opts ...q
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ResizeQueue) Complete(ctx context.Context, job *queue.Job[ResizePayload]) error {
-	n, err := q.q.CompleteResize(ctx, CompleteResizeParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteResize(ctx, workdb.CompleteResizeParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ResizeQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ResizePayload]) (int64, error) {
-	var arg CompleteManyResizeParams
+	var arg workdb.CompleteManyResizeParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyResize(ctx, arg)
 }
@@ -154,7 +155,7 @@ func (q *ResizeQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Resize
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ResizeQueue) Fail(ctx context.Context, job *queue.Job[ResizePayload], cause error) (queue.State, error) {
-	state, err := q.q.FailResize(ctx, FailResizeParams{
+	state, err := q.q.FailResize(ctx, workdb.FailResizeParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -182,7 +183,7 @@ func (q *ResizeQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Resiz
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue resize: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyResizeParams{RetryDelays: delays}
+	arg := workdb.FailManyResizeParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyResize(ctx, arg)
 	if err != nil {
@@ -201,7 +202,7 @@ func (q *ResizeQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ResizePa
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue resize: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtResizeParams{RetryAts: ats}
+	arg := workdb.FailManyAtResizeParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtResize(ctx, arg)
 	if err != nil {
@@ -216,27 +217,27 @@ func (q *ResizeQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ResizePa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ResizeQueue) Snooze(ctx context.Context, job *queue.Job[ResizePayload], at time.Time) error {
-	n, err := q.q.SnoozeResize(ctx, SnoozeResizeParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeResize(ctx, workdb.SnoozeResizeParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ResizeQueue) SnoozeFor(ctx context.Context, job *queue.Job[ResizePayload], d time.Duration) error {
-	n, err := q.q.SnoozeResize(ctx, SnoozeResizeParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeResize(ctx, workdb.SnoozeResizeParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ResizeQueue) Discard(ctx context.Context, job *queue.Job[ResizePayload], cause error) error {
-	n, err := q.q.DiscardResize(ctx, DiscardResizeParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardResize(ctx, workdb.DiscardResizeParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *ResizeQueue) Extend(ctx context.Context, job *queue.Job[ResizePayload], d time.Duration) error {
-	until, err := q.q.ExtendResize(ctx, ExtendResizeParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendResize(ctx, workdb.ExtendResizeParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -253,7 +254,7 @@ func (q *ResizeQueue) Extend(ctx context.Context, job *queue.Job[ResizePayload],
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ResizeQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ResizePayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyResizeParams{Lease: d}
+	arg := workdb.ExtendManyResizeParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyResize(ctx, arg)
 }
@@ -261,7 +262,7 @@ func (q *ResizeQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ResizePa
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *ResizeQueue) Release(ctx context.Context, job *queue.Job[ResizePayload]) error {
-	n, err := q.q.ReleaseResize(ctx, ReleaseResizeParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseResize(ctx, workdb.ReleaseResizeParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -352,7 +353,7 @@ func (q *ResizeQueue) Get(ctx context.Context, id int64) (*queue.Job[ResizePaylo
 }
 
 // job converts a row to a Job.
-func (q *ResizeQueue) job(r ResizeRow) *queue.Job[ResizePayload] {
+func (q *ResizeQueue) job(r workdb.ResizeRow) *queue.Job[ResizePayload] {
 	job := &queue.Job[ResizePayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -375,7 +376,7 @@ func (q *ResizeQueue) job(r ResizeRow) *queue.Job[ResizePayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *ResizeQueue) jobs(rows []ResizeRow) []*queue.Job[ResizePayload] {
+func (q *ResizeQueue) jobs(rows []workdb.ResizeRow) []*queue.Job[ResizePayload] {
 	jobs := make([]*queue.Job[ResizePayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"example.com/golden/sqlserver/jobs/jobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
@@ -44,7 +45,7 @@ var WebhookBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, 
 // lease expires.
 type WebhookQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; WebhookBackoff unless
@@ -54,7 +55,7 @@ type WebhookQueue struct {
 
 // NewWebhookQueue returns the accessor of queue webhook over db.
 func NewWebhookQueue(db DB) *WebhookQueue {
-	return &WebhookQueue{db: db, q: New(db), Backoff: WebhookBackoff}
+	return &WebhookQueue{db: db, q: jobsdb.New(db), Backoff: WebhookBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -74,7 +75,7 @@ func (q *WebhookQueue) Push(ctx context.Context, p WebhookPayload, opts ...queue
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushWebhookParams{
+	arg := jobsdb.PushWebhookParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -120,7 +121,7 @@ func (q *WebhookQueue) PushMany(ctx context.Context, ps []WebhookPayload, opts .
 	if err != nil {
 		return 0, err
 	}
-	return q.pushed(q.q.PushManyWebhook(ctx, PushManyWebhookParams{
+	return q.pushed(q.q.PushManyWebhook(ctx, jobsdb.PushManyWebhookParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		RunAfter:    o.RunAfter,
@@ -149,7 +150,7 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
 		return nil, err
 	}
-	arg := ClaimExpiredWebhookParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
+	arg := jobsdb.ClaimExpiredWebhookParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredWebhook(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -158,7 +159,7 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 	// first leased to node are returned with its error, to be worked.
 	var dueErr error
 	if len(rows) < max {
-		due, err := q.q.ClaimDueWebhook(ctx, ClaimDueWebhookParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
+		due, err := q.q.ClaimDueWebhook(ctx, jobsdb.ClaimDueWebhookParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
 		if err != nil {
 			dueErr = err
 		} else {
@@ -173,7 +174,7 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *WebhookQueue) Complete(ctx context.Context, job *queue.Job[WebhookPayload]) error {
-	n, err := q.q.CompleteWebhook(ctx, CompleteWebhookParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteWebhook(ctx, jobsdb.CompleteWebhookParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -191,7 +192,7 @@ func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Webho
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *WebhookQueue) Fail(ctx context.Context, job *queue.Job[WebhookPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailWebhook(ctx, FailWebhookParams{
+	n, err := q.q.FailWebhook(ctx, jobsdb.FailWebhookParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -257,27 +258,27 @@ func (q *WebhookQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Webhook
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *WebhookQueue) Snooze(ctx context.Context, job *queue.Job[WebhookPayload], at time.Time) error {
-	n, err := q.q.SnoozeWebhook(ctx, SnoozeWebhookParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeWebhook(ctx, jobsdb.SnoozeWebhookParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *WebhookQueue) SnoozeFor(ctx context.Context, job *queue.Job[WebhookPayload], d time.Duration) error {
-	n, err := q.q.SnoozeWebhook(ctx, SnoozeWebhookParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeWebhook(ctx, jobsdb.SnoozeWebhookParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *WebhookQueue) Discard(ctx context.Context, job *queue.Job[WebhookPayload], cause error) error {
-	n, err := q.q.DiscardWebhook(ctx, DiscardWebhookParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardWebhook(ctx, jobsdb.DiscardWebhookParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *WebhookQueue) Extend(ctx context.Context, job *queue.Job[WebhookPayload], d time.Duration) error {
-	until, err := q.q.ExtendWebhook(ctx, ExtendWebhookParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendWebhook(ctx, jobsdb.ExtendWebhookParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, sql.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -298,13 +299,13 @@ func (q *WebhookQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Webhook
 	if err != nil {
 		return nil, err
 	}
-	return q.q.ExtendManyWebhook(ctx, ExtendManyWebhookParams{LeaseUs: d.Microseconds(), Fences: fences})
+	return q.q.ExtendManyWebhook(ctx, jobsdb.ExtendManyWebhookParams{LeaseUs: d.Microseconds(), Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *WebhookQueue) Release(ctx context.Context, job *queue.Job[WebhookPayload]) error {
-	n, err := q.q.ReleaseWebhook(ctx, ReleaseWebhookParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseWebhook(ctx, jobsdb.ReleaseWebhookParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -320,7 +321,7 @@ func (q *WebhookQueue) ReleaseNode(ctx context.Context, node string) (int64, err
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *WebhookQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *jobsdb.Queries) (int64, error) {
 		return qt.ReapWebhook(ctx, int32(max))
 	})
 }
@@ -397,7 +398,7 @@ func (q *WebhookQueue) Get(ctx context.Context, id int64) (*queue.Job[WebhookPay
 }
 
 // job converts a row to a Job.
-func (q *WebhookQueue) job(r WebhookRow) *queue.Job[WebhookPayload] {
+func (q *WebhookQueue) job(r jobsdb.WebhookRow) *queue.Job[WebhookPayload] {
 	job := &queue.Job[WebhookPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -423,7 +424,7 @@ func (q *WebhookQueue) job(r WebhookRow) *queue.Job[WebhookPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *WebhookQueue) jobs(rows []WebhookRow) []*queue.Job[WebhookPayload] {
+func (q *WebhookQueue) jobs(rows []jobsdb.WebhookRow) []*queue.Job[WebhookPayload] {
 	jobs := make([]*queue.Job[WebhookPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -433,15 +434,15 @@ func (q *WebhookQueue) jobs(rows []WebhookRow) []*queue.Job[WebhookPayload] {
 
 // sortClaimed puts claimed jobs in claim order (run_after, id): the
 // claim's OUTPUT returns them in no set order.
-func (*WebhookQueue) sortClaimed(rows []WebhookRow) {
-	slices.SortFunc(rows, func(a, b WebhookRow) int {
+func (*WebhookQueue) sortClaimed(rows []jobsdb.WebhookRow) {
+	slices.SortFunc(rows, func(a, b jobsdb.WebhookRow) int {
 		return cmp.Or(a.RunAfter.Compare(b.RunAfter), cmp.Compare(a.ID, b.ID))
 	})
 }
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *WebhookQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *WebhookQueue) maintain(ctx context.Context, batch func(qt *jobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"example.com/golden/transaction_json_standalone/reports/reportsdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -45,7 +46,7 @@ var ReportBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // transaction ends.
 type ReportQueue struct {
 	db DB
-	q  *Queries
+	q  *reportsdb.Queries
 	// Backoff decides the retry delay after Fail; ReportBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -53,7 +54,7 @@ type ReportQueue struct {
 
 // NewReportQueue returns the accessor of queue report over db.
 func NewReportQueue(db DB) *ReportQueue {
-	return &ReportQueue{db: db, q: New(db), Backoff: ReportBackoff}
+	return &ReportQueue{db: db, q: reportsdb.New(db), Backoff: ReportBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -73,7 +74,7 @@ func (q *ReportQueue) Push(ctx context.Context, p ReportPayload, opts ...queue.P
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushReportParams{
+	arg := reportsdb.PushReportParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -103,9 +104,9 @@ func (q *ReportQueue) PushMany(ctx context.Context, ps []ReportPayload, opts ...
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyReportAtParams, len(ps))
+		rows := make([]reportsdb.PushManyReportAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyReportAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			rows[i] = reportsdb.PushManyReportAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
 			var err error
 			if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 				return 0, err
@@ -113,9 +114,9 @@ func (q *ReportQueue) PushMany(ctx context.Context, ps []ReportPayload, opts ...
 		}
 		return q.pushed(q.q.PushManyReportAt(ctx, rows))
 	}
-	rows := make([]PushManyReportParams, len(ps))
+	rows := make([]reportsdb.PushManyReportParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyReportParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		rows[i] = reportsdb.PushManyReportParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
 		var err error
 		if rows[i].Payload, err = queueimpl.MarshalJSON(p); err != nil {
 			return 0, err
@@ -143,7 +144,7 @@ func (q *ReportQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.WithTx(tx).ClaimReport(ctx, ClaimReportParams{Now: o.Now, Max: int32(max)})
+	rows, err := q.q.WithTx(tx).ClaimReport(ctx, reportsdb.ClaimReportParams{Now: o.Now, Max: int32(max)})
 	if err != nil {
 		return nil, err
 	}
@@ -154,14 +155,14 @@ func (q *ReportQueue) Claim(ctx context.Context, tx pgx.Tx, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ReportQueue) Complete(ctx context.Context, tx pgx.Tx, job *queue.Job[ReportPayload]) error {
-	n, err := q.WithTx(tx).q.CompleteReport(ctx, CompleteReportParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteReport(ctx, reportsdb.CompleteReportParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ReportQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue.Job[ReportPayload]) (int64, error) {
-	var arg CompleteManyReportParams
+	var arg reportsdb.CompleteManyReportParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.WithTx(tx).q.CompleteManyReport(ctx, arg)
 }
@@ -170,7 +171,7 @@ func (q *ReportQueue) CompleteMany(ctx context.Context, tx pgx.Tx, jobs []*queue
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ReportQueue) Fail(ctx context.Context, tx pgx.Tx, job *queue.Job[ReportPayload], cause error) (queue.State, error) {
-	state, err := q.WithTx(tx).q.FailReport(ctx, FailReportParams{
+	state, err := q.WithTx(tx).q.FailReport(ctx, reportsdb.FailReportParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -198,7 +199,7 @@ func (q *ReportQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue report: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyReportParams{RetryDelays: delays}
+	arg := reportsdb.FailManyReportParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyReport(ctx, arg)
 	if err != nil {
@@ -217,7 +218,7 @@ func (q *ReportQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue report: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtReportParams{RetryAts: ats}
+	arg := reportsdb.FailManyAtReportParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.WithTx(tx).q.FailManyAtReport(ctx, arg)
 	if err != nil {
@@ -232,27 +233,27 @@ func (q *ReportQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ReportQueue) Snooze(ctx context.Context, tx pgx.Tx, job *queue.Job[ReportPayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeReport(ctx, SnoozeReportParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeReport(ctx, reportsdb.SnoozeReportParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ReportQueue) SnoozeFor(ctx context.Context, tx pgx.Tx, job *queue.Job[ReportPayload], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeReport(ctx, SnoozeReportParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeReport(ctx, reportsdb.SnoozeReportParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ReportQueue) Discard(ctx context.Context, tx pgx.Tx, job *queue.Job[ReportPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardReport(ctx, DiscardReportParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardReport(ctx, reportsdb.DiscardReportParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Purge deletes up to max finished jobs past the queue's retention and
 // returns how many; a Maintainer calls it in batches.
 func (q *ReportQueue) Purge(ctx context.Context, max int) (int64, error) {
-	return q.q.PurgeReport(ctx, PurgeReportParams{
+	return q.q.PurgeReport(ctx, reportsdb.PurgeReportParams{
 		SucceededRetention: ReportRetainSucceeded,
 		DeadRetention:      ReportRetainDead,
 		Max:                int32(max),
@@ -317,7 +318,7 @@ func (q *ReportQueue) pushTick(ctx context.Context, name string, tick time.Time,
 		return false, err
 	}
 	defer d.Rollback(context.WithoutCancel(ctx), tx)
-	n, err := q.q.WithTx(tx).AdvanceTickReport(ctx, AdvanceTickReportParams{Name: name, Tick: tick})
+	n, err := q.q.WithTx(tx).AdvanceTickReport(ctx, reportsdb.AdvanceTickReportParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
 	}
@@ -358,7 +359,7 @@ func (q *ReportQueue) Get(ctx context.Context, id int64) (*queue.Job[ReportPaylo
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *ReportQueue) job(r ReportRow) (*queue.Job[ReportPayload], error) {
+func (q *ReportQueue) job(r reportsdb.ReportRow) (*queue.Job[ReportPayload], error) {
 	job := &queue.Job[ReportPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -385,13 +386,13 @@ func (q *ReportQueue) job(r ReportRow) (*queue.Job[ReportPayload], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *ReportQueue) jobs(ctx context.Context, d *ReportQueue, rows []ReportRow) ([]*queue.Job[ReportPayload], error) {
+func (q *ReportQueue) jobs(ctx context.Context, d *ReportQueue, rows []reportsdb.ReportRow) ([]*queue.Job[ReportPayload], error) {
 	jobs := make([]*queue.Job[ReportPayload], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardReport(ctx, DiscardReportParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardReport(ctx, reportsdb.DiscardReportParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue

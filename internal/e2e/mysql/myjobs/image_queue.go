@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/queuegen/queuegen/internal/e2e/mysql/myjobs/myjobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
@@ -47,7 +48,7 @@ var ImageBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Ji
 // lease expires.
 type ImageQueue struct {
 	db DB
-	q  *Queries
+	q  *myjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; ImageBackoff unless
@@ -57,7 +58,7 @@ type ImageQueue struct {
 
 // NewImageQueue returns the accessor of queue image over db.
 func NewImageQueue(db DB) *ImageQueue {
-	return &ImageQueue{db: db, q: New(db), Backoff: ImageBackoff}
+	return &ImageQueue{db: db, q: myjobsdb.New(db), Backoff: ImageBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -77,7 +78,7 @@ func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.Pus
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushImageParams{
+	arg := myjobsdb.PushImageParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -130,7 +131,7 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 			queueimpl.NullJSONIfNil(p.Meta),
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyImage, 12, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, myjobsdb.PushManyImage, 12, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -160,11 +161,11 @@ func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "image"); err != nil {
 		return nil, err
 	}
-	var rows []ImageRow
+	var rows []myjobsdb.ImageRow
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
-		expired, err := qt.ClaimExpiredImage(ctx, ClaimExpiredImageParams{Now: o.Now, Limit: int32(max)})
+		expired, err := qt.ClaimExpiredImage(ctx, myjobsdb.ClaimExpiredImageParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
@@ -173,7 +174,7 @@ func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 			rows, now = append(rows, r.ImageRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueImage(ctx, ClaimDueImageParams{Now: o.Now, Limit: int32(max - len(rows))})
+			due, err := qt.ClaimDueImage(ctx, myjobsdb.ClaimDueImageParams{Now: o.Now, Limit: int32(max - len(rows))})
 			if err != nil {
 				return err
 			}
@@ -194,7 +195,7 @@ func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 			ids[i] = r.ID
 			r.State, r.Attempt, r.AttemptedAt, r.LockedBy, r.LockedUntil = "running", r.Attempt+1, &now, &node, &until
 		}
-		_, err = qt.LeaseImage(ctx, LeaseImageParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
+		_, err = qt.LeaseImage(ctx, myjobsdb.LeaseImageParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
 		return err
 	})
 	if err != nil {
@@ -207,7 +208,7 @@ func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ImageQueue) Complete(ctx context.Context, job *queue.Job[ImagePayload]) error {
-	n, err := q.q.CompleteImage(ctx, CompleteImageParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteImage(ctx, myjobsdb.CompleteImageParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -216,7 +217,7 @@ func (q *ImageQueue) Complete(ctx context.Context, job *queue.Job[ImagePayload])
 func (q *ImageQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ImagePayload]) (int64, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyImage(ctx, CompleteManyImageParams{Ids: ids, Fences: fences})
+		return q.q.CompleteManyImage(ctx, myjobsdb.CompleteManyImageParams{Ids: ids, Fences: fences})
 	})
 }
 
@@ -224,7 +225,7 @@ func (q *ImageQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ImagePa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ImageQueue) Fail(ctx context.Context, job *queue.Job[ImagePayload], cause error) (queue.State, error) {
-	n, err := q.q.FailImage(ctx, FailImageParams{
+	n, err := q.q.FailImage(ctx, myjobsdb.FailImageParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -256,8 +257,8 @@ func (q *ImageQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[ImageP
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyImage(ctx, FailManyImageParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyImage(ctx, myjobsdb.FailManyImageParams{Batch: batch, Ids: ids})
 	})
 }
 
@@ -271,27 +272,27 @@ func (q *ImageQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ImagePayl
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyAtImage(ctx, FailManyAtImageParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyAtImage(ctx, myjobsdb.FailManyAtImageParams{Batch: batch, Ids: ids})
 	})
 }
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ImageQueue) Snooze(ctx context.Context, job *queue.Job[ImagePayload], at time.Time) error {
-	n, err := q.q.SnoozeImage(ctx, SnoozeImageParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeImage(ctx, myjobsdb.SnoozeImageParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ImageQueue) SnoozeFor(ctx context.Context, job *queue.Job[ImagePayload], d time.Duration) error {
-	n, err := q.q.SnoozeImage(ctx, SnoozeImageParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeImage(ctx, myjobsdb.SnoozeImageParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ImageQueue) Discard(ctx context.Context, job *queue.Job[ImagePayload], cause error) error {
-	n, err := q.q.DiscardImage(ctx, DiscardImageParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardImage(ctx, myjobsdb.DiscardImageParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -303,7 +304,7 @@ func (q *ImageQueue) Extend(ctx context.Context, job *queue.Job[ImagePayload], d
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendImage(ctx, ExtendImageParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ExtendImage(ctx, myjobsdb.ExtendImageParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}
@@ -324,18 +325,18 @@ func (q *ImageQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ImagePayl
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
 	ids, fences := mysqlimpl.Fences(jobs)
 	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyImage(ctx, ExtendManyImageParams{LeaseUntil: &until, Ids: ids, Fences: fences})
+		return q.q.ExtendManyImage(ctx, myjobsdb.ExtendManyImageParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
 		return ids, err
 	}
-	return q.q.ExtendedImage(ctx, ExtendedImageParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return q.q.ExtendedImage(ctx, myjobsdb.ExtendedImageParams{Ids: ids, LeaseUntil: &until, Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *ImageQueue) Release(ctx context.Context, job *queue.Job[ImagePayload]) error {
-	n, err := q.q.ReleaseImage(ctx, ReleaseImageParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseImage(ctx, myjobsdb.ReleaseImageParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -351,7 +352,7 @@ func (q *ImageQueue) ReleaseNode(ctx context.Context, node string) (int64, error
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *ImageQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *myjobsdb.Queries) (int64, error) {
 		ids, err := qt.DoomedImage(ctx, int32(max))
 		if err != nil || len(ids) == 0 {
 			return 0, err
@@ -438,7 +439,7 @@ func (q *ImageQueue) Get(ctx context.Context, id int64) (*queue.Job[ImagePayload
 }
 
 // job converts a row to a Job.
-func (q *ImageQueue) job(r ImageRow) *queue.Job[ImagePayload] {
+func (q *ImageQueue) job(r myjobsdb.ImageRow) *queue.Job[ImagePayload] {
 	job := &queue.Job[ImagePayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -469,7 +470,7 @@ func (q *ImageQueue) job(r ImageRow) *queue.Job[ImagePayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *ImageQueue) jobs(rows []ImageRow) []*queue.Job[ImagePayload] {
+func (q *ImageQueue) jobs(rows []myjobsdb.ImageRow) []*queue.Job[ImagePayload] {
 	jobs := make([]*queue.Job[ImagePayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -480,13 +481,13 @@ func (q *ImageQueue) jobs(rows []ImageRow) []*queue.Job[ImagePayload] {
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldImage locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
-func (q *ImageQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[ImagePayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
+func (q *ImageQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[ImagePayload], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldImage(ctx, HeldImageParams{Ids: ids, Fences: fences})
+		held, err := qt.HeldImage(ctx, myjobsdb.HeldImageParams{Ids: ids, Fences: fences})
 		if err != nil || len(held) == 0 {
 			return err
 		}
@@ -505,7 +506,7 @@ func (q *ImageQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *ImageQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *ImageQueue) maintain(ctx context.Context, batch func(qt *myjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

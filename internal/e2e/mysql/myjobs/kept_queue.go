@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/queuegen/queuegen/internal/e2e/mysql/myjobs/myjobsdb"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -38,7 +39,7 @@ var KeptBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jit
 // lease expires.
 type KeptQueue struct {
 	db DB
-	q  *Queries
+	q  *myjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; KeptBackoff unless
@@ -48,7 +49,7 @@ type KeptQueue struct {
 
 // NewKeptQueue returns the accessor of queue kept over db.
 func NewKeptQueue(db DB) *KeptQueue {
-	return &KeptQueue{db: db, q: New(db), Backoff: KeptBackoff}
+	return &KeptQueue{db: db, q: myjobsdb.New(db), Backoff: KeptBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -68,7 +69,7 @@ func (q *KeptQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushKeptParams{
+	arg := myjobsdb.PushKeptParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -109,7 +110,7 @@ func (q *KeptQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...que
 		}
 		args = append(args, doc, o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyKept, 4, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, myjobsdb.PushManyKept, 4, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -140,11 +141,11 @@ func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "kept"); err != nil {
 		return nil, err
 	}
-	var rows []KeptRow
+	var rows []myjobsdb.KeptRow
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
-		expired, err := qt.ClaimExpiredKept(ctx, ClaimExpiredKeptParams{Now: o.Now, Limit: int32(max)})
+		expired, err := qt.ClaimExpiredKept(ctx, myjobsdb.ClaimExpiredKeptParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
@@ -153,7 +154,7 @@ func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...que
 			rows, now = append(rows, r.KeptRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueKept(ctx, ClaimDueKeptParams{Now: o.Now, Limit: int32(max - len(rows))})
+			due, err := qt.ClaimDueKept(ctx, myjobsdb.ClaimDueKeptParams{Now: o.Now, Limit: int32(max - len(rows))})
 			if err != nil {
 				return err
 			}
@@ -174,7 +175,7 @@ func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...que
 			ids[i] = r.ID
 			r.State, r.Attempt, r.AttemptedAt, r.LockedBy, r.LockedUntil = "running", r.Attempt+1, &now, &node, &until
 		}
-		_, err = qt.LeaseKept(ctx, LeaseKeptParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
+		_, err = qt.LeaseKept(ctx, myjobsdb.LeaseKeptParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
 		return err
 	})
 	if err != nil {
@@ -187,7 +188,7 @@ func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *KeptQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.CompleteKept(ctx, CompleteKeptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteKept(ctx, myjobsdb.CompleteKeptParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -196,7 +197,7 @@ func (q *KeptQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) 
 func (q *KeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyKept(ctx, CompleteManyKeptParams{Ids: ids, Fences: fences})
+		return q.q.CompleteManyKept(ctx, myjobsdb.CompleteManyKeptParams{Ids: ids, Fences: fences})
 	})
 }
 
@@ -204,7 +205,7 @@ func (q *KeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *KeptQueue) Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.q.FailKept(ctx, FailKeptParams{
+	n, err := q.q.FailKept(ctx, myjobsdb.FailKeptParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -236,8 +237,8 @@ func (q *KeptQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[payload
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyKept(ctx, FailManyKeptParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyKept(ctx, myjobsdb.FailManyKeptParams{Batch: batch, Ids: ids})
 	})
 }
 
@@ -251,27 +252,27 @@ func (q *KeptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.Ta
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyAtKept(ctx, FailManyAtKeptParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyAtKept(ctx, myjobsdb.FailManyAtKeptParams{Batch: batch, Ids: ids})
 	})
 }
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *KeptQueue) Snooze(ctx context.Context, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.q.SnoozeKept(ctx, SnoozeKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeKept(ctx, myjobsdb.SnoozeKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *KeptQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.q.SnoozeKept(ctx, SnoozeKeptParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeKept(ctx, myjobsdb.SnoozeKeptParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *KeptQueue) Discard(ctx context.Context, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.q.DiscardKept(ctx, DiscardKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardKept(ctx, myjobsdb.DiscardKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -283,7 +284,7 @@ func (q *KeptQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d 
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendKept(ctx, ExtendKeptParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ExtendKept(ctx, myjobsdb.ExtendKeptParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}
@@ -304,18 +305,18 @@ func (q *KeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Ta
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
 	ids, fences := mysqlimpl.Fences(jobs)
 	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyKept(ctx, ExtendManyKeptParams{LeaseUntil: &until, Ids: ids, Fences: fences})
+		return q.q.ExtendManyKept(ctx, myjobsdb.ExtendManyKeptParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
 		return ids, err
 	}
-	return q.q.ExtendedKept(ctx, ExtendedKeptParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return q.q.ExtendedKept(ctx, myjobsdb.ExtendedKeptParams{Ids: ids, LeaseUntil: &until, Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *KeptQueue) Release(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.ReleaseKept(ctx, ReleaseKeptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseKept(ctx, myjobsdb.ReleaseKeptParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -331,7 +332,7 @@ func (q *KeptQueue) ReleaseNode(ctx context.Context, node string) (int64, error)
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *KeptQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *myjobsdb.Queries) (int64, error) {
 		ids, err := qt.DoomedKept(ctx, int32(max))
 		if err != nil || len(ids) == 0 {
 			return 0, err
@@ -343,8 +344,8 @@ func (q *KeptQueue) Reap(ctx context.Context, max int) (int64, error) {
 // Purge deletes up to max finished jobs past the queue's retention and
 // returns how many; a Maintainer calls it in batches.
 func (q *KeptQueue) Purge(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
-		return qt.PurgeKept(ctx, PurgeKeptParams{
+	return q.maintain(ctx, func(qt *myjobsdb.Queries) (int64, error) {
+		return qt.PurgeKept(ctx, myjobsdb.PurgeKeptParams{
 			SucceededRetentionUs: KeptRetainSucceeded.Microseconds(),
 			DeadRetentionUs:      KeptRetainDead.Microseconds(),
 			Limit:                int32(max),
@@ -430,7 +431,7 @@ func (q *KeptQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task]
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *KeptQueue) job(r KeptRow) (*queue.Job[payload.Task], error) {
+func (q *KeptQueue) job(r myjobsdb.KeptRow) (*queue.Job[payload.Task], error) {
 	job := &queue.Job[payload.Task]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -457,13 +458,13 @@ func (q *KeptQueue) job(r KeptRow) (*queue.Job[payload.Task], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *KeptQueue) jobs(ctx context.Context, d *KeptQueue, rows []KeptRow) ([]*queue.Job[payload.Task], error) {
+func (q *KeptQueue) jobs(ctx context.Context, d *KeptQueue, rows []myjobsdb.KeptRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardKept(ctx, DiscardKeptParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardKept(ctx, myjobsdb.DiscardKeptParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
@@ -476,13 +477,13 @@ func (q *KeptQueue) jobs(ctx context.Context, d *KeptQueue, rows []KeptRow) ([]*
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldKept locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
-func (q *KeptQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
+func (q *KeptQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldKept(ctx, HeldKeptParams{Ids: ids, Fences: fences})
+		held, err := qt.HeldKept(ctx, myjobsdb.HeldKeptParams{Ids: ids, Fences: fences})
 		if err != nil || len(held) == 0 {
 			return err
 		}
@@ -501,7 +502,7 @@ func (q *KeptQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *KeptQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *KeptQueue) maintain(ctx context.Context, batch func(qt *myjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

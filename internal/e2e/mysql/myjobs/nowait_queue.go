@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/queuegen/queuegen/internal/e2e/mysql/myjobs/myjobsdb"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -34,7 +35,7 @@ var NowaitBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // lease expires.
 type NowaitQueue struct {
 	db DB
-	q  *Queries
+	q  *myjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; NowaitBackoff unless
@@ -44,7 +45,7 @@ type NowaitQueue struct {
 
 // NewNowaitQueue returns the accessor of queue nowait over db.
 func NewNowaitQueue(db DB) *NowaitQueue {
-	return &NowaitQueue{db: db, q: New(db), Backoff: NowaitBackoff}
+	return &NowaitQueue{db: db, q: myjobsdb.New(db), Backoff: NowaitBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -64,7 +65,7 @@ func (q *NowaitQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushNowaitParams{
+	arg := myjobsdb.PushNowaitParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -105,7 +106,7 @@ func (q *NowaitQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...q
 		}
 		args = append(args, doc, o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyNowait, 4, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, myjobsdb.PushManyNowait, 4, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -136,11 +137,11 @@ func (q *NowaitQueue) Claim(ctx context.Context, node string, max int, opts ...q
 	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "nowait"); err != nil {
 		return nil, err
 	}
-	var rows []NowaitRow
+	var rows []myjobsdb.NowaitRow
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
-		expired, err := qt.ClaimExpiredNowait(ctx, ClaimExpiredNowaitParams{Now: o.Now, Limit: int32(max)})
+		expired, err := qt.ClaimExpiredNowait(ctx, myjobsdb.ClaimExpiredNowaitParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
@@ -149,7 +150,7 @@ func (q *NowaitQueue) Claim(ctx context.Context, node string, max int, opts ...q
 			rows, now = append(rows, r.NowaitRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueNowait(ctx, ClaimDueNowaitParams{Now: o.Now, Limit: int32(max - len(rows))})
+			due, err := qt.ClaimDueNowait(ctx, myjobsdb.ClaimDueNowaitParams{Now: o.Now, Limit: int32(max - len(rows))})
 			if err != nil {
 				return err
 			}
@@ -170,7 +171,7 @@ func (q *NowaitQueue) Claim(ctx context.Context, node string, max int, opts ...q
 			ids[i] = r.ID
 			r.State, r.Attempt, r.AttemptedAt, r.LockedBy, r.LockedUntil = "running", r.Attempt+1, &now, &node, &until
 		}
-		_, err = qt.LeaseNowait(ctx, LeaseNowaitParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
+		_, err = qt.LeaseNowait(ctx, myjobsdb.LeaseNowaitParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
 		return err
 	})
 	if err != nil {
@@ -183,7 +184,7 @@ func (q *NowaitQueue) Claim(ctx context.Context, node string, max int, opts ...q
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *NowaitQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.CompleteNowait(ctx, CompleteNowaitParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteNowait(ctx, myjobsdb.CompleteNowaitParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -192,7 +193,7 @@ func (q *NowaitQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]
 func (q *NowaitQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyNowait(ctx, CompleteManyNowaitParams{Ids: ids, Fences: fences})
+		return q.q.CompleteManyNowait(ctx, myjobsdb.CompleteManyNowaitParams{Ids: ids, Fences: fences})
 	})
 }
 
@@ -200,7 +201,7 @@ func (q *NowaitQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payloa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *NowaitQueue) Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.q.FailNowait(ctx, FailNowaitParams{
+	n, err := q.q.FailNowait(ctx, myjobsdb.FailNowaitParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -232,8 +233,8 @@ func (q *NowaitQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[paylo
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyNowait(ctx, FailManyNowaitParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyNowait(ctx, myjobsdb.FailManyNowaitParams{Batch: batch, Ids: ids})
 	})
 }
 
@@ -247,27 +248,27 @@ func (q *NowaitQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyAtNowait(ctx, FailManyAtNowaitParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyAtNowait(ctx, myjobsdb.FailManyAtNowaitParams{Batch: batch, Ids: ids})
 	})
 }
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *NowaitQueue) Snooze(ctx context.Context, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.q.SnoozeNowait(ctx, SnoozeNowaitParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeNowait(ctx, myjobsdb.SnoozeNowaitParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *NowaitQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.q.SnoozeNowait(ctx, SnoozeNowaitParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeNowait(ctx, myjobsdb.SnoozeNowaitParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *NowaitQueue) Discard(ctx context.Context, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.q.DiscardNowait(ctx, DiscardNowaitParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardNowait(ctx, myjobsdb.DiscardNowaitParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -279,7 +280,7 @@ func (q *NowaitQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], 
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendNowait(ctx, ExtendNowaitParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ExtendNowait(ctx, myjobsdb.ExtendNowaitParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}
@@ -300,18 +301,18 @@ func (q *NowaitQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
 	ids, fences := mysqlimpl.Fences(jobs)
 	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyNowait(ctx, ExtendManyNowaitParams{LeaseUntil: &until, Ids: ids, Fences: fences})
+		return q.q.ExtendManyNowait(ctx, myjobsdb.ExtendManyNowaitParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
 		return ids, err
 	}
-	return q.q.ExtendedNowait(ctx, ExtendedNowaitParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return q.q.ExtendedNowait(ctx, myjobsdb.ExtendedNowaitParams{Ids: ids, LeaseUntil: &until, Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *NowaitQueue) Release(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.ReleaseNowait(ctx, ReleaseNowaitParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseNowait(ctx, myjobsdb.ReleaseNowaitParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -327,7 +328,7 @@ func (q *NowaitQueue) ReleaseNode(ctx context.Context, node string) (int64, erro
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *NowaitQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *myjobsdb.Queries) (int64, error) {
 		ids, err := qt.DoomedNowait(ctx, int32(max))
 		if err != nil || len(ids) == 0 {
 			return 0, err
@@ -414,7 +415,7 @@ func (q *NowaitQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Tas
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *NowaitQueue) job(r NowaitRow) (*queue.Job[payload.Task], error) {
+func (q *NowaitQueue) job(r myjobsdb.NowaitRow) (*queue.Job[payload.Task], error) {
 	job := &queue.Job[payload.Task]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -441,13 +442,13 @@ func (q *NowaitQueue) job(r NowaitRow) (*queue.Job[payload.Task], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *NowaitQueue) jobs(ctx context.Context, d *NowaitQueue, rows []NowaitRow) ([]*queue.Job[payload.Task], error) {
+func (q *NowaitQueue) jobs(ctx context.Context, d *NowaitQueue, rows []myjobsdb.NowaitRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardNowait(ctx, DiscardNowaitParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardNowait(ctx, myjobsdb.DiscardNowaitParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
@@ -460,13 +461,13 @@ func (q *NowaitQueue) jobs(ctx context.Context, d *NowaitQueue, rows []NowaitRow
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldNowait locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
-func (q *NowaitQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
+func (q *NowaitQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldNowait(ctx, HeldNowaitParams{Ids: ids, Fences: fences})
+		held, err := qt.HeldNowait(ctx, myjobsdb.HeldNowaitParams{Ids: ids, Fences: fences})
 		if err != nil || len(held) == 0 {
 			return err
 		}
@@ -485,7 +486,7 @@ func (q *NowaitQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Jo
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *NowaitQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *NowaitQueue) maintain(ctx context.Context, batch func(qt *myjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

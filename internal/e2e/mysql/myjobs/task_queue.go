@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/queuegen/queuegen/internal/e2e/mysql/myjobs/myjobsdb"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -34,7 +35,7 @@ var TaskBackoff = queue.Backoff{Min: time.Second, Max: time.Minute, Factor: 2, J
 // lease expires.
 type TaskQueue struct {
 	db DB
-	q  *Queries
+	q  *myjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; TaskBackoff unless
@@ -44,7 +45,7 @@ type TaskQueue struct {
 
 // NewTaskQueue returns the accessor of queue task over db.
 func NewTaskQueue(db DB) *TaskQueue {
-	return &TaskQueue{db: db, q: New(db), Backoff: TaskBackoff}
+	return &TaskQueue{db: db, q: myjobsdb.New(db), Backoff: TaskBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -64,7 +65,7 @@ func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "characters", "MySQL's unique_key VARCHAR(255)"); err != nil {
 		return queue.PushResult{}, err
 	}
-	arg := PushTaskParams{
+	arg := myjobsdb.PushTaskParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		UniqueKey:   o.UniqueKey,
@@ -111,7 +112,7 @@ func (q *TaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...que
 		}
 		args = append(args, doc, o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyTask, 4, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, myjobsdb.PushManyTask, 4, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -142,11 +143,11 @@ func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "task"); err != nil {
 		return nil, err
 	}
-	var rows []TaskRow
+	var rows []myjobsdb.TaskRow
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
-		expired, err := qt.ClaimExpiredTask(ctx, ClaimExpiredTaskParams{Now: o.Now, Limit: int32(max)})
+		expired, err := qt.ClaimExpiredTask(ctx, myjobsdb.ClaimExpiredTaskParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
@@ -155,7 +156,7 @@ func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...que
 			rows, now = append(rows, r.TaskRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueTask(ctx, ClaimDueTaskParams{Now: o.Now, Limit: int32(max - len(rows))})
+			due, err := qt.ClaimDueTask(ctx, myjobsdb.ClaimDueTaskParams{Now: o.Now, Limit: int32(max - len(rows))})
 			if err != nil {
 				return err
 			}
@@ -176,7 +177,7 @@ func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...que
 			ids[i] = r.ID
 			r.State, r.Attempt, r.AttemptedAt, r.LockedBy, r.LockedUntil = "running", r.Attempt+1, &now, &node, &until
 		}
-		_, err = qt.LeaseTask(ctx, LeaseTaskParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
+		_, err = qt.LeaseTask(ctx, myjobsdb.LeaseTaskParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
 		return err
 	})
 	if err != nil {
@@ -189,7 +190,7 @@ func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *TaskQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.CompleteTask(ctx, CompleteTaskParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteTask(ctx, myjobsdb.CompleteTaskParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -198,7 +199,7 @@ func (q *TaskQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) 
 func (q *TaskQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyTask(ctx, CompleteManyTaskParams{Ids: ids, Fences: fences})
+		return q.q.CompleteManyTask(ctx, myjobsdb.CompleteManyTaskParams{Ids: ids, Fences: fences})
 	})
 }
 
@@ -206,7 +207,7 @@ func (q *TaskQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TaskQueue) Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.q.FailTask(ctx, FailTaskParams{
+	n, err := q.q.FailTask(ctx, myjobsdb.FailTaskParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -238,8 +239,8 @@ func (q *TaskQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[payload
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyTask(ctx, FailManyTaskParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyTask(ctx, myjobsdb.FailManyTaskParams{Batch: batch, Ids: ids})
 	})
 }
 
@@ -253,27 +254,27 @@ func (q *TaskQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.Ta
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyAtTask(ctx, FailManyAtTaskParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyAtTask(ctx, myjobsdb.FailManyAtTaskParams{Batch: batch, Ids: ids})
 	})
 }
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *TaskQueue) Snooze(ctx context.Context, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.q.SnoozeTask(ctx, SnoozeTaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeTask(ctx, myjobsdb.SnoozeTaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *TaskQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.q.SnoozeTask(ctx, SnoozeTaskParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeTask(ctx, myjobsdb.SnoozeTaskParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *TaskQueue) Discard(ctx context.Context, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.q.DiscardTask(ctx, DiscardTaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardTask(ctx, myjobsdb.DiscardTaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -285,7 +286,7 @@ func (q *TaskQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d 
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendTask(ctx, ExtendTaskParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ExtendTask(ctx, myjobsdb.ExtendTaskParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}
@@ -306,18 +307,18 @@ func (q *TaskQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Ta
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
 	ids, fences := mysqlimpl.Fences(jobs)
 	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyTask(ctx, ExtendManyTaskParams{LeaseUntil: &until, Ids: ids, Fences: fences})
+		return q.q.ExtendManyTask(ctx, myjobsdb.ExtendManyTaskParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
 		return ids, err
 	}
-	return q.q.ExtendedTask(ctx, ExtendedTaskParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return q.q.ExtendedTask(ctx, myjobsdb.ExtendedTaskParams{Ids: ids, LeaseUntil: &until, Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *TaskQueue) Release(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.ReleaseTask(ctx, ReleaseTaskParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseTask(ctx, myjobsdb.ReleaseTaskParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -333,7 +334,7 @@ func (q *TaskQueue) ReleaseNode(ctx context.Context, node string) (int64, error)
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *TaskQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *myjobsdb.Queries) (int64, error) {
 		ids, err := qt.DoomedTask(ctx, int32(max))
 		if err != nil || len(ids) == 0 {
 			return 0, err
@@ -404,7 +405,7 @@ func (q *TaskQueue) pushTick(ctx context.Context, name string, tick time.Time, p
 		return false, err
 	}
 	defer d.Rollback(context.WithoutCancel(ctx), tx)
-	n, err := q.q.WithTx(tx).AdvanceTickTask(ctx, AdvanceTickTaskParams{Name: name, Tick: tick})
+	n, err := q.q.WithTx(tx).AdvanceTickTask(ctx, myjobsdb.AdvanceTickTaskParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
 	}
@@ -453,7 +454,7 @@ func (q *TaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task]
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *TaskQueue) job(r TaskRow) (*queue.Job[payload.Task], error) {
+func (q *TaskQueue) job(r myjobsdb.TaskRow) (*queue.Job[payload.Task], error) {
 	job := &queue.Job[payload.Task]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -480,13 +481,13 @@ func (q *TaskQueue) job(r TaskRow) (*queue.Job[payload.Task], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *TaskQueue) jobs(ctx context.Context, d *TaskQueue, rows []TaskRow) ([]*queue.Job[payload.Task], error) {
+func (q *TaskQueue) jobs(ctx context.Context, d *TaskQueue, rows []myjobsdb.TaskRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardTask(ctx, DiscardTaskParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardTask(ctx, myjobsdb.DiscardTaskParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
@@ -499,13 +500,13 @@ func (q *TaskQueue) jobs(ctx context.Context, d *TaskQueue, rows []TaskRow) ([]*
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldTask locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
-func (q *TaskQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
+func (q *TaskQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldTask(ctx, HeldTaskParams{Ids: ids, Fences: fences})
+		held, err := qt.HeldTask(ctx, myjobsdb.HeldTaskParams{Ids: ids, Fences: fences})
 		if err != nil || len(held) == 0 {
 			return err
 		}
@@ -524,7 +525,7 @@ func (q *TaskQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *TaskQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *TaskQueue) maintain(ctx context.Context, batch func(qt *myjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

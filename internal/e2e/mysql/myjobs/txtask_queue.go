@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/queuegen/queuegen/internal/e2e/mysql/myjobs/myjobsdb"
 	"github.com/queuegen/queuegen/internal/e2e/payload"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
@@ -36,7 +37,7 @@ var TxtaskBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // transaction ends.
 type TxtaskQueue struct {
 	db DB
-	q  *Queries
+	q  *myjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; TxtaskBackoff unless
@@ -46,7 +47,7 @@ type TxtaskQueue struct {
 
 // NewTxtaskQueue returns the accessor of queue txtask over db.
 func NewTxtaskQueue(db DB) *TxtaskQueue {
-	return &TxtaskQueue{db: db, q: New(db), Backoff: TxtaskBackoff}
+	return &TxtaskQueue{db: db, q: myjobsdb.New(db), Backoff: TxtaskBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -66,7 +67,7 @@ func (q *TxtaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushTxtaskParams{
+	arg := myjobsdb.PushTxtaskParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -107,7 +108,7 @@ func (q *TxtaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...q
 		}
 		args = append(args, doc, o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyTxtask, 4, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, myjobsdb.PushManyTxtask, 4, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -136,11 +137,11 @@ func (q *TxtaskQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...qu
 		return nil, err
 	}
 	qt := q.q.WithTx(tx)
-	claimed, err := qt.ClaimTxtask(ctx, ClaimTxtaskParams{Now: o.Now, Limit: int32(max)})
+	claimed, err := qt.ClaimTxtask(ctx, myjobsdb.ClaimTxtaskParams{Now: o.Now, Limit: int32(max)})
 	if err != nil {
 		return nil, err
 	}
-	rows, ids := make([]TxtaskRow, len(claimed)), make([]int64, len(claimed))
+	rows, ids := make([]myjobsdb.TxtaskRow, len(claimed)), make([]int64, len(claimed))
 	var now time.Time
 	for i, r := range claimed {
 		rows[i], ids[i], now = r.TxtaskRow, r.TxtaskRow.ID, r.DbNow
@@ -149,7 +150,7 @@ func (q *TxtaskQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...qu
 		if o.Now != nil {
 			now = *o.Now
 		}
-		if _, err := qt.AttemptTxtask(ctx, AttemptTxtaskParams{ClaimedAt: &now, Ids: ids}); err != nil {
+		if _, err := qt.AttemptTxtask(ctx, myjobsdb.AttemptTxtaskParams{ClaimedAt: &now, Ids: ids}); err != nil {
 			return nil, err
 		}
 		for i := range rows {
@@ -163,7 +164,7 @@ func (q *TxtaskQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *TxtaskQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Job[payload.Task]) error {
-	n, err := q.WithTx(tx).q.CompleteTxtask(ctx, CompleteTxtaskParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteTxtask(ctx, myjobsdb.CompleteTxtaskParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -171,14 +172,14 @@ func (q *TxtaskQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Job[p
 // completed; the others were no longer held by the caller.
 func (q *TxtaskQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task]) (int64, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
-	return q.WithTx(tx).q.CompleteManyTxtask(ctx, CompleteManyTxtaskParams{Ids: ids, Fences: fences})
+	return q.WithTx(tx).q.CompleteManyTxtask(ctx, myjobsdb.CompleteManyTxtaskParams{Ids: ids, Fences: fences})
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TxtaskQueue) Fail(ctx context.Context, tx *sql.Tx, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.WithTx(tx).q.FailTxtask(ctx, FailTxtaskParams{
+	n, err := q.WithTx(tx).q.FailTxtask(ctx, myjobsdb.FailTxtaskParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -210,8 +211,8 @@ func (q *TxtaskQueue) FailManyAfter(ctx context.Context, tx *sql.Tx, jobs []*que
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyTxtask(ctx, FailManyTxtaskParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyTxtask(ctx, myjobsdb.FailManyTxtaskParams{Batch: batch, Ids: ids})
 	})
 }
 
@@ -225,35 +226,35 @@ func (q *TxtaskQueue) FailManyAt(ctx context.Context, tx *sql.Tx, jobs []*queue.
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyAtTxtask(ctx, FailManyAtTxtaskParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyAtTxtask(ctx, myjobsdb.FailManyAtTxtaskParams{Batch: batch, Ids: ids})
 	})
 }
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *TxtaskQueue) Snooze(ctx context.Context, tx *sql.Tx, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeTxtask(ctx, SnoozeTxtaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeTxtask(ctx, myjobsdb.SnoozeTxtaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *TxtaskQueue) SnoozeFor(ctx context.Context, tx *sql.Tx, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeTxtask(ctx, SnoozeTxtaskParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeTxtask(ctx, myjobsdb.SnoozeTxtaskParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *TxtaskQueue) Discard(ctx context.Context, tx *sql.Tx, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardTxtask(ctx, DiscardTxtaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardTxtask(ctx, myjobsdb.DiscardTxtaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Purge deletes up to max finished jobs past the queue's retention and
 // returns how many; a Maintainer calls it in batches.
 func (q *TxtaskQueue) Purge(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
-		return qt.PurgeTxtask(ctx, PurgeTxtaskParams{
+	return q.maintain(ctx, func(qt *myjobsdb.Queries) (int64, error) {
+		return qt.PurgeTxtask(ctx, myjobsdb.PurgeTxtaskParams{
 			SucceededRetentionUs: TxtaskRetainSucceeded.Microseconds(),
 			DeadRetentionUs:      TxtaskRetainDead.Microseconds(),
 			Limit:                int32(max),
@@ -323,7 +324,7 @@ func (q *TxtaskQueue) pushTick(ctx context.Context, name string, tick time.Time,
 		return false, err
 	}
 	defer d.Rollback(context.WithoutCancel(ctx), tx)
-	n, err := q.q.WithTx(tx).AdvanceTickTxtask(ctx, AdvanceTickTxtaskParams{Name: name, Tick: tick})
+	n, err := q.q.WithTx(tx).AdvanceTickTxtask(ctx, myjobsdb.AdvanceTickTxtaskParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
 	}
@@ -370,7 +371,7 @@ func (q *TxtaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Tas
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *TxtaskQueue) job(r TxtaskRow) (*queue.Job[payload.Task], error) {
+func (q *TxtaskQueue) job(r myjobsdb.TxtaskRow) (*queue.Job[payload.Task], error) {
 	job := &queue.Job[payload.Task]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -397,13 +398,13 @@ func (q *TxtaskQueue) job(r TxtaskRow) (*queue.Job[payload.Task], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *TxtaskQueue) jobs(ctx context.Context, d *TxtaskQueue, rows []TxtaskRow) ([]*queue.Job[payload.Task], error) {
+func (q *TxtaskQueue) jobs(ctx context.Context, d *TxtaskQueue, rows []myjobsdb.TxtaskRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardTxtask(ctx, DiscardTxtaskParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardTxtask(ctx, myjobsdb.DiscardTxtaskParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
@@ -416,13 +417,13 @@ func (q *TxtaskQueue) jobs(ctx context.Context, d *TxtaskQueue, rows []TxtaskRow
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldTxtask locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
-func (q *TxtaskQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
+func (q *TxtaskQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldTxtask(ctx, HeldTxtaskParams{Ids: ids, Fences: fences})
+		held, err := qt.HeldTxtask(ctx, myjobsdb.HeldTxtaskParams{Ids: ids, Fences: fences})
 		if err != nil || len(held) == 0 {
 			return err
 		}
@@ -441,7 +442,7 @@ func (q *TxtaskQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Jo
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *TxtaskQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *TxtaskQueue) maintain(ctx context.Context, batch func(qt *myjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/queuegen/queuegen/internal/e2e/mysql/myjobs/myjobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
@@ -63,7 +64,7 @@ var TypedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Ji
 // lease expires.
 type TypedQueue struct {
 	db DB
-	q  *Queries
+	q  *myjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; TypedBackoff unless
@@ -73,7 +74,7 @@ type TypedQueue struct {
 
 // NewTypedQueue returns the accessor of queue typed over db.
 func NewTypedQueue(db DB) *TypedQueue {
-	return &TypedQueue{db: db, q: New(db), Backoff: TypedBackoff}
+	return &TypedQueue{db: db, q: myjobsdb.New(db), Backoff: TypedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -105,7 +106,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	if err := queueimpl.CheckFinite("n_double", p.NDouble); err != nil {
 		return queue.PushResult{}, err
 	}
-	arg := PushTypedParams{
+	arg := myjobsdb.PushTypedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -202,7 +203,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 			p.NBytea,
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyTyped, 28, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, myjobsdb.PushManyTyped, 28, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -232,11 +233,11 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "typed"); err != nil {
 		return nil, err
 	}
-	var rows []TypedRow
+	var rows []myjobsdb.TypedRow
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
-		expired, err := qt.ClaimExpiredTyped(ctx, ClaimExpiredTypedParams{Now: o.Now, Limit: int32(max)})
+		expired, err := qt.ClaimExpiredTyped(ctx, myjobsdb.ClaimExpiredTypedParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
@@ -245,7 +246,7 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 			rows, now = append(rows, withTypedExact(r.TypedRow, r.ExactCReal, r.ExactNReal)), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueTyped(ctx, ClaimDueTypedParams{Now: o.Now, Limit: int32(max - len(rows))})
+			due, err := qt.ClaimDueTyped(ctx, myjobsdb.ClaimDueTypedParams{Now: o.Now, Limit: int32(max - len(rows))})
 			if err != nil {
 				return err
 			}
@@ -266,7 +267,7 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 			ids[i] = r.ID
 			r.State, r.Attempt, r.AttemptedAt, r.LockedBy, r.LockedUntil = "running", r.Attempt+1, &now, &node, &until
 		}
-		_, err = qt.LeaseTyped(ctx, LeaseTypedParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
+		_, err = qt.LeaseTyped(ctx, myjobsdb.LeaseTypedParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
 		return err
 	})
 	if err != nil {
@@ -279,7 +280,7 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *TypedQueue) Complete(ctx context.Context, job *queue.Job[TypedPayload]) error {
-	n, err := q.q.CompleteTyped(ctx, CompleteTypedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteTyped(ctx, myjobsdb.CompleteTypedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -288,7 +289,7 @@ func (q *TypedQueue) Complete(ctx context.Context, job *queue.Job[TypedPayload])
 func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPayload]) (int64, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyTyped(ctx, CompleteManyTypedParams{Ids: ids, Fences: fences})
+		return q.q.CompleteManyTyped(ctx, myjobsdb.CompleteManyTypedParams{Ids: ids, Fences: fences})
 	})
 }
 
@@ -296,7 +297,7 @@ func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TypedQueue) Fail(ctx context.Context, job *queue.Job[TypedPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailTyped(ctx, FailTypedParams{
+	n, err := q.q.FailTyped(ctx, myjobsdb.FailTypedParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -328,8 +329,8 @@ func (q *TypedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[TypedP
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyTyped(ctx, FailManyTypedParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyTyped(ctx, myjobsdb.FailManyTypedParams{Batch: batch, Ids: ids})
 	})
 }
 
@@ -343,27 +344,27 @@ func (q *TypedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[TypedPayl
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyAtTyped(ctx, FailManyAtTypedParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyAtTyped(ctx, myjobsdb.FailManyAtTypedParams{Batch: batch, Ids: ids})
 	})
 }
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *TypedQueue) Snooze(ctx context.Context, job *queue.Job[TypedPayload], at time.Time) error {
-	n, err := q.q.SnoozeTyped(ctx, SnoozeTypedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeTyped(ctx, myjobsdb.SnoozeTypedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *TypedQueue) SnoozeFor(ctx context.Context, job *queue.Job[TypedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeTyped(ctx, SnoozeTypedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeTyped(ctx, myjobsdb.SnoozeTypedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *TypedQueue) Discard(ctx context.Context, job *queue.Job[TypedPayload], cause error) error {
-	n, err := q.q.DiscardTyped(ctx, DiscardTypedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardTyped(ctx, myjobsdb.DiscardTypedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -375,7 +376,7 @@ func (q *TypedQueue) Extend(ctx context.Context, job *queue.Job[TypedPayload], d
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendTyped(ctx, ExtendTypedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ExtendTyped(ctx, myjobsdb.ExtendTypedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}
@@ -396,18 +397,18 @@ func (q *TypedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[TypedPayl
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
 	ids, fences := mysqlimpl.Fences(jobs)
 	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyTyped(ctx, ExtendManyTypedParams{LeaseUntil: &until, Ids: ids, Fences: fences})
+		return q.q.ExtendManyTyped(ctx, myjobsdb.ExtendManyTypedParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
 		return ids, err
 	}
-	return q.q.ExtendedTyped(ctx, ExtendedTypedParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return q.q.ExtendedTyped(ctx, myjobsdb.ExtendedTypedParams{Ids: ids, LeaseUntil: &until, Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *TypedQueue) Release(ctx context.Context, job *queue.Job[TypedPayload]) error {
-	n, err := q.q.ReleaseTyped(ctx, ReleaseTypedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseTyped(ctx, myjobsdb.ReleaseTypedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -423,7 +424,7 @@ func (q *TypedQueue) ReleaseNode(ctx context.Context, node string) (int64, error
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *TypedQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *myjobsdb.Queries) (int64, error) {
 		ids, err := qt.DoomedTyped(ctx, int32(max))
 		if err != nil || len(ids) == 0 {
 			return 0, err
@@ -511,7 +512,7 @@ func (q *TypedQueue) Get(ctx context.Context, id int64) (*queue.Job[TypedPayload
 }
 
 // job converts a row to a Job.
-func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
+func (q *TypedQueue) job(r myjobsdb.TypedRow) *queue.Job[TypedPayload] {
 	job := &queue.Job[TypedPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -558,7 +559,7 @@ func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *TypedQueue) jobs(rows []TypedRow) []*queue.Job[TypedPayload] {
+func (q *TypedQueue) jobs(rows []myjobsdb.TypedRow) []*queue.Job[TypedPayload] {
 	jobs := make([]*queue.Job[TypedPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -569,7 +570,7 @@ func (q *TypedQueue) jobs(rows []TypedRow) []*queue.Job[TypedPayload] {
 // withTypedExact is row with the values of its real columns as the
 // reads of jobs select them again, exactly: the text protocol prints a
 // FLOAT column to 6 digits, but the DOUBLE of its value in full.
-func withTypedExact(row TypedRow, exactCReal float32, exactNReal *float32) TypedRow {
+func withTypedExact(row myjobsdb.TypedRow, exactCReal float32, exactNReal *float32) myjobsdb.TypedRow {
 	row.CReal = exactCReal
 	row.NReal = exactNReal
 	return row
@@ -578,13 +579,13 @@ func withTypedExact(row TypedRow, exactCReal float32, exactNReal *float32) Typed
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldTyped locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
-func (q *TypedQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[TypedPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
+func (q *TypedQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[TypedPayload], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldTyped(ctx, HeldTypedParams{Ids: ids, Fences: fences})
+		held, err := qt.HeldTyped(ctx, myjobsdb.HeldTypedParams{Ids: ids, Fences: fences})
 		if err != nil || len(held) == 0 {
 			return err
 		}
@@ -603,7 +604,7 @@ func (q *TypedQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *TypedQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *TypedQueue) maintain(ctx context.Context, batch func(qt *myjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/microsoft/go-mssqldb"
+	"github.com/queuegen/queuegen/internal/e2e/sqlserver/msjobs/msjobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
@@ -50,7 +51,7 @@ var ImageBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Ji
 // lease expires.
 type ImageQueue struct {
 	db DB
-	q  *Queries
+	q  *msjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; ImageBackoff unless
@@ -60,7 +61,7 @@ type ImageQueue struct {
 
 // NewImageQueue returns the accessor of queue image over db.
 func NewImageQueue(db DB) *ImageQueue {
-	return &ImageQueue{db: db, q: New(db), Backoff: ImageBackoff}
+	return &ImageQueue{db: db, q: msjobsdb.New(db), Backoff: ImageBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -80,7 +81,7 @@ func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.Pus
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushImageParams{
+	arg := msjobsdb.PushImageParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -136,7 +137,7 @@ func (q *ImageQueue) PushMany(ctx context.Context, ps []ImagePayload, opts ...qu
 	if err != nil {
 		return 0, err
 	}
-	return q.pushed(q.q.PushManyImage(ctx, PushManyImageParams{
+	return q.pushed(q.q.PushManyImage(ctx, msjobsdb.PushManyImageParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		RunAfter:    o.RunAfter,
@@ -165,7 +166,7 @@ func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
 		return nil, err
 	}
-	arg := ClaimExpiredImageParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
+	arg := msjobsdb.ClaimExpiredImageParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredImage(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -174,7 +175,7 @@ func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	// first leased to node are returned with its error, to be worked.
 	var dueErr error
 	if len(rows) < max {
-		due, err := q.q.ClaimDueImage(ctx, ClaimDueImageParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
+		due, err := q.q.ClaimDueImage(ctx, msjobsdb.ClaimDueImageParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
 		if err != nil {
 			dueErr = err
 		} else {
@@ -189,7 +190,7 @@ func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ImageQueue) Complete(ctx context.Context, job *queue.Job[ImagePayload]) error {
-	n, err := q.q.CompleteImage(ctx, CompleteImageParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteImage(ctx, msjobsdb.CompleteImageParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -207,7 +208,7 @@ func (q *ImageQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ImagePa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ImageQueue) Fail(ctx context.Context, job *queue.Job[ImagePayload], cause error) (queue.State, error) {
-	n, err := q.q.FailImage(ctx, FailImageParams{
+	n, err := q.q.FailImage(ctx, msjobsdb.FailImageParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -273,27 +274,27 @@ func (q *ImageQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ImagePayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ImageQueue) Snooze(ctx context.Context, job *queue.Job[ImagePayload], at time.Time) error {
-	n, err := q.q.SnoozeImage(ctx, SnoozeImageParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeImage(ctx, msjobsdb.SnoozeImageParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ImageQueue) SnoozeFor(ctx context.Context, job *queue.Job[ImagePayload], d time.Duration) error {
-	n, err := q.q.SnoozeImage(ctx, SnoozeImageParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeImage(ctx, msjobsdb.SnoozeImageParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ImageQueue) Discard(ctx context.Context, job *queue.Job[ImagePayload], cause error) error {
-	n, err := q.q.DiscardImage(ctx, DiscardImageParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardImage(ctx, msjobsdb.DiscardImageParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *ImageQueue) Extend(ctx context.Context, job *queue.Job[ImagePayload], d time.Duration) error {
-	until, err := q.q.ExtendImage(ctx, ExtendImageParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendImage(ctx, msjobsdb.ExtendImageParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, sql.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -314,13 +315,13 @@ func (q *ImageQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ImagePayl
 	if err != nil {
 		return nil, err
 	}
-	return q.q.ExtendManyImage(ctx, ExtendManyImageParams{LeaseUs: d.Microseconds(), Fences: fences})
+	return q.q.ExtendManyImage(ctx, msjobsdb.ExtendManyImageParams{LeaseUs: d.Microseconds(), Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *ImageQueue) Release(ctx context.Context, job *queue.Job[ImagePayload]) error {
-	n, err := q.q.ReleaseImage(ctx, ReleaseImageParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseImage(ctx, msjobsdb.ReleaseImageParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -336,7 +337,7 @@ func (q *ImageQueue) ReleaseNode(ctx context.Context, node string) (int64, error
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *ImageQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *msjobsdb.Queries) (int64, error) {
 		return qt.ReapImage(ctx, int32(max))
 	})
 }
@@ -413,7 +414,7 @@ func (q *ImageQueue) Get(ctx context.Context, id int64) (*queue.Job[ImagePayload
 }
 
 // job converts a row to a Job.
-func (q *ImageQueue) job(r ImageRow) *queue.Job[ImagePayload] {
+func (q *ImageQueue) job(r msjobsdb.ImageRow) *queue.Job[ImagePayload] {
 	job := &queue.Job[ImagePayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -444,7 +445,7 @@ func (q *ImageQueue) job(r ImageRow) *queue.Job[ImagePayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *ImageQueue) jobs(rows []ImageRow) []*queue.Job[ImagePayload] {
+func (q *ImageQueue) jobs(rows []msjobsdb.ImageRow) []*queue.Job[ImagePayload] {
 	jobs := make([]*queue.Job[ImagePayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -454,15 +455,15 @@ func (q *ImageQueue) jobs(rows []ImageRow) []*queue.Job[ImagePayload] {
 
 // sortClaimed puts claimed jobs in claim order (run_after, id): the
 // claim's OUTPUT returns them in no set order.
-func (*ImageQueue) sortClaimed(rows []ImageRow) {
-	slices.SortFunc(rows, func(a, b ImageRow) int {
+func (*ImageQueue) sortClaimed(rows []msjobsdb.ImageRow) {
+	slices.SortFunc(rows, func(a, b msjobsdb.ImageRow) int {
 		return cmp.Or(a.RunAfter.Compare(b.RunAfter), cmp.Compare(a.ID, b.ID))
 	})
 }
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *ImageQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *ImageQueue) maintain(ctx context.Context, batch func(qt *msjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

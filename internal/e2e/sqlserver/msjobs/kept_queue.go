@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/queuegen/queuegen/internal/e2e/payload"
+	"github.com/queuegen/queuegen/internal/e2e/sqlserver/msjobs/msjobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
@@ -40,7 +41,7 @@ var KeptBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jit
 // lease expires.
 type KeptQueue struct {
 	db DB
-	q  *Queries
+	q  *msjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; KeptBackoff unless
@@ -50,7 +51,7 @@ type KeptQueue struct {
 
 // NewKeptQueue returns the accessor of queue kept over db.
 func NewKeptQueue(db DB) *KeptQueue {
-	return &KeptQueue{db: db, q: New(db), Backoff: KeptBackoff}
+	return &KeptQueue{db: db, q: msjobsdb.New(db), Backoff: KeptBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -70,7 +71,7 @@ func (q *KeptQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushKeptParams{
+	arg := msjobsdb.PushKeptParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -114,7 +115,7 @@ func (q *KeptQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...que
 	if err != nil {
 		return 0, err
 	}
-	return q.pushed(q.q.PushManyKept(ctx, PushManyKeptParams{
+	return q.pushed(q.q.PushManyKept(ctx, msjobsdb.PushManyKeptParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		RunAfter:    o.RunAfter,
@@ -144,7 +145,7 @@ func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
 		return nil, err
 	}
-	arg := ClaimExpiredKeptParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
+	arg := msjobsdb.ClaimExpiredKeptParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredKept(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -153,7 +154,7 @@ func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	// first leased to node are returned with its error, to be worked.
 	var dueErr error
 	if len(rows) < max {
-		due, err := q.q.ClaimDueKept(ctx, ClaimDueKeptParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
+		due, err := q.q.ClaimDueKept(ctx, msjobsdb.ClaimDueKeptParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
 		if err != nil {
 			dueErr = err
 		} else {
@@ -169,7 +170,7 @@ func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *KeptQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.CompleteKept(ctx, CompleteKeptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteKept(ctx, msjobsdb.CompleteKeptParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -187,7 +188,7 @@ func (q *KeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *KeptQueue) Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.q.FailKept(ctx, FailKeptParams{
+	n, err := q.q.FailKept(ctx, msjobsdb.FailKeptParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -253,27 +254,27 @@ func (q *KeptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.Ta
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *KeptQueue) Snooze(ctx context.Context, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.q.SnoozeKept(ctx, SnoozeKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeKept(ctx, msjobsdb.SnoozeKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *KeptQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.q.SnoozeKept(ctx, SnoozeKeptParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeKept(ctx, msjobsdb.SnoozeKeptParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *KeptQueue) Discard(ctx context.Context, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.q.DiscardKept(ctx, DiscardKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardKept(ctx, msjobsdb.DiscardKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *KeptQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	until, err := q.q.ExtendKept(ctx, ExtendKeptParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendKept(ctx, msjobsdb.ExtendKeptParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, sql.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -294,13 +295,13 @@ func (q *KeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Ta
 	if err != nil {
 		return nil, err
 	}
-	return q.q.ExtendManyKept(ctx, ExtendManyKeptParams{LeaseUs: d.Microseconds(), Fences: fences})
+	return q.q.ExtendManyKept(ctx, msjobsdb.ExtendManyKeptParams{LeaseUs: d.Microseconds(), Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *KeptQueue) Release(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.ReleaseKept(ctx, ReleaseKeptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseKept(ctx, msjobsdb.ReleaseKeptParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -316,7 +317,7 @@ func (q *KeptQueue) ReleaseNode(ctx context.Context, node string) (int64, error)
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *KeptQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *msjobsdb.Queries) (int64, error) {
 		return qt.ReapKept(ctx, int32(max))
 	})
 }
@@ -324,8 +325,8 @@ func (q *KeptQueue) Reap(ctx context.Context, max int) (int64, error) {
 // Purge deletes up to max finished jobs past the queue's retention and
 // returns how many; a Maintainer calls it in batches.
 func (q *KeptQueue) Purge(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
-		return qt.PurgeKept(ctx, PurgeKeptParams{
+	return q.maintain(ctx, func(qt *msjobsdb.Queries) (int64, error) {
+		return qt.PurgeKept(ctx, msjobsdb.PurgeKeptParams{
 			Limit:                int32(max),
 			SucceededRetentionUs: KeptRetainSucceeded.Microseconds(),
 			DeadRetentionUs:      KeptRetainDead.Microseconds(),
@@ -405,7 +406,7 @@ func (q *KeptQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task]
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *KeptQueue) job(r KeptRow) (*queue.Job[payload.Task], error) {
+func (q *KeptQueue) job(r msjobsdb.KeptRow) (*queue.Job[payload.Task], error) {
 	job := &queue.Job[payload.Task]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -432,13 +433,13 @@ func (q *KeptQueue) job(r KeptRow) (*queue.Job[payload.Task], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *KeptQueue) jobs(ctx context.Context, d *KeptQueue, rows []KeptRow) ([]*queue.Job[payload.Task], error) {
+func (q *KeptQueue) jobs(ctx context.Context, d *KeptQueue, rows []msjobsdb.KeptRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardKept(ctx, DiscardKeptParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardKept(ctx, msjobsdb.DiscardKeptParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
@@ -450,15 +451,15 @@ func (q *KeptQueue) jobs(ctx context.Context, d *KeptQueue, rows []KeptRow) ([]*
 
 // sortClaimed puts claimed jobs in claim order (run_after, id): the
 // claim's OUTPUT returns them in no set order.
-func (*KeptQueue) sortClaimed(rows []KeptRow) {
-	slices.SortFunc(rows, func(a, b KeptRow) int {
+func (*KeptQueue) sortClaimed(rows []msjobsdb.KeptRow) {
+	slices.SortFunc(rows, func(a, b msjobsdb.KeptRow) int {
 		return cmp.Or(a.RunAfter.Compare(b.RunAfter), cmp.Compare(a.ID, b.ID))
 	})
 }
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *KeptQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *KeptQueue) maintain(ctx context.Context, batch func(qt *msjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

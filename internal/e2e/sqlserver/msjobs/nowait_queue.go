@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/queuegen/queuegen/internal/e2e/payload"
+	"github.com/queuegen/queuegen/internal/e2e/sqlserver/msjobs/msjobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
@@ -36,7 +37,7 @@ var NowaitBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // lease expires.
 type NowaitQueue struct {
 	db DB
-	q  *Queries
+	q  *msjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; NowaitBackoff unless
@@ -46,7 +47,7 @@ type NowaitQueue struct {
 
 // NewNowaitQueue returns the accessor of queue nowait over db.
 func NewNowaitQueue(db DB) *NowaitQueue {
-	return &NowaitQueue{db: db, q: New(db), Backoff: NowaitBackoff}
+	return &NowaitQueue{db: db, q: msjobsdb.New(db), Backoff: NowaitBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -66,7 +67,7 @@ func (q *NowaitQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushNowaitParams{
+	arg := msjobsdb.PushNowaitParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -110,7 +111,7 @@ func (q *NowaitQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...q
 	if err != nil {
 		return 0, err
 	}
-	return q.pushed(q.q.PushManyNowait(ctx, PushManyNowaitParams{
+	return q.pushed(q.q.PushManyNowait(ctx, msjobsdb.PushManyNowaitParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		RunAfter:    o.RunAfter,
@@ -140,7 +141,7 @@ func (q *NowaitQueue) Claim(ctx context.Context, node string, max int, opts ...q
 	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
 		return nil, err
 	}
-	arg := ClaimExpiredNowaitParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
+	arg := msjobsdb.ClaimExpiredNowaitParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredNowait(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -149,7 +150,7 @@ func (q *NowaitQueue) Claim(ctx context.Context, node string, max int, opts ...q
 	// first leased to node are returned with its error, to be worked.
 	var dueErr error
 	if len(rows) < max {
-		due, err := q.q.ClaimDueNowait(ctx, ClaimDueNowaitParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
+		due, err := q.q.ClaimDueNowait(ctx, msjobsdb.ClaimDueNowaitParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
 		if err != nil {
 			dueErr = err
 		} else {
@@ -165,7 +166,7 @@ func (q *NowaitQueue) Claim(ctx context.Context, node string, max int, opts ...q
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *NowaitQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.CompleteNowait(ctx, CompleteNowaitParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteNowait(ctx, msjobsdb.CompleteNowaitParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -183,7 +184,7 @@ func (q *NowaitQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payloa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *NowaitQueue) Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.q.FailNowait(ctx, FailNowaitParams{
+	n, err := q.q.FailNowait(ctx, msjobsdb.FailNowaitParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -249,27 +250,27 @@ func (q *NowaitQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *NowaitQueue) Snooze(ctx context.Context, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.q.SnoozeNowait(ctx, SnoozeNowaitParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeNowait(ctx, msjobsdb.SnoozeNowaitParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *NowaitQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.q.SnoozeNowait(ctx, SnoozeNowaitParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeNowait(ctx, msjobsdb.SnoozeNowaitParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *NowaitQueue) Discard(ctx context.Context, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.q.DiscardNowait(ctx, DiscardNowaitParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardNowait(ctx, msjobsdb.DiscardNowaitParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *NowaitQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	until, err := q.q.ExtendNowait(ctx, ExtendNowaitParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendNowait(ctx, msjobsdb.ExtendNowaitParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, sql.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -290,13 +291,13 @@ func (q *NowaitQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.
 	if err != nil {
 		return nil, err
 	}
-	return q.q.ExtendManyNowait(ctx, ExtendManyNowaitParams{LeaseUs: d.Microseconds(), Fences: fences})
+	return q.q.ExtendManyNowait(ctx, msjobsdb.ExtendManyNowaitParams{LeaseUs: d.Microseconds(), Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *NowaitQueue) Release(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.ReleaseNowait(ctx, ReleaseNowaitParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseNowait(ctx, msjobsdb.ReleaseNowaitParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -312,7 +313,7 @@ func (q *NowaitQueue) ReleaseNode(ctx context.Context, node string) (int64, erro
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *NowaitQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *msjobsdb.Queries) (int64, error) {
 		return qt.ReapNowait(ctx, int32(max))
 	})
 }
@@ -389,7 +390,7 @@ func (q *NowaitQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Tas
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *NowaitQueue) job(r NowaitRow) (*queue.Job[payload.Task], error) {
+func (q *NowaitQueue) job(r msjobsdb.NowaitRow) (*queue.Job[payload.Task], error) {
 	job := &queue.Job[payload.Task]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -416,13 +417,13 @@ func (q *NowaitQueue) job(r NowaitRow) (*queue.Job[payload.Task], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *NowaitQueue) jobs(ctx context.Context, d *NowaitQueue, rows []NowaitRow) ([]*queue.Job[payload.Task], error) {
+func (q *NowaitQueue) jobs(ctx context.Context, d *NowaitQueue, rows []msjobsdb.NowaitRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardNowait(ctx, DiscardNowaitParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardNowait(ctx, msjobsdb.DiscardNowaitParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
@@ -434,15 +435,15 @@ func (q *NowaitQueue) jobs(ctx context.Context, d *NowaitQueue, rows []NowaitRow
 
 // sortClaimed puts claimed jobs in claim order (run_after, id): the
 // claim's OUTPUT returns them in no set order.
-func (*NowaitQueue) sortClaimed(rows []NowaitRow) {
-	slices.SortFunc(rows, func(a, b NowaitRow) int {
+func (*NowaitQueue) sortClaimed(rows []msjobsdb.NowaitRow) {
+	slices.SortFunc(rows, func(a, b msjobsdb.NowaitRow) int {
 		return cmp.Or(a.RunAfter.Compare(b.RunAfter), cmp.Compare(a.ID, b.ID))
 	})
 }
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *NowaitQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *NowaitQueue) maintain(ctx context.Context, batch func(qt *msjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

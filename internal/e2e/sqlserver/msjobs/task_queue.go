@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/queuegen/queuegen/internal/e2e/payload"
+	"github.com/queuegen/queuegen/internal/e2e/sqlserver/msjobs/msjobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
@@ -36,7 +37,7 @@ var TaskBackoff = queue.Backoff{Min: time.Second, Max: time.Minute, Factor: 2, J
 // lease expires.
 type TaskQueue struct {
 	db DB
-	q  *Queries
+	q  *msjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; TaskBackoff unless
@@ -46,7 +47,7 @@ type TaskQueue struct {
 
 // NewTaskQueue returns the accessor of queue task over db.
 func NewTaskQueue(db DB) *TaskQueue {
-	return &TaskQueue{db: db, q: New(db), Backoff: TaskBackoff}
+	return &TaskQueue{db: db, q: msjobsdb.New(db), Backoff: TaskBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -66,7 +67,7 @@ func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "UTF-16 code units", "SQL Server's unique_key NVARCHAR(255)"); err != nil {
 		return queue.PushResult{}, err
 	}
-	arg := PushTaskParams{
+	arg := msjobsdb.PushTaskParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		UniqueKey:   o.UniqueKey,
@@ -115,7 +116,7 @@ func (q *TaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...que
 	if err != nil {
 		return 0, err
 	}
-	return q.pushed(q.q.PushManyTask(ctx, PushManyTaskParams{
+	return q.pushed(q.q.PushManyTask(ctx, msjobsdb.PushManyTaskParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		RunAfter:    o.RunAfter,
@@ -145,7 +146,7 @@ func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
 		return nil, err
 	}
-	arg := ClaimExpiredTaskParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
+	arg := msjobsdb.ClaimExpiredTaskParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredTask(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -154,7 +155,7 @@ func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	// first leased to node are returned with its error, to be worked.
 	var dueErr error
 	if len(rows) < max {
-		due, err := q.q.ClaimDueTask(ctx, ClaimDueTaskParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
+		due, err := q.q.ClaimDueTask(ctx, msjobsdb.ClaimDueTaskParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
 		if err != nil {
 			dueErr = err
 		} else {
@@ -170,7 +171,7 @@ func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *TaskQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.CompleteTask(ctx, CompleteTaskParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteTask(ctx, msjobsdb.CompleteTaskParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -188,7 +189,7 @@ func (q *TaskQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TaskQueue) Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.q.FailTask(ctx, FailTaskParams{
+	n, err := q.q.FailTask(ctx, msjobsdb.FailTaskParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -254,27 +255,27 @@ func (q *TaskQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.Ta
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *TaskQueue) Snooze(ctx context.Context, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.q.SnoozeTask(ctx, SnoozeTaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeTask(ctx, msjobsdb.SnoozeTaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *TaskQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.q.SnoozeTask(ctx, SnoozeTaskParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeTask(ctx, msjobsdb.SnoozeTaskParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *TaskQueue) Discard(ctx context.Context, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.q.DiscardTask(ctx, DiscardTaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardTask(ctx, msjobsdb.DiscardTaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *TaskQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	until, err := q.q.ExtendTask(ctx, ExtendTaskParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendTask(ctx, msjobsdb.ExtendTaskParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, sql.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -295,13 +296,13 @@ func (q *TaskQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Ta
 	if err != nil {
 		return nil, err
 	}
-	return q.q.ExtendManyTask(ctx, ExtendManyTaskParams{LeaseUs: d.Microseconds(), Fences: fences})
+	return q.q.ExtendManyTask(ctx, msjobsdb.ExtendManyTaskParams{LeaseUs: d.Microseconds(), Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *TaskQueue) Release(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.ReleaseTask(ctx, ReleaseTaskParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseTask(ctx, msjobsdb.ReleaseTaskParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -317,7 +318,7 @@ func (q *TaskQueue) ReleaseNode(ctx context.Context, node string) (int64, error)
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *TaskQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *msjobsdb.Queries) (int64, error) {
 		return qt.ReapTask(ctx, int32(max))
 	})
 }
@@ -384,7 +385,7 @@ func (q *TaskQueue) pushTick(ctx context.Context, name string, tick time.Time, p
 		return false, err
 	}
 	defer d.Rollback(context.WithoutCancel(ctx), tx)
-	n, err := q.q.WithTx(tx).AdvanceTickTask(ctx, AdvanceTickTaskParams{Name: name, Tick: tick})
+	n, err := q.q.WithTx(tx).AdvanceTickTask(ctx, msjobsdb.AdvanceTickTaskParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
 	}
@@ -427,7 +428,7 @@ func (q *TaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Task]
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *TaskQueue) job(r TaskRow) (*queue.Job[payload.Task], error) {
+func (q *TaskQueue) job(r msjobsdb.TaskRow) (*queue.Job[payload.Task], error) {
 	job := &queue.Job[payload.Task]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -454,13 +455,13 @@ func (q *TaskQueue) job(r TaskRow) (*queue.Job[payload.Task], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *TaskQueue) jobs(ctx context.Context, d *TaskQueue, rows []TaskRow) ([]*queue.Job[payload.Task], error) {
+func (q *TaskQueue) jobs(ctx context.Context, d *TaskQueue, rows []msjobsdb.TaskRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardTask(ctx, DiscardTaskParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardTask(ctx, msjobsdb.DiscardTaskParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
@@ -472,15 +473,15 @@ func (q *TaskQueue) jobs(ctx context.Context, d *TaskQueue, rows []TaskRow) ([]*
 
 // sortClaimed puts claimed jobs in claim order (priority DESC, run_after, id): the
 // claim's OUTPUT returns them in no set order.
-func (*TaskQueue) sortClaimed(rows []TaskRow) {
-	slices.SortFunc(rows, func(a, b TaskRow) int {
+func (*TaskQueue) sortClaimed(rows []msjobsdb.TaskRow) {
+	slices.SortFunc(rows, func(a, b msjobsdb.TaskRow) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.RunAfter.Compare(b.RunAfter), cmp.Compare(a.ID, b.ID))
 	})
 }
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *TaskQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *TaskQueue) maintain(ctx context.Context, batch func(qt *msjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

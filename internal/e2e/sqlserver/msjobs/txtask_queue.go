@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/queuegen/queuegen/internal/e2e/payload"
+	"github.com/queuegen/queuegen/internal/e2e/sqlserver/msjobs/msjobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
@@ -38,7 +39,7 @@ var TxtaskBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 // transaction ends.
 type TxtaskQueue struct {
 	db DB
-	q  *Queries
+	q  *msjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; TxtaskBackoff unless
@@ -48,7 +49,7 @@ type TxtaskQueue struct {
 
 // NewTxtaskQueue returns the accessor of queue txtask over db.
 func NewTxtaskQueue(db DB) *TxtaskQueue {
-	return &TxtaskQueue{db: db, q: New(db), Backoff: TxtaskBackoff}
+	return &TxtaskQueue{db: db, q: msjobsdb.New(db), Backoff: TxtaskBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -68,7 +69,7 @@ func (q *TxtaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushTxtaskParams{
+	arg := msjobsdb.PushTxtaskParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -112,7 +113,7 @@ func (q *TxtaskQueue) PushMany(ctx context.Context, ps []payload.Task, opts ...q
 	if err != nil {
 		return 0, err
 	}
-	return q.pushed(q.q.PushManyTxtask(ctx, PushManyTxtaskParams{
+	return q.pushed(q.q.PushManyTxtask(ctx, msjobsdb.PushManyTxtaskParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		RunAfter:    o.RunAfter,
@@ -139,7 +140,7 @@ func (q *TxtaskQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...qu
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.WithTx(tx).ClaimTxtask(ctx, ClaimTxtaskParams{Limit: int32(max), Now: o.Now})
+	rows, err := q.q.WithTx(tx).ClaimTxtask(ctx, msjobsdb.ClaimTxtaskParams{Limit: int32(max), Now: o.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +152,7 @@ func (q *TxtaskQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *TxtaskQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Job[payload.Task]) error {
-	n, err := q.WithTx(tx).q.CompleteTxtask(ctx, CompleteTxtaskParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteTxtask(ctx, msjobsdb.CompleteTxtaskParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -169,7 +170,7 @@ func (q *TxtaskQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queu
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TxtaskQueue) Fail(ctx context.Context, tx *sql.Tx, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.WithTx(tx).q.FailTxtask(ctx, FailTxtaskParams{
+	n, err := q.WithTx(tx).q.FailTxtask(ctx, msjobsdb.FailTxtaskParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -235,28 +236,28 @@ func (q *TxtaskQueue) FailManyAt(ctx context.Context, tx *sql.Tx, jobs []*queue.
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *TxtaskQueue) Snooze(ctx context.Context, tx *sql.Tx, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeTxtask(ctx, SnoozeTxtaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeTxtask(ctx, msjobsdb.SnoozeTxtaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *TxtaskQueue) SnoozeFor(ctx context.Context, tx *sql.Tx, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeTxtask(ctx, SnoozeTxtaskParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeTxtask(ctx, msjobsdb.SnoozeTxtaskParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *TxtaskQueue) Discard(ctx context.Context, tx *sql.Tx, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardTxtask(ctx, DiscardTxtaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardTxtask(ctx, msjobsdb.DiscardTxtaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Purge deletes up to max finished jobs past the queue's retention and
 // returns how many; a Maintainer calls it in batches.
 func (q *TxtaskQueue) Purge(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
-		return qt.PurgeTxtask(ctx, PurgeTxtaskParams{
+	return q.maintain(ctx, func(qt *msjobsdb.Queries) (int64, error) {
+		return qt.PurgeTxtask(ctx, msjobsdb.PurgeTxtaskParams{
 			Limit:                int32(max),
 			SucceededRetentionUs: TxtaskRetainSucceeded.Microseconds(),
 			DeadRetentionUs:      TxtaskRetainDead.Microseconds(),
@@ -326,7 +327,7 @@ func (q *TxtaskQueue) pushTick(ctx context.Context, name string, tick time.Time,
 		return false, err
 	}
 	defer d.Rollback(context.WithoutCancel(ctx), tx)
-	n, err := q.q.WithTx(tx).AdvanceTickTxtask(ctx, AdvanceTickTxtaskParams{Name: name, Tick: tick})
+	n, err := q.q.WithTx(tx).AdvanceTickTxtask(ctx, msjobsdb.AdvanceTickTxtaskParams{Name: name, Tick: tick})
 	if err != nil || n == 0 {
 		return false, err
 	}
@@ -367,7 +368,7 @@ func (q *TxtaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.Tas
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *TxtaskQueue) job(r TxtaskRow) (*queue.Job[payload.Task], error) {
+func (q *TxtaskQueue) job(r msjobsdb.TxtaskRow) (*queue.Job[payload.Task], error) {
 	job := &queue.Job[payload.Task]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -394,13 +395,13 @@ func (q *TxtaskQueue) job(r TxtaskRow) (*queue.Job[payload.Task], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *TxtaskQueue) jobs(ctx context.Context, d *TxtaskQueue, rows []TxtaskRow) ([]*queue.Job[payload.Task], error) {
+func (q *TxtaskQueue) jobs(ctx context.Context, d *TxtaskQueue, rows []msjobsdb.TxtaskRow) ([]*queue.Job[payload.Task], error) {
 	jobs := make([]*queue.Job[payload.Task], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardTxtask(ctx, DiscardTxtaskParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardTxtask(ctx, msjobsdb.DiscardTxtaskParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
@@ -412,15 +413,15 @@ func (q *TxtaskQueue) jobs(ctx context.Context, d *TxtaskQueue, rows []TxtaskRow
 
 // sortClaimed puts claimed jobs in claim order (priority DESC, run_after, id): the
 // claim's OUTPUT returns them in no set order.
-func (*TxtaskQueue) sortClaimed(rows []TxtaskRow) {
-	slices.SortFunc(rows, func(a, b TxtaskRow) int {
+func (*TxtaskQueue) sortClaimed(rows []msjobsdb.TxtaskRow) {
+	slices.SortFunc(rows, func(a, b msjobsdb.TxtaskRow) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.RunAfter.Compare(b.RunAfter), cmp.Compare(a.ID, b.ID))
 	})
 }
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *TxtaskQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *TxtaskQueue) maintain(ctx context.Context, batch func(qt *msjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/microsoft/go-mssqldb"
+	"github.com/queuegen/queuegen/internal/e2e/sqlserver/msjobs/msjobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"
@@ -66,7 +67,7 @@ var TypedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Ji
 // lease expires.
 type TypedQueue struct {
 	db DB
-	q  *Queries
+	q  *msjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; TypedBackoff unless
@@ -76,7 +77,7 @@ type TypedQueue struct {
 
 // NewTypedQueue returns the accessor of queue typed over db.
 func NewTypedQueue(db DB) *TypedQueue {
-	return &TypedQueue{db: db, q: New(db), Backoff: TypedBackoff}
+	return &TypedQueue{db: db, q: msjobsdb.New(db), Backoff: TypedBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -96,7 +97,7 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushTypedParams{
+	arg := msjobsdb.PushTypedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -184,7 +185,7 @@ func (q *TypedQueue) PushMany(ctx context.Context, ps []TypedPayload, opts ...qu
 	if err != nil {
 		return 0, err
 	}
-	return q.pushed(q.q.PushManyTyped(ctx, PushManyTypedParams{
+	return q.pushed(q.q.PushManyTyped(ctx, msjobsdb.PushManyTypedParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		RunAfter:    o.RunAfter,
@@ -213,7 +214,7 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
 		return nil, err
 	}
-	arg := ClaimExpiredTypedParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
+	arg := msjobsdb.ClaimExpiredTypedParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
 	rows, err := q.q.ClaimExpiredTyped(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -222,7 +223,7 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	// first leased to node are returned with its error, to be worked.
 	var dueErr error
 	if len(rows) < max {
-		due, err := q.q.ClaimDueTyped(ctx, ClaimDueTypedParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
+		due, err := q.q.ClaimDueTyped(ctx, msjobsdb.ClaimDueTypedParams{Limit: int32(max - len(rows)), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
 		if err != nil {
 			dueErr = err
 		} else {
@@ -237,7 +238,7 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *TypedQueue) Complete(ctx context.Context, job *queue.Job[TypedPayload]) error {
-	n, err := q.q.CompleteTyped(ctx, CompleteTypedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteTyped(ctx, msjobsdb.CompleteTypedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -255,7 +256,7 @@ func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TypedQueue) Fail(ctx context.Context, job *queue.Job[TypedPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailTyped(ctx, FailTypedParams{
+	n, err := q.q.FailTyped(ctx, msjobsdb.FailTypedParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -321,27 +322,27 @@ func (q *TypedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[TypedPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *TypedQueue) Snooze(ctx context.Context, job *queue.Job[TypedPayload], at time.Time) error {
-	n, err := q.q.SnoozeTyped(ctx, SnoozeTypedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeTyped(ctx, msjobsdb.SnoozeTypedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *TypedQueue) SnoozeFor(ctx context.Context, job *queue.Job[TypedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeTyped(ctx, SnoozeTypedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeTyped(ctx, msjobsdb.SnoozeTypedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *TypedQueue) Discard(ctx context.Context, job *queue.Job[TypedPayload], cause error) error {
-	n, err := q.q.DiscardTyped(ctx, DiscardTypedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardTyped(ctx, msjobsdb.DiscardTypedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *TypedQueue) Extend(ctx context.Context, job *queue.Job[TypedPayload], d time.Duration) error {
-	until, err := q.q.ExtendTyped(ctx, ExtendTypedParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendTyped(ctx, msjobsdb.ExtendTypedParams{LeaseUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, sql.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -362,13 +363,13 @@ func (q *TypedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[TypedPayl
 	if err != nil {
 		return nil, err
 	}
-	return q.q.ExtendManyTyped(ctx, ExtendManyTypedParams{LeaseUs: d.Microseconds(), Fences: fences})
+	return q.q.ExtendManyTyped(ctx, msjobsdb.ExtendManyTypedParams{LeaseUs: d.Microseconds(), Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *TypedQueue) Release(ctx context.Context, job *queue.Job[TypedPayload]) error {
-	n, err := q.q.ReleaseTyped(ctx, ReleaseTypedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseTyped(ctx, msjobsdb.ReleaseTypedParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -384,7 +385,7 @@ func (q *TypedQueue) ReleaseNode(ctx context.Context, node string) (int64, error
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *TypedQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *msjobsdb.Queries) (int64, error) {
 		return qt.ReapTyped(ctx, int32(max))
 	})
 }
@@ -461,7 +462,7 @@ func (q *TypedQueue) Get(ctx context.Context, id int64) (*queue.Job[TypedPayload
 }
 
 // job converts a row to a Job.
-func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
+func (q *TypedQueue) job(r msjobsdb.TypedRow) *queue.Job[TypedPayload] {
 	job := &queue.Job[TypedPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -508,7 +509,7 @@ func (q *TypedQueue) job(r TypedRow) *queue.Job[TypedPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *TypedQueue) jobs(rows []TypedRow) []*queue.Job[TypedPayload] {
+func (q *TypedQueue) jobs(rows []msjobsdb.TypedRow) []*queue.Job[TypedPayload] {
 	jobs := make([]*queue.Job[TypedPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -518,15 +519,15 @@ func (q *TypedQueue) jobs(rows []TypedRow) []*queue.Job[TypedPayload] {
 
 // sortClaimed puts claimed jobs in claim order (run_after, id): the
 // claim's OUTPUT returns them in no set order.
-func (*TypedQueue) sortClaimed(rows []TypedRow) {
-	slices.SortFunc(rows, func(a, b TypedRow) int {
+func (*TypedQueue) sortClaimed(rows []msjobsdb.TypedRow) {
+	slices.SortFunc(rows, func(a, b msjobsdb.TypedRow) int {
 		return cmp.Or(a.RunAfter.Compare(b.RunAfter), cmp.Compare(a.ID, b.ID))
 	})
 }
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *TypedQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *TypedQueue) maintain(ctx context.Context, batch func(qt *msjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mssqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

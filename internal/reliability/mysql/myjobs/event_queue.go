@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/queuegen/queuegen/internal/reliability/mysql/myjobs/myjobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
@@ -40,7 +41,7 @@ var EventBackoff = queue.Backoff{Min: 10 * time.Millisecond, Max: 100 * time.Mil
 // lease expires.
 type EventQueue struct {
 	db DB
-	q  *Queries
+	q  *myjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; EventBackoff unless
@@ -50,7 +51,7 @@ type EventQueue struct {
 
 // NewEventQueue returns the accessor of queue event over db.
 func NewEventQueue(db DB) *EventQueue {
-	return &EventQueue{db: db, q: New(db), Backoff: EventBackoff}
+	return &EventQueue{db: db, q: myjobsdb.New(db), Backoff: EventBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -70,7 +71,7 @@ func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.Pus
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushEventParams{
+	arg := myjobsdb.PushEventParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -111,7 +112,7 @@ func (q *EventQueue) PushMany(ctx context.Context, ps []EventPayload, opts ...qu
 		}
 		args = append(args, doc, o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyEvent, 4, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, myjobsdb.PushManyEvent, 4, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -142,11 +143,11 @@ func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "event"); err != nil {
 		return nil, err
 	}
-	var rows []EventRow
+	var rows []myjobsdb.EventRow
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
-		expired, err := qt.ClaimExpiredEvent(ctx, ClaimExpiredEventParams{Now: o.Now, Limit: int32(max)})
+		expired, err := qt.ClaimExpiredEvent(ctx, myjobsdb.ClaimExpiredEventParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
@@ -155,7 +156,7 @@ func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 			rows, now = append(rows, r.EventRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueEvent(ctx, ClaimDueEventParams{Now: o.Now, Limit: int32(max - len(rows))})
+			due, err := qt.ClaimDueEvent(ctx, myjobsdb.ClaimDueEventParams{Now: o.Now, Limit: int32(max - len(rows))})
 			if err != nil {
 				return err
 			}
@@ -176,7 +177,7 @@ func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 			ids[i] = r.ID
 			r.State, r.Attempt, r.AttemptedAt, r.LockedBy, r.LockedUntil = "running", r.Attempt+1, &now, &node, &until
 		}
-		_, err = qt.LeaseEvent(ctx, LeaseEventParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
+		_, err = qt.LeaseEvent(ctx, myjobsdb.LeaseEventParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
 		return err
 	})
 	if err != nil {
@@ -189,7 +190,7 @@ func (q *EventQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *EventQueue) Complete(ctx context.Context, job *queue.Job[EventPayload]) error {
-	n, err := q.q.CompleteEvent(ctx, CompleteEventParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteEvent(ctx, myjobsdb.CompleteEventParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -198,7 +199,7 @@ func (q *EventQueue) Complete(ctx context.Context, job *queue.Job[EventPayload])
 func (q *EventQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EventPayload]) (int64, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyEvent(ctx, CompleteManyEventParams{Ids: ids, Fences: fences})
+		return q.q.CompleteManyEvent(ctx, myjobsdb.CompleteManyEventParams{Ids: ids, Fences: fences})
 	})
 }
 
@@ -206,7 +207,7 @@ func (q *EventQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EventPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *EventQueue) Fail(ctx context.Context, job *queue.Job[EventPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailEvent(ctx, FailEventParams{
+	n, err := q.q.FailEvent(ctx, myjobsdb.FailEventParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -238,8 +239,8 @@ func (q *EventQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EventP
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyEvent(ctx, FailManyEventParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyEvent(ctx, myjobsdb.FailManyEventParams{Batch: batch, Ids: ids})
 	})
 }
 
@@ -253,27 +254,27 @@ func (q *EventQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EventPayl
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyAtEvent(ctx, FailManyAtEventParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyAtEvent(ctx, myjobsdb.FailManyAtEventParams{Batch: batch, Ids: ids})
 	})
 }
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *EventQueue) Snooze(ctx context.Context, job *queue.Job[EventPayload], at time.Time) error {
-	n, err := q.q.SnoozeEvent(ctx, SnoozeEventParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeEvent(ctx, myjobsdb.SnoozeEventParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *EventQueue) SnoozeFor(ctx context.Context, job *queue.Job[EventPayload], d time.Duration) error {
-	n, err := q.q.SnoozeEvent(ctx, SnoozeEventParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeEvent(ctx, myjobsdb.SnoozeEventParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *EventQueue) Discard(ctx context.Context, job *queue.Job[EventPayload], cause error) error {
-	n, err := q.q.DiscardEvent(ctx, DiscardEventParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardEvent(ctx, myjobsdb.DiscardEventParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -285,7 +286,7 @@ func (q *EventQueue) Extend(ctx context.Context, job *queue.Job[EventPayload], d
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendEvent(ctx, ExtendEventParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ExtendEvent(ctx, myjobsdb.ExtendEventParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}
@@ -306,18 +307,18 @@ func (q *EventQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[EventPayl
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
 	ids, fences := mysqlimpl.Fences(jobs)
 	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyEvent(ctx, ExtendManyEventParams{LeaseUntil: &until, Ids: ids, Fences: fences})
+		return q.q.ExtendManyEvent(ctx, myjobsdb.ExtendManyEventParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
 		return ids, err
 	}
-	return q.q.ExtendedEvent(ctx, ExtendedEventParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return q.q.ExtendedEvent(ctx, myjobsdb.ExtendedEventParams{Ids: ids, LeaseUntil: &until, Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *EventQueue) Release(ctx context.Context, job *queue.Job[EventPayload]) error {
-	n, err := q.q.ReleaseEvent(ctx, ReleaseEventParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseEvent(ctx, myjobsdb.ReleaseEventParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -333,7 +334,7 @@ func (q *EventQueue) ReleaseNode(ctx context.Context, node string) (int64, error
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *EventQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *myjobsdb.Queries) (int64, error) {
 		ids, err := qt.DoomedEvent(ctx, int32(max))
 		if err != nil || len(ids) == 0 {
 			return 0, err
@@ -420,7 +421,7 @@ func (q *EventQueue) Get(ctx context.Context, id int64) (*queue.Job[EventPayload
 }
 
 // job converts a row to a Job, decoding the payload.
-func (q *EventQueue) job(r EventRow) (*queue.Job[EventPayload], error) {
+func (q *EventQueue) job(r myjobsdb.EventRow) (*queue.Job[EventPayload], error) {
 	job := &queue.Job[EventPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -447,13 +448,13 @@ func (q *EventQueue) job(r EventRow) (*queue.Job[EventPayload], error) {
 // d runs the discard, in the claiming transaction where there is one. A
 // discard that fails leaves its job claimed until the lease runs out and
 // is reported with the decoded jobs, which are returned all the same.
-func (q *EventQueue) jobs(ctx context.Context, d *EventQueue, rows []EventRow) ([]*queue.Job[EventPayload], error) {
+func (q *EventQueue) jobs(ctx context.Context, d *EventQueue, rows []myjobsdb.EventRow) ([]*queue.Job[EventPayload], error) {
 	jobs := make([]*queue.Job[EventPayload], 0, len(rows))
 	var errs []error
 	for _, r := range rows {
 		job, err := q.job(r)
 		if err != nil {
-			if _, derr := d.q.DiscardEvent(ctx, DiscardEventParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
+			if _, derr := d.q.DiscardEvent(ctx, myjobsdb.DiscardEventParams{Message: "payload cannot be decoded: " + err.Error(), ID: r.ID, Attempt: r.Attempt}); derr != nil {
 				errs = append(errs, fmt.Errorf("job %d: discarding its undecodable payload: %w", r.ID, derr))
 			}
 			continue
@@ -466,13 +467,13 @@ func (q *EventQueue) jobs(ctx context.Context, d *EventQueue, rows []EventRow) (
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldEvent locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
-func (q *EventQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[EventPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
+func (q *EventQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[EventPayload], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldEvent(ctx, HeldEventParams{Ids: ids, Fences: fences})
+		held, err := qt.HeldEvent(ctx, myjobsdb.HeldEventParams{Ids: ids, Fences: fences})
 		if err != nil || len(held) == 0 {
 			return err
 		}
@@ -491,7 +492,7 @@ func (q *EventQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *EventQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *EventQueue) maintain(ctx context.Context, batch func(qt *myjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

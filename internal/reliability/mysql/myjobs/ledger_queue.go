@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/queuegen/queuegen/internal/reliability/mysql/myjobs/myjobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
@@ -36,7 +37,7 @@ var LedgerBackoff = queue.Backoff{Min: 10 * time.Millisecond, Max: 100 * time.Mi
 // transaction ends.
 type LedgerQueue struct {
 	db DB
-	q  *Queries
+	q  *myjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; LedgerBackoff unless
@@ -46,7 +47,7 @@ type LedgerQueue struct {
 
 // NewLedgerQueue returns the accessor of queue ledger over db.
 func NewLedgerQueue(db DB) *LedgerQueue {
-	return &LedgerQueue{db: db, q: New(db), Backoff: LedgerBackoff}
+	return &LedgerQueue{db: db, q: myjobsdb.New(db), Backoff: LedgerBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -66,7 +67,7 @@ func (q *LedgerQueue) Push(ctx context.Context, p LedgerPayload, opts ...queue.P
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushLedgerParams{
+	arg := myjobsdb.PushLedgerParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -103,7 +104,7 @@ func (q *LedgerQueue) PushMany(ctx context.Context, ps []LedgerPayload, opts ...
 			p.N,
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyLedger, 4, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, myjobsdb.PushManyLedger, 4, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -130,11 +131,11 @@ func (q *LedgerQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...qu
 		return nil, err
 	}
 	qt := q.q.WithTx(tx)
-	claimed, err := qt.ClaimLedger(ctx, ClaimLedgerParams{Now: o.Now, Limit: int32(max)})
+	claimed, err := qt.ClaimLedger(ctx, myjobsdb.ClaimLedgerParams{Now: o.Now, Limit: int32(max)})
 	if err != nil {
 		return nil, err
 	}
-	rows, ids := make([]LedgerRow, len(claimed)), make([]int64, len(claimed))
+	rows, ids := make([]myjobsdb.LedgerRow, len(claimed)), make([]int64, len(claimed))
 	var now time.Time
 	for i, r := range claimed {
 		rows[i], ids[i], now = r.LedgerRow, r.LedgerRow.ID, r.DbNow
@@ -143,7 +144,7 @@ func (q *LedgerQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...qu
 		if o.Now != nil {
 			now = *o.Now
 		}
-		if _, err := qt.AttemptLedger(ctx, AttemptLedgerParams{ClaimedAt: &now, Ids: ids}); err != nil {
+		if _, err := qt.AttemptLedger(ctx, myjobsdb.AttemptLedgerParams{ClaimedAt: &now, Ids: ids}); err != nil {
 			return nil, err
 		}
 		for i := range rows {
@@ -157,7 +158,7 @@ func (q *LedgerQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...qu
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *LedgerQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Job[LedgerPayload]) error {
-	n, err := q.WithTx(tx).q.CompleteLedger(ctx, CompleteLedgerParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.CompleteLedger(ctx, myjobsdb.CompleteLedgerParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -165,14 +166,14 @@ func (q *LedgerQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Job[L
 // completed; the others were no longer held by the caller.
 func (q *LedgerQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[LedgerPayload]) (int64, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
-	return q.WithTx(tx).q.CompleteManyLedger(ctx, CompleteManyLedgerParams{Ids: ids, Fences: fences})
+	return q.WithTx(tx).q.CompleteManyLedger(ctx, myjobsdb.CompleteManyLedgerParams{Ids: ids, Fences: fences})
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *LedgerQueue) Fail(ctx context.Context, tx *sql.Tx, job *queue.Job[LedgerPayload], cause error) (queue.State, error) {
-	n, err := q.WithTx(tx).q.FailLedger(ctx, FailLedgerParams{
+	n, err := q.WithTx(tx).q.FailLedger(ctx, myjobsdb.FailLedgerParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -204,8 +205,8 @@ func (q *LedgerQueue) FailManyAfter(ctx context.Context, tx *sql.Tx, jobs []*que
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyLedger(ctx, FailManyLedgerParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyLedger(ctx, myjobsdb.FailManyLedgerParams{Batch: batch, Ids: ids})
 	})
 }
 
@@ -219,27 +220,27 @@ func (q *LedgerQueue) FailManyAt(ctx context.Context, tx *sql.Tx, jobs []*queue.
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyAtLedger(ctx, FailManyAtLedgerParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyAtLedger(ctx, myjobsdb.FailManyAtLedgerParams{Batch: batch, Ids: ids})
 	})
 }
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *LedgerQueue) Snooze(ctx context.Context, tx *sql.Tx, job *queue.Job[LedgerPayload], at time.Time) error {
-	n, err := q.WithTx(tx).q.SnoozeLedger(ctx, SnoozeLedgerParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeLedger(ctx, myjobsdb.SnoozeLedgerParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *LedgerQueue) SnoozeFor(ctx context.Context, tx *sql.Tx, job *queue.Job[LedgerPayload], d time.Duration) error {
-	n, err := q.WithTx(tx).q.SnoozeLedger(ctx, SnoozeLedgerParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.SnoozeLedger(ctx, myjobsdb.SnoozeLedgerParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *LedgerQueue) Discard(ctx context.Context, tx *sql.Tx, job *queue.Job[LedgerPayload], cause error) error {
-	n, err := q.WithTx(tx).q.DiscardLedger(ctx, DiscardLedgerParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.WithTx(tx).q.DiscardLedger(ctx, myjobsdb.DiscardLedgerParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -319,7 +320,7 @@ func (q *LedgerQueue) Get(ctx context.Context, id int64) (*queue.Job[LedgerPaylo
 }
 
 // job converts a row to a Job.
-func (q *LedgerQueue) job(r LedgerRow) *queue.Job[LedgerPayload] {
+func (q *LedgerQueue) job(r myjobsdb.LedgerRow) *queue.Job[LedgerPayload] {
 	job := &queue.Job[LedgerPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -342,7 +343,7 @@ func (q *LedgerQueue) job(r LedgerRow) *queue.Job[LedgerPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *LedgerQueue) jobs(rows []LedgerRow) []*queue.Job[LedgerPayload] {
+func (q *LedgerQueue) jobs(rows []myjobsdb.LedgerRow) []*queue.Job[LedgerPayload] {
 	jobs := make([]*queue.Job[LedgerPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -353,13 +354,13 @@ func (q *LedgerQueue) jobs(rows []LedgerRow) []*queue.Job[LedgerPayload] {
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldLedger locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
-func (q *LedgerQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[LedgerPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
+func (q *LedgerQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[LedgerPayload], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldLedger(ctx, HeldLedgerParams{Ids: ids, Fences: fences})
+		held, err := qt.HeldLedger(ctx, myjobsdb.HeldLedgerParams{Ids: ids, Fences: fences})
 		if err != nil || len(held) == 0 {
 			return err
 		}

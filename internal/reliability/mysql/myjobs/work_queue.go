@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/queuegen/queuegen/internal/reliability/mysql/myjobs/myjobsdb"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"
 	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
@@ -39,7 +40,7 @@ var WorkBackoff = queue.Backoff{Min: 10 * time.Millisecond, Max: 100 * time.Mill
 // lease expires.
 type WorkQueue struct {
 	db DB
-	q  *Queries
+	q  *myjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
 	// Backoff decides the retry delay after Fail; WorkBackoff unless
@@ -49,7 +50,7 @@ type WorkQueue struct {
 
 // NewWorkQueue returns the accessor of queue work over db.
 func NewWorkQueue(db DB) *WorkQueue {
-	return &WorkQueue{db: db, q: New(db), Backoff: WorkBackoff}
+	return &WorkQueue{db: db, q: myjobsdb.New(db), Backoff: WorkBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -69,7 +70,7 @@ func (q *WorkQueue) Push(ctx context.Context, p WorkPayload, opts ...queue.PushO
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushWorkParams{
+	arg := myjobsdb.PushWorkParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -108,7 +109,7 @@ func (q *WorkQueue) PushMany(ctx context.Context, ps []WorkPayload, opts ...queu
 			p.Kind,
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, pushManyWork, 5, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, myjobsdb.PushManyWork, 5, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -138,11 +139,11 @@ func (q *WorkQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err := mysqlimpl.CheckConn(ctx, q.db, "queuegen_queues", "work"); err != nil {
 		return nil, err
 	}
-	var rows []WorkRow
+	var rows []myjobsdb.WorkRow
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
-		expired, err := qt.ClaimExpiredWork(ctx, ClaimExpiredWorkParams{Now: o.Now, Limit: int32(max)})
+		expired, err := qt.ClaimExpiredWork(ctx, myjobsdb.ClaimExpiredWorkParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
@@ -151,7 +152,7 @@ func (q *WorkQueue) Claim(ctx context.Context, node string, max int, opts ...que
 			rows, now = append(rows, r.WorkRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueWork(ctx, ClaimDueWorkParams{Now: o.Now, Limit: int32(max - len(rows))})
+			due, err := qt.ClaimDueWork(ctx, myjobsdb.ClaimDueWorkParams{Now: o.Now, Limit: int32(max - len(rows))})
 			if err != nil {
 				return err
 			}
@@ -172,7 +173,7 @@ func (q *WorkQueue) Claim(ctx context.Context, node string, max int, opts ...que
 			ids[i] = r.ID
 			r.State, r.Attempt, r.AttemptedAt, r.LockedBy, r.LockedUntil = "running", r.Attempt+1, &now, &node, &until
 		}
-		_, err = qt.LeaseWork(ctx, LeaseWorkParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
+		_, err = qt.LeaseWork(ctx, myjobsdb.LeaseWorkParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
 		return err
 	})
 	if err != nil {
@@ -185,7 +186,7 @@ func (q *WorkQueue) Claim(ctx context.Context, node string, max int, opts ...que
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *WorkQueue) Complete(ctx context.Context, job *queue.Job[WorkPayload]) error {
-	n, err := q.q.CompleteWork(ctx, CompleteWorkParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteWork(ctx, myjobsdb.CompleteWorkParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -194,7 +195,7 @@ func (q *WorkQueue) Complete(ctx context.Context, job *queue.Job[WorkPayload]) e
 func (q *WorkQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WorkPayload]) (int64, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyWork(ctx, CompleteManyWorkParams{Ids: ids, Fences: fences})
+		return q.q.CompleteManyWork(ctx, myjobsdb.CompleteManyWorkParams{Ids: ids, Fences: fences})
 	})
 }
 
@@ -202,7 +203,7 @@ func (q *WorkQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WorkPayl
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *WorkQueue) Fail(ctx context.Context, job *queue.Job[WorkPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailWork(ctx, FailWorkParams{
+	n, err := q.q.FailWork(ctx, myjobsdb.FailWorkParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
@@ -234,8 +235,8 @@ func (q *WorkQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[WorkPay
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyWork(ctx, FailManyWorkParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyWork(ctx, myjobsdb.FailManyWorkParams{Batch: batch, Ids: ids})
 	})
 }
 
@@ -249,27 +250,27 @@ func (q *WorkQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[WorkPayloa
 	if err != nil {
 		return nil, err
 	}
-	return q.failMany(ctx, q.tx, jobs, func(qt *Queries, ids []int64) (int64, error) {
-		return qt.FailManyAtWork(ctx, FailManyAtWorkParams{Batch: batch, Ids: ids})
+	return q.failMany(ctx, q.tx, jobs, func(qt *myjobsdb.Queries, ids []int64) (int64, error) {
+		return qt.FailManyAtWork(ctx, myjobsdb.FailManyAtWorkParams{Batch: batch, Ids: ids})
 	})
 }
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *WorkQueue) Snooze(ctx context.Context, job *queue.Job[WorkPayload], at time.Time) error {
-	n, err := q.q.SnoozeWork(ctx, SnoozeWorkParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeWork(ctx, myjobsdb.SnoozeWorkParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *WorkQueue) SnoozeFor(ctx context.Context, job *queue.Job[WorkPayload], d time.Duration) error {
-	n, err := q.q.SnoozeWork(ctx, SnoozeWorkParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeWork(ctx, myjobsdb.SnoozeWorkParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *WorkQueue) Discard(ctx context.Context, job *queue.Job[WorkPayload], cause error) error {
-	n, err := q.q.DiscardWork(ctx, DiscardWorkParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardWork(ctx, myjobsdb.DiscardWorkParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -281,7 +282,7 @@ func (q *WorkQueue) Extend(ctx context.Context, job *queue.Job[WorkPayload], d t
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendWork(ctx, ExtendWorkParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ExtendWork(ctx, myjobsdb.ExtendWorkParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}
@@ -302,18 +303,18 @@ func (q *WorkQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[WorkPayloa
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
 	ids, fences := mysqlimpl.Fences(jobs)
 	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyWork(ctx, ExtendManyWorkParams{LeaseUntil: &until, Ids: ids, Fences: fences})
+		return q.q.ExtendManyWork(ctx, myjobsdb.ExtendManyWorkParams{LeaseUntil: &until, Ids: ids, Fences: fences})
 	})
 	if err != nil || int(n) == len(jobs) {
 		return ids, err
 	}
-	return q.q.ExtendedWork(ctx, ExtendedWorkParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return q.q.ExtendedWork(ctx, myjobsdb.ExtendedWorkParams{Ids: ids, LeaseUntil: &until, Fences: fences})
 }
 
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *WorkQueue) Release(ctx context.Context, job *queue.Job[WorkPayload]) error {
-	n, err := q.q.ReleaseWork(ctx, ReleaseWorkParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseWork(ctx, myjobsdb.ReleaseWorkParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -329,7 +330,7 @@ func (q *WorkQueue) ReleaseNode(ctx context.Context, node string) (int64, error)
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *WorkQueue) Reap(ctx context.Context, max int) (int64, error) {
-	return q.maintain(ctx, func(qt *Queries) (int64, error) {
+	return q.maintain(ctx, func(qt *myjobsdb.Queries) (int64, error) {
 		ids, err := qt.DoomedWork(ctx, int32(max))
 		if err != nil || len(ids) == 0 {
 			return 0, err
@@ -416,7 +417,7 @@ func (q *WorkQueue) Get(ctx context.Context, id int64) (*queue.Job[WorkPayload],
 }
 
 // job converts a row to a Job.
-func (q *WorkQueue) job(r WorkRow) *queue.Job[WorkPayload] {
+func (q *WorkQueue) job(r myjobsdb.WorkRow) *queue.Job[WorkPayload] {
 	job := &queue.Job[WorkPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -440,7 +441,7 @@ func (q *WorkQueue) job(r WorkRow) *queue.Job[WorkPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *WorkQueue) jobs(rows []WorkRow) []*queue.Job[WorkPayload] {
+func (q *WorkQueue) jobs(rows []myjobsdb.WorkRow) []*queue.Job[WorkPayload] {
 	jobs := make([]*queue.Job[WorkPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -451,13 +452,13 @@ func (q *WorkQueue) jobs(rows []WorkRow) []*queue.Job[WorkPayload] {
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldWork locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
-func (q *WorkQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[WorkPayload], fail func(qt *Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
+func (q *WorkQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[WorkPayload], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
 	ids, fences := mysqlimpl.Fences(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldWork(ctx, HeldWorkParams{Ids: ids, Fences: fences})
+		held, err := qt.HeldWork(ctx, myjobsdb.HeldWorkParams{Ids: ids, Fences: fences})
 		if err != nil || len(held) == 0 {
 			return err
 		}
@@ -476,7 +477,7 @@ func (q *WorkQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[
 
 // maintain runs one maintenance batch in a transaction, under the queue's
 // maintenance lock: while another node's batch holds it, it does nothing.
-func (q *WorkQueue) maintain(ctx context.Context, batch func(qt *Queries) (int64, error)) (int64, error) {
+func (q *WorkQueue) maintain(ctx context.Context, batch func(qt *myjobsdb.Queries) (int64, error)) (int64, error) {
 	var n int64
 	err := mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		n = 0

@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"example.com/golden/lease_columns_inherits/internal/jobs/jobsdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queuegen/queuegen/queue"
@@ -42,7 +43,7 @@ var ThumbnailBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2
 // lease expires.
 type ThumbnailQueue struct {
 	db DB
-	q  *Queries
+	q  *jobsdb.Queries
 	// Backoff decides the retry delay after Fail; ThumbnailBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -50,7 +51,7 @@ type ThumbnailQueue struct {
 
 // NewThumbnailQueue returns the accessor of queue thumbnail over db.
 func NewThumbnailQueue(db DB) *ThumbnailQueue {
-	return &ThumbnailQueue{db: db, q: New(db), Backoff: ThumbnailBackoff}
+	return &ThumbnailQueue{db: db, q: jobsdb.New(db), Backoff: ThumbnailBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
@@ -70,7 +71,7 @@ func (q *ThumbnailQueue) Push(ctx context.Context, p ThumbnailPayload, opts ...q
 	if o.UniqueKey != nil {
 		return queue.PushResult{}, queue.ErrNoUniqueKey
 	}
-	arg := PushThumbnailParams{
+	arg := jobsdb.PushThumbnailParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
 		Now:         o.Now,
@@ -105,10 +106,10 @@ func (q *ThumbnailQueue) PushMany(ctx context.Context, ps []ThumbnailPayload, op
 		return 0, err
 	}
 	if o.RunAfter != nil {
-		rows := make([]PushManyThumbnailAtParams, len(ps))
+		rows := make([]jobsdb.PushManyThumbnailAtParams, len(ps))
 		for i, p := range ps {
-			rows[i] = PushManyThumbnailAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
-			var def DefaultsThumbnailRow
+			rows[i] = jobsdb.PushManyThumbnailAtParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts, RunAfter: *o.RunAfter}
+			var def jobsdb.DefaultsThumbnailRow
 			if q.unset(p) {
 				def, defs = defs[0], defs[1:]
 			}
@@ -122,10 +123,10 @@ func (q *ThumbnailQueue) PushMany(ctx context.Context, ps []ThumbnailPayload, op
 		}
 		return q.pushed(q.q.PushManyThumbnailAt(ctx, rows))
 	}
-	rows := make([]PushManyThumbnailParams, len(ps))
+	rows := make([]jobsdb.PushManyThumbnailParams, len(ps))
 	for i, p := range ps {
-		rows[i] = PushManyThumbnailParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
-		var def DefaultsThumbnailRow
+		rows[i] = jobsdb.PushManyThumbnailParams{Priority: o.Priority, MaxAttempts: o.MaxAttempts}
+		var def jobsdb.DefaultsThumbnailRow
 		if q.unset(p) {
 			def, defs = defs[0], defs[1:]
 		}
@@ -158,7 +159,7 @@ func (q *ThumbnailQueue) Claim(ctx context.Context, node string, max int, opts .
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimThumbnail(ctx, ClaimThumbnailParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimThumbnail(ctx, jobsdb.ClaimThumbnailParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
 	if err != nil {
 		return nil, err
 	}
@@ -169,14 +170,14 @@ func (q *ThumbnailQueue) Claim(ctx context.Context, node string, max int, opts .
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ThumbnailQueue) Complete(ctx context.Context, job *queue.Job[ThumbnailPayload]) error {
-	n, err := q.q.CompleteThumbnail(ctx, CompleteThumbnailParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.CompleteThumbnail(ctx, jobsdb.CompleteThumbnailParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ThumbnailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ThumbnailPayload]) (int64, error) {
-	var arg CompleteManyThumbnailParams
+	var arg jobsdb.CompleteManyThumbnailParams
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.CompleteManyThumbnail(ctx, arg)
 }
@@ -185,7 +186,7 @@ func (q *ThumbnailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Thu
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ThumbnailQueue) Fail(ctx context.Context, job *queue.Job[ThumbnailPayload], cause error) (queue.State, error) {
-	state, err := q.q.FailThumbnail(ctx, FailThumbnailParams{
+	state, err := q.q.FailThumbnail(ctx, jobsdb.FailThumbnailParams{
 		Message:    queueimpl.ErrorText(cause),
 		RetryDelay: q.Backoff.Delay(job.Attempt),
 		ID:         job.ID,
@@ -213,7 +214,7 @@ func (q *ThumbnailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Th
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue thumbnail: FailManyAfter needs one cause and delay per job")
 	}
-	arg := FailManyThumbnailParams{RetryDelays: delays}
+	arg := jobsdb.FailManyThumbnailParams{RetryDelays: delays}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyThumbnail(ctx, arg)
 	if err != nil {
@@ -232,7 +233,7 @@ func (q *ThumbnailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Thumb
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue thumbnail: FailManyAt needs one cause and time per job")
 	}
-	arg := FailManyAtThumbnailParams{RetryAts: ats}
+	arg := jobsdb.FailManyAtThumbnailParams{RetryAts: ats}
 	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
 	rows, err := q.q.FailManyAtThumbnail(ctx, arg)
 	if err != nil {
@@ -247,27 +248,27 @@ func (q *ThumbnailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Thumb
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ThumbnailQueue) Snooze(ctx context.Context, job *queue.Job[ThumbnailPayload], at time.Time) error {
-	n, err := q.q.SnoozeThumbnail(ctx, SnoozeThumbnailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeThumbnail(ctx, jobsdb.SnoozeThumbnailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ThumbnailQueue) SnoozeFor(ctx context.Context, job *queue.Job[ThumbnailPayload], d time.Duration) error {
-	n, err := q.q.SnoozeThumbnail(ctx, SnoozeThumbnailParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.SnoozeThumbnail(ctx, jobsdb.SnoozeThumbnailParams{Delay: d, ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ThumbnailQueue) Discard(ctx context.Context, job *queue.Job[ThumbnailPayload], cause error) error {
-	n, err := q.q.DiscardThumbnail(ctx, DiscardThumbnailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.DiscardThumbnail(ctx, jobsdb.DiscardThumbnailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
 // Extend moves a held job's lease to d from now (by the database clock) and
 // records the new expiry in job.LockedUntil.
 func (q *ThumbnailQueue) Extend(ctx context.Context, job *queue.Job[ThumbnailPayload], d time.Duration) error {
-	until, err := q.q.ExtendThumbnail(ctx, ExtendThumbnailParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
+	until, err := q.q.ExtendThumbnail(ctx, jobsdb.ExtendThumbnailParams{Lease: d, ID: job.ID, Attempt: job.Attempt})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return q.held(job, 0, nil)
 	}
@@ -284,7 +285,7 @@ func (q *ThumbnailQueue) Extend(ctx context.Context, job *queue.Job[ThumbnailPay
 // unchanged, so it may run while handlers read them; a Worker's heartbeat
 // calls it.
 func (q *ThumbnailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ThumbnailPayload], d time.Duration) ([]int64, error) {
-	arg := ExtendManyThumbnailParams{Lease: d}
+	arg := jobsdb.ExtendManyThumbnailParams{Lease: d}
 	arg.Ids, arg.Attempts = pgximpl.FenceArrays(jobs)
 	return q.q.ExtendManyThumbnail(ctx, arg)
 }
@@ -292,7 +293,7 @@ func (q *ThumbnailQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Thumb
 // Release gives a held job back unworked, claimable at once, without using
 // up an attempt.
 func (q *ThumbnailQueue) Release(ctx context.Context, job *queue.Job[ThumbnailPayload]) error {
-	n, err := q.q.ReleaseThumbnail(ctx, ReleaseThumbnailParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := q.q.ReleaseThumbnail(ctx, jobsdb.ReleaseThumbnailParams{ID: job.ID, Attempt: job.Attempt})
 	return q.held(job, n, err)
 }
 
@@ -383,7 +384,7 @@ func (q *ThumbnailQueue) Get(ctx context.Context, id int64) (*queue.Job[Thumbnai
 }
 
 // job converts a row to a Job.
-func (q *ThumbnailQueue) job(r ThumbnailRow) *queue.Job[ThumbnailPayload] {
+func (q *ThumbnailQueue) job(r jobsdb.ThumbnailRow) *queue.Job[ThumbnailPayload] {
 	job := &queue.Job[ThumbnailPayload]{
 		ID:          r.ID,
 		State:       queue.State(r.State),
@@ -409,7 +410,7 @@ func (q *ThumbnailQueue) job(r ThumbnailRow) *queue.Job[ThumbnailPayload] {
 }
 
 // jobs converts claimed rows to Jobs.
-func (q *ThumbnailQueue) jobs(rows []ThumbnailRow) []*queue.Job[ThumbnailPayload] {
+func (q *ThumbnailQueue) jobs(rows []jobsdb.ThumbnailRow) []*queue.Job[ThumbnailPayload] {
 	jobs := make([]*queue.Job[ThumbnailPayload], len(rows))
 	for i, r := range rows {
 		jobs[i] = q.job(r)
@@ -424,7 +425,7 @@ func (q *ThumbnailQueue) unset(p ThumbnailPayload) bool {
 
 // defaults reads, in one query, the values the column defaults give to
 // the jobs of ps that leave a defaulted field unset, in order.
-func (q *ThumbnailQueue) defaults(ctx context.Context, ps []ThumbnailPayload) ([]DefaultsThumbnailRow, error) {
+func (q *ThumbnailQueue) defaults(ctx context.Context, ps []ThumbnailPayload) ([]jobsdb.DefaultsThumbnailRow, error) {
 	n := 0
 	for _, p := range ps {
 		if q.unset(p) {
