@@ -11,12 +11,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/queuegen/queuegen/internal/dbtest"
-	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/integration/e2e/jobs"
 	"github.com/queuegen/queuegen/integration/e2e/mysql/myjobs"
 	"github.com/queuegen/queuegen/integration/e2e/payload"
 	"github.com/queuegen/queuegen/integration/e2e/sqlserver/msjobs"
+	"github.com/queuegen/queuegen/internal/dbtest"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl/mssqlimpl"

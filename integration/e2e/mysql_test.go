@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/integration/e2e/mysql/myjobs"
 	"github.com/queuegen/queuegen/integration/e2e/payload"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/mytest"
 	"github.com/queuegen/queuegen/queue"
 	"github.com/queuegen/queuegen/queue/queueimpl"

@@ -18,9 +18,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/integration/e2e/jobs"
 	"github.com/queuegen/queuegen/integration/e2e/mysql/myjobs"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/queue"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/integration/e2e/payload"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/queue"
 )
 

@@ -11,12 +11,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/queuegen/queuegen/integration/reliability/jobs"
+	"github.com/queuegen/queuegen/integration/reliability/mysql/myjobs"
 	"github.com/queuegen/queuegen/internal/dbtest"
 	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/mytest"
 	"github.com/queuegen/queuegen/internal/pgtest"
-	"github.com/queuegen/queuegen/integration/reliability/jobs"
-	"github.com/queuegen/queuegen/integration/reliability/mysql/myjobs"
 	"github.com/queuegen/queuegen/queue"
 )
 

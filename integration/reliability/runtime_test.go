@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/queuegen/queuegen/internal/pgtest"
 	"github.com/queuegen/queuegen/integration/reliability/jobs"
+	"github.com/queuegen/queuegen/internal/pgtest"
 	"github.com/queuegen/queuegen/queue"
 )
 
