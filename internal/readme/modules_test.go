@@ -85,3 +85,43 @@ func TestProductModuleListsNoFixtures(t *testing.T) {
 		}
 	}
 }
+
+// TestModulesPinTheSameVersions: a module that both go.mod files require
+// (sqlc, goose, pgx, the drivers, ...) is at the same version in each, so
+// the integration suites test what the product module builds with.
+func TestModulesPinTheSameVersions(t *testing.T) {
+	requires := func(path string) map[string]string {
+		t.Helper()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := map[string]string{}
+		block := false
+		for line := range strings.Lines(string(data)) {
+			f := strings.Fields(line)
+			switch {
+			case len(f) >= 2 && f[0] == "require" && f[1] == "(":
+				block = true
+			case block && len(f) >= 1 && f[0] == ")":
+				block = false
+			case block && len(f) >= 2:
+				req[f[0]] = f[1]
+			case len(f) >= 3 && f[0] == "require":
+				req[f[1]] = f[2]
+			}
+		}
+		return req
+	}
+	product, integration := requires("../../go.mod"), requires("../../integration/go.mod")
+	for _, m := range []string{"github.com/sqlc-dev/sqlc", "github.com/pressly/goose/v3", "github.com/jackc/pgx/v5"} {
+		if product[m] == "" || integration[m] == "" {
+			t.Errorf("%s is not required by both go.mod files (product %q, integration %q)", m, product[m], integration[m])
+		}
+	}
+	for m, v := range integration {
+		if pv, ok := product[m]; ok && pv != v {
+			t.Errorf("%s: %s in go.mod, %s in integration/go.mod", m, pv, v)
+		}
+	}
+}
