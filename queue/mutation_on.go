@@ -9,7 +9,7 @@ import (
 
 // mutant reports whether the deliberate bug named is switched on, in a
 // build with the queuegen_mutation tag, by QUEUEGEN_MUTATION. The fault
-// suite (internal/reliability) runs itself with each of them and must
+// suite (integration/reliability) runs itself with each of them and must
 // fail: a suite that passes with the runtime broken proves nothing.
 //
 //   - skip-handler: every 7th job is completed without calling its handler;

@@ -1,5 +1,5 @@
 // Package schema holds queuegen's own tables, as SQL. sqlc compiles the
-// project's queries against them (see sqlc.yaml and package generated). The
+// project's queries against them (see integration/sqlc: its sqlc.yaml and package generated). The
 // migrations queuegen emits create the same tables through the engine's DDL
 // builder; a test checks that it writes exactly this SQL, so the two cannot
 // drift apart.

@@ -162,7 +162,7 @@ func TestDatabaseURLs(t *testing.T) {
 	}
 	url, _ := seeded(t)
 	t.Setenv("DATABASE_URL", url)
-	for _, cmd := range [][]string{{"stats"}, {"jobs", "--queue", "email"}, {"pause", "--queue", "email"}, {"resume", "--queue", "email"}, {"migrate", "version", "-f", "../e2e/queuegen.yaml"}} {
+	for _, cmd := range [][]string{{"stats"}, {"jobs", "--queue", "email"}, {"pause", "--queue", "email"}, {"resume", "--queue", "email"}, {"migrate", "version", "-f", "../../integration/e2e/queuegen.yaml"}} {
 		if code, out, errs := run(t, cmd...); code != 0 {
 			t.Errorf("%v with $DATABASE_URL only = %d:\n%s%s", cmd, code, out, errs)
 		}
@@ -207,7 +207,7 @@ func TestJobsShowsPayloads(t *testing.T) {
 		t.Errorf("jobs --id of a missing job = %d, %q", code, errs)
 	}
 	// stats --json: the row across the base table is structured.
-	code, out, _ = run(t, "stats", "--db", url, "-f", "../e2e/queuegen.yaml", "--json")
+	code, out, _ = run(t, "stats", "--db", url, "-f", "../../integration/e2e/queuegen.yaml", "--json")
 	var stats []map[string]any
 	json.Unmarshal([]byte(out), &stats)
 	if code != 0 || stats[len(stats)-1]["base_table"] != "base_queue" || stats[len(stats)-1]["queue"] != nil {

@@ -109,7 +109,7 @@ VALUES (?, 'v', -2, 70000, 9007199254740993, ?, 12.5, 0.25, 1.5e-7, '6f1b1f5c-3a
 			insert = strings.Replace(insert, "%s", ", c_text_array, c_int_array", 1)
 			insert = strings.Replace(insert, "%s", ", '{a}', '{1}'", 1)
 		} else {
-			d = &opsDB{engine: engine, url: opsMigrated(t, "../e2e/mysql/db/migrations")}
+			d = &opsDB{engine: engine, url: opsMigrated(t, "../../integration/e2e/mysql/db/migrations")}
 			d.db = opsOpen(t, d.url)
 			insert = strings.ReplaceAll(insert, "%s", "")
 		}

@@ -32,7 +32,7 @@ func TestSQLServerRefused(t *testing.T) {
 // TestMigrateTakesSQLServer: migrate is not refused a SQL Server URL: it
 // goes on to connect (here to a port nothing listens on).
 func TestMigrateTakesSQLServer(t *testing.T) {
-	code, _, errs := run(t, "migrate", "up", "--db", "sqlserver://sa:s3cret@127.0.0.1:1?database=app", "-f", "../e2e/sqlserver/queuegen.yaml")
+	code, _, errs := run(t, "migrate", "up", "--db", "sqlserver://sa:s3cret@127.0.0.1:1?database=app", "-f", "../../integration/e2e/sqlserver/queuegen.yaml")
 	if code != 1 || !strings.Contains(errs, "cannot connect to the database") || strings.Contains(errs, "s3cret") {
 		t.Errorf("migrate up on an unreachable SQL Server = %d, %q", code, errs)
 	}

@@ -44,7 +44,7 @@ func TestSQLServerGrammar(t *testing.T) {
 		"../../testdata/sqlserver/db/*/*.sql",
 		"../../examples/mailer-sqlserver/db/*/*.sql",
 		"../../testdata/evolution/want_sqlserver/*.sql",
-		"../e2e/sqlserver/db/*/*.sql",
+		"../../integration/e2e/sqlserver/db/*/*.sql",
 	} {
 		m, err := filepath.Glob(pattern)
 		if err != nil {
@@ -179,7 +179,7 @@ func TestSQLServerLiveTableMigrations(t *testing.T) {
 // declares and SELECTs from.
 func TestSQLServerOutputInto(t *testing.T) {
 	var files []string
-	for _, pattern := range []string{"../../testdata/sqlserver/db/queries/*.sql", "../../examples/mailer-sqlserver/db/queries/*.sql", "../e2e/sqlserver/db/queries/*.sql"} {
+	for _, pattern := range []string{"../../testdata/sqlserver/db/queries/*.sql", "../../examples/mailer-sqlserver/db/queries/*.sql", "../../integration/e2e/sqlserver/db/queries/*.sql"} {
 		m, _ := filepath.Glob(pattern)
 		files = append(files, m...)
 	}

@@ -1,0 +1,106 @@
+// Command workerproc is a worker process of the reliability suite: it works
+// queue "work" until SIGTERM (a graceful shutdown) or SIGKILL (the test
+// killing it at a random moment): -queue work (the default), limited or
+// backlogged (PostgreSQL only). Every delivery is logged to table
+// handled, with this process's incarnation, so the test can tell which
+// re-deliveries followed a holder's death. Each run that returns success is
+// recorded first. -db is a PostgreSQL URL or a MySQL DSN or URL: the
+// engine decides which generated package works the queue.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queuegen/queuegen/integration/reliability/jobs"
+	"github.com/queuegen/queuegen/integration/reliability/mysql/myjobs"
+	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/queue"
+)
+
+func main() {
+	db := flag.String("db", "", "database URL (PostgreSQL) or DSN (MySQL)")
+	node := flag.String("node", "", "node id (stable across restarts of one slot)")
+	instance := flag.String("instance", "", "this incarnation's id")
+	concurrency := flag.Int("concurrency", 8, "handlers at once")
+	name := flag.String("queue", "work", "the queue to work: work, limited or backlogged (PostgreSQL only)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	fmt.Println("ready") // SIGTERM now shuts down gracefully
+	opts := []queue.WorkerOption{queue.Node(*node), queue.Concurrency(*concurrency), queue.PollInterval(100 * time.Millisecond),
+		queue.ShutdownTimeout(5 * time.Second), queue.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	parsed, err := dburl.Parse(*db)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var w interface{ Run(context.Context) error }
+	if *name != "work" && ((*name != "limited" && *name != "backlogged") || parsed.Engine == dburl.MySQL) {
+		log.Fatalf("no queue %q on %s", *name, parsed.Engine)
+	}
+	if parsed.Engine == dburl.MySQL {
+		mysql.SetLogger(log.New(io.Discard, "", 0)) // the broken connections of a test's kills
+		h, err := parsed.Open()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer h.Close()
+		h.SetMaxIdleConns(2 * *concurrency)
+		w = myjobs.NewWorkQueue(h).Worker(handler[myjobs.WorkPayload](*instance, func(ctx context.Context, args ...any) error {
+			_, err := h.ExecContext(ctx, "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES ('work_queue', ?, ?, ?, ?) ON DUPLICATE KEY UPDATE run = run", args...)
+			return err
+		}), opts...)
+	} else {
+		pool, err := pgxpool.New(ctx, *db)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer pool.Close()
+		record := func(ctx context.Context, args ...any) error {
+			_, err := pool.Exec(ctx, "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+				append([]any{*name + "_queue"}, args...)...)
+			return err
+		}
+		switch *name {
+		case "limited":
+			w = jobs.NewLimitedQueue(pool).Worker(handler[jobs.LimitedPayload](*instance, record), opts...)
+		case "backlogged":
+			w = jobs.NewBackloggedQueue(pool).Worker(handler[jobs.BackloggedPayload](*instance, record), opts...)
+		default:
+			w = jobs.NewWorkQueue(pool).Worker(handler[jobs.WorkPayload](*instance, record), opts...)
+		}
+	}
+	if err := w.Run(ctx); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// handler works a job for a moment, then records the successful run
+// (job id, attempt, instance, run token) with record, retrying until the
+// database has it (the suite's accounting: see audit), and returns
+// success.
+func handler[P any](instance string, record func(ctx context.Context, args ...any) error) queue.Handler[P] {
+	return func(ctx context.Context, job *queue.Job[P]) error {
+		time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
+		run := strconv.FormatUint(rand.Uint64(), 36)
+		for {
+			if err := record(context.WithoutCancel(ctx), job.ID, job.Attempt, instance, run); err == nil {
+				return nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
