@@ -24,7 +24,10 @@ type sqlEdit struct{ Query, Old, New string }
 // its edits, made at run time by the build's overlay (sqlOverlay).
 type mutation struct {
 	name, scenarios, sign string
-	sql                   []sqlEdit
+	// orSign is another sign of the same bug, where its effect can show
+	// two ways ("" if none).
+	orSign string
+	sql    []sqlEdit
 	// engines the bug is tried on; nil: every engine of the run.
 	engines []string
 }
@@ -33,8 +36,13 @@ type mutation struct {
 var mutations = []mutation{
 	// completes every 7th job without calling its handler
 	{name: "skip-handler", scenarios: "TestHandlerFailures", sign: "completed without a successful handler run"},
-	// drops a batch of results the database refused
-	{name: "drop-refused", scenarios: "TestConnectionsTerminated", sign: "handled successfully more than once"},
+	// drops a batch of results the database refused: a dropped completion
+	// leaves its job leased, to run again once its node restarts and gives
+	// it back (handled twice), or, where a result written after the
+	// restart is dropped too, leased for the scenario's 10-minute lease
+	// (unfinished: seen on MariaDB with the machine loaded by a second
+	// suite, 419 jobs after the 2-minute wait)
+	{name: "drop-refused", scenarios: "TestConnectionsTerminated", sign: "handled successfully more than once", orSign: "still unfinished after"},
 	// completes a job whose handler failed
 	{name: "error-completes", scenarios: "TestHandlerFailures", sign: "want 15 dead"},
 	// runs every 11th job's handler twice
@@ -120,7 +128,7 @@ func TestSuiteCatchesMutations(t *testing.T) {
 				if err == nil {
 					t.Fatalf("the suite passed three times on %s with the %s bug in the runtime:\n%s", engine, m.name, out)
 				}
-				if !strings.Contains(string(out), m.sign) {
+				if !strings.Contains(string(out), m.sign) && (m.orSign == "" || !strings.Contains(string(out), m.orSign)) {
 					t.Errorf("the suite failed on %s with the %s bug, but not with its sign %q:\n%s", engine, m.name, m.sign, out)
 				}
 			})
