@@ -291,6 +291,8 @@ func (h *Handler) throughput(w http.ResponseWriter, r *http.Request) {
 	if have {
 		p := namedLine{Label: "pushed", Values: make([]*float64, len(s.At))}
 		d := namedLine{Label: "deleted", Values: make([]*float64, len(s.At))}
+		// One value per minute, its count (perMinute sums each minute's
+		// readings); a minute without two readings stays a gap.
 		for k, t := range at {
 			if i := slot(t); i >= 0 {
 				p.Values[i], d.Values[i] = &pushed[k], &deleted[k]

@@ -55,12 +55,13 @@ func (m *myBackend) statsOn(ctx context.Context, db myBeginner, q Queue, s *Stat
     COUNT(CASE WHEN state = 'available' AND run_after <= ? THEN 1 END),
     COUNT(CASE WHEN state = 'available' AND run_after > ? AND JSON_LENGTH(errors) = 0 THEN 1 END),
     COUNT(CASE WHEN state = 'available' AND run_after > ? AND JSON_LENGTH(errors) > 0 THEN 1 END),
-    COUNT(CASE WHEN state = 'running' THEN 1 END),
+    COUNT(CASE WHEN state = 'running' AND (locked_until IS NULL OR locked_until >= ?) THEN 1 END),
+    COUNT(CASE WHEN state = 'running' AND locked_until < ? THEN 1 END),
     COUNT(CASE WHEN state = 'succeeded' THEN 1 END),
     COUNT(CASE WHEN state = 'dead' THEN 1 END),
     MIN(CASE WHEN state = 'available' AND run_after <= ? THEN run_after END),
     COUNT(CASE WHEN attempted_at > ? THEN 1 END)
-FROM `+t, now, now, now, now, now.Add(-time.Minute)).Scan(&due, &s.Scheduled, &s.Retrying, &s.Running, &s.Succeeded, &s.Dead, &oldest, &claims)
+FROM `+t, now, now, now, now, now, now, now.Add(-time.Minute)).Scan(&due, &s.Scheduled, &s.Retrying, &s.Running, &s.Expired, &s.Succeeded, &s.Dead, &oldest, &claims)
 	if err != nil {
 		return err
 	}
