@@ -11,13 +11,28 @@ import (
 )
 
 func (m *myBackend) columns(ctx context.Context, q Queue) ([]string, error) {
-	cols, err := m.payloadColumns(ctx, q)
+	if _, err := m.table(q); err != nil {
+		return nil, err
+	}
+	rows, err := m.db.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, q.Table)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(cols))
-	for i, c := range cols {
-		names[i] = c.name
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("queue %s: no table %s in database %s", q.Name, q.Table, m.database)
 	}
 	return names, nil
 }

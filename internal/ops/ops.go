@@ -88,7 +88,7 @@ type backend interface {
 	close()
 	// queues reads the registry, by name.
 	queues(ctx context.Context) ([]Queue, error)
-	// columns lists the columns of q's table, in any order.
+	// columns lists the columns of q's table, in the table's order.
 	columns(ctx context.Context, q Queue) ([]string, error)
 	// stats fills in s's counts of q.
 	stats(ctx context.Context, q Queue, s *Stats) error
