@@ -245,7 +245,7 @@ func TestChartCountsAMinutesJobs(t *testing.T) {
 			if strings.Contains(legend, "--") || !regexp.MustCompile(`(?i)`+regexp.QuoteMeta(line)+`\s*`+ strconv.FormatFloat(after[burst], 'f', -1, 64)).MatchString(legend) {
 				t.Errorf("the legend, not pointed at, reads %q; want the latest minute's values", legend)
 			}
-			shot(t, ctx, "overview")
+			shot(t, ctx, "chart-burst")
 		})
 	}
 }

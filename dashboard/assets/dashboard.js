@@ -6,15 +6,20 @@
   "use strict";
   var colors = ["#2557c7", "#18794e", "#b42318", "#9a6700"];
 
-  // lastIndex is the index of the latest minute with a value in any
-  // series, or null.
+  // lastIndex is the index of the latest minute at which every series
+  // that has values has one (the pushed line may lag the finished line by
+  // a reading), else of the latest with any value, or null.
   function lastIndex(data) {
-    for (var i = data[0].length - 1; i >= 0; i--) {
-      for (var s = 1; s < data.length; s++) {
-        if (data[s][i] != null) { return i; }
-      }
+    var live = [], any = null;
+    for (var s = 1; s < data.length; s++) {
+      if (data[s].some(function (v) { return v != null; })) { live.push(s); }
     }
-    return null;
+    for (var i = data[0].length - 1; i >= 0; i--) {
+      var have = live.filter(function (s) { return data[s][i] != null; }).length;
+      if (have > 0 && any == null) { any = i; }
+      if (have > 0 && have === live.length) { return i; }
+    }
+    return any;
   }
 
   // showLatest points the legend at the latest minute while the cursor
