@@ -89,11 +89,11 @@ var funcs = template.FuncMap{
 		first, _, _ := strings.Cut(errs[len(errs)-1], "\n")
 		return first
 	},
-	"add": func(a, b int) int { return a + b },
-	"ago": func(t any) template.HTML { return ago(t, time.Now()) },
-	"past": func(t *time.Time) bool { return t != nil && t.Before(time.Now()) },
+	"add":     func(a, b int) int { return a + b },
+	"ago":     func(t any) template.HTML { return ago(t, time.Now()) },
+	"past":    func(t *time.Time) bool { return t != nil && t.Before(time.Now()) },
 	"preview": preview,
-	"danger": func(a ops.Action) bool { return a != ops.Retry },
+	"danger":  func(a ops.Action) bool { return a != ops.Retry },
 }
 
 // ago is t as a time relative to now ("3 min ago", "in 5 s"), in a
