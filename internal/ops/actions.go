@@ -302,6 +302,7 @@ func (c *Conn) noJob(ctx context.Context, q Queue, id int64, action Action) erro
 		"available": " (due now: it runs as soon as a worker is free)",
 		"scheduled": " (not yet due, and it has never failed)",
 		"running":   " (a worker holds it)",
+		"expired":   " (running, its lease expired: its worker stopped or is late, and the next claim takes it back)",
 	}[phase]
 	if j.Held {
 		why = " (a transaction in progress holds it: a transaction-mode worker working it)"
