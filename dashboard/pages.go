@@ -557,9 +557,10 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "jobs", q.Name, d)
 }
 
-// countTimeout bounds the exact count of a filtered list: four times the
-// count budget, at least 200 ms.
-func (h *Handler) countTimeout() time.Duration { return max(4*h.cfg.budget, 200*time.Millisecond) }
+// countTimeout bounds the exact count of a job list: the count budget,
+// as for the overview's counts, so that a list of a large table costs at
+// most that and a plan more.
+func (h *Handler) countTimeout() time.Duration { return h.cfg.budget }
 
 // total counts the jobs f matches: exactly when one statement does it
 // within countTimeout; else, for a filter by state alone, the planner's
