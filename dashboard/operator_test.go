@@ -162,6 +162,10 @@ func TestFind(t *testing.T) {
 					t.Errorf("GET %s = %d:\n%s", c.path, code, body)
 				}
 			}
+			// A job's page lists its payload columns in the table's order.
+			if _, body := s.get("/queues/email/jobs/" + dead); !regexp.MustCompile(`(?s)<th>tenant_id</th>.*<th>recipient</th>.*<th>subject</th>.*<th>body</th>`).MatchString(body) {
+				t.Errorf("the job's payload columns are not in the table's order:\n%s", body)
+			}
 			// A relative time carries its absolute time on hover.
 			_, body = s.get("/queues/email?state=dead")
 			if !regexp.MustCompile(`<time datetime="\d{4}-\d\d-\d\dT[0-9:.]+Z" title="\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC">(now|\d+ s ago)</time>`).MatchString(body) {
