@@ -526,6 +526,15 @@ SELECT 'bulk', 'Hi', 'x', 1, 8, ` + n + `, ` + n + ` FROM (` + rows + `) AS r`);
 			if got < 80000 || got > 500000 {
 				t.Errorf("estimated %d available jobs, want about 200003 (within a factor of 2.5)", got)
 			}
+			// A job list's total: the planner's estimate, labelled so, for a
+			// filter by state; none for one the planner cannot estimate.
+			if code, body := s.get("/queues/email?state=available"); code != http.StatusOK ||
+				!regexp.MustCompile(`<span id="total"><strong>≈[0-9\x{202f}]+</strong> job\(s\) match <span class="estimate">\(estimated: the query planner's estimate`).MatchString(body) {
+				t.Errorf("GET /queues/email?state=available = %d, want an estimated total:\n%s", code, body)
+			}
+			if code, body := s.get("/queues/email?error=timeout"); code != http.StatusOK || !strings.Contains(body, "The jobs this filter matches could not be counted within 1ms") {
+				t.Errorf("GET /queues/email?error=timeout = %d, want no total:\n%s", code, body)
+			}
 		})
 	}
 }

@@ -89,7 +89,105 @@ var funcs = template.FuncMap{
 		first, _, _ := strings.Cut(errs[len(errs)-1], "\n")
 		return first
 	},
-	"add": func(a, b int) int { return a + b },
+	"add":     func(a, b int) int { return a + b },
+	"ago":     func(t any) template.HTML { return ago(t, time.Now()) },
+	"past":    func(t *time.Time) bool { return t != nil && t.Before(time.Now()) },
+	"preview": preview,
+	"danger":  func(a ops.Action) bool { return a != ops.Retry },
+}
+
+// ago is t as a time relative to now ("3 min ago", "in 5 s"), in a
+// <time> element holding the absolute time (UTC) as its datetime and its
+// title, which shows on hover; "–" for none.
+func ago(t any, now time.Time) template.HTML {
+	var at time.Time
+	switch t := t.(type) {
+	case time.Time:
+		at = t
+	case *time.Time:
+		if t == nil {
+			return "–"
+		}
+		at = *t
+	default:
+		return "–"
+	}
+	d := now.Sub(at)
+	rel := relative(d.Abs())
+	switch {
+	case d.Abs() < time.Second:
+		rel = "now"
+	case d > 0:
+		rel += " ago"
+	default:
+		rel = "in " + rel
+	}
+	abs := at.UTC().Format("2006-01-02 15:04:05")
+	return template.HTML(`<time datetime="` + at.UTC().Format(time.RFC3339Nano) + `" title="` + abs + ` UTC">` + rel + `</time>`)
+}
+
+// relative is d in the one unit that matters at a glance.
+func relative(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d d", int(d.Hours()/24))
+}
+
+// preview is a payload as one line of JSON, its columns in order (the
+// table's, which is the spec's) rather than jsonb's shortest-key-first
+// order; columns order does not name follow, by name.
+func preview(raw json.RawMessage, order []string) string {
+	var cols map[string]json.RawMessage
+	if json.Unmarshal(raw, &cols) != nil {
+		var b bytes.Buffer
+		if json.Compact(&b, raw) != nil {
+			return string(raw)
+		}
+		return b.String()
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, f := range ordered(cols, order) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(f.Name)
+		b.Write(name)
+		b.WriteByte(':')
+		var v bytes.Buffer
+		if json.Compact(&v, []byte(f.Value)) != nil {
+			v.Reset()
+			v.WriteString(f.Value)
+		}
+		b.Write(v.Bytes())
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// ordered is a payload's columns in order, then those order does not name,
+// by name.
+func ordered(cols map[string]json.RawMessage, order []string) []field {
+	fields := make([]field, 0, len(cols))
+	for _, name := range order {
+		if raw, ok := cols[name]; ok {
+			fields = append(fields, field{Name: name, Value: string(raw)})
+		}
+	}
+	var rest []field
+	for name, raw := range cols {
+		if !slices.Contains(order, name) {
+			rest = append(rest, field{Name: name, Value: string(raw)})
+		}
+	}
+	slices.SortFunc(rest, func(a, b field) int { return strings.Compare(a.Name, b.Name) })
+	return append(fields, rest...)
 }
 
 // groupDigits writes n with thin spaces between groups of three digits.
@@ -145,6 +243,7 @@ type view struct {
 	CSRF     string
 	ReadOnly bool
 	Engine   string
+	Server   string // the product: PostgreSQL, MySQL or MariaDB
 	Flash    string // the outcome of the last action, from ?done=
 	Data     any
 }
@@ -155,6 +254,10 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		Flash: clean(r.URL.Query().Get("done"))}
 	if !h.cfg.readOnly {
 		v.CSRF = h.csrf.token(w, r)
+	}
+	v.Server = v.Engine
+	if p, err := h.conn.Product(r.Context()); err == nil {
+		v.Server = p
 	}
 	var b bytes.Buffer
 	if err := h.pages.ExecuteTemplate(&b, name, v); err != nil {
@@ -291,6 +394,8 @@ func (h *Handler) throughput(w http.ResponseWriter, r *http.Request) {
 	if have {
 		p := namedLine{Label: "pushed", Values: make([]*float64, len(s.At))}
 		d := namedLine{Label: "deleted", Values: make([]*float64, len(s.At))}
+		// One value per minute, its count (perMinute sums each minute's
+		// readings); a minute without two readings stays a gap.
 		for k, t := range at {
 			if i := slot(t); i >= 0 {
 				p.Values[i], d.Values[i] = &pushed[k], &deleted[k]
@@ -374,6 +479,18 @@ type jobsData struct {
 	Older   template.URL // the next page's query string, when there may be one
 	Before  int64
 	Actions []ops.Action
+	// Order is the payload columns' order, for the previews.
+	Order []string
+	// Total counts the jobs the filter matches, exact unless Estimated
+	// (the planner's estimate); TotalKnown is false when neither could be
+	// had in time.
+	Total                 int64
+	TotalKnown, Estimated bool
+	CountTimeout          time.Duration
+	// Died shows the died-at column (lists of dead jobs).
+	Died bool
+	// Fields are the filter's, for the form of the jobs checked.
+	Fields url.Values
 }
 
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
@@ -412,6 +529,13 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if d.Order, err = h.conn.PayloadOrder(ctx, q); err != nil {
+		h.problem(w, r, http.StatusBadGateway, err)
+		return
+	}
+	d.Died = d.Filter.State == "dead" || d.Filter.State == "failed"
+	d.CountTimeout = h.countTimeout()
+	d.Total, d.TotalKnown, d.Estimated = h.total(ctx, q, d.Filter)
 	d.Jobs, err = h.conn.Jobs(ctx, q, d.Filter, d.Before, pageSize)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -424,12 +548,52 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	// and & as they are: a string there would be escaped whole, and a link
 	// would lose its filter (a bulk action then meaning every job).
 	v := query(d.Filter)
+	d.Fields = query(d.Filter)
 	d.Query = template.URL(v.Encode())
 	if len(d.Jobs) == pageSize {
 		v.Set("before", strconv.FormatInt(d.Jobs[len(d.Jobs)-1].ID, 10))
 		d.Older = template.URL(v.Encode())
 	}
 	h.render(w, r, http.StatusOK, "jobs", q.Name, d)
+}
+
+// countTimeout bounds the exact count of a job list: the count budget,
+// as for the overview's counts, so that a list of a large table costs at
+// most that and a plan more.
+func (h *Handler) countTimeout() time.Duration { return h.cfg.budget }
+
+// total counts the jobs f matches: exactly when one statement does it
+// within countTimeout; else, for a filter by state alone, the planner's
+// estimate (estimated); else nothing (known false).
+func (h *Handler) total(ctx context.Context, q ops.Queue, f ops.Filter) (n int64, known, estimated bool) {
+	cctx, cancel := context.WithTimeout(ctx, h.countTimeout())
+	defer cancel()
+	n, err := h.conn.Count(cctx, q, f, ops.Purge) // purge applies to every job
+	if err == nil {
+		return n, true, false
+	}
+	if f.Since.IsZero() && f.Until.IsZero() && f.Column == "" && f.ErrorText == "" {
+		if n, err := h.conn.Estimate(ctx, q, f.State); err == nil {
+			return n, true, true
+		}
+	}
+	return 0, false, false
+}
+
+// find jumps to a job by its id.
+func (h *Handler) find(w http.ResponseWriter, r *http.Request) {
+	q, err := h.conn.Find(r.Context(), r.URL.Query().Get("queue"))
+	if err != nil {
+		h.problem(w, r, http.StatusNotFound, err)
+		return
+	}
+	s := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(r.URL.Query().Get("id")), "#"))
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		h.problem(w, r, http.StatusBadRequest, fmt.Errorf("job id %q: want a job id, such as 42", clean(s)))
+		return
+	}
+	http.Redirect(w, r, fmt.Sprintf("%s/queues/%s/jobs/%d", h.cfg.prefix, url.PathEscape(q.Name), id), http.StatusSeeOther)
 }
 
 type jobData struct {
@@ -463,17 +627,21 @@ func (h *Handler) job(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := jobData{Queue: q, Job: j}
+	order, err := h.conn.PayloadOrder(ctx, q)
+	if err != nil {
+		h.problem(w, r, http.StatusBadGateway, err)
+		return
+	}
 	var cols map[string]json.RawMessage
 	if json.Unmarshal(j.Payload, &cols) == nil {
-		for name, raw := range cols {
+		for _, f := range ordered(cols, order) {
 			var b bytes.Buffer
-			if json.Indent(&b, raw, "", "  ") != nil {
+			if json.Indent(&b, []byte(f.Value), "", "  ") != nil {
 				b.Reset()
-				b.Write(raw)
+				b.WriteString(f.Value)
 			}
-			d.Payload = append(d.Payload, field{Name: name, Value: b.String()})
+			d.Payload = append(d.Payload, field{Name: f.Name, Value: b.String()})
 		}
-		slices.SortFunc(d.Payload, func(a, b field) int { return strings.Compare(a.Name, b.Name) })
 	}
 	// Shown where they apply, on this server's clock (Apply decides on
 	// the database's, and says why when it does not apply).
@@ -566,6 +734,25 @@ func (h *Handler) queueAction(w http.ResponseWriter, r *http.Request) {
 			h.problem(w, r, http.StatusNotFound, err)
 			return
 		}
+		// The job list's form of the jobs checked: the action on each.
+		if r.PostForm.Has("selected") {
+			f, err := filterOf(r.PostForm) // the list to go back to
+			if err != nil {
+				h.problem(w, r, http.StatusBadRequest, err)
+				return
+			}
+			res, skipped, err := h.applyEach(ctx, q, action, r.PostForm["id"])
+			if err != nil {
+				h.problem(w, r, http.StatusBadRequest, err)
+				return
+			}
+			done = outcome(action, res)
+			for _, s := range skipped {
+				done += "; " + s
+			}
+			back = h.cfg.prefix + "/queues/" + url.PathEscape(q.Name) + "?" + query(f).Encode()
+			break
+		}
 		// The confirm page's form always names the state, "all" too: one
 		// that does not was not made by it, and must not default to every
 		// job.
@@ -591,6 +778,38 @@ func (h *Handler) queueAction(w http.ResponseWriter, r *http.Request) {
 		back = h.cfg.prefix + "/queues/" + url.PathEscape(q.Name) + "?" + query(f).Encode()
 	}
 	h.redirect(w, r, back, done)
+}
+
+// applyEach applies action to each job of ids, as its button on the
+// job's page would; skipped says why a job it did not apply to was left.
+func (h *Handler) applyEach(ctx context.Context, q ops.Queue, action ops.Action, ids []string) (*ops.Result, []string, error) {
+	if len(ids) == 0 {
+		return nil, nil, fmt.Errorf("%s: no job is checked", action)
+	}
+	if len(ids) > pageSize {
+		return nil, nil, fmt.Errorf("%s: %d jobs checked; at most %d (a page) at once", action, len(ids), pageSize)
+	}
+	all := &ops.Result{}
+	var skipped []string
+	for _, s := range ids {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, nil, fmt.Errorf("job id %q: want a job id", clean(s))
+		}
+		res, err := h.conn.Apply(ctx, q, ops.Filter{ID: id}, action, nil)
+		var none *ops.NoJobError
+		if errors.As(err, &none) {
+			skipped = append(skipped, none.Error())
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		all.Changed = append(all.Changed, res.Changed...)
+		all.Locked = append(all.Locked, res.Locked...)
+		all.Conflicts = append(all.Conflicts, res.Conflicts...)
+	}
+	return all, skipped, nil
 }
 
 // jobAction is an action on one job.

@@ -83,9 +83,13 @@ func (s *sampler) stop() {
 	s.wg.Wait()
 }
 
-// perMinute turns the readings of table into rates per minute, each at
-// the time of the later of two consecutive readings; ok is false where
-// the engine keeps no counters.
+// perMinute counts, for each minute in which the sampler read table's
+// counters twice or more, the rows inserted and deleted since the reading
+// before: each difference of two consecutive readings counts in the
+// minute of the later one (its rows were seen first then), so a minute's
+// values are its true counts, give or take the rows of the few seconds
+// between its first reading and the one before. at holds the minutes'
+// starts, ascending; ok is false where the engine keeps no counters.
 func (s *sampler) perMinute(table string) (at []time.Time, pushed, deleted []float64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -96,13 +100,15 @@ func (s *sampler) perMinute(table string) (at []time.Time, pushed, deleted []flo
 		a, b := s.readings[i-1], s.readings[i]
 		ca, oka := a.tables[table]
 		cb, okb := b.tables[table]
-		minutes := b.at.Sub(a.at).Minutes()
-		if !oka || !okb || minutes <= 0 || cb.Inserted < ca.Inserted || cb.Deleted < ca.Deleted {
+		if !oka || !okb || cb.Inserted < ca.Inserted || cb.Deleted < ca.Deleted {
 			continue // a new table, or reset statistics
 		}
-		at = append(at, b.at)
-		pushed = append(pushed, float64(cb.Inserted-ca.Inserted)/minutes)
-		deleted = append(deleted, float64(cb.Deleted-ca.Deleted)/minutes)
+		minute := b.at.UTC().Truncate(time.Minute)
+		if n := len(at); n == 0 || !at[n-1].Equal(minute) {
+			at, pushed, deleted = append(at, minute), append(pushed, 0), append(deleted, 0)
+		}
+		pushed[len(pushed)-1] += float64(cb.Inserted - ca.Inserted)
+		deleted[len(deleted)-1] += float64(cb.Deleted - ca.Deleted)
 	}
 	return at, pushed, deleted, true
 }

@@ -52,7 +52,7 @@ VALUES ('{"account_id": ` + strconv.Itoa(i+1) + `, "month": "2026-10-01", "forma
 			}
 			link := func(id string) string { return `/queues/statement/jobs/` + id + `"` }
 			rowState := func(id, state string) *regexp.Regexp {
-				return regexp.MustCompile(`<tr class="state-` + state + `">\s*<td><a href="/queues/statement/jobs/` + id + `"`)
+				return regexp.MustCompile(`<tr class="state-` + state + `">\s*(<td class="select">[^\n]*</td>\s*)?<td><a href="/queues/statement/jobs/` + id + `"`)
 			}
 			for _, c := range []struct {
 				path      string

@@ -177,7 +177,7 @@ func TestOperationsBesideAGeneratedClaim(t *testing.T) {
 				t.Errorf("txtask stats once the job is done = %v; want 1 ready, 1 succeeded", s)
 			}
 			code, _, errs = run(t, "cancel", "--db", url, "--queue", "txtask", "--id", itoa(held))
-			if code != 1 || errs != "queuegen cancel: job "+itoa(held)+" of queue txtask is succeeded; cancel applies to unfinished jobs (available, scheduled, retrying and running)\n" {
+			if code != 1 || errs != "queuegen cancel: job "+itoa(held)+" of queue txtask is succeeded; cancel applies to unfinished jobs (available, scheduled, retrying, running and expired)\n" {
 				t.Errorf("cancel of the completed job = %d: %q", code, errs)
 			}
 		})

@@ -86,7 +86,7 @@ The migrations' history is kept in the spec's version table
 		}},
 		{"Operating queues (--db URL; the schema is the spec's, -f, or --schema)", []*command{
 			{name: "stats", args: "", run: runStats,
-				summary: "per queue: ready, scheduled, retrying, running, succeeded, dead, oldest ready age, claims/s (estimates, marked ≈, for tables too large to count within --budget)"},
+				summary: "per queue: ready, scheduled, retrying, running, expired (lease), succeeded, dead, oldest ready age, claims/s (estimates, marked ≈, for tables too large to count within --budget)"},
 			{name: "jobs", args: "--queue Q [--state all] [--id N] [--limit 50]", run: runJobs,
 				summary: "list a queue's jobs with their payload, or show one job whole"},
 			{name: "retry", args: "--queue Q (--id N | --state S) [--yes]", run: runAction(actionRetry),

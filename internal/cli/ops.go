@@ -151,7 +151,7 @@ func runStats(c *invocation) error {
 		return c.printJSON(stats)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRETRYING\tRUNNING\tSUCCEEDED\tDEAD\tOLDEST READY\tCLAIMS/S (1m)\t")
+	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRETRYING\tRUNNING\tEXPIRED\tSUCCEEDED\tDEAD\tOLDEST READY\tCLAIMS/S (1m)\t")
 	estimated := false
 	for _, s := range stats {
 		name := s.Queue
@@ -175,7 +175,7 @@ func runStats(c *invocation) error {
 				oldest = "?"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, count(s.Ready), count(s.Scheduled), count(s.Retrying), count(s.Running),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, count(s.Ready), count(s.Scheduled), count(s.Retrying), count(s.Running), count(s.Expired),
 			count(s.Succeeded), count(s.Dead), oldest, claims)
 	}
 	if err := tw.Flush(); err != nil {
@@ -238,6 +238,7 @@ func baseRow(ctx context.Context, conn *ops.Conn, sp *spec.Spec, stats []ops.Sta
 		sum.Scheduled += s.Scheduled
 		sum.Retrying += s.Retrying
 		sum.Running += s.Running
+		sum.Expired += s.Expired
 		sum.Succeeded += s.Succeeded
 		sum.Dead += s.Dead
 		sum.ClaimsPerSecond += s.ClaimsPerSecond

@@ -190,7 +190,7 @@ func TestJobsShowsMySQLPayloads(t *testing.T) {
 	id := d.insert(t, `INSERT INTO email_queue (recipient, subject, attachment, amount, urgent, meta, tenant_id, priority, unique_key, max_attempts, created_at, run_after)
 VALUES ('ada@example.com', 'Hi', X'cafe', 12.5, TRUE, JSON_OBJECT('k', JSON_ARRAY(1, 2)), 42, 3, 'key-1', 5, {now}, {now} + INTERVAL 1 DAY)`)
 	code, out, errs := run(t, "jobs", "--db", d.url, "--queue", "email", "--id", itoa(id))
-	for _, want := range []string{"job " + itoa(id) + " of queue email\n", "  state         available\n", "  attempt       0 of 5\n", "  priority      3\n",
+	for _, want := range []string{"job " + itoa(id) + " of queue email\n", "  state         scheduled\n", "  attempt       0 of 5\n", "  priority      3\n",
 		"  attempted at  -\n", "  unique key    key-1\n", `"ref": "`, `"body": "Hello;\nit's a \\ test -- really"`, `"meta": {`, `"ratio": 0.5`,
 		`"small": 3`, `"amount": 12.50`, `"region": "eu"`, `"urgent": true`, `"weight": null`, `"sent_on": null`, `"tenant_id": 42`,
 		`"attachment": "\\xcafe"`, "  errors        0\n"} {
@@ -202,7 +202,7 @@ VALUES ('ada@example.com', 'Hi', X'cafe', 12.5, TRUE, JSON_OBJECT('k', JSON_ARRA
 		t.Errorf("jobs --id = %d", code)
 	}
 	code, out, _ = run(t, "jobs", "--db", d.url, "--queue", "email", "--state", "scheduled")
-	if code != 0 || !regexp.MustCompile(`(?m)^`+itoa(id)+`\s+available\s+0/5\s`).MatchString(out) || !strings.Contains(out, `{"ref":"`) || !strings.Contains(out, "2 jobs of queue email (state scheduled)") {
+	if code != 0 || !regexp.MustCompile(`(?m)^`+itoa(id)+`\s+scheduled\s+0/5\s`).MatchString(out) || !strings.Contains(out, `{"ref":"`) || !strings.Contains(out, "2 jobs of queue email (state scheduled)") {
 		t.Errorf("jobs --state scheduled = %d:\n%s", code, out)
 	}
 	if code, out, _ := run(t, "jobs", "--db", d.url, "--queue", "email", "--state", "nonsense"); code != 2 {

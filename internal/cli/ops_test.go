@@ -215,9 +215,9 @@ func TestStatsCommand(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("stats = %d: %s", code, errs)
 		}
-		// QUEUE READY SCHEDULED RETRYING RUNNING SUCCEEDED DEAD OLDEST CLAIMS/S
+		// QUEUE READY SCHEDULED RETRYING RUNNING EXPIRED SUCCEEDED DEAD OLDEST CLAIMS/S
 		// (the failed job is due again, so it is ready)
-		if !regexp.MustCompile(`(?m)^\s*email\s+4\s+1\s+0\s+1\s+0\s+2\s+\S+\s+0\.02\s*$`).MatchString(out) {
+		if !regexp.MustCompile(`(?m)^\s*email\s+4\s+1\s+0\s+1\s+0\s+0\s+2\s+\S+\s+0\.02\s*$`).MatchString(out) {
 			t.Errorf("stats table:\n%s", out)
 		}
 		if !strings.Contains(out, d.txQueue) || !strings.Contains(out, "CLAIMS/S") {
@@ -227,7 +227,7 @@ func TestStatsCommand(t *testing.T) {
 		if d.engine == dburl.PostgreSQL {
 			// With the spec, a last row counts every inheriting queue
 			// through the base table.
-			if code != 0 || !regexp.MustCompile(`(?m)^\s*\* \(base_queue\)\s+4\s+1\s+0\s+1\s+0\s+2\s`).MatchString(out) {
+			if code != 0 || !regexp.MustCompile(`(?m)^\s*\* \(base_queue\)\s+4\s+1\s+0\s+1\s+0\s+0\s+2\s`).MatchString(out) {
 				t.Errorf("stats with the spec:\n%s", out)
 			}
 		} else if code != 0 || strings.Contains(out, "* (") || !strings.Contains(out, "email") {
@@ -254,7 +254,7 @@ func TestStatsCommand(t *testing.T) {
 		}
 		d.exec(t, map[string]string{dburl.PostgreSQL: "ANALYZE email_queue", dburl.MySQL: "ANALYZE TABLE email_queue"}[d.engine])
 		code, out, errs = run(t, "stats", "--db", d.url, "--budget", "1ms")
-		if code != 0 || !regexp.MustCompile(`(?m)^\s*email\s+≈\d+\s+≈\d+\s+≈\d+\s+≈\d+\s+≈\d+\s+≈\d+\s+\S+\s+-\s*$`).MatchString(out) ||
+		if code != 0 || !regexp.MustCompile(`(?m)^\s*email\s+≈\d+\s+≈\d+\s+≈\d+\s+≈\d+\s+≈\d+\s+≈\d+\s+≈\d+\s+\S+\s+-\s*$`).MatchString(out) ||
 			!strings.Contains(out, "≈: the planner's estimates, for tables too large to count within 1ms") {
 			t.Errorf("stats of a large table within 1ms = %d:\n%s%s", code, out, errs)
 		}
@@ -279,7 +279,7 @@ func TestStatsCommand(t *testing.T) {
 		}
 		held.ExecContext(context.Background(), "ROLLBACK")
 		code, out, errs = run(t, "stats", "--db", d.url, "--budget", "1ms", "--exact")
-		if code != 0 || !regexp.MustCompile(`(?m)^\s*email\s+3073\s+1\s+0\s+1\s+0\s+2\s`).MatchString(out) || strings.Contains(out, "≈") {
+		if code != 0 || !regexp.MustCompile(`(?m)^\s*email\s+3073\s+1\s+0\s+1\s+0\s+0\s+2\s`).MatchString(out) || strings.Contains(out, "≈") {
 			t.Errorf("stats --exact = %d:\n%s%s", code, out, errs)
 		}
 	})
@@ -423,7 +423,7 @@ func TestRetryUniqueConflicts(t *testing.T) {
 		if code, _, errs := run(t, "retry", "--db", url, "--queue", "email", "--id", "99999"); code != 1 || !strings.Contains(errs, "queue email has no job 99999") {
 			t.Errorf("retry of a missing id = %d, %q", code, errs)
 		}
-		if code, _, errs := run(t, "cancel", "--db", url, "--queue", "email", "--id", itoa(heldDead)); code != 1 || !strings.Contains(errs, "is dead; cancel applies to unfinished jobs (available, scheduled, retrying and running)") {
+		if code, _, errs := run(t, "cancel", "--db", url, "--queue", "email", "--id", itoa(heldDead)); code != 1 || !strings.Contains(errs, "is dead; cancel applies to unfinished jobs (available, scheduled, retrying, running and expired)") {
 			t.Errorf("cancel of a dead job = %d, %q", code, errs)
 		}
 		// retry --json has the conflicts.

@@ -139,7 +139,7 @@ func TestRetryAppliesToFailedAndFinishedJobs(t *testing.T) {
 func TestJSONKeysAlwaysThere(t *testing.T) {
 	eachOpsEngine(t, func(t *testing.T, d *opsDB) {
 		jobKeys := []string{"id", "state", "attempt", "max_attempts", "priority", "run_after", "created_at", "attempted_at", "finished_at",
-			"locked_by", "locked_until", "unique_key", "held", "errors", "payload"}
+			"locked_by", "locked_until", "unique_key", "held", "errors", "payload", "row_state"}
 		ready := d.one(t, "SELECT min(id) FROM email_queue WHERE recipient = 'ready'")
 		var job map[string]any
 		code, out, _ := run(t, "jobs", "--db", d.url, "--queue", "email", "--id", itoa(ready), "--json")
@@ -174,7 +174,7 @@ func TestJSONKeysAlwaysThere(t *testing.T) {
 		if code != 0 || json.Unmarshal([]byte(out), &stats) != nil || len(stats) == 0 {
 			t.Fatalf("stats --json = %d:\n%s", code, out)
 		}
-		for _, k := range []string{"queue", "base_table", "paused", "ready", "scheduled", "retrying", "running", "succeeded", "dead",
+		for _, k := range []string{"queue", "base_table", "paused", "ready", "scheduled", "retrying", "running", "expired", "succeeded", "dead",
 			"oldest_ready_age_seconds", "claims_per_second", "estimated", "oldest_unknown"} {
 			if _, ok := stats[0][k]; !ok {
 				t.Errorf("stats --json lacks %q:\n%s", k, out)
@@ -204,8 +204,8 @@ func TestStatsOfAnEmptyQueue(t *testing.T) {
 				args = append(args, "--exact")
 			}
 			code, out, errs := run(t, args...)
-			if code != 0 || !regexp.MustCompile(`(?m)^\s*`+d.txQueue+`\s+0\s+0\s+0\s+0\s+0\s+0\s+-\s+0\.00\s*$`).MatchString(out) ||
-				!regexp.MustCompile(`(?m)^\s*email\s+4\s+1\s+0\s+1\s+0\s+2\s+\d+(\.\d+)?m?s\s`).MatchString(out) {
+			if code != 0 || !regexp.MustCompile(`(?m)^\s*`+d.txQueue+`\s+0\s+0\s+0\s+0\s+0\s+0\s+0\s+-\s+0\.00\s*$`).MatchString(out) ||
+				!regexp.MustCompile(`(?m)^\s*email\s+4\s+1\s+0\s+1\s+0\s+0\s+2\s+\d+(\.\d+)?m?s\s`).MatchString(out) {
 				t.Errorf("%v = %d:\n%s%s", args, code, out, errs)
 			}
 		}

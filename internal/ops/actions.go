@@ -72,7 +72,7 @@ var applicable = map[Action]struct{ pg, my, jobs string }{
 		"(state IN ('dead', 'succeeded') OR (state = 'available' AND run_after > UTC_TIMESTAMP(6) AND JSON_LENGTH(errors) > 0))",
 		"retrying, dead and succeeded jobs"},
 	Cancel: {"state IN ('available', 'running')", "state IN ('available', 'running')",
-		"unfinished jobs (available, scheduled, retrying and running)"},
+		"unfinished jobs (available, scheduled, retrying, running and expired)"},
 	Purge: {"state IN ('available', 'running', 'succeeded', 'dead')", "state IN ('available', 'running', 'succeeded', 'dead')",
 		"jobs in every state"},
 }
@@ -80,13 +80,13 @@ var applicable = map[Action]struct{ pg, my, jobs string }{
 // appliesTo are the filter states each action can apply to some job of.
 var appliesTo = map[Action][]string{
 	Retry:  {"all", "retrying", "failed", "succeeded", "dead"},
-	Cancel: {"all", "available", "scheduled", "retrying", "failed", "running"},
+	Cancel: {"all", "available", "scheduled", "retrying", "failed", "running", "expired"},
 	Purge:  FilterStates,
 }
 
 // AppliesTo reports whether action can apply to any job that the filter
-// state (all, available, scheduled, retrying, failed, running, succeeded
-// or dead) selects: retry never applies to running jobs, nor to available
+// state (all, available, scheduled, retrying, failed, running, expired,
+// succeeded or dead) selects: retry never applies to running jobs, nor to available
 // ones (due now: they run as soon as a worker is free), for instance. It
 // reports true for a state it does not know, which the filter's own check
 // then refuses, naming the states it knows.
@@ -107,7 +107,7 @@ func (a Action) AppliesToJob(j Job, now time.Time) bool {
 	case Retry:
 		return slices.Contains([]string{"retrying", "succeeded", "dead"}, j.Phase(now))
 	case Cancel:
-		return j.State == "available" || j.State == "running"
+		return !slices.Contains([]string{"succeeded", "dead"}, j.Phase(now))
 	case Purge:
 		return true
 	}
@@ -302,6 +302,7 @@ func (c *Conn) noJob(ctx context.Context, q Queue, id int64, action Action) erro
 		"available": " (due now: it runs as soon as a worker is free)",
 		"scheduled": " (not yet due, and it has never failed)",
 		"running":   " (a worker holds it)",
+		"expired":   " (running, its lease expired: its worker stopped or is late, and the next claim takes it back)",
 	}[phase]
 	if j.Held {
 		why = " (a transaction in progress holds it: a transaction-mode worker working it)"

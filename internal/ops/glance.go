@@ -24,7 +24,7 @@ type Glance struct {
 	Queue Queue
 	// Counts are by state, as Stats partitions them, in the order of
 	// GlanceStates.
-	Counts [6]int64
+	Counts [7]int64
 	// Estimated is true when the counts are the planner's estimates.
 	Estimated bool
 	// OldestAge is the age of the oldest due job (0 for none); when
@@ -34,12 +34,12 @@ type Glance struct {
 }
 
 // GlanceStates are the states of Glance.Counts, in order.
-var GlanceStates = [6]string{"available", "scheduled", "retrying", "running", "succeeded", "dead"}
+var GlanceStates = [7]string{"available", "scheduled", "retrying", "running", "expired", "succeeded", "dead"}
 
 // Glance reads q's counts within about budget (see Glance).
 func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glance, error) {
 	s, err := c.statsWithin(ctx, q, budget)
-	g := Glance{Queue: q, Counts: [6]int64{s.Ready, s.Scheduled, s.Retrying, s.Running, s.Succeeded, s.Dead},
+	g := Glance{Queue: q, Counts: [7]int64{s.Ready, s.Scheduled, s.Retrying, s.Running, s.Expired, s.Succeeded, s.Dead},
 		Estimated: s.Estimated, OldestAge: time.Duration(s.OldestAge * float64(time.Second)), OldestKnown: !s.OldestUnknown}
 	return g, err
 }
@@ -67,7 +67,7 @@ func (c *Conn) statsWithin(ctx context.Context, q Queue, budget time.Duration) (
 		}
 	}
 	s = Stats{Queue: q.Name, Paused: q.Paused, Estimated: true}
-	for i, n := range []*int64{&s.Ready, &s.Scheduled, &s.Retrying, &s.Running, &s.Succeeded, &s.Dead} {
+	for i, n := range []*int64{&s.Ready, &s.Scheduled, &s.Retrying, &s.Running, &s.Expired, &s.Succeeded, &s.Dead} {
 		if *n, err = c.b.estimate(ctx, q, GlanceStates[i]); err != nil {
 			return s, fmt.Errorf("queue %s: estimating the %s jobs: %w", q.Name, GlanceStates[i], err)
 		}

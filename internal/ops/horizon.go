@@ -28,8 +28,13 @@ type Holder struct {
 	Query string
 }
 
-// OldestSnapshot finds the session holding the server's oldest snapshot
-// (other than this connection's own); ok is false when none does.
+// OldestSnapshot finds the session holding the oldest snapshot that holds
+// back this database's cleanup (other than this connection's own); ok is
+// false when none does. On PostgreSQL that is a session connected to this
+// database (a snapshot in another database holds back no vacuum here), or
+// a walsender, whose standby's feedback holds back every database's. On
+// MySQL and MariaDB it is any session's: InnoDB's purge is one for the
+// whole server, and a transaction open in any schema holds it back.
 func (c *Conn) OldestSnapshot(ctx context.Context) (h Holder, ok bool, err error) {
 	return c.b.oldestSnapshot(ctx)
 }
@@ -41,6 +46,7 @@ func (p *pgBackend) oldestSnapshot(ctx context.Context) (Holder, bool, error) {
        coalesce(extract(epoch FROM now() - coalesce(xact_start, backend_start)), 0)::float8, coalesce(left(query, 100), '')
 FROM pg_stat_activity
 WHERE backend_xmin IS NOT NULL AND pid <> pg_backend_pid()
+  AND (datname = current_database() OR backend_type = 'walsender')
 ORDER BY age(backend_xmin) DESC
 LIMIT 1`).Scan(&h.PID, &h.User, &h.Application, &age, &h.Query)
 	if errors.Is(err, pgx.ErrNoRows) {

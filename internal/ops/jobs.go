@@ -11,8 +11,13 @@ import (
 
 // Job is one job as the jobs command shows it.
 type Job struct {
-	ID          int64      `json:"id"`
+	ID int64 `json:"id"`
+	// State is the job's state as Stats counts it and a Filter selects it
+	// (see Phase): available, scheduled, retrying, running, expired,
+	// succeeded or dead; RowState is the state column as stored
+	// (available, running, succeeded or dead).
 	State       string     `json:"state"`
+	RowState    string     `json:"row_state"`
 	Attempt     int32      `json:"attempt"`
 	MaxAttempts int32      `json:"max_attempts"`
 	Priority    int16      `json:"priority"`
@@ -53,9 +58,12 @@ var bookkeeping = []string{"id", "state", "attempt", "max_attempts", "priority",
 // Filter selects jobs: one id, or every job in a state, narrowed by the
 // optional fields below. States are available (due now), scheduled (not
 // yet due, never failed), retrying (not yet due, after failures),
-// running, succeeded and dead, as Stats counts them (a job a transaction
-// holds is running: see Job.Held); "failed" means available after
-// failures, and dead.
+// running (leased, lease not yet expired), expired (running, its lease
+// expired: its worker is gone or late, and the next claim takes it back),
+// succeeded and dead, as Stats counts them (a job a transaction holds is
+// running: see Job.Held); "failed" means available after failures, and
+// dead. These predicates are the one definition of the states: Stats,
+// Glance's estimates and Job.Phase partition the jobs as they do.
 type Filter struct {
 	ID    int64
 	State string
@@ -72,7 +80,8 @@ type Filter struct {
 	ErrorText string
 }
 
-// predicates are the filter's states, each as a predicate on a queue
+// predicates are the filter's states (the one definition of them: see
+// Filter), each as a predicate on a queue
 // table in either engine's SQL, in which {held} stands for the backend's
 // predicate of a job a transaction in progress holds (see Job.Held): such a
 // job is running, whatever its row says, as Stats counts it.
@@ -86,14 +95,16 @@ var predicates = map[string]struct{ pg, my string }{
 		"state = 'available' AND run_after > UTC_TIMESTAMP(6) AND JSON_LENGTH(errors) > 0 AND NOT {held}"},
 	"failed": {"(state = 'dead' OR (state = 'available' AND cardinality(errors) > 0 AND NOT {held}))",
 		"(state = 'dead' OR (state = 'available' AND JSON_LENGTH(errors) > 0 AND NOT {held}))"},
-	"running":   {"(state = 'running' OR {held})", "(state = 'running' OR {held})"},
+	"running": {"((state = 'running' AND (locked_until IS NULL OR locked_until >= now())) OR {held})",
+		"((state = 'running' AND (locked_until IS NULL OR locked_until >= UTC_TIMESTAMP(6))) OR {held})"},
+	"expired":   {"(state = 'running' AND locked_until < now())", "(state = 'running' AND locked_until < UTC_TIMESTAMP(6))"},
 	"succeeded": {"state = 'succeeded'", "state = 'succeeded'"},
 	"dead":      {"state = 'dead'", "state = 'dead'"},
 }
 
 // FilterStates are the states a Filter takes, in the order the commands
 // list them.
-var FilterStates = []string{"all", "available", "scheduled", "retrying", "failed", "running", "succeeded", "dead"}
+var FilterStates = []string{"all", "available", "scheduled", "retrying", "failed", "running", "expired", "succeeded", "dead"}
 
 // CheckState refuses a state a Filter does not know, naming those it
 // does.
@@ -131,13 +142,30 @@ func (c *Conn) check(ctx context.Context, q Queue, f Filter) error {
 
 // Columns lists q's payload columns, by name.
 func (c *Conn) Columns(ctx context.Context, q Queue) ([]string, error) {
+	cols, err := c.PayloadOrder(ctx, q)
+	slices.Sort(cols)
+	return cols, err
+}
+
+// PayloadOrder lists q's payload columns in their table's order, which is
+// the spec's order of the queue's fields (the generated migrations create
+// them so): the identifying fields first, as the spec's author put them.
+func (c *Conn) PayloadOrder(ctx context.Context, q Queue) ([]string, error) {
 	cols, err := c.b.columns(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	cols = slices.DeleteFunc(cols, func(name string) bool { return slices.Contains(bookkeeping, name) || name == "unique_active" })
-	slices.Sort(cols)
-	return cols, nil
+	return slices.DeleteFunc(cols, func(name string) bool { return slices.Contains(bookkeeping, name) || name == "unique_active" }), nil
+}
+
+// Estimate is the query planner's estimate of q's jobs in state (one of
+// FilterStates), from the table's statistics: it costs a plan, not a
+// count, however large the table.
+func (c *Conn) Estimate(ctx context.Context, q Queue, state string) (int64, error) {
+	if err := CheckState(state); err != nil {
+		return 0, err
+	}
+	return c.b.estimate(ctx, q, state)
 }
 
 // narrowing is the part of a filter past its id or state, as predicates
@@ -194,11 +222,22 @@ func (c *Conn) Jobs(ctx context.Context, q Queue, f Filter, before int64, limit 
 	if err := c.check(ctx, q, f); err != nil {
 		return nil, err
 	}
+	// The database's clock, read before the jobs: the states are those
+	// the filter's predicates gave them, as near as one clock allows.
+	now, err := c.b.now(ctx)
+	if err != nil {
+		return nil, err
+	}
 	jobs, err := c.b.jobs(ctx, q, f, before, limit)
 	for i := range jobs {
 		if jobs[i].Errors == nil {
 			jobs[i].Errors = []string{}
 		}
+		jobs[i].RowState = jobs[i].State
+		if jobs[i].Held {
+			jobs[i].RowState = "available"
+		}
+		jobs[i].State = jobs[i].Phase(now)
 	}
 	return jobs, err
 }
@@ -217,9 +256,13 @@ func (c *Conn) GetJob(ctx context.Context, q Queue, id int64) (Job, error) {
 
 // Phase is the state, of those a Filter takes and Stats counts, that j is
 // in at now (the database's clock, or near it): available, scheduled,
-// retrying, running, succeeded or dead.
+// retrying, running, expired, succeeded or dead, as the filter's
+// predicates define them. A job whose State is already one of these keeps
+// it, but for a running job whose lease expires by now.
 func (j Job) Phase(now time.Time) string {
 	switch {
+	case j.State == "running" && !j.Held && j.LockedUntil != nil && j.LockedUntil.Before(now):
+		return "expired"
 	case j.State != "available":
 		return j.State
 	case !j.RunAfter.After(now):

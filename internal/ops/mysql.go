@@ -79,6 +79,14 @@ func openMySQL(db dburl.DB) (*myBackend, error) {
 
 func (m *myBackend) ping(ctx context.Context) error { return m.db.PingContext(ctx) }
 
+func (m *myBackend) product(ctx context.Context) (string, error) {
+	maria, err := m.isMariaDB(ctx)
+	if maria {
+		return "MariaDB", err
+	}
+	return "MySQL", err
+}
+
 func (m *myBackend) close() { m.db.Close() }
 
 // Server error numbers.

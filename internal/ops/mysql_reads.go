@@ -11,13 +11,28 @@ import (
 )
 
 func (m *myBackend) columns(ctx context.Context, q Queue) ([]string, error) {
-	cols, err := m.payloadColumns(ctx, q)
+	if _, err := m.table(q); err != nil {
+		return nil, err
+	}
+	rows, err := m.db.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, q.Table)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(cols))
-	for i, c := range cols {
-		names[i] = c.name
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("queue %s: no table %s in database %s", q.Name, q.Table, m.database)
 	}
 	return names, nil
 }
@@ -55,12 +70,13 @@ func (m *myBackend) statsOn(ctx context.Context, db myBeginner, q Queue, s *Stat
     COUNT(CASE WHEN state = 'available' AND run_after <= ? THEN 1 END),
     COUNT(CASE WHEN state = 'available' AND run_after > ? AND JSON_LENGTH(errors) = 0 THEN 1 END),
     COUNT(CASE WHEN state = 'available' AND run_after > ? AND JSON_LENGTH(errors) > 0 THEN 1 END),
-    COUNT(CASE WHEN state = 'running' THEN 1 END),
+    COUNT(CASE WHEN state = 'running' AND (locked_until IS NULL OR locked_until >= ?) THEN 1 END),
+    COUNT(CASE WHEN state = 'running' AND locked_until < ? THEN 1 END),
     COUNT(CASE WHEN state = 'succeeded' THEN 1 END),
     COUNT(CASE WHEN state = 'dead' THEN 1 END),
     MIN(CASE WHEN state = 'available' AND run_after <= ? THEN run_after END),
     COUNT(CASE WHEN attempted_at > ? THEN 1 END)
-FROM `+t, now, now, now, now, now.Add(-time.Minute)).Scan(&due, &s.Scheduled, &s.Retrying, &s.Running, &s.Succeeded, &s.Dead, &oldest, &claims)
+FROM `+t, now, now, now, now, now, now, now.Add(-time.Minute)).Scan(&due, &s.Scheduled, &s.Retrying, &s.Running, &s.Expired, &s.Succeeded, &s.Dead, &oldest, &claims)
 	if err != nil {
 		return err
 	}

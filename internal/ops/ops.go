@@ -57,6 +57,10 @@ func Open(ctx context.Context, db dburl.DB, schema string) (*Conn, error) {
 // Engine is the name of the database's engine (one Serves).
 func (c *Conn) Engine() string { return c.engine }
 
+// Product names the server's product as its makers do: PostgreSQL,
+// MySQL or MariaDB (which Engine calls mysql alike).
+func (c *Conn) Product(ctx context.Context) (string, error) { return c.b.product(ctx) }
+
 // Inheritance reports whether the engine's queue tables can inherit a
 // base table (engine.Engine's Inheritance): then stats have a row across
 // the base table.
@@ -79,10 +83,12 @@ func (c *Conn) Close() { c.b.close() }
 // same on both.
 type backend interface {
 	ping(ctx context.Context) error
+	// product names the server's product: PostgreSQL, MySQL or MariaDB.
+	product(ctx context.Context) (string, error)
 	close()
 	// queues reads the registry, by name.
 	queues(ctx context.Context) ([]Queue, error)
-	// columns lists the columns of q's table, in any order.
+	// columns lists the columns of q's table, in the table's order.
 	columns(ctx context.Context, q Queue) ([]string, error)
 	// stats fills in s's counts of q.
 	stats(ctx context.Context, q Queue, s *Stats) error

@@ -97,6 +97,8 @@ var pgLockTimeout = fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", lockTimeout.M
 
 func (p *pgBackend) ping(ctx context.Context) error { return p.pool.Ping(ctx) }
 
+func (p *pgBackend) product(context.Context) (string, error) { return "PostgreSQL", nil }
+
 func (p *pgBackend) close() { p.pool.Close() }
 
 func (p *pgBackend) queues(ctx context.Context) ([]Queue, error) {
@@ -123,7 +125,7 @@ func (p *pgBackend) baseStats(ctx context.Context, base string, s *Stats) error 
 // snapshot.
 func statsOf(ctx context.Context, db pgQuerier, from string, s *Stats) error {
 	return db.QueryRow(ctx, `WITH jobs AS (
-    SELECT state, run_after, attempted_at, cardinality(errors) > 0 AS failed,
+    SELECT state, run_after, attempted_at, locked_until, cardinality(errors) > 0 AS failed,
            state = 'available' AND `+postgres.Held+` AS held
     FROM `+from+`
 )
@@ -131,12 +133,13 @@ SELECT
     count(*) FILTER (WHERE state = 'available' AND NOT held AND run_after <= now()),
     count(*) FILTER (WHERE state = 'available' AND NOT held AND run_after > now() AND NOT failed),
     count(*) FILTER (WHERE state = 'available' AND NOT held AND run_after > now() AND failed),
-    count(*) FILTER (WHERE state = 'running' OR held),
+    count(*) FILTER (WHERE (state = 'running' AND (locked_until IS NULL OR locked_until >= now())) OR held),
+    count(*) FILTER (WHERE state = 'running' AND locked_until < now()),
     count(*) FILTER (WHERE state = 'succeeded'),
     count(*) FILTER (WHERE state = 'dead'),
     coalesce(extract(epoch FROM now() - min(run_after) FILTER (WHERE state = 'available' AND NOT held AND run_after <= now())), 0)::float8,
     (count(*) FILTER (WHERE attempted_at > now() - interval '1 minute'))::float8 / 60
-FROM jobs`).Scan(&s.Ready, &s.Scheduled, &s.Retrying, &s.Running, &s.Succeeded, &s.Dead, &s.OldestAge, &s.ClaimsPerSecond)
+FROM jobs`).Scan(&s.Ready, &s.Scheduled, &s.Retrying, &s.Running, &s.Expired, &s.Succeeded, &s.Dead, &s.OldestAge, &s.ClaimsPerSecond)
 }
 
 func (p *pgBackend) table(q Queue) string { return pgx.Identifier{p.schema, q.Table}.Sanitize() }
@@ -167,7 +170,7 @@ func pgWhere(q Queue, f Filter) (string, []any) {
 }
 
 func (p *pgBackend) columns(ctx context.Context, q Queue) ([]string, error) {
-	rows, err := p.pool.Query(ctx, "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2", p.schema, q.Table)
+	rows, err := p.pool.Query(ctx, "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position", p.schema, q.Table)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,9 @@ import (
 // scheduled and retrying are the available jobs (due now; not yet due
 // and never failed; not yet due after failing), running are the jobs a
 // worker holds (leased, or in transaction mode locked by the claiming
-// transaction), then succeeded and dead.
+// transaction), expired the leased jobs whose lease has expired (their
+// worker stopped or is late; the next claim takes them back), then
+// succeeded and dead, as the Filter states define them.
 //
 // On PostgreSQL the counts are one statement's, one snapshot. On MySQL a
 // plain read cannot see a row lock, so the counts take two statements in
@@ -32,6 +34,7 @@ type Stats struct {
 	Scheduled int64   `json:"scheduled"`
 	Retrying  int64   `json:"retrying"`
 	Running   int64   `json:"running"`
+	Expired   int64   `json:"expired"`
 	Succeeded int64   `json:"succeeded"`
 	Dead      int64   `json:"dead"`
 	OldestAge float64 `json:"oldest_ready_age_seconds"`
