@@ -60,7 +60,7 @@ func (c *Conn) statsWithin(ctx context.Context, q Queue, budget time.Duration) (
 	if err != nil {
 		return s, err
 	}
-	if float64(rows) <= budget.Seconds()*countRate {
+	if Countable(rows, budget) {
 		exact, err := c.b.statsWithin(ctx, q, budget, &s)
 		if err != nil || exact {
 			return s, queueErr(q, err)
@@ -93,6 +93,13 @@ func queueErr(q Queue, err error) error {
 // lets it count is estimated without trying, so that a glance at a large
 // table costs a few catalog reads and not the budget as well.
 const countRate = 2_000_000
+
+// Countable reports whether one statement counts rows rows, about, within
+// budget: beyond that, a caller shows the planner's estimate without
+// trying a count it would lose.
+func Countable(rows int64, budget time.Duration) bool {
+	return float64(rows) <= budget.Seconds()*countRate
+}
 
 // pgTimedOut reports a statement cancelled by statement_timeout (and not
 // by ctx, which pgx cancels the same way).
