@@ -77,6 +77,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     payload NVARCHAR(MAX)
 );
@@ -115,6 +116,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     payload NVARCHAR(MAX)
 );
@@ -153,11 +155,13 @@ WHERE job.state = 'running';
 
 -- name: FailTask :execrows
 -- FailTask records a failed attempt, fenced like CompleteTask: the error is
--- appended to the JSON array, and the job is retried after @delay_us
--- microseconds or, having used its attempts, is dead. (Every expression of a
--- SET reads the row as it was.)
+-- appended to the JSON array, with its time and attempt in failures (see the
+-- failure part), and the job is retried after @delay_us microseconds or,
+-- having used its attempts, is dead. (Every expression of a SET reads the row
+-- as it was.)
 UPDATE task_queue
 SET errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
@@ -173,6 +177,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -191,6 +196,7 @@ SELECT id, state FROM @failed;
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -217,11 +223,13 @@ SET state = 'available',
 WHERE id = @id AND attempt = @attempt AND state = 'running';
 
 -- name: DiscardTask :execrows
--- DiscardTask makes a job dead at once with its error kept, whatever attempts
--- remain; fenced like CompleteTask.
+-- DiscardTask makes a job dead at once with its error kept (and its time and
+-- attempt, as in FailTask), whatever attempts remain; fenced like
+-- CompleteTask.
 UPDATE task_queue
 SET state = 'dead',
     errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     locked_by = NULL,
     locked_until = NULL
@@ -277,6 +285,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- moment (they are not this node's: it is only starting).
 UPDATE task_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET errors = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(errors, 'append $', N'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))) ELSE failures END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
@@ -309,6 +318,7 @@ WITH doomed AS (
 )
 UPDATE doomed
 SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt'),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     state = 'dead',
     locked_by = NULL,
