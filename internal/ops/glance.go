@@ -31,6 +31,9 @@ type Glance struct {
 	// OldestKnown is false, finding it took longer than the budget.
 	OldestAge   time.Duration
 	OldestKnown bool
+	// Hour is how the queue's attempts ended over the last hour, counted
+	// within the budget too (Hour.Known is false past it).
+	Hour Hour
 }
 
 // GlanceStates are the states of Glance.Counts, in order.
@@ -41,6 +44,9 @@ func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glanc
 	s, err := c.statsWithin(ctx, q, budget)
 	g := Glance{Queue: q, Counts: [7]int64{s.Ready, s.Scheduled, s.Retrying, s.Running, s.Expired, s.Succeeded, s.Dead},
 		Estimated: s.Estimated, OldestAge: time.Duration(s.OldestAge * float64(time.Second)), OldestKnown: !s.OldestUnknown}
+	if err == nil {
+		g.Hour, err = c.lastHour(ctx, q, s.Succeeded, budget)
+	}
 	return g, err
 }
 
@@ -48,7 +54,15 @@ func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glanc
 // counted exactly where Glance can within budget, and otherwise its
 // Stats hold the planner's estimates, marked Estimated (see Stats).
 func (c *Conn) QueueStatsWithin(ctx context.Context, budget time.Duration) ([]Stats, error) {
-	return c.eachQueue(ctx, func(q Queue) (Stats, error) { return c.statsWithin(ctx, q, budget) })
+	return c.eachQueue(ctx, func(q Queue) (Stats, error) {
+		s, err := c.statsWithin(ctx, q, budget)
+		if err != nil {
+			return s, err
+		}
+		h, err := c.lastHour(ctx, q, s.Succeeded, budget)
+		s.setHour(h)
+		return s, queueErr(q, err)
+	})
 }
 
 // statsWithin is q's Stats, counted exactly (with the claims per second)
