@@ -151,7 +151,7 @@ func runStats(c *invocation) error {
 		return c.printJSON(stats)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRETRYING\tRUNNING\tEXPIRED\tSUCCEEDED\tDEAD\tOLDEST READY\tCLAIMS/S (1m)\t")
+	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRETRYING\tRUNNING\tEXPIRED\tSUCCEEDED\tDEAD\tOLDEST READY\tCLAIMS/S (1m)\tFAILED (1h)\t")
 	estimated := false
 	for _, s := range stats {
 		name := s.Queue
@@ -175,12 +175,13 @@ func runStats(c *invocation) error {
 				oldest = "?"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, count(s.Ready), count(s.Scheduled), count(s.Retrying), count(s.Running), count(s.Expired),
-			count(s.Succeeded), count(s.Dead), oldest, claims)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, count(s.Ready), count(s.Scheduled), count(s.Retrying), count(s.Running), count(s.Expired),
+			count(s.Succeeded), count(s.Dead), oldest, claims, s.Hour())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintln(c.stdout, "FAILED (1h): errors recorded in the last hour ÷ (those + jobs succeeded in it), where succeeded jobs are kept (else the count alone; - not measured)")
 	if estimated {
 		fmt.Fprintf(c.stdout, "≈: the planner's estimates, for tables too large to count within %s (--exact counts them; ? and - were not measured)\n", *budget)
 	}

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"time"
 
@@ -155,4 +156,46 @@ func (m *myBackend) lastHour(ctx context.Context, q Queue, budget time.Duration)
 FROM `+t+` AS job`).Scan(&h.Failures, &h.Succeeded)
 	})
 	return h, false, !timedOut && err == nil, err
+}
+
+// String is the hour at a glance: the rate with what it divides ("7.5% of
+// 40": 3 failures of 40 attempts ended), "3 failures" where no succeeded
+// jobs are kept to divide by, "none" where no attempt ended, "-" where the
+// hour is not known.
+func (h Hour) String() string {
+	if !h.Known {
+		return "-"
+	}
+	if r, ok := h.Rate(); ok {
+		return fmt.Sprintf("%s of %d", percent(r), h.Failures+h.Succeeded)
+	}
+	if h.Failures == 0 && h.Kept {
+		return "none"
+	}
+	if h.Failures == 1 {
+		return "1 failure"
+	}
+	return fmt.Sprintf("%d failures", h.Failures)
+}
+
+// percent is r as a percentage with a sensible number of digits.
+func percent(r float64) string {
+	switch p := r * 100; {
+	case p == 0 || p == 100 || p >= 10:
+		return fmt.Sprintf("%.0f%%", p)
+	default:
+		return fmt.Sprintf("%.1f%%", p)
+	}
+}
+
+// Hour is the hour s's fields hold (see setHour).
+func (s Stats) Hour() Hour {
+	if s.FailuresLastHour == nil {
+		return Hour{}
+	}
+	h := Hour{Known: true, Failures: *s.FailuresLastHour}
+	if s.SucceededLastHour != nil {
+		h.Kept, h.Succeeded = true, *s.SucceededLastHour
+	}
+	return h
 }

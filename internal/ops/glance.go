@@ -32,8 +32,10 @@ type Glance struct {
 	OldestAge   time.Duration
 	OldestKnown bool
 	// Hour is how the queue's attempts ended over the last hour, counted
-	// within the budget too (Hour.Known is false past it).
-	Hour Hour
+	// within the budget too (Hour.Known is false past it); HourProblem is
+	// why counting it failed, if it did.
+	Hour        Hour
+	HourProblem string
 }
 
 // GlanceStates are the states of Glance.Counts, in order.
@@ -45,7 +47,11 @@ func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glanc
 	g := Glance{Queue: q, Counts: [7]int64{s.Ready, s.Scheduled, s.Retrying, s.Running, s.Expired, s.Succeeded, s.Dead},
 		Estimated: s.Estimated, OldestAge: time.Duration(s.OldestAge * float64(time.Second)), OldestKnown: !s.OldestUnknown}
 	if err == nil {
-		g.Hour, err = c.lastHour(ctx, q, s.Succeeded, budget)
+		// The hour's failure is the hour's alone: the counts stand.
+		var herr error
+		if g.Hour, herr = c.lastHour(ctx, q, s.Succeeded, budget); herr != nil {
+			g.HourProblem = herr.Error()
+		}
 	}
 	return g, err
 }
