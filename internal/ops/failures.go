@@ -59,9 +59,9 @@ type Hour struct {
 	// Succeeded are the jobs that succeeded in the hour, where Kept.
 	Succeeded int64
 	// Kept is true where the database keeps the queue's succeeded jobs
-	// (an archive, or succeeded jobs in its table), so that Succeeded
-	// counts them: on_success: delete keeps none, and a queue whose
-	// table holds no succeeded job may be one.
+	// (an archive, or succeeded jobs in its table, of any time), so that
+	// Succeeded counts them: on_success: delete keeps none, and a queue
+	// whose table holds no succeeded job may be one.
 	Kept bool
 }
 
@@ -76,18 +76,17 @@ func (h Hour) Rate() (rate float64, ok bool) {
 	return float64(h.Failures) / float64(h.Failures+h.Succeeded), true
 }
 
-// lastHour measures q's last hour within budget (see Hour); succeeded is
-// the count of succeeded jobs in q's table, from its Stats.
-func (c *Conn) lastHour(ctx context.Context, q Queue, succeeded int64, budget time.Duration) (Hour, error) {
+// lastHour measures q's last hour within budget (see Hour).
+func (c *Conn) lastHour(ctx context.Context, q Queue, budget time.Duration) (Hour, error) {
 	cols, err := c.b.columns(ctx, q)
 	if err != nil || !slices.Contains(cols, "failures") {
 		return Hour{}, err
 	}
-	h, archive, known, err := c.b.lastHour(ctx, q, budget)
+	h, known, err := c.b.lastHour(ctx, q, budget)
 	if err != nil || !known {
 		return Hour{}, err
 	}
-	h.Known, h.Kept = true, archive || succeeded > 0
+	h.Known = true
 	if !h.Kept {
 		h.Succeeded = 0
 	}
@@ -114,37 +113,38 @@ func (s *Stats) setHour(h Hour) {
 // object falls within the hour has any there, and only its objects are
 // read. The archive, partitioned by finished_at, is read for the hour's
 // partitions only.
-func (p *pgBackend) lastHour(ctx context.Context, q Queue, budget time.Duration) (h Hour, archive bool, known bool, err error) {
+func (p *pgBackend) lastHour(ctx context.Context, q Queue, budget time.Duration) (h Hour, known bool, err error) {
 	var archiveName *string
 	arch := pgx.Identifier{p.schema, q.Table + "_archive"}.Sanitize()
 	if err := p.pool.QueryRow(ctx, "SELECT to_regclass($1)::text", arch).Scan(&archiveName); err != nil {
-		return h, false, false, err
+		return h, false, err
 	}
 	const counts = `coalesce(sum((SELECT count(*) FROM jsonb_array_elements(failures) AS f
                   WHERE (f->>'at')::timestamptz > now() - interval '1 hour'))
              FILTER (WHERE (failures->-1->>'at')::timestamptz > now() - interval '1 hour'), 0),
-    count(*) FILTER (WHERE state = 'succeeded' AND finished_at > now() - interval '1 hour')`
+    count(*) FILTER (WHERE state = 'succeeded' AND finished_at > now() - interval '1 hour'),
+    coalesce(bool_or(state = 'succeeded'), false)`
 	sql := "SELECT " + counts + "\nFROM " + p.table(q)
 	if archiveName != nil {
-		sql = `SELECT sum(failures)::bigint, sum(succeeded)::bigint FROM (
+		sql = `SELECT sum(failures)::bigint, sum(succeeded)::bigint, true FROM (
     SELECT ` + counts + ` FROM ` + p.table(q) + `
     UNION ALL
     SELECT ` + counts + ` FROM ` + arch + ` WHERE finished_at > now() - interval '1 hour'
-) AS hour(failures, succeeded)`
+) AS hour(failures, succeeded, kept)`
 	}
 	timedOut, err := p.pgWithin(ctx, budget, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, sql).Scan(&h.Failures, &h.Succeeded)
+		return tx.QueryRow(ctx, sql).Scan(&h.Failures, &h.Succeeded, &h.Kept)
 	})
-	return h, archiveName != nil, !timedOut && err == nil, err
+	return h, !timedOut && err == nil, err
 }
 
 // myLastHour counts as pgLastHour does. The times are RFC 3339 in UTC
 // with six digits (see the queries' failure part), so they compare as
 // text; MySQL keeps no archive.
-func (m *myBackend) lastHour(ctx context.Context, q Queue, budget time.Duration) (h Hour, archive bool, known bool, err error) {
+func (m *myBackend) lastHour(ctx context.Context, q Queue, budget time.Duration) (h Hour, known bool, err error) {
 	t, err := m.table(q)
 	if err != nil {
-		return h, false, false, err
+		return h, false, err
 	}
 	const since = "DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, '%Y-%m-%dT%H:%i:%s.%fZ')"
 	timedOut, err := m.myWithin(ctx, budget, func(conn *sql.Conn) error {
@@ -152,10 +152,11 @@ func (m *myBackend) lastHour(ctx context.Context, q Queue, budget time.Duration)
     COALESCE(SUM(CASE WHEN JSON_UNQUOTE(JSON_EXTRACT(failures, '$[last].at')) > `+since+`
         THEN (SELECT COUNT(*) FROM JSON_TABLE(job.failures, '$[*]' COLUMNS (at VARCHAR(32) PATH '$.at')) AS f
               WHERE f.at > `+since+`) END), 0),
-    COUNT(CASE WHEN state = 'succeeded' AND finished_at > UTC_TIMESTAMP(6) - INTERVAL 1 HOUR THEN 1 END)
-FROM `+t+` AS job`).Scan(&h.Failures, &h.Succeeded)
+    COUNT(CASE WHEN state = 'succeeded' AND finished_at > UTC_TIMESTAMP(6) - INTERVAL 1 HOUR THEN 1 END),
+    COALESCE(MAX(state = 'succeeded'), FALSE)
+FROM `+t+` AS job`).Scan(&h.Failures, &h.Succeeded, &h.Kept)
 	})
-	return h, false, !timedOut && err == nil, err
+	return h, !timedOut && err == nil, err
 }
 
 // String is the hour at a glance: the rate with what it divides ("7.5% of

@@ -49,7 +49,7 @@ func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glanc
 	if err == nil {
 		// The hour's failure is the hour's alone: the counts stand.
 		var herr error
-		if g.Hour, herr = c.lastHour(ctx, q, s.Succeeded, budget); herr != nil {
+		if g.Hour, herr = c.lastHour(ctx, q, budget); herr != nil {
 			g.HourProblem = herr.Error()
 		}
 	}
@@ -65,7 +65,7 @@ func (c *Conn) QueueStatsWithin(ctx context.Context, budget time.Duration) ([]St
 		if err != nil {
 			return s, err
 		}
-		h, err := c.lastHour(ctx, q, s.Succeeded, budget)
+		h, err := c.lastHour(ctx, q, budget)
 		s.setHour(h)
 		return s, queueErr(q, err)
 	})

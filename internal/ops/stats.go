@@ -86,7 +86,7 @@ func (c *Conn) QueueStats(ctx context.Context) ([]Stats, error) {
 		if err := c.b.stats(ctx, q, &s); err != nil {
 			return s, queueErr(q, err)
 		}
-		h, err := c.lastHour(ctx, q, s.Succeeded, hourBudget)
+		h, err := c.lastHour(ctx, q, hourBudget)
 		s.setHour(h)
 		return s, queueErr(q, err)
 	})
