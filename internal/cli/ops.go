@@ -344,9 +344,23 @@ func printJob(c *invocation, q ops.Queue, j ops.Job) error {
 		payload.Write(j.Payload)
 	}
 	fmt.Fprintf(w, "  payload       %s\n", payload.String())
+	// Each error with its time and attempt, where recorded (errors from
+	// before the failures column have none), the stack of a panic after
+	// its message.
 	fmt.Fprintf(w, "  errors        %d\n", len(j.Errors))
-	for i, e := range j.Errors {
-		fmt.Fprintf(w, "    attempt %d: %s\n", i+1, strings.ReplaceAll(shown(e), "\n", "\n      "))
+	for i, f := range j.Failures {
+		when := "time unknown"
+		if f.At != nil {
+			when = at(f.At)
+		}
+		if f.Attempt != nil {
+			when += fmt.Sprintf(", attempt %d", *f.Attempt)
+		}
+		text := f.Error
+		if f.Stack != "" {
+			text += "\n" + f.Stack
+		}
+		fmt.Fprintf(w, "    %d (%s): %s\n", i+1, when, strings.ReplaceAll(shown(text), "\n", "\n      "))
 	}
 	return nil
 }

@@ -19,7 +19,8 @@ import (
 // within a time budget, and otherwise, for a table too large to count in
 // that time, the query planner's estimates from the table's statistics,
 // marked Estimated. Either way it costs at most the budget and a few
-// catalog reads, however large the table grows.
+// catalog reads, however large the table grows; where it counted
+// exactly, the last hour's failures (Hour) take at most the budget again.
 type Glance struct {
 	Queue Queue
 	// Counts are by state, as Stats partitions them, in the order of
@@ -41,13 +42,16 @@ type Glance struct {
 // GlanceStates are the states of Glance.Counts, in order.
 var GlanceStates = [7]string{"available", "scheduled", "retrying", "running", "expired", "succeeded", "dead"}
 
-// Glance reads q's counts within about budget (see Glance).
+// Glance reads q's counts within about budget (see Glance), and, where
+// it counted them exactly, the last hour's failures within as much again.
 func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glance, error) {
 	s, err := c.statsWithin(ctx, q, budget)
 	g := Glance{Queue: q, Counts: [7]int64{s.Ready, s.Scheduled, s.Retrying, s.Running, s.Expired, s.Succeeded, s.Dead},
 		Estimated: s.Estimated, OldestAge: time.Duration(s.OldestAge * float64(time.Second)), OldestKnown: !s.OldestUnknown}
-	if err == nil {
-		// The hour's failure is the hour's alone: the counts stand.
+	if err == nil && !s.Estimated {
+		// The hour reads the table as the exact counts do: only where
+		// they could, within the budget. Its failure is the hour's
+		// alone: the counts stand.
 		var herr error
 		if g.Hour, herr = c.lastHour(ctx, q, budget); herr != nil {
 			g.HourProblem = herr.Error()
@@ -62,7 +66,7 @@ func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glanc
 func (c *Conn) QueueStatsWithin(ctx context.Context, budget time.Duration) ([]Stats, error) {
 	return c.eachQueue(ctx, func(q Queue) (Stats, error) {
 		s, err := c.statsWithin(ctx, q, budget)
-		if err != nil {
+		if err != nil || s.Estimated { // the hour reads what the counts could not
 			return s, err
 		}
 		h, err := c.lastHour(ctx, q, budget)
