@@ -292,12 +292,13 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- name: ReleaseNodeEmail :execrows
 -- ReleaseNodeEmail makes every job @node holds claimable again, for a node
 -- restarting after a crash; the attempt counts, as the crash may have been
--- the job's doing, so a job that was on its last attempt is made dead instead
--- (as ReapEmail would make it once its lease expired), and a job that kills
--- its worker cannot run again and again. It reads the running jobs through
--- the lease index, so it reads no more rows than there are jobs in flight;
--- READPAST passes over rows a claim or a finishing worker holds at that
--- moment (they are not this node's: it is only starting).
+-- the job's doing, so a job that was on its last attempt is made dead
+-- instead, its error recorded with its time and attempt as FailEmail records
+-- them (as ReapEmail would make it once its lease expired), and a job that
+-- kills its worker cannot run again and again. It reads the running jobs
+-- through the lease index, so it reads no more rows than there are jobs in
+-- flight; READPAST passes over rows a claim or a finishing worker holds at
+-- that moment (they are not this node's: it is only starting).
 UPDATE email_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET errors = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(errors, 'append $', N'its node restarted during its last attempt') ELSE errors END,
     failures = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))) ELSE failures END,
@@ -318,11 +319,12 @@ WHERE name = N'email';
 
 -- name: ReapEmail :execrows
 -- ReapEmail makes dead up to @limit running jobs whose lease expired on their
--- last attempt, which claims no longer take, oldest lease first through the
--- lease index, under the maintenance lock (LockMaintenanceEmail). READPAST
--- passes over a job a claimer or a finishing worker holds, for the next
--- batch; a worker finishing a reaped job finds it gone (its fenced update
--- changes nothing).
+-- last attempt (the error kept with its time and attempt, as FailEmail keeps
+-- them), which claims no longer take, oldest lease first through the lease
+-- index, under the maintenance lock (LockMaintenanceEmail). READPAST passes
+-- over a job a claimer or a finishing worker holds, for the next batch; a
+-- worker finishing a reaped job finds it gone (its fenced update changes
+-- nothing).
 WITH doomed AS (
     SELECT TOP (@limit) *
     FROM email_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)

@@ -625,9 +625,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapPaced makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailPaced keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -654,12 +655,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodePaced makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapPaced would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailPaced records
+// them (as ReapPaced would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodePaced(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodePaced, node)
 	if err != nil {

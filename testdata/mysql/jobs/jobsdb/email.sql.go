@@ -996,9 +996,10 @@ SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJ
 WHERE id IN (/*SLICE:ids*/?)
 `
 
-// ReapEmail makes dead the jobs DoomedEmail locked, in the same transaction,
-// under the maintenance lock (LockMaintenanceEmail); a worker finishing one
-// of them afterwards finds it gone (its fenced update changes nothing).
+// ReapEmail makes dead the jobs DoomedEmail locked (the error kept with its
+// time and attempt, as FailEmail keeps them), in the same transaction, under
+// the maintenance lock (LockMaintenanceEmail); a worker finishing one of them
+// afterwards finds it gone (its fenced update changes nothing).
 func (q *Queries) ReapEmail(ctx context.Context, ids []int64) (int64, error) {
 	query := ReapEmail
 	var queryParams []interface{}
@@ -1054,14 +1055,15 @@ WHERE state = 'running' AND locked_by = ?
 
 // ReleaseNodeEmail makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapEmail would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index (state leads it), so it reads no more rows than there are
-// jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
-// a moment for a claim or a finishing worker that holds one of them, but it
-// changes only the rows @node still holds: a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailEmail records
+// them (as ReapEmail would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index (state leads it), so it reads no more rows than
+// there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+// may wait a moment for a claim or a finishing worker that holds one of them,
+// but it changes only the rows @node still holds: a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeEmail(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ReleaseNodeEmail, node)
 	if err != nil {

@@ -232,14 +232,15 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- name: ReleaseNodeTask :execrows
 -- ReleaseNodeTask makes every job @node holds claimable again, for a node
 -- restarting after a crash; the attempt counts, as the crash may have been
--- the job's doing, so a job that was on its last attempt is made dead instead
--- (as ReapTask would make it once its lease expired), and a job that kills
--- its worker cannot run again and again. It reads the running jobs through
--- the lease index (state leads it), so it reads no more rows than there are
--- jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
--- a moment for a claim or a finishing worker that holds one of them, but it
--- changes only the rows @node still holds: a job claimed again meanwhile is
--- held by another node and is not touched.
+-- the job's doing, so a job that was on its last attempt is made dead
+-- instead, its error recorded with its time and attempt as FailTask records
+-- them (as ReapTask would make it once its lease expired), and a job that
+-- kills its worker cannot run again and again. It reads the running jobs
+-- through the lease index (state leads it), so it reads no more rows than
+-- there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+-- may wait a moment for a claim or a finishing worker that holds one of them,
+-- but it changes only the rows @node still holds: a job claimed again
+-- meanwhile is held by another node and is not touched.
 UPDATE task_queue
 SET failures = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))), failures),
     errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
@@ -276,9 +277,10 @@ LIMIT ?
 FOR UPDATE SKIP LOCKED;
 
 -- name: ReapTask :execrows
--- ReapTask makes dead the jobs DoomedTask locked, in the same transaction,
--- under the maintenance lock (LockMaintenanceTask); a worker finishing one of
--- them afterwards finds it gone (its fenced update changes nothing).
+-- ReapTask makes dead the jobs DoomedTask locked (the error kept with its
+-- time and attempt, as FailTask keeps them), in the same transaction, under
+-- the maintenance lock (LockMaintenanceTask); a worker finishing one of them
+-- afterwards finds it gone (its fenced update changes nothing).
 UPDATE task_queue
 SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),

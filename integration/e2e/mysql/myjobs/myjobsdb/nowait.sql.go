@@ -814,10 +814,10 @@ SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJ
 WHERE id IN (/*SLICE:ids*/?)
 `
 
-// ReapNowait makes dead the jobs DoomedNowait locked, in the same
-// transaction, under the maintenance lock (LockMaintenanceNowait); a worker
-// finishing one of them afterwards finds it gone (its fenced update changes
-// nothing).
+// ReapNowait makes dead the jobs DoomedNowait locked (the error kept with its
+// time and attempt, as FailNowait keeps them), in the same transaction, under
+// the maintenance lock (LockMaintenanceNowait); a worker finishing one of
+// them afterwards finds it gone (its fenced update changes nothing).
 func (q *Queries) ReapNowait(ctx context.Context, ids []int64) (int64, error) {
 	query := ReapNowait
 	var queryParams []interface{}
@@ -849,14 +849,15 @@ WHERE state = 'running' AND locked_by = ?
 
 // ReleaseNodeNowait makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapNowait would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index (state leads it), so it reads no more rows than there are
-// jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
-// a moment for a claim or a finishing worker that holds one of them, but it
-// changes only the rows @node still holds: a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailNowait records
+// them (as ReapNowait would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index (state leads it), so it reads no more rows than
+// there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+// may wait a moment for a claim or a finishing worker that holds one of them,
+// but it changes only the rows @node still holds: a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeNowait(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ReleaseNodeNowait, node)
 	if err != nil {

@@ -846,9 +846,10 @@ SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJ
 WHERE id IN (/*SLICE:ids*/?)
 `
 
-// ReapTask makes dead the jobs DoomedTask locked, in the same transaction,
-// under the maintenance lock (LockMaintenanceTask); a worker finishing one of
-// them afterwards finds it gone (its fenced update changes nothing).
+// ReapTask makes dead the jobs DoomedTask locked (the error kept with its
+// time and attempt, as FailTask keeps them), in the same transaction, under
+// the maintenance lock (LockMaintenanceTask); a worker finishing one of them
+// afterwards finds it gone (its fenced update changes nothing).
 func (q *Queries) ReapTask(ctx context.Context, ids []int64) (int64, error) {
 	query := ReapTask
 	var queryParams []interface{}
@@ -880,14 +881,15 @@ WHERE state = 'running' AND locked_by = ?
 
 // ReleaseNodeTask makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapTask would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index (state leads it), so it reads no more rows than there are
-// jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
-// a moment for a claim or a finishing worker that holds one of them, but it
-// changes only the rows @node still holds: a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailTask records
+// them (as ReapTask would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index (state leads it), so it reads no more rows than
+// there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+// may wait a moment for a claim or a finishing worker that holds one of them,
+// but it changes only the rows @node still holds: a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeTask(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ReleaseNodeTask, node)
 	if err != nil {

@@ -743,12 +743,13 @@ WHERE state = 'running' AND locked_by = @node;
 
 // ReleaseNodeImage makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapImage would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index, so it reads no more rows than there are jobs in flight;
-// READPAST passes over rows a claim or a finishing worker holds at that
-// moment (they are not this node's: it is only starting).
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailImage records
+// them (as ReapImage would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index, so it reads no more rows than there are jobs in
+// flight; READPAST passes over rows a claim or a finishing worker holds at
+// that moment (they are not this node's: it is only starting).
 func (q *Queries) ReleaseNodeImage(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, releaseNodeImage,
 		sql.Named("node", node),
@@ -813,11 +814,12 @@ SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt
 `
 
 // ReapImage makes dead up to @limit running jobs whose lease expired on their
-// last attempt, which claims no longer take, oldest lease first through the
-// lease index, under the maintenance lock (LockMaintenanceImage). READPAST
-// passes over a job a claimer or a finishing worker holds, for the next
-// batch; a worker finishing a reaped job finds it gone (its fenced update
-// changes nothing).
+// last attempt (the error kept with its time and attempt, as FailImage keeps
+// them), which claims no longer take, oldest lease first through the lease
+// index, under the maintenance lock (LockMaintenanceImage). READPAST passes
+// over a job a claimer or a finishing worker holds, for the next batch; a
+// worker finishing a reaped job finds it gone (its fenced update changes
+// nothing).
 func (q *Queries) ReapImage(ctx context.Context, limit int32) (int64, error) {
 	result, err := q.db.ExecContext(ctx, reapImage,
 		sql.Named("limit", limit),
