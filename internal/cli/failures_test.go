@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,48 @@ VALUES ('done', 3, 'succeeded', 1, {now}, {now}, {now}), ('done', 3, 'succeeded'
 		code, out, _ = run(t, "stats", "--db", d.url)
 		if code != 0 || !strings.Contains(out, "67% of 3") {
 			t.Errorf("stats: want email's 67%% of 3:\n%s", out)
+		}
+	})
+}
+
+// TestFailuresBeforeTheMigration: against a table whose migration adding
+// the failures column is not applied yet, the commands work as before:
+// jobs --json gives each error with its time unknown, cancel records its
+// error alone, and stats leaves the hour unsaid ("-", null). It catches a
+// command that names the column unconditionally and so fails on every
+// database not yet migrated.
+func TestFailuresBeforeTheMigration(t *testing.T) {
+	eachOpsEngine(t, func(t *testing.T, d *opsDB) {
+		table := "email_queue"
+		if d.engine == "postgresql" {
+			table = "base_queue" // email_queue inherits the column
+		}
+		d.exec(t, "ALTER TABLE "+table+" DROP COLUMN failures")
+		bad := d.one(t, "SELECT MIN(id) FROM email_queue WHERE state = 'dead'")
+		code, out, stderr := run(t, "jobs", "--db", d.url, "--queue", "email", "--id", itoa(bad), "--json")
+		var job struct {
+			Failures []struct {
+				At    *time.Time `json:"at"`
+				Error string     `json:"error"`
+			} `json:"failures"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &job) != nil || len(job.Failures) != 3 || job.Failures[0].At != nil || job.Failures[2].Error != "smtp: 550 no such user" {
+			t.Errorf("jobs --json on a table without failures = %d:\n%s%s", code, out, stderr)
+		}
+		flaky := d.one(t, "SELECT id FROM email_queue WHERE recipient = 'flaky'")
+		if code, out, stderr := run(t, "cancel", "--db", d.url, "--queue", "email", "--id", itoa(flaky)); code != 0 {
+			t.Errorf("cancel on a table without failures = %d: %s%s", code, out, stderr)
+		}
+		if errs := d.errorsOf(t, "email_queue", flaky); len(errs) != 2 || errs[1] != "cancelled by an operator" {
+			t.Errorf("cancelled job's errors %q", errs)
+		}
+		code, out, stderr = run(t, "stats", "--db", d.url, "--json")
+		if code != 0 || !strings.Contains(out, `"failures_last_hour": null`) {
+			t.Errorf("stats --json on a table without failures = %d:\n%s%s", code, out, stderr)
+		}
+		code, out, _ = run(t, "stats", "--db", d.url)
+		if code != 0 || !regexp.MustCompile(`(?m)^\s*email\s.*\s-\s*$`).MatchString(out) {
+			t.Errorf("stats on a table without failures = %d:\n%s", code, out)
 		}
 	})
 }
