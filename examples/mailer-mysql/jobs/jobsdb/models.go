@@ -155,6 +155,7 @@ type EmailRow struct {
 	LockedBy     *string
 	LockedUntil  *time.Time
 	Errors       json.RawMessage
+	Failures     *json.RawMessage
 	UniqueKey    *string
 	UniqueActive *string
 	TenantID     int64
@@ -190,6 +191,7 @@ type StatementRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }

@@ -63,6 +63,7 @@ CREATE TABLE base_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant_id    bigint,
     CONSTRAINT base_queue_pkey PRIMARY KEY (id),
@@ -192,6 +193,7 @@ CREATE TABLE report_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT report_queue_pkey PRIMARY KEY (id),
@@ -233,6 +235,7 @@ CREATE TABLE webhook_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     body         jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT webhook_queue_pkey PRIMARY KEY (id),
@@ -354,6 +357,7 @@ CREATE TABLE task_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT task_queue_pkey PRIMARY KEY (id),
@@ -407,6 +411,7 @@ CREATE TABLE kept_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT kept_queue_pkey PRIMARY KEY (id),
@@ -455,6 +460,7 @@ CREATE TABLE nowait_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT nowait_queue_pkey PRIMARY KEY (id),
@@ -503,6 +509,7 @@ CREATE TABLE txtask_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT txtask_queue_pkey PRIMARY KEY (id),
@@ -583,6 +590,7 @@ CREATE TABLE archived_queue_archive (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant_id    bigint,
     name         text        NOT NULL
@@ -606,6 +614,7 @@ CREATE TABLE txarchived_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     name         text        NOT NULL,
     CONSTRAINT txarchived_queue_pkey PRIMARY KEY (id),
@@ -650,6 +659,7 @@ CREATE TABLE txarchived_queue_archive (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     name         text        NOT NULL
 ) PARTITION BY RANGE (finished_at);
@@ -672,6 +682,7 @@ CREATE TABLE fair_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant       text        NOT NULL,
     n            integer     NOT NULL,
@@ -726,6 +737,7 @@ CREATE TABLE txfair_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant       text        NOT NULL,
     n            integer     NOT NULL,
@@ -773,6 +785,7 @@ CREATE TABLE limited_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant       text        NOT NULL,
     n            integer     NOT NULL,
@@ -827,6 +840,7 @@ CREATE TABLE throttled_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant       text        NOT NULL,
     n            integer     NOT NULL,
@@ -893,6 +907,7 @@ CREATE TABLE paced_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     n            integer     NOT NULL,
     CONSTRAINT paced_queue_pkey PRIMARY KEY (id),
@@ -952,6 +967,7 @@ CREATE TABLE capped_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     n            integer     NOT NULL,
     CONSTRAINT capped_queue_pkey PRIMARY KEY (id),

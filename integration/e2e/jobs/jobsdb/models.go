@@ -25,6 +25,7 @@ type ArchivedArchiveRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	Name        string
@@ -43,6 +44,7 @@ type ArchivedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	Name        string
@@ -61,6 +63,7 @@ type BackloggedQueueBacklog struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	Tenant      string
@@ -80,6 +83,7 @@ type BackloggedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	Tenant      string
@@ -99,6 +103,7 @@ type BaseRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 }
@@ -116,6 +121,7 @@ type CappedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	N           int32
 }
@@ -133,6 +139,7 @@ type EmailRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	Recipient   string
@@ -152,6 +159,7 @@ type FairRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	N           int32
@@ -170,6 +178,7 @@ type ImageRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	URL         string
@@ -195,6 +204,7 @@ type InvoiceRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	InvoiceID   int64
@@ -214,6 +224,7 @@ type KeptRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -231,6 +242,7 @@ type LimitedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	N           int32
@@ -249,6 +261,7 @@ type NowaitRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -271,6 +284,7 @@ type PacedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	N           int32
 }
@@ -302,6 +316,7 @@ type ReportRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -319,6 +334,7 @@ type TaskRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -342,6 +358,7 @@ type ThrottledRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	N           int32
@@ -360,6 +377,7 @@ type TxarchivedArchiveRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Name        string
 }
@@ -377,6 +395,7 @@ type TxarchivedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Name        string
 }
@@ -394,6 +413,7 @@ type TxfairRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	N           int32
@@ -412,6 +432,7 @@ type TxtaskRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -429,6 +450,7 @@ type TypedRow struct {
 	LockedBy     *string
 	LockedUntil  *time.Time
 	Errors       []string
+	Failures     json.RawMessage
 	UniqueKey    *string
 	TenantID     *int64
 	CText        string
@@ -472,6 +494,7 @@ type WebhookRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Body        json.RawMessage
 }

@@ -51,6 +51,7 @@ CREATE TABLE queuegen_bench.bench_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     recipient    text        NOT NULL,
     n            integer     NOT NULL,
@@ -100,6 +101,7 @@ CREATE TABLE queuegen_bench.bench_notify_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     recipient    text        NOT NULL,
     n            integer     NOT NULL,
@@ -153,6 +155,7 @@ CREATE TABLE queuegen_bench.bench_kept_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     recipient    text        NOT NULL,
     n            integer     NOT NULL,
@@ -202,6 +205,7 @@ CREATE TABLE queuegen_bench.bench_archived_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     recipient    text        NOT NULL,
     n            integer     NOT NULL,
@@ -255,6 +259,7 @@ CREATE TABLE queuegen_bench.bench_archived_queue_archive (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     recipient    text        NOT NULL,
     n            integer     NOT NULL
@@ -278,6 +283,7 @@ CREATE TABLE queuegen_bench.bench_tenant_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant       text        NOT NULL,
     n            integer     NOT NULL,
@@ -327,6 +333,7 @@ CREATE TABLE queuegen_bench.bench_fair_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant       text        NOT NULL,
     n            integer     NOT NULL,
@@ -381,6 +388,7 @@ CREATE TABLE queuegen_bench.bench_backlog_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant       text        NOT NULL,
     n            integer     NOT NULL,
@@ -470,6 +478,7 @@ CREATE TABLE queuegen_bench.bench_limited_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant       text        NOT NULL,
     n            integer     NOT NULL,
@@ -524,6 +533,7 @@ CREATE TABLE queuegen_bench.bench_rated_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     n            integer     NOT NULL,
     CONSTRAINT bench_rated_queue_pkey PRIMARY KEY (id),

@@ -6,6 +6,7 @@
 package jobsdb
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -22,6 +23,7 @@ type BaseRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 }
 
@@ -38,6 +40,7 @@ type ChargeRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Account     int64
 	Cents       int64
@@ -56,6 +59,7 @@ type ExportRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	Rows        int64
@@ -82,6 +86,7 @@ type ReportRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Name        string
 }
@@ -99,6 +104,7 @@ type SyncQueueBacklog struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	Object      string
@@ -117,6 +123,7 @@ type SyncRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	Object      string
@@ -135,6 +142,7 @@ type WebhookRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Shop        int64
 	URL         string

@@ -331,6 +331,7 @@ type ImageRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	URL         string
 	Format      string
@@ -356,6 +357,7 @@ type KeptRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -373,6 +375,7 @@ type NowaitRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -404,6 +407,7 @@ type TaskRow struct {
 	LockedBy     *string
 	LockedUntil  *time.Time
 	Errors       json.RawMessage
+	Failures     *json.RawMessage
 	UniqueKey    *string
 	UniqueActive *string
 	Payload      json.RawMessage
@@ -422,6 +426,7 @@ type TxtaskRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -439,6 +444,7 @@ type TypedRow struct {
 	LockedBy     *string
 	LockedUntil  *time.Time
 	Errors       json.RawMessage
+	Failures     *json.RawMessage
 	UniqueKey    *string
 	CText        string
 	CVarchar     string

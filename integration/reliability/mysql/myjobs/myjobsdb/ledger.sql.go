@@ -47,7 +47,7 @@ func (q *Queries) AttemptLedger(ctx context.Context, arg AttemptLedgerParams) (i
 }
 
 const ClaimLedger = `-- name: ClaimLedger :many
-SELECT ledger_queue.id, ledger_queue.state, ledger_queue.attempt, ledger_queue.max_attempts, ledger_queue.priority, ledger_queue.run_after, ledger_queue.created_at, ledger_queue.attempted_at, ledger_queue.finished_at, ledger_queue.locked_by, ledger_queue.locked_until, ledger_queue.errors, ledger_queue.unique_key, ledger_queue.n, UTC_TIMESTAMP(6) AS db_now
+SELECT ledger_queue.id, ledger_queue.state, ledger_queue.attempt, ledger_queue.max_attempts, ledger_queue.priority, ledger_queue.run_after, ledger_queue.created_at, ledger_queue.attempted_at, ledger_queue.finished_at, ledger_queue.locked_by, ledger_queue.locked_until, ledger_queue.errors, ledger_queue.failures, ledger_queue.unique_key, ledger_queue.n, UTC_TIMESTAMP(6) AS db_now
 FROM ledger_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -94,6 +94,7 @@ func (q *Queries) ClaimLedger(ctx context.Context, arg ClaimLedgerParams) ([]Cla
 			&i.LedgerRow.LockedBy,
 			&i.LedgerRow.LockedUntil,
 			&i.LedgerRow.Errors,
+			&i.LedgerRow.Failures,
 			&i.LedgerRow.UniqueKey,
 			&i.LedgerRow.N,
 			&i.DbNow,
@@ -204,6 +205,7 @@ func (q *Queries) DepthLedger(ctx context.Context) (int64, error) {
 const DiscardLedger = `-- name: DiscardLedger :execrows
 UPDATE ledger_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6)
 WHERE id = ? AND attempt = ? AND state = 'available'
@@ -215,8 +217,9 @@ type DiscardLedgerParams struct {
 	Attempt int32
 }
 
-// DiscardLedger makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteLedger.
+// DiscardLedger makes a job dead at once with its error kept (and its time
+// and attempt, as in FailLedger), whatever attempts remain; fenced like
+// CompleteLedger.
 func (q *Queries) DiscardLedger(ctx context.Context, arg DiscardLedgerParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardLedger, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -227,7 +230,8 @@ func (q *Queries) DiscardLedger(ctx context.Context, arg DiscardLedgerParams) (i
 
 const FailLedger = `-- name: FailLedger :execrows
 UPDATE ledger_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available')
@@ -242,9 +246,10 @@ type FailLedgerParams struct {
 }
 
 // FailLedger records a failed attempt, fenced like CompleteLedger: the error
-// is kept, and the job is retried after @delay_us microseconds or, having
-// used its attempts, is dead. (MySQL assigns left to right: no assignment
-// reads a column an earlier one set.)
+// is kept, with its time and attempt in failures (see the failure part), and
+// the job is retried after @delay_us microseconds or, having used its
+// attempts, is dead. (MySQL assigns left to right: no assignment reads a
+// column an earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailLedger(ctx context.Context, arg FailLedgerParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailLedger,
 		arg.Message,
@@ -260,7 +265,8 @@ func (q *Queries) FailLedger(ctx context.Context, arg FailLedgerParams) (int64, 
 
 const FailManyAtLedger = `-- name: FailManyAtLedger :execrows
 UPDATE ledger_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -298,7 +304,8 @@ func (q *Queries) FailManyAtLedger(ctx context.Context, arg FailManyAtLedgerPara
 
 const FailManyLedger = `-- name: FailManyLedger :execrows
 UPDATE ledger_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -313,8 +320,8 @@ type FailManyLedgerParams struct {
 }
 
 // FailManyLedger fails, in one statement, the jobs HeldLedger locked, each as
-// FailLedger would, its message and retry delay read from @batch, a JSON
-// object keyed by job id.
+// FailLedger would (its error's time and attempt included), its message and
+// retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyLedger(ctx context.Context, arg FailManyLedgerParams) (int64, error) {
 	query := FailManyLedger
 	var queryParams []interface{}
@@ -336,7 +343,7 @@ func (q *Queries) FailManyLedger(ctx context.Context, arg FailManyLedgerParams) 
 }
 
 const GetLedger = `-- name: GetLedger :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, n FROM ledger_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, n FROM ledger_queue
 WHERE id = ?
 `
 
@@ -357,6 +364,7 @@ func (q *Queries) GetLedger(ctx context.Context, id int64) (LedgerRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.N,
 	)
