@@ -36,6 +36,48 @@ func (q *Queries) AdvanceTickTxtask(ctx context.Context, arg AdvanceTickTxtaskPa
 	return result.RowsAffected(), nil
 }
 
+const beatNodeTxtask = `-- name: BeatNodeTxtask :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES ($1, 'txtask', $2, $3, $4, $5, $6, now(), $7)
+ON CONFLICT (node, queue) DO UPDATE
+SET concurrency = EXCLUDED.concurrency,
+    running = EXCLUDED.running,
+    host = EXCLUDED.host,
+    pid = EXCLUDED.pid,
+    started_at = EXCLUDED.started_at,
+    heartbeat_at = EXCLUDED.heartbeat_at,
+    heartbeat_ms = EXCLUDED.heartbeat_ms
+`
+
+type BeatNodeTxtaskParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeTxtask records worker node @node of queue txtask, or refreshes its
+// row: what it runs, where, and a heartbeat_at from the database's clock, so
+// that a reader compares it with its own clock, whatever the nodes' clocks
+// say. The row is upserted by its primary key (node, queue) with ON CONFLICT
+// DO UPDATE: two beats of one node serialise on the row, and nodes write rows
+// of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeTxtask(ctx context.Context, arg BeatNodeTxtaskParams) error {
+	_, err := q.db.Exec(ctx, beatNodeTxtask,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const claimTxtask = `-- name: ClaimTxtask :many
 WITH due AS (
     SELECT id
@@ -348,6 +390,22 @@ func (q *Queries) FailTxtask(ctx context.Context, arg FailTxtaskParams) (string,
 	var state string
 	err := row.Scan(&state)
 	return state, err
+}
+
+const forgetNodeTxtask = `-- name: ForgetNodeTxtask :execrows
+DELETE FROM queuegen_nodes
+WHERE node = $1 AND queue = 'txtask'
+`
+
+// ForgetNodeTxtask deletes node @node's row of queue txtask, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeTxtask(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetNodeTxtask, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const getTxtask = `-- name: GetTxtask :one

@@ -328,6 +328,35 @@ WHEN MATCHED AND p.last_tick < tick.last_tick THEN
 WHEN NOT MATCHED THEN
     INSERT (queue, name, last_tick) VALUES (tick.queue, tick.name, tick.last_tick);
 
+-- name: BeatNodeTask :exec
+-- BeatNodeTask records worker node @node of queue task, or refreshes its row:
+-- what it runs, where, and a heartbeat_at from the database's clock (UTC), so
+-- that a reader compares it with its own clock, whatever the nodes' clocks
+-- say. The MERGE upserts by the primary key (node, queue); HOLDLOCK makes its
+-- read and write one step, so two beats of one node cannot both insert, and
+-- nodes write rows of their own, so a beat waits on no claim or other node.
+MERGE queuegen_nodes WITH (HOLDLOCK) AS n
+USING (SELECT @node AS node, N'task' AS queue) AS beat
+   ON n.node = beat.node AND n.queue = beat.queue
+WHEN MATCHED THEN
+    UPDATE SET concurrency = @concurrency,
+               running = @running,
+               host = @host,
+               pid = @pid,
+               started_at = CAST(@started_at AS DATETIME2(6)),
+               heartbeat_at = SYSUTCDATETIME(),
+               heartbeat_ms = @heartbeat_ms
+WHEN NOT MATCHED THEN
+    INSERT (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+    VALUES (beat.node, beat.queue, @concurrency, @running, @host, @pid, CAST(@started_at AS DATETIME2(6)), SYSUTCDATETIME(), @heartbeat_ms);
+
+-- name: ForgetNodeTask :execrows
+-- ForgetNodeTask deletes node @node's row of queue task, when its worker
+-- stops gracefully (having given back what it held); a one-row DELETE by
+-- primary key, which no other node writes.
+DELETE FROM queuegen_nodes
+WHERE node = @node AND queue = N'task';
+
 -- name: PausedTask :one
 -- PausedTask reads whether the queue is paused; workers read it about once a
 -- second, so a pause reaches every node within that.
