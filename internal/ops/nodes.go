@@ -285,4 +285,3 @@ LIMIT ?`, append(args, limit)...)
 	}
 	return out, rows.Err()
 }
-
