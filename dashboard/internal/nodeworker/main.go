@@ -1,0 +1,69 @@
+// Command nodeworker is a worker process of the dashboard's nodes test: it
+// works queue email of the example app (examples/mailer on PostgreSQL,
+// examples/mailer-mysql on MySQL or MariaDB) as node -node, with a handler
+// that holds each job until the worker shuts down, so that the jobs it
+// claimed stay leased to it. SIGTERM shuts it down gracefully; the test
+// SIGKILLs one to leave its node stale and its leases held.
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/queuegen/queuegen/examples/mailer-mysql/jobs"
+	pgjobs "github.com/queuegen/queuegen/examples/mailer/jobs"
+	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/queue"
+)
+
+func main() {
+	db := flag.String("db", "", "database URL (PostgreSQL) or DSN (MySQL)")
+	node := flag.String("node", "", "node id")
+	concurrency := flag.Int("concurrency", 2, "handlers at once")
+	beat := flag.Duration("beat", 200*time.Millisecond, "node heartbeat interval")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	opts := []queue.WorkerOption{queue.Node(*node), queue.Concurrency(*concurrency), queue.NodeHeartbeat(*beat),
+		queue.PollInterval(100 * time.Millisecond), queue.ShutdownTimeout(5 * time.Second),
+		queue.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	parsed, err := dburl.Parse(*db)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var w interface{ Run(context.Context) error }
+	if parsed.Engine == dburl.MySQL {
+		h, err := parsed.Open()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer h.Close()
+		w = jobs.NewEmailQueue(h).Worker(hold[jobs.EmailPayload], opts...)
+	} else {
+		pool, err := pgxpool.New(ctx, *db)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer pool.Close()
+		w = pgjobs.NewEmailQueue(pool).Worker(hold[pgjobs.EmailPayload], opts...)
+	}
+	if err := w.Run(ctx); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// hold keeps the job until the worker's shutdown cancels it; the worker
+// then releases it.
+func hold[P any](ctx context.Context, _ *queue.Job[P]) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
