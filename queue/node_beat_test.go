@@ -1,0 +1,179 @@
+package queue_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	myjobs "github.com/queuegen/queuegen/examples/mailer-mysql/jobs"
+	pgjobs "github.com/queuegen/queuegen/examples/mailer/jobs"
+	"github.com/queuegen/queuegen/internal/dbtest"
+	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/internal/migrate"
+	"github.com/queuegen/queuegen/internal/pgtest"
+	"github.com/queuegen/queuegen/queue"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.RunMain(m)) }
+
+// flakyBeats is an accessor whose first beats fail, as when the database
+// is briefly unreachable.
+type flakyBeats[Q interface {
+	BeatNode(context.Context, queue.NodeBeat) error
+}] struct {
+	q     Q
+	fails atomic.Int32
+}
+
+func (f *flakyBeats[Q]) BeatNode(ctx context.Context, b queue.NodeBeat) error {
+	if f.fails.Add(-1) >= 0 {
+		return errors.New("the database is away")
+	}
+	return f.q.BeatNode(ctx, b)
+}
+
+type pgFlaky struct {
+	*pgjobs.EmailQueue
+	*flakyBeats[*pgjobs.EmailQueue]
+}
+
+func (f pgFlaky) BeatNode(ctx context.Context, b queue.NodeBeat) error {
+	return f.flakyBeats.BeatNode(ctx, b)
+}
+
+type myFlaky struct {
+	*myjobs.EmailQueue
+	*flakyBeats[*myjobs.EmailQueue]
+}
+
+func (f myFlaky) BeatNode(ctx context.Context, b queue.NodeBeat) error {
+	return f.flakyBeats.BeatNode(ctx, b)
+}
+
+// TestWorkersRecordTheirNodes runs a lease-mode and a transaction-mode
+// worker of the example app on each engine and reads queuegen_nodes: each
+// records its row (node id, concurrency, this process, its interval),
+// its heartbeats move heartbeat_at on, the lease worker's first two beats
+// failing does not stop it (it records its row at the next), and a
+// graceful stop deletes both rows.
+//
+// It catches: a worker that records no node or the wrong facts, a
+// heartbeat that runs once only, a failed beat that stops the worker or
+// ends the heartbeat, and a graceful stop that leaves its row (the node
+// would be shown stale).
+func TestWorkersRecordTheirNodes(t *testing.T) {
+	t.Parallel()
+	for _, engine := range dbtest.ThisRun() {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			db := dbtest.New(t, engine)
+			example := "../examples/mailer"
+			if engine == dburl.MySQL {
+				example += "-mysql"
+			}
+			m, err := migrate.Open(db.Address, example+"/db/migrations")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			if err := m.Up(ctx, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			opts := []queue.WorkerOption{queue.Node("n1"), queue.Concurrency(3), queue.NodeHeartbeat(50 * time.Millisecond),
+				queue.PollInterval(20 * time.Millisecond), queue.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+			var lease, tx interface{ Run(context.Context) error }
+			if engine == dburl.MySQL {
+				parsed, err := dburl.Parse(db.Address)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h, err := parsed.Open()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer h.Close()
+				emails := myjobs.NewEmailQueue(h)
+				f := myFlaky{emails, &flakyBeats[*myjobs.EmailQueue]{q: emails}}
+				f.fails.Store(2)
+				lease = queue.NewWorker[myjobs.EmailPayload](f, func(context.Context, *queue.Job[myjobs.EmailPayload]) error { return nil }, opts...)
+				tx = myjobs.NewStatementQueue(h).Worker(func(context.Context, *sql.Tx, *queue.Job[myjobs.StatementPayload]) error { return nil }, opts...)
+			} else {
+				pool, err := pgxpool.New(ctx, db.Address)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pool.Close()
+				emails := pgjobs.NewEmailQueue(pool)
+				f := pgFlaky{emails, &flakyBeats[*pgjobs.EmailQueue]{q: emails}}
+				f.fails.Store(2)
+				lease = queue.NewWorker[pgjobs.EmailPayload](f, func(context.Context, *queue.Job[pgjobs.EmailPayload]) error { return nil }, opts...)
+				tx = pgjobs.NewStatementQueue(pool).Worker(func(context.Context, pgx.Tx, *queue.Job[pgjobs.StatementPayload]) error { return nil }, opts...)
+			}
+			done := make(chan error, 2)
+			go func() { done <- lease.Run(ctx) }()
+			go func() { done <- tx.Run(ctx) }()
+
+			row := func(q string) (facts string, beat time.Time, ok bool) {
+				t.Helper()
+				var conc, pid, ms int
+				var host string
+				err := db.SQL.QueryRow("SELECT concurrency, pid, heartbeat_ms, host, heartbeat_at FROM queuegen_nodes WHERE node = 'n1' AND queue = '"+q+"'").
+					Scan(&conc, &pid, &ms, &host, &beat)
+				if errors.Is(err, sql.ErrNoRows) {
+					return "", beat, false
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return strconv.Itoa(conc) + " " + strconv.Itoa(pid) + " " + strconv.Itoa(ms) + " " + host, beat, true
+			}
+			host, _ := os.Hostname()
+			want := "3 " + strconv.Itoa(os.Getpid()) + " 50 " + host
+			for _, q := range []string{"email", "statement"} {
+				deadline := time.Now().Add(10 * time.Second)
+				var first time.Time
+				for {
+					facts, beat, ok := row(q)
+					if ok && facts != want {
+						t.Fatalf("queue %s's node row: %q, want %q", q, facts, want)
+					}
+					if ok && first.IsZero() {
+						first = beat
+					} else if ok && beat.After(first) {
+						break // a later heartbeat moved it on
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("queue %s: no node row, or its heartbeat did not move on within 10 s (row %v, first beat %v)", q, ok, first)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+
+			stop()
+			for range 2 {
+				if err := <-done; err != nil {
+					t.Fatalf("a worker's graceful stop: %v", err)
+				}
+			}
+			var n int
+			if err := db.SQL.QueryRow("SELECT COUNT(*) FROM queuegen_nodes").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Errorf("%d node rows after both workers stopped gracefully, want none", n)
+			}
+		})
+	}
+}
