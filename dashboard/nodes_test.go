@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/queuegen/queuegen/internal/dbtest"
+	"github.com/queuegen/queuegen/internal/dburl"
 )
 
 // TestBrowserNodes runs two worker processes of queue email
@@ -46,7 +47,11 @@ VALUES ('d@example.com', 'Hi', 'x', 1, 8, ` + now(engine) + `, ` + now(engine) +
 				t.Fatal(err)
 			}
 			start := func(node string) *exec.Cmd {
-				cmd := exec.Command(bin, "-db", s.db.Address, "-node", node, "-concurrency", "2", "-beat", "200ms")
+				app := "mailer"
+				if engine == dburl.MySQL {
+					app = "mailer-mysql"
+				}
+				cmd := exec.Command(bin, "-db", s.db.Address, "-app", app, "-node", node, "-concurrency", "2", "-beat", "200ms")
 				var out strings.Builder
 				cmd.Stdout, cmd.Stderr = &out, &out
 				if err := cmd.Start(); err != nil {

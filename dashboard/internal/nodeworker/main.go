@@ -1,6 +1,6 @@
 // Command nodeworker is a worker process of the dashboard's nodes test: it
 // works queue email of the example app (examples/mailer on PostgreSQL,
-// examples/mailer-mysql on MySQL or MariaDB) as node -node, with a handler
+// examples/mailer-mysql on MySQL or MariaDB, as -app says) as node -node, with a handler
 // that holds each job until the worker shuts down, so that the jobs it
 // claimed stay leased to it. SIGTERM shuts it down gracefully; the test
 // SIGKILLs one to leave its node stale and its leases held.
@@ -27,6 +27,7 @@ import (
 
 func main() {
 	db := flag.String("db", "", "database URL (PostgreSQL) or DSN (MySQL)")
+	app := flag.String("app", "mailer", "the example whose generated package works the queue: mailer (PostgreSQL) or mailer-mysql")
 	node := flag.String("node", "", "node id")
 	concurrency := flag.Int("concurrency", 2, "handlers at once")
 	beat := flag.Duration("beat", 200*time.Millisecond, "node heartbeat interval")
@@ -36,25 +37,28 @@ func main() {
 	opts := []queue.WorkerOption{queue.Node(*node), queue.Concurrency(*concurrency), queue.NodeHeartbeat(*beat),
 		queue.PollInterval(100 * time.Millisecond), queue.ShutdownTimeout(5 * time.Second),
 		queue.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
-	parsed, err := dburl.Parse(*db)
-	if err != nil {
-		log.Fatal(err)
-	}
 	var w interface{ Run(context.Context) error }
-	if parsed.Engine == dburl.MySQL {
+	switch *app {
+	case "mailer-mysql":
+		parsed, err := dburl.Parse(*db)
+		if err != nil {
+			log.Fatal(err)
+		}
 		h, err := parsed.Open()
 		if err != nil {
 			log.Fatal(err)
 		}
 		defer h.Close()
 		w = jobs.NewEmailQueue(h).Worker(hold[jobs.EmailPayload], opts...)
-	} else {
+	case "mailer":
 		pool, err := pgxpool.New(ctx, *db)
 		if err != nil {
 			log.Fatal(err)
 		}
 		defer pool.Close()
 		w = pgjobs.NewEmailQueue(pool).Worker(hold[pgjobs.EmailPayload], opts...)
+	default:
+		log.Fatalf("no example %q (mailer or mailer-mysql)", *app)
 	}
 	if err := w.Run(ctx); err != nil {
 		log.Fatal(err)
