@@ -95,6 +95,8 @@ The migrations' history is kept in the spec's version table
 				summary: "make unfinished jobs dead"},
 			{name: "purge", args: "--queue Q (--id N | --state S) [--yes]", run: runAction(actionPurge),
 				summary: "delete jobs"},
+			{name: "nodes", args: "", run: runNodes,
+				summary: "the worker nodes of every queue with their last heartbeat, stale ones marked, and the jobs leased to nodes that stopped"},
 			{name: "pause", args: "--queue Q", run: runPause(true),
 				summary: "stop every worker of a queue from claiming, until resume"},
 			{name: "resume", args: "--queue Q", run: runPause(false),

@@ -40,8 +40,10 @@ type Node struct {
 	StartedAt time.Time `json:"started_at"`
 	// HeartbeatAt is the last heartbeat, by the database's clock.
 	HeartbeatAt time.Time `json:"heartbeat_at"`
-	// Every is the node's heartbeat interval.
-	Every time.Duration `json:"heartbeat_every"`
+	// Every is the node's heartbeat interval (heartbeat_ms in JSON).
+	Every time.Duration `json:"-"`
+	// HeartbeatMS is Every in milliseconds.
+	HeartbeatMS int64 `json:"heartbeat_ms"`
 	// Stale is true when the last heartbeat is more than StaleBeats
 	// intervals old: the process is gone, or stuck.
 	Stale bool `json:"stale"`
@@ -115,6 +117,7 @@ func (c *Conn) Nodes(ctx context.Context) (*NodeReport, error) {
 	for i := range r.Nodes {
 		n := &r.Nodes[i]
 		n.Mode = mode[n.Queue]
+		n.HeartbeatMS = n.Every.Milliseconds()
 		n.Stale = r.Now.Sub(n.HeartbeatAt) > n.StaleAfter()
 		k := nodeKey{n.Node, n.Queue}
 		alive[k] = !n.Stale
