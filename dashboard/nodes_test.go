@@ -25,10 +25,11 @@ import (
 // linking to its job page, while the other stays alive.
 //
 // It catches: a worker that records no node (no rows), a heartbeat that
-// stops after the first (the survivor goes stale too), staleness judged
-// wrongly (the killed node shown alive), held leases not counted per
-// node, the killed node's leases not listed or listed with the wrong jobs,
-// and a Nodes page that does not refresh itself.
+// stops after the first (the survivor goes stale too), a killed node never
+// shown stale, held leases not counted per node, the killed node's leases
+// not listed or listed with the wrong jobs, and a Nodes page that does not
+// refresh itself. (The exact threshold, StaleBeats intervals, is
+// TestNodes' in internal/ops: here the page has 15 s to turn.)
 func TestBrowserNodes(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "nodeworker")
