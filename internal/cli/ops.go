@@ -566,7 +566,7 @@ func runNodes(c *invocation) error {
 			held = strconv.FormatInt(n.Held, 10)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s ago\t%s ago (every %s)\t%s\t\n", n.Node, n.Queue, n.Mode, n.Host, n.PID, n.Concurrency, n.Running, held,
-			r.Now.Sub(n.StartedAt).Round(time.Second), r.Now.Sub(n.HeartbeatAt).Round(time.Millisecond), n.Every, status)
+			r.Now.Sub(n.StartedAt).Round(time.Second), beatAge(r.Now.Sub(n.HeartbeatAt)), n.Every, status)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -599,4 +599,13 @@ func runNodes(c *invocation) error {
 		fmt.Fprintf(c.stdout, "(the first %d listed)\n", len(r.Leases))
 	}
 	return nil
+}
+
+// beatAge is a heartbeat's age: to the millisecond within a minute, where
+// a beat interval lives, and to the second past it.
+func beatAge(d time.Duration) time.Duration {
+	if d < time.Minute {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
