@@ -79,8 +79,11 @@ func (Engine) Nodes() *catalog.Table {
 			"gracefully. A row whose heartbeat is older than a few of its intervals is a node that " +
 			"died: the jobs its node id still leases come back when their leases expire."),
 		Columns: []*catalog.Column{
-			{Name: "node", Type: "NVARCHAR(200)", NotNull: true},
-			{Name: "queue", Type: "NVARCHAR(200)", NotNull: true},
+			// The key fits SQL Server's 900 bytes: a node id of up to 255
+			// characters (as locked_by holds), a queue name of up to 128
+			// (an identifier).
+			{Name: "node", Type: "NVARCHAR(255)", NotNull: true},
+			{Name: "queue", Type: "NVARCHAR(128)", NotNull: true},
 			{Name: "concurrency", Type: "INT", NotNull: true},
 			{Name: "running", Type: "INT", NotNull: true},
 			{Name: "host", Type: "NVARCHAR(255)", NotNull: true},

@@ -26,8 +26,8 @@ CREATE TABLE queuegen_queues (
 -- than a few of its intervals is a node that died: the jobs its node id still
 -- leases come back when their leases expire.
 CREATE TABLE queuegen_nodes (
-    node         NVARCHAR(200) NOT NULL,
-    queue        NVARCHAR(200) NOT NULL,
+    node         NVARCHAR(255) NOT NULL,
+    queue        NVARCHAR(128) NOT NULL,
     concurrency  INT           NOT NULL,
     running      INT           NOT NULL,
     host         NVARCHAR(255) NOT NULL,
