@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"reflect"
+	"slices"
 	"sync"
 	"time"
 )
@@ -44,6 +46,7 @@ const defaultNodeHeartbeat = 5 * time.Second
 
 // nodeBeater records a worker's node while it runs.
 type nodeBeater struct {
+	key     nodeKey
 	rec     nodeRecorder
 	beat    NodeBeat
 	running func() int
@@ -52,21 +55,69 @@ type nodeBeater struct {
 	done    sync.WaitGroup
 }
 
+// nodeKey is a node's row: its id and queue, and the accessor that writes
+// it (accessors of one queue on two databases write two rows).
+type nodeKey struct {
+	node, queue string
+	accessor    any
+}
+
+// nodeRows are the workers of this process running now, by the row they
+// record. Workers of one queue in one process share a node id unless
+// given their own (the default, host and process id, names the process),
+// and so share a row: when they are built from one accessor, each beat
+// records the sums of their concurrency and running handlers, the
+// earliest start and the longest interval (so that no reader takes the
+// row for stale between beats), and only the last of them to stop deletes
+// it. (Built from two accessors of one database, they write the row in
+// turn, each its own facts, and the first to stop deletes it until the
+// other's next beat.)
+var nodeRows = struct {
+	sync.Mutex
+	m map[nodeKey][]*nodeBeater
+}{m: map[nodeKey][]*nodeBeater{}}
+
+// shared is b's beat with the sums over every worker recording b's row.
+func (b *nodeBeater) shared() NodeBeat {
+	nodeRows.Lock()
+	defer nodeRows.Unlock()
+	beat := b.beat
+	beat.Concurrency, beat.Running = 0, 0
+	for _, o := range nodeRows.m[b.key] {
+		beat.Concurrency += o.beat.Concurrency
+		beat.Running += o.running()
+		if o.beat.StartedAt.Before(beat.StartedAt) {
+			beat.StartedAt = o.beat.StartedAt
+		}
+		beat.Every = max(beat.Every, o.beat.Every)
+	}
+	return beat
+}
+
 // startNodeBeat records the worker's node (once before it returns, so
 // the node's row exists before its first claim) and then every
 // cfg.nodeHeartbeat, until stop. It returns nil when q records no nodes.
 // A failed beat is logged and tried again at the next; it never stops the
 // worker.
-func startNodeBeat(ctx context.Context, q any, cfg workerConfig, running func() int, log *slog.Logger) *nodeBeater {
+func startNodeBeat(ctx context.Context, q any, queue string, cfg workerConfig, running func() int, log *slog.Logger) *nodeBeater {
 	rec, ok := q.(nodeRecorder)
 	if !ok {
 		return nil
 	}
 	host, _ := os.Hostname()
-	b := &nodeBeater{rec: rec, running: running, log: log, beat: NodeBeat{
+	// An accessor that cannot be compared (a struct value holding a
+	// slice) shares with no other worker.
+	var accessor any = rec
+	if !reflect.TypeOf(rec).Comparable() {
+		accessor = new(byte)
+	}
+	b := &nodeBeater{key: nodeKey{cfg.node, queue, accessor}, rec: rec, running: running, log: log, beat: NodeBeat{
 		Node: cfg.node, Concurrency: cfg.concurrency, Host: host, PID: os.Getpid(),
 		StartedAt: time.Now(), Every: cfg.nodeHeartbeat,
 	}}
+	nodeRows.Lock()
+	nodeRows.m[b.key] = append(nodeRows.m[b.key], b)
+	nodeRows.Unlock()
 	ctx, b.stop = context.WithCancel(context.WithoutCancel(ctx))
 	failing := !b.once(ctx, false)
 	b.done.Go(func() {
@@ -89,9 +140,7 @@ func startNodeBeat(ctx context.Context, q any, cfg workerConfig, running func() 
 func (b *nodeBeater) once(ctx context.Context, failing bool) bool {
 	ctx, cancel := context.WithTimeout(ctx, max(b.beat.Every, time.Second))
 	defer cancel()
-	beat := b.beat
-	beat.Running = b.running()
-	err := b.rec.BeatNode(ctx, beat)
+	err := b.rec.BeatNode(ctx, b.shared())
 	switch {
 	case err == nil:
 		if failing {
@@ -106,16 +155,26 @@ func (b *nodeBeater) once(ctx context.Context, failing bool) bool {
 	return false
 }
 
-// end stops the heartbeat and, when the worker stopped gracefully (forget),
-// deletes the node's row; a worker that left jobs behind keeps its row,
-// which goes stale, so that the jobs' node is seen to be gone.
+// end stops the heartbeat and, when the worker stopped gracefully (forget)
+// and was the last of the process's workers recording its row, deletes the
+// row; a worker that left jobs behind keeps its row, which goes stale, so
+// that the jobs' node is seen to be gone (unless other workers of the row
+// run on, whose beats keep it).
 func (b *nodeBeater) end(ctx context.Context, forget bool) {
 	if b == nil {
 		return
 	}
 	b.stop()
 	b.done.Wait()
-	if !forget {
+	nodeRows.Lock()
+	rest := slices.DeleteFunc(nodeRows.m[b.key], func(o *nodeBeater) bool { return o == b })
+	if len(rest) == 0 {
+		delete(nodeRows.m, b.key)
+	} else {
+		nodeRows.m[b.key] = rest
+	}
+	nodeRows.Unlock()
+	if !forget || len(rest) > 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -67,10 +67,14 @@ func (f myFlaky) BeatNode(ctx context.Context, b queue.NodeBeat) error {
 // failing does not stop it (it records its row at the next), and a
 // graceful stop deletes both rows.
 //
+// Then two workers of one queue under one node id share a row, which sums
+// their concurrency and goes when the last of them stops.
+//
 // It catches: a worker that records no node or the wrong facts, a
 // heartbeat that runs once only, a failed beat that stops the worker or
-// ends the heartbeat, and a graceful stop that leaves its row (the node
-// would be shown stale).
+// ends the heartbeat, a graceful stop that leaves its row (the node would
+// be shown stale), and workers sharing a row that overwrite each other's
+// facts or delete it while one still runs.
 func TestWorkersRecordTheirNodes(t *testing.T) {
 	t.Parallel()
 	for _, engine := range dbtest.ThisRun() {
@@ -93,7 +97,9 @@ func TestWorkersRecordTheirNodes(t *testing.T) {
 			}
 			opts := []queue.WorkerOption{queue.Node("n1"), queue.Concurrency(3), queue.NodeHeartbeat(50 * time.Millisecond),
 				queue.PollInterval(20 * time.Millisecond), queue.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
-			var lease, tx interface{ Run(context.Context) error }
+			type runner interface{ Run(context.Context) error }
+			var lease, tx runner
+			var another func(opts ...queue.WorkerOption) runner // a plain email worker
 			if engine == dburl.MySQL {
 				parsed, err := dburl.Parse(db.Address)
 				if err != nil {
@@ -109,6 +115,9 @@ func TestWorkersRecordTheirNodes(t *testing.T) {
 				f.fails.Store(2)
 				lease = queue.NewWorker[myjobs.EmailPayload](f, func(context.Context, *queue.Job[myjobs.EmailPayload]) error { return nil }, opts...)
 				tx = myjobs.NewStatementQueue(h).Worker(func(context.Context, *sql.Tx, *queue.Job[myjobs.StatementPayload]) error { return nil }, opts...)
+				another = func(opts ...queue.WorkerOption) runner {
+					return emails.Worker(func(context.Context, *queue.Job[myjobs.EmailPayload]) error { return nil }, opts...)
+				}
 			} else {
 				pool, err := pgxpool.New(ctx, db.Address)
 				if err != nil {
@@ -120,6 +129,9 @@ func TestWorkersRecordTheirNodes(t *testing.T) {
 				f.fails.Store(2)
 				lease = queue.NewWorker[pgjobs.EmailPayload](f, func(context.Context, *queue.Job[pgjobs.EmailPayload]) error { return nil }, opts...)
 				tx = pgjobs.NewStatementQueue(pool).Worker(func(context.Context, pgx.Tx, *queue.Job[pgjobs.StatementPayload]) error { return nil }, opts...)
+				another = func(opts ...queue.WorkerOption) runner {
+					return emails.Worker(func(context.Context, *queue.Job[pgjobs.EmailPayload]) error { return nil }, opts...)
+				}
 			}
 			done := make(chan error, 2)
 			go func() { done <- lease.Run(ctx) }()
@@ -173,6 +185,57 @@ func TestWorkersRecordTheirNodes(t *testing.T) {
 			}
 			if n != 0 {
 				t.Errorf("%d node rows after both workers stopped gracefully, want none", n)
+			}
+
+			// Two workers of one queue in this process, under one node id,
+			// share its row: it sums their concurrency, and stays until the
+			// last of them stops.
+			concurrency := func() (int, bool) {
+				var c int
+				err := db.SQL.QueryRow("SELECT concurrency FROM queuegen_nodes WHERE node = 'n2' AND queue = 'email'").Scan(&c)
+				if errors.Is(err, sql.ErrNoRows) {
+					return 0, false
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c, true
+			}
+			waitFor := func(what string, want int) {
+				t.Helper()
+				deadline := time.Now().Add(10 * time.Second)
+				for c, ok := concurrency(); !ok || c != want; c, ok = concurrency() {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: the shared row's concurrency is %d (row %v), want %d", what, c, ok, want)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			// Beats a second apart: a row deleted by the first stop would
+			// be missing for most of a second.
+			quiet := []queue.WorkerOption{queue.Node("n2"), queue.NodeHeartbeat(time.Second), queue.PollInterval(20 * time.Millisecond),
+				queue.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+			ctx1, stop1 := context.WithCancel(context.Background())
+			defer stop1()
+			ctx2, stop2 := context.WithCancel(context.Background())
+			defer stop2()
+			go func() { done <- another(append(quiet, queue.Concurrency(2))...).Run(ctx1) }()
+			go func() { done <- another(append(quiet, queue.Concurrency(3))...).Run(ctx2) }()
+			waitFor("both running", 5)
+			stop1()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := concurrency(); !ok {
+				t.Fatal("the first worker's stop deleted the row the second still records")
+			}
+			waitFor("one stopped", 3)
+			stop2()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if c, ok := concurrency(); ok {
+				t.Errorf("the shared row (concurrency %d) outlived both workers' graceful stops", c)
 			}
 		})
 	}

@@ -95,7 +95,7 @@ func (w *TxWorker[P, Tx]) Run(ctx context.Context) error {
 		defer l.Subscribe(w.q.NotifyChannel(), w.wake)()
 	}
 	defer wake.Subscribe(w.name, w.wake)() // pushes made in this process
-	node := startNodeBeat(ctx, w.q, w.cfg, func() int { return int(w.running.Load()) }, w.cfg.logger.With("queue", w.name, "node", w.cfg.node))
+	node := startNodeBeat(ctx, w.q, w.name, w.cfg, func() int { return int(w.running.Load()) }, w.cfg.logger.With("queue", w.name, "node", w.cfg.node))
 	jobsCtx, cancelJobs := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelJobs(nil)
 	var wg sync.WaitGroup

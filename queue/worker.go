@@ -168,7 +168,7 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 	}
 	// The node's row outlives ctx, as the heartbeat of leases does: the
 	// node is alive until its shutdown ends.
-	node := startNodeBeat(ctx, w.q, w.cfg, w.runningCount, log)
+	node := startNodeBeat(ctx, w.q, w.name, w.cfg, w.runningCount, log)
 
 	// Handlers and the completer outlive ctx: they get their own contexts,
 	// ended by the shutdown sequence below.
