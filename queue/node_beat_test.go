@@ -240,3 +240,69 @@ func TestWorkersRecordTheirNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestMaintainerForgetsStaleNodes: on each engine, a Maintainer's pass
+// deletes the row of a node silent for longer than ForgetNodesAfter and
+// keeps one that beat recently; ForgetNodesAfter(0) is refused. It catches
+// a maintainer that never deletes killed nodes' rows (they would be listed
+// as stale for ever) or deletes live ones.
+func TestMaintainerForgetsStaleNodes(t *testing.T) {
+	t.Parallel()
+	if _, err := queue.NewMaintainer(nil, queue.ForgetNodesAfter(0)).RunOnce(context.Background()); !errors.Is(err, queue.ErrOption) {
+		t.Errorf("ForgetNodesAfter(0): %v, want an option error", err)
+	}
+	for _, engine := range dbtest.ThisRun() {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			db := dbtest.New(t, engine)
+			example, now, old := "../examples/mailer", "now()", "now() - interval '2 hours'"
+			if engine == dburl.MySQL {
+				example, now, old = "../examples/mailer-mysql", "UTC_TIMESTAMP(6)", "UTC_TIMESTAMP(6) - INTERVAL 2 HOUR"
+			}
+			m, err := migrate.Open(db.Address, example+"/db/migrations")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			ctx := context.Background()
+			if err := m.Up(ctx, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			for _, row := range [][2]string{{"killed", old}, {"alive", now}} {
+				if _, err := db.SQL.Exec(`INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES ('` + row[0] + `', 'email', 1, 0, 'h', 1, ` + row[1] + `, ` + row[1] + `, 5000)`); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var emails queue.Maintained
+			if engine == dburl.MySQL {
+				parsed, err := dburl.Parse(db.Address)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h, err := parsed.Open()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer h.Close()
+				emails = myjobs.NewEmailQueue(h)
+			} else {
+				pool, err := pgxpool.New(ctx, db.Address)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pool.Close()
+				emails = pgjobs.NewEmailQueue(pool)
+			}
+			reports, err := queue.NewMaintainer([]queue.Maintained{emails}, queue.ForgetNodesAfter(time.Hour),
+				queue.MaintainerLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))).RunOnce(ctx)
+			if err != nil || len(reports) != 1 || reports[0].ForgottenNodes != 1 {
+				t.Fatalf("a pass: %+v, %v; want one node forgotten", reports, err)
+			}
+			var left string
+			if err := db.SQL.QueryRow("SELECT node FROM queuegen_nodes").Scan(&left); err != nil || left != "alive" {
+				t.Errorf("left: %q, %v; want the alive node alone", left, err)
+			}
+		})
+	}
+}

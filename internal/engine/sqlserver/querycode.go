@@ -42,6 +42,7 @@ var params = map[string]gocode.Type{
 	"pid":                    int32Type,
 	"started_at":             timeTime,
 	"heartbeat_ms":           int32Type,
+	"older_than_us":          int64Type,
 }
 
 // columns are the Go types of the bookkeeping columns (bookkeeping) and

@@ -594,6 +594,28 @@ func (q *Queries) ForgetNodeEmail(ctx context.Context, node string) (int64, erro
 	return result.RowsAffected()
 }
 
+const ForgetStaleNodesEmail = `-- name: ForgetStaleNodesEmail :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'email'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesEmail deletes the rows of queue email's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesEmail(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesEmail, olderThanUs)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const GetEmail = `-- name: GetEmail :one
 SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, unique_active, tenant_id, recipient, subject, body FROM email_queue
 WHERE id = ?

@@ -359,6 +359,19 @@ WHEN NOT MATCHED THEN
 DELETE FROM queuegen_nodes
 WHERE node = @node AND queue = N'email';
 
+-- name: ForgetStaleNodesEmail :execrows
+-- ForgetStaleNodesEmail deletes the rows of queue email's nodes whose last
+-- heartbeat is older than @older_than_us microseconds (counted in whole
+-- seconds): nodes killed that long ago (a node that stops gracefully deletes
+-- its own row), which would otherwise be listed as stale for ever. A node
+-- that was only stalled records itself anew at its next beat (BeatNode
+-- upserts), so a row deleted as it is refreshed loses nothing, and concurrent
+-- maintainers deleting the same rows each delete what is left. The table
+-- holds a row per node and queue, so the scan is small.
+DELETE FROM queuegen_nodes
+WHERE queue = N'email'
+  AND heartbeat_at < DATEADD(second, -(@older_than_us / 1000000), SYSUTCDATETIME());
+
 -- name: PausedEmail :one
 -- PausedEmail reads whether the queue is paused; workers read it about once a
 -- second, so a pause reaches every node within that.

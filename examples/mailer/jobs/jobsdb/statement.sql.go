@@ -409,6 +409,28 @@ func (q *Queries) ForgetNodeStatement(ctx context.Context, node string) (int64, 
 	return result.RowsAffected(), nil
 }
 
+const forgetStaleNodesStatement = `-- name: ForgetStaleNodesStatement :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'statement'
+  AND heartbeat_at < now() - $1::bigint * interval '1 microsecond'
+`
+
+// ForgetStaleNodesStatement deletes the rows of queue statement's nodes whose
+// last heartbeat is older than @older_than_us microseconds: nodes killed that
+// long ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesStatement(ctx context.Context, olderThanUs int64) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetStaleNodesStatement, olderThanUs)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const getStatement = `-- name: GetStatement :one
 SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM statement_queue
 WHERE id = $1

@@ -185,6 +185,19 @@ SET concurrency = EXCLUDED.concurrency,
 DELETE FROM queuegen_nodes
 WHERE node = @node AND queue = 'report';
 
+-- name: ForgetStaleNodesReport :execrows
+-- ForgetStaleNodesReport deletes the rows of queue report's nodes whose last
+-- heartbeat is older than @older_than_us microseconds: nodes killed that long
+-- ago (a node that stops gracefully deletes its own row), which would
+-- otherwise be listed as stale for ever. A node that was only stalled records
+-- itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+-- refreshed loses nothing, and concurrent maintainers deleting the same rows
+-- each delete what is left. The table holds a row per node and queue, so the
+-- scan is small.
+DELETE FROM queuegen_nodes
+WHERE queue = 'report'
+  AND heartbeat_at < now() - sqlc.arg('older_than_us')::bigint * interval '1 microsecond';
+
 -- name: PausedReport :one
 -- PausedReport reads whether the queue is paused; workers read it about once
 -- a second, so a pause reaches every node within that.

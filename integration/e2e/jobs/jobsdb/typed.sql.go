@@ -540,6 +540,28 @@ func (q *Queries) ForgetNodeTyped(ctx context.Context, node string) (int64, erro
 	return result.RowsAffected(), nil
 }
 
+const forgetStaleNodesTyped = `-- name: ForgetStaleNodesTyped :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'typed'
+  AND heartbeat_at < now() - $1::bigint * interval '1 microsecond'
+`
+
+// ForgetStaleNodesTyped deletes the rows of queue typed's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesTyped(ctx context.Context, olderThanUs int64) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetStaleNodesTyped, olderThanUs)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const getTyped = `-- name: GetTyped :one
 SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, c_text_array, c_int_array, n_text, n_integer, n_boolean, n_double, n_timestamptz, n_date, n_uuid, n_bytea, n_text_array, d_count FROM typed_queue
 WHERE id = $1

@@ -386,6 +386,13 @@ func (q *EventQueue) ForgetNode(ctx context.Context, node string) error {
 	return err
 }
 
+// ForgetStaleNodes deletes the rows of the queue's nodes whose last
+// heartbeat is older than d (nodes killed that long ago) and returns how
+// many; a Maintainer calls it.
+func (q *EventQueue) ForgetStaleNodes(ctx context.Context, d time.Duration) (int64, error) {
+	return q.q.ForgetStaleNodesEvent(ctx, d.Microseconds())
+}
+
 // Depth counts the jobs due now. It reads every due job's entry of the
 // claim index, so its cost grows with the backlog (about a second at ten
 // million); DepthAtMost does not.

@@ -629,6 +629,28 @@ func (q *Queries) ForgetNodeEmail(ctx context.Context, node string) (int64, erro
 	return result.RowsAffected()
 }
 
+const ForgetStaleNodesEmail = `-- name: ForgetStaleNodesEmail :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'email'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesEmail deletes the rows of queue email's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesEmail(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesEmail, olderThanUs)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const GetEmail = `-- name: GetEmail :one
 SELECT email_queue.id, email_queue.state, email_queue.attempt, email_queue.max_attempts, email_queue.priority, email_queue.run_after, email_queue.created_at, email_queue.attempted_at, email_queue.finished_at, email_queue.locked_by, email_queue.locked_until, email_queue.errors, email_queue.unique_key, email_queue.unique_active, email_queue.tenant_id, email_queue.region, email_queue.recipient, email_queue.subject, email_queue.body, email_queue.attachment, email_queue.sent_on, email_queue.amount, email_queue.ratio, email_queue.weight, email_queue.urgent, email_queue.ref, email_queue.queued_at, email_queue.meta, email_queue.small, ratio * 1e0 AS exact_ratio
 FROM email_queue

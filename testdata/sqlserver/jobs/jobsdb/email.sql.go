@@ -993,6 +993,30 @@ func (q *Queries) ForgetNodeEmail(ctx context.Context, node string) (int64, erro
 	return result.RowsAffected()
 }
 
+const forgetStaleNodesEmail = `-- name: ForgetStaleNodesEmail :execrows
+DELETE FROM queues.queuegen_nodes
+WHERE queue = N'email'
+  AND heartbeat_at < DATEADD(second, -(@older_than_us / 1000000), SYSUTCDATETIME());
+`
+
+// ForgetStaleNodesEmail deletes the rows of queue email's nodes whose last
+// heartbeat is older than @older_than_us microseconds (counted in whole
+// seconds): nodes killed that long ago (a node that stops gracefully deletes
+// its own row), which would otherwise be listed as stale for ever. A node
+// that was only stalled records itself anew at its next beat (BeatNode
+// upserts), so a row deleted as it is refreshed loses nothing, and concurrent
+// maintainers deleting the same rows each delete what is left. The table
+// holds a row per node and queue, so the scan is small.
+func (q *Queries) ForgetStaleNodesEmail(ctx context.Context, olderThanUs int64) (int64, error) {
+	result, err := q.db.ExecContext(ctx, forgetStaleNodesEmail,
+		sql.Named("older_than_us", olderThanUs),
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const pausedEmail = `-- name: PausedEmail :one
 SELECT paused FROM queues.queuegen_queues
 WHERE name = N'email';

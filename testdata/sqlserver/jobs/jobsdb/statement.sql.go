@@ -527,6 +527,30 @@ func (q *Queries) ForgetNodeStatement(ctx context.Context, node string) (int64, 
 	return result.RowsAffected()
 }
 
+const forgetStaleNodesStatement = `-- name: ForgetStaleNodesStatement :execrows
+DELETE FROM queues.queuegen_nodes
+WHERE queue = N'statement'
+  AND heartbeat_at < DATEADD(second, -(@older_than_us / 1000000), SYSUTCDATETIME());
+`
+
+// ForgetStaleNodesStatement deletes the rows of queue statement's nodes whose
+// last heartbeat is older than @older_than_us microseconds (counted in whole
+// seconds): nodes killed that long ago (a node that stops gracefully deletes
+// its own row), which would otherwise be listed as stale for ever. A node
+// that was only stalled records itself anew at its next beat (BeatNode
+// upserts), so a row deleted as it is refreshed loses nothing, and concurrent
+// maintainers deleting the same rows each delete what is left. The table
+// holds a row per node and queue, so the scan is small.
+func (q *Queries) ForgetStaleNodesStatement(ctx context.Context, olderThanUs int64) (int64, error) {
+	result, err := q.db.ExecContext(ctx, forgetStaleNodesStatement,
+		sql.Named("older_than_us", olderThanUs),
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const pausedStatement = `-- name: PausedStatement :one
 SELECT paused FROM queues.queuegen_queues
 WHERE name = N'statement';

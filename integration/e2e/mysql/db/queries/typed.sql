@@ -357,6 +357,19 @@ ON DUPLICATE KEY UPDATE
 DELETE FROM queuegen_nodes
 WHERE node = sqlc.arg(node) AND queue = 'typed';
 
+-- name: ForgetStaleNodesTyped :execrows
+-- ForgetStaleNodesTyped deletes the rows of queue typed's nodes whose last
+-- heartbeat is older than @older_than_us microseconds: nodes killed that long
+-- ago (a node that stops gracefully deletes its own row), which would
+-- otherwise be listed as stale for ever. A node that was only stalled records
+-- itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+-- refreshed loses nothing, and concurrent maintainers deleting the same rows
+-- each delete what is left. The table holds a row per node and queue, so the
+-- scan is small.
+DELETE FROM queuegen_nodes
+WHERE queue = 'typed'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL sqlc.arg(older_than_us) MICROSECOND;
+
 -- name: PausedTyped :one
 -- PausedTyped reads whether the queue is paused; workers read it about once a
 -- second, so a pause reaches every node within that.

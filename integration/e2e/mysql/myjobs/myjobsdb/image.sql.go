@@ -603,6 +603,28 @@ func (q *Queries) ForgetNodeImage(ctx context.Context, node string) (int64, erro
 	return result.RowsAffected()
 }
 
+const ForgetStaleNodesImage = `-- name: ForgetStaleNodesImage :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'image'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesImage deletes the rows of queue image's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesImage(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesImage, olderThanUs)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const GetImage = `-- name: GetImage :one
 SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta FROM image_queue
 WHERE id = ?

@@ -651,6 +651,28 @@ func (q *Queries) ForgetNodeTyped(ctx context.Context, node string) (int64, erro
 	return result.RowsAffected()
 }
 
+const ForgetStaleNodesTyped = `-- name: ForgetStaleNodesTyped :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'typed'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesTyped deletes the rows of queue typed's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesTyped(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesTyped, olderThanUs)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const GetTyped = `-- name: GetTyped :one
 SELECT typed_queue.id, typed_queue.state, typed_queue.attempt, typed_queue.max_attempts, typed_queue.priority, typed_queue.run_after, typed_queue.created_at, typed_queue.attempted_at, typed_queue.finished_at, typed_queue.locked_by, typed_queue.locked_until, typed_queue.errors, typed_queue.unique_key, typed_queue.c_text, typed_queue.c_varchar, typed_queue.c_smallint, typed_queue.c_integer, typed_queue.c_bigint, typed_queue.c_boolean, typed_queue.c_numeric, typed_queue.c_real, typed_queue.c_double, typed_queue.c_uuid, typed_queue.c_timestamptz, typed_queue.c_date, typed_queue.c_jsonb, typed_queue.c_bytea, typed_queue.n_text, typed_queue.n_integer, typed_queue.n_boolean, typed_queue.n_real, typed_queue.n_double, typed_queue.n_numeric, typed_queue.n_timestamptz, typed_queue.n_date, typed_queue.n_uuid, typed_queue.n_jsonb, typed_queue.n_bytea, c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
 FROM typed_queue

@@ -334,6 +334,19 @@ WHEN NOT MATCHED THEN
 DELETE FROM queuegen_nodes
 WHERE node = @node AND queue = N'nowait';
 
+-- name: ForgetStaleNodesNowait :execrows
+-- ForgetStaleNodesNowait deletes the rows of queue nowait's nodes whose last
+-- heartbeat is older than @older_than_us microseconds (counted in whole
+-- seconds): nodes killed that long ago (a node that stops gracefully deletes
+-- its own row), which would otherwise be listed as stale for ever. A node
+-- that was only stalled records itself anew at its next beat (BeatNode
+-- upserts), so a row deleted as it is refreshed loses nothing, and concurrent
+-- maintainers deleting the same rows each delete what is left. The table
+-- holds a row per node and queue, so the scan is small.
+DELETE FROM queuegen_nodes
+WHERE queue = N'nowait'
+  AND heartbeat_at < DATEADD(second, -(@older_than_us / 1000000), SYSUTCDATETIME());
+
 -- name: PausedNowait :one
 -- PausedNowait reads whether the queue is paused; workers read it about once
 -- a second, so a pause reaches every node within that.

@@ -1033,6 +1033,30 @@ func (q *Queries) ForgetNodeTyped(ctx context.Context, node string) (int64, erro
 	return result.RowsAffected()
 }
 
+const forgetStaleNodesTyped = `-- name: ForgetStaleNodesTyped :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = N'typed'
+  AND heartbeat_at < DATEADD(second, -(@older_than_us / 1000000), SYSUTCDATETIME());
+`
+
+// ForgetStaleNodesTyped deletes the rows of queue typed's nodes whose last
+// heartbeat is older than @older_than_us microseconds (counted in whole
+// seconds): nodes killed that long ago (a node that stops gracefully deletes
+// its own row), which would otherwise be listed as stale for ever. A node
+// that was only stalled records itself anew at its next beat (BeatNode
+// upserts), so a row deleted as it is refreshed loses nothing, and concurrent
+// maintainers deleting the same rows each delete what is left. The table
+// holds a row per node and queue, so the scan is small.
+func (q *Queries) ForgetStaleNodesTyped(ctx context.Context, olderThanUs int64) (int64, error) {
+	result, err := q.db.ExecContext(ctx, forgetStaleNodesTyped,
+		sql.Named("older_than_us", olderThanUs),
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const pausedTyped = `-- name: PausedTyped :one
 SELECT paused FROM queuegen_queues
 WHERE name = N'typed';
