@@ -1,6 +1,9 @@
 package queue
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // State is where a job is in its life.
 type State string
@@ -53,6 +56,11 @@ type Job[P any] struct {
 	// error's text, with invalid UTF-8 and NUL bytes replaced and cut to
 	// 16 KiB.
 	Errors []string
+	// Failures are Errors with when and at which attempt each was
+	// recorded: one per entry of Errors, in the same order. An error
+	// recorded before the table had its failures column (a migration of
+	// queuegen 0.x adds it) has a zero At and Attempt.
+	Failures []Failure
 	// Payload is the job's typed payload.
 	Payload P
 }
@@ -69,3 +77,39 @@ type PushResult struct {
 	// job already holds it: nothing was inserted.
 	Duplicate bool
 }
+
+// Failure is one of a job's errors with when and at which attempt it was
+// recorded.
+type Failure struct {
+	// At is when the error was recorded, by the database's clock; zero
+	// when unknown (recorded before the failures column existed).
+	At time.Time
+	// Attempt is the attempt that failed (Job.Attempt then); 0 when
+	// unknown.
+	Attempt int32
+	// Error is the error's text, as in Job.Errors, less the stack where
+	// the handler panicked.
+	Error string
+	// Stack is the stack of the goroutine whose handler panicked, from
+	// the error the worker recorded for the panic; "" otherwise. The
+	// error's text and its stack are kept together and cut to 16 KiB.
+	Stack string
+}
+
+// SplitStack splits the text of an error a worker recorded for a
+// panicking handler ("panic: " and the value, then the goroutine's stack)
+// into the message and the stack; other text is all message.
+func SplitStack(text string) (message, stack string) {
+	if !strings.HasPrefix(text, panicPrefix) {
+		return text, ""
+	}
+	i := strings.Index(text, "\ngoroutine ")
+	if i < 0 {
+		return text, ""
+	}
+	return text[:i], text[i+1:]
+}
+
+// panicPrefix begins the error a worker records for a panicking handler
+// (see recovered): the panic's value follows, then the stack.
+const panicPrefix = "panic: "

@@ -127,7 +127,7 @@ func (e *TimeoutError) Error() string { return fmt.Sprintf("job timed out after 
 func recovered(f func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+			err = fmt.Errorf("%s%v\n%s", panicPrefix, p, debug.Stack())
 		}
 	}()
 	return f()

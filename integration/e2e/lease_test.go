@@ -209,6 +209,7 @@ func TestLeaseFailBackoffAndDead(t *testing.T) {
 		if diff := cmp.Diff([]string{"boom 1", "boom 2"}, dead.Errors); diff != "" || dead.State != queue.StateDead || dead.LockedBy != "" {
 			t.Errorf("dead job = %+v; errors (-want +got):\n%s", dead, diff)
 		}
+		failedAt(t, dead, 1, 2)
 		if got, _ := q.Claim(ctx, "n", 1, queue.ClaimAt(time.Now().Add(time.Hour))); len(got) != 0 {
 			t.Errorf("a dead job was claimed")
 		}
@@ -337,6 +338,8 @@ func TestLeaseReleaseNodeAndReap(t *testing.T) {
 		}
 		if got, _ := q.Get(ctx, crashed[1].ID); got.State != queue.StateDead || len(got.Errors) != 1 || got.Errors[0] != "its node restarted during its last attempt" {
 			t.Errorf("released job on its last attempt = %+v; want dead, the restart recorded", got)
+		} else {
+			failedAt(t, got, got.Attempt)
 		}
 		// The other node's leases, once expired, are on their last attempt:
 		// claims pass them over and Reap makes them dead.
@@ -358,6 +361,7 @@ func TestLeaseReleaseNodeAndReap(t *testing.T) {
 			if got.State != queue.StateDead || len(got.Errors) != 1 {
 				t.Errorf("reaped job = %+v", got)
 			}
+			failedAt(t, got, got.Attempt)
 		}
 	})
 }
@@ -499,6 +503,7 @@ func TestLeaseBatchFailAndPushManyAt(t *testing.T) {
 			if diff := cmp.Diff(want, stored.Errors); diff != "" {
 				t.Errorf("job %d errors (-want +got):\n%s", i, diff)
 			}
+			failedAt(t, stored, stored.Attempt)
 			if i < 2 {
 				if d := time.Until(stored.RunAfter); d < delays[i]-5*time.Second || d > delays[i]+5*time.Second {
 					t.Errorf("job %d retried in %v, want %v", i, d, delays[i])

@@ -120,6 +120,7 @@ func txFailDeadAndBatch[Tx any](t *testing.T, e *engine, x *txEngine[Tx]) {
 	if dead.State != queue.StateDead || len(dead.Errors) != 2 {
 		t.Errorf("dead job = %+v; want both errors kept", dead)
 	}
+	failedAt(t, dead)
 	snoozed, _ := q.Get(ctx, got[2].ID)
 	if snoozed.State != queue.StateAvailable || snoozed.MaxAttempts != 3 {
 		t.Errorf("snoozed job = %+v; want available with max_attempts 3", snoozed)

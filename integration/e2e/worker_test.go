@@ -203,6 +203,13 @@ func TestWorkerOutcomes(t *testing.T) {
 		}
 		if j := get("panic"); j.State != queue.StateAvailable || !strings.Contains(j.Errors[0], "panic: assignment to entry in nil map") || !strings.Contains(j.Errors[0], "goroutine") {
 			t.Errorf("panicking job = %+v; want failed with the panic and its stack", j)
+		} else if f := j.Failures[0]; f.Error != "panic: assignment to entry in nil map" || !strings.HasPrefix(f.Stack, "goroutine ") {
+			t.Errorf("panicking job's failure = %q, stack %.40q; want the panic's message and its stack apart", f.Error, f.Stack)
+		} else {
+			failedAt(t, j, 1)
+		}
+		for _, name := range []string{"fail", "last", "retryat", "discard", "garbled"} {
+			failedAt(t, get(name), 1)
 		}
 		if j := get("someday"); j.State != queue.StateAvailable || !j.RunAfter.Equal(time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)) {
 			t.Errorf("job retried at year 12000 = %+v; want available, due at the end of year 9999", j)

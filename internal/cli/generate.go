@@ -83,8 +83,26 @@ func runGenerate(c *invocation) error {
 	if slices.ContainsFunc(changes, func(ch generate.Change) bool { return ch.Kind == "empty" }) {
 		fmt.Fprintln(c.stdout, "(emptied: no longer generated, but go generate has listed them and reads them; no build includes them, and the next generate removes them)")
 	}
-	fmt.Fprintf(c.stdout, "%s of %s changed\n", plural(len(changes), "file"), plural(len(out.Files), "generated file"))
+	fmt.Fprintln(c.stdout, changeSummary(changes, len(out.Files)))
 	return nil
+}
+
+// changeSummary counts what generate changed: the generated files it
+// wrote, of all it generates, and apart from them the files it no longer
+// generates, removed or emptied ("9 files of 16 generated files changed;
+// 8 no longer generated"), so a count never exceeds the total.
+func changeSummary(changes []generate.Change, generated int) string {
+	gone := 0
+	for _, ch := range changes {
+		if ch.Kind == "remove" || ch.Kind == "empty" {
+			gone++
+		}
+	}
+	summary := fmt.Sprintf("%s of %s changed", plural(len(changes)-gone, "file"), plural(generated, "generated file"))
+	if gone > 0 {
+		summary += fmt.Sprintf("; %d no longer generated", gone)
+	}
+	return summary
 }
 
 func runCheck(c *invocation) error {

@@ -151,7 +151,7 @@ func runStats(c *invocation) error {
 		return c.printJSON(stats)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRETRYING\tRUNNING\tEXPIRED\tSUCCEEDED\tDEAD\tOLDEST READY\tCLAIMS/S (1m)\t")
+	fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tRETRYING\tRUNNING\tEXPIRED\tSUCCEEDED\tDEAD\tOLDEST READY\tCLAIMS/S (1m)\tFAILED (1h)\t")
 	estimated := false
 	for _, s := range stats {
 		name := s.Queue
@@ -175,12 +175,13 @@ func runStats(c *invocation) error {
 				oldest = "?"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, count(s.Ready), count(s.Scheduled), count(s.Retrying), count(s.Running), count(s.Expired),
-			count(s.Succeeded), count(s.Dead), oldest, claims)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, count(s.Ready), count(s.Scheduled), count(s.Retrying), count(s.Running), count(s.Expired),
+			count(s.Succeeded), count(s.Dead), oldest, claims, s.Hour())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintln(c.stdout, "FAILED (1h): errors recorded in the last hour ÷ (those + jobs succeeded in it), where succeeded jobs are kept (else the count alone; - not measured)")
 	if estimated {
 		fmt.Fprintf(c.stdout, "≈: the planner's estimates, for tables too large to count within %s (--exact counts them; ? and - were not measured)\n", *budget)
 	}
@@ -343,9 +344,23 @@ func printJob(c *invocation, q ops.Queue, j ops.Job) error {
 		payload.Write(j.Payload)
 	}
 	fmt.Fprintf(w, "  payload       %s\n", payload.String())
+	// Each error with its time and attempt, where recorded (errors from
+	// before the failures column have none), the stack of a panic after
+	// its message.
 	fmt.Fprintf(w, "  errors        %d\n", len(j.Errors))
-	for i, e := range j.Errors {
-		fmt.Fprintf(w, "    attempt %d: %s\n", i+1, strings.ReplaceAll(shown(e), "\n", "\n      "))
+	for i, f := range j.Failures {
+		when := "time unknown"
+		if f.At != nil {
+			when = at(f.At)
+		}
+		if f.Attempt != nil {
+			when += fmt.Sprintf(", attempt %d", *f.Attempt)
+		}
+		text := f.Error
+		if f.Stack != "" {
+			text += "\n" + f.Stack
+		}
+		fmt.Fprintf(w, "    %d (%s): %s\n", i+1, when, strings.ReplaceAll(shown(text), "\n", "\n      "))
 	}
 	return nil
 }

@@ -39,3 +39,8 @@ func Wrap(prefix, text string, width int) []string {
 	}
 	return append(lines, line)
 }
+
+// FailuresComment is the comment of every engine's failures column, the
+// bookkeeping beside errors: one object per error recorded since the
+// column exists, appended by the statement that appends the error.
+const FailuresComment = "when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none"

@@ -19,7 +19,8 @@ import (
 // within a time budget, and otherwise, for a table too large to count in
 // that time, the query planner's estimates from the table's statistics,
 // marked Estimated. Either way it costs at most the budget and a few
-// catalog reads, however large the table grows.
+// catalog reads, however large the table grows; where it counted
+// exactly, the last hour's failures (Hour) take at most the budget again.
 type Glance struct {
 	Queue Queue
 	// Counts are by state, as Stats partitions them, in the order of
@@ -31,16 +32,31 @@ type Glance struct {
 	// OldestKnown is false, finding it took longer than the budget.
 	OldestAge   time.Duration
 	OldestKnown bool
+	// Hour is how the queue's attempts ended over the last hour, counted
+	// within the budget too (Hour.Known is false past it); HourProblem is
+	// why counting it failed, if it did.
+	Hour        Hour
+	HourProblem string
 }
 
 // GlanceStates are the states of Glance.Counts, in order.
 var GlanceStates = [7]string{"available", "scheduled", "retrying", "running", "expired", "succeeded", "dead"}
 
-// Glance reads q's counts within about budget (see Glance).
+// Glance reads q's counts within about budget (see Glance), and, where
+// it counted them exactly, the last hour's failures within as much again.
 func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glance, error) {
 	s, err := c.statsWithin(ctx, q, budget)
 	g := Glance{Queue: q, Counts: [7]int64{s.Ready, s.Scheduled, s.Retrying, s.Running, s.Expired, s.Succeeded, s.Dead},
 		Estimated: s.Estimated, OldestAge: time.Duration(s.OldestAge * float64(time.Second)), OldestKnown: !s.OldestUnknown}
+	if err == nil && !s.Estimated {
+		// The hour reads the table as the exact counts do: only where
+		// they could, within the budget. Its failure is the hour's
+		// alone: the counts stand.
+		var herr error
+		if g.Hour, herr = c.lastHour(ctx, q, budget); herr != nil {
+			g.HourProblem = herr.Error()
+		}
+	}
 	return g, err
 }
 
@@ -48,7 +64,15 @@ func (c *Conn) Glance(ctx context.Context, q Queue, budget time.Duration) (Glanc
 // counted exactly where Glance can within budget, and otherwise its
 // Stats hold the planner's estimates, marked Estimated (see Stats).
 func (c *Conn) QueueStatsWithin(ctx context.Context, budget time.Duration) ([]Stats, error) {
-	return c.eachQueue(ctx, func(q Queue) (Stats, error) { return c.statsWithin(ctx, q, budget) })
+	return c.eachQueue(ctx, func(q Queue) (Stats, error) {
+		s, err := c.statsWithin(ctx, q, budget)
+		if err != nil || s.Estimated { // the hour reads what the counts could not
+			return s, err
+		}
+		h, err := c.lastHour(ctx, q, budget)
+		s.setHour(h)
+		return s, queueErr(q, err)
+	})
 }
 
 // statsWithin is q's Stats, counted exactly (with the claims per second)
@@ -60,7 +84,7 @@ func (c *Conn) statsWithin(ctx context.Context, q Queue, budget time.Duration) (
 	if err != nil {
 		return s, err
 	}
-	if float64(rows) <= budget.Seconds()*countRate {
+	if Countable(rows, budget) {
 		exact, err := c.b.statsWithin(ctx, q, budget, &s)
 		if err != nil || exact {
 			return s, queueErr(q, err)
@@ -93,6 +117,13 @@ func queueErr(q Queue, err error) error {
 // lets it count is estimated without trying, so that a glance at a large
 // table costs a few catalog reads and not the budget as well.
 const countRate = 2_000_000
+
+// Countable reports whether one statement counts rows rows, about, within
+// budget: beyond that, a caller shows the planner's estimate without
+// trying a count it would lose.
+func Countable(rows int64, budget time.Duration) bool {
+	return float64(rows) <= budget.Seconds()*countRate
+}
 
 // pgTimedOut reports a statement cancelled by statement_timeout (and not
 // by ctx, which pgx cancels the same way).

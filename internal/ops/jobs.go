@@ -40,6 +40,11 @@ type Job struct {
 	Held bool `json:"held"`
 	// Errors are the failed attempts' errors, oldest first.
 	Errors []string `json:"errors"`
+	// Failures are Errors with when and at which attempt each was
+	// recorded (unknown for errors recorded before the table had its
+	// failures column), and the stack split off a panic's: one per error,
+	// in the same order.
+	Failures []Failure `json:"failures"`
 	// Payload holds the job's payload columns by name (a JSON payload is
 	// its column's document), as PostgreSQL's to_jsonb renders them: keys
 	// shortest first, then in byte order (in nested documents too). On
@@ -53,7 +58,7 @@ type Job struct {
 // bookkeeping are the columns every queue table has; the others are the
 // payload.
 var bookkeeping = []string{"id", "state", "attempt", "max_attempts", "priority", "run_after", "created_at",
-	"attempted_at", "finished_at", "locked_by", "locked_until", "errors", "unique_key"}
+	"attempted_at", "finished_at", "locked_by", "locked_until", "errors", "failures", "unique_key"}
 
 // Filter selects jobs: one id, or every job in a state, narrowed by the
 // optional fields below. States are available (due now), scheduled (not
@@ -232,6 +237,9 @@ func (c *Conn) Jobs(ctx context.Context, q Queue, f Filter, before int64, limit 
 	for i := range jobs {
 		if jobs[i].Errors == nil {
 			jobs[i].Errors = []string{}
+		}
+		if jobs[i].Failures == nil {
+			jobs[i].Failures = failuresOf(jobs[i].Errors, nil)
 		}
 		jobs[i].RowState = jobs[i].State
 		if jobs[i].Held {

@@ -49,11 +49,15 @@ func (m *myBackend) begin(ctx context.Context, q Queue) (batch, error) {
 	if err != nil {
 		return nil, err
 	}
+	cols, err := m.columns(ctx, q)
+	if err != nil {
+		return nil, err
+	}
 	tx, err := m.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, err
 	}
-	return &myBatch{m: m, tx: tx, q: q, table: t}, nil
+	return &myBatch{m: m, tx: tx, q: q, table: t, failures: slices.Contains(cols, "failures")}, nil
 }
 
 // retryable: a deadlock (1213) or a serialization failure (SQLSTATE
@@ -74,6 +78,9 @@ type myBatch struct {
 	tx    *sql.Tx
 	q     Queue
 	table string
+	// failures: the table has its failures column (its migration is
+	// applied), where a cancel records its time and attempt.
+	failures bool
 }
 
 func (b *myBatch) lock(ctx context.Context, ids []int64, action Action) ([]candidate, error) {
@@ -133,7 +140,16 @@ func (b *myBatch) change(ctx context.Context, action Action, ids []int64) ([]int
 		stmt = "UPDATE " + b.table + ` SET state = 'available', run_after = UTC_TIMESTAMP(6), finished_at = NULL,
     locked_by = NULL, locked_until = NULL, max_attempts = GREATEST(max_attempts, attempt + 1)` + in
 	case Cancel:
-		stmt = "UPDATE " + b.table + ` SET state = 'dead', finished_at = UTC_TIMESTAMP(6), locked_by = NULL, locked_until = NULL,
+		// The cancel's error goes with its time and attempt, in the same
+		// row update, as the runtime's failures do (see the queries'
+		// failure part): failures is assigned before errors, so it reads
+		// the index the error takes.
+		failures := ""
+		if b.failures {
+			failures = `
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),`
+		}
+		stmt = "UPDATE " + b.table + ` SET state = 'dead', finished_at = UTC_TIMESTAMP(6), locked_by = NULL, locked_until = NULL,` + failures + `
     errors = JSON_ARRAY_APPEND(errors, '$', ?)` + in
 		args = append([]any{cancelled}, args...)
 	case Purge:

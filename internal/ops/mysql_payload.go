@@ -32,24 +32,26 @@ const (
 	kindBytes
 )
 
-// payloadColumns reads q's payload columns from the catalog: every column
-// but the bookkeeping ones (unique_active among them), keyed as
-// PostgreSQL's jsonb orders keys, shortest first, then in byte order.
-func (m *myBackend) payloadColumns(ctx context.Context, q Queue) ([]myColumn, error) {
+// payloadColumns reads q's payload columns from the catalog: every
+// column but the bookkeeping ones (unique_active among them), keyed as
+// PostgreSQL's jsonb orders keys, shortest first, then in byte order;
+// and whether the table has the failures column (one whose migration
+// adding it is not yet applied has not).
+func (m *myBackend) payloadColumns(ctx context.Context, q Queue) (cols []myColumn, failures bool, err error) {
 	rows, err := m.db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE FROM information_schema.COLUMNS
 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, q.Table)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer rows.Close()
-	var cols []myColumn
 	longtext, found := false, false
 	for rows.Next() {
 		var name, dataType, columnType string
 		if err := rows.Scan(&name, &dataType, &columnType); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		found = true
+		failures = failures || name == "failures"
 		if slices.Contains(bookkeeping, name) || name == "unique_active" {
 			continue
 		}
@@ -76,17 +78,17 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, q
 		cols = append(cols, myColumn{name: name, kind: kind})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !found {
-		return nil, fmt.Errorf("queue %s: no table %s in database %s", q.Name, q.Table, m.database)
+		return nil, false, fmt.Errorf("queue %s: no table %s in database %s", q.Name, q.Table, m.database)
 	}
 	if longtext {
 		// MariaDB's JSON is LONGTEXT with a json_valid check named after
 		// the column.
 		json, err := m.mariaDBJSON(ctx, q.Table)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for i := range cols {
 			if json[cols[i].name] {
@@ -97,7 +99,7 @@ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, q
 	slices.SortStableFunc(cols, func(a, b myColumn) int {
 		return cmp.Or(cmp.Compare(len(a.name), len(b.name)), strings.Compare(a.name, b.name))
 	})
-	return cols, nil
+	return cols, failures, nil
 }
 
 // mariaDBJSON names the JSON columns of a table on MariaDB (none on

@@ -109,7 +109,7 @@ func (m *myBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 	if err != nil {
 		return nil, err
 	}
-	cols, err := m.payloadColumns(ctx, q)
+	cols, failures, err := m.payloadColumns(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (m *myBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 			return nil, err
 		}
 		where, args := myWhere(f, held)
-		jobs, err := m.page(ctx, t, cols, where, args, before, limit)
+		jobs, err := m.page(ctx, t, cols, failures, where, args, before, limit)
 		for i := range jobs {
 			if slices.Contains(held, jobs[i].ID) {
 				jobs[i].State, jobs[i].Held = "running", true
@@ -138,7 +138,7 @@ func (m *myBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 	jobs := []Job{}
 	for len(jobs) < limit {
 		want := limit - len(jobs)
-		page, err := m.page(ctx, t, cols, where, args, before, want)
+		page, err := m.page(ctx, t, cols, failures, where, args, before, want)
 		if err != nil {
 			return nil, err
 		}
@@ -170,20 +170,25 @@ func (m *myBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 }
 
 // page reads up to limit jobs of table t matching where, newest first,
-// with ids below before when it is > 0.
-func (m *myBackend) page(ctx context.Context, t string, cols []myColumn, where string, args []any, before int64, limit int) ([]Job, error) {
+// with ids below before when it is > 0; failures says whether t has the
+// failures column (a table not yet migrated has not).
+func (m *myBackend) page(ctx context.Context, t string, cols []myColumn, failures bool, where string, args []any, before int64, limit int) ([]Job, error) {
 	args = slices.Clone(args)
 	if before > 0 {
 		where += " AND id < ?"
 		args = append(args, before)
 	}
 	args = append(args, limit)
+	failuresColumn := "NULL"
+	if failures {
+		failuresColumn = "failures"
+	}
 	var sel strings.Builder
 	for _, c := range cols {
 		sel.WriteString(", " + quoteColumn(c.name))
 	}
 	rows, err := m.db.QueryContext(ctx, `SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at,
-    finished_at, locked_by, locked_until, unique_key, errors`+sel.String()+`
+    finished_at, locked_by, locked_until, unique_key, errors, `+failuresColumn+sel.String()+`
 FROM `+t+` WHERE `+where+` ORDER BY id DESC LIMIT ?`, args...)
 	if err != nil {
 		return nil, err
@@ -192,10 +197,10 @@ FROM `+t+` WHERE `+where+` ORDER BY id DESC LIMIT ?`, args...)
 	var jobs []Job
 	for rows.Next() {
 		var j Job
-		var errs []byte
+		var errs, fails []byte
 		values := make([]any, len(cols))
 		dest := []any{&j.ID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Priority, &j.RunAfter, &j.CreatedAt, &j.AttemptedAt,
-			&j.FinishedAt, &j.LockedBy, &j.LockedUntil, &j.UniqueKey, &errs}
+			&j.FinishedAt, &j.LockedBy, &j.LockedUntil, &j.UniqueKey, &errs, &fails}
 		for i := range values {
 			dest = append(dest, &values[i])
 		}
@@ -205,6 +210,7 @@ FROM `+t+` WHERE `+where+` ORDER BY id DESC LIMIT ?`, args...)
 		if j.Errors, err = errorList(errs); err != nil {
 			return nil, fmt.Errorf("job %d: errors: %w", j.ID, err)
 		}
+		j.Failures = failuresOf(j.Errors, fails)
 		if j.Payload, err = payloadJSON(cols, values); err != nil {
 			return nil, fmt.Errorf("job %d: payload: %w", j.ID, err)
 		}

@@ -95,6 +95,11 @@ type backend interface {
 	// statsWithin is stats within a time budget; exact is false when it
 	// ran out.
 	statsWithin(ctx context.Context, q Queue, budget time.Duration, s *Stats) (exact bool, err error)
+	// lastHour counts the errors recorded in q's last hour and the jobs
+	// that succeeded in it, in its table and its archive, and whether it
+	// keeps succeeded jobs, within budget (known is false when it ran
+	// out); q's table has the failures column.
+	lastHour(ctx context.Context, q Queue, budget time.Duration) (h Hour, known bool, err error)
 	// oldestWithin finds the age of q's oldest due job within budget;
 	// known is false when it ran out.
 	oldestWithin(ctx context.Context, q Queue, budget time.Duration) (age time.Duration, known bool, err error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -177,6 +178,9 @@ func (p *pgBackend) columns(ctx context.Context, q Queue) ([]string, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
+// jobs reads failures as a key of the row's jsonb: NULL where the table
+// has no failures column yet (its migration not applied), as where the
+// column is NULL.
 func (p *pgBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, limit int) ([]Job, error) {
 	where, args := pgWhere(q, f)
 	if before > 0 {
@@ -186,14 +190,16 @@ func (p *pgBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 	args = append(args, bookkeeping, limit)
 	return boundedRows(ctx, p, func(r pgx.CollectableRow) (Job, error) {
 		var j Job
+		var fails []byte
 		err := r.Scan(&j.ID, &j.State, &j.Attempt, &j.MaxAttempts, &j.Priority, &j.RunAfter, &j.CreatedAt, &j.AttemptedAt,
-			&j.FinishedAt, &j.LockedBy, &j.LockedUntil, &j.UniqueKey, &j.Errors, &j.Payload, &j.Held)
+			&j.FinishedAt, &j.LockedBy, &j.LockedUntil, &j.UniqueKey, &j.Errors, &fails, &j.Payload, &j.Held)
+		j.Failures = failuresOf(j.Errors, fails)
 		if j.Held {
 			j.State = "running"
 		}
 		return j, err
 	}, fmt.Sprintf(`SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at,
-    finished_at, locked_by, locked_until, unique_key, errors, to_jsonb(job) - $%d::text[], %s
+    finished_at, locked_by, locked_until, unique_key, errors, to_jsonb(job) -> 'failures', to_jsonb(job) - $%d::text[], %s
 FROM %s AS job WHERE %s ORDER BY id DESC LIMIT $%d`, len(args)-1, pgHeld(q), p.table(q), where, len(args)), args...)
 }
 
@@ -216,6 +222,10 @@ func (p *pgBackend) now(ctx context.Context) (t time.Time, err error) {
 }
 
 func (p *pgBackend) begin(ctx context.Context, q Queue) (batch, error) {
+	cols, err := p.columns(ctx, q)
+	if err != nil {
+		return nil, err
+	}
 	tx, err := p.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -226,7 +236,7 @@ func (p *pgBackend) begin(ctx context.Context, q Queue) (batch, error) {
 		tx.Rollback(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	return &pgBatch{tx: tx, table: p.table(q)}, nil
+	return &pgBatch{tx: tx, table: p.table(q), failures: slices.Contains(cols, "failures")}, nil
 }
 
 // retryable: a deadlock (40P01) or serialization failure (40001) rolled
@@ -247,6 +257,9 @@ func (p *pgBackend) setPaused(ctx context.Context, q Queue, paused bool) error {
 type pgBatch struct {
 	tx    pgx.Tx
 	table string
+	// failures: the table has its failures column (its migration is
+	// applied), where a cancel records its time and attempt.
+	failures bool
 }
 
 func (b *pgBatch) lock(ctx context.Context, ids []int64, action Action) ([]candidate, error) {
@@ -283,8 +296,16 @@ func (b *pgBatch) change(ctx context.Context, action Action, ids []int64) ([]int
     locked_by = NULL, locked_until = NULL, max_attempts = greatest(max_attempts, attempt + 1)
 WHERE id = ANY($1::bigint[]) RETURNING id`
 	case Cancel:
+		// The cancel's error goes with its time and attempt, in the same
+		// row update, as the runtime's failures do (see the queries'
+		// failure part): the object names its error by its index.
+		failures := ""
+		if b.failures {
+			failures = `,
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors)))`
+		}
 		sql = `UPDATE %s SET state = 'dead', finished_at = now(), locked_by = NULL, locked_until = NULL,
-    errors = array_append(errors, 'cancelled by an operator')
+    errors = array_append(errors, 'cancelled by an operator')` + failures + `
 WHERE id = ANY($1::bigint[]) RETURNING id`
 	case Purge:
 		sql = `DELETE FROM %s WHERE id = ANY($1::bigint[]) RETURNING id`

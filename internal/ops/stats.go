@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 )
 
 // Stats are one queue's counts. The states partition the jobs: ready,
@@ -49,6 +50,16 @@ type Stats struct {
 	// took longer than a fifth of the budget (OldestAge is 0).
 	Estimated     bool `json:"estimated"`
 	OldestUnknown bool `json:"oldest_unknown"`
+	// FailuresLastHour counts the errors recorded in the last hour (see
+	// Hour); SucceededLastHour the jobs that succeeded in it, where the
+	// database keeps succeeded jobs; FailureRate is the one over both
+	// (failures ÷ (failures + succeeded)). Each is null where it cannot
+	// be said: not measured (a table without its failures column, a
+	// base table's row, or counting out of budget), no succeeded jobs
+	// kept to count (on_success: delete), no attempt ended in the hour.
+	FailuresLastHour  *int64   `json:"failures_last_hour"`
+	SucceededLastHour *int64   `json:"succeeded_last_hour"`
+	FailureRate       *float64 `json:"failure_rate_last_hour"`
 }
 
 // MarshalJSON writes every key, always: queue, or base_table for the row
@@ -72,9 +83,19 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 func (c *Conn) QueueStats(ctx context.Context) ([]Stats, error) {
 	return c.eachQueue(ctx, func(q Queue) (Stats, error) {
 		s := Stats{Queue: q.Name, Paused: q.Paused}
-		return s, queueErr(q, c.b.stats(ctx, q, &s))
+		if err := c.b.stats(ctx, q, &s); err != nil {
+			return s, queueErr(q, err)
+		}
+		h, err := c.lastHour(ctx, q, hourBudget)
+		s.setHour(h)
+		return s, queueErr(q, err)
 	})
 }
+
+// hourBudget bounds the count of a queue's last hour in stats: it reads
+// the jobs with failures, and a table that keeps millions of dead jobs
+// could take long; past it the hour is left unsaid.
+const hourBudget = 5 * time.Second
 
 // eachQueue is the Stats stats reads of every registered queue, in the
 // registry's order.

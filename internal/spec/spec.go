@@ -401,7 +401,7 @@ type Pos struct {
 var QueueColumns = []string{
 	"id", "state", "attempt", "max_attempts", "priority", "run_after",
 	"created_at", "attempted_at", "finished_at", "locked_by", "locked_until",
-	"errors", "unique_key",
+	"errors", "failures", "unique_key",
 }
 
 // QueryParams are the names the generated queries use for their own

@@ -419,6 +419,7 @@ func (q *StatementQueue) job(r jobsdb.StatementRow) (*queue.Job[StatementPayload
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.NullJSONBytes(r.Failures))
 	if err := json.Unmarshal(r.Payload, &job.Payload); err != nil {
 		return job, err
 	}

@@ -421,6 +421,7 @@ func (q *ReceiptQueue) job(r jobsdb.ReceiptRow) *queue.Job[ReceiptPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -402,6 +402,7 @@ func (q *StatementQueue) job(r jobsdb.StatementRow) (*queue.Job[StatementPayload
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	if err := json.Unmarshal(r.Payload, &job.Payload); err != nil {
 		return job, err
 	}

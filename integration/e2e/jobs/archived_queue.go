@@ -433,6 +433,7 @@ func (q *ArchivedQueue) job(r jobsdb.ArchivedRow) *queue.Job[ArchivedPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -411,6 +411,7 @@ func (q *CappedQueue) job(r jobsdb.CappedRow) *queue.Job[CappedPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

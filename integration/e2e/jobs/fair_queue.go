@@ -406,6 +406,7 @@ func (q *FairQueue) job(r jobsdb.FairRow) *queue.Job[FairPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

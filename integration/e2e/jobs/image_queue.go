@@ -491,6 +491,7 @@ func (q *ImageQueue) job(r jobsdb.ImageRow) *queue.Job[ImagePayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -360,6 +360,7 @@ func (q *InvoiceQueue) job(r jobsdb.InvoiceRow) *queue.Job[InvoicePayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -403,6 +403,7 @@ func (q *NowaitQueue) job(r jobsdb.NowaitRow) (*queue.Job[payload.Task], error) 
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	if err := json.Unmarshal(r.Payload, &job.Payload); err != nil {
 		return job, err
 	}

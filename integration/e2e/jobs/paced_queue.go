@@ -411,6 +411,7 @@ func (q *PacedQueue) job(r jobsdb.PacedRow) *queue.Job[PacedPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -440,6 +440,7 @@ func (q *TaskQueue) job(r jobsdb.TaskRow) (*queue.Job[payload.Task], error) {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	if err := json.Unmarshal(r.Payload, &job.Payload); err != nil {
 		return job, err
 	}

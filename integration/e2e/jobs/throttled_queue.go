@@ -416,6 +416,7 @@ func (q *ThrottledQueue) job(r jobsdb.ThrottledRow) *queue.Job[ThrottledPayload]
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

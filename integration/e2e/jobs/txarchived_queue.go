@@ -373,6 +373,7 @@ func (q *TxarchivedQueue) job(r jobsdb.TxarchivedRow) *queue.Job[TxarchivedPaylo
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -354,6 +354,7 @@ func (q *TxfairQueue) job(r jobsdb.TxfairRow) *queue.Job[TxfairPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -551,6 +551,7 @@ func (q *TypedQueue) job(r jobsdb.TypedRow) *queue.Job[TypedPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

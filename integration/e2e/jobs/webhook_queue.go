@@ -403,6 +403,7 @@ func (q *WebhookQueue) job(r jobsdb.WebhookRow) (*queue.Job[payload.Webhook], er
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	if err := json.Unmarshal(r.Body, &job.Payload); err != nil {
 		return job, err
 	}

@@ -409,6 +409,7 @@ func (q *BackloggedQueue) job(r jobsdb.BackloggedRow) *queue.Job[BackloggedPaylo
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

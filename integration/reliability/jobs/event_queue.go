@@ -409,6 +409,7 @@ func (q *EventQueue) job(r jobsdb.EventRow) (*queue.Job[EventPayload], error) {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	if err := json.Unmarshal(r.Payload, &job.Payload); err != nil {
 		return job, err
 	}

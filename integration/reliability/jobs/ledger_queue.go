@@ -349,6 +349,7 @@ func (q *LedgerQueue) job(r jobsdb.LedgerRow) *queue.Job[LedgerPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -416,6 +416,7 @@ func (q *LimitedQueue) job(r jobsdb.LimitedRow) *queue.Job[LimitedPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

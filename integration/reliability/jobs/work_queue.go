@@ -406,6 +406,7 @@ func (q *WorkQueue) job(r jobsdb.WorkRow) *queue.Job[WorkPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -430,6 +430,7 @@ func (q *BenchArchivedQueue) job(r jobsdb.BenchArchivedRow) *queue.Job[BenchArch
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -409,6 +409,7 @@ func (q *BenchBacklogQueue) job(r jobsdb.BenchBacklogRow) *queue.Job[BenchBacklo
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -406,6 +406,7 @@ func (q *BenchFairQueue) job(r jobsdb.BenchFairRow) *queue.Job[BenchFairPayload]
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -417,6 +417,7 @@ func (q *BenchKeptQueue) job(r jobsdb.BenchKeptRow) *queue.Job[BenchKeptPayload]
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -416,6 +416,7 @@ func (q *BenchLimitedQueue) job(r jobsdb.BenchLimitedRow) *queue.Job[BenchLimite
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -406,6 +406,7 @@ func (q *BenchNotifyQueue) job(r jobsdb.BenchNotifyRow) *queue.Job[BenchNotifyPa
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -406,6 +406,7 @@ func (q *BenchQueue) job(r jobsdb.BenchRow) *queue.Job[BenchPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

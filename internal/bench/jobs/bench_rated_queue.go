@@ -411,6 +411,7 @@ func (q *BenchRatedQueue) job(r jobsdb.BenchRatedRow) *queue.Job[BenchRatedPaylo
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

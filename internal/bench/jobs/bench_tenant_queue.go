@@ -406,6 +406,7 @@ func (q *BenchTenantQueue) job(r jobsdb.BenchTenantRow) *queue.Job[BenchTenantPa
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

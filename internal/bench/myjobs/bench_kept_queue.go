@@ -466,6 +466,7 @@ func (q *BenchKeptQueue) job(r myjobsdb.BenchKeptRow) *queue.Job[BenchKeptPayloa
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.NullJSONBytes(r.Failures))
 	return job
 }
 

@@ -466,6 +466,7 @@ func (q *BenchQueue) job(r myjobsdb.BenchRow) *queue.Job[BenchPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.NullJSONBytes(r.Failures))
 	return job
 }
 

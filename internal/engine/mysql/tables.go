@@ -97,6 +97,7 @@ func bookkeeping() []*catalog.Column {
 		{Name: "locked_by", Type: "VARCHAR(255)", Comment: "lease mode: the node holding the job"},
 		{Name: "locked_until", Type: "DATETIME(6)", Comment: "lease mode: when the lease expires"},
 		{Name: "errors", Type: "JSON", NotNull: true, Default: "(JSON_ARRAY())", Comment: "one string per failed attempt, oldest first"},
+		{Name: "failures", Type: "JSON", Comment: engine.FailuresComment},
 		{Name: "unique_key", Type: "VARCHAR(255)", Comment: "dedupe key among unfinished jobs"},
 	}
 }

@@ -98,6 +98,7 @@ func bookkeeping(idComment string) []*catalog.Column {
 		{Name: "locked_by", Type: "text", Comment: "lease mode: the node holding the job"},
 		{Name: "locked_until", Type: "timestamptz", Comment: "lease mode: when the lease expires"},
 		{Name: "errors", Type: "text[]", NotNull: true, Default: "'{}'", Comment: "one entry per failed attempt, oldest first"},
+		{Name: "failures", Type: "jsonb", Comment: engine.FailuresComment},
 		{Name: "unique_key", Type: "text", Comment: "dedupe key among unfinished jobs"},
 	}
 }

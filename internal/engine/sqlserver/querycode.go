@@ -60,6 +60,7 @@ var columns = map[string]gocode.Type{
 	"locked_by":    stringPtr,
 	"locked_until": timePtr,
 	"errors":       gocode.String,
+	"failures":     stringPtr,
 	"unique_key":   stringPtr,
 	"name":         gocode.String,
 	"paused":       gocode.Bool,

@@ -116,6 +116,7 @@ func bookkeeping() []*catalog.Column {
 		{Name: "locked_by", Type: "NVARCHAR(255)", Comment: "lease mode: the node holding the job"},
 		{Name: "locked_until", Type: DateTime, Comment: "lease mode: when the lease expires"},
 		{Name: "errors", Type: "NVARCHAR(MAX)", NotNull: true, Default: "N'[]'", Comment: "JSON array, one string per failed attempt"},
+		{Name: "failures", Type: "NVARCHAR(MAX)", Comment: "JSON array: " + engine.FailuresComment},
 		{Name: "unique_key", Type: "NVARCHAR(255) COLLATE Latin1_General_100_BIN2", Comment: "dedupe key, compared byte for byte"},
 	}
 }
@@ -129,7 +130,7 @@ func bookkeeping() []*catalog.Column {
 func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 	t := &catalog.Table{Name: q.Name, Comment: q.Comment}
 	t.Columns = append(bookkeeping(), q.Payload...)
-	t.Checks = []*catalog.Check{stateCheck(q.Name)}
+	t.Checks = []*catalog.Check{stateCheck(q.Name), jsonCheck(q.Name, "failures")}
 	for _, c := range q.Payload {
 		if c.JSON {
 			t.Checks = append(t.Checks, jsonCheck(q.Name, c.Name))

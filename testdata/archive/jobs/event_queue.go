@@ -439,6 +439,7 @@ func (q *EventQueue) job(r jobsdb.EventRow) *queue.Job[EventPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -382,6 +382,7 @@ func (q *LedgerQueue) job(r jobsdb.LedgerRow) (*queue.Job[LedgerPayload], error)
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	if err := json.Unmarshal(r.Payload, &job.Payload); err != nil {
 		return job, err
 	}

@@ -27,6 +27,7 @@ CREATE TABLE report_queue (
     locked_by    text,
     locked_until timestamptz,
     errors       text[]      NOT NULL DEFAULT '{}',
+    failures     jsonb,
     unique_key   text,
     payload      jsonb       NOT NULL,
     CONSTRAINT report_queue_pkey PRIMARY KEY (id),

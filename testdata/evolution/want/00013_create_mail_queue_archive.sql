@@ -25,6 +25,7 @@ CREATE TABLE mail_queue_archive (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant_id    bigint,
     address      text        NOT NULL,

@@ -13,18 +13,18 @@ WITH moved AS (
     DELETE FROM feed_queue_backlog
     RETURNING
         id, state, attempt, max_attempts, priority, run_after, created_at,
-        attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-        tenant_id, region, topic, body
+        attempted_at, finished_at, locked_by, locked_until, errors, failures,
+        unique_key, tenant_id, region, topic, body
 )
 INSERT INTO feed_queue (
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    tenant_id, region, topic, body
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, tenant_id, region, topic, body
 )
 SELECT
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    tenant_id, region, topic, body
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, tenant_id, region, topic, body
 FROM moved;
 
 DROP TABLE feed_queue_backlog;

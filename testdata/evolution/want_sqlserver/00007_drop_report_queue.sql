@@ -39,10 +39,12 @@ CREATE TABLE report_queue (
     locked_by    NVARCHAR(255),
     locked_until DATETIME2(6),
     errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',
+    failures     NVARCHAR(MAX),
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     payload      NVARCHAR(MAX)   NOT NULL,
     CONSTRAINT report_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT report_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT report_queue_failures_json_check CHECK (ISJSON(N'[' + failures + N']') = 1),
     CONSTRAINT report_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes

@@ -29,6 +29,8 @@ EXEC sp_rename N'mail_queue.email_queue_finished_idx', N'mail_queue_finished_idx
 
 EXEC sp_rename N'email_queue_state_check', N'mail_queue_state_check', N'OBJECT';
 
+EXEC sp_rename N'email_queue_failures_json_check', N'mail_queue_failures_json_check', N'OBJECT';
+
 UPDATE queuegen_queues
 SET name = N'mail', table_name = N'mail_queue', mode = 'lease'
 WHERE name = N'email';
@@ -48,6 +50,8 @@ EXEC sp_rename N'mail_queue.address', N'recipient', N'COLUMN';
 UPDATE queuegen_queues
 SET name = N'email', table_name = N'email_queue', mode = 'lease'
 WHERE name = N'mail';
+
+EXEC sp_rename N'mail_queue_failures_json_check', N'email_queue_failures_json_check', N'OBJECT';
 
 EXEC sp_rename N'mail_queue_state_check', N'email_queue_state_check', N'OBJECT';
 

@@ -31,6 +31,8 @@ EXEC sp_rename N'post_queue.mail_queue_finished_idx', N'post_queue_finished_idx'
 
 EXEC sp_rename N'mail_queue_state_check', N'post_queue_state_check', N'OBJECT';
 
+EXEC sp_rename N'mail_queue_failures_json_check', N'post_queue_failures_json_check', N'OBJECT';
+
 UPDATE queuegen_queues
 SET name = N'post', table_name = N'post_queue', mode = 'lease'
 WHERE name = N'mail';
@@ -97,6 +99,8 @@ ALTER TABLE post_queue DROP COLUMN region;
 UPDATE queuegen_queues
 SET name = N'mail', table_name = N'mail_queue', mode = 'lease'
 WHERE name = N'post';
+
+EXEC sp_rename N'post_queue_failures_json_check', N'mail_queue_failures_json_check', N'OBJECT';
 
 EXEC sp_rename N'post_queue_state_check', N'mail_queue_state_check', N'OBJECT';
 

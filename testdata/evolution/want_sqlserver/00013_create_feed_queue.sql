@@ -30,13 +30,15 @@ CREATE TABLE feed_queue (
     locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
     locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
     errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    failures     NVARCHAR(MAX),                                 -- JSON array: when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     tenant_id    BIGINT,
     region       NVARCHAR(MAX),
     topic        NVARCHAR(MAX)   NOT NULL,
     body         NVARCHAR(MAX)   NOT NULL,
     CONSTRAINT feed_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT feed_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT feed_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT feed_queue_failures_json_check CHECK (ISJSON(N'[' + failures + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).

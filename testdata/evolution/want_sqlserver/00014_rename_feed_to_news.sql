@@ -26,6 +26,8 @@ EXEC sp_rename N'news_queue.feed_queue_finished_idx', N'news_queue_finished_idx'
 
 EXEC sp_rename N'feed_queue_state_check', N'news_queue_state_check', N'OBJECT';
 
+EXEC sp_rename N'feed_queue_failures_json_check', N'news_queue_failures_json_check', N'OBJECT';
+
 UPDATE queuegen_queues
 SET name = N'news', table_name = N'news_queue', mode = 'lease'
 WHERE name = N'feed';
@@ -41,6 +43,8 @@ SET NUMERIC_ROUNDABORT OFF;
 UPDATE queuegen_queues
 SET name = N'feed', table_name = N'feed_queue', mode = 'lease'
 WHERE name = N'news';
+
+EXEC sp_rename N'news_queue_failures_json_check', N'feed_queue_failures_json_check', N'OBJECT';
 
 EXEC sp_rename N'news_queue_state_check', N'feed_queue_state_check', N'OBJECT';
 

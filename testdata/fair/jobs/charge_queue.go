@@ -354,6 +354,7 @@ func (q *ChargeQueue) job(r jobsdb.ChargeRow) *queue.Job[ChargePayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -406,6 +406,7 @@ func (q *ExportQueue) job(r jobsdb.ExportRow) *queue.Job[ExportPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

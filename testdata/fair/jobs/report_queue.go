@@ -411,6 +411,7 @@ func (q *ReportQueue) job(r jobsdb.ReportRow) *queue.Job[ReportPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -409,6 +409,7 @@ func (q *SyncQueue) job(r jobsdb.SyncRow) *queue.Job[SyncPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -416,6 +416,7 @@ func (q *WebhookQueue) job(r jobsdb.WebhookRow) *queue.Job[WebhookPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

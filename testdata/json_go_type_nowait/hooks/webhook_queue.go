@@ -414,6 +414,7 @@ func (q *WebhookQueue) job(r hooksdb.WebhookRow) (*queue.Job[mail.Address], erro
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	if err := json.Unmarshal(r.Message, &job.Payload); err != nil {
 		return job, err
 	}

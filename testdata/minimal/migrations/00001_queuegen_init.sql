@@ -60,6 +60,7 @@ CREATE TABLE base_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     CONSTRAINT base_queue_pkey PRIMARY KEY (id),
     CONSTRAINT base_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),

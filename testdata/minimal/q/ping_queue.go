@@ -401,6 +401,7 @@ func (q *PingQueue) job(r qdb.PingRow) *queue.Job[PingPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

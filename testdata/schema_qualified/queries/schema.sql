@@ -57,6 +57,7 @@ CREATE TABLE jobs.job_base (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     CONSTRAINT job_base_pkey PRIMARY KEY (id),
     CONSTRAINT job_base_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),

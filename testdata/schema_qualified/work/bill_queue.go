@@ -354,6 +354,7 @@ func (q *BillQueue) job(r workdb.BillRow) *queue.Job[BillPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -401,6 +401,7 @@ func (q *ResizeQueue) job(r workdb.ResizeRow) *queue.Job[ResizePayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -515,6 +515,7 @@ func (q *EmailQueue) job(r jobsdb.EmailRow) *queue.Job[EmailPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.JSONBytes(r.Failures))
 	return job
 }
 

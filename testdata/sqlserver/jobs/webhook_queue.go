@@ -449,6 +449,7 @@ func (q *WebhookQueue) job(r jobsdb.WebhookRow) *queue.Job[WebhookPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.JSONBytes(r.Failures))
 	return job
 }
 

@@ -404,6 +404,7 @@ func (q *ReportQueue) job(r reportsdb.ReportRow) (*queue.Job[ReportPayload], err
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	if err := json.Unmarshal(r.Payload, &job.Payload); err != nil {
 		return job, err
 	}

@@ -79,11 +79,13 @@ WHERE id IN (sqlc.slice(ids))
 
 -- name: FailStatement :execrows
 -- FailStatement records a failed attempt, fenced like CompleteStatement: the
--- error is kept, and the job is retried after @delay_us microseconds or,
--- having used its attempts, is dead. (MySQL assigns left to right: no
--- assignment reads a column an earlier one set.)
+-- error is kept, with its time and attempt in failures (see the failure
+-- part), and the job is retried after @delay_us microseconds or, having used
+-- its attempts, is dead. (MySQL assigns left to right: no assignment reads a
+-- column an earlier one set; failures reads errors before errors is set.)
 UPDATE statement_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', sqlc.arg(message)),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', sqlc.arg(message)),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL sqlc.arg(delay_us) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available')
@@ -104,10 +106,11 @@ FOR UPDATE;
 
 -- name: FailManyStatement :execrows
 -- FailManyStatement fails, in one statement, the jobs HeldStatement locked,
--- each as FailStatement would, its message and retry delay read from @batch,
--- a JSON object keyed by job id.
+-- each as FailStatement would (its error's time and attempt included), its
+-- message and retry delay read from @batch, a JSON object keyed by job id.
 UPDATE statement_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -119,7 +122,8 @@ WHERE id IN (sqlc.slice(ids))
 -- FailManyAtStatement is FailManyStatement with each job retried at a time
 -- given (a handler's RetryAt, UTC) rather than after a delay.
 UPDATE statement_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -139,10 +143,12 @@ SET state = 'available',
 WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'available';
 
 -- name: DiscardStatement :execrows
--- DiscardStatement makes a job dead at once with its error kept, whatever
--- attempts remain; fenced like CompleteStatement.
+-- DiscardStatement makes a job dead at once with its error kept (and its time
+-- and attempt, as in FailStatement), whatever attempts remain; fenced like
+-- CompleteStatement.
 UPDATE statement_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', sqlc.arg(message)),
     finished_at = UTC_TIMESTAMP(6)
 WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'available';

@@ -56,7 +56,7 @@ func (q *Queries) BeatNodeEmail(ctx context.Context, arg BeatNodeEmailParams) er
 }
 
 const ClaimDueEmail = `-- name: ClaimDueEmail :many
-SELECT email_queue.id, email_queue.state, email_queue.attempt, email_queue.max_attempts, email_queue.priority, email_queue.run_after, email_queue.created_at, email_queue.attempted_at, email_queue.finished_at, email_queue.locked_by, email_queue.locked_until, email_queue.errors, email_queue.unique_key, email_queue.unique_active, email_queue.tenant_id, email_queue.recipient, email_queue.subject, email_queue.body, UTC_TIMESTAMP(6) AS db_now
+SELECT email_queue.id, email_queue.state, email_queue.attempt, email_queue.max_attempts, email_queue.priority, email_queue.run_after, email_queue.created_at, email_queue.attempted_at, email_queue.finished_at, email_queue.locked_by, email_queue.locked_until, email_queue.errors, email_queue.failures, email_queue.unique_key, email_queue.unique_active, email_queue.tenant_id, email_queue.recipient, email_queue.subject, email_queue.body, UTC_TIMESTAMP(6) AS db_now
 FROM email_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -101,6 +101,7 @@ func (q *Queries) ClaimDueEmail(ctx context.Context, arg ClaimDueEmailParams) ([
 			&i.EmailRow.LockedBy,
 			&i.EmailRow.LockedUntil,
 			&i.EmailRow.Errors,
+			&i.EmailRow.Failures,
 			&i.EmailRow.UniqueKey,
 			&i.EmailRow.UniqueActive,
 			&i.EmailRow.TenantID,
@@ -123,7 +124,7 @@ func (q *Queries) ClaimDueEmail(ctx context.Context, arg ClaimDueEmailParams) ([
 }
 
 const ClaimExpiredEmail = `-- name: ClaimExpiredEmail :many
-SELECT email_queue.id, email_queue.state, email_queue.attempt, email_queue.max_attempts, email_queue.priority, email_queue.run_after, email_queue.created_at, email_queue.attempted_at, email_queue.finished_at, email_queue.locked_by, email_queue.locked_until, email_queue.errors, email_queue.unique_key, email_queue.unique_active, email_queue.tenant_id, email_queue.recipient, email_queue.subject, email_queue.body, UTC_TIMESTAMP(6) AS db_now
+SELECT email_queue.id, email_queue.state, email_queue.attempt, email_queue.max_attempts, email_queue.priority, email_queue.run_after, email_queue.created_at, email_queue.attempted_at, email_queue.finished_at, email_queue.locked_by, email_queue.locked_until, email_queue.errors, email_queue.failures, email_queue.unique_key, email_queue.unique_active, email_queue.tenant_id, email_queue.recipient, email_queue.subject, email_queue.body, UTC_TIMESTAMP(6) AS db_now
 FROM email_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(?, UTC_TIMESTAMP(6))
@@ -172,6 +173,7 @@ func (q *Queries) ClaimExpiredEmail(ctx context.Context, arg ClaimExpiredEmailPa
 			&i.EmailRow.LockedBy,
 			&i.EmailRow.LockedUntil,
 			&i.EmailRow.Errors,
+			&i.EmailRow.Failures,
 			&i.EmailRow.UniqueKey,
 			&i.EmailRow.UniqueActive,
 			&i.EmailRow.TenantID,
@@ -284,6 +286,7 @@ func (q *Queries) DepthEmail(ctx context.Context) (int64, error) {
 const DiscardEmail = `-- name: DiscardEmail :execrows
 UPDATE email_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6),
     locked_by = NULL,
@@ -297,8 +300,9 @@ type DiscardEmailParams struct {
 	Attempt int32
 }
 
-// DiscardEmail makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteEmail.
+// DiscardEmail makes a job dead at once with its error kept (and its time and
+// attempt, as in FailEmail), whatever attempts remain; fenced like
+// CompleteEmail.
 func (q *Queries) DiscardEmail(ctx context.Context, arg DiscardEmailParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardEmail, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -464,7 +468,8 @@ func (q *Queries) ExtendedEmail(ctx context.Context, arg ExtendedEmailParams) ([
 
 const FailEmail = `-- name: FailEmail :execrows
 UPDATE email_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
@@ -481,9 +486,10 @@ type FailEmailParams struct {
 }
 
 // FailEmail records a failed attempt, fenced like CompleteEmail: the error is
-// kept, and the job is retried after @delay_us microseconds or, having used
-// its attempts, is dead. (MySQL assigns left to right: no assignment reads a
-// column an earlier one set.)
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @delay_us microseconds or, having used its attempts,
+// is dead. (MySQL assigns left to right: no assignment reads a column an
+// earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailEmail(ctx context.Context, arg FailEmailParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailEmail,
 		arg.Message,
@@ -499,7 +505,8 @@ func (q *Queries) FailEmail(ctx context.Context, arg FailEmailParams) (int64, er
 
 const FailManyAtEmail = `-- name: FailManyAtEmail :execrows
 UPDATE email_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -539,7 +546,8 @@ func (q *Queries) FailManyAtEmail(ctx context.Context, arg FailManyAtEmailParams
 
 const FailManyEmail = `-- name: FailManyEmail :execrows
 UPDATE email_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -556,8 +564,8 @@ type FailManyEmailParams struct {
 }
 
 // FailManyEmail fails, in one statement, the jobs HeldEmail locked, each as
-// FailEmail would, its message and retry delay read from @batch, a JSON
-// object keyed by job id.
+// FailEmail would (its error's time and attempt included), its message and
+// retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyEmail(ctx context.Context, arg FailManyEmailParams) (int64, error) {
 	query := FailManyEmail
 	var queryParams []interface{}
@@ -617,7 +625,7 @@ func (q *Queries) ForgetStaleNodesEmail(ctx context.Context, olderThanUs interfa
 }
 
 const GetEmail = `-- name: GetEmail :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, unique_active, tenant_id, recipient, subject, body FROM email_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, unique_active, tenant_id, recipient, subject, body FROM email_queue
 WHERE id = ?
 `
 
@@ -638,6 +646,7 @@ func (q *Queries) GetEmail(ctx context.Context, id int64) (EmailRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.UniqueActive,
 		&i.TenantID,
@@ -911,7 +920,8 @@ func (q *Queries) PushManyEmail(ctx context.Context, arg PushManyEmailParams) er
 
 const ReapEmail = `-- name: ReapEmail :execrows
 UPDATE email_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
     finished_at = UTC_TIMESTAMP(6),
     state = 'dead',
     locked_by = NULL,
@@ -919,9 +929,10 @@ SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt')
 WHERE id IN (/*SLICE:ids*/?)
 `
 
-// ReapEmail makes dead the jobs DoomedEmail locked, in the same transaction,
-// under the maintenance lock (LockMaintenanceEmail); a worker finishing one
-// of them afterwards finds it gone (its fenced update changes nothing).
+// ReapEmail makes dead the jobs DoomedEmail locked (the error kept with its
+// time and attempt, as FailEmail keeps them), in the same transaction, under
+// the maintenance lock (LockMaintenanceEmail); a worker finishing one of them
+// afterwards finds it gone (its fenced update changes nothing).
 func (q *Queries) ReapEmail(ctx context.Context, ids []int64) (int64, error) {
 	query := ReapEmail
 	var queryParams []interface{}
@@ -966,7 +977,8 @@ func (q *Queries) ReleaseEmail(ctx context.Context, arg ReleaseEmailParams) (int
 
 const ReleaseNodeEmail = `-- name: ReleaseNodeEmail :execrows
 UPDATE email_queue
-SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
+SET failures = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))), failures),
+    errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
     locked_by = NULL,
@@ -976,14 +988,15 @@ WHERE state = 'running' AND locked_by = ?
 
 // ReleaseNodeEmail makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapEmail would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index (state leads it), so it reads no more rows than there are
-// jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
-// a moment for a claim or a finishing worker that holds one of them, but it
-// changes only the rows @node still holds: a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailEmail records
+// them (as ReapEmail would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index (state leads it), so it reads no more rows than
+// there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+// may wait a moment for a claim or a finishing worker that holds one of them,
+// but it changes only the rows @node still holds: a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeEmail(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ReleaseNodeEmail, node)
 	if err != nil {

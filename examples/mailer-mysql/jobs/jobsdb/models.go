@@ -155,6 +155,7 @@ type EmailRow struct {
 	LockedBy     *string
 	LockedUntil  *time.Time
 	Errors       json.RawMessage
+	Failures     *json.RawMessage
 	UniqueKey    *string
 	UniqueActive *string
 	TenantID     int64
@@ -202,6 +203,7 @@ type StatementRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }

@@ -66,13 +66,15 @@ CREATE TABLE email_queue (
     locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
     locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
     errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    failures     NVARCHAR(MAX),                                 -- JSON array: when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     tenant_id    BIGINT          NOT NULL,
     recipient    NVARCHAR(MAX)   NOT NULL,
     subject      NVARCHAR(200)   NOT NULL,
     body         NVARCHAR(MAX)   NOT NULL,
     CONSTRAINT email_queue_pkey PRIMARY KEY CLUSTERED (id),
-    CONSTRAINT email_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+    CONSTRAINT email_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT email_queue_failures_json_check CHECK (ISJSON(N'[' + failures + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
 -- row locks only).
@@ -113,10 +115,12 @@ CREATE TABLE statement_queue (
     locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
     locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
     errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    failures     NVARCHAR(MAX),                                 -- JSON array: when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT statement_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT statement_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT statement_queue_failures_json_check CHECK (ISJSON(N'[' + failures + N']') = 1),
     CONSTRAINT statement_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes

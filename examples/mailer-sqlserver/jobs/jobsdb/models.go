@@ -22,6 +22,7 @@ type EmailRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      string
+	Failures    *string
 	UniqueKey   *string
 	TenantID    int64
 	Recipient   string
@@ -43,6 +44,7 @@ type StatementRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      string
+	Failures    *string
 	UniqueKey   *string
 	Payload     json.RawMessage
 }

@@ -119,6 +119,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     payload NVARCHAR(MAX)
 );
@@ -132,8 +133,8 @@ WITH due AS (
 UPDATE due
 SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME())
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload);
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM @claimed;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.failures, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM @claimed;
 `
 
 type ClaimStatementParams struct {
@@ -175,6 +176,7 @@ func (q *Queries) ClaimStatement(ctx context.Context, arg ClaimStatementParams) 
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			mssqlimpl.ScanJSON(&i.Payload),
 		); err != nil {
@@ -243,6 +245,7 @@ func (q *Queries) CompleteManyStatement(ctx context.Context, fences string) (int
 const failStatement = `-- name: FailStatement :execrows
 UPDATE statement_queue
 SET errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END
@@ -257,9 +260,10 @@ type FailStatementParams struct {
 }
 
 // FailStatement records a failed attempt, fenced like CompleteStatement: the
-// error is appended to the JSON array, and the job is retried after @delay_us
-// microseconds or, having used its attempts, is dead. (Every expression of a
-// SET reads the row as it was.)
+// error is appended to the JSON array, with its time and attempt in failures
+// (see the failure part), and the job is retried after @delay_us microseconds
+// or, having used its attempts, is dead. (Every expression of a SET reads the
+// row as it was.)
 func (q *Queries) FailStatement(ctx context.Context, arg FailStatementParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, failStatement,
 		sql.Named("message", arg.Message),
@@ -277,6 +281,7 @@ const failManyStatement = `-- name: FailManyStatement :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END
@@ -329,6 +334,7 @@ const failManyAtStatement = `-- name: FailManyAtStatement :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END
@@ -411,6 +417,7 @@ const discardStatement = `-- name: DiscardStatement :execrows
 UPDATE statement_queue
 SET state = 'dead',
     errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME()
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 `
@@ -421,8 +428,9 @@ type DiscardStatementParams struct {
 	Attempt int32
 }
 
-// DiscardStatement makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteStatement.
+// DiscardStatement makes a job dead at once with its error kept (and its time
+// and attempt, as in FailStatement), whatever attempts remain; fenced like
+// CompleteStatement.
 func (q *Queries) DiscardStatement(ctx context.Context, arg DiscardStatementParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, discardStatement,
 		sql.Named("message", arg.Message),
@@ -707,7 +715,7 @@ func (q *Queries) DepthAtMostStatement(ctx context.Context, limit int32) (int64,
 }
 
 const getStatement = `-- name: GetStatement :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload
 FROM statement_queue
 WHERE id = @id;
 `
@@ -733,6 +741,7 @@ func (q *Queries) GetStatement(ctx context.Context, id int64) (StatementRow, err
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		mssqlimpl.ScanJSON(&i.Payload),
 	)

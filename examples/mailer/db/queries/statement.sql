@@ -72,10 +72,12 @@ WHERE job.id = ANY(@ids::bigint[])
 
 -- name: FailStatement :one
 -- FailStatement records a failed attempt, fenced like CompleteStatement: the
--- error is kept, and the job is retried after @retry_delay or, having used
--- its attempts, is dead.
+-- error is kept, with its time and attempt in failures (see the failure
+-- part), and the job is retried after @retry_delay or, having used its
+-- attempts, is dead.
 UPDATE statement_queue
 SET errors = array_append(errors, @message::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + @retry_delay::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END
@@ -87,9 +89,11 @@ RETURNING state;
 -- FailStatement and retried after its own delay, and returns the ids it
 -- changed with their new state. Rows are found by primary key and their
 -- message and delay read from the parallel arrays, as in
--- CompleteManyStatement.
+-- CompleteManyStatement; each error's time and attempt go to failures in the
+-- same row update, as in FailStatement.
 UPDATE statement_queue AS job
 SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + (@retry_delays::interval[])[array_position(@ids::bigint[], job.id)] END,
@@ -105,6 +109,7 @@ RETURNING job.id, job.state;
 -- exactly then.
 UPDATE statement_queue AS job
 SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE (@retry_ats::timestamptz[])[array_position(@ids::bigint[], job.id)] END,
@@ -126,11 +131,13 @@ SET state = 'available',
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 
 -- name: DiscardStatement :execrows
--- DiscardStatement makes a job dead at once with its error kept, whatever
--- attempts remain; fenced like CompleteStatement.
+-- DiscardStatement makes a job dead at once with its error kept (and its time
+-- and attempt, as in FailStatement), whatever attempts remain; fenced like
+-- CompleteStatement.
 UPDATE statement_queue
 SET state = 'dead',
     errors = array_append(errors, @message::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now()
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 

@@ -85,7 +85,7 @@ SET state = 'running',
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant_id, job.recipient, job.subject, job.body
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant_id, job.recipient, job.subject, job.body
 `
 
 type ClaimEmailParams struct {
@@ -128,6 +128,7 @@ func (q *Queries) ClaimEmail(ctx context.Context, arg ClaimEmailParams) ([]Email
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.Recipient,
@@ -226,6 +227,7 @@ const discardEmail = `-- name: DiscardEmail :execrows
 UPDATE email_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -238,8 +240,9 @@ type DiscardEmailParams struct {
 	Attempt int32
 }
 
-// DiscardEmail makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteEmail.
+// DiscardEmail makes a job dead at once with its error kept (and its time and
+// attempt, as in FailEmail), whatever attempts remain; fenced like
+// CompleteEmail.
 func (q *Queries) DiscardEmail(ctx context.Context, arg DiscardEmailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardEmail, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -313,6 +316,7 @@ func (q *Queries) ExtendManyEmail(ctx context.Context, arg ExtendManyEmailParams
 const failEmail = `-- name: FailEmail :one
 UPDATE email_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -330,8 +334,8 @@ type FailEmailParams struct {
 }
 
 // FailEmail records a failed attempt, fenced like CompleteEmail: the error is
-// kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @retry_delay or, having used its attempts, is dead.
 func (q *Queries) FailEmail(ctx context.Context, arg FailEmailParams) (string, error) {
 	row := q.db.QueryRow(ctx, failEmail,
 		arg.Message,
@@ -347,6 +351,7 @@ func (q *Queries) FailEmail(ctx context.Context, arg FailEmailParams) (string, e
 const failManyAtEmail = `-- name: FailManyAtEmail :many
 UPDATE email_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -402,6 +407,7 @@ func (q *Queries) FailManyAtEmail(ctx context.Context, arg FailManyAtEmailParams
 const failManyEmail = `-- name: FailManyEmail :many
 UPDATE email_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -429,7 +435,8 @@ type FailManyEmailRow struct {
 // FailManyEmail fails many jobs in one statement, each fenced like FailEmail
 // and retried after its own delay, and returns the ids it changed with their
 // new state. Rows are found by primary key and their message and delay read
-// from the parallel arrays, as in CompleteManyEmail.
+// from the parallel arrays, as in CompleteManyEmail; each error's time and
+// attempt go to failures in the same row update, as in FailEmail.
 func (q *Queries) FailManyEmail(ctx context.Context, arg FailManyEmailParams) ([]FailManyEmailRow, error) {
 	rows, err := q.db.Query(ctx, failManyEmail,
 		arg.Messages,
@@ -494,7 +501,7 @@ func (q *Queries) ForgetStaleNodesEmail(ctx context.Context, olderThanUs int64) 
 }
 
 const getEmail = `-- name: GetEmail :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, recipient, subject, body FROM email_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, recipient, subject, body FROM email_queue
 WHERE id = $1
 `
 
@@ -515,6 +522,7 @@ func (q *Queries) GetEmail(ctx context.Context, id int64) (EmailRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.TenantID,
 		&i.Recipient,
@@ -633,6 +641,7 @@ WITH doomed AS (
 UPDATE email_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -641,9 +650,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapEmail makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailEmail keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -684,6 +694,7 @@ func (q *Queries) ReleaseEmail(ctx context.Context, arg ReleaseEmailParams) (int
 const releaseNodeEmail = `-- name: ReleaseNodeEmail :execrows
 UPDATE email_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -693,12 +704,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeEmail makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapEmail would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailEmail records
+// them (as ReapEmail would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeEmail(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeEmail, node)
 	if err != nil {

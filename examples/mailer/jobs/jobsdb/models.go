@@ -23,6 +23,7 @@ type BaseRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    int64
 }
@@ -40,6 +41,7 @@ type EmailRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    int64
 	Recipient   string
@@ -86,6 +88,7 @@ type ReceiptRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	AccountID   int64
 	Webhook     string
@@ -105,6 +108,7 @@ type StatementRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }

@@ -150,7 +150,7 @@ SET state = 'running',
     locked_by = $2::text,
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.account_id, job.webhook, job.email
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.account_id, job.webhook, job.email
 `
 
 type ClaimReceiptParams struct {
@@ -204,6 +204,7 @@ func (q *Queries) ClaimReceipt(ctx context.Context, arg ClaimReceiptParams) ([]R
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.AccountID,
 			&i.Webhook,
@@ -301,6 +302,7 @@ const discardReceipt = `-- name: DiscardReceipt :execrows
 UPDATE receipt_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -313,8 +315,9 @@ type DiscardReceiptParams struct {
 	Attempt int32
 }
 
-// DiscardReceipt makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteReceipt.
+// DiscardReceipt makes a job dead at once with its error kept (and its time
+// and attempt, as in FailReceipt), whatever attempts remain; fenced like
+// CompleteReceipt.
 func (q *Queries) DiscardReceipt(ctx context.Context, arg DiscardReceiptParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardReceipt, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -388,6 +391,7 @@ func (q *Queries) ExtendReceipt(ctx context.Context, arg ExtendReceiptParams) (*
 const failManyAtReceipt = `-- name: FailManyAtReceipt :many
 UPDATE receipt_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -443,6 +447,7 @@ func (q *Queries) FailManyAtReceipt(ctx context.Context, arg FailManyAtReceiptPa
 const failManyReceipt = `-- name: FailManyReceipt :many
 UPDATE receipt_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -470,7 +475,9 @@ type FailManyReceiptRow struct {
 // FailManyReceipt fails many jobs in one statement, each fenced like
 // FailReceipt and retried after its own delay, and returns the ids it changed
 // with their new state. Rows are found by primary key and their message and
-// delay read from the parallel arrays, as in CompleteManyReceipt.
+// delay read from the parallel arrays, as in CompleteManyReceipt; each
+// error's time and attempt go to failures in the same row update, as in
+// FailReceipt.
 func (q *Queries) FailManyReceipt(ctx context.Context, arg FailManyReceiptParams) ([]FailManyReceiptRow, error) {
 	rows, err := q.db.Query(ctx, failManyReceipt,
 		arg.Messages,
@@ -499,6 +506,7 @@ func (q *Queries) FailManyReceipt(ctx context.Context, arg FailManyReceiptParams
 const failReceipt = `-- name: FailReceipt :one
 UPDATE receipt_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -516,8 +524,9 @@ type FailReceiptParams struct {
 }
 
 // FailReceipt records a failed attempt, fenced like CompleteReceipt: the
-// error is kept, and the job is retried after @retry_delay or, having used
-// its attempts, is dead.
+// error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailReceipt(ctx context.Context, arg FailReceiptParams) (string, error) {
 	row := q.db.QueryRow(ctx, failReceipt,
 		arg.Message,
@@ -569,7 +578,7 @@ func (q *Queries) ForgetStaleNodesReceipt(ctx context.Context, olderThanUs int64
 }
 
 const getReceipt = `-- name: GetReceipt :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, account_id, webhook, email FROM receipt_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, account_id, webhook, email FROM receipt_queue
 WHERE id = $1
 `
 
@@ -590,6 +599,7 @@ func (q *Queries) GetReceipt(ctx context.Context, id int64) (ReceiptRow, error) 
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.AccountID,
 		&i.Webhook,
@@ -723,6 +733,7 @@ WITH doomed AS (
 UPDATE receipt_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -731,7 +742,8 @@ WHERE job.id = doomed.id
 `
 
 // ReapReceipt makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
+// last attempt (the error kept with its time and attempt, as FailReceipt
+// keeps them), which claims no longer take. The batch is bounded and SKIP
 // LOCKED, so it neither waits on a worker finishing one of them (whose fenced
 // update then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
@@ -750,6 +762,7 @@ func (q *Queries) ReapReceipt(ctx context.Context, max int32) (int64, error) {
 const releaseNodeReceipt = `-- name: ReleaseNodeReceipt :execrows
 UPDATE receipt_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -759,12 +772,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeReceipt makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapReceipt would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailReceipt
+// records them (as ReapReceipt would make it once its lease expired), and a
+// job that kills its worker cannot run again and again. It reads the leased
+// jobs through the lease index (locked_until IS NOT NULL is its predicate),
+// so it reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeReceipt(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeReceipt, node)
 	if err != nil {

@@ -93,7 +93,7 @@ SET attempt = job.attempt + 1,
     attempted_at = coalesce($1::timestamptz, now())
 FROM due
 WHERE job.id = due.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.payload
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.payload
 `
 
 type ClaimStatementParams struct {
@@ -127,6 +127,7 @@ func (q *Queries) ClaimStatement(ctx context.Context, arg ClaimStatementParams) 
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Payload,
 		); err != nil {
@@ -233,6 +234,7 @@ const discardStatement = `-- name: DiscardStatement :execrows
 UPDATE statement_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now()
 WHERE id = $2 AND attempt = $3 AND state = 'available'
 `
@@ -243,8 +245,9 @@ type DiscardStatementParams struct {
 	Attempt int32
 }
 
-// DiscardStatement makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteStatement.
+// DiscardStatement makes a job dead at once with its error kept (and its time
+// and attempt, as in FailStatement), whatever attempts remain; fenced like
+// CompleteStatement.
 func (q *Queries) DiscardStatement(ctx context.Context, arg DiscardStatementParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardStatement, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -256,6 +259,7 @@ func (q *Queries) DiscardStatement(ctx context.Context, arg DiscardStatementPara
 const failManyAtStatement = `-- name: FailManyAtStatement :many
 UPDATE statement_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -309,6 +313,7 @@ func (q *Queries) FailManyAtStatement(ctx context.Context, arg FailManyAtStateme
 const failManyStatement = `-- name: FailManyStatement :many
 UPDATE statement_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -335,7 +340,8 @@ type FailManyStatementRow struct {
 // FailStatement and retried after its own delay, and returns the ids it
 // changed with their new state. Rows are found by primary key and their
 // message and delay read from the parallel arrays, as in
-// CompleteManyStatement.
+// CompleteManyStatement; each error's time and attempt go to failures in the
+// same row update, as in FailStatement.
 func (q *Queries) FailManyStatement(ctx context.Context, arg FailManyStatementParams) ([]FailManyStatementRow, error) {
 	rows, err := q.db.Query(ctx, failManyStatement,
 		arg.Messages,
@@ -364,6 +370,7 @@ func (q *Queries) FailManyStatement(ctx context.Context, arg FailManyStatementPa
 const failStatement = `-- name: FailStatement :one
 UPDATE statement_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END
@@ -379,8 +386,9 @@ type FailStatementParams struct {
 }
 
 // FailStatement records a failed attempt, fenced like CompleteStatement: the
-// error is kept, and the job is retried after @retry_delay or, having used
-// its attempts, is dead.
+// error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailStatement(ctx context.Context, arg FailStatementParams) (string, error) {
 	row := q.db.QueryRow(ctx, failStatement,
 		arg.Message,
@@ -432,7 +440,7 @@ func (q *Queries) ForgetStaleNodesStatement(ctx context.Context, olderThanUs int
 }
 
 const getStatement = `-- name: GetStatement :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM statement_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM statement_queue
 WHERE id = $1
 `
 
@@ -453,6 +461,7 @@ func (q *Queries) GetStatement(ctx context.Context, id int64) (StatementRow, err
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)

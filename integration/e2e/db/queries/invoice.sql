@@ -69,10 +69,12 @@ WHERE job.id = ANY(@ids::bigint[])
 
 -- name: FailInvoice :one
 -- FailInvoice records a failed attempt, fenced like CompleteInvoice: the
--- error is kept, and the job is retried after @retry_delay or, having used
--- its attempts, is dead.
+-- error is kept, with its time and attempt in failures (see the failure
+-- part), and the job is retried after @retry_delay or, having used its
+-- attempts, is dead.
 UPDATE invoice_queue
 SET errors = array_append(errors, @message::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + @retry_delay::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END
@@ -83,9 +85,12 @@ RETURNING state;
 -- FailManyInvoice fails many jobs in one statement, each fenced like
 -- FailInvoice and retried after its own delay, and returns the ids it changed
 -- with their new state. Rows are found by primary key and their message and
--- delay read from the parallel arrays, as in CompleteManyInvoice.
+-- delay read from the parallel arrays, as in CompleteManyInvoice; each
+-- error's time and attempt go to failures in the same row update, as in
+-- FailInvoice.
 UPDATE invoice_queue AS job
 SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + (@retry_delays::interval[])[array_position(@ids::bigint[], job.id)] END,
@@ -101,6 +106,7 @@ RETURNING job.id, job.state;
 -- exactly then.
 UPDATE invoice_queue AS job
 SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE (@retry_ats::timestamptz[])[array_position(@ids::bigint[], job.id)] END,
@@ -121,11 +127,13 @@ SET state = 'available',
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 
 -- name: DiscardInvoice :execrows
--- DiscardInvoice makes a job dead at once with its error kept, whatever
--- attempts remain; fenced like CompleteInvoice.
+-- DiscardInvoice makes a job dead at once with its error kept (and its time
+-- and attempt, as in FailInvoice), whatever attempts remain; fenced like
+-- CompleteInvoice.
 UPDATE invoice_queue
 SET state = 'dead',
     errors = array_append(errors, @message::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now()
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 

@@ -81,6 +81,7 @@ CREATE TABLE base_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant_id    bigint,
     CONSTRAINT base_queue_pkey PRIMARY KEY (id),
@@ -210,6 +211,7 @@ CREATE TABLE report_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT report_queue_pkey PRIMARY KEY (id),
@@ -251,6 +253,7 @@ CREATE TABLE webhook_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     body         jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT webhook_queue_pkey PRIMARY KEY (id),
@@ -372,6 +375,7 @@ CREATE TABLE task_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT task_queue_pkey PRIMARY KEY (id),
@@ -425,6 +429,7 @@ CREATE TABLE kept_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT kept_queue_pkey PRIMARY KEY (id),
@@ -473,6 +478,7 @@ CREATE TABLE nowait_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT nowait_queue_pkey PRIMARY KEY (id),
@@ -521,6 +527,7 @@ CREATE TABLE txtask_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT txtask_queue_pkey PRIMARY KEY (id),
@@ -601,6 +608,7 @@ CREATE TABLE archived_queue_archive (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant_id    bigint,
     name         text        NOT NULL
@@ -624,6 +632,7 @@ CREATE TABLE txarchived_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     name         text        NOT NULL,
     CONSTRAINT txarchived_queue_pkey PRIMARY KEY (id),
@@ -668,6 +677,7 @@ CREATE TABLE txarchived_queue_archive (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     name         text        NOT NULL
 ) PARTITION BY RANGE (finished_at);
@@ -690,6 +700,7 @@ CREATE TABLE fair_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant       text        NOT NULL,
     n            integer     NOT NULL,
@@ -744,6 +755,7 @@ CREATE TABLE txfair_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant       text        NOT NULL,
     n            integer     NOT NULL,
@@ -791,6 +803,7 @@ CREATE TABLE limited_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant       text        NOT NULL,
     n            integer     NOT NULL,
@@ -845,6 +858,7 @@ CREATE TABLE throttled_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     tenant       text        NOT NULL,
     n            integer     NOT NULL,
@@ -911,6 +925,7 @@ CREATE TABLE paced_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     n            integer     NOT NULL,
     CONSTRAINT paced_queue_pkey PRIMARY KEY (id),
@@ -970,6 +985,7 @@ CREATE TABLE capped_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     n            integer     NOT NULL,
     CONSTRAINT capped_queue_pkey PRIMARY KEY (id),

@@ -85,7 +85,7 @@ SET state = 'running',
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant_id, job.name
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant_id, job.name
 `
 
 type ClaimArchivedParams struct {
@@ -129,6 +129,7 @@ func (q *Queries) ClaimArchived(ctx context.Context, arg ClaimArchivedParams) ([
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.Name,
@@ -147,16 +148,16 @@ const completeArchived = `-- name: CompleteArchived :execrows
 WITH done AS (
     DELETE FROM archived_queue AS job
     WHERE job.id = $1 AND job.attempt = $2 AND job.state = 'running'
-    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant_id, job.name
+    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant_id, job.name
 )
 INSERT INTO archived_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    tenant_id, name
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, tenant_id, name
 )
 SELECT done.id, 'succeeded', done.attempt, done.max_attempts, done.priority,
        done.run_after, done.created_at, done.attempted_at, now(), NULL, NULL,
-       done.errors, done.unique_key, done.tenant_id, done.name
+       done.errors, done.failures, done.unique_key, done.tenant_id, done.name
 FROM done
 `
 
@@ -184,16 +185,16 @@ WITH done AS (
     WHERE job.id = ANY($1::bigint[])
       AND job.state = 'running'
       AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant_id, job.name
+    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant_id, job.name
 )
 INSERT INTO archived_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    tenant_id, name
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, tenant_id, name
 )
 SELECT done.id, 'succeeded', done.attempt, done.max_attempts, done.priority,
        done.run_after, done.created_at, done.attempted_at, now(), NULL, NULL,
-       done.errors, done.unique_key, done.tenant_id, done.name
+       done.errors, done.failures, done.unique_key, done.tenant_id, done.name
 FROM done
 `
 
@@ -251,6 +252,7 @@ const discardArchived = `-- name: DiscardArchived :execrows
 UPDATE archived_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -263,8 +265,9 @@ type DiscardArchivedParams struct {
 	Attempt int32
 }
 
-// DiscardArchived makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteArchived.
+// DiscardArchived makes a job dead at once with its error kept (and its time
+// and attempt, as in FailArchived), whatever attempts remain; fenced like
+// CompleteArchived.
 func (q *Queries) DiscardArchived(ctx context.Context, arg DiscardArchivedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardArchived, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -338,6 +341,7 @@ func (q *Queries) ExtendManyArchived(ctx context.Context, arg ExtendManyArchived
 const failArchived = `-- name: FailArchived :one
 UPDATE archived_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -355,8 +359,9 @@ type FailArchivedParams struct {
 }
 
 // FailArchived records a failed attempt, fenced like CompleteArchived: the
-// error is kept, and the job is retried after @retry_delay or, having used
-// its attempts, is dead.
+// error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailArchived(ctx context.Context, arg FailArchivedParams) (string, error) {
 	row := q.db.QueryRow(ctx, failArchived,
 		arg.Message,
@@ -372,6 +377,7 @@ func (q *Queries) FailArchived(ctx context.Context, arg FailArchivedParams) (str
 const failManyArchived = `-- name: FailManyArchived :many
 UPDATE archived_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -400,7 +406,8 @@ type FailManyArchivedRow struct {
 // FailArchived and retried after its own delay, and returns the ids it
 // changed with their new state. Rows are found by primary key and their
 // message and delay read from the parallel arrays, as in
-// CompleteManyArchived.
+// CompleteManyArchived; each error's time and attempt go to failures in the
+// same row update, as in FailArchived.
 func (q *Queries) FailManyArchived(ctx context.Context, arg FailManyArchivedParams) ([]FailManyArchivedRow, error) {
 	rows, err := q.db.Query(ctx, failManyArchived,
 		arg.Messages,
@@ -429,6 +436,7 @@ func (q *Queries) FailManyArchived(ctx context.Context, arg FailManyArchivedPara
 const failManyAtArchived = `-- name: FailManyAtArchived :many
 UPDATE archived_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -520,7 +528,7 @@ func (q *Queries) ForgetStaleNodesArchived(ctx context.Context, olderThanUs int6
 }
 
 const getArchived = `-- name: GetArchived :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, name FROM archived_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, name FROM archived_queue
 WHERE id = $1
 `
 
@@ -541,6 +549,7 @@ func (q *Queries) GetArchived(ctx context.Context, id int64) (ArchivedRow, error
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.TenantID,
 		&i.Name,
@@ -549,7 +558,7 @@ func (q *Queries) GetArchived(ctx context.Context, id int64) (ArchivedRow, error
 }
 
 const getArchivedArchived = `-- name: GetArchivedArchived :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, name FROM archived_queue_archive
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, name FROM archived_queue_archive
 WHERE id = $1
 LIMIT 1
 `
@@ -572,6 +581,7 @@ func (q *Queries) GetArchivedArchived(ctx context.Context, id int64) (ArchivedAr
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.TenantID,
 		&i.Name,
@@ -707,6 +717,7 @@ WITH doomed AS (
 UPDATE archived_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -715,10 +726,11 @@ WHERE job.id = doomed.id
 `
 
 // ReapArchived makes dead up to @max running jobs whose lease expired on
-// their last attempt, which claims no longer take. The batch is bounded and
-// SKIP LOCKED, so it neither waits on a worker finishing one of them (whose
-// fenced update then finds it gone) nor holds a long transaction. It first
-// takes the queue's maintenance lock for the statement's transaction
+// their last attempt (the error kept with its time and attempt, as
+// FailArchived keeps them), which claims no longer take. The batch is bounded
+// and SKIP LOCKED, so it neither waits on a worker finishing one of them
+// (whose fenced update then finds it gone) nor holds a long transaction. It
+// first takes the queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
 // and the lock ends with the statement, also behind a transaction-mode
@@ -758,6 +770,7 @@ func (q *Queries) ReleaseArchived(ctx context.Context, arg ReleaseArchivedParams
 const releaseNodeArchived = `-- name: ReleaseNodeArchived :execrows
 UPDATE archived_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -767,11 +780,12 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeArchived makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapArchived would make it once its lease expired), and a job that
-// kills its worker cannot run again and again. It reads the leased jobs
-// through the lease index (locked_until IS NOT NULL is its predicate), so it
-// reads no more rows than there are jobs in flight; a job claimed again
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailArchived
+// records them (as ReapArchived would make it once its lease expired), and a
+// job that kills its worker cannot run again and again. It reads the leased
+// jobs through the lease index (locked_until IS NOT NULL is its predicate),
+// so it reads no more rows than there are jobs in flight; a job claimed again
 // meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeArchived(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeArchived, node)

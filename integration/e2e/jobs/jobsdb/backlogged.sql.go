@@ -84,7 +84,7 @@ SET state = 'running',
     locked_by = $2::text,
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant_id, job.tenant, job.n
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant_id, job.tenant, job.n
 `
 
 type ClaimBackloggedParams struct {
@@ -131,6 +131,7 @@ func (q *Queries) ClaimBacklogged(ctx context.Context, arg ClaimBackloggedParams
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.Tenant,
@@ -228,6 +229,7 @@ const discardBacklogged = `-- name: DiscardBacklogged :execrows
 UPDATE ONLY backlogged_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -240,8 +242,9 @@ type DiscardBackloggedParams struct {
 	Attempt int32
 }
 
-// DiscardBacklogged makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteBacklogged.
+// DiscardBacklogged makes a job dead at once with its error kept (and its
+// time and attempt, as in FailBacklogged), whatever attempts remain; fenced
+// like CompleteBacklogged.
 func (q *Queries) DiscardBacklogged(ctx context.Context, arg DiscardBackloggedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardBacklogged, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -315,6 +318,7 @@ func (q *Queries) ExtendManyBacklogged(ctx context.Context, arg ExtendManyBacklo
 const failBacklogged = `-- name: FailBacklogged :one
 UPDATE ONLY backlogged_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -332,8 +336,9 @@ type FailBackloggedParams struct {
 }
 
 // FailBacklogged records a failed attempt, fenced like CompleteBacklogged:
-// the error is kept, and the job is retried after @retry_delay or, having
-// used its attempts, is dead.
+// the error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailBacklogged(ctx context.Context, arg FailBackloggedParams) (string, error) {
 	row := q.db.QueryRow(ctx, failBacklogged,
 		arg.Message,
@@ -349,6 +354,7 @@ func (q *Queries) FailBacklogged(ctx context.Context, arg FailBackloggedParams) 
 const failManyAtBacklogged = `-- name: FailManyAtBacklogged :many
 UPDATE ONLY backlogged_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -404,6 +410,7 @@ func (q *Queries) FailManyAtBacklogged(ctx context.Context, arg FailManyAtBacklo
 const failManyBacklogged = `-- name: FailManyBacklogged :many
 UPDATE ONLY backlogged_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -432,7 +439,8 @@ type FailManyBackloggedRow struct {
 // FailBacklogged and retried after its own delay, and returns the ids it
 // changed with their new state. Rows are found by primary key and their
 // message and delay read from the parallel arrays, as in
-// CompleteManyBacklogged.
+// CompleteManyBacklogged; each error's time and attempt go to failures in the
+// same row update, as in FailBacklogged.
 func (q *Queries) FailManyBacklogged(ctx context.Context, arg FailManyBackloggedParams) ([]FailManyBackloggedRow, error) {
 	rows, err := q.db.Query(ctx, failManyBacklogged,
 		arg.Messages,
@@ -497,7 +505,7 @@ func (q *Queries) ForgetStaleNodesBacklogged(ctx context.Context, olderThanUs in
 }
 
 const getBacklogged = `-- name: GetBacklogged :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, tenant, n FROM backlogged_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, tenant, n FROM backlogged_queue
 WHERE id = $1
 `
 
@@ -518,6 +526,7 @@ func (q *Queries) GetBacklogged(ctx context.Context, id int64) (BackloggedRow, e
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.TenantID,
 		&i.Tenant,
@@ -647,6 +656,7 @@ WITH doomed AS (
 UPDATE ONLY backlogged_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -655,10 +665,11 @@ WHERE job.id = doomed.id
 `
 
 // ReapBacklogged makes dead up to @max running jobs whose lease expired on
-// their last attempt, which claims no longer take. The batch is bounded and
-// SKIP LOCKED, so it neither waits on a worker finishing one of them (whose
-// fenced update then finds it gone) nor holds a long transaction. It first
-// takes the queue's maintenance lock for the statement's transaction
+// their last attempt (the error kept with its time and attempt, as
+// FailBacklogged keeps them), which claims no longer take. The batch is
+// bounded and SKIP LOCKED, so it neither waits on a worker finishing one of
+// them (whose fenced update then finds it gone) nor holds a long transaction.
+// It first takes the queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
 // and the lock ends with the statement, also behind a transaction-mode
@@ -698,6 +709,7 @@ func (q *Queries) ReleaseBacklogged(ctx context.Context, arg ReleaseBackloggedPa
 const releaseNodeBacklogged = `-- name: ReleaseNodeBacklogged :execrows
 UPDATE ONLY backlogged_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -708,10 +720,11 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 // ReleaseNodeBacklogged makes every job @node holds claimable again, for a
 // node restarting after a crash; the attempt counts, as the crash may have
 // been the job's doing, so a job that was on its last attempt is made dead
-// instead (as ReapBacklogged would make it once its lease expired), and a job
-// that kills its worker cannot run again and again. It reads the leased jobs
-// through the lease index (locked_until IS NOT NULL is its predicate), so it
-// reads no more rows than there are jobs in flight; a job claimed again
+// instead, its error recorded with its time and attempt as FailBacklogged
+// records them (as ReapBacklogged would make it once its lease expired), and
+// a job that kills its worker cannot run again and again. It reads the leased
+// jobs through the lease index (locked_until IS NOT NULL is its predicate),
+// so it reads no more rows than there are jobs in flight; a job claimed again
 // meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeBacklogged(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeBacklogged, node)
@@ -781,18 +794,18 @@ WITH RECURSIVE room AS (
       AND state = 'available'
     RETURNING
         id, state, attempt, max_attempts, priority, run_after, created_at,
-        attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-        tenant_id, tenant, n
+        attempted_at, finished_at, locked_by, locked_until, errors, failures,
+        unique_key, tenant_id, tenant, n
 )
 INSERT INTO backlogged_queue (
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    tenant_id, tenant, n
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, tenant_id, tenant, n
 )
 SELECT
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    tenant_id, tenant, n
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, tenant_id, tenant, n
 FROM moved
 `
 

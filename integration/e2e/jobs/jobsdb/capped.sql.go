@@ -96,7 +96,7 @@ SET state = 'running',
     locked_by = $2::text,
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.n
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.n
 `
 
 type ClaimCappedParams struct {
@@ -149,6 +149,7 @@ func (q *Queries) ClaimCapped(ctx context.Context, arg ClaimCappedParams) ([]Cap
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.N,
 		); err != nil {
@@ -244,6 +245,7 @@ const discardCapped = `-- name: DiscardCapped :execrows
 UPDATE capped_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -256,8 +258,9 @@ type DiscardCappedParams struct {
 	Attempt int32
 }
 
-// DiscardCapped makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteCapped.
+// DiscardCapped makes a job dead at once with its error kept (and its time
+// and attempt, as in FailCapped), whatever attempts remain; fenced like
+// CompleteCapped.
 func (q *Queries) DiscardCapped(ctx context.Context, arg DiscardCappedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardCapped, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -331,6 +334,7 @@ func (q *Queries) ExtendManyCapped(ctx context.Context, arg ExtendManyCappedPara
 const failCapped = `-- name: FailCapped :one
 UPDATE capped_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -348,8 +352,9 @@ type FailCappedParams struct {
 }
 
 // FailCapped records a failed attempt, fenced like CompleteCapped: the error
-// is kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// is kept, with its time and attempt in failures (see the failure part), and
+// the job is retried after @retry_delay or, having used its attempts, is
+// dead.
 func (q *Queries) FailCapped(ctx context.Context, arg FailCappedParams) (string, error) {
 	row := q.db.QueryRow(ctx, failCapped,
 		arg.Message,
@@ -365,6 +370,7 @@ func (q *Queries) FailCapped(ctx context.Context, arg FailCappedParams) (string,
 const failManyAtCapped = `-- name: FailManyAtCapped :many
 UPDATE capped_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -420,6 +426,7 @@ func (q *Queries) FailManyAtCapped(ctx context.Context, arg FailManyAtCappedPara
 const failManyCapped = `-- name: FailManyCapped :many
 UPDATE capped_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -447,7 +454,8 @@ type FailManyCappedRow struct {
 // FailManyCapped fails many jobs in one statement, each fenced like
 // FailCapped and retried after its own delay, and returns the ids it changed
 // with their new state. Rows are found by primary key and their message and
-// delay read from the parallel arrays, as in CompleteManyCapped.
+// delay read from the parallel arrays, as in CompleteManyCapped; each error's
+// time and attempt go to failures in the same row update, as in FailCapped.
 func (q *Queries) FailManyCapped(ctx context.Context, arg FailManyCappedParams) ([]FailManyCappedRow, error) {
 	rows, err := q.db.Query(ctx, failManyCapped,
 		arg.Messages,
@@ -512,7 +520,7 @@ func (q *Queries) ForgetStaleNodesCapped(ctx context.Context, olderThanUs int64)
 }
 
 const getCapped = `-- name: GetCapped :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, n FROM capped_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, n FROM capped_queue
 WHERE id = $1
 `
 
@@ -533,6 +541,7 @@ func (q *Queries) GetCapped(ctx context.Context, id int64) (CappedRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.N,
 	)
@@ -654,6 +663,7 @@ WITH doomed AS (
 UPDATE capped_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -662,9 +672,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapCapped makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailCapped keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -705,6 +716,7 @@ func (q *Queries) ReleaseCapped(ctx context.Context, arg ReleaseCappedParams) (i
 const releaseNodeCapped = `-- name: ReleaseNodeCapped :execrows
 UPDATE capped_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -714,12 +726,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeCapped makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapCapped would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailCapped records
+// them (as ReapCapped would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeCapped(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeCapped, node)
 	if err != nil {

@@ -88,7 +88,7 @@ SET state = 'running',
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant_id, job.url, job.format, job.quality, job.ratio, job.taken_at, job.ref, job.label, job.meta
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant_id, job.url, job.format, job.quality, job.ratio, job.taken_at, job.ref, job.label, job.meta
 `
 
 type ClaimImageParams struct {
@@ -131,6 +131,7 @@ func (q *Queries) ClaimImage(ctx context.Context, arg ClaimImageParams) ([]Image
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.URL,
@@ -287,6 +288,7 @@ const discardImage = `-- name: DiscardImage :execrows
 UPDATE image_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -299,8 +301,9 @@ type DiscardImageParams struct {
 	Attempt int32
 }
 
-// DiscardImage makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteImage.
+// DiscardImage makes a job dead at once with its error kept (and its time and
+// attempt, as in FailImage), whatever attempts remain; fenced like
+// CompleteImage.
 func (q *Queries) DiscardImage(ctx context.Context, arg DiscardImageParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardImage, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -374,6 +377,7 @@ func (q *Queries) ExtendManyImage(ctx context.Context, arg ExtendManyImageParams
 const failImage = `-- name: FailImage :one
 UPDATE image_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -391,8 +395,8 @@ type FailImageParams struct {
 }
 
 // FailImage records a failed attempt, fenced like CompleteImage: the error is
-// kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @retry_delay or, having used its attempts, is dead.
 func (q *Queries) FailImage(ctx context.Context, arg FailImageParams) (string, error) {
 	row := q.db.QueryRow(ctx, failImage,
 		arg.Message,
@@ -408,6 +412,7 @@ func (q *Queries) FailImage(ctx context.Context, arg FailImageParams) (string, e
 const failManyAtImage = `-- name: FailManyAtImage :many
 UPDATE image_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -463,6 +468,7 @@ func (q *Queries) FailManyAtImage(ctx context.Context, arg FailManyAtImageParams
 const failManyImage = `-- name: FailManyImage :many
 UPDATE image_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -490,7 +496,8 @@ type FailManyImageRow struct {
 // FailManyImage fails many jobs in one statement, each fenced like FailImage
 // and retried after its own delay, and returns the ids it changed with their
 // new state. Rows are found by primary key and their message and delay read
-// from the parallel arrays, as in CompleteManyImage.
+// from the parallel arrays, as in CompleteManyImage; each error's time and
+// attempt go to failures in the same row update, as in FailImage.
 func (q *Queries) FailManyImage(ctx context.Context, arg FailManyImageParams) ([]FailManyImageRow, error) {
 	rows, err := q.db.Query(ctx, failManyImage,
 		arg.Messages,
@@ -555,7 +562,7 @@ func (q *Queries) ForgetStaleNodesImage(ctx context.Context, olderThanUs int64) 
 }
 
 const getImage = `-- name: GetImage :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, url, format, quality, ratio, taken_at, ref, label, meta FROM image_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, url, format, quality, ratio, taken_at, ref, label, meta FROM image_queue
 WHERE id = $1
 `
 
@@ -576,6 +583,7 @@ func (q *Queries) GetImage(ctx context.Context, id int64) (ImageRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.TenantID,
 		&i.URL,
@@ -719,6 +727,7 @@ WITH doomed AS (
 UPDATE image_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -727,9 +736,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapImage makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailImage keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -770,6 +780,7 @@ func (q *Queries) ReleaseImage(ctx context.Context, arg ReleaseImageParams) (int
 const releaseNodeImage = `-- name: ReleaseNodeImage :execrows
 UPDATE image_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -779,12 +790,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeImage makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapImage would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailImage records
+// them (as ReapImage would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeImage(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeImage, node)
 	if err != nil {

@@ -70,7 +70,7 @@ SET attempt = job.attempt + 1,
     attempted_at = coalesce($1::timestamptz, now())
 FROM due
 WHERE job.id = due.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant_id, job.invoice_id, job.amount
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant_id, job.invoice_id, job.amount
 `
 
 type ClaimInvoiceParams struct {
@@ -104,6 +104,7 @@ func (q *Queries) ClaimInvoice(ctx context.Context, arg ClaimInvoiceParams) ([]I
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.InvoiceID,
@@ -208,6 +209,7 @@ const discardInvoice = `-- name: DiscardInvoice :execrows
 UPDATE invoice_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now()
 WHERE id = $2 AND attempt = $3 AND state = 'available'
 `
@@ -218,8 +220,9 @@ type DiscardInvoiceParams struct {
 	Attempt int32
 }
 
-// DiscardInvoice makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteInvoice.
+// DiscardInvoice makes a job dead at once with its error kept (and its time
+// and attempt, as in FailInvoice), whatever attempts remain; fenced like
+// CompleteInvoice.
 func (q *Queries) DiscardInvoice(ctx context.Context, arg DiscardInvoiceParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardInvoice, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -231,6 +234,7 @@ func (q *Queries) DiscardInvoice(ctx context.Context, arg DiscardInvoiceParams) 
 const failInvoice = `-- name: FailInvoice :one
 UPDATE invoice_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END
@@ -246,8 +250,9 @@ type FailInvoiceParams struct {
 }
 
 // FailInvoice records a failed attempt, fenced like CompleteInvoice: the
-// error is kept, and the job is retried after @retry_delay or, having used
-// its attempts, is dead.
+// error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailInvoice(ctx context.Context, arg FailInvoiceParams) (string, error) {
 	row := q.db.QueryRow(ctx, failInvoice,
 		arg.Message,
@@ -263,6 +268,7 @@ func (q *Queries) FailInvoice(ctx context.Context, arg FailInvoiceParams) (strin
 const failManyAtInvoice = `-- name: FailManyAtInvoice :many
 UPDATE invoice_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -316,6 +322,7 @@ func (q *Queries) FailManyAtInvoice(ctx context.Context, arg FailManyAtInvoicePa
 const failManyInvoice = `-- name: FailManyInvoice :many
 UPDATE invoice_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -341,7 +348,9 @@ type FailManyInvoiceRow struct {
 // FailManyInvoice fails many jobs in one statement, each fenced like
 // FailInvoice and retried after its own delay, and returns the ids it changed
 // with their new state. Rows are found by primary key and their message and
-// delay read from the parallel arrays, as in CompleteManyInvoice.
+// delay read from the parallel arrays, as in CompleteManyInvoice; each
+// error's time and attempt go to failures in the same row update, as in
+// FailInvoice.
 func (q *Queries) FailManyInvoice(ctx context.Context, arg FailManyInvoiceParams) ([]FailManyInvoiceRow, error) {
 	rows, err := q.db.Query(ctx, failManyInvoice,
 		arg.Messages,
@@ -406,7 +415,7 @@ func (q *Queries) ForgetStaleNodesInvoice(ctx context.Context, olderThanUs int64
 }
 
 const getInvoice = `-- name: GetInvoice :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, invoice_id, amount FROM invoice_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, invoice_id, amount FROM invoice_queue
 WHERE id = $1
 `
 
@@ -427,6 +436,7 @@ func (q *Queries) GetInvoice(ctx context.Context, id int64) (InvoiceRow, error) 
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.TenantID,
 		&i.InvoiceID,

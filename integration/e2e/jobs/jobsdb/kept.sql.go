@@ -86,7 +86,7 @@ SET state = 'running',
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.payload
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.payload
 `
 
 type ClaimKeptParams struct {
@@ -129,6 +129,7 @@ func (q *Queries) ClaimKept(ctx context.Context, arg ClaimKeptParams) ([]KeptRow
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Payload,
 		); err != nil {
@@ -232,6 +233,7 @@ const discardKept = `-- name: DiscardKept :execrows
 UPDATE kept_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -244,8 +246,9 @@ type DiscardKeptParams struct {
 	Attempt int32
 }
 
-// DiscardKept makes a job dead at once with its error kept, whatever attempts
-// remain; fenced like CompleteKept.
+// DiscardKept makes a job dead at once with its error kept (and its time and
+// attempt, as in FailKept), whatever attempts remain; fenced like
+// CompleteKept.
 func (q *Queries) DiscardKept(ctx context.Context, arg DiscardKeptParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardKept, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -319,6 +322,7 @@ func (q *Queries) ExtendManyKept(ctx context.Context, arg ExtendManyKeptParams) 
 const failKept = `-- name: FailKept :one
 UPDATE kept_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -336,8 +340,8 @@ type FailKeptParams struct {
 }
 
 // FailKept records a failed attempt, fenced like CompleteKept: the error is
-// kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @retry_delay or, having used its attempts, is dead.
 func (q *Queries) FailKept(ctx context.Context, arg FailKeptParams) (string, error) {
 	row := q.db.QueryRow(ctx, failKept,
 		arg.Message,
@@ -353,6 +357,7 @@ func (q *Queries) FailKept(ctx context.Context, arg FailKeptParams) (string, err
 const failManyAtKept = `-- name: FailManyAtKept :many
 UPDATE kept_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -408,6 +413,7 @@ func (q *Queries) FailManyAtKept(ctx context.Context, arg FailManyAtKeptParams) 
 const failManyKept = `-- name: FailManyKept :many
 UPDATE kept_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -435,7 +441,8 @@ type FailManyKeptRow struct {
 // FailManyKept fails many jobs in one statement, each fenced like FailKept
 // and retried after its own delay, and returns the ids it changed with their
 // new state. Rows are found by primary key and their message and delay read
-// from the parallel arrays, as in CompleteManyKept.
+// from the parallel arrays, as in CompleteManyKept; each error's time and
+// attempt go to failures in the same row update, as in FailKept.
 func (q *Queries) FailManyKept(ctx context.Context, arg FailManyKeptParams) ([]FailManyKeptRow, error) {
 	rows, err := q.db.Query(ctx, failManyKept,
 		arg.Messages,
@@ -500,7 +507,7 @@ func (q *Queries) ForgetStaleNodesKept(ctx context.Context, olderThanUs int64) (
 }
 
 const getKept = `-- name: GetKept :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM kept_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM kept_queue
 WHERE id = $1
 `
 
@@ -521,6 +528,7 @@ func (q *Queries) GetKept(ctx context.Context, id int64) (KeptRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)
@@ -650,6 +658,7 @@ WITH doomed AS (
 UPDATE kept_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -658,9 +667,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapKept makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailKept keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -701,6 +711,7 @@ func (q *Queries) ReleaseKept(ctx context.Context, arg ReleaseKeptParams) (int64
 const releaseNodeKept = `-- name: ReleaseNodeKept :execrows
 UPDATE kept_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -710,12 +721,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeKept makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapKept would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailKept records
+// them (as ReapKept would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeKept(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeKept, node)
 	if err != nil {

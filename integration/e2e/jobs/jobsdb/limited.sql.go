@@ -150,7 +150,7 @@ SET state = 'running',
     locked_by = $2::text,
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant, job.n
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant, job.n
 `
 
 type ClaimLimitedParams struct {
@@ -204,6 +204,7 @@ func (q *Queries) ClaimLimited(ctx context.Context, arg ClaimLimitedParams) ([]L
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Tenant,
 			&i.N,
@@ -300,6 +301,7 @@ const discardLimited = `-- name: DiscardLimited :execrows
 UPDATE limited_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -312,8 +314,9 @@ type DiscardLimitedParams struct {
 	Attempt int32
 }
 
-// DiscardLimited makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteLimited.
+// DiscardLimited makes a job dead at once with its error kept (and its time
+// and attempt, as in FailLimited), whatever attempts remain; fenced like
+// CompleteLimited.
 func (q *Queries) DiscardLimited(ctx context.Context, arg DiscardLimitedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardLimited, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -387,6 +390,7 @@ func (q *Queries) ExtendManyLimited(ctx context.Context, arg ExtendManyLimitedPa
 const failLimited = `-- name: FailLimited :one
 UPDATE limited_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -404,8 +408,9 @@ type FailLimitedParams struct {
 }
 
 // FailLimited records a failed attempt, fenced like CompleteLimited: the
-// error is kept, and the job is retried after @retry_delay or, having used
-// its attempts, is dead.
+// error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailLimited(ctx context.Context, arg FailLimitedParams) (string, error) {
 	row := q.db.QueryRow(ctx, failLimited,
 		arg.Message,
@@ -421,6 +426,7 @@ func (q *Queries) FailLimited(ctx context.Context, arg FailLimitedParams) (strin
 const failManyAtLimited = `-- name: FailManyAtLimited :many
 UPDATE limited_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -476,6 +482,7 @@ func (q *Queries) FailManyAtLimited(ctx context.Context, arg FailManyAtLimitedPa
 const failManyLimited = `-- name: FailManyLimited :many
 UPDATE limited_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -503,7 +510,9 @@ type FailManyLimitedRow struct {
 // FailManyLimited fails many jobs in one statement, each fenced like
 // FailLimited and retried after its own delay, and returns the ids it changed
 // with their new state. Rows are found by primary key and their message and
-// delay read from the parallel arrays, as in CompleteManyLimited.
+// delay read from the parallel arrays, as in CompleteManyLimited; each
+// error's time and attempt go to failures in the same row update, as in
+// FailLimited.
 func (q *Queries) FailManyLimited(ctx context.Context, arg FailManyLimitedParams) ([]FailManyLimitedRow, error) {
 	rows, err := q.db.Query(ctx, failManyLimited,
 		arg.Messages,
@@ -568,7 +577,7 @@ func (q *Queries) ForgetStaleNodesLimited(ctx context.Context, olderThanUs int64
 }
 
 const getLimited = `-- name: GetLimited :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant, n FROM limited_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant, n FROM limited_queue
 WHERE id = $1
 `
 
@@ -589,6 +598,7 @@ func (q *Queries) GetLimited(ctx context.Context, id int64) (LimitedRow, error) 
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Tenant,
 		&i.N,
@@ -716,6 +726,7 @@ WITH doomed AS (
 UPDATE limited_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -724,7 +735,8 @@ WHERE job.id = doomed.id
 `
 
 // ReapLimited makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
+// last attempt (the error kept with its time and attempt, as FailLimited
+// keeps them), which claims no longer take. The batch is bounded and SKIP
 // LOCKED, so it neither waits on a worker finishing one of them (whose fenced
 // update then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
@@ -767,6 +779,7 @@ func (q *Queries) ReleaseLimited(ctx context.Context, arg ReleaseLimitedParams) 
 const releaseNodeLimited = `-- name: ReleaseNodeLimited :execrows
 UPDATE limited_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -776,12 +789,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeLimited makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapLimited would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailLimited
+// records them (as ReapLimited would make it once its lease expired), and a
+// job that kills its worker cannot run again and again. It reads the leased
+// jobs through the lease index (locked_until IS NOT NULL is its predicate),
+// so it reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeLimited(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeLimited, node)
 	if err != nil {

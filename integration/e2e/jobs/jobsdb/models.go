@@ -25,6 +25,7 @@ type ArchivedArchiveRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	Name        string
@@ -43,6 +44,7 @@ type ArchivedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	Name        string
@@ -61,6 +63,7 @@ type BackloggedQueueBacklog struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	Tenant      string
@@ -80,6 +83,7 @@ type BackloggedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	Tenant      string
@@ -99,6 +103,7 @@ type BaseRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 }
@@ -116,6 +121,7 @@ type CappedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	N           int32
 }
@@ -133,6 +139,7 @@ type EmailRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	Recipient   string
@@ -152,6 +159,7 @@ type FairRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	N           int32
@@ -170,6 +178,7 @@ type ImageRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	URL         string
@@ -195,6 +204,7 @@ type InvoiceRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    *int64
 	InvoiceID   int64
@@ -214,6 +224,7 @@ type KeptRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -231,6 +242,7 @@ type LimitedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	N           int32
@@ -261,6 +273,7 @@ type NowaitRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -283,6 +296,7 @@ type PacedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	N           int32
 }
@@ -314,6 +328,7 @@ type ReportRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -331,6 +346,7 @@ type TaskRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -354,6 +370,7 @@ type ThrottledRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	N           int32
@@ -372,6 +389,7 @@ type TxarchivedArchiveRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Name        string
 }
@@ -389,6 +407,7 @@ type TxarchivedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Name        string
 }
@@ -406,6 +425,7 @@ type TxfairRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	N           int32
@@ -424,6 +444,7 @@ type TxtaskRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -441,6 +462,7 @@ type TypedRow struct {
 	LockedBy     *string
 	LockedUntil  *time.Time
 	Errors       []string
+	Failures     json.RawMessage
 	UniqueKey    *string
 	TenantID     *int64
 	CText        string
@@ -484,6 +506,7 @@ type WebhookRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Body        json.RawMessage
 }

@@ -86,7 +86,7 @@ SET state = 'running',
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.payload
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.payload
 `
 
 type ClaimNowaitParams struct {
@@ -130,6 +130,7 @@ func (q *Queries) ClaimNowait(ctx context.Context, arg ClaimNowaitParams) ([]Now
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Payload,
 		); err != nil {
@@ -225,6 +226,7 @@ const discardNowait = `-- name: DiscardNowait :execrows
 UPDATE nowait_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -237,8 +239,9 @@ type DiscardNowaitParams struct {
 	Attempt int32
 }
 
-// DiscardNowait makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteNowait.
+// DiscardNowait makes a job dead at once with its error kept (and its time
+// and attempt, as in FailNowait), whatever attempts remain; fenced like
+// CompleteNowait.
 func (q *Queries) DiscardNowait(ctx context.Context, arg DiscardNowaitParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardNowait, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -312,6 +315,7 @@ func (q *Queries) ExtendNowait(ctx context.Context, arg ExtendNowaitParams) (*ti
 const failManyAtNowait = `-- name: FailManyAtNowait :many
 UPDATE nowait_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -367,6 +371,7 @@ func (q *Queries) FailManyAtNowait(ctx context.Context, arg FailManyAtNowaitPara
 const failManyNowait = `-- name: FailManyNowait :many
 UPDATE nowait_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -394,7 +399,8 @@ type FailManyNowaitRow struct {
 // FailManyNowait fails many jobs in one statement, each fenced like
 // FailNowait and retried after its own delay, and returns the ids it changed
 // with their new state. Rows are found by primary key and their message and
-// delay read from the parallel arrays, as in CompleteManyNowait.
+// delay read from the parallel arrays, as in CompleteManyNowait; each error's
+// time and attempt go to failures in the same row update, as in FailNowait.
 func (q *Queries) FailManyNowait(ctx context.Context, arg FailManyNowaitParams) ([]FailManyNowaitRow, error) {
 	rows, err := q.db.Query(ctx, failManyNowait,
 		arg.Messages,
@@ -423,6 +429,7 @@ func (q *Queries) FailManyNowait(ctx context.Context, arg FailManyNowaitParams) 
 const failNowait = `-- name: FailNowait :one
 UPDATE nowait_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -440,8 +447,9 @@ type FailNowaitParams struct {
 }
 
 // FailNowait records a failed attempt, fenced like CompleteNowait: the error
-// is kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// is kept, with its time and attempt in failures (see the failure part), and
+// the job is retried after @retry_delay or, having used its attempts, is
+// dead.
 func (q *Queries) FailNowait(ctx context.Context, arg FailNowaitParams) (string, error) {
 	row := q.db.QueryRow(ctx, failNowait,
 		arg.Message,
@@ -493,7 +501,7 @@ func (q *Queries) ForgetStaleNodesNowait(ctx context.Context, olderThanUs int64)
 }
 
 const getNowait = `-- name: GetNowait :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM nowait_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM nowait_queue
 WHERE id = $1
 `
 
@@ -514,6 +522,7 @@ func (q *Queries) GetNowait(ctx context.Context, id int64) (NowaitRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)
@@ -609,6 +618,7 @@ WITH doomed AS (
 UPDATE nowait_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -617,9 +627,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapNowait makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailNowait keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -636,6 +647,7 @@ func (q *Queries) ReapNowait(ctx context.Context, max int32) (int64, error) {
 const releaseNodeNowait = `-- name: ReleaseNodeNowait :execrows
 UPDATE nowait_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -645,12 +657,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeNowait makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapNowait would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailNowait records
+// them (as ReapNowait would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeNowait(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeNowait, node)
 	if err != nil {

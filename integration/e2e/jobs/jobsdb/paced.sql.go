@@ -102,7 +102,7 @@ SET state = 'running',
     locked_by = $2::text,
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.n
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.n
 `
 
 type ClaimPacedParams struct {
@@ -158,6 +158,7 @@ func (q *Queries) ClaimPaced(ctx context.Context, arg ClaimPacedParams) ([]Paced
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.N,
 		); err != nil {
@@ -253,6 +254,7 @@ const discardPaced = `-- name: DiscardPaced :execrows
 UPDATE paced_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -265,8 +267,9 @@ type DiscardPacedParams struct {
 	Attempt int32
 }
 
-// DiscardPaced makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompletePaced.
+// DiscardPaced makes a job dead at once with its error kept (and its time and
+// attempt, as in FailPaced), whatever attempts remain; fenced like
+// CompletePaced.
 func (q *Queries) DiscardPaced(ctx context.Context, arg DiscardPacedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardPaced, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -340,6 +343,7 @@ func (q *Queries) ExtendPaced(ctx context.Context, arg ExtendPacedParams) (*time
 const failManyAtPaced = `-- name: FailManyAtPaced :many
 UPDATE paced_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -395,6 +399,7 @@ func (q *Queries) FailManyAtPaced(ctx context.Context, arg FailManyAtPacedParams
 const failManyPaced = `-- name: FailManyPaced :many
 UPDATE paced_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -422,7 +427,8 @@ type FailManyPacedRow struct {
 // FailManyPaced fails many jobs in one statement, each fenced like FailPaced
 // and retried after its own delay, and returns the ids it changed with their
 // new state. Rows are found by primary key and their message and delay read
-// from the parallel arrays, as in CompleteManyPaced.
+// from the parallel arrays, as in CompleteManyPaced; each error's time and
+// attempt go to failures in the same row update, as in FailPaced.
 func (q *Queries) FailManyPaced(ctx context.Context, arg FailManyPacedParams) ([]FailManyPacedRow, error) {
 	rows, err := q.db.Query(ctx, failManyPaced,
 		arg.Messages,
@@ -451,6 +457,7 @@ func (q *Queries) FailManyPaced(ctx context.Context, arg FailManyPacedParams) ([
 const failPaced = `-- name: FailPaced :one
 UPDATE paced_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -468,8 +475,8 @@ type FailPacedParams struct {
 }
 
 // FailPaced records a failed attempt, fenced like CompletePaced: the error is
-// kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @retry_delay or, having used its attempts, is dead.
 func (q *Queries) FailPaced(ctx context.Context, arg FailPacedParams) (string, error) {
 	row := q.db.QueryRow(ctx, failPaced,
 		arg.Message,
@@ -521,7 +528,7 @@ func (q *Queries) ForgetStaleNodesPaced(ctx context.Context, olderThanUs int64) 
 }
 
 const getPaced = `-- name: GetPaced :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, n FROM paced_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, n FROM paced_queue
 WHERE id = $1
 `
 
@@ -542,6 +549,7 @@ func (q *Queries) GetPaced(ctx context.Context, id int64) (PacedRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.N,
 	)
@@ -688,6 +696,7 @@ WITH doomed AS (
 UPDATE paced_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -696,9 +705,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapPaced makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailPaced keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -715,6 +725,7 @@ func (q *Queries) ReapPaced(ctx context.Context, max int32) (int64, error) {
 const releaseNodePaced = `-- name: ReleaseNodePaced :execrows
 UPDATE paced_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -724,12 +735,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodePaced makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapPaced would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailPaced records
+// them (as ReapPaced would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodePaced(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodePaced, node)
 	if err != nil {

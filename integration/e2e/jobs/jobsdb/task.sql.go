@@ -110,7 +110,7 @@ SET state = 'running',
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.payload
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.payload
 `
 
 type ClaimTaskParams struct {
@@ -153,6 +153,7 @@ func (q *Queries) ClaimTask(ctx context.Context, arg ClaimTaskParams) ([]TaskRow
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Payload,
 		); err != nil {
@@ -248,6 +249,7 @@ const discardTask = `-- name: DiscardTask :execrows
 UPDATE task_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -260,8 +262,9 @@ type DiscardTaskParams struct {
 	Attempt int32
 }
 
-// DiscardTask makes a job dead at once with its error kept, whatever attempts
-// remain; fenced like CompleteTask.
+// DiscardTask makes a job dead at once with its error kept (and its time and
+// attempt, as in FailTask), whatever attempts remain; fenced like
+// CompleteTask.
 func (q *Queries) DiscardTask(ctx context.Context, arg DiscardTaskParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardTask, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -335,6 +338,7 @@ func (q *Queries) ExtendTask(ctx context.Context, arg ExtendTaskParams) (*time.T
 const failManyAtTask = `-- name: FailManyAtTask :many
 UPDATE task_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -390,6 +394,7 @@ func (q *Queries) FailManyAtTask(ctx context.Context, arg FailManyAtTaskParams) 
 const failManyTask = `-- name: FailManyTask :many
 UPDATE task_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -417,7 +422,8 @@ type FailManyTaskRow struct {
 // FailManyTask fails many jobs in one statement, each fenced like FailTask
 // and retried after its own delay, and returns the ids it changed with their
 // new state. Rows are found by primary key and their message and delay read
-// from the parallel arrays, as in CompleteManyTask.
+// from the parallel arrays, as in CompleteManyTask; each error's time and
+// attempt go to failures in the same row update, as in FailTask.
 func (q *Queries) FailManyTask(ctx context.Context, arg FailManyTaskParams) ([]FailManyTaskRow, error) {
 	rows, err := q.db.Query(ctx, failManyTask,
 		arg.Messages,
@@ -446,6 +452,7 @@ func (q *Queries) FailManyTask(ctx context.Context, arg FailManyTaskParams) ([]F
 const failTask = `-- name: FailTask :one
 UPDATE task_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -463,8 +470,8 @@ type FailTaskParams struct {
 }
 
 // FailTask records a failed attempt, fenced like CompleteTask: the error is
-// kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @retry_delay or, having used its attempts, is dead.
 func (q *Queries) FailTask(ctx context.Context, arg FailTaskParams) (string, error) {
 	row := q.db.QueryRow(ctx, failTask,
 		arg.Message,
@@ -516,7 +523,7 @@ func (q *Queries) ForgetStaleNodesTask(ctx context.Context, olderThanUs int64) (
 }
 
 const getTask = `-- name: GetTask :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM task_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM task_queue
 WHERE id = $1
 `
 
@@ -537,6 +544,7 @@ func (q *Queries) GetTask(ctx context.Context, id int64) (TaskRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)
@@ -637,6 +645,7 @@ WITH doomed AS (
 UPDATE task_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -645,9 +654,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapTask makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailTask keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -664,6 +674,7 @@ func (q *Queries) ReapTask(ctx context.Context, max int32) (int64, error) {
 const releaseNodeTask = `-- name: ReleaseNodeTask :execrows
 UPDATE task_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -673,12 +684,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeTask makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapTask would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailTask records
+// them (as ReapTask would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeTask(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeTask, node)
 	if err != nil {

@@ -141,7 +141,7 @@ SET state = 'running',
     locked_by = $2::text,
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant, job.n
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant, job.n
 `
 
 type ClaimThrottledParams struct {
@@ -194,6 +194,7 @@ func (q *Queries) ClaimThrottled(ctx context.Context, arg ClaimThrottledParams) 
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Tenant,
 			&i.N,
@@ -290,6 +291,7 @@ const discardThrottled = `-- name: DiscardThrottled :execrows
 UPDATE throttled_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -302,8 +304,9 @@ type DiscardThrottledParams struct {
 	Attempt int32
 }
 
-// DiscardThrottled makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteThrottled.
+// DiscardThrottled makes a job dead at once with its error kept (and its time
+// and attempt, as in FailThrottled), whatever attempts remain; fenced like
+// CompleteThrottled.
 func (q *Queries) DiscardThrottled(ctx context.Context, arg DiscardThrottledParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardThrottled, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -377,6 +380,7 @@ func (q *Queries) ExtendThrottled(ctx context.Context, arg ExtendThrottledParams
 const failManyAtThrottled = `-- name: FailManyAtThrottled :many
 UPDATE throttled_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -432,6 +436,7 @@ func (q *Queries) FailManyAtThrottled(ctx context.Context, arg FailManyAtThrottl
 const failManyThrottled = `-- name: FailManyThrottled :many
 UPDATE throttled_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -460,7 +465,8 @@ type FailManyThrottledRow struct {
 // FailThrottled and retried after its own delay, and returns the ids it
 // changed with their new state. Rows are found by primary key and their
 // message and delay read from the parallel arrays, as in
-// CompleteManyThrottled.
+// CompleteManyThrottled; each error's time and attempt go to failures in the
+// same row update, as in FailThrottled.
 func (q *Queries) FailManyThrottled(ctx context.Context, arg FailManyThrottledParams) ([]FailManyThrottledRow, error) {
 	rows, err := q.db.Query(ctx, failManyThrottled,
 		arg.Messages,
@@ -489,6 +495,7 @@ func (q *Queries) FailManyThrottled(ctx context.Context, arg FailManyThrottledPa
 const failThrottled = `-- name: FailThrottled :one
 UPDATE throttled_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -506,8 +513,9 @@ type FailThrottledParams struct {
 }
 
 // FailThrottled records a failed attempt, fenced like CompleteThrottled: the
-// error is kept, and the job is retried after @retry_delay or, having used
-// its attempts, is dead.
+// error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailThrottled(ctx context.Context, arg FailThrottledParams) (string, error) {
 	row := q.db.QueryRow(ctx, failThrottled,
 		arg.Message,
@@ -559,7 +567,7 @@ func (q *Queries) ForgetStaleNodesThrottled(ctx context.Context, olderThanUs int
 }
 
 const getThrottled = `-- name: GetThrottled :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant, n FROM throttled_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant, n FROM throttled_queue
 WHERE id = $1
 `
 
@@ -580,6 +588,7 @@ func (q *Queries) GetThrottled(ctx context.Context, id int64) (ThrottledRow, err
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Tenant,
 		&i.N,
@@ -735,6 +744,7 @@ WITH doomed AS (
 UPDATE throttled_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -743,10 +753,11 @@ WHERE job.id = doomed.id
 `
 
 // ReapThrottled makes dead up to @max running jobs whose lease expired on
-// their last attempt, which claims no longer take. The batch is bounded and
-// SKIP LOCKED, so it neither waits on a worker finishing one of them (whose
-// fenced update then finds it gone) nor holds a long transaction. It first
-// takes the queue's maintenance lock for the statement's transaction
+// their last attempt (the error kept with its time and attempt, as
+// FailThrottled keeps them), which claims no longer take. The batch is
+// bounded and SKIP LOCKED, so it neither waits on a worker finishing one of
+// them (whose fenced update then finds it gone) nor holds a long transaction.
+// It first takes the queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
 // and the lock ends with the statement, also behind a transaction-mode
@@ -762,6 +773,7 @@ func (q *Queries) ReapThrottled(ctx context.Context, max int32) (int64, error) {
 const releaseNodeThrottled = `-- name: ReleaseNodeThrottled :execrows
 UPDATE throttled_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -772,10 +784,11 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 // ReleaseNodeThrottled makes every job @node holds claimable again, for a
 // node restarting after a crash; the attempt counts, as the crash may have
 // been the job's doing, so a job that was on its last attempt is made dead
-// instead (as ReapThrottled would make it once its lease expired), and a job
-// that kills its worker cannot run again and again. It reads the leased jobs
-// through the lease index (locked_until IS NOT NULL is its predicate), so it
-// reads no more rows than there are jobs in flight; a job claimed again
+// instead, its error recorded with its time and attempt as FailThrottled
+// records them (as ReapThrottled would make it once its lease expired), and a
+// job that kills its worker cannot run again and again. It reads the leased
+// jobs through the lease index (locked_until IS NOT NULL is its predicate),
+// so it reads no more rows than there are jobs in flight; a job claimed again
 // meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeThrottled(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeThrottled, node)

@@ -68,7 +68,7 @@ SET attempt = job.attempt + 1,
     attempted_at = coalesce($1::timestamptz, now())
 FROM due
 WHERE job.id = due.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.name
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.name
 `
 
 type ClaimTxarchivedParams struct {
@@ -102,6 +102,7 @@ func (q *Queries) ClaimTxarchived(ctx context.Context, arg ClaimTxarchivedParams
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Name,
 		); err != nil {
@@ -121,15 +122,16 @@ WITH done AS (
     WHERE job.id = ANY($1::bigint[])
       AND job.state = 'available'
       AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.name
+    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.name
 )
 INSERT INTO txarchived_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key, name
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, name
 )
 SELECT done.id, 'succeeded', done.attempt, done.max_attempts, done.priority,
        done.run_after, done.created_at, done.attempted_at, now(), NULL, NULL,
-       done.errors, done.unique_key, done.name
+       done.errors, done.failures, done.unique_key, done.name
 FROM done
 `
 
@@ -155,15 +157,16 @@ const completeTxarchived = `-- name: CompleteTxarchived :execrows
 WITH done AS (
     DELETE FROM txarchived_queue AS job
     WHERE job.id = $1 AND job.attempt = $2 AND job.state = 'available'
-    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.name
+    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.name
 )
 INSERT INTO txarchived_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key, name
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, name
 )
 SELECT done.id, 'succeeded', done.attempt, done.max_attempts, done.priority,
        done.run_after, done.created_at, done.attempted_at, now(), NULL, NULL,
-       done.errors, done.unique_key, done.name
+       done.errors, done.failures, done.unique_key, done.name
 FROM done
 `
 
@@ -228,6 +231,7 @@ const discardTxarchived = `-- name: DiscardTxarchived :execrows
 UPDATE txarchived_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now()
 WHERE id = $2 AND attempt = $3 AND state = 'available'
 `
@@ -238,8 +242,9 @@ type DiscardTxarchivedParams struct {
 	Attempt int32
 }
 
-// DiscardTxarchived makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteTxarchived.
+// DiscardTxarchived makes a job dead at once with its error kept (and its
+// time and attempt, as in FailTxarchived), whatever attempts remain; fenced
+// like CompleteTxarchived.
 func (q *Queries) DiscardTxarchived(ctx context.Context, arg DiscardTxarchivedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardTxarchived, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -251,6 +256,7 @@ func (q *Queries) DiscardTxarchived(ctx context.Context, arg DiscardTxarchivedPa
 const failManyAtTxarchived = `-- name: FailManyAtTxarchived :many
 UPDATE txarchived_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -304,6 +310,7 @@ func (q *Queries) FailManyAtTxarchived(ctx context.Context, arg FailManyAtTxarch
 const failManyTxarchived = `-- name: FailManyTxarchived :many
 UPDATE txarchived_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -330,7 +337,8 @@ type FailManyTxarchivedRow struct {
 // FailTxarchived and retried after its own delay, and returns the ids it
 // changed with their new state. Rows are found by primary key and their
 // message and delay read from the parallel arrays, as in
-// CompleteManyTxarchived.
+// CompleteManyTxarchived; each error's time and attempt go to failures in the
+// same row update, as in FailTxarchived.
 func (q *Queries) FailManyTxarchived(ctx context.Context, arg FailManyTxarchivedParams) ([]FailManyTxarchivedRow, error) {
 	rows, err := q.db.Query(ctx, failManyTxarchived,
 		arg.Messages,
@@ -359,6 +367,7 @@ func (q *Queries) FailManyTxarchived(ctx context.Context, arg FailManyTxarchived
 const failTxarchived = `-- name: FailTxarchived :one
 UPDATE txarchived_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END
@@ -374,8 +383,9 @@ type FailTxarchivedParams struct {
 }
 
 // FailTxarchived records a failed attempt, fenced like CompleteTxarchived:
-// the error is kept, and the job is retried after @retry_delay or, having
-// used its attempts, is dead.
+// the error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailTxarchived(ctx context.Context, arg FailTxarchivedParams) (string, error) {
 	row := q.db.QueryRow(ctx, failTxarchived,
 		arg.Message,
@@ -427,7 +437,7 @@ func (q *Queries) ForgetStaleNodesTxarchived(ctx context.Context, olderThanUs in
 }
 
 const getArchivedTxarchived = `-- name: GetArchivedTxarchived :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, name FROM txarchived_queue_archive
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, name FROM txarchived_queue_archive
 WHERE id = $1
 LIMIT 1
 `
@@ -450,6 +460,7 @@ func (q *Queries) GetArchivedTxarchived(ctx context.Context, id int64) (Txarchiv
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Name,
 	)
@@ -457,7 +468,7 @@ func (q *Queries) GetArchivedTxarchived(ctx context.Context, id int64) (Txarchiv
 }
 
 const getTxarchived = `-- name: GetTxarchived :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, name FROM txarchived_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, name FROM txarchived_queue
 WHERE id = $1
 `
 
@@ -478,6 +489,7 @@ func (q *Queries) GetTxarchived(ctx context.Context, id int64) (TxarchivedRow, e
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Name,
 	)

@@ -116,7 +116,7 @@ UPDATE txfair_queue AS job
 SET attempt = job.attempt + 1,
     attempted_at = coalesce($1::timestamptz, now())
 WHERE job.id = ANY(ARRAY(SELECT id FROM due))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant, job.n
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant, job.n
 `
 
 type ClaimTxfairParams struct {
@@ -152,6 +152,7 @@ func (q *Queries) ClaimTxfair(ctx context.Context, arg ClaimTxfairParams) ([]Txf
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Tenant,
 			&i.N,
@@ -255,6 +256,7 @@ const discardTxfair = `-- name: DiscardTxfair :execrows
 UPDATE txfair_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now()
 WHERE id = $2 AND attempt = $3 AND state = 'available'
 `
@@ -265,8 +267,9 @@ type DiscardTxfairParams struct {
 	Attempt int32
 }
 
-// DiscardTxfair makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteTxfair.
+// DiscardTxfair makes a job dead at once with its error kept (and its time
+// and attempt, as in FailTxfair), whatever attempts remain; fenced like
+// CompleteTxfair.
 func (q *Queries) DiscardTxfair(ctx context.Context, arg DiscardTxfairParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardTxfair, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -278,6 +281,7 @@ func (q *Queries) DiscardTxfair(ctx context.Context, arg DiscardTxfairParams) (i
 const failManyAtTxfair = `-- name: FailManyAtTxfair :many
 UPDATE txfair_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -331,6 +335,7 @@ func (q *Queries) FailManyAtTxfair(ctx context.Context, arg FailManyAtTxfairPara
 const failManyTxfair = `-- name: FailManyTxfair :many
 UPDATE txfair_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -356,7 +361,8 @@ type FailManyTxfairRow struct {
 // FailManyTxfair fails many jobs in one statement, each fenced like
 // FailTxfair and retried after its own delay, and returns the ids it changed
 // with their new state. Rows are found by primary key and their message and
-// delay read from the parallel arrays, as in CompleteManyTxfair.
+// delay read from the parallel arrays, as in CompleteManyTxfair; each error's
+// time and attempt go to failures in the same row update, as in FailTxfair.
 func (q *Queries) FailManyTxfair(ctx context.Context, arg FailManyTxfairParams) ([]FailManyTxfairRow, error) {
 	rows, err := q.db.Query(ctx, failManyTxfair,
 		arg.Messages,
@@ -385,6 +391,7 @@ func (q *Queries) FailManyTxfair(ctx context.Context, arg FailManyTxfairParams) 
 const failTxfair = `-- name: FailTxfair :one
 UPDATE txfair_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END
@@ -400,8 +407,9 @@ type FailTxfairParams struct {
 }
 
 // FailTxfair records a failed attempt, fenced like CompleteTxfair: the error
-// is kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// is kept, with its time and attempt in failures (see the failure part), and
+// the job is retried after @retry_delay or, having used its attempts, is
+// dead.
 func (q *Queries) FailTxfair(ctx context.Context, arg FailTxfairParams) (string, error) {
 	row := q.db.QueryRow(ctx, failTxfair,
 		arg.Message,
@@ -453,7 +461,7 @@ func (q *Queries) ForgetStaleNodesTxfair(ctx context.Context, olderThanUs int64)
 }
 
 const getTxfair = `-- name: GetTxfair :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant, n FROM txfair_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant, n FROM txfair_queue
 WHERE id = $1
 `
 
@@ -474,6 +482,7 @@ func (q *Queries) GetTxfair(ctx context.Context, id int64) (TxfairRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Tenant,
 		&i.N,

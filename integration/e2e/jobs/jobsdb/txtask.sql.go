@@ -93,7 +93,7 @@ SET attempt = job.attempt + 1,
     attempted_at = coalesce($1::timestamptz, now())
 FROM due
 WHERE job.id = due.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.payload
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.payload
 `
 
 type ClaimTxtaskParams struct {
@@ -127,6 +127,7 @@ func (q *Queries) ClaimTxtask(ctx context.Context, arg ClaimTxtaskParams) ([]Txt
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Payload,
 		); err != nil {
@@ -233,6 +234,7 @@ const discardTxtask = `-- name: DiscardTxtask :execrows
 UPDATE txtask_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now()
 WHERE id = $2 AND attempt = $3 AND state = 'available'
 `
@@ -243,8 +245,9 @@ type DiscardTxtaskParams struct {
 	Attempt int32
 }
 
-// DiscardTxtask makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteTxtask.
+// DiscardTxtask makes a job dead at once with its error kept (and its time
+// and attempt, as in FailTxtask), whatever attempts remain; fenced like
+// CompleteTxtask.
 func (q *Queries) DiscardTxtask(ctx context.Context, arg DiscardTxtaskParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardTxtask, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -256,6 +259,7 @@ func (q *Queries) DiscardTxtask(ctx context.Context, arg DiscardTxtaskParams) (i
 const failManyAtTxtask = `-- name: FailManyAtTxtask :many
 UPDATE txtask_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -309,6 +313,7 @@ func (q *Queries) FailManyAtTxtask(ctx context.Context, arg FailManyAtTxtaskPara
 const failManyTxtask = `-- name: FailManyTxtask :many
 UPDATE txtask_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -334,7 +339,8 @@ type FailManyTxtaskRow struct {
 // FailManyTxtask fails many jobs in one statement, each fenced like
 // FailTxtask and retried after its own delay, and returns the ids it changed
 // with their new state. Rows are found by primary key and their message and
-// delay read from the parallel arrays, as in CompleteManyTxtask.
+// delay read from the parallel arrays, as in CompleteManyTxtask; each error's
+// time and attempt go to failures in the same row update, as in FailTxtask.
 func (q *Queries) FailManyTxtask(ctx context.Context, arg FailManyTxtaskParams) ([]FailManyTxtaskRow, error) {
 	rows, err := q.db.Query(ctx, failManyTxtask,
 		arg.Messages,
@@ -363,6 +369,7 @@ func (q *Queries) FailManyTxtask(ctx context.Context, arg FailManyTxtaskParams) 
 const failTxtask = `-- name: FailTxtask :one
 UPDATE txtask_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END
@@ -378,8 +385,9 @@ type FailTxtaskParams struct {
 }
 
 // FailTxtask records a failed attempt, fenced like CompleteTxtask: the error
-// is kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// is kept, with its time and attempt in failures (see the failure part), and
+// the job is retried after @retry_delay or, having used its attempts, is
+// dead.
 func (q *Queries) FailTxtask(ctx context.Context, arg FailTxtaskParams) (string, error) {
 	row := q.db.QueryRow(ctx, failTxtask,
 		arg.Message,
@@ -431,7 +439,7 @@ func (q *Queries) ForgetStaleNodesTxtask(ctx context.Context, olderThanUs int64)
 }
 
 const getTxtask = `-- name: GetTxtask :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM txtask_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM txtask_queue
 WHERE id = $1
 `
 
@@ -452,6 +460,7 @@ func (q *Queries) GetTxtask(ctx context.Context, id int64) (TxtaskRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)

@@ -88,7 +88,7 @@ SET state = 'running',
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant_id, job.c_text, job.c_varchar, job.c_smallint, job.c_integer, job.c_bigint, job.c_boolean, job.c_numeric, job.c_real, job.c_double, job.c_uuid, job.c_timestamptz, job.c_date, job.c_jsonb, job.c_bytea, job.c_text_array, job.c_int_array, job.n_text, job.n_integer, job.n_boolean, job.n_double, job.n_timestamptz, job.n_date, job.n_uuid, job.n_bytea, job.n_text_array, job.d_count
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant_id, job.c_text, job.c_varchar, job.c_smallint, job.c_integer, job.c_bigint, job.c_boolean, job.c_numeric, job.c_real, job.c_double, job.c_uuid, job.c_timestamptz, job.c_date, job.c_jsonb, job.c_bytea, job.c_text_array, job.c_int_array, job.n_text, job.n_integer, job.n_boolean, job.n_double, job.n_timestamptz, job.n_date, job.n_uuid, job.n_bytea, job.n_text_array, job.d_count
 `
 
 type ClaimTypedParams struct {
@@ -131,6 +131,7 @@ func (q *Queries) ClaimTyped(ctx context.Context, arg ClaimTypedParams) ([]Typed
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.CText,
@@ -295,6 +296,7 @@ const discardTyped = `-- name: DiscardTyped :execrows
 UPDATE typed_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -307,8 +309,9 @@ type DiscardTypedParams struct {
 	Attempt int32
 }
 
-// DiscardTyped makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteTyped.
+// DiscardTyped makes a job dead at once with its error kept (and its time and
+// attempt, as in FailTyped), whatever attempts remain; fenced like
+// CompleteTyped.
 func (q *Queries) DiscardTyped(ctx context.Context, arg DiscardTypedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardTyped, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -382,6 +385,7 @@ func (q *Queries) ExtendTyped(ctx context.Context, arg ExtendTypedParams) (*time
 const failManyAtTyped = `-- name: FailManyAtTyped :many
 UPDATE typed_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -437,6 +441,7 @@ func (q *Queries) FailManyAtTyped(ctx context.Context, arg FailManyAtTypedParams
 const failManyTyped = `-- name: FailManyTyped :many
 UPDATE typed_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -464,7 +469,8 @@ type FailManyTypedRow struct {
 // FailManyTyped fails many jobs in one statement, each fenced like FailTyped
 // and retried after its own delay, and returns the ids it changed with their
 // new state. Rows are found by primary key and their message and delay read
-// from the parallel arrays, as in CompleteManyTyped.
+// from the parallel arrays, as in CompleteManyTyped; each error's time and
+// attempt go to failures in the same row update, as in FailTyped.
 func (q *Queries) FailManyTyped(ctx context.Context, arg FailManyTypedParams) ([]FailManyTypedRow, error) {
 	rows, err := q.db.Query(ctx, failManyTyped,
 		arg.Messages,
@@ -493,6 +499,7 @@ func (q *Queries) FailManyTyped(ctx context.Context, arg FailManyTypedParams) ([
 const failTyped = `-- name: FailTyped :one
 UPDATE typed_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -510,8 +517,8 @@ type FailTypedParams struct {
 }
 
 // FailTyped records a failed attempt, fenced like CompleteTyped: the error is
-// kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @retry_delay or, having used its attempts, is dead.
 func (q *Queries) FailTyped(ctx context.Context, arg FailTypedParams) (string, error) {
 	row := q.db.QueryRow(ctx, failTyped,
 		arg.Message,
@@ -563,7 +570,7 @@ func (q *Queries) ForgetStaleNodesTyped(ctx context.Context, olderThanUs int64) 
 }
 
 const getTyped = `-- name: GetTyped :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, c_text_array, c_int_array, n_text, n_integer, n_boolean, n_double, n_timestamptz, n_date, n_uuid, n_bytea, n_text_array, d_count FROM typed_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, c_text_array, c_int_array, n_text, n_integer, n_boolean, n_double, n_timestamptz, n_date, n_uuid, n_bytea, n_text_array, d_count FROM typed_queue
 WHERE id = $1
 `
 
@@ -584,6 +591,7 @@ func (q *Queries) GetTyped(ctx context.Context, id int64) (TypedRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.TenantID,
 		&i.CText,
@@ -835,6 +843,7 @@ WITH doomed AS (
 UPDATE typed_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -843,9 +852,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapTyped makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailTyped keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -862,6 +872,7 @@ func (q *Queries) ReapTyped(ctx context.Context, max int32) (int64, error) {
 const releaseNodeTyped = `-- name: ReleaseNodeTyped :execrows
 UPDATE typed_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -871,12 +882,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeTyped makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapTyped would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailTyped records
+// them (as ReapTyped would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeTyped(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeTyped, node)
 	if err != nil {

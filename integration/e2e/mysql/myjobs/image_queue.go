@@ -495,6 +495,7 @@ func (q *ImageQueue) job(r myjobsdb.ImageRow) *queue.Job[ImagePayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.NullJSONBytes(r.Failures))
 	return job
 }
 

@@ -476,6 +476,7 @@ func (q *KeptQueue) job(r myjobsdb.KeptRow) (*queue.Job[payload.Task], error) {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.NullJSONBytes(r.Failures))
 	if err := json.Unmarshal(r.Payload, &job.Payload); err != nil {
 		return job, err
 	}

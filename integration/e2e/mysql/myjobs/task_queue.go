@@ -499,6 +499,7 @@ func (q *TaskQueue) job(r myjobsdb.TaskRow) (*queue.Job[payload.Task], error) {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.NullJSONBytes(r.Failures))
 	if err := json.Unmarshal(r.Payload, &job.Payload); err != nil {
 		return job, err
 	}

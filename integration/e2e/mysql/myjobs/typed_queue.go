@@ -584,6 +584,7 @@ func (q *TypedQueue) job(r myjobsdb.TypedRow) *queue.Job[TypedPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.NullJSONBytes(r.Failures))
 	return job
 }
 

@@ -470,6 +470,7 @@ func (q *ImageQueue) job(r msjobsdb.ImageRow) *queue.Job[ImagePayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.JSONBytes(r.Failures))
 	return job
 }
 

@@ -451,6 +451,7 @@ func (q *KeptQueue) job(r msjobsdb.KeptRow) (*queue.Job[payload.Task], error) {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.JSONBytes(r.Failures))
 	if err := json.Unmarshal(r.Payload, &job.Payload); err != nil {
 		return job, err
 	}

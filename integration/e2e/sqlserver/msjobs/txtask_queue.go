@@ -413,6 +413,7 @@ func (q *TxtaskQueue) job(r msjobsdb.TxtaskRow) (*queue.Job[payload.Task], error
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.JSONBytes(r.Failures))
 	if err := json.Unmarshal(r.Payload, &job.Payload); err != nil {
 		return job, err
 	}

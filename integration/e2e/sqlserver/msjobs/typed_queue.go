@@ -534,6 +534,7 @@ func (q *TypedQueue) job(r msjobsdb.TypedRow) *queue.Job[TypedPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.JSONBytes(r.Failures))
 	return job
 }
 

@@ -86,7 +86,7 @@ SET state = 'running',
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.payload
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.payload
 `
 
 type ClaimEventParams struct {
@@ -129,6 +129,7 @@ func (q *Queries) ClaimEvent(ctx context.Context, arg ClaimEventParams) ([]Event
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Payload,
 		); err != nil {
@@ -224,6 +225,7 @@ const discardEvent = `-- name: DiscardEvent :execrows
 UPDATE event_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -236,8 +238,9 @@ type DiscardEventParams struct {
 	Attempt int32
 }
 
-// DiscardEvent makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteEvent.
+// DiscardEvent makes a job dead at once with its error kept (and its time and
+// attempt, as in FailEvent), whatever attempts remain; fenced like
+// CompleteEvent.
 func (q *Queries) DiscardEvent(ctx context.Context, arg DiscardEventParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardEvent, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -311,6 +314,7 @@ func (q *Queries) ExtendManyEvent(ctx context.Context, arg ExtendManyEventParams
 const failEvent = `-- name: FailEvent :one
 UPDATE event_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -328,8 +332,8 @@ type FailEventParams struct {
 }
 
 // FailEvent records a failed attempt, fenced like CompleteEvent: the error is
-// kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @retry_delay or, having used its attempts, is dead.
 func (q *Queries) FailEvent(ctx context.Context, arg FailEventParams) (string, error) {
 	row := q.db.QueryRow(ctx, failEvent,
 		arg.Message,
@@ -345,6 +349,7 @@ func (q *Queries) FailEvent(ctx context.Context, arg FailEventParams) (string, e
 const failManyAtEvent = `-- name: FailManyAtEvent :many
 UPDATE event_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -400,6 +405,7 @@ func (q *Queries) FailManyAtEvent(ctx context.Context, arg FailManyAtEventParams
 const failManyEvent = `-- name: FailManyEvent :many
 UPDATE event_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -427,7 +433,8 @@ type FailManyEventRow struct {
 // FailManyEvent fails many jobs in one statement, each fenced like FailEvent
 // and retried after its own delay, and returns the ids it changed with their
 // new state. Rows are found by primary key and their message and delay read
-// from the parallel arrays, as in CompleteManyEvent.
+// from the parallel arrays, as in CompleteManyEvent; each error's time and
+// attempt go to failures in the same row update, as in FailEvent.
 func (q *Queries) FailManyEvent(ctx context.Context, arg FailManyEventParams) ([]FailManyEventRow, error) {
 	rows, err := q.db.Query(ctx, failManyEvent,
 		arg.Messages,
@@ -492,7 +499,7 @@ func (q *Queries) ForgetStaleNodesEvent(ctx context.Context, olderThanUs int64) 
 }
 
 const getEvent = `-- name: GetEvent :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM event_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM event_queue
 WHERE id = $1
 `
 
@@ -513,6 +520,7 @@ func (q *Queries) GetEvent(ctx context.Context, id int64) (EventRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)
@@ -608,6 +616,7 @@ WITH doomed AS (
 UPDATE event_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -616,9 +625,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapEvent makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailEvent keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -659,6 +669,7 @@ func (q *Queries) ReleaseEvent(ctx context.Context, arg ReleaseEventParams) (int
 const releaseNodeEvent = `-- name: ReleaseNodeEvent :execrows
 UPDATE event_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -668,12 +679,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeEvent makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapEvent would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailEvent records
+// them (as ReapEvent would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeEvent(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeEvent, node)
 	if err != nil {

@@ -23,6 +23,7 @@ type BackloggedQueueBacklog struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	N           int64
 	Tenant      string
@@ -41,6 +42,7 @@ type BackloggedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	N           int64
 	Tenant      string
@@ -59,6 +61,7 @@ type EventRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -76,6 +79,7 @@ type LedgerRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	N           int64
 }
@@ -93,6 +97,7 @@ type LimitedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	N           int64
 	Tenant      string
@@ -131,6 +136,7 @@ type WorkRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	N           int64
 	Kind        string

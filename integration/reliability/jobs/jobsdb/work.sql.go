@@ -85,7 +85,7 @@ SET state = 'running',
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.n, job.kind
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.n, job.kind
 `
 
 type ClaimWorkParams struct {
@@ -128,6 +128,7 @@ func (q *Queries) ClaimWork(ctx context.Context, arg ClaimWorkParams) ([]WorkRow
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.N,
 			&i.Kind,
@@ -224,6 +225,7 @@ const discardWork = `-- name: DiscardWork :execrows
 UPDATE work_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -236,8 +238,9 @@ type DiscardWorkParams struct {
 	Attempt int32
 }
 
-// DiscardWork makes a job dead at once with its error kept, whatever attempts
-// remain; fenced like CompleteWork.
+// DiscardWork makes a job dead at once with its error kept (and its time and
+// attempt, as in FailWork), whatever attempts remain; fenced like
+// CompleteWork.
 func (q *Queries) DiscardWork(ctx context.Context, arg DiscardWorkParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardWork, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -311,6 +314,7 @@ func (q *Queries) ExtendWork(ctx context.Context, arg ExtendWorkParams) (*time.T
 const failManyAtWork = `-- name: FailManyAtWork :many
 UPDATE work_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -366,6 +370,7 @@ func (q *Queries) FailManyAtWork(ctx context.Context, arg FailManyAtWorkParams) 
 const failManyWork = `-- name: FailManyWork :many
 UPDATE work_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -393,7 +398,8 @@ type FailManyWorkRow struct {
 // FailManyWork fails many jobs in one statement, each fenced like FailWork
 // and retried after its own delay, and returns the ids it changed with their
 // new state. Rows are found by primary key and their message and delay read
-// from the parallel arrays, as in CompleteManyWork.
+// from the parallel arrays, as in CompleteManyWork; each error's time and
+// attempt go to failures in the same row update, as in FailWork.
 func (q *Queries) FailManyWork(ctx context.Context, arg FailManyWorkParams) ([]FailManyWorkRow, error) {
 	rows, err := q.db.Query(ctx, failManyWork,
 		arg.Messages,
@@ -422,6 +428,7 @@ func (q *Queries) FailManyWork(ctx context.Context, arg FailManyWorkParams) ([]F
 const failWork = `-- name: FailWork :one
 UPDATE work_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -439,8 +446,8 @@ type FailWorkParams struct {
 }
 
 // FailWork records a failed attempt, fenced like CompleteWork: the error is
-// kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @retry_delay or, having used its attempts, is dead.
 func (q *Queries) FailWork(ctx context.Context, arg FailWorkParams) (string, error) {
 	row := q.db.QueryRow(ctx, failWork,
 		arg.Message,
@@ -492,7 +499,7 @@ func (q *Queries) ForgetStaleNodesWork(ctx context.Context, olderThanUs int64) (
 }
 
 const getWork = `-- name: GetWork :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, n, kind FROM work_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, n, kind FROM work_queue
 WHERE id = $1
 `
 
@@ -513,6 +520,7 @@ func (q *Queries) GetWork(ctx context.Context, id int64) (WorkRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.N,
 		&i.Kind,
@@ -614,6 +622,7 @@ WITH doomed AS (
 UPDATE work_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -622,9 +631,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapWork makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailWork keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -641,6 +651,7 @@ func (q *Queries) ReapWork(ctx context.Context, max int32) (int64, error) {
 const releaseNodeWork = `-- name: ReleaseNodeWork :execrows
 UPDATE work_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -650,12 +661,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeWork makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapWork would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailWork records
+// them (as ReapWork would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeWork(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeWork, node)
 	if err != nil {

@@ -466,6 +466,7 @@ func (q *EventQueue) job(r myjobsdb.EventRow) (*queue.Job[EventPayload], error) 
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.NullJSONBytes(r.Failures))
 	if err := json.Unmarshal(r.Payload, &job.Payload); err != nil {
 		return job, err
 	}

@@ -368,6 +368,7 @@ func (q *LedgerQueue) job(r myjobsdb.LedgerRow) *queue.Job[LedgerPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.NullJSONBytes(r.Failures))
 	return job
 }
 

@@ -466,6 +466,7 @@ func (q *WorkQueue) job(r myjobsdb.WorkRow) *queue.Job[WorkPayload] {
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, queueimpl.NullJSONBytes(r.Failures))
 	return job
 }
 

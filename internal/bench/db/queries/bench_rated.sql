@@ -147,10 +147,12 @@ WHERE job.id = ANY(@ids::bigint[])
 
 -- name: FailBenchRated :one
 -- FailBenchRated records a failed attempt, fenced like CompleteBenchRated:
--- the error is kept, and the job is retried after @retry_delay or, having
--- used its attempts, is dead.
+-- the error is kept, with its time and attempt in failures (see the failure
+-- part), and the job is retried after @retry_delay or, having used its
+-- attempts, is dead.
 UPDATE queuegen_bench.bench_rated_queue
 SET errors = array_append(errors, @message::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + @retry_delay::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -164,9 +166,11 @@ RETURNING state;
 -- FailBenchRated and retried after its own delay, and returns the ids it
 -- changed with their new state. Rows are found by primary key and their
 -- message and delay read from the parallel arrays, as in
--- CompleteManyBenchRated.
+-- CompleteManyBenchRated; each error's time and attempt go to failures in the
+-- same row update, as in FailBenchRated.
 UPDATE queuegen_bench.bench_rated_queue AS job
 SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + (@retry_delays::interval[])[array_position(@ids::bigint[], job.id)] END,
@@ -184,6 +188,7 @@ RETURNING job.id, job.state;
 -- exactly then.
 UPDATE queuegen_bench.bench_rated_queue AS job
 SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE (@retry_ats::timestamptz[])[array_position(@ids::bigint[], job.id)] END,
@@ -209,11 +214,13 @@ SET state = 'available',
 WHERE id = @id AND attempt = @attempt AND state = 'running';
 
 -- name: DiscardBenchRated :execrows
--- DiscardBenchRated makes a job dead at once with its error kept, whatever
--- attempts remain; fenced like CompleteBenchRated.
+-- DiscardBenchRated makes a job dead at once with its error kept (and its
+-- time and attempt, as in FailBenchRated), whatever attempts remain; fenced
+-- like CompleteBenchRated.
 UPDATE queuegen_bench.bench_rated_queue
 SET state = 'dead',
     errors = array_append(errors, @message::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -254,13 +261,15 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- ReleaseNodeBenchRated makes every job @node holds claimable again, for a
 -- node restarting after a crash; the attempt counts, as the crash may have
 -- been the job's doing, so a job that was on its last attempt is made dead
--- instead (as ReapBenchRated would make it once its lease expired), and a job
--- that kills its worker cannot run again and again. It reads the leased jobs
--- through the lease index (locked_until IS NOT NULL is its predicate), so it
--- reads no more rows than there are jobs in flight; a job claimed again
+-- instead, its error recorded with its time and attempt as FailBenchRated
+-- records them (as ReapBenchRated would make it once its lease expired), and
+-- a job that kills its worker cannot run again and again. It reads the leased
+-- jobs through the lease index (locked_until IS NOT NULL is its predicate),
+-- so it reads no more rows than there are jobs in flight; a job claimed again
 -- meanwhile is held by another node and is not touched.
 UPDATE queuegen_bench.bench_rated_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -269,10 +278,11 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = @node::text
 
 -- name: ReapBenchRated :execrows
 -- ReapBenchRated makes dead up to @max running jobs whose lease expired on
--- their last attempt, which claims no longer take. The batch is bounded and
--- SKIP LOCKED, so it neither waits on a worker finishing one of them (whose
--- fenced update then finds it gone) nor holds a long transaction. It first
--- takes the queue's maintenance lock for the statement's transaction
+-- their last attempt (the error kept with its time and attempt, as
+-- FailBenchRated keeps them), which claims no longer take. The batch is
+-- bounded and SKIP LOCKED, so it neither waits on a worker finishing one of
+-- them (whose fenced update then finds it gone) nor holds a long transaction.
+-- It first takes the queue's maintenance lock for the statement's transaction
 -- (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 -- holds it, this one does nothing, so one node at a time maintains the queue,
 -- and the lock ends with the statement, also behind a transaction-mode
@@ -291,6 +301,7 @@ WITH doomed AS (
 UPDATE queuegen_bench.bench_rated_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL

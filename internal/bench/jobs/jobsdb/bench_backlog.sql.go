@@ -84,7 +84,7 @@ SET state = 'running',
     locked_by = $2::text,
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant, job.n
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant, job.n
 `
 
 type ClaimBenchBacklogParams struct {
@@ -131,6 +131,7 @@ func (q *Queries) ClaimBenchBacklog(ctx context.Context, arg ClaimBenchBacklogPa
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Tenant,
 			&i.N,
@@ -227,6 +228,7 @@ const discardBenchBacklog = `-- name: DiscardBenchBacklog :execrows
 UPDATE ONLY queuegen_bench.bench_backlog_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -239,8 +241,9 @@ type DiscardBenchBacklogParams struct {
 	Attempt int32
 }
 
-// DiscardBenchBacklog makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteBenchBacklog.
+// DiscardBenchBacklog makes a job dead at once with its error kept (and its
+// time and attempt, as in FailBenchBacklog), whatever attempts remain; fenced
+// like CompleteBenchBacklog.
 func (q *Queries) DiscardBenchBacklog(ctx context.Context, arg DiscardBenchBacklogParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardBenchBacklog, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -314,6 +317,7 @@ func (q *Queries) ExtendManyBenchBacklog(ctx context.Context, arg ExtendManyBenc
 const failBenchBacklog = `-- name: FailBenchBacklog :one
 UPDATE ONLY queuegen_bench.bench_backlog_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -331,8 +335,9 @@ type FailBenchBacklogParams struct {
 }
 
 // FailBenchBacklog records a failed attempt, fenced like
-// CompleteBenchBacklog: the error is kept, and the job is retried after
-// @retry_delay or, having used its attempts, is dead.
+// CompleteBenchBacklog: the error is kept, with its time and attempt in
+// failures (see the failure part), and the job is retried after @retry_delay
+// or, having used its attempts, is dead.
 func (q *Queries) FailBenchBacklog(ctx context.Context, arg FailBenchBacklogParams) (string, error) {
 	row := q.db.QueryRow(ctx, failBenchBacklog,
 		arg.Message,
@@ -348,6 +353,7 @@ func (q *Queries) FailBenchBacklog(ctx context.Context, arg FailBenchBacklogPara
 const failManyAtBenchBacklog = `-- name: FailManyAtBenchBacklog :many
 UPDATE ONLY queuegen_bench.bench_backlog_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -403,6 +409,7 @@ func (q *Queries) FailManyAtBenchBacklog(ctx context.Context, arg FailManyAtBenc
 const failManyBenchBacklog = `-- name: FailManyBenchBacklog :many
 UPDATE ONLY queuegen_bench.bench_backlog_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -431,7 +438,8 @@ type FailManyBenchBacklogRow struct {
 // FailBenchBacklog and retried after its own delay, and returns the ids it
 // changed with their new state. Rows are found by primary key and their
 // message and delay read from the parallel arrays, as in
-// CompleteManyBenchBacklog.
+// CompleteManyBenchBacklog; each error's time and attempt go to failures in
+// the same row update, as in FailBenchBacklog.
 func (q *Queries) FailManyBenchBacklog(ctx context.Context, arg FailManyBenchBacklogParams) ([]FailManyBenchBacklogRow, error) {
 	rows, err := q.db.Query(ctx, failManyBenchBacklog,
 		arg.Messages,
@@ -496,7 +504,7 @@ func (q *Queries) ForgetStaleNodesBenchBacklog(ctx context.Context, olderThanUs 
 }
 
 const getBenchBacklog = `-- name: GetBenchBacklog :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant, n FROM queuegen_bench.bench_backlog_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant, n FROM queuegen_bench.bench_backlog_queue
 WHERE id = $1
 `
 
@@ -517,6 +525,7 @@ func (q *Queries) GetBenchBacklog(ctx context.Context, id int64) (BenchBacklogRo
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Tenant,
 		&i.N,
@@ -640,6 +649,7 @@ WITH doomed AS (
 UPDATE ONLY queuegen_bench.bench_backlog_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -648,10 +658,11 @@ WHERE job.id = doomed.id
 `
 
 // ReapBenchBacklog makes dead up to @max running jobs whose lease expired on
-// their last attempt, which claims no longer take. The batch is bounded and
-// SKIP LOCKED, so it neither waits on a worker finishing one of them (whose
-// fenced update then finds it gone) nor holds a long transaction. It first
-// takes the queue's maintenance lock for the statement's transaction
+// their last attempt (the error kept with its time and attempt, as
+// FailBenchBacklog keeps them), which claims no longer take. The batch is
+// bounded and SKIP LOCKED, so it neither waits on a worker finishing one of
+// them (whose fenced update then finds it gone) nor holds a long transaction.
+// It first takes the queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
 // and the lock ends with the statement, also behind a transaction-mode
@@ -691,6 +702,7 @@ func (q *Queries) ReleaseBenchBacklog(ctx context.Context, arg ReleaseBenchBackl
 const releaseNodeBenchBacklog = `-- name: ReleaseNodeBenchBacklog :execrows
 UPDATE ONLY queuegen_bench.bench_backlog_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -701,11 +713,12 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 // ReleaseNodeBenchBacklog makes every job @node holds claimable again, for a
 // node restarting after a crash; the attempt counts, as the crash may have
 // been the job's doing, so a job that was on its last attempt is made dead
-// instead (as ReapBenchBacklog would make it once its lease expired), and a
-// job that kills its worker cannot run again and again. It reads the leased
-// jobs through the lease index (locked_until IS NOT NULL is its predicate),
-// so it reads no more rows than there are jobs in flight; a job claimed again
-// meanwhile is held by another node and is not touched.
+// instead, its error recorded with its time and attempt as FailBenchBacklog
+// records them (as ReapBenchBacklog would make it once its lease expired),
+// and a job that kills its worker cannot run again and again. It reads the
+// leased jobs through the lease index (locked_until IS NOT NULL is its
+// predicate), so it reads no more rows than there are jobs in flight; a job
+// claimed again meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeBenchBacklog(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeBenchBacklog, node)
 	if err != nil {
@@ -774,18 +787,18 @@ WITH RECURSIVE room AS (
       AND state = 'available'
     RETURNING
         id, state, attempt, max_attempts, priority, run_after, created_at,
-        attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-        tenant, n
+        attempted_at, finished_at, locked_by, locked_until, errors, failures,
+        unique_key, tenant, n
 )
 INSERT INTO queuegen_bench.bench_backlog_queue (
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    tenant, n
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, tenant, n
 )
 SELECT
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    tenant, n
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, tenant, n
 FROM moved
 `
 

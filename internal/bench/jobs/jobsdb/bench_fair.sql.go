@@ -121,7 +121,7 @@ SET state = 'running',
     locked_by = $2::text,
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant, job.n
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant, job.n
 `
 
 type ClaimBenchFairParams struct {
@@ -167,6 +167,7 @@ func (q *Queries) ClaimBenchFair(ctx context.Context, arg ClaimBenchFairParams) 
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Tenant,
 			&i.N,
@@ -263,6 +264,7 @@ const discardBenchFair = `-- name: DiscardBenchFair :execrows
 UPDATE queuegen_bench.bench_fair_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -275,8 +277,9 @@ type DiscardBenchFairParams struct {
 	Attempt int32
 }
 
-// DiscardBenchFair makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteBenchFair.
+// DiscardBenchFair makes a job dead at once with its error kept (and its time
+// and attempt, as in FailBenchFair), whatever attempts remain; fenced like
+// CompleteBenchFair.
 func (q *Queries) DiscardBenchFair(ctx context.Context, arg DiscardBenchFairParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardBenchFair, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -350,6 +353,7 @@ func (q *Queries) ExtendManyBenchFair(ctx context.Context, arg ExtendManyBenchFa
 const failBenchFair = `-- name: FailBenchFair :one
 UPDATE queuegen_bench.bench_fair_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -367,8 +371,9 @@ type FailBenchFairParams struct {
 }
 
 // FailBenchFair records a failed attempt, fenced like CompleteBenchFair: the
-// error is kept, and the job is retried after @retry_delay or, having used
-// its attempts, is dead.
+// error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailBenchFair(ctx context.Context, arg FailBenchFairParams) (string, error) {
 	row := q.db.QueryRow(ctx, failBenchFair,
 		arg.Message,
@@ -384,6 +389,7 @@ func (q *Queries) FailBenchFair(ctx context.Context, arg FailBenchFairParams) (s
 const failManyAtBenchFair = `-- name: FailManyAtBenchFair :many
 UPDATE queuegen_bench.bench_fair_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -439,6 +445,7 @@ func (q *Queries) FailManyAtBenchFair(ctx context.Context, arg FailManyAtBenchFa
 const failManyBenchFair = `-- name: FailManyBenchFair :many
 UPDATE queuegen_bench.bench_fair_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -467,7 +474,8 @@ type FailManyBenchFairRow struct {
 // FailBenchFair and retried after its own delay, and returns the ids it
 // changed with their new state. Rows are found by primary key and their
 // message and delay read from the parallel arrays, as in
-// CompleteManyBenchFair.
+// CompleteManyBenchFair; each error's time and attempt go to failures in the
+// same row update, as in FailBenchFair.
 func (q *Queries) FailManyBenchFair(ctx context.Context, arg FailManyBenchFairParams) ([]FailManyBenchFairRow, error) {
 	rows, err := q.db.Query(ctx, failManyBenchFair,
 		arg.Messages,
@@ -532,7 +540,7 @@ func (q *Queries) ForgetStaleNodesBenchFair(ctx context.Context, olderThanUs int
 }
 
 const getBenchFair = `-- name: GetBenchFair :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant, n FROM queuegen_bench.bench_fair_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant, n FROM queuegen_bench.bench_fair_queue
 WHERE id = $1
 `
 
@@ -553,6 +561,7 @@ func (q *Queries) GetBenchFair(ctx context.Context, id int64) (BenchFairRow, err
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Tenant,
 		&i.N,
@@ -654,6 +663,7 @@ WITH doomed AS (
 UPDATE queuegen_bench.bench_fair_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -662,10 +672,11 @@ WHERE job.id = doomed.id
 `
 
 // ReapBenchFair makes dead up to @max running jobs whose lease expired on
-// their last attempt, which claims no longer take. The batch is bounded and
-// SKIP LOCKED, so it neither waits on a worker finishing one of them (whose
-// fenced update then finds it gone) nor holds a long transaction. It first
-// takes the queue's maintenance lock for the statement's transaction
+// their last attempt (the error kept with its time and attempt, as
+// FailBenchFair keeps them), which claims no longer take. The batch is
+// bounded and SKIP LOCKED, so it neither waits on a worker finishing one of
+// them (whose fenced update then finds it gone) nor holds a long transaction.
+// It first takes the queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
 // and the lock ends with the statement, also behind a transaction-mode
@@ -705,6 +716,7 @@ func (q *Queries) ReleaseBenchFair(ctx context.Context, arg ReleaseBenchFairPara
 const releaseNodeBenchFair = `-- name: ReleaseNodeBenchFair :execrows
 UPDATE queuegen_bench.bench_fair_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -715,10 +727,11 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 // ReleaseNodeBenchFair makes every job @node holds claimable again, for a
 // node restarting after a crash; the attempt counts, as the crash may have
 // been the job's doing, so a job that was on its last attempt is made dead
-// instead (as ReapBenchFair would make it once its lease expired), and a job
-// that kills its worker cannot run again and again. It reads the leased jobs
-// through the lease index (locked_until IS NOT NULL is its predicate), so it
-// reads no more rows than there are jobs in flight; a job claimed again
+// instead, its error recorded with its time and attempt as FailBenchFair
+// records them (as ReapBenchFair would make it once its lease expired), and a
+// job that kills its worker cannot run again and again. It reads the leased
+// jobs through the lease index (locked_until IS NOT NULL is its predicate),
+// so it reads no more rows than there are jobs in flight; a job claimed again
 // meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeBenchFair(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeBenchFair, node)

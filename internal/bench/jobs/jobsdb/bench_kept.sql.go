@@ -85,7 +85,7 @@ SET state = 'running',
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.recipient, job.n
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.recipient, job.n
 `
 
 type ClaimBenchKeptParams struct {
@@ -129,6 +129,7 @@ func (q *Queries) ClaimBenchKept(ctx context.Context, arg ClaimBenchKeptParams) 
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Recipient,
 			&i.N,
@@ -233,6 +234,7 @@ const discardBenchKept = `-- name: DiscardBenchKept :execrows
 UPDATE queuegen_bench.bench_kept_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -245,8 +247,9 @@ type DiscardBenchKeptParams struct {
 	Attempt int32
 }
 
-// DiscardBenchKept makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteBenchKept.
+// DiscardBenchKept makes a job dead at once with its error kept (and its time
+// and attempt, as in FailBenchKept), whatever attempts remain; fenced like
+// CompleteBenchKept.
 func (q *Queries) DiscardBenchKept(ctx context.Context, arg DiscardBenchKeptParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardBenchKept, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -320,6 +323,7 @@ func (q *Queries) ExtendManyBenchKept(ctx context.Context, arg ExtendManyBenchKe
 const failBenchKept = `-- name: FailBenchKept :one
 UPDATE queuegen_bench.bench_kept_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -337,8 +341,9 @@ type FailBenchKeptParams struct {
 }
 
 // FailBenchKept records a failed attempt, fenced like CompleteBenchKept: the
-// error is kept, and the job is retried after @retry_delay or, having used
-// its attempts, is dead.
+// error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailBenchKept(ctx context.Context, arg FailBenchKeptParams) (string, error) {
 	row := q.db.QueryRow(ctx, failBenchKept,
 		arg.Message,
@@ -354,6 +359,7 @@ func (q *Queries) FailBenchKept(ctx context.Context, arg FailBenchKeptParams) (s
 const failManyAtBenchKept = `-- name: FailManyAtBenchKept :many
 UPDATE queuegen_bench.bench_kept_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -409,6 +415,7 @@ func (q *Queries) FailManyAtBenchKept(ctx context.Context, arg FailManyAtBenchKe
 const failManyBenchKept = `-- name: FailManyBenchKept :many
 UPDATE queuegen_bench.bench_kept_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -437,7 +444,8 @@ type FailManyBenchKeptRow struct {
 // FailBenchKept and retried after its own delay, and returns the ids it
 // changed with their new state. Rows are found by primary key and their
 // message and delay read from the parallel arrays, as in
-// CompleteManyBenchKept.
+// CompleteManyBenchKept; each error's time and attempt go to failures in the
+// same row update, as in FailBenchKept.
 func (q *Queries) FailManyBenchKept(ctx context.Context, arg FailManyBenchKeptParams) ([]FailManyBenchKeptRow, error) {
 	rows, err := q.db.Query(ctx, failManyBenchKept,
 		arg.Messages,
@@ -502,7 +510,7 @@ func (q *Queries) ForgetStaleNodesBenchKept(ctx context.Context, olderThanUs int
 }
 
 const getBenchKept = `-- name: GetBenchKept :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, recipient, n FROM queuegen_bench.bench_kept_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, recipient, n FROM queuegen_bench.bench_kept_queue
 WHERE id = $1
 `
 
@@ -523,6 +531,7 @@ func (q *Queries) GetBenchKept(ctx context.Context, id int64) (BenchKeptRow, err
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Recipient,
 		&i.N,
@@ -656,6 +665,7 @@ WITH doomed AS (
 UPDATE queuegen_bench.bench_kept_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -664,10 +674,11 @@ WHERE job.id = doomed.id
 `
 
 // ReapBenchKept makes dead up to @max running jobs whose lease expired on
-// their last attempt, which claims no longer take. The batch is bounded and
-// SKIP LOCKED, so it neither waits on a worker finishing one of them (whose
-// fenced update then finds it gone) nor holds a long transaction. It first
-// takes the queue's maintenance lock for the statement's transaction
+// their last attempt (the error kept with its time and attempt, as
+// FailBenchKept keeps them), which claims no longer take. The batch is
+// bounded and SKIP LOCKED, so it neither waits on a worker finishing one of
+// them (whose fenced update then finds it gone) nor holds a long transaction.
+// It first takes the queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
 // and the lock ends with the statement, also behind a transaction-mode
@@ -707,6 +718,7 @@ func (q *Queries) ReleaseBenchKept(ctx context.Context, arg ReleaseBenchKeptPara
 const releaseNodeBenchKept = `-- name: ReleaseNodeBenchKept :execrows
 UPDATE queuegen_bench.bench_kept_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -717,10 +729,11 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 // ReleaseNodeBenchKept makes every job @node holds claimable again, for a
 // node restarting after a crash; the attempt counts, as the crash may have
 // been the job's doing, so a job that was on its last attempt is made dead
-// instead (as ReapBenchKept would make it once its lease expired), and a job
-// that kills its worker cannot run again and again. It reads the leased jobs
-// through the lease index (locked_until IS NOT NULL is its predicate), so it
-// reads no more rows than there are jobs in flight; a job claimed again
+// instead, its error recorded with its time and attempt as FailBenchKept
+// records them (as ReapBenchKept would make it once its lease expired), and a
+// job that kills its worker cannot run again and again. It reads the leased
+// jobs through the lease index (locked_until IS NOT NULL is its predicate),
+// so it reads no more rows than there are jobs in flight; a job claimed again
 // meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeBenchKept(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeBenchKept, node)

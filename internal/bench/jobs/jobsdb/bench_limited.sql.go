@@ -150,7 +150,7 @@ SET state = 'running',
     locked_by = $2::text,
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant, job.n
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant, job.n
 `
 
 type ClaimBenchLimitedParams struct {
@@ -204,6 +204,7 @@ func (q *Queries) ClaimBenchLimited(ctx context.Context, arg ClaimBenchLimitedPa
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Tenant,
 			&i.N,
@@ -300,6 +301,7 @@ const discardBenchLimited = `-- name: DiscardBenchLimited :execrows
 UPDATE queuegen_bench.bench_limited_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -312,8 +314,9 @@ type DiscardBenchLimitedParams struct {
 	Attempt int32
 }
 
-// DiscardBenchLimited makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteBenchLimited.
+// DiscardBenchLimited makes a job dead at once with its error kept (and its
+// time and attempt, as in FailBenchLimited), whatever attempts remain; fenced
+// like CompleteBenchLimited.
 func (q *Queries) DiscardBenchLimited(ctx context.Context, arg DiscardBenchLimitedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardBenchLimited, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -387,6 +390,7 @@ func (q *Queries) ExtendManyBenchLimited(ctx context.Context, arg ExtendManyBenc
 const failBenchLimited = `-- name: FailBenchLimited :one
 UPDATE queuegen_bench.bench_limited_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -404,8 +408,9 @@ type FailBenchLimitedParams struct {
 }
 
 // FailBenchLimited records a failed attempt, fenced like
-// CompleteBenchLimited: the error is kept, and the job is retried after
-// @retry_delay or, having used its attempts, is dead.
+// CompleteBenchLimited: the error is kept, with its time and attempt in
+// failures (see the failure part), and the job is retried after @retry_delay
+// or, having used its attempts, is dead.
 func (q *Queries) FailBenchLimited(ctx context.Context, arg FailBenchLimitedParams) (string, error) {
 	row := q.db.QueryRow(ctx, failBenchLimited,
 		arg.Message,
@@ -421,6 +426,7 @@ func (q *Queries) FailBenchLimited(ctx context.Context, arg FailBenchLimitedPara
 const failManyAtBenchLimited = `-- name: FailManyAtBenchLimited :many
 UPDATE queuegen_bench.bench_limited_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -476,6 +482,7 @@ func (q *Queries) FailManyAtBenchLimited(ctx context.Context, arg FailManyAtBenc
 const failManyBenchLimited = `-- name: FailManyBenchLimited :many
 UPDATE queuegen_bench.bench_limited_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -504,7 +511,8 @@ type FailManyBenchLimitedRow struct {
 // FailBenchLimited and retried after its own delay, and returns the ids it
 // changed with their new state. Rows are found by primary key and their
 // message and delay read from the parallel arrays, as in
-// CompleteManyBenchLimited.
+// CompleteManyBenchLimited; each error's time and attempt go to failures in
+// the same row update, as in FailBenchLimited.
 func (q *Queries) FailManyBenchLimited(ctx context.Context, arg FailManyBenchLimitedParams) ([]FailManyBenchLimitedRow, error) {
 	rows, err := q.db.Query(ctx, failManyBenchLimited,
 		arg.Messages,
@@ -569,7 +577,7 @@ func (q *Queries) ForgetStaleNodesBenchLimited(ctx context.Context, olderThanUs 
 }
 
 const getBenchLimited = `-- name: GetBenchLimited :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant, n FROM queuegen_bench.bench_limited_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant, n FROM queuegen_bench.bench_limited_queue
 WHERE id = $1
 `
 
@@ -590,6 +598,7 @@ func (q *Queries) GetBenchLimited(ctx context.Context, id int64) (BenchLimitedRo
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Tenant,
 		&i.N,
@@ -717,6 +726,7 @@ WITH doomed AS (
 UPDATE queuegen_bench.bench_limited_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -725,10 +735,11 @@ WHERE job.id = doomed.id
 `
 
 // ReapBenchLimited makes dead up to @max running jobs whose lease expired on
-// their last attempt, which claims no longer take. The batch is bounded and
-// SKIP LOCKED, so it neither waits on a worker finishing one of them (whose
-// fenced update then finds it gone) nor holds a long transaction. It first
-// takes the queue's maintenance lock for the statement's transaction
+// their last attempt (the error kept with its time and attempt, as
+// FailBenchLimited keeps them), which claims no longer take. The batch is
+// bounded and SKIP LOCKED, so it neither waits on a worker finishing one of
+// them (whose fenced update then finds it gone) nor holds a long transaction.
+// It first takes the queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
 // and the lock ends with the statement, also behind a transaction-mode
@@ -768,6 +779,7 @@ func (q *Queries) ReleaseBenchLimited(ctx context.Context, arg ReleaseBenchLimit
 const releaseNodeBenchLimited = `-- name: ReleaseNodeBenchLimited :execrows
 UPDATE queuegen_bench.bench_limited_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -778,11 +790,12 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 // ReleaseNodeBenchLimited makes every job @node holds claimable again, for a
 // node restarting after a crash; the attempt counts, as the crash may have
 // been the job's doing, so a job that was on its last attempt is made dead
-// instead (as ReapBenchLimited would make it once its lease expired), and a
-// job that kills its worker cannot run again and again. It reads the leased
-// jobs through the lease index (locked_until IS NOT NULL is its predicate),
-// so it reads no more rows than there are jobs in flight; a job claimed again
-// meanwhile is held by another node and is not touched.
+// instead, its error recorded with its time and attempt as FailBenchLimited
+// records them (as ReapBenchLimited would make it once its lease expired),
+// and a job that kills its worker cannot run again and again. It reads the
+// leased jobs through the lease index (locked_until IS NOT NULL is its
+// predicate), so it reads no more rows than there are jobs in flight; a job
+// claimed again meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeBenchLimited(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeBenchLimited, node)
 	if err != nil {

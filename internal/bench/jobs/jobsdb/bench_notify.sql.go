@@ -85,7 +85,7 @@ SET state = 'running',
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.recipient, job.n
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.recipient, job.n
 `
 
 type ClaimBenchNotifyParams struct {
@@ -129,6 +129,7 @@ func (q *Queries) ClaimBenchNotify(ctx context.Context, arg ClaimBenchNotifyPara
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Recipient,
 			&i.N,
@@ -225,6 +226,7 @@ const discardBenchNotify = `-- name: DiscardBenchNotify :execrows
 UPDATE queuegen_bench.bench_notify_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -237,8 +239,9 @@ type DiscardBenchNotifyParams struct {
 	Attempt int32
 }
 
-// DiscardBenchNotify makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteBenchNotify.
+// DiscardBenchNotify makes a job dead at once with its error kept (and its
+// time and attempt, as in FailBenchNotify), whatever attempts remain; fenced
+// like CompleteBenchNotify.
 func (q *Queries) DiscardBenchNotify(ctx context.Context, arg DiscardBenchNotifyParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardBenchNotify, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -312,6 +315,7 @@ func (q *Queries) ExtendManyBenchNotify(ctx context.Context, arg ExtendManyBench
 const failBenchNotify = `-- name: FailBenchNotify :one
 UPDATE queuegen_bench.bench_notify_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -329,8 +333,9 @@ type FailBenchNotifyParams struct {
 }
 
 // FailBenchNotify records a failed attempt, fenced like CompleteBenchNotify:
-// the error is kept, and the job is retried after @retry_delay or, having
-// used its attempts, is dead.
+// the error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailBenchNotify(ctx context.Context, arg FailBenchNotifyParams) (string, error) {
 	row := q.db.QueryRow(ctx, failBenchNotify,
 		arg.Message,
@@ -346,6 +351,7 @@ func (q *Queries) FailBenchNotify(ctx context.Context, arg FailBenchNotifyParams
 const failManyAtBenchNotify = `-- name: FailManyAtBenchNotify :many
 UPDATE queuegen_bench.bench_notify_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -401,6 +407,7 @@ func (q *Queries) FailManyAtBenchNotify(ctx context.Context, arg FailManyAtBench
 const failManyBenchNotify = `-- name: FailManyBenchNotify :many
 UPDATE queuegen_bench.bench_notify_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -429,7 +436,8 @@ type FailManyBenchNotifyRow struct {
 // FailBenchNotify and retried after its own delay, and returns the ids it
 // changed with their new state. Rows are found by primary key and their
 // message and delay read from the parallel arrays, as in
-// CompleteManyBenchNotify.
+// CompleteManyBenchNotify; each error's time and attempt go to failures in
+// the same row update, as in FailBenchNotify.
 func (q *Queries) FailManyBenchNotify(ctx context.Context, arg FailManyBenchNotifyParams) ([]FailManyBenchNotifyRow, error) {
 	rows, err := q.db.Query(ctx, failManyBenchNotify,
 		arg.Messages,
@@ -494,7 +502,7 @@ func (q *Queries) ForgetStaleNodesBenchNotify(ctx context.Context, olderThanUs i
 }
 
 const getBenchNotify = `-- name: GetBenchNotify :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, recipient, n FROM queuegen_bench.bench_notify_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, recipient, n FROM queuegen_bench.bench_notify_queue
 WHERE id = $1
 `
 
@@ -515,6 +523,7 @@ func (q *Queries) GetBenchNotify(ctx context.Context, id int64) (BenchNotifyRow,
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Recipient,
 		&i.N,
@@ -616,6 +625,7 @@ WITH doomed AS (
 UPDATE queuegen_bench.bench_notify_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -624,10 +634,11 @@ WHERE job.id = doomed.id
 `
 
 // ReapBenchNotify makes dead up to @max running jobs whose lease expired on
-// their last attempt, which claims no longer take. The batch is bounded and
-// SKIP LOCKED, so it neither waits on a worker finishing one of them (whose
-// fenced update then finds it gone) nor holds a long transaction. It first
-// takes the queue's maintenance lock for the statement's transaction
+// their last attempt (the error kept with its time and attempt, as
+// FailBenchNotify keeps them), which claims no longer take. The batch is
+// bounded and SKIP LOCKED, so it neither waits on a worker finishing one of
+// them (whose fenced update then finds it gone) nor holds a long transaction.
+// It first takes the queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
 // and the lock ends with the statement, also behind a transaction-mode
@@ -667,6 +678,7 @@ func (q *Queries) ReleaseBenchNotify(ctx context.Context, arg ReleaseBenchNotify
 const releaseNodeBenchNotify = `-- name: ReleaseNodeBenchNotify :execrows
 UPDATE queuegen_bench.bench_notify_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -677,8 +689,9 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 // ReleaseNodeBenchNotify makes every job @node holds claimable again, for a
 // node restarting after a crash; the attempt counts, as the crash may have
 // been the job's doing, so a job that was on its last attempt is made dead
-// instead (as ReapBenchNotify would make it once its lease expired), and a
-// job that kills its worker cannot run again and again. It reads the leased
+// instead, its error recorded with its time and attempt as FailBenchNotify
+// records them (as ReapBenchNotify would make it once its lease expired), and
+// a job that kills its worker cannot run again and again. It reads the leased
 // jobs through the lease index (locked_until IS NOT NULL is its predicate),
 // so it reads no more rows than there are jobs in flight; a job claimed again
 // meanwhile is held by another node and is not touched.

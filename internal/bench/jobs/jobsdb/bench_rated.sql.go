@@ -94,7 +94,7 @@ SET state = 'running',
     locked_by = $2::text,
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.n
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.n
 `
 
 type ClaimBenchRatedParams struct {
@@ -146,6 +146,7 @@ func (q *Queries) ClaimBenchRated(ctx context.Context, arg ClaimBenchRatedParams
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.N,
 		); err != nil {
@@ -249,6 +250,7 @@ const discardBenchRated = `-- name: DiscardBenchRated :execrows
 UPDATE queuegen_bench.bench_rated_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -261,8 +263,9 @@ type DiscardBenchRatedParams struct {
 	Attempt int32
 }
 
-// DiscardBenchRated makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteBenchRated.
+// DiscardBenchRated makes a job dead at once with its error kept (and its
+// time and attempt, as in FailBenchRated), whatever attempts remain; fenced
+// like CompleteBenchRated.
 func (q *Queries) DiscardBenchRated(ctx context.Context, arg DiscardBenchRatedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardBenchRated, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -336,6 +339,7 @@ func (q *Queries) ExtendManyBenchRated(ctx context.Context, arg ExtendManyBenchR
 const failBenchRated = `-- name: FailBenchRated :one
 UPDATE queuegen_bench.bench_rated_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -353,8 +357,9 @@ type FailBenchRatedParams struct {
 }
 
 // FailBenchRated records a failed attempt, fenced like CompleteBenchRated:
-// the error is kept, and the job is retried after @retry_delay or, having
-// used its attempts, is dead.
+// the error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailBenchRated(ctx context.Context, arg FailBenchRatedParams) (string, error) {
 	row := q.db.QueryRow(ctx, failBenchRated,
 		arg.Message,
@@ -370,6 +375,7 @@ func (q *Queries) FailBenchRated(ctx context.Context, arg FailBenchRatedParams) 
 const failManyAtBenchRated = `-- name: FailManyAtBenchRated :many
 UPDATE queuegen_bench.bench_rated_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -425,6 +431,7 @@ func (q *Queries) FailManyAtBenchRated(ctx context.Context, arg FailManyAtBenchR
 const failManyBenchRated = `-- name: FailManyBenchRated :many
 UPDATE queuegen_bench.bench_rated_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -453,7 +460,8 @@ type FailManyBenchRatedRow struct {
 // FailBenchRated and retried after its own delay, and returns the ids it
 // changed with their new state. Rows are found by primary key and their
 // message and delay read from the parallel arrays, as in
-// CompleteManyBenchRated.
+// CompleteManyBenchRated; each error's time and attempt go to failures in the
+// same row update, as in FailBenchRated.
 func (q *Queries) FailManyBenchRated(ctx context.Context, arg FailManyBenchRatedParams) ([]FailManyBenchRatedRow, error) {
 	rows, err := q.db.Query(ctx, failManyBenchRated,
 		arg.Messages,
@@ -518,7 +526,7 @@ func (q *Queries) ForgetStaleNodesBenchRated(ctx context.Context, olderThanUs in
 }
 
 const getBenchRated = `-- name: GetBenchRated :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, n FROM queuegen_bench.bench_rated_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, n FROM queuegen_bench.bench_rated_queue
 WHERE id = $1
 `
 
@@ -539,6 +547,7 @@ func (q *Queries) GetBenchRated(ctx context.Context, id int64) (BenchRatedRow, e
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.N,
 	)
@@ -685,6 +694,7 @@ WITH doomed AS (
 UPDATE queuegen_bench.bench_rated_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -693,10 +703,11 @@ WHERE job.id = doomed.id
 `
 
 // ReapBenchRated makes dead up to @max running jobs whose lease expired on
-// their last attempt, which claims no longer take. The batch is bounded and
-// SKIP LOCKED, so it neither waits on a worker finishing one of them (whose
-// fenced update then finds it gone) nor holds a long transaction. It first
-// takes the queue's maintenance lock for the statement's transaction
+// their last attempt (the error kept with its time and attempt, as
+// FailBenchRated keeps them), which claims no longer take. The batch is
+// bounded and SKIP LOCKED, so it neither waits on a worker finishing one of
+// them (whose fenced update then finds it gone) nor holds a long transaction.
+// It first takes the queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
 // and the lock ends with the statement, also behind a transaction-mode
@@ -736,6 +747,7 @@ func (q *Queries) ReleaseBenchRated(ctx context.Context, arg ReleaseBenchRatedPa
 const releaseNodeBenchRated = `-- name: ReleaseNodeBenchRated :execrows
 UPDATE queuegen_bench.bench_rated_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -746,10 +758,11 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 // ReleaseNodeBenchRated makes every job @node holds claimable again, for a
 // node restarting after a crash; the attempt counts, as the crash may have
 // been the job's doing, so a job that was on its last attempt is made dead
-// instead (as ReapBenchRated would make it once its lease expired), and a job
-// that kills its worker cannot run again and again. It reads the leased jobs
-// through the lease index (locked_until IS NOT NULL is its predicate), so it
-// reads no more rows than there are jobs in flight; a job claimed again
+// instead, its error recorded with its time and attempt as FailBenchRated
+// records them (as ReapBenchRated would make it once its lease expired), and
+// a job that kills its worker cannot run again and again. It reads the leased
+// jobs through the lease index (locked_until IS NOT NULL is its predicate),
+// so it reads no more rows than there are jobs in flight; a job claimed again
 // meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeBenchRated(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeBenchRated, node)

@@ -6,6 +6,7 @@
 package jobsdb
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -22,6 +23,7 @@ type BenchArchivedArchiveRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Recipient   string
 	N           int32
@@ -40,6 +42,7 @@ type BenchArchivedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Recipient   string
 	N           int32
@@ -58,6 +61,7 @@ type BenchBacklogRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	N           int32
@@ -76,6 +80,7 @@ type BenchFairRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	N           int32
@@ -94,6 +99,7 @@ type BenchKeptRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Recipient   string
 	N           int32
@@ -112,6 +118,7 @@ type BenchLimitedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	N           int32
@@ -130,6 +137,7 @@ type BenchNotifyRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Recipient   string
 	N           int32
@@ -148,6 +156,7 @@ type BenchRatedRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	N           int32
 }
@@ -165,6 +174,7 @@ type BenchRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Recipient   string
 	N           int32
@@ -183,6 +193,7 @@ type BenchTenantRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	N           int32
@@ -221,6 +232,7 @@ type QueuegenBenchBenchBacklogQueueBacklog struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Tenant      string
 	N           int32

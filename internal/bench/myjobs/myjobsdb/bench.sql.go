@@ -56,7 +56,7 @@ func (q *Queries) BeatNodeBench(ctx context.Context, arg BeatNodeBenchParams) er
 }
 
 const ClaimDueBench = `-- name: ClaimDueBench :many
-SELECT bench_queue.id, bench_queue.state, bench_queue.attempt, bench_queue.max_attempts, bench_queue.priority, bench_queue.run_after, bench_queue.created_at, bench_queue.attempted_at, bench_queue.finished_at, bench_queue.locked_by, bench_queue.locked_until, bench_queue.errors, bench_queue.unique_key, bench_queue.recipient, bench_queue.n, UTC_TIMESTAMP(6) AS db_now
+SELECT bench_queue.id, bench_queue.state, bench_queue.attempt, bench_queue.max_attempts, bench_queue.priority, bench_queue.run_after, bench_queue.created_at, bench_queue.attempted_at, bench_queue.finished_at, bench_queue.locked_by, bench_queue.locked_until, bench_queue.errors, bench_queue.failures, bench_queue.unique_key, bench_queue.recipient, bench_queue.n, UTC_TIMESTAMP(6) AS db_now
 FROM bench_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -101,6 +101,7 @@ func (q *Queries) ClaimDueBench(ctx context.Context, arg ClaimDueBenchParams) ([
 			&i.BenchRow.LockedBy,
 			&i.BenchRow.LockedUntil,
 			&i.BenchRow.Errors,
+			&i.BenchRow.Failures,
 			&i.BenchRow.UniqueKey,
 			&i.BenchRow.Recipient,
 			&i.BenchRow.N,
@@ -120,7 +121,7 @@ func (q *Queries) ClaimDueBench(ctx context.Context, arg ClaimDueBenchParams) ([
 }
 
 const ClaimExpiredBench = `-- name: ClaimExpiredBench :many
-SELECT bench_queue.id, bench_queue.state, bench_queue.attempt, bench_queue.max_attempts, bench_queue.priority, bench_queue.run_after, bench_queue.created_at, bench_queue.attempted_at, bench_queue.finished_at, bench_queue.locked_by, bench_queue.locked_until, bench_queue.errors, bench_queue.unique_key, bench_queue.recipient, bench_queue.n, UTC_TIMESTAMP(6) AS db_now
+SELECT bench_queue.id, bench_queue.state, bench_queue.attempt, bench_queue.max_attempts, bench_queue.priority, bench_queue.run_after, bench_queue.created_at, bench_queue.attempted_at, bench_queue.finished_at, bench_queue.locked_by, bench_queue.locked_until, bench_queue.errors, bench_queue.failures, bench_queue.unique_key, bench_queue.recipient, bench_queue.n, UTC_TIMESTAMP(6) AS db_now
 FROM bench_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(?, UTC_TIMESTAMP(6))
@@ -169,6 +170,7 @@ func (q *Queries) ClaimExpiredBench(ctx context.Context, arg ClaimExpiredBenchPa
 			&i.BenchRow.LockedBy,
 			&i.BenchRow.LockedUntil,
 			&i.BenchRow.Errors,
+			&i.BenchRow.Failures,
 			&i.BenchRow.UniqueKey,
 			&i.BenchRow.Recipient,
 			&i.BenchRow.N,
@@ -278,6 +280,7 @@ func (q *Queries) DepthBench(ctx context.Context) (int64, error) {
 const DiscardBench = `-- name: DiscardBench :execrows
 UPDATE bench_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6),
     locked_by = NULL,
@@ -291,8 +294,9 @@ type DiscardBenchParams struct {
 	Attempt int32
 }
 
-// DiscardBench makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteBench.
+// DiscardBench makes a job dead at once with its error kept (and its time and
+// attempt, as in FailBench), whatever attempts remain; fenced like
+// CompleteBench.
 func (q *Queries) DiscardBench(ctx context.Context, arg DiscardBenchParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardBench, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -458,7 +462,8 @@ func (q *Queries) ExtendedBench(ctx context.Context, arg ExtendedBenchParams) ([
 
 const FailBench = `-- name: FailBench :execrows
 UPDATE bench_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
@@ -475,9 +480,10 @@ type FailBenchParams struct {
 }
 
 // FailBench records a failed attempt, fenced like CompleteBench: the error is
-// kept, and the job is retried after @delay_us microseconds or, having used
-// its attempts, is dead. (MySQL assigns left to right: no assignment reads a
-// column an earlier one set.)
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @delay_us microseconds or, having used its attempts,
+// is dead. (MySQL assigns left to right: no assignment reads a column an
+// earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailBench(ctx context.Context, arg FailBenchParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailBench,
 		arg.Message,
@@ -493,7 +499,8 @@ func (q *Queries) FailBench(ctx context.Context, arg FailBenchParams) (int64, er
 
 const FailManyAtBench = `-- name: FailManyAtBench :execrows
 UPDATE bench_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -533,7 +540,8 @@ func (q *Queries) FailManyAtBench(ctx context.Context, arg FailManyAtBenchParams
 
 const FailManyBench = `-- name: FailManyBench :execrows
 UPDATE bench_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -550,8 +558,8 @@ type FailManyBenchParams struct {
 }
 
 // FailManyBench fails, in one statement, the jobs HeldBench locked, each as
-// FailBench would, its message and retry delay read from @batch, a JSON
-// object keyed by job id.
+// FailBench would (its error's time and attempt included), its message and
+// retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyBench(ctx context.Context, arg FailManyBenchParams) (int64, error) {
 	query := FailManyBench
 	var queryParams []interface{}
@@ -611,7 +619,7 @@ func (q *Queries) ForgetStaleNodesBench(ctx context.Context, olderThanUs interfa
 }
 
 const GetBench = `-- name: GetBench :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, recipient, n FROM bench_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, recipient, n FROM bench_queue
 WHERE id = ?
 `
 
@@ -632,6 +640,7 @@ func (q *Queries) GetBench(ctx context.Context, id int64) (BenchRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Recipient,
 		&i.N,
@@ -884,7 +893,8 @@ func (q *Queries) PushManyBench(ctx context.Context, arg PushManyBenchParams) er
 
 const ReapBench = `-- name: ReapBench :execrows
 UPDATE bench_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
     finished_at = UTC_TIMESTAMP(6),
     state = 'dead',
     locked_by = NULL,
@@ -892,9 +902,10 @@ SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt')
 WHERE id IN (/*SLICE:ids*/?)
 `
 
-// ReapBench makes dead the jobs DoomedBench locked, in the same transaction,
-// under the maintenance lock (LockMaintenanceBench); a worker finishing one
-// of them afterwards finds it gone (its fenced update changes nothing).
+// ReapBench makes dead the jobs DoomedBench locked (the error kept with its
+// time and attempt, as FailBench keeps them), in the same transaction, under
+// the maintenance lock (LockMaintenanceBench); a worker finishing one of them
+// afterwards finds it gone (its fenced update changes nothing).
 func (q *Queries) ReapBench(ctx context.Context, ids []int64) (int64, error) {
 	query := ReapBench
 	var queryParams []interface{}
@@ -939,7 +950,8 @@ func (q *Queries) ReleaseBench(ctx context.Context, arg ReleaseBenchParams) (int
 
 const ReleaseNodeBench = `-- name: ReleaseNodeBench :execrows
 UPDATE bench_queue
-SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
+SET failures = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))), failures),
+    errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
     locked_by = NULL,
@@ -949,14 +961,15 @@ WHERE state = 'running' AND locked_by = ?
 
 // ReleaseNodeBench makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapBench would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index (state leads it), so it reads no more rows than there are
-// jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
-// a moment for a claim or a finishing worker that holds one of them, but it
-// changes only the rows @node still holds: a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailBench records
+// them (as ReapBench would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index (state leads it), so it reads no more rows than
+// there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+// may wait a moment for a claim or a finishing worker that holds one of them,
+// but it changes only the rows @node still holds: a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeBench(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ReleaseNodeBench, node)
 	if err != nil {

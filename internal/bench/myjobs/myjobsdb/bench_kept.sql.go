@@ -57,7 +57,7 @@ func (q *Queries) BeatNodeBenchKept(ctx context.Context, arg BeatNodeBenchKeptPa
 }
 
 const ClaimDueBenchKept = `-- name: ClaimDueBenchKept :many
-SELECT bench_kept_queue.id, bench_kept_queue.state, bench_kept_queue.attempt, bench_kept_queue.max_attempts, bench_kept_queue.priority, bench_kept_queue.run_after, bench_kept_queue.created_at, bench_kept_queue.attempted_at, bench_kept_queue.finished_at, bench_kept_queue.locked_by, bench_kept_queue.locked_until, bench_kept_queue.errors, bench_kept_queue.unique_key, bench_kept_queue.recipient, bench_kept_queue.n, UTC_TIMESTAMP(6) AS db_now
+SELECT bench_kept_queue.id, bench_kept_queue.state, bench_kept_queue.attempt, bench_kept_queue.max_attempts, bench_kept_queue.priority, bench_kept_queue.run_after, bench_kept_queue.created_at, bench_kept_queue.attempted_at, bench_kept_queue.finished_at, bench_kept_queue.locked_by, bench_kept_queue.locked_until, bench_kept_queue.errors, bench_kept_queue.failures, bench_kept_queue.unique_key, bench_kept_queue.recipient, bench_kept_queue.n, UTC_TIMESTAMP(6) AS db_now
 FROM bench_kept_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -102,6 +102,7 @@ func (q *Queries) ClaimDueBenchKept(ctx context.Context, arg ClaimDueBenchKeptPa
 			&i.BenchKeptRow.LockedBy,
 			&i.BenchKeptRow.LockedUntil,
 			&i.BenchKeptRow.Errors,
+			&i.BenchKeptRow.Failures,
 			&i.BenchKeptRow.UniqueKey,
 			&i.BenchKeptRow.Recipient,
 			&i.BenchKeptRow.N,
@@ -121,7 +122,7 @@ func (q *Queries) ClaimDueBenchKept(ctx context.Context, arg ClaimDueBenchKeptPa
 }
 
 const ClaimExpiredBenchKept = `-- name: ClaimExpiredBenchKept :many
-SELECT bench_kept_queue.id, bench_kept_queue.state, bench_kept_queue.attempt, bench_kept_queue.max_attempts, bench_kept_queue.priority, bench_kept_queue.run_after, bench_kept_queue.created_at, bench_kept_queue.attempted_at, bench_kept_queue.finished_at, bench_kept_queue.locked_by, bench_kept_queue.locked_until, bench_kept_queue.errors, bench_kept_queue.unique_key, bench_kept_queue.recipient, bench_kept_queue.n, UTC_TIMESTAMP(6) AS db_now
+SELECT bench_kept_queue.id, bench_kept_queue.state, bench_kept_queue.attempt, bench_kept_queue.max_attempts, bench_kept_queue.priority, bench_kept_queue.run_after, bench_kept_queue.created_at, bench_kept_queue.attempted_at, bench_kept_queue.finished_at, bench_kept_queue.locked_by, bench_kept_queue.locked_until, bench_kept_queue.errors, bench_kept_queue.failures, bench_kept_queue.unique_key, bench_kept_queue.recipient, bench_kept_queue.n, UTC_TIMESTAMP(6) AS db_now
 FROM bench_kept_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(?, UTC_TIMESTAMP(6))
@@ -170,6 +171,7 @@ func (q *Queries) ClaimExpiredBenchKept(ctx context.Context, arg ClaimExpiredBen
 			&i.BenchKeptRow.LockedBy,
 			&i.BenchKeptRow.LockedUntil,
 			&i.BenchKeptRow.Errors,
+			&i.BenchKeptRow.Failures,
 			&i.BenchKeptRow.UniqueKey,
 			&i.BenchKeptRow.Recipient,
 			&i.BenchKeptRow.N,
@@ -287,6 +289,7 @@ func (q *Queries) DepthBenchKept(ctx context.Context) (int64, error) {
 const DiscardBenchKept = `-- name: DiscardBenchKept :execrows
 UPDATE bench_kept_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6),
     locked_by = NULL,
@@ -300,8 +303,9 @@ type DiscardBenchKeptParams struct {
 	Attempt int32
 }
 
-// DiscardBenchKept makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteBenchKept.
+// DiscardBenchKept makes a job dead at once with its error kept (and its time
+// and attempt, as in FailBenchKept), whatever attempts remain; fenced like
+// CompleteBenchKept.
 func (q *Queries) DiscardBenchKept(ctx context.Context, arg DiscardBenchKeptParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardBenchKept, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -467,7 +471,8 @@ func (q *Queries) ExtendedBenchKept(ctx context.Context, arg ExtendedBenchKeptPa
 
 const FailBenchKept = `-- name: FailBenchKept :execrows
 UPDATE bench_kept_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
@@ -484,9 +489,10 @@ type FailBenchKeptParams struct {
 }
 
 // FailBenchKept records a failed attempt, fenced like CompleteBenchKept: the
-// error is kept, and the job is retried after @delay_us microseconds or,
-// having used its attempts, is dead. (MySQL assigns left to right: no
-// assignment reads a column an earlier one set.)
+// error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @delay_us microseconds or, having used
+// its attempts, is dead. (MySQL assigns left to right: no assignment reads a
+// column an earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailBenchKept(ctx context.Context, arg FailBenchKeptParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailBenchKept,
 		arg.Message,
@@ -502,7 +508,8 @@ func (q *Queries) FailBenchKept(ctx context.Context, arg FailBenchKeptParams) (i
 
 const FailManyAtBenchKept = `-- name: FailManyAtBenchKept :execrows
 UPDATE bench_kept_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -542,7 +549,8 @@ func (q *Queries) FailManyAtBenchKept(ctx context.Context, arg FailManyAtBenchKe
 
 const FailManyBenchKept = `-- name: FailManyBenchKept :execrows
 UPDATE bench_kept_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -559,8 +567,8 @@ type FailManyBenchKeptParams struct {
 }
 
 // FailManyBenchKept fails, in one statement, the jobs HeldBenchKept locked,
-// each as FailBenchKept would, its message and retry delay read from @batch,
-// a JSON object keyed by job id.
+// each as FailBenchKept would (its error's time and attempt included), its
+// message and retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyBenchKept(ctx context.Context, arg FailManyBenchKeptParams) (int64, error) {
 	query := FailManyBenchKept
 	var queryParams []interface{}
@@ -620,7 +628,7 @@ func (q *Queries) ForgetStaleNodesBenchKept(ctx context.Context, olderThanUs int
 }
 
 const GetBenchKept = `-- name: GetBenchKept :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, recipient, n FROM bench_kept_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, recipient, n FROM bench_kept_queue
 WHERE id = ?
 `
 
@@ -641,6 +649,7 @@ func (q *Queries) GetBenchKept(ctx context.Context, id int64) (BenchKeptRow, err
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Recipient,
 		&i.N,
@@ -894,7 +903,8 @@ func (q *Queries) PushManyBenchKept(ctx context.Context, arg PushManyBenchKeptPa
 
 const ReapBenchKept = `-- name: ReapBenchKept :execrows
 UPDATE bench_kept_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
     finished_at = UTC_TIMESTAMP(6),
     state = 'dead',
     locked_by = NULL,
@@ -902,7 +912,8 @@ SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt')
 WHERE id IN (/*SLICE:ids*/?)
 `
 
-// ReapBenchKept makes dead the jobs DoomedBenchKept locked, in the same
+// ReapBenchKept makes dead the jobs DoomedBenchKept locked (the error kept
+// with its time and attempt, as FailBenchKept keeps them), in the same
 // transaction, under the maintenance lock (LockMaintenanceBenchKept); a
 // worker finishing one of them afterwards finds it gone (its fenced update
 // changes nothing).
@@ -950,7 +961,8 @@ func (q *Queries) ReleaseBenchKept(ctx context.Context, arg ReleaseBenchKeptPara
 
 const ReleaseNodeBenchKept = `-- name: ReleaseNodeBenchKept :execrows
 UPDATE bench_kept_queue
-SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
+SET failures = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))), failures),
+    errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
     locked_by = NULL,
@@ -961,12 +973,13 @@ WHERE state = 'running' AND locked_by = ?
 // ReleaseNodeBenchKept makes every job @node holds claimable again, for a
 // node restarting after a crash; the attempt counts, as the crash may have
 // been the job's doing, so a job that was on its last attempt is made dead
-// instead (as ReapBenchKept would make it once its lease expired), and a job
-// that kills its worker cannot run again and again. It reads the running jobs
-// through the lease index (state leads it), so it reads no more rows than
-// there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
-// may wait a moment for a claim or a finishing worker that holds one of them,
-// but it changes only the rows @node still holds: a job claimed again
+// instead, its error recorded with its time and attempt as FailBenchKept
+// records them (as ReapBenchKept would make it once its lease expired), and a
+// job that kills its worker cannot run again and again. It reads the running
+// jobs through the lease index (state leads it), so it reads no more rows
+// than there are jobs in flight; InnoDB locks each row such an UPDATE reads,
+// so it may wait a moment for a claim or a finishing worker that holds one of
+// them, but it changes only the rows @node still holds: a job claimed again
 // meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeBenchKept(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ReleaseNodeBenchKept, node)

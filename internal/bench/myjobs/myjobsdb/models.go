@@ -155,6 +155,7 @@ type BenchKeptRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	Recipient   string
 	N           int32
@@ -173,6 +174,7 @@ type BenchRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	Recipient   string
 	N           int32

@@ -60,12 +60,12 @@ WITH done AS (
 )
 INSERT INTO ledger_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    payload
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, payload
 )
 SELECT done.id, 'succeeded', done.attempt, done.max_attempts, done.priority,
        done.run_after, done.created_at, done.attempted_at, now(), NULL, NULL,
-       done.errors, done.unique_key, done.payload
+       done.errors, done.failures, done.unique_key, done.payload
 FROM done;
 
 -- name: CompleteManyLedger :execrows
@@ -83,20 +83,22 @@ WITH done AS (
 )
 INSERT INTO ledger_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    payload
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, payload
 )
 SELECT done.id, 'succeeded', done.attempt, done.max_attempts, done.priority,
        done.run_after, done.created_at, done.attempted_at, now(), NULL, NULL,
-       done.errors, done.unique_key, done.payload
+       done.errors, done.failures, done.unique_key, done.payload
 FROM done;
 
 -- name: FailLedger :one
 -- FailLedger records a failed attempt, fenced like CompleteLedger: the error
--- is kept, and the job is retried after @retry_delay or, having used its
--- attempts, is dead.
+-- is kept, with its time and attempt in failures (see the failure part), and
+-- the job is retried after @retry_delay or, having used its attempts, is
+-- dead.
 UPDATE ledger_queue
 SET errors = array_append(errors, @message::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + @retry_delay::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END
@@ -107,9 +109,11 @@ RETURNING state;
 -- FailManyLedger fails many jobs in one statement, each fenced like
 -- FailLedger and retried after its own delay, and returns the ids it changed
 -- with their new state. Rows are found by primary key and their message and
--- delay read from the parallel arrays, as in CompleteManyLedger.
+-- delay read from the parallel arrays, as in CompleteManyLedger; each error's
+-- time and attempt go to failures in the same row update, as in FailLedger.
 UPDATE ledger_queue AS job
 SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + (@retry_delays::interval[])[array_position(@ids::bigint[], job.id)] END,
@@ -125,6 +129,7 @@ RETURNING job.id, job.state;
 -- then.
 UPDATE ledger_queue AS job
 SET errors = array_append(job.errors, (@messages::text[])[array_position(@ids::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE (@retry_ats::timestamptz[])[array_position(@ids::bigint[], job.id)] END,
@@ -145,11 +150,13 @@ SET state = 'available',
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 
 -- name: DiscardLedger :execrows
--- DiscardLedger makes a job dead at once with its error kept, whatever
--- attempts remain; fenced like CompleteLedger.
+-- DiscardLedger makes a job dead at once with its error kept (and its time
+-- and attempt, as in FailLedger), whatever attempts remain; fenced like
+-- CompleteLedger.
 UPDATE ledger_queue
 SET state = 'dead',
     errors = array_append(errors, @message::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now()
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 

@@ -69,7 +69,7 @@ SET attempt = job.attempt + 1,
     attempted_at = coalesce($1::timestamptz, now())
 FROM due
 WHERE job.id = due.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.payload
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.payload
 `
 
 type ClaimLedgerParams struct {
@@ -103,6 +103,7 @@ func (q *Queries) ClaimLedger(ctx context.Context, arg ClaimLedgerParams) ([]Led
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Payload,
 		); err != nil {
@@ -120,16 +121,16 @@ const completeLedger = `-- name: CompleteLedger :execrows
 WITH done AS (
     DELETE FROM ledger_queue AS job
     WHERE job.id = $1 AND job.attempt = $2 AND job.state = 'available'
-    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.payload
+    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.payload
 )
 INSERT INTO ledger_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    payload
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, payload
 )
 SELECT done.id, 'succeeded', done.attempt, done.max_attempts, done.priority,
        done.run_after, done.created_at, done.attempted_at, now(), NULL, NULL,
-       done.errors, done.unique_key, done.payload
+       done.errors, done.failures, done.unique_key, done.payload
 FROM done
 `
 
@@ -157,16 +158,16 @@ WITH done AS (
     WHERE job.id = ANY($1::bigint[])
       AND job.state = 'available'
       AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
-    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.payload
+    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.payload
 )
 INSERT INTO ledger_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    payload
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, payload
 )
 SELECT done.id, 'succeeded', done.attempt, done.max_attempts, done.priority,
        done.run_after, done.created_at, done.attempted_at, now(), NULL, NULL,
-       done.errors, done.unique_key, done.payload
+       done.errors, done.failures, done.unique_key, done.payload
 FROM done
 `
 
@@ -231,6 +232,7 @@ const discardLedger = `-- name: DiscardLedger :execrows
 UPDATE ledger_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now()
 WHERE id = $2 AND attempt = $3 AND state = 'available'
 `
@@ -241,8 +243,9 @@ type DiscardLedgerParams struct {
 	Attempt int32
 }
 
-// DiscardLedger makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteLedger.
+// DiscardLedger makes a job dead at once with its error kept (and its time
+// and attempt, as in FailLedger), whatever attempts remain; fenced like
+// CompleteLedger.
 func (q *Queries) DiscardLedger(ctx context.Context, arg DiscardLedgerParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardLedger, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -254,6 +257,7 @@ func (q *Queries) DiscardLedger(ctx context.Context, arg DiscardLedgerParams) (i
 const failLedger = `-- name: FailLedger :one
 UPDATE ledger_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END
@@ -269,8 +273,9 @@ type FailLedgerParams struct {
 }
 
 // FailLedger records a failed attempt, fenced like CompleteLedger: the error
-// is kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// is kept, with its time and attempt in failures (see the failure part), and
+// the job is retried after @retry_delay or, having used its attempts, is
+// dead.
 func (q *Queries) FailLedger(ctx context.Context, arg FailLedgerParams) (string, error) {
 	row := q.db.QueryRow(ctx, failLedger,
 		arg.Message,
@@ -286,6 +291,7 @@ func (q *Queries) FailLedger(ctx context.Context, arg FailLedgerParams) (string,
 const failManyAtLedger = `-- name: FailManyAtLedger :many
 UPDATE ledger_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -339,6 +345,7 @@ func (q *Queries) FailManyAtLedger(ctx context.Context, arg FailManyAtLedgerPara
 const failManyLedger = `-- name: FailManyLedger :many
 UPDATE ledger_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -364,7 +371,8 @@ type FailManyLedgerRow struct {
 // FailManyLedger fails many jobs in one statement, each fenced like
 // FailLedger and retried after its own delay, and returns the ids it changed
 // with their new state. Rows are found by primary key and their message and
-// delay read from the parallel arrays, as in CompleteManyLedger.
+// delay read from the parallel arrays, as in CompleteManyLedger; each error's
+// time and attempt go to failures in the same row update, as in FailLedger.
 func (q *Queries) FailManyLedger(ctx context.Context, arg FailManyLedgerParams) ([]FailManyLedgerRow, error) {
 	rows, err := q.db.Query(ctx, failManyLedger,
 		arg.Messages,
@@ -429,7 +437,7 @@ func (q *Queries) ForgetStaleNodesLedger(ctx context.Context, olderThanUs int64)
 }
 
 const getArchivedLedger = `-- name: GetArchivedLedger :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM ledger_queue_archive
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM ledger_queue_archive
 WHERE id = $1
 LIMIT 1
 `
@@ -452,6 +460,7 @@ func (q *Queries) GetArchivedLedger(ctx context.Context, id int64) (LedgerArchiv
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)
@@ -459,7 +468,7 @@ func (q *Queries) GetArchivedLedger(ctx context.Context, id int64) (LedgerArchiv
 }
 
 const getLedger = `-- name: GetLedger :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM ledger_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM ledger_queue
 WHERE id = $1
 `
 
@@ -480,6 +489,7 @@ func (q *Queries) GetLedger(ctx context.Context, id int64) (LedgerRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)

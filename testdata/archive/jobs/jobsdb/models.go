@@ -23,6 +23,7 @@ type BaseRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    int64
 }
@@ -40,6 +41,7 @@ type EventArchiveRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    int64
 	Kind        string
@@ -59,6 +61,7 @@ type EventRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	TenantID    int64
 	Kind        string
@@ -78,6 +81,7 @@ type LedgerArchiveRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -95,6 +99,7 @@ type LedgerRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }

@@ -116,7 +116,7 @@ UPDATE charge_queue AS job
 SET attempt = job.attempt + 1,
     attempted_at = coalesce($1::timestamptz, now())
 WHERE job.id = ANY(ARRAY(SELECT id FROM due))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.account, job.cents
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.account, job.cents
 `
 
 type ClaimChargeParams struct {
@@ -152,6 +152,7 @@ func (q *Queries) ClaimCharge(ctx context.Context, arg ClaimChargeParams) ([]Cha
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Account,
 			&i.Cents,
@@ -255,6 +256,7 @@ const discardCharge = `-- name: DiscardCharge :execrows
 UPDATE charge_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now()
 WHERE id = $2 AND attempt = $3 AND state = 'available'
 `
@@ -265,8 +267,9 @@ type DiscardChargeParams struct {
 	Attempt int32
 }
 
-// DiscardCharge makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteCharge.
+// DiscardCharge makes a job dead at once with its error kept (and its time
+// and attempt, as in FailCharge), whatever attempts remain; fenced like
+// CompleteCharge.
 func (q *Queries) DiscardCharge(ctx context.Context, arg DiscardChargeParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardCharge, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -278,6 +281,7 @@ func (q *Queries) DiscardCharge(ctx context.Context, arg DiscardChargeParams) (i
 const failCharge = `-- name: FailCharge :one
 UPDATE charge_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END
@@ -293,8 +297,9 @@ type FailChargeParams struct {
 }
 
 // FailCharge records a failed attempt, fenced like CompleteCharge: the error
-// is kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// is kept, with its time and attempt in failures (see the failure part), and
+// the job is retried after @retry_delay or, having used its attempts, is
+// dead.
 func (q *Queries) FailCharge(ctx context.Context, arg FailChargeParams) (string, error) {
 	row := q.db.QueryRow(ctx, failCharge,
 		arg.Message,
@@ -310,6 +315,7 @@ func (q *Queries) FailCharge(ctx context.Context, arg FailChargeParams) (string,
 const failManyAtCharge = `-- name: FailManyAtCharge :many
 UPDATE charge_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -363,6 +369,7 @@ func (q *Queries) FailManyAtCharge(ctx context.Context, arg FailManyAtChargePara
 const failManyCharge = `-- name: FailManyCharge :many
 UPDATE charge_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -388,7 +395,8 @@ type FailManyChargeRow struct {
 // FailManyCharge fails many jobs in one statement, each fenced like
 // FailCharge and retried after its own delay, and returns the ids it changed
 // with their new state. Rows are found by primary key and their message and
-// delay read from the parallel arrays, as in CompleteManyCharge.
+// delay read from the parallel arrays, as in CompleteManyCharge; each error's
+// time and attempt go to failures in the same row update, as in FailCharge.
 func (q *Queries) FailManyCharge(ctx context.Context, arg FailManyChargeParams) ([]FailManyChargeRow, error) {
 	rows, err := q.db.Query(ctx, failManyCharge,
 		arg.Messages,
@@ -453,7 +461,7 @@ func (q *Queries) ForgetStaleNodesCharge(ctx context.Context, olderThanUs int64)
 }
 
 const getCharge = `-- name: GetCharge :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, account, cents FROM charge_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, account, cents FROM charge_queue
 WHERE id = $1
 `
 
@@ -474,6 +482,7 @@ func (q *Queries) GetCharge(ctx context.Context, id int64) (ChargeRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Account,
 		&i.Cents,

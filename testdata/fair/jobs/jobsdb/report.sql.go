@@ -96,7 +96,7 @@ SET state = 'running',
     locked_by = $2::text,
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.name
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.name
 `
 
 type ClaimReportParams struct {
@@ -149,6 +149,7 @@ func (q *Queries) ClaimReport(ctx context.Context, arg ClaimReportParams) ([]Rep
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Name,
 		); err != nil {
@@ -244,6 +245,7 @@ const discardReport = `-- name: DiscardReport :execrows
 UPDATE report_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -256,8 +258,9 @@ type DiscardReportParams struct {
 	Attempt int32
 }
 
-// DiscardReport makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteReport.
+// DiscardReport makes a job dead at once with its error kept (and its time
+// and attempt, as in FailReport), whatever attempts remain; fenced like
+// CompleteReport.
 func (q *Queries) DiscardReport(ctx context.Context, arg DiscardReportParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardReport, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -331,6 +334,7 @@ func (q *Queries) ExtendReport(ctx context.Context, arg ExtendReportParams) (*ti
 const failManyAtReport = `-- name: FailManyAtReport :many
 UPDATE report_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -386,6 +390,7 @@ func (q *Queries) FailManyAtReport(ctx context.Context, arg FailManyAtReportPara
 const failManyReport = `-- name: FailManyReport :many
 UPDATE report_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -413,7 +418,8 @@ type FailManyReportRow struct {
 // FailManyReport fails many jobs in one statement, each fenced like
 // FailReport and retried after its own delay, and returns the ids it changed
 // with their new state. Rows are found by primary key and their message and
-// delay read from the parallel arrays, as in CompleteManyReport.
+// delay read from the parallel arrays, as in CompleteManyReport; each error's
+// time and attempt go to failures in the same row update, as in FailReport.
 func (q *Queries) FailManyReport(ctx context.Context, arg FailManyReportParams) ([]FailManyReportRow, error) {
 	rows, err := q.db.Query(ctx, failManyReport,
 		arg.Messages,
@@ -442,6 +448,7 @@ func (q *Queries) FailManyReport(ctx context.Context, arg FailManyReportParams) 
 const failReport = `-- name: FailReport :one
 UPDATE report_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -459,8 +466,9 @@ type FailReportParams struct {
 }
 
 // FailReport records a failed attempt, fenced like CompleteReport: the error
-// is kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// is kept, with its time and attempt in failures (see the failure part), and
+// the job is retried after @retry_delay or, having used its attempts, is
+// dead.
 func (q *Queries) FailReport(ctx context.Context, arg FailReportParams) (string, error) {
 	row := q.db.QueryRow(ctx, failReport,
 		arg.Message,
@@ -512,7 +520,7 @@ func (q *Queries) ForgetStaleNodesReport(ctx context.Context, olderThanUs int64)
 }
 
 const getReport = `-- name: GetReport :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, name FROM report_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, name FROM report_queue
 WHERE id = $1
 `
 
@@ -533,6 +541,7 @@ func (q *Queries) GetReport(ctx context.Context, id int64) (ReportRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Name,
 	)
@@ -654,6 +663,7 @@ WITH doomed AS (
 UPDATE report_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -662,9 +672,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapReport makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailReport keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -681,6 +692,7 @@ func (q *Queries) ReapReport(ctx context.Context, max int32) (int64, error) {
 const releaseNodeReport = `-- name: ReleaseNodeReport :execrows
 UPDATE report_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -690,12 +702,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeReport makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapReport would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailReport records
+// them (as ReapReport would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeReport(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeReport, node)
 	if err != nil {

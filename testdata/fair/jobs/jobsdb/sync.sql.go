@@ -84,7 +84,7 @@ SET state = 'running',
     locked_by = $2::text,
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant, job.object
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant, job.object
 `
 
 type ClaimSyncParams struct {
@@ -131,6 +131,7 @@ func (q *Queries) ClaimSync(ctx context.Context, arg ClaimSyncParams) ([]SyncRow
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Tenant,
 			&i.Object,
@@ -227,6 +228,7 @@ const discardSync = `-- name: DiscardSync :execrows
 UPDATE ONLY sync_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -239,8 +241,9 @@ type DiscardSyncParams struct {
 	Attempt int32
 }
 
-// DiscardSync makes a job dead at once with its error kept, whatever attempts
-// remain; fenced like CompleteSync.
+// DiscardSync makes a job dead at once with its error kept (and its time and
+// attempt, as in FailSync), whatever attempts remain; fenced like
+// CompleteSync.
 func (q *Queries) DiscardSync(ctx context.Context, arg DiscardSyncParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardSync, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -314,6 +317,7 @@ func (q *Queries) ExtendSync(ctx context.Context, arg ExtendSyncParams) (*time.T
 const failManyAtSync = `-- name: FailManyAtSync :many
 UPDATE ONLY sync_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -369,6 +373,7 @@ func (q *Queries) FailManyAtSync(ctx context.Context, arg FailManyAtSyncParams) 
 const failManySync = `-- name: FailManySync :many
 UPDATE ONLY sync_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -396,7 +401,8 @@ type FailManySyncRow struct {
 // FailManySync fails many jobs in one statement, each fenced like FailSync
 // and retried after its own delay, and returns the ids it changed with their
 // new state. Rows are found by primary key and their message and delay read
-// from the parallel arrays, as in CompleteManySync.
+// from the parallel arrays, as in CompleteManySync; each error's time and
+// attempt go to failures in the same row update, as in FailSync.
 func (q *Queries) FailManySync(ctx context.Context, arg FailManySyncParams) ([]FailManySyncRow, error) {
 	rows, err := q.db.Query(ctx, failManySync,
 		arg.Messages,
@@ -425,6 +431,7 @@ func (q *Queries) FailManySync(ctx context.Context, arg FailManySyncParams) ([]F
 const failSync = `-- name: FailSync :one
 UPDATE ONLY sync_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -442,8 +449,8 @@ type FailSyncParams struct {
 }
 
 // FailSync records a failed attempt, fenced like CompleteSync: the error is
-// kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @retry_delay or, having used its attempts, is dead.
 func (q *Queries) FailSync(ctx context.Context, arg FailSyncParams) (string, error) {
 	row := q.db.QueryRow(ctx, failSync,
 		arg.Message,
@@ -495,7 +502,7 @@ func (q *Queries) ForgetStaleNodesSync(ctx context.Context, olderThanUs int64) (
 }
 
 const getSync = `-- name: GetSync :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant, object FROM sync_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant, object FROM sync_queue
 WHERE id = $1
 `
 
@@ -516,6 +523,7 @@ func (q *Queries) GetSync(ctx context.Context, id int64) (SyncRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Tenant,
 		&i.Object,
@@ -639,6 +647,7 @@ WITH doomed AS (
 UPDATE ONLY sync_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -647,9 +656,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapSync makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailSync keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -666,6 +676,7 @@ func (q *Queries) ReapSync(ctx context.Context, max int32) (int64, error) {
 const releaseNodeSync = `-- name: ReleaseNodeSync :execrows
 UPDATE ONLY sync_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -675,12 +686,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeSync makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapSync would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailSync records
+// them (as ReapSync would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeSync(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeSync, node)
 	if err != nil {
@@ -773,18 +785,18 @@ WITH RECURSIVE room AS (
       AND state = 'available'
     RETURNING
         id, state, attempt, max_attempts, priority, run_after, created_at,
-        attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-        tenant, object
+        attempted_at, finished_at, locked_by, locked_until, errors, failures,
+        unique_key, tenant, object
 )
 INSERT INTO sync_queue (
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    tenant, object
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, tenant, object
 )
 SELECT
     id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, unique_key,
-    tenant, object
+    attempted_at, finished_at, locked_by, locked_until, errors, failures,
+    unique_key, tenant, object
 FROM moved
 `
 

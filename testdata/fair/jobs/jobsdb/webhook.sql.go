@@ -150,7 +150,7 @@ SET state = 'running',
     locked_by = $2::text,
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.shop, job.url
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.shop, job.url
 `
 
 type ClaimWebhookParams struct {
@@ -204,6 +204,7 @@ func (q *Queries) ClaimWebhook(ctx context.Context, arg ClaimWebhookParams) ([]W
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Shop,
 			&i.URL,
@@ -300,6 +301,7 @@ const discardWebhook = `-- name: DiscardWebhook :execrows
 UPDATE webhook_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -312,8 +314,9 @@ type DiscardWebhookParams struct {
 	Attempt int32
 }
 
-// DiscardWebhook makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteWebhook.
+// DiscardWebhook makes a job dead at once with its error kept (and its time
+// and attempt, as in FailWebhook), whatever attempts remain; fenced like
+// CompleteWebhook.
 func (q *Queries) DiscardWebhook(ctx context.Context, arg DiscardWebhookParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardWebhook, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -387,6 +390,7 @@ func (q *Queries) ExtendWebhook(ctx context.Context, arg ExtendWebhookParams) (*
 const failManyAtWebhook = `-- name: FailManyAtWebhook :many
 UPDATE webhook_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -442,6 +446,7 @@ func (q *Queries) FailManyAtWebhook(ctx context.Context, arg FailManyAtWebhookPa
 const failManyWebhook = `-- name: FailManyWebhook :many
 UPDATE webhook_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -469,7 +474,9 @@ type FailManyWebhookRow struct {
 // FailManyWebhook fails many jobs in one statement, each fenced like
 // FailWebhook and retried after its own delay, and returns the ids it changed
 // with their new state. Rows are found by primary key and their message and
-// delay read from the parallel arrays, as in CompleteManyWebhook.
+// delay read from the parallel arrays, as in CompleteManyWebhook; each
+// error's time and attempt go to failures in the same row update, as in
+// FailWebhook.
 func (q *Queries) FailManyWebhook(ctx context.Context, arg FailManyWebhookParams) ([]FailManyWebhookRow, error) {
 	rows, err := q.db.Query(ctx, failManyWebhook,
 		arg.Messages,
@@ -498,6 +505,7 @@ func (q *Queries) FailManyWebhook(ctx context.Context, arg FailManyWebhookParams
 const failWebhook = `-- name: FailWebhook :one
 UPDATE webhook_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -515,8 +523,9 @@ type FailWebhookParams struct {
 }
 
 // FailWebhook records a failed attempt, fenced like CompleteWebhook: the
-// error is kept, and the job is retried after @retry_delay or, having used
-// its attempts, is dead.
+// error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailWebhook(ctx context.Context, arg FailWebhookParams) (string, error) {
 	row := q.db.QueryRow(ctx, failWebhook,
 		arg.Message,
@@ -568,7 +577,7 @@ func (q *Queries) ForgetStaleNodesWebhook(ctx context.Context, olderThanUs int64
 }
 
 const getWebhook = `-- name: GetWebhook :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, shop, url FROM webhook_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, shop, url FROM webhook_queue
 WHERE id = $1
 `
 
@@ -589,6 +598,7 @@ func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookRow, error) 
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Shop,
 		&i.URL,
@@ -716,6 +726,7 @@ WITH doomed AS (
 UPDATE webhook_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -724,7 +735,8 @@ WHERE job.id = doomed.id
 `
 
 // ReapWebhook makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
+// last attempt (the error kept with its time and attempt, as FailWebhook
+// keeps them), which claims no longer take. The batch is bounded and SKIP
 // LOCKED, so it neither waits on a worker finishing one of them (whose fenced
 // update then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
@@ -743,6 +755,7 @@ func (q *Queries) ReapWebhook(ctx context.Context, max int32) (int64, error) {
 const releaseNodeWebhook = `-- name: ReleaseNodeWebhook :execrows
 UPDATE webhook_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -752,12 +765,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeWebhook makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapWebhook would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailWebhook
+// records them (as ReapWebhook would make it once its lease expired), and a
+// job that kills its worker cannot run again and again. It reads the leased
+// jobs through the lease index (locked_until IS NOT NULL is its predicate),
+// so it reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeWebhook(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeWebhook, node)
 	if err != nil {

@@ -43,6 +43,7 @@ type WebhookRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Message     json.RawMessage
 }

@@ -72,6 +72,7 @@ CREATE TABLE webhook_queue (
     locked_by    text,                                     -- lease mode: the node holding the job
     locked_until timestamptz,                              -- lease mode: when the lease expires
     errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   text,                                     -- dedupe key among unfinished jobs
     message      jsonb       NOT NULL,                     -- the payload, encoded as JSON
     CONSTRAINT webhook_queue_pkey PRIMARY KEY (id),

@@ -435,6 +435,7 @@ func (q *ThumbnailQueue) job(r jobsdb.ThumbnailRow) *queue.Job[ThumbnailPayload]
 	if r.LockedBy != nil {
 		job.LockedBy = *r.LockedBy
 	}
+	job.Failures = queueimpl.Failures(job.Errors, r.Failures)
 	return job
 }
 

@@ -6,6 +6,7 @@
 package qdb
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -22,6 +23,7 @@ type BaseRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 }
 
@@ -50,6 +52,7 @@ type PingRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Host        string
 }

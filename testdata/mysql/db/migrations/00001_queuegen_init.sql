@@ -73,6 +73,7 @@ CREATE TABLE email_queue (
     locked_by     VARCHAR(255),                             -- lease mode: the node holding the job
     locked_until  DATETIME(6),                              -- lease mode: when the lease expires
     errors        JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures      JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key    VARCHAR(255),                             -- dedupe key among unfinished jobs
     unique_active VARCHAR(255) AS (CASE WHEN state IN ('available', 'running') THEN unique_key END) STORED, -- unique_key while unfinished; the unique index is on this
     tenant_id     BIGINT,
@@ -126,6 +127,7 @@ CREATE TABLE statement_queue (
     locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
     locked_until DATETIME(6),                              -- lease mode: when the lease expires
     errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
     payload      JSON                  NOT NULL,           -- the payload, encoded as JSON
     PRIMARY KEY (id),

@@ -135,11 +135,13 @@ WHERE id IN (sqlc.slice(ids))
 
 -- name: FailEmail :execrows
 -- FailEmail records a failed attempt, fenced like CompleteEmail: the error is
--- kept, and the job is retried after @delay_us microseconds or, having used
--- its attempts, is dead. (MySQL assigns left to right: no assignment reads a
--- column an earlier one set.)
+-- kept, with its time and attempt in failures (see the failure part), and the
+-- job is retried after @delay_us microseconds or, having used its attempts,
+-- is dead. (MySQL assigns left to right: no assignment reads a column an
+-- earlier one set; failures reads errors before errors is set.)
 UPDATE email_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', sqlc.arg(message)),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', sqlc.arg(message)),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL sqlc.arg(delay_us) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
@@ -161,10 +163,11 @@ FOR UPDATE;
 
 -- name: FailManyEmail :execrows
 -- FailManyEmail fails, in one statement, the jobs HeldEmail locked, each as
--- FailEmail would, its message and retry delay read from @batch, a JSON
--- object keyed by job id.
+-- FailEmail would (its error's time and attempt included), its message and
+-- retry delay read from @batch, a JSON object keyed by job id.
 UPDATE email_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -178,7 +181,8 @@ WHERE id IN (sqlc.slice(ids))
 -- FailManyAtEmail is FailManyEmail with each job retried at a time given (a
 -- handler's RetryAt, UTC) rather than after a delay.
 UPDATE email_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -202,10 +206,12 @@ SET state = 'available',
 WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 
 -- name: DiscardEmail :execrows
--- DiscardEmail makes a job dead at once with its error kept, whatever
--- attempts remain; fenced like CompleteEmail.
+-- DiscardEmail makes a job dead at once with its error kept (and its time and
+-- attempt, as in FailEmail), whatever attempts remain; fenced like
+-- CompleteEmail.
 UPDATE email_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', sqlc.arg(message)),
     finished_at = UTC_TIMESTAMP(6),
     locked_by = NULL,
@@ -262,16 +268,18 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- name: ReleaseNodeEmail :execrows
 -- ReleaseNodeEmail makes every job @node holds claimable again, for a node
 -- restarting after a crash; the attempt counts, as the crash may have been
--- the job's doing, so a job that was on its last attempt is made dead instead
--- (as ReapEmail would make it once its lease expired), and a job that kills
--- its worker cannot run again and again. It reads the running jobs through
--- the lease index (state leads it), so it reads no more rows than there are
--- jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
--- a moment for a claim or a finishing worker that holds one of them, but it
--- changes only the rows @node still holds: a job claimed again meanwhile is
--- held by another node and is not touched.
+-- the job's doing, so a job that was on its last attempt is made dead
+-- instead, its error recorded with its time and attempt as FailEmail records
+-- them (as ReapEmail would make it once its lease expired), and a job that
+-- kills its worker cannot run again and again. It reads the running jobs
+-- through the lease index (state leads it), so it reads no more rows than
+-- there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+-- may wait a moment for a claim or a finishing worker that holds one of them,
+-- but it changes only the rows @node still holds: a job claimed again
+-- meanwhile is held by another node and is not touched.
 UPDATE email_queue
-SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
+SET failures = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))), failures),
+    errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
     locked_by = NULL,
@@ -305,11 +313,13 @@ LIMIT ?
 FOR UPDATE SKIP LOCKED;
 
 -- name: ReapEmail :execrows
--- ReapEmail makes dead the jobs DoomedEmail locked, in the same transaction,
--- under the maintenance lock (LockMaintenanceEmail); a worker finishing one
--- of them afterwards finds it gone (its fenced update changes nothing).
+-- ReapEmail makes dead the jobs DoomedEmail locked (the error kept with its
+-- time and attempt, as FailEmail keeps them), in the same transaction, under
+-- the maintenance lock (LockMaintenanceEmail); a worker finishing one of them
+-- afterwards finds it gone (its fenced update changes nothing).
 UPDATE email_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
     finished_at = UTC_TIMESTAMP(6),
     state = 'dead',
     locked_by = NULL,

@@ -114,7 +114,7 @@ func (q *Queries) BeatNodeStatement(ctx context.Context, arg BeatNodeStatementPa
 }
 
 const ClaimStatement = `-- name: ClaimStatement :many
-SELECT statement_queue.id, statement_queue.state, statement_queue.attempt, statement_queue.max_attempts, statement_queue.priority, statement_queue.run_after, statement_queue.created_at, statement_queue.attempted_at, statement_queue.finished_at, statement_queue.locked_by, statement_queue.locked_until, statement_queue.errors, statement_queue.unique_key, statement_queue.payload, UTC_TIMESTAMP(6) AS db_now
+SELECT statement_queue.id, statement_queue.state, statement_queue.attempt, statement_queue.max_attempts, statement_queue.priority, statement_queue.run_after, statement_queue.created_at, statement_queue.attempted_at, statement_queue.finished_at, statement_queue.locked_by, statement_queue.locked_until, statement_queue.errors, statement_queue.failures, statement_queue.unique_key, statement_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM statement_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -161,6 +161,7 @@ func (q *Queries) ClaimStatement(ctx context.Context, arg ClaimStatementParams) 
 			&i.StatementRow.LockedBy,
 			&i.StatementRow.LockedUntil,
 			&i.StatementRow.Errors,
+			&i.StatementRow.Failures,
 			&i.StatementRow.UniqueKey,
 			&i.StatementRow.Payload,
 			&i.DbNow,
@@ -271,6 +272,7 @@ func (q *Queries) DepthStatement(ctx context.Context) (int64, error) {
 const DiscardStatement = `-- name: DiscardStatement :execrows
 UPDATE statement_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6)
 WHERE id = ? AND attempt = ? AND state = 'available'
@@ -282,8 +284,9 @@ type DiscardStatementParams struct {
 	Attempt int32
 }
 
-// DiscardStatement makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteStatement.
+// DiscardStatement makes a job dead at once with its error kept (and its time
+// and attempt, as in FailStatement), whatever attempts remain; fenced like
+// CompleteStatement.
 func (q *Queries) DiscardStatement(ctx context.Context, arg DiscardStatementParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardStatement, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -294,7 +297,8 @@ func (q *Queries) DiscardStatement(ctx context.Context, arg DiscardStatementPara
 
 const FailManyAtStatement = `-- name: FailManyAtStatement :execrows
 UPDATE statement_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -332,7 +336,8 @@ func (q *Queries) FailManyAtStatement(ctx context.Context, arg FailManyAtStateme
 
 const FailManyStatement = `-- name: FailManyStatement :execrows
 UPDATE statement_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -347,8 +352,8 @@ type FailManyStatementParams struct {
 }
 
 // FailManyStatement fails, in one statement, the jobs HeldStatement locked,
-// each as FailStatement would, its message and retry delay read from @batch,
-// a JSON object keyed by job id.
+// each as FailStatement would (its error's time and attempt included), its
+// message and retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyStatement(ctx context.Context, arg FailManyStatementParams) (int64, error) {
 	query := FailManyStatement
 	var queryParams []interface{}
@@ -371,7 +376,8 @@ func (q *Queries) FailManyStatement(ctx context.Context, arg FailManyStatementPa
 
 const FailStatement = `-- name: FailStatement :execrows
 UPDATE statement_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available')
@@ -386,9 +392,10 @@ type FailStatementParams struct {
 }
 
 // FailStatement records a failed attempt, fenced like CompleteStatement: the
-// error is kept, and the job is retried after @delay_us microseconds or,
-// having used its attempts, is dead. (MySQL assigns left to right: no
-// assignment reads a column an earlier one set.)
+// error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @delay_us microseconds or, having used
+// its attempts, is dead. (MySQL assigns left to right: no assignment reads a
+// column an earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailStatement(ctx context.Context, arg FailStatementParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailStatement,
 		arg.Message,
@@ -441,7 +448,7 @@ func (q *Queries) ForgetStaleNodesStatement(ctx context.Context, olderThanUs int
 }
 
 const GetStatement = `-- name: GetStatement :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM statement_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM statement_queue
 WHERE id = ?
 `
 
@@ -462,6 +469,7 @@ func (q *Queries) GetStatement(ctx context.Context, id int64) (StatementRow, err
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)

@@ -68,7 +68,7 @@ SET attempt = job.attempt + 1,
     attempted_at = coalesce($1::timestamptz, now())
 FROM due
 WHERE job.id = due.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.account_id, job.amount_cents
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.account_id, job.amount_cents
 `
 
 type ClaimBillParams struct {
@@ -102,6 +102,7 @@ func (q *Queries) ClaimBill(ctx context.Context, arg ClaimBillParams) ([]BillRow
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.AccountID,
 			&i.AmountCents,
@@ -205,6 +206,7 @@ const discardBill = `-- name: DiscardBill :execrows
 UPDATE jobs.bill_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now()
 WHERE id = $2 AND attempt = $3 AND state = 'available'
 `
@@ -215,8 +217,9 @@ type DiscardBillParams struct {
 	Attempt int32
 }
 
-// DiscardBill makes a job dead at once with its error kept, whatever attempts
-// remain; fenced like CompleteBill.
+// DiscardBill makes a job dead at once with its error kept (and its time and
+// attempt, as in FailBill), whatever attempts remain; fenced like
+// CompleteBill.
 func (q *Queries) DiscardBill(ctx context.Context, arg DiscardBillParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardBill, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -228,6 +231,7 @@ func (q *Queries) DiscardBill(ctx context.Context, arg DiscardBillParams) (int64
 const failBill = `-- name: FailBill :one
 UPDATE jobs.bill_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END
@@ -243,8 +247,8 @@ type FailBillParams struct {
 }
 
 // FailBill records a failed attempt, fenced like CompleteBill: the error is
-// kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @retry_delay or, having used its attempts, is dead.
 func (q *Queries) FailBill(ctx context.Context, arg FailBillParams) (string, error) {
 	row := q.db.QueryRow(ctx, failBill,
 		arg.Message,
@@ -260,6 +264,7 @@ func (q *Queries) FailBill(ctx context.Context, arg FailBillParams) (string, err
 const failManyAtBill = `-- name: FailManyAtBill :many
 UPDATE jobs.bill_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -313,6 +318,7 @@ func (q *Queries) FailManyAtBill(ctx context.Context, arg FailManyAtBillParams) 
 const failManyBill = `-- name: FailManyBill :many
 UPDATE jobs.bill_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -338,7 +344,8 @@ type FailManyBillRow struct {
 // FailManyBill fails many jobs in one statement, each fenced like FailBill
 // and retried after its own delay, and returns the ids it changed with their
 // new state. Rows are found by primary key and their message and delay read
-// from the parallel arrays, as in CompleteManyBill.
+// from the parallel arrays, as in CompleteManyBill; each error's time and
+// attempt go to failures in the same row update, as in FailBill.
 func (q *Queries) FailManyBill(ctx context.Context, arg FailManyBillParams) ([]FailManyBillRow, error) {
 	rows, err := q.db.Query(ctx, failManyBill,
 		arg.Messages,
@@ -403,7 +410,7 @@ func (q *Queries) ForgetStaleNodesBill(ctx context.Context, olderThanUs int64) (
 }
 
 const getBill = `-- name: GetBill :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, account_id, amount_cents FROM jobs.bill_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, account_id, amount_cents FROM jobs.bill_queue
 WHERE id = $1
 `
 
@@ -424,6 +431,7 @@ func (q *Queries) GetBill(ctx context.Context, id int64) (BillRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.AccountID,
 		&i.AmountCents,

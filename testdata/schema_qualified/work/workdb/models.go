@@ -6,6 +6,7 @@
 package workdb
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -22,6 +23,7 @@ type BaseRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 }
 
@@ -38,6 +40,7 @@ type BillRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	AccountID   int64
 	AmountCents int64
@@ -76,6 +79,7 @@ type ResizeRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Path        string
 }

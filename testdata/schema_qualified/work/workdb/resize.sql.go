@@ -85,7 +85,7 @@ SET state = 'running',
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.path
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.path
 `
 
 type ClaimResizeParams struct {
@@ -128,6 +128,7 @@ func (q *Queries) ClaimResize(ctx context.Context, arg ClaimResizeParams) ([]Res
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Path,
 		); err != nil {
@@ -223,6 +224,7 @@ const discardResize = `-- name: DiscardResize :execrows
 UPDATE jobs.resize_jobs
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -235,8 +237,9 @@ type DiscardResizeParams struct {
 	Attempt int32
 }
 
-// DiscardResize makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteResize.
+// DiscardResize makes a job dead at once with its error kept (and its time
+// and attempt, as in FailResize), whatever attempts remain; fenced like
+// CompleteResize.
 func (q *Queries) DiscardResize(ctx context.Context, arg DiscardResizeParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardResize, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -310,6 +313,7 @@ func (q *Queries) ExtendResize(ctx context.Context, arg ExtendResizeParams) (*ti
 const failManyAtResize = `-- name: FailManyAtResize :many
 UPDATE jobs.resize_jobs AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -365,6 +369,7 @@ func (q *Queries) FailManyAtResize(ctx context.Context, arg FailManyAtResizePara
 const failManyResize = `-- name: FailManyResize :many
 UPDATE jobs.resize_jobs AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -392,7 +397,8 @@ type FailManyResizeRow struct {
 // FailManyResize fails many jobs in one statement, each fenced like
 // FailResize and retried after its own delay, and returns the ids it changed
 // with their new state. Rows are found by primary key and their message and
-// delay read from the parallel arrays, as in CompleteManyResize.
+// delay read from the parallel arrays, as in CompleteManyResize; each error's
+// time and attempt go to failures in the same row update, as in FailResize.
 func (q *Queries) FailManyResize(ctx context.Context, arg FailManyResizeParams) ([]FailManyResizeRow, error) {
 	rows, err := q.db.Query(ctx, failManyResize,
 		arg.Messages,
@@ -421,6 +427,7 @@ func (q *Queries) FailManyResize(ctx context.Context, arg FailManyResizeParams) 
 const failResize = `-- name: FailResize :one
 UPDATE jobs.resize_jobs
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -438,8 +445,9 @@ type FailResizeParams struct {
 }
 
 // FailResize records a failed attempt, fenced like CompleteResize: the error
-// is kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// is kept, with its time and attempt in failures (see the failure part), and
+// the job is retried after @retry_delay or, having used its attempts, is
+// dead.
 func (q *Queries) FailResize(ctx context.Context, arg FailResizeParams) (string, error) {
 	row := q.db.QueryRow(ctx, failResize,
 		arg.Message,
@@ -491,7 +499,7 @@ func (q *Queries) ForgetStaleNodesResize(ctx context.Context, olderThanUs int64)
 }
 
 const getResize = `-- name: GetResize :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, path FROM jobs.resize_jobs
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, path FROM jobs.resize_jobs
 WHERE id = $1
 `
 
@@ -512,6 +520,7 @@ func (q *Queries) GetResize(ctx context.Context, id int64) (ResizeRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Path,
 	)
@@ -607,6 +616,7 @@ WITH doomed AS (
 UPDATE jobs.resize_jobs AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -615,9 +625,10 @@ WHERE job.id = doomed.id
 `
 
 // ReapResize makes dead up to @max running jobs whose lease expired on their
-// last attempt, which claims no longer take. The batch is bounded and SKIP
-// LOCKED, so it neither waits on a worker finishing one of them (whose fenced
-// update then finds it gone) nor holds a long transaction. It first takes the
+// last attempt (the error kept with its time and attempt, as FailResize keeps
+// them), which claims no longer take. The batch is bounded and SKIP LOCKED,
+// so it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor holds a long transaction. It first takes the
 // queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
@@ -634,6 +645,7 @@ func (q *Queries) ReapResize(ctx context.Context, max int32) (int64, error) {
 const releaseNodeResize = `-- name: ReleaseNodeResize :execrows
 UPDATE jobs.resize_jobs
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -643,12 +655,13 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 
 // ReleaseNodeResize makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapResize would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the leased jobs through the
-// lease index (locked_until IS NOT NULL is its predicate), so it reads no
-// more rows than there are jobs in flight; a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailResize records
+// them (as ReapResize would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the leased jobs
+// through the lease index (locked_until IS NOT NULL is its predicate), so it
+// reads no more rows than there are jobs in flight; a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeResize(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeResize, node)
 	if err != nil {

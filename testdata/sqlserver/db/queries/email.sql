@@ -120,6 +120,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     tenant_id BIGINT,
     region NVARCHAR(MAX),
@@ -172,6 +173,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     tenant_id BIGINT,
     region NVARCHAR(MAX),
@@ -232,11 +234,13 @@ WHERE job.state = 'running';
 
 -- name: FailEmail :execrows
 -- FailEmail records a failed attempt, fenced like CompleteEmail: the error is
--- appended to the JSON array, and the job is retried after @delay_us
--- microseconds or, having used its attempts, is dead. (Every expression of a
--- SET reads the row as it was.)
+-- appended to the JSON array, with its time and attempt in failures (see the
+-- failure part), and the job is retried after @delay_us microseconds or,
+-- having used its attempts, is dead. (Every expression of a SET reads the row
+-- as it was.)
 UPDATE queues.email_queue
 SET errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
@@ -252,6 +256,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -270,6 +275,7 @@ SELECT id, state FROM @failed;
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -296,11 +302,13 @@ SET state = 'available',
 WHERE id = @id AND attempt = @attempt AND state = 'running';
 
 -- name: DiscardEmail :execrows
--- DiscardEmail makes a job dead at once with its error kept, whatever
--- attempts remain; fenced like CompleteEmail.
+-- DiscardEmail makes a job dead at once with its error kept (and its time and
+-- attempt, as in FailEmail), whatever attempts remain; fenced like
+-- CompleteEmail.
 UPDATE queues.email_queue
 SET state = 'dead',
     errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     locked_by = NULL,
     locked_until = NULL
@@ -348,14 +356,16 @@ WHERE id = @id AND attempt = @attempt AND state = 'running';
 -- name: ReleaseNodeEmail :execrows
 -- ReleaseNodeEmail makes every job @node holds claimable again, for a node
 -- restarting after a crash; the attempt counts, as the crash may have been
--- the job's doing, so a job that was on its last attempt is made dead instead
--- (as ReapEmail would make it once its lease expired), and a job that kills
--- its worker cannot run again and again. It reads the running jobs through
--- the lease index, so it reads no more rows than there are jobs in flight;
--- READPAST passes over rows a claim or a finishing worker holds at that
--- moment (they are not this node's: it is only starting).
+-- the job's doing, so a job that was on its last attempt is made dead
+-- instead, its error recorded with its time and attempt as FailEmail records
+-- them (as ReapEmail would make it once its lease expired), and a job that
+-- kills its worker cannot run again and again. It reads the running jobs
+-- through the lease index, so it reads no more rows than there are jobs in
+-- flight; READPAST passes over rows a claim or a finishing worker holds at
+-- that moment (they are not this node's: it is only starting).
 UPDATE queues.email_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET errors = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(errors, 'append $', N'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))) ELSE failures END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
@@ -374,11 +384,12 @@ WHERE name = N'email';
 
 -- name: ReapEmail :execrows
 -- ReapEmail makes dead up to @limit running jobs whose lease expired on their
--- last attempt, which claims no longer take, oldest lease first through the
--- lease index, under the maintenance lock (LockMaintenanceEmail). READPAST
--- passes over a job a claimer or a finishing worker holds, for the next
--- batch; a worker finishing a reaped job finds it gone (its fenced update
--- changes nothing).
+-- last attempt (the error kept with its time and attempt, as FailEmail keeps
+-- them), which claims no longer take, oldest lease first through the lease
+-- index, under the maintenance lock (LockMaintenanceEmail). READPAST passes
+-- over a job a claimer or a finishing worker holds, for the next batch; a
+-- worker finishing a reaped job finds it gone (its fenced update changes
+-- nothing).
 WITH doomed AS (
     SELECT TOP (@limit) *
     FROM queues.email_queue WITH (ROWLOCK, READPAST, UPDLOCK, READCOMMITTEDLOCK)
@@ -389,6 +400,7 @@ WITH doomed AS (
 )
 UPDATE doomed
 SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt'),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     state = 'dead',
     locked_by = NULL,

@@ -70,6 +70,7 @@ CREATE TABLE queues.email_queue (
     locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
     locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
     errors       NVARCHAR(MAX)    NOT NULL DEFAULT N'[]',       -- JSON array, one string per failed attempt
+    failures     NVARCHAR(MAX),                                 -- JSON array: when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     tenant_id    BIGINT,
     region       NVARCHAR(MAX)    NOT NULL DEFAULT N'eu',
@@ -88,6 +89,7 @@ CREATE TABLE queues.email_queue (
     small        SMALLINT         NOT NULL DEFAULT 3,
     CONSTRAINT email_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT email_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT email_queue_failures_json_check CHECK (ISJSON(N'[' + failures + N']') = 1),
     CONSTRAINT email_queue_meta_json_check CHECK (ISJSON(N'[' + meta + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
@@ -132,6 +134,7 @@ CREATE TABLE queues.webhook_queue (
     locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
     locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
     errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    failures     NVARCHAR(MAX),                                 -- JSON array: when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     tenant_id    BIGINT,
     region       NVARCHAR(MAX)   NOT NULL DEFAULT N'eu',
@@ -139,6 +142,7 @@ CREATE TABLE queues.webhook_queue (
     body         NVARCHAR(MAX)   NOT NULL,
     CONSTRAINT webhook_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT webhook_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT webhook_queue_failures_json_check CHECK (ISJSON(N'[' + failures + N']') = 1),
     CONSTRAINT webhook_queue_body_json_check CHECK (ISJSON(N'[' + body + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
@@ -175,10 +179,12 @@ CREATE TABLE queues.statement_queue (
     locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
     locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
     errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    failures     NVARCHAR(MAX),                                 -- JSON array: when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT statement_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT statement_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT statement_queue_failures_json_check CHECK (ISJSON(N'[' + failures + N']') = 1),
     CONSTRAINT statement_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes

@@ -203,6 +203,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     tenant_id BIGINT,
     region NVARCHAR(MAX),
@@ -233,8 +234,8 @@ SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.recipient, inserted.subject, inserted.body, inserted.attachment, inserted.sent_on, inserted.amount, inserted.ratio, inserted.weight, inserted.urgent, inserted.ref, inserted.queued_at, inserted.meta, inserted.small INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small);
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small FROM @claimed;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.failures, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.recipient, inserted.subject, inserted.body, inserted.attachment, inserted.sent_on, inserted.amount, inserted.ratio, inserted.weight, inserted.urgent, inserted.ref, inserted.queued_at, inserted.meta, inserted.small INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small FROM @claimed;
 `
 
 type ClaimExpiredEmailParams struct {
@@ -280,6 +281,7 @@ func (q *Queries) ClaimExpiredEmail(ctx context.Context, arg ClaimExpiredEmailPa
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.Region,
@@ -324,6 +326,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     tenant_id BIGINT,
     region NVARCHAR(MAX),
@@ -354,8 +357,8 @@ SET state = 'running',
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.recipient, inserted.subject, inserted.body, inserted.attachment, inserted.sent_on, inserted.amount, inserted.ratio, inserted.weight, inserted.urgent, inserted.ref, inserted.queued_at, inserted.meta, inserted.small INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small);
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small FROM @claimed;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.failures, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.recipient, inserted.subject, inserted.body, inserted.attachment, inserted.sent_on, inserted.amount, inserted.ratio, inserted.weight, inserted.urgent, inserted.ref, inserted.queued_at, inserted.meta, inserted.small INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small FROM @claimed;
 `
 
 type ClaimDueEmailParams struct {
@@ -397,6 +400,7 @@ func (q *Queries) ClaimDueEmail(ctx context.Context, arg ClaimDueEmailParams) ([
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.Region,
@@ -483,6 +487,7 @@ func (q *Queries) CompleteManyEmail(ctx context.Context, fences string) (int64, 
 const failEmail = `-- name: FailEmail :execrows
 UPDATE queues.email_queue
 SET errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
@@ -499,9 +504,10 @@ type FailEmailParams struct {
 }
 
 // FailEmail records a failed attempt, fenced like CompleteEmail: the error is
-// appended to the JSON array, and the job is retried after @delay_us
-// microseconds or, having used its attempts, is dead. (Every expression of a
-// SET reads the row as it was.)
+// appended to the JSON array, with its time and attempt in failures (see the
+// failure part), and the job is retried after @delay_us microseconds or,
+// having used its attempts, is dead. (Every expression of a SET reads the row
+// as it was.)
 func (q *Queries) FailEmail(ctx context.Context, arg FailEmailParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, failEmail,
 		sql.Named("message", arg.Message),
@@ -519,6 +525,7 @@ const failManyEmail = `-- name: FailManyEmail :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -573,6 +580,7 @@ const failManyAtEmail = `-- name: FailManyAtEmail :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -659,6 +667,7 @@ const discardEmail = `-- name: DiscardEmail :execrows
 UPDATE queues.email_queue
 SET state = 'dead',
     errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     locked_by = NULL,
     locked_until = NULL
@@ -671,8 +680,9 @@ type DiscardEmailParams struct {
 	Attempt int32
 }
 
-// DiscardEmail makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteEmail.
+// DiscardEmail makes a job dead at once with its error kept (and its time and
+// attempt, as in FailEmail), whatever attempts remain; fenced like
+// CompleteEmail.
 func (q *Queries) DiscardEmail(ctx context.Context, arg DiscardEmailParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, discardEmail,
 		sql.Named("message", arg.Message),
@@ -798,6 +808,7 @@ func (q *Queries) ReleaseEmail(ctx context.Context, arg ReleaseEmailParams) (int
 const releaseNodeEmail = `-- name: ReleaseNodeEmail :execrows
 UPDATE queues.email_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET errors = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(errors, 'append $', N'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))) ELSE failures END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
@@ -807,12 +818,13 @@ WHERE state = 'running' AND locked_by = @node;
 
 // ReleaseNodeEmail makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapEmail would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index, so it reads no more rows than there are jobs in flight;
-// READPAST passes over rows a claim or a finishing worker holds at that
-// moment (they are not this node's: it is only starting).
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailEmail records
+// them (as ReapEmail would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index, so it reads no more rows than there are jobs in
+// flight; READPAST passes over rows a claim or a finishing worker holds at
+// that moment (they are not this node's: it is only starting).
 func (q *Queries) ReleaseNodeEmail(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, releaseNodeEmail,
 		sql.Named("node", node),
@@ -870,6 +882,7 @@ WITH doomed AS (
 )
 UPDATE doomed
 SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt'),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     state = 'dead',
     locked_by = NULL,
@@ -877,11 +890,12 @@ SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt
 `
 
 // ReapEmail makes dead up to @limit running jobs whose lease expired on their
-// last attempt, which claims no longer take, oldest lease first through the
-// lease index, under the maintenance lock (LockMaintenanceEmail). READPAST
-// passes over a job a claimer or a finishing worker holds, for the next
-// batch; a worker finishing a reaped job finds it gone (its fenced update
-// changes nothing).
+// last attempt (the error kept with its time and attempt, as FailEmail keeps
+// them), which claims no longer take, oldest lease first through the lease
+// index, under the maintenance lock (LockMaintenanceEmail). READPAST passes
+// over a job a claimer or a finishing worker holds, for the next batch; a
+// worker finishing a reaped job finds it gone (its fenced update changes
+// nothing).
 func (q *Queries) ReapEmail(ctx context.Context, limit int32) (int64, error) {
 	result, err := q.db.ExecContext(ctx, reapEmail,
 		sql.Named("limit", limit),
@@ -1095,7 +1109,7 @@ func (q *Queries) DepthAtMostEmail(ctx context.Context, limit int32) (int64, err
 }
 
 const getEmail = `-- name: GetEmail :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, region, recipient, subject, body, attachment, sent_on, amount, ratio, weight, urgent, ref, queued_at, meta, small
 FROM queues.email_queue
 WHERE id = @id;
 `
@@ -1120,6 +1134,7 @@ func (q *Queries) GetEmail(ctx context.Context, id int64) (EmailRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.TenantID,
 		&i.Region,

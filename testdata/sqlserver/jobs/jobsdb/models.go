@@ -24,6 +24,7 @@ type EmailRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      string
+	Failures    *string
 	UniqueKey   *string
 	TenantID    *int64
 	Region      string
@@ -56,6 +57,7 @@ type WebhookRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      string
+	Failures    *string
 	UniqueKey   *string
 	TenantID    *int64
 	Region      string
@@ -77,6 +79,7 @@ type StatementRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      string
+	Failures    *string
 	UniqueKey   *string
 	Payload     json.RawMessage
 }

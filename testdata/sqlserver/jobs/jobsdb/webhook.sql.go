@@ -134,6 +134,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     tenant_id BIGINT,
     region NVARCHAR(MAX),
@@ -153,8 +154,8 @@ SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.url, inserted.body INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, url, body);
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, url, body FROM @claimed;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.failures, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.url, inserted.body INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, region, url, body);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, region, url, body FROM @claimed;
 `
 
 type ClaimExpiredWebhookParams struct {
@@ -200,6 +201,7 @@ func (q *Queries) ClaimExpiredWebhook(ctx context.Context, arg ClaimExpiredWebho
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.Region,
@@ -233,6 +235,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     tenant_id BIGINT,
     region NVARCHAR(MAX),
@@ -252,8 +255,8 @@ SET state = 'running',
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.url, inserted.body INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, url, body);
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, url, body FROM @claimed;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.failures, inserted.unique_key, inserted.tenant_id, inserted.region, inserted.url, inserted.body INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, region, url, body);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, region, url, body FROM @claimed;
 `
 
 type ClaimDueWebhookParams struct {
@@ -295,6 +298,7 @@ func (q *Queries) ClaimDueWebhook(ctx context.Context, arg ClaimDueWebhookParams
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.Region,
@@ -362,6 +366,7 @@ func (q *Queries) CompleteManyWebhook(ctx context.Context, fences string) (int64
 const failWebhook = `-- name: FailWebhook :execrows
 UPDATE queues.webhook_queue
 SET errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
@@ -378,9 +383,10 @@ type FailWebhookParams struct {
 }
 
 // FailWebhook records a failed attempt, fenced like CompleteWebhook: the
-// error is appended to the JSON array, and the job is retried after @delay_us
-// microseconds or, having used its attempts, is dead. (Every expression of a
-// SET reads the row as it was.)
+// error is appended to the JSON array, with its time and attempt in failures
+// (see the failure part), and the job is retried after @delay_us microseconds
+// or, having used its attempts, is dead. (Every expression of a SET reads the
+// row as it was.)
 func (q *Queries) FailWebhook(ctx context.Context, arg FailWebhookParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, failWebhook,
 		sql.Named("message", arg.Message),
@@ -398,6 +404,7 @@ const failManyWebhook = `-- name: FailManyWebhook :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -452,6 +459,7 @@ const failManyAtWebhook = `-- name: FailManyAtWebhook :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -538,6 +546,7 @@ const discardWebhook = `-- name: DiscardWebhook :execrows
 UPDATE queues.webhook_queue
 SET state = 'dead',
     errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     locked_by = NULL,
     locked_until = NULL
@@ -550,8 +559,9 @@ type DiscardWebhookParams struct {
 	Attempt int32
 }
 
-// DiscardWebhook makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteWebhook.
+// DiscardWebhook makes a job dead at once with its error kept (and its time
+// and attempt, as in FailWebhook), whatever attempts remain; fenced like
+// CompleteWebhook.
 func (q *Queries) DiscardWebhook(ctx context.Context, arg DiscardWebhookParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, discardWebhook,
 		sql.Named("message", arg.Message),
@@ -677,6 +687,7 @@ func (q *Queries) ReleaseWebhook(ctx context.Context, arg ReleaseWebhookParams) 
 const releaseNodeWebhook = `-- name: ReleaseNodeWebhook :execrows
 UPDATE queues.webhook_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET errors = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(errors, 'append $', N'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))) ELSE failures END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
@@ -686,12 +697,13 @@ WHERE state = 'running' AND locked_by = @node;
 
 // ReleaseNodeWebhook makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapWebhook would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index, so it reads no more rows than there are jobs in flight;
-// READPAST passes over rows a claim or a finishing worker holds at that
-// moment (they are not this node's: it is only starting).
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailWebhook
+// records them (as ReapWebhook would make it once its lease expired), and a
+// job that kills its worker cannot run again and again. It reads the running
+// jobs through the lease index, so it reads no more rows than there are jobs
+// in flight; READPAST passes over rows a claim or a finishing worker holds at
+// that moment (they are not this node's: it is only starting).
 func (q *Queries) ReleaseNodeWebhook(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, releaseNodeWebhook,
 		sql.Named("node", node),
@@ -749,6 +761,7 @@ WITH doomed AS (
 )
 UPDATE doomed
 SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt'),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     state = 'dead',
     locked_by = NULL,
@@ -756,11 +769,12 @@ SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt
 `
 
 // ReapWebhook makes dead up to @limit running jobs whose lease expired on
-// their last attempt, which claims no longer take, oldest lease first through
-// the lease index, under the maintenance lock (LockMaintenanceWebhook).
-// READPAST passes over a job a claimer or a finishing worker holds, for the
-// next batch; a worker finishing a reaped job finds it gone (its fenced
-// update changes nothing).
+// their last attempt (the error kept with its time and attempt, as
+// FailWebhook keeps them), which claims no longer take, oldest lease first
+// through the lease index, under the maintenance lock
+// (LockMaintenanceWebhook). READPAST passes over a job a claimer or a
+// finishing worker holds, for the next batch; a worker finishing a reaped job
+// finds it gone (its fenced update changes nothing).
 func (q *Queries) ReapWebhook(ctx context.Context, limit int32) (int64, error) {
 	result, err := q.db.ExecContext(ctx, reapWebhook,
 		sql.Named("limit", limit),
@@ -938,7 +952,7 @@ func (q *Queries) DepthAtMostWebhook(ctx context.Context, limit int32) (int64, e
 }
 
 const getWebhook = `-- name: GetWebhook :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, url, body
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, region, url, body
 FROM queues.webhook_queue
 WHERE id = @id;
 `
@@ -963,6 +977,7 @@ func (q *Queries) GetWebhook(ctx context.Context, id int64) (WebhookRow, error) 
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.TenantID,
 		&i.Region,

@@ -49,6 +49,7 @@ type ReportRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      []string
+	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }

@@ -93,7 +93,7 @@ SET attempt = job.attempt + 1,
     attempted_at = coalesce($1::timestamptz, now())
 FROM due
 WHERE job.id = due.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.payload
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.payload
 `
 
 type ClaimReportParams struct {
@@ -127,6 +127,7 @@ func (q *Queries) ClaimReport(ctx context.Context, arg ClaimReportParams) ([]Rep
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.Payload,
 		); err != nil {
@@ -233,6 +234,7 @@ const discardReport = `-- name: DiscardReport :execrows
 UPDATE report_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now()
 WHERE id = $2 AND attempt = $3 AND state = 'available'
 `
@@ -243,8 +245,9 @@ type DiscardReportParams struct {
 	Attempt int32
 }
 
-// DiscardReport makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteReport.
+// DiscardReport makes a job dead at once with its error kept (and its time
+// and attempt, as in FailReport), whatever attempts remain; fenced like
+// CompleteReport.
 func (q *Queries) DiscardReport(ctx context.Context, arg DiscardReportParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardReport, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -256,6 +259,7 @@ func (q *Queries) DiscardReport(ctx context.Context, arg DiscardReportParams) (i
 const failManyAtReport = `-- name: FailManyAtReport :many
 UPDATE report_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -309,6 +313,7 @@ func (q *Queries) FailManyAtReport(ctx context.Context, arg FailManyAtReportPara
 const failManyReport = `-- name: FailManyReport :many
 UPDATE report_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -334,7 +339,8 @@ type FailManyReportRow struct {
 // FailManyReport fails many jobs in one statement, each fenced like
 // FailReport and retried after its own delay, and returns the ids it changed
 // with their new state. Rows are found by primary key and their message and
-// delay read from the parallel arrays, as in CompleteManyReport.
+// delay read from the parallel arrays, as in CompleteManyReport; each error's
+// time and attempt go to failures in the same row update, as in FailReport.
 func (q *Queries) FailManyReport(ctx context.Context, arg FailManyReportParams) ([]FailManyReportRow, error) {
 	rows, err := q.db.Query(ctx, failManyReport,
 		arg.Messages,
@@ -363,6 +369,7 @@ func (q *Queries) FailManyReport(ctx context.Context, arg FailManyReportParams) 
 const failReport = `-- name: FailReport :one
 UPDATE report_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END
@@ -378,8 +385,9 @@ type FailReportParams struct {
 }
 
 // FailReport records a failed attempt, fenced like CompleteReport: the error
-// is kept, and the job is retried after @retry_delay or, having used its
-// attempts, is dead.
+// is kept, with its time and attempt in failures (see the failure part), and
+// the job is retried after @retry_delay or, having used its attempts, is
+// dead.
 func (q *Queries) FailReport(ctx context.Context, arg FailReportParams) (string, error) {
 	row := q.db.QueryRow(ctx, failReport,
 		arg.Message,
@@ -431,7 +439,7 @@ func (q *Queries) ForgetStaleNodesReport(ctx context.Context, olderThanUs int64)
 }
 
 const getReport = `-- name: GetReport :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM report_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM report_queue
 WHERE id = $1
 `
 
@@ -452,6 +460,7 @@ func (q *Queries) GetReport(ctx context.Context, id int64) (ReportRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)

@@ -64,6 +64,7 @@ CREATE TABLE task_queue (
     locked_by     VARCHAR(255),                             -- lease mode: the node holding the job
     locked_until  DATETIME(6),                              -- lease mode: when the lease expires
     errors        JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures      JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key    VARCHAR(255),                             -- dedupe key among unfinished jobs
     unique_active VARCHAR(255) AS (CASE WHEN state IN ('available', 'running') THEN unique_key END) STORED, -- unique_key while unfinished; the unique index is on this
     payload       JSON                  NOT NULL,           -- the payload, encoded as JSON
@@ -99,6 +100,7 @@ CREATE TABLE kept_queue (
     locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
     locked_until DATETIME(6),                              -- lease mode: when the lease expires
     errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
     payload      JSON                  NOT NULL,           -- the payload, encoded as JSON
     PRIMARY KEY (id),
@@ -130,6 +132,7 @@ CREATE TABLE nowait_queue (
     locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
     locked_until DATETIME(6),                              -- lease mode: when the lease expires
     errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
     payload      JSON                  NOT NULL,           -- the payload, encoded as JSON
     PRIMARY KEY (id),
@@ -161,6 +164,7 @@ CREATE TABLE txtask_queue (
     locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
     locked_until DATETIME(6),                              -- lease mode: when the lease expires
     errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
     payload      JSON                  NOT NULL,           -- the payload, encoded as JSON
     PRIMARY KEY (id),
@@ -187,6 +191,7 @@ CREATE TABLE typed_queue (
     locked_by     VARCHAR(255),                             -- lease mode: the node holding the job
     locked_until  DATETIME(6),                              -- lease mode: when the lease expires
     errors        JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures      JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key    VARCHAR(255),                             -- dedupe key among unfinished jobs
     c_text        TEXT                  NOT NULL,
     c_varchar     VARCHAR(10)           NOT NULL,
@@ -243,6 +248,7 @@ CREATE TABLE image_queue (
     locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
     locked_until DATETIME(6),                              -- lease mode: when the lease expires
     errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
     url          TEXT                  NOT NULL,
     format       TEXT                  NOT NULL DEFAULT ('webp'),

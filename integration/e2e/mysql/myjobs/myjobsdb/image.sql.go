@@ -57,7 +57,7 @@ func (q *Queries) BeatNodeImage(ctx context.Context, arg BeatNodeImageParams) er
 }
 
 const ClaimDueImage = `-- name: ClaimDueImage :many
-SELECT image_queue.id, image_queue.state, image_queue.attempt, image_queue.max_attempts, image_queue.priority, image_queue.run_after, image_queue.created_at, image_queue.attempted_at, image_queue.finished_at, image_queue.locked_by, image_queue.locked_until, image_queue.errors, image_queue.unique_key, image_queue.url, image_queue.format, image_queue.quality, image_queue.ratio, image_queue.taken_at, image_queue.ref, image_queue.label, image_queue.note, image_queue.meta, UTC_TIMESTAMP(6) AS db_now
+SELECT image_queue.id, image_queue.state, image_queue.attempt, image_queue.max_attempts, image_queue.priority, image_queue.run_after, image_queue.created_at, image_queue.attempted_at, image_queue.finished_at, image_queue.locked_by, image_queue.locked_until, image_queue.errors, image_queue.failures, image_queue.unique_key, image_queue.url, image_queue.format, image_queue.quality, image_queue.ratio, image_queue.taken_at, image_queue.ref, image_queue.label, image_queue.note, image_queue.meta, UTC_TIMESTAMP(6) AS db_now
 FROM image_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -102,6 +102,7 @@ func (q *Queries) ClaimDueImage(ctx context.Context, arg ClaimDueImageParams) ([
 			&i.ImageRow.LockedBy,
 			&i.ImageRow.LockedUntil,
 			&i.ImageRow.Errors,
+			&i.ImageRow.Failures,
 			&i.ImageRow.UniqueKey,
 			&i.ImageRow.URL,
 			&i.ImageRow.Format,
@@ -128,7 +129,7 @@ func (q *Queries) ClaimDueImage(ctx context.Context, arg ClaimDueImageParams) ([
 }
 
 const ClaimExpiredImage = `-- name: ClaimExpiredImage :many
-SELECT image_queue.id, image_queue.state, image_queue.attempt, image_queue.max_attempts, image_queue.priority, image_queue.run_after, image_queue.created_at, image_queue.attempted_at, image_queue.finished_at, image_queue.locked_by, image_queue.locked_until, image_queue.errors, image_queue.unique_key, image_queue.url, image_queue.format, image_queue.quality, image_queue.ratio, image_queue.taken_at, image_queue.ref, image_queue.label, image_queue.note, image_queue.meta, UTC_TIMESTAMP(6) AS db_now
+SELECT image_queue.id, image_queue.state, image_queue.attempt, image_queue.max_attempts, image_queue.priority, image_queue.run_after, image_queue.created_at, image_queue.attempted_at, image_queue.finished_at, image_queue.locked_by, image_queue.locked_until, image_queue.errors, image_queue.failures, image_queue.unique_key, image_queue.url, image_queue.format, image_queue.quality, image_queue.ratio, image_queue.taken_at, image_queue.ref, image_queue.label, image_queue.note, image_queue.meta, UTC_TIMESTAMP(6) AS db_now
 FROM image_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(?, UTC_TIMESTAMP(6))
@@ -177,6 +178,7 @@ func (q *Queries) ClaimExpiredImage(ctx context.Context, arg ClaimExpiredImagePa
 			&i.ImageRow.LockedBy,
 			&i.ImageRow.LockedUntil,
 			&i.ImageRow.Errors,
+			&i.ImageRow.Failures,
 			&i.ImageRow.UniqueKey,
 			&i.ImageRow.URL,
 			&i.ImageRow.Format,
@@ -293,6 +295,7 @@ func (q *Queries) DepthImage(ctx context.Context) (int64, error) {
 const DiscardImage = `-- name: DiscardImage :execrows
 UPDATE image_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6),
     locked_by = NULL,
@@ -306,8 +309,9 @@ type DiscardImageParams struct {
 	Attempt int32
 }
 
-// DiscardImage makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteImage.
+// DiscardImage makes a job dead at once with its error kept (and its time and
+// attempt, as in FailImage), whatever attempts remain; fenced like
+// CompleteImage.
 func (q *Queries) DiscardImage(ctx context.Context, arg DiscardImageParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardImage, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -473,7 +477,8 @@ func (q *Queries) ExtendedImage(ctx context.Context, arg ExtendedImageParams) ([
 
 const FailImage = `-- name: FailImage :execrows
 UPDATE image_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
@@ -490,9 +495,10 @@ type FailImageParams struct {
 }
 
 // FailImage records a failed attempt, fenced like CompleteImage: the error is
-// kept, and the job is retried after @delay_us microseconds or, having used
-// its attempts, is dead. (MySQL assigns left to right: no assignment reads a
-// column an earlier one set.)
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @delay_us microseconds or, having used its attempts,
+// is dead. (MySQL assigns left to right: no assignment reads a column an
+// earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailImage(ctx context.Context, arg FailImageParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailImage,
 		arg.Message,
@@ -508,7 +514,8 @@ func (q *Queries) FailImage(ctx context.Context, arg FailImageParams) (int64, er
 
 const FailManyAtImage = `-- name: FailManyAtImage :execrows
 UPDATE image_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -548,7 +555,8 @@ func (q *Queries) FailManyAtImage(ctx context.Context, arg FailManyAtImageParams
 
 const FailManyImage = `-- name: FailManyImage :execrows
 UPDATE image_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -565,8 +573,8 @@ type FailManyImageParams struct {
 }
 
 // FailManyImage fails, in one statement, the jobs HeldImage locked, each as
-// FailImage would, its message and retry delay read from @batch, a JSON
-// object keyed by job id.
+// FailImage would (its error's time and attempt included), its message and
+// retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyImage(ctx context.Context, arg FailManyImageParams) (int64, error) {
 	query := FailManyImage
 	var queryParams []interface{}
@@ -626,7 +634,7 @@ func (q *Queries) ForgetStaleNodesImage(ctx context.Context, olderThanUs interfa
 }
 
 const GetImage = `-- name: GetImage :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta FROM image_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta FROM image_queue
 WHERE id = ?
 `
 
@@ -647,6 +655,7 @@ func (q *Queries) GetImage(ctx context.Context, id int64) (ImageRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.URL,
 		&i.Format,
@@ -948,7 +957,8 @@ func (q *Queries) PushManyImage(ctx context.Context, arg PushManyImageParams) er
 
 const ReapImage = `-- name: ReapImage :execrows
 UPDATE image_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
     finished_at = UTC_TIMESTAMP(6),
     state = 'dead',
     locked_by = NULL,
@@ -956,9 +966,10 @@ SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt')
 WHERE id IN (/*SLICE:ids*/?)
 `
 
-// ReapImage makes dead the jobs DoomedImage locked, in the same transaction,
-// under the maintenance lock (LockMaintenanceImage); a worker finishing one
-// of them afterwards finds it gone (its fenced update changes nothing).
+// ReapImage makes dead the jobs DoomedImage locked (the error kept with its
+// time and attempt, as FailImage keeps them), in the same transaction, under
+// the maintenance lock (LockMaintenanceImage); a worker finishing one of them
+// afterwards finds it gone (its fenced update changes nothing).
 func (q *Queries) ReapImage(ctx context.Context, ids []int64) (int64, error) {
 	query := ReapImage
 	var queryParams []interface{}
@@ -1003,7 +1014,8 @@ func (q *Queries) ReleaseImage(ctx context.Context, arg ReleaseImageParams) (int
 
 const ReleaseNodeImage = `-- name: ReleaseNodeImage :execrows
 UPDATE image_queue
-SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
+SET failures = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))), failures),
+    errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
     locked_by = NULL,
@@ -1013,14 +1025,15 @@ WHERE state = 'running' AND locked_by = ?
 
 // ReleaseNodeImage makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapImage would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index (state leads it), so it reads no more rows than there are
-// jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
-// a moment for a claim or a finishing worker that holds one of them, but it
-// changes only the rows @node still holds: a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailImage records
+// them (as ReapImage would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index (state leads it), so it reads no more rows than
+// there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+// may wait a moment for a claim or a finishing worker that holds one of them,
+// but it changes only the rows @node still holds: a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeImage(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ReleaseNodeImage, node)
 	if err != nil {

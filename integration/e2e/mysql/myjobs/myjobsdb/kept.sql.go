@@ -57,7 +57,7 @@ func (q *Queries) BeatNodeKept(ctx context.Context, arg BeatNodeKeptParams) erro
 }
 
 const ClaimDueKept = `-- name: ClaimDueKept :many
-SELECT kept_queue.id, kept_queue.state, kept_queue.attempt, kept_queue.max_attempts, kept_queue.priority, kept_queue.run_after, kept_queue.created_at, kept_queue.attempted_at, kept_queue.finished_at, kept_queue.locked_by, kept_queue.locked_until, kept_queue.errors, kept_queue.unique_key, kept_queue.payload, UTC_TIMESTAMP(6) AS db_now
+SELECT kept_queue.id, kept_queue.state, kept_queue.attempt, kept_queue.max_attempts, kept_queue.priority, kept_queue.run_after, kept_queue.created_at, kept_queue.attempted_at, kept_queue.finished_at, kept_queue.locked_by, kept_queue.locked_until, kept_queue.errors, kept_queue.failures, kept_queue.unique_key, kept_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM kept_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -102,6 +102,7 @@ func (q *Queries) ClaimDueKept(ctx context.Context, arg ClaimDueKeptParams) ([]C
 			&i.KeptRow.LockedBy,
 			&i.KeptRow.LockedUntil,
 			&i.KeptRow.Errors,
+			&i.KeptRow.Failures,
 			&i.KeptRow.UniqueKey,
 			&i.KeptRow.Payload,
 			&i.DbNow,
@@ -120,7 +121,7 @@ func (q *Queries) ClaimDueKept(ctx context.Context, arg ClaimDueKeptParams) ([]C
 }
 
 const ClaimExpiredKept = `-- name: ClaimExpiredKept :many
-SELECT kept_queue.id, kept_queue.state, kept_queue.attempt, kept_queue.max_attempts, kept_queue.priority, kept_queue.run_after, kept_queue.created_at, kept_queue.attempted_at, kept_queue.finished_at, kept_queue.locked_by, kept_queue.locked_until, kept_queue.errors, kept_queue.unique_key, kept_queue.payload, UTC_TIMESTAMP(6) AS db_now
+SELECT kept_queue.id, kept_queue.state, kept_queue.attempt, kept_queue.max_attempts, kept_queue.priority, kept_queue.run_after, kept_queue.created_at, kept_queue.attempted_at, kept_queue.finished_at, kept_queue.locked_by, kept_queue.locked_until, kept_queue.errors, kept_queue.failures, kept_queue.unique_key, kept_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM kept_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(?, UTC_TIMESTAMP(6))
@@ -169,6 +170,7 @@ func (q *Queries) ClaimExpiredKept(ctx context.Context, arg ClaimExpiredKeptPara
 			&i.KeptRow.LockedBy,
 			&i.KeptRow.LockedUntil,
 			&i.KeptRow.Errors,
+			&i.KeptRow.Failures,
 			&i.KeptRow.UniqueKey,
 			&i.KeptRow.Payload,
 			&i.DbNow,
@@ -285,6 +287,7 @@ func (q *Queries) DepthKept(ctx context.Context) (int64, error) {
 const DiscardKept = `-- name: DiscardKept :execrows
 UPDATE kept_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6),
     locked_by = NULL,
@@ -298,8 +301,9 @@ type DiscardKeptParams struct {
 	Attempt int32
 }
 
-// DiscardKept makes a job dead at once with its error kept, whatever attempts
-// remain; fenced like CompleteKept.
+// DiscardKept makes a job dead at once with its error kept (and its time and
+// attempt, as in FailKept), whatever attempts remain; fenced like
+// CompleteKept.
 func (q *Queries) DiscardKept(ctx context.Context, arg DiscardKeptParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardKept, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -465,7 +469,8 @@ func (q *Queries) ExtendedKept(ctx context.Context, arg ExtendedKeptParams) ([]i
 
 const FailKept = `-- name: FailKept :execrows
 UPDATE kept_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
@@ -482,9 +487,10 @@ type FailKeptParams struct {
 }
 
 // FailKept records a failed attempt, fenced like CompleteKept: the error is
-// kept, and the job is retried after @delay_us microseconds or, having used
-// its attempts, is dead. (MySQL assigns left to right: no assignment reads a
-// column an earlier one set.)
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @delay_us microseconds or, having used its attempts,
+// is dead. (MySQL assigns left to right: no assignment reads a column an
+// earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailKept(ctx context.Context, arg FailKeptParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailKept,
 		arg.Message,
@@ -500,7 +506,8 @@ func (q *Queries) FailKept(ctx context.Context, arg FailKeptParams) (int64, erro
 
 const FailManyAtKept = `-- name: FailManyAtKept :execrows
 UPDATE kept_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -540,7 +547,8 @@ func (q *Queries) FailManyAtKept(ctx context.Context, arg FailManyAtKeptParams) 
 
 const FailManyKept = `-- name: FailManyKept :execrows
 UPDATE kept_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -557,8 +565,8 @@ type FailManyKeptParams struct {
 }
 
 // FailManyKept fails, in one statement, the jobs HeldKept locked, each as
-// FailKept would, its message and retry delay read from @batch, a JSON object
-// keyed by job id.
+// FailKept would (its error's time and attempt included), its message and
+// retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyKept(ctx context.Context, arg FailManyKeptParams) (int64, error) {
 	query := FailManyKept
 	var queryParams []interface{}
@@ -618,7 +626,7 @@ func (q *Queries) ForgetStaleNodesKept(ctx context.Context, olderThanUs interfac
 }
 
 const GetKept = `-- name: GetKept :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM kept_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM kept_queue
 WHERE id = ?
 `
 
@@ -639,6 +647,7 @@ func (q *Queries) GetKept(ctx context.Context, id int64) (KeptRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)
@@ -910,7 +919,8 @@ func (q *Queries) PushManyKept(ctx context.Context, arg PushManyKeptParams) erro
 
 const ReapKept = `-- name: ReapKept :execrows
 UPDATE kept_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
     finished_at = UTC_TIMESTAMP(6),
     state = 'dead',
     locked_by = NULL,
@@ -918,9 +928,10 @@ SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt')
 WHERE id IN (/*SLICE:ids*/?)
 `
 
-// ReapKept makes dead the jobs DoomedKept locked, in the same transaction,
-// under the maintenance lock (LockMaintenanceKept); a worker finishing one of
-// them afterwards finds it gone (its fenced update changes nothing).
+// ReapKept makes dead the jobs DoomedKept locked (the error kept with its
+// time and attempt, as FailKept keeps them), in the same transaction, under
+// the maintenance lock (LockMaintenanceKept); a worker finishing one of them
+// afterwards finds it gone (its fenced update changes nothing).
 func (q *Queries) ReapKept(ctx context.Context, ids []int64) (int64, error) {
 	query := ReapKept
 	var queryParams []interface{}
@@ -965,7 +976,8 @@ func (q *Queries) ReleaseKept(ctx context.Context, arg ReleaseKeptParams) (int64
 
 const ReleaseNodeKept = `-- name: ReleaseNodeKept :execrows
 UPDATE kept_queue
-SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
+SET failures = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))), failures),
+    errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
     locked_by = NULL,
@@ -975,14 +987,15 @@ WHERE state = 'running' AND locked_by = ?
 
 // ReleaseNodeKept makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapKept would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index (state leads it), so it reads no more rows than there are
-// jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
-// a moment for a claim or a finishing worker that holds one of them, but it
-// changes only the rows @node still holds: a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailKept records
+// them (as ReapKept would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index (state leads it), so it reads no more rows than
+// there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+// may wait a moment for a claim or a finishing worker that holds one of them,
+// but it changes only the rows @node still holds: a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeKept(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ReleaseNodeKept, node)
 	if err != nil {

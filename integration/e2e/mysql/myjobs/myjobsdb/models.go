@@ -331,6 +331,7 @@ type ImageRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	URL         string
 	Format      string
@@ -356,6 +357,7 @@ type KeptRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -385,6 +387,7 @@ type NowaitRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -416,6 +419,7 @@ type TaskRow struct {
 	LockedBy     *string
 	LockedUntil  *time.Time
 	Errors       json.RawMessage
+	Failures     *json.RawMessage
 	UniqueKey    *string
 	UniqueActive *string
 	Payload      json.RawMessage
@@ -434,6 +438,7 @@ type TxtaskRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -451,6 +456,7 @@ type TypedRow struct {
 	LockedBy     *string
 	LockedUntil  *time.Time
 	Errors       json.RawMessage
+	Failures     *json.RawMessage
 	UniqueKey    *string
 	CText        string
 	CVarchar     string

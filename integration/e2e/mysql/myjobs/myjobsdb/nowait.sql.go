@@ -57,7 +57,7 @@ func (q *Queries) BeatNodeNowait(ctx context.Context, arg BeatNodeNowaitParams) 
 }
 
 const ClaimDueNowait = `-- name: ClaimDueNowait :many
-SELECT nowait_queue.id, nowait_queue.state, nowait_queue.attempt, nowait_queue.max_attempts, nowait_queue.priority, nowait_queue.run_after, nowait_queue.created_at, nowait_queue.attempted_at, nowait_queue.finished_at, nowait_queue.locked_by, nowait_queue.locked_until, nowait_queue.errors, nowait_queue.unique_key, nowait_queue.payload, UTC_TIMESTAMP(6) AS db_now
+SELECT nowait_queue.id, nowait_queue.state, nowait_queue.attempt, nowait_queue.max_attempts, nowait_queue.priority, nowait_queue.run_after, nowait_queue.created_at, nowait_queue.attempted_at, nowait_queue.finished_at, nowait_queue.locked_by, nowait_queue.locked_until, nowait_queue.errors, nowait_queue.failures, nowait_queue.unique_key, nowait_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM nowait_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -102,6 +102,7 @@ func (q *Queries) ClaimDueNowait(ctx context.Context, arg ClaimDueNowaitParams) 
 			&i.NowaitRow.LockedBy,
 			&i.NowaitRow.LockedUntil,
 			&i.NowaitRow.Errors,
+			&i.NowaitRow.Failures,
 			&i.NowaitRow.UniqueKey,
 			&i.NowaitRow.Payload,
 			&i.DbNow,
@@ -120,7 +121,7 @@ func (q *Queries) ClaimDueNowait(ctx context.Context, arg ClaimDueNowaitParams) 
 }
 
 const ClaimExpiredNowait = `-- name: ClaimExpiredNowait :many
-SELECT nowait_queue.id, nowait_queue.state, nowait_queue.attempt, nowait_queue.max_attempts, nowait_queue.priority, nowait_queue.run_after, nowait_queue.created_at, nowait_queue.attempted_at, nowait_queue.finished_at, nowait_queue.locked_by, nowait_queue.locked_until, nowait_queue.errors, nowait_queue.unique_key, nowait_queue.payload, UTC_TIMESTAMP(6) AS db_now
+SELECT nowait_queue.id, nowait_queue.state, nowait_queue.attempt, nowait_queue.max_attempts, nowait_queue.priority, nowait_queue.run_after, nowait_queue.created_at, nowait_queue.attempted_at, nowait_queue.finished_at, nowait_queue.locked_by, nowait_queue.locked_until, nowait_queue.errors, nowait_queue.failures, nowait_queue.unique_key, nowait_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM nowait_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(?, UTC_TIMESTAMP(6))
@@ -169,6 +170,7 @@ func (q *Queries) ClaimExpiredNowait(ctx context.Context, arg ClaimExpiredNowait
 			&i.NowaitRow.LockedBy,
 			&i.NowaitRow.LockedUntil,
 			&i.NowaitRow.Errors,
+			&i.NowaitRow.Failures,
 			&i.NowaitRow.UniqueKey,
 			&i.NowaitRow.Payload,
 			&i.DbNow,
@@ -277,6 +279,7 @@ func (q *Queries) DepthNowait(ctx context.Context) (int64, error) {
 const DiscardNowait = `-- name: DiscardNowait :execrows
 UPDATE nowait_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6),
     locked_by = NULL,
@@ -290,8 +293,9 @@ type DiscardNowaitParams struct {
 	Attempt int32
 }
 
-// DiscardNowait makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteNowait.
+// DiscardNowait makes a job dead at once with its error kept (and its time
+// and attempt, as in FailNowait), whatever attempts remain; fenced like
+// CompleteNowait.
 func (q *Queries) DiscardNowait(ctx context.Context, arg DiscardNowaitParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardNowait, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -457,7 +461,8 @@ func (q *Queries) ExtendedNowait(ctx context.Context, arg ExtendedNowaitParams) 
 
 const FailManyAtNowait = `-- name: FailManyAtNowait :execrows
 UPDATE nowait_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -497,7 +502,8 @@ func (q *Queries) FailManyAtNowait(ctx context.Context, arg FailManyAtNowaitPara
 
 const FailManyNowait = `-- name: FailManyNowait :execrows
 UPDATE nowait_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -514,8 +520,8 @@ type FailManyNowaitParams struct {
 }
 
 // FailManyNowait fails, in one statement, the jobs HeldNowait locked, each as
-// FailNowait would, its message and retry delay read from @batch, a JSON
-// object keyed by job id.
+// FailNowait would (its error's time and attempt included), its message and
+// retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyNowait(ctx context.Context, arg FailManyNowaitParams) (int64, error) {
 	query := FailManyNowait
 	var queryParams []interface{}
@@ -538,7 +544,8 @@ func (q *Queries) FailManyNowait(ctx context.Context, arg FailManyNowaitParams) 
 
 const FailNowait = `-- name: FailNowait :execrows
 UPDATE nowait_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
@@ -555,9 +562,10 @@ type FailNowaitParams struct {
 }
 
 // FailNowait records a failed attempt, fenced like CompleteNowait: the error
-// is kept, and the job is retried after @delay_us microseconds or, having
-// used its attempts, is dead. (MySQL assigns left to right: no assignment
-// reads a column an earlier one set.)
+// is kept, with its time and attempt in failures (see the failure part), and
+// the job is retried after @delay_us microseconds or, having used its
+// attempts, is dead. (MySQL assigns left to right: no assignment reads a
+// column an earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailNowait(ctx context.Context, arg FailNowaitParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailNowait,
 		arg.Message,
@@ -610,7 +618,7 @@ func (q *Queries) ForgetStaleNodesNowait(ctx context.Context, olderThanUs interf
 }
 
 const GetNowait = `-- name: GetNowait :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM nowait_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM nowait_queue
 WHERE id = ?
 `
 
@@ -631,6 +639,7 @@ func (q *Queries) GetNowait(ctx context.Context, id int64) (NowaitRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)
@@ -876,7 +885,8 @@ func (q *Queries) PushNowait(ctx context.Context, arg PushNowaitParams) (sql.Res
 
 const ReapNowait = `-- name: ReapNowait :execrows
 UPDATE nowait_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
     finished_at = UTC_TIMESTAMP(6),
     state = 'dead',
     locked_by = NULL,
@@ -884,10 +894,10 @@ SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt')
 WHERE id IN (/*SLICE:ids*/?)
 `
 
-// ReapNowait makes dead the jobs DoomedNowait locked, in the same
-// transaction, under the maintenance lock (LockMaintenanceNowait); a worker
-// finishing one of them afterwards finds it gone (its fenced update changes
-// nothing).
+// ReapNowait makes dead the jobs DoomedNowait locked (the error kept with its
+// time and attempt, as FailNowait keeps them), in the same transaction, under
+// the maintenance lock (LockMaintenanceNowait); a worker finishing one of
+// them afterwards finds it gone (its fenced update changes nothing).
 func (q *Queries) ReapNowait(ctx context.Context, ids []int64) (int64, error) {
 	query := ReapNowait
 	var queryParams []interface{}
@@ -908,7 +918,8 @@ func (q *Queries) ReapNowait(ctx context.Context, ids []int64) (int64, error) {
 
 const ReleaseNodeNowait = `-- name: ReleaseNodeNowait :execrows
 UPDATE nowait_queue
-SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
+SET failures = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))), failures),
+    errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
     locked_by = NULL,
@@ -918,14 +929,15 @@ WHERE state = 'running' AND locked_by = ?
 
 // ReleaseNodeNowait makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapNowait would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index (state leads it), so it reads no more rows than there are
-// jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
-// a moment for a claim or a finishing worker that holds one of them, but it
-// changes only the rows @node still holds: a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailNowait records
+// them (as ReapNowait would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index (state leads it), so it reads no more rows than
+// there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+// may wait a moment for a claim or a finishing worker that holds one of them,
+// but it changes only the rows @node still holds: a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeNowait(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ReleaseNodeNowait, node)
 	if err != nil {

@@ -80,7 +80,7 @@ func (q *Queries) BeatNodeTask(ctx context.Context, arg BeatNodeTaskParams) erro
 }
 
 const ClaimDueTask = `-- name: ClaimDueTask :many
-SELECT task_queue.id, task_queue.state, task_queue.attempt, task_queue.max_attempts, task_queue.priority, task_queue.run_after, task_queue.created_at, task_queue.attempted_at, task_queue.finished_at, task_queue.locked_by, task_queue.locked_until, task_queue.errors, task_queue.unique_key, task_queue.unique_active, task_queue.payload, UTC_TIMESTAMP(6) AS db_now
+SELECT task_queue.id, task_queue.state, task_queue.attempt, task_queue.max_attempts, task_queue.priority, task_queue.run_after, task_queue.created_at, task_queue.attempted_at, task_queue.finished_at, task_queue.locked_by, task_queue.locked_until, task_queue.errors, task_queue.failures, task_queue.unique_key, task_queue.unique_active, task_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM task_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -125,6 +125,7 @@ func (q *Queries) ClaimDueTask(ctx context.Context, arg ClaimDueTaskParams) ([]C
 			&i.TaskRow.LockedBy,
 			&i.TaskRow.LockedUntil,
 			&i.TaskRow.Errors,
+			&i.TaskRow.Failures,
 			&i.TaskRow.UniqueKey,
 			&i.TaskRow.UniqueActive,
 			&i.TaskRow.Payload,
@@ -144,7 +145,7 @@ func (q *Queries) ClaimDueTask(ctx context.Context, arg ClaimDueTaskParams) ([]C
 }
 
 const ClaimExpiredTask = `-- name: ClaimExpiredTask :many
-SELECT task_queue.id, task_queue.state, task_queue.attempt, task_queue.max_attempts, task_queue.priority, task_queue.run_after, task_queue.created_at, task_queue.attempted_at, task_queue.finished_at, task_queue.locked_by, task_queue.locked_until, task_queue.errors, task_queue.unique_key, task_queue.unique_active, task_queue.payload, UTC_TIMESTAMP(6) AS db_now
+SELECT task_queue.id, task_queue.state, task_queue.attempt, task_queue.max_attempts, task_queue.priority, task_queue.run_after, task_queue.created_at, task_queue.attempted_at, task_queue.finished_at, task_queue.locked_by, task_queue.locked_until, task_queue.errors, task_queue.failures, task_queue.unique_key, task_queue.unique_active, task_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM task_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(?, UTC_TIMESTAMP(6))
@@ -193,6 +194,7 @@ func (q *Queries) ClaimExpiredTask(ctx context.Context, arg ClaimExpiredTaskPara
 			&i.TaskRow.LockedBy,
 			&i.TaskRow.LockedUntil,
 			&i.TaskRow.Errors,
+			&i.TaskRow.Failures,
 			&i.TaskRow.UniqueKey,
 			&i.TaskRow.UniqueActive,
 			&i.TaskRow.Payload,
@@ -302,6 +304,7 @@ func (q *Queries) DepthTask(ctx context.Context) (int64, error) {
 const DiscardTask = `-- name: DiscardTask :execrows
 UPDATE task_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6),
     locked_by = NULL,
@@ -315,8 +318,9 @@ type DiscardTaskParams struct {
 	Attempt int32
 }
 
-// DiscardTask makes a job dead at once with its error kept, whatever attempts
-// remain; fenced like CompleteTask.
+// DiscardTask makes a job dead at once with its error kept (and its time and
+// attempt, as in FailTask), whatever attempts remain; fenced like
+// CompleteTask.
 func (q *Queries) DiscardTask(ctx context.Context, arg DiscardTaskParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardTask, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -482,7 +486,8 @@ func (q *Queries) ExtendedTask(ctx context.Context, arg ExtendedTaskParams) ([]i
 
 const FailManyAtTask = `-- name: FailManyAtTask :execrows
 UPDATE task_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -522,7 +527,8 @@ func (q *Queries) FailManyAtTask(ctx context.Context, arg FailManyAtTaskParams) 
 
 const FailManyTask = `-- name: FailManyTask :execrows
 UPDATE task_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -539,8 +545,8 @@ type FailManyTaskParams struct {
 }
 
 // FailManyTask fails, in one statement, the jobs HeldTask locked, each as
-// FailTask would, its message and retry delay read from @batch, a JSON object
-// keyed by job id.
+// FailTask would (its error's time and attempt included), its message and
+// retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyTask(ctx context.Context, arg FailManyTaskParams) (int64, error) {
 	query := FailManyTask
 	var queryParams []interface{}
@@ -563,7 +569,8 @@ func (q *Queries) FailManyTask(ctx context.Context, arg FailManyTaskParams) (int
 
 const FailTask = `-- name: FailTask :execrows
 UPDATE task_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
@@ -580,9 +587,10 @@ type FailTaskParams struct {
 }
 
 // FailTask records a failed attempt, fenced like CompleteTask: the error is
-// kept, and the job is retried after @delay_us microseconds or, having used
-// its attempts, is dead. (MySQL assigns left to right: no assignment reads a
-// column an earlier one set.)
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @delay_us microseconds or, having used its attempts,
+// is dead. (MySQL assigns left to right: no assignment reads a column an
+// earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailTask(ctx context.Context, arg FailTaskParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailTask,
 		arg.Message,
@@ -635,7 +643,7 @@ func (q *Queries) ForgetStaleNodesTask(ctx context.Context, olderThanUs interfac
 }
 
 const GetTask = `-- name: GetTask :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, unique_active, payload FROM task_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, unique_active, payload FROM task_queue
 WHERE id = ?
 `
 
@@ -656,6 +664,7 @@ func (q *Queries) GetTask(ctx context.Context, id int64) (TaskRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.UniqueActive,
 		&i.Payload,
@@ -908,7 +917,8 @@ func (q *Queries) PushTask(ctx context.Context, arg PushTaskParams) (sql.Result,
 
 const ReapTask = `-- name: ReapTask :execrows
 UPDATE task_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
     finished_at = UTC_TIMESTAMP(6),
     state = 'dead',
     locked_by = NULL,
@@ -916,9 +926,10 @@ SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt')
 WHERE id IN (/*SLICE:ids*/?)
 `
 
-// ReapTask makes dead the jobs DoomedTask locked, in the same transaction,
-// under the maintenance lock (LockMaintenanceTask); a worker finishing one of
-// them afterwards finds it gone (its fenced update changes nothing).
+// ReapTask makes dead the jobs DoomedTask locked (the error kept with its
+// time and attempt, as FailTask keeps them), in the same transaction, under
+// the maintenance lock (LockMaintenanceTask); a worker finishing one of them
+// afterwards finds it gone (its fenced update changes nothing).
 func (q *Queries) ReapTask(ctx context.Context, ids []int64) (int64, error) {
 	query := ReapTask
 	var queryParams []interface{}
@@ -939,7 +950,8 @@ func (q *Queries) ReapTask(ctx context.Context, ids []int64) (int64, error) {
 
 const ReleaseNodeTask = `-- name: ReleaseNodeTask :execrows
 UPDATE task_queue
-SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
+SET failures = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))), failures),
+    errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
     locked_by = NULL,
@@ -949,14 +961,15 @@ WHERE state = 'running' AND locked_by = ?
 
 // ReleaseNodeTask makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapTask would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index (state leads it), so it reads no more rows than there are
-// jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
-// a moment for a claim or a finishing worker that holds one of them, but it
-// changes only the rows @node still holds: a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailTask records
+// them (as ReapTask would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index (state leads it), so it reads no more rows than
+// there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+// may wait a moment for a claim or a finishing worker that holds one of them,
+// but it changes only the rows @node still holds: a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeTask(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ReleaseNodeTask, node)
 	if err != nil {

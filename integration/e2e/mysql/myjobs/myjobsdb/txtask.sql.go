@@ -113,7 +113,7 @@ func (q *Queries) BeatNodeTxtask(ctx context.Context, arg BeatNodeTxtaskParams) 
 }
 
 const ClaimTxtask = `-- name: ClaimTxtask :many
-SELECT txtask_queue.id, txtask_queue.state, txtask_queue.attempt, txtask_queue.max_attempts, txtask_queue.priority, txtask_queue.run_after, txtask_queue.created_at, txtask_queue.attempted_at, txtask_queue.finished_at, txtask_queue.locked_by, txtask_queue.locked_until, txtask_queue.errors, txtask_queue.unique_key, txtask_queue.payload, UTC_TIMESTAMP(6) AS db_now
+SELECT txtask_queue.id, txtask_queue.state, txtask_queue.attempt, txtask_queue.max_attempts, txtask_queue.priority, txtask_queue.run_after, txtask_queue.created_at, txtask_queue.attempted_at, txtask_queue.finished_at, txtask_queue.locked_by, txtask_queue.locked_until, txtask_queue.errors, txtask_queue.failures, txtask_queue.unique_key, txtask_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM txtask_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -160,6 +160,7 @@ func (q *Queries) ClaimTxtask(ctx context.Context, arg ClaimTxtaskParams) ([]Cla
 			&i.TxtaskRow.LockedBy,
 			&i.TxtaskRow.LockedUntil,
 			&i.TxtaskRow.Errors,
+			&i.TxtaskRow.Failures,
 			&i.TxtaskRow.UniqueKey,
 			&i.TxtaskRow.Payload,
 			&i.DbNow,
@@ -274,6 +275,7 @@ func (q *Queries) DepthTxtask(ctx context.Context) (int64, error) {
 const DiscardTxtask = `-- name: DiscardTxtask :execrows
 UPDATE txtask_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6)
 WHERE id = ? AND attempt = ? AND state = 'available'
@@ -285,8 +287,9 @@ type DiscardTxtaskParams struct {
 	Attempt int32
 }
 
-// DiscardTxtask makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteTxtask.
+// DiscardTxtask makes a job dead at once with its error kept (and its time
+// and attempt, as in FailTxtask), whatever attempts remain; fenced like
+// CompleteTxtask.
 func (q *Queries) DiscardTxtask(ctx context.Context, arg DiscardTxtaskParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardTxtask, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -297,7 +300,8 @@ func (q *Queries) DiscardTxtask(ctx context.Context, arg DiscardTxtaskParams) (i
 
 const FailManyAtTxtask = `-- name: FailManyAtTxtask :execrows
 UPDATE txtask_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -335,7 +339,8 @@ func (q *Queries) FailManyAtTxtask(ctx context.Context, arg FailManyAtTxtaskPara
 
 const FailManyTxtask = `-- name: FailManyTxtask :execrows
 UPDATE txtask_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -350,8 +355,8 @@ type FailManyTxtaskParams struct {
 }
 
 // FailManyTxtask fails, in one statement, the jobs HeldTxtask locked, each as
-// FailTxtask would, its message and retry delay read from @batch, a JSON
-// object keyed by job id.
+// FailTxtask would (its error's time and attempt included), its message and
+// retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyTxtask(ctx context.Context, arg FailManyTxtaskParams) (int64, error) {
 	query := FailManyTxtask
 	var queryParams []interface{}
@@ -374,7 +379,8 @@ func (q *Queries) FailManyTxtask(ctx context.Context, arg FailManyTxtaskParams) 
 
 const FailTxtask = `-- name: FailTxtask :execrows
 UPDATE txtask_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available')
@@ -389,9 +395,10 @@ type FailTxtaskParams struct {
 }
 
 // FailTxtask records a failed attempt, fenced like CompleteTxtask: the error
-// is kept, and the job is retried after @delay_us microseconds or, having
-// used its attempts, is dead. (MySQL assigns left to right: no assignment
-// reads a column an earlier one set.)
+// is kept, with its time and attempt in failures (see the failure part), and
+// the job is retried after @delay_us microseconds or, having used its
+// attempts, is dead. (MySQL assigns left to right: no assignment reads a
+// column an earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailTxtask(ctx context.Context, arg FailTxtaskParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailTxtask,
 		arg.Message,
@@ -444,7 +451,7 @@ func (q *Queries) ForgetStaleNodesTxtask(ctx context.Context, olderThanUs interf
 }
 
 const GetTxtask = `-- name: GetTxtask :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM txtask_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM txtask_queue
 WHERE id = ?
 `
 
@@ -465,6 +472,7 @@ func (q *Queries) GetTxtask(ctx context.Context, id int64) (TxtaskRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)

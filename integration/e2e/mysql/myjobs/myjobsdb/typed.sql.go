@@ -57,7 +57,7 @@ func (q *Queries) BeatNodeTyped(ctx context.Context, arg BeatNodeTypedParams) er
 }
 
 const ClaimDueTyped = `-- name: ClaimDueTyped :many
-SELECT typed_queue.id, typed_queue.state, typed_queue.attempt, typed_queue.max_attempts, typed_queue.priority, typed_queue.run_after, typed_queue.created_at, typed_queue.attempted_at, typed_queue.finished_at, typed_queue.locked_by, typed_queue.locked_until, typed_queue.errors, typed_queue.unique_key, typed_queue.c_text, typed_queue.c_varchar, typed_queue.c_smallint, typed_queue.c_integer, typed_queue.c_bigint, typed_queue.c_boolean, typed_queue.c_numeric, typed_queue.c_real, typed_queue.c_double, typed_queue.c_uuid, typed_queue.c_timestamptz, typed_queue.c_date, typed_queue.c_jsonb, typed_queue.c_bytea, typed_queue.n_text, typed_queue.n_integer, typed_queue.n_boolean, typed_queue.n_real, typed_queue.n_double, typed_queue.n_numeric, typed_queue.n_timestamptz, typed_queue.n_date, typed_queue.n_uuid, typed_queue.n_jsonb, typed_queue.n_bytea, UTC_TIMESTAMP(6) AS db_now, c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
+SELECT typed_queue.id, typed_queue.state, typed_queue.attempt, typed_queue.max_attempts, typed_queue.priority, typed_queue.run_after, typed_queue.created_at, typed_queue.attempted_at, typed_queue.finished_at, typed_queue.locked_by, typed_queue.locked_until, typed_queue.errors, typed_queue.failures, typed_queue.unique_key, typed_queue.c_text, typed_queue.c_varchar, typed_queue.c_smallint, typed_queue.c_integer, typed_queue.c_bigint, typed_queue.c_boolean, typed_queue.c_numeric, typed_queue.c_real, typed_queue.c_double, typed_queue.c_uuid, typed_queue.c_timestamptz, typed_queue.c_date, typed_queue.c_jsonb, typed_queue.c_bytea, typed_queue.n_text, typed_queue.n_integer, typed_queue.n_boolean, typed_queue.n_real, typed_queue.n_double, typed_queue.n_numeric, typed_queue.n_timestamptz, typed_queue.n_date, typed_queue.n_uuid, typed_queue.n_jsonb, typed_queue.n_bytea, UTC_TIMESTAMP(6) AS db_now, c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
 FROM typed_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -104,6 +104,7 @@ func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([
 			&i.TypedRow.LockedBy,
 			&i.TypedRow.LockedUntil,
 			&i.TypedRow.Errors,
+			&i.TypedRow.Failures,
 			&i.TypedRow.UniqueKey,
 			&i.TypedRow.CText,
 			&i.TypedRow.CVarchar,
@@ -148,7 +149,7 @@ func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([
 }
 
 const ClaimExpiredTyped = `-- name: ClaimExpiredTyped :many
-SELECT typed_queue.id, typed_queue.state, typed_queue.attempt, typed_queue.max_attempts, typed_queue.priority, typed_queue.run_after, typed_queue.created_at, typed_queue.attempted_at, typed_queue.finished_at, typed_queue.locked_by, typed_queue.locked_until, typed_queue.errors, typed_queue.unique_key, typed_queue.c_text, typed_queue.c_varchar, typed_queue.c_smallint, typed_queue.c_integer, typed_queue.c_bigint, typed_queue.c_boolean, typed_queue.c_numeric, typed_queue.c_real, typed_queue.c_double, typed_queue.c_uuid, typed_queue.c_timestamptz, typed_queue.c_date, typed_queue.c_jsonb, typed_queue.c_bytea, typed_queue.n_text, typed_queue.n_integer, typed_queue.n_boolean, typed_queue.n_real, typed_queue.n_double, typed_queue.n_numeric, typed_queue.n_timestamptz, typed_queue.n_date, typed_queue.n_uuid, typed_queue.n_jsonb, typed_queue.n_bytea, UTC_TIMESTAMP(6) AS db_now, c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
+SELECT typed_queue.id, typed_queue.state, typed_queue.attempt, typed_queue.max_attempts, typed_queue.priority, typed_queue.run_after, typed_queue.created_at, typed_queue.attempted_at, typed_queue.finished_at, typed_queue.locked_by, typed_queue.locked_until, typed_queue.errors, typed_queue.failures, typed_queue.unique_key, typed_queue.c_text, typed_queue.c_varchar, typed_queue.c_smallint, typed_queue.c_integer, typed_queue.c_bigint, typed_queue.c_boolean, typed_queue.c_numeric, typed_queue.c_real, typed_queue.c_double, typed_queue.c_uuid, typed_queue.c_timestamptz, typed_queue.c_date, typed_queue.c_jsonb, typed_queue.c_bytea, typed_queue.n_text, typed_queue.n_integer, typed_queue.n_boolean, typed_queue.n_real, typed_queue.n_double, typed_queue.n_numeric, typed_queue.n_timestamptz, typed_queue.n_date, typed_queue.n_uuid, typed_queue.n_jsonb, typed_queue.n_bytea, UTC_TIMESTAMP(6) AS db_now, c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
 FROM typed_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(?, UTC_TIMESTAMP(6))
@@ -199,6 +200,7 @@ func (q *Queries) ClaimExpiredTyped(ctx context.Context, arg ClaimExpiredTypedPa
 			&i.TypedRow.LockedBy,
 			&i.TypedRow.LockedUntil,
 			&i.TypedRow.Errors,
+			&i.TypedRow.Failures,
 			&i.TypedRow.UniqueKey,
 			&i.TypedRow.CText,
 			&i.TypedRow.CVarchar,
@@ -341,6 +343,7 @@ func (q *Queries) DepthTyped(ctx context.Context) (int64, error) {
 const DiscardTyped = `-- name: DiscardTyped :execrows
 UPDATE typed_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6),
     locked_by = NULL,
@@ -354,8 +357,9 @@ type DiscardTypedParams struct {
 	Attempt int32
 }
 
-// DiscardTyped makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteTyped.
+// DiscardTyped makes a job dead at once with its error kept (and its time and
+// attempt, as in FailTyped), whatever attempts remain; fenced like
+// CompleteTyped.
 func (q *Queries) DiscardTyped(ctx context.Context, arg DiscardTypedParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardTyped, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -521,7 +525,8 @@ func (q *Queries) ExtendedTyped(ctx context.Context, arg ExtendedTypedParams) ([
 
 const FailManyAtTyped = `-- name: FailManyAtTyped :execrows
 UPDATE typed_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -561,7 +566,8 @@ func (q *Queries) FailManyAtTyped(ctx context.Context, arg FailManyAtTypedParams
 
 const FailManyTyped = `-- name: FailManyTyped :execrows
 UPDATE typed_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -578,8 +584,8 @@ type FailManyTypedParams struct {
 }
 
 // FailManyTyped fails, in one statement, the jobs HeldTyped locked, each as
-// FailTyped would, its message and retry delay read from @batch, a JSON
-// object keyed by job id.
+// FailTyped would (its error's time and attempt included), its message and
+// retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyTyped(ctx context.Context, arg FailManyTypedParams) (int64, error) {
 	query := FailManyTyped
 	var queryParams []interface{}
@@ -602,7 +608,8 @@ func (q *Queries) FailManyTyped(ctx context.Context, arg FailManyTypedParams) (i
 
 const FailTyped = `-- name: FailTyped :execrows
 UPDATE typed_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
@@ -619,9 +626,10 @@ type FailTypedParams struct {
 }
 
 // FailTyped records a failed attempt, fenced like CompleteTyped: the error is
-// kept, and the job is retried after @delay_us microseconds or, having used
-// its attempts, is dead. (MySQL assigns left to right: no assignment reads a
-// column an earlier one set.)
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @delay_us microseconds or, having used its attempts,
+// is dead. (MySQL assigns left to right: no assignment reads a column an
+// earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailTyped(ctx context.Context, arg FailTypedParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailTyped,
 		arg.Message,
@@ -674,7 +682,7 @@ func (q *Queries) ForgetStaleNodesTyped(ctx context.Context, olderThanUs interfa
 }
 
 const GetTyped = `-- name: GetTyped :one
-SELECT typed_queue.id, typed_queue.state, typed_queue.attempt, typed_queue.max_attempts, typed_queue.priority, typed_queue.run_after, typed_queue.created_at, typed_queue.attempted_at, typed_queue.finished_at, typed_queue.locked_by, typed_queue.locked_until, typed_queue.errors, typed_queue.unique_key, typed_queue.c_text, typed_queue.c_varchar, typed_queue.c_smallint, typed_queue.c_integer, typed_queue.c_bigint, typed_queue.c_boolean, typed_queue.c_numeric, typed_queue.c_real, typed_queue.c_double, typed_queue.c_uuid, typed_queue.c_timestamptz, typed_queue.c_date, typed_queue.c_jsonb, typed_queue.c_bytea, typed_queue.n_text, typed_queue.n_integer, typed_queue.n_boolean, typed_queue.n_real, typed_queue.n_double, typed_queue.n_numeric, typed_queue.n_timestamptz, typed_queue.n_date, typed_queue.n_uuid, typed_queue.n_jsonb, typed_queue.n_bytea, c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
+SELECT typed_queue.id, typed_queue.state, typed_queue.attempt, typed_queue.max_attempts, typed_queue.priority, typed_queue.run_after, typed_queue.created_at, typed_queue.attempted_at, typed_queue.finished_at, typed_queue.locked_by, typed_queue.locked_until, typed_queue.errors, typed_queue.failures, typed_queue.unique_key, typed_queue.c_text, typed_queue.c_varchar, typed_queue.c_smallint, typed_queue.c_integer, typed_queue.c_bigint, typed_queue.c_boolean, typed_queue.c_numeric, typed_queue.c_real, typed_queue.c_double, typed_queue.c_uuid, typed_queue.c_timestamptz, typed_queue.c_date, typed_queue.c_jsonb, typed_queue.c_bytea, typed_queue.n_text, typed_queue.n_integer, typed_queue.n_boolean, typed_queue.n_real, typed_queue.n_double, typed_queue.n_numeric, typed_queue.n_timestamptz, typed_queue.n_date, typed_queue.n_uuid, typed_queue.n_jsonb, typed_queue.n_bytea, c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
 FROM typed_queue
 WHERE id = ?
 `
@@ -704,6 +712,7 @@ func (q *Queries) GetTyped(ctx context.Context, id int64) (GetTypedRow, error) {
 		&i.TypedRow.LockedBy,
 		&i.TypedRow.LockedUntil,
 		&i.TypedRow.Errors,
+		&i.TypedRow.Failures,
 		&i.TypedRow.UniqueKey,
 		&i.TypedRow.CText,
 		&i.TypedRow.CVarchar,
@@ -1119,7 +1128,8 @@ func (q *Queries) PushTyped(ctx context.Context, arg PushTypedParams) (sql.Resul
 
 const ReapTyped = `-- name: ReapTyped :execrows
 UPDATE typed_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
     finished_at = UTC_TIMESTAMP(6),
     state = 'dead',
     locked_by = NULL,
@@ -1127,9 +1137,10 @@ SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt')
 WHERE id IN (/*SLICE:ids*/?)
 `
 
-// ReapTyped makes dead the jobs DoomedTyped locked, in the same transaction,
-// under the maintenance lock (LockMaintenanceTyped); a worker finishing one
-// of them afterwards finds it gone (its fenced update changes nothing).
+// ReapTyped makes dead the jobs DoomedTyped locked (the error kept with its
+// time and attempt, as FailTyped keeps them), in the same transaction, under
+// the maintenance lock (LockMaintenanceTyped); a worker finishing one of them
+// afterwards finds it gone (its fenced update changes nothing).
 func (q *Queries) ReapTyped(ctx context.Context, ids []int64) (int64, error) {
 	query := ReapTyped
 	var queryParams []interface{}
@@ -1150,7 +1161,8 @@ func (q *Queries) ReapTyped(ctx context.Context, ids []int64) (int64, error) {
 
 const ReleaseNodeTyped = `-- name: ReleaseNodeTyped :execrows
 UPDATE typed_queue
-SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
+SET failures = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))), failures),
+    errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
     locked_by = NULL,
@@ -1160,14 +1172,15 @@ WHERE state = 'running' AND locked_by = ?
 
 // ReleaseNodeTyped makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapTyped would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index (state leads it), so it reads no more rows than there are
-// jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
-// a moment for a claim or a finishing worker that holds one of them, but it
-// changes only the rows @node still holds: a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailTyped records
+// them (as ReapTyped would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index (state leads it), so it reads no more rows than
+// there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+// may wait a moment for a claim or a finishing worker that holds one of them,
+// but it changes only the rows @node still holds: a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeTyped(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ReleaseNodeTyped, node)
 	if err != nil {

@@ -64,10 +64,12 @@ CREATE TABLE task_queue (
     locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
     locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
     errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    failures     NVARCHAR(MAX),                                 -- JSON array: when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT task_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT task_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT task_queue_failures_json_check CHECK (ISJSON(N'[' + failures + N']') = 1),
     CONSTRAINT task_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
@@ -109,10 +111,12 @@ CREATE TABLE kept_queue (
     locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
     locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
     errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    failures     NVARCHAR(MAX),                                 -- JSON array: when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT kept_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT kept_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT kept_queue_failures_json_check CHECK (ISJSON(N'[' + failures + N']') = 1),
     CONSTRAINT kept_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
@@ -149,10 +153,12 @@ CREATE TABLE nowait_queue (
     locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
     locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
     errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    failures     NVARCHAR(MAX),                                 -- JSON array: when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT nowait_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT nowait_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT nowait_queue_failures_json_check CHECK (ISJSON(N'[' + failures + N']') = 1),
     CONSTRAINT nowait_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
@@ -189,10 +195,12 @@ CREATE TABLE txtask_queue (
     locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
     locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
     errors       NVARCHAR(MAX)   NOT NULL DEFAULT N'[]',        -- JSON array, one string per failed attempt
+    failures     NVARCHAR(MAX),                                 -- JSON array: when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     payload      NVARCHAR(MAX)   NOT NULL,                      -- the payload, encoded as JSON
     CONSTRAINT txtask_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT txtask_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT txtask_queue_failures_json_check CHECK (ISJSON(N'[' + failures + N']') = 1),
     CONSTRAINT txtask_queue_payload_json_check CHECK (ISJSON(N'[' + payload + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes
@@ -224,6 +232,7 @@ CREATE TABLE typed_queue (
     locked_by     NVARCHAR(255),                                 -- lease mode: the node holding the job
     locked_until  DATETIME2(6),                                  -- lease mode: when the lease expires
     errors        NVARCHAR(MAX)    NOT NULL DEFAULT N'[]',       -- JSON array, one string per failed attempt
+    failures      NVARCHAR(MAX),                                 -- JSON array: when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key    NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     c_text        NVARCHAR(MAX)    NOT NULL,
     c_varchar     NVARCHAR(10)     NOT NULL,
@@ -252,6 +261,7 @@ CREATE TABLE typed_queue (
     n_bytea       VARBINARY(MAX),
     CONSTRAINT typed_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT typed_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT typed_queue_failures_json_check CHECK (ISJSON(N'[' + failures + N']') = 1),
     CONSTRAINT typed_queue_c_jsonb_json_check CHECK (ISJSON(N'[' + c_jsonb + N']') = 1),
     CONSTRAINT typed_queue_n_jsonb_json_check CHECK (ISJSON(N'[' + n_jsonb + N']') = 1)
 );
@@ -290,6 +300,7 @@ CREATE TABLE image_queue (
     locked_by    NVARCHAR(255),                                 -- lease mode: the node holding the job
     locked_until DATETIME2(6),                                  -- lease mode: when the lease expires
     errors       NVARCHAR(MAX)    NOT NULL DEFAULT N'[]',       -- JSON array, one string per failed attempt
+    failures     NVARCHAR(MAX),                                 -- JSON array: when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   NVARCHAR(255) COLLATE Latin1_General_100_BIN2, -- dedupe key, compared byte for byte
     url          NVARCHAR(MAX)    NOT NULL,
     format       NVARCHAR(MAX)    NOT NULL DEFAULT N'webp',
@@ -302,6 +313,7 @@ CREATE TABLE image_queue (
     meta         NVARCHAR(MAX)    NOT NULL,
     CONSTRAINT image_queue_pkey PRIMARY KEY CLUSTERED (id),
     CONSTRAINT image_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead')),
+    CONSTRAINT image_queue_failures_json_check CHECK (ISJSON(N'[' + failures + N']') = 1),
     CONSTRAINT image_queue_meta_json_check CHECK (ISJSON(N'[' + meta + N']') = 1)
 );
 -- No lock escalation: a table lock would stop every claim (READPAST passes

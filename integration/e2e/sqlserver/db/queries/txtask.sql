@@ -66,6 +66,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     payload NVARCHAR(MAX)
 );
@@ -105,11 +106,13 @@ WHERE job.state = 'available';
 
 -- name: FailTxtask :execrows
 -- FailTxtask records a failed attempt, fenced like CompleteTxtask: the error
--- is appended to the JSON array, and the job is retried after @delay_us
--- microseconds or, having used its attempts, is dead. (Every expression of a
--- SET reads the row as it was.)
+-- is appended to the JSON array, with its time and attempt in failures (see
+-- the failure part), and the job is retried after @delay_us microseconds or,
+-- having used its attempts, is dead. (Every expression of a SET reads the row
+-- as it was.)
 UPDATE txtask_queue
 SET errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END
@@ -123,6 +126,7 @@ WHERE id = @id AND attempt = @attempt AND state = 'available';
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END
@@ -139,6 +143,7 @@ SELECT id, state FROM @failed;
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END
@@ -161,11 +166,13 @@ SET state = 'available',
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 
 -- name: DiscardTxtask :execrows
--- DiscardTxtask makes a job dead at once with its error kept, whatever
--- attempts remain; fenced like CompleteTxtask.
+-- DiscardTxtask makes a job dead at once with its error kept (and its time
+-- and attempt, as in FailTxtask), whatever attempts remain; fenced like
+-- CompleteTxtask.
 UPDATE txtask_queue
 SET state = 'dead',
     errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME()
 WHERE id = @id AND attempt = @attempt AND state = 'available';
 

@@ -160,6 +160,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     url NVARCHAR(MAX),
     format NVARCHAR(MAX),
@@ -184,8 +185,8 @@ SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.url, inserted.format, inserted.quality, inserted.ratio, inserted.taken_at, inserted.ref, inserted.label, inserted.note, inserted.meta INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta);
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta FROM @claimed;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.failures, inserted.unique_key, inserted.url, inserted.format, inserted.quality, inserted.ratio, inserted.taken_at, inserted.ref, inserted.label, inserted.note, inserted.meta INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta FROM @claimed;
 `
 
 type ClaimExpiredImageParams struct {
@@ -231,6 +232,7 @@ func (q *Queries) ClaimExpiredImage(ctx context.Context, arg ClaimExpiredImagePa
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.URL,
 			&i.Format,
@@ -269,6 +271,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     url NVARCHAR(MAX),
     format NVARCHAR(MAX),
@@ -293,8 +296,8 @@ SET state = 'running',
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.url, inserted.format, inserted.quality, inserted.ratio, inserted.taken_at, inserted.ref, inserted.label, inserted.note, inserted.meta INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta);
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta FROM @claimed;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.failures, inserted.unique_key, inserted.url, inserted.format, inserted.quality, inserted.ratio, inserted.taken_at, inserted.ref, inserted.label, inserted.note, inserted.meta INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta FROM @claimed;
 `
 
 type ClaimDueImageParams struct {
@@ -336,6 +339,7 @@ func (q *Queries) ClaimDueImage(ctx context.Context, arg ClaimDueImageParams) ([
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.URL,
 			&i.Format,
@@ -408,6 +412,7 @@ func (q *Queries) CompleteManyImage(ctx context.Context, fences string) (int64, 
 const failImage = `-- name: FailImage :execrows
 UPDATE image_queue
 SET errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
@@ -424,9 +429,10 @@ type FailImageParams struct {
 }
 
 // FailImage records a failed attempt, fenced like CompleteImage: the error is
-// appended to the JSON array, and the job is retried after @delay_us
-// microseconds or, having used its attempts, is dead. (Every expression of a
-// SET reads the row as it was.)
+// appended to the JSON array, with its time and attempt in failures (see the
+// failure part), and the job is retried after @delay_us microseconds or,
+// having used its attempts, is dead. (Every expression of a SET reads the row
+// as it was.)
 func (q *Queries) FailImage(ctx context.Context, arg FailImageParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, failImage,
 		sql.Named("message", arg.Message),
@@ -444,6 +450,7 @@ const failManyImage = `-- name: FailManyImage :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -498,6 +505,7 @@ const failManyAtImage = `-- name: FailManyAtImage :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -584,6 +592,7 @@ const discardImage = `-- name: DiscardImage :execrows
 UPDATE image_queue
 SET state = 'dead',
     errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     locked_by = NULL,
     locked_until = NULL
@@ -596,8 +605,9 @@ type DiscardImageParams struct {
 	Attempt int32
 }
 
-// DiscardImage makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteImage.
+// DiscardImage makes a job dead at once with its error kept (and its time and
+// attempt, as in FailImage), whatever attempts remain; fenced like
+// CompleteImage.
 func (q *Queries) DiscardImage(ctx context.Context, arg DiscardImageParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, discardImage,
 		sql.Named("message", arg.Message),
@@ -723,6 +733,7 @@ func (q *Queries) ReleaseImage(ctx context.Context, arg ReleaseImageParams) (int
 const releaseNodeImage = `-- name: ReleaseNodeImage :execrows
 UPDATE image_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET errors = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(errors, 'append $', N'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))) ELSE failures END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
@@ -732,12 +743,13 @@ WHERE state = 'running' AND locked_by = @node;
 
 // ReleaseNodeImage makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapImage would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index, so it reads no more rows than there are jobs in flight;
-// READPAST passes over rows a claim or a finishing worker holds at that
-// moment (they are not this node's: it is only starting).
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailImage records
+// them (as ReapImage would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index, so it reads no more rows than there are jobs in
+// flight; READPAST passes over rows a claim or a finishing worker holds at
+// that moment (they are not this node's: it is only starting).
 func (q *Queries) ReleaseNodeImage(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, releaseNodeImage,
 		sql.Named("node", node),
@@ -794,6 +806,7 @@ WITH doomed AS (
 )
 UPDATE doomed
 SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt'),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     state = 'dead',
     locked_by = NULL,
@@ -801,11 +814,12 @@ SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt
 `
 
 // ReapImage makes dead up to @limit running jobs whose lease expired on their
-// last attempt, which claims no longer take, oldest lease first through the
-// lease index, under the maintenance lock (LockMaintenanceImage). READPAST
-// passes over a job a claimer or a finishing worker holds, for the next
-// batch; a worker finishing a reaped job finds it gone (its fenced update
-// changes nothing).
+// last attempt (the error kept with its time and attempt, as FailImage keeps
+// them), which claims no longer take, oldest lease first through the lease
+// index, under the maintenance lock (LockMaintenanceImage). READPAST passes
+// over a job a claimer or a finishing worker holds, for the next batch; a
+// worker finishing a reaped job finds it gone (its fenced update changes
+// nothing).
 func (q *Queries) ReapImage(ctx context.Context, limit int32) (int64, error) {
 	result, err := q.db.ExecContext(ctx, reapImage,
 		sql.Named("limit", limit),
@@ -983,7 +997,7 @@ func (q *Queries) DepthAtMostImage(ctx context.Context, limit int32) (int64, err
 }
 
 const getImage = `-- name: GetImage :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, url, format, quality, ratio, taken_at, ref, label, note, meta
 FROM image_queue
 WHERE id = @id;
 `
@@ -1008,6 +1022,7 @@ func (q *Queries) GetImage(ctx context.Context, id int64) (ImageRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.URL,
 		&i.Format,

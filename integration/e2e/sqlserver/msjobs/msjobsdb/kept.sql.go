@@ -119,6 +119,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     payload NVARCHAR(MAX)
 );
@@ -135,8 +136,8 @@ SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload);
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM @claimed;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.failures, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM @claimed;
 `
 
 type ClaimExpiredKeptParams struct {
@@ -182,6 +183,7 @@ func (q *Queries) ClaimExpiredKept(ctx context.Context, arg ClaimExpiredKeptPara
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			mssqlimpl.ScanJSON(&i.Payload),
 		); err != nil {
@@ -212,6 +214,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     payload NVARCHAR(MAX)
 );
@@ -228,8 +231,8 @@ SET state = 'running',
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload);
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM @claimed;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.failures, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM @claimed;
 `
 
 type ClaimDueKeptParams struct {
@@ -271,6 +274,7 @@ func (q *Queries) ClaimDueKept(ctx context.Context, arg ClaimDueKeptParams) ([]K
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			mssqlimpl.ScanJSON(&i.Payload),
 		); err != nil {
@@ -343,6 +347,7 @@ func (q *Queries) CompleteManyKept(ctx context.Context, fences string) (int64, e
 const failKept = `-- name: FailKept :execrows
 UPDATE kept_queue
 SET errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
@@ -359,9 +364,10 @@ type FailKeptParams struct {
 }
 
 // FailKept records a failed attempt, fenced like CompleteKept: the error is
-// appended to the JSON array, and the job is retried after @delay_us
-// microseconds or, having used its attempts, is dead. (Every expression of a
-// SET reads the row as it was.)
+// appended to the JSON array, with its time and attempt in failures (see the
+// failure part), and the job is retried after @delay_us microseconds or,
+// having used its attempts, is dead. (Every expression of a SET reads the row
+// as it was.)
 func (q *Queries) FailKept(ctx context.Context, arg FailKeptParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, failKept,
 		sql.Named("message", arg.Message),
@@ -379,6 +385,7 @@ const failManyKept = `-- name: FailManyKept :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -433,6 +440,7 @@ const failManyAtKept = `-- name: FailManyAtKept :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -519,6 +527,7 @@ const discardKept = `-- name: DiscardKept :execrows
 UPDATE kept_queue
 SET state = 'dead',
     errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     locked_by = NULL,
     locked_until = NULL
@@ -531,8 +540,9 @@ type DiscardKeptParams struct {
 	Attempt int32
 }
 
-// DiscardKept makes a job dead at once with its error kept, whatever attempts
-// remain; fenced like CompleteKept.
+// DiscardKept makes a job dead at once with its error kept (and its time and
+// attempt, as in FailKept), whatever attempts remain; fenced like
+// CompleteKept.
 func (q *Queries) DiscardKept(ctx context.Context, arg DiscardKeptParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, discardKept,
 		sql.Named("message", arg.Message),
@@ -658,6 +668,7 @@ func (q *Queries) ReleaseKept(ctx context.Context, arg ReleaseKeptParams) (int64
 const releaseNodeKept = `-- name: ReleaseNodeKept :execrows
 UPDATE kept_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET errors = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(errors, 'append $', N'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))) ELSE failures END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
@@ -667,12 +678,13 @@ WHERE state = 'running' AND locked_by = @node;
 
 // ReleaseNodeKept makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapKept would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index, so it reads no more rows than there are jobs in flight;
-// READPAST passes over rows a claim or a finishing worker holds at that
-// moment (they are not this node's: it is only starting).
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailKept records
+// them (as ReapKept would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index, so it reads no more rows than there are jobs in
+// flight; READPAST passes over rows a claim or a finishing worker holds at
+// that moment (they are not this node's: it is only starting).
 func (q *Queries) ReleaseNodeKept(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, releaseNodeKept,
 		sql.Named("node", node),
@@ -730,6 +742,7 @@ WITH doomed AS (
 )
 UPDATE doomed
 SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt'),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     state = 'dead',
     locked_by = NULL,
@@ -737,11 +750,12 @@ SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt
 `
 
 // ReapKept makes dead up to @limit running jobs whose lease expired on their
-// last attempt, which claims no longer take, oldest lease first through the
-// lease index, under the maintenance lock (LockMaintenanceKept). READPAST
-// passes over a job a claimer or a finishing worker holds, for the next
-// batch; a worker finishing a reaped job finds it gone (its fenced update
-// changes nothing).
+// last attempt (the error kept with its time and attempt, as FailKept keeps
+// them), which claims no longer take, oldest lease first through the lease
+// index, under the maintenance lock (LockMaintenanceKept). READPAST passes
+// over a job a claimer or a finishing worker holds, for the next batch; a
+// worker finishing a reaped job finds it gone (its fenced update changes
+// nothing).
 func (q *Queries) ReapKept(ctx context.Context, limit int32) (int64, error) {
 	result, err := q.db.ExecContext(ctx, reapKept,
 		sql.Named("limit", limit),
@@ -954,7 +968,7 @@ func (q *Queries) DepthAtMostKept(ctx context.Context, limit int32) (int64, erro
 }
 
 const getKept = `-- name: GetKept :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload
 FROM kept_queue
 WHERE id = @id;
 `
@@ -979,6 +993,7 @@ func (q *Queries) GetKept(ctx context.Context, id int64) (KeptRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		mssqlimpl.ScanJSON(&i.Payload),
 	)

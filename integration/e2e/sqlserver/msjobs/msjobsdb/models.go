@@ -24,6 +24,7 @@ type TaskRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      string
+	Failures    *string
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -42,6 +43,7 @@ type KeptRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      string
+	Failures    *string
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -60,6 +62,7 @@ type NowaitRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      string
+	Failures    *string
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -78,6 +81,7 @@ type TxtaskRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      string
+	Failures    *string
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -96,6 +100,7 @@ type TypedRow struct {
 	LockedBy     *string
 	LockedUntil  *time.Time
 	Errors       string
+	Failures     *string
 	UniqueKey    *string
 	CText        string
 	CVarchar     string
@@ -138,6 +143,7 @@ type ImageRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      string
+	Failures    *string
 	UniqueKey   *string
 	URL         string
 	Format      string

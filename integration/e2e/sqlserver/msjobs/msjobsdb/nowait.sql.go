@@ -119,6 +119,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     payload NVARCHAR(MAX)
 );
@@ -135,8 +136,8 @@ SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload);
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM @claimed;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.failures, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM @claimed;
 `
 
 type ClaimExpiredNowaitParams struct {
@@ -182,6 +183,7 @@ func (q *Queries) ClaimExpiredNowait(ctx context.Context, arg ClaimExpiredNowait
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			mssqlimpl.ScanJSON(&i.Payload),
 		); err != nil {
@@ -212,6 +214,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     payload NVARCHAR(MAX)
 );
@@ -228,8 +231,8 @@ SET state = 'running',
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload);
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM @claimed;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.failures, inserted.unique_key, inserted.payload INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM @claimed;
 `
 
 type ClaimDueNowaitParams struct {
@@ -271,6 +274,7 @@ func (q *Queries) ClaimDueNowait(ctx context.Context, arg ClaimDueNowaitParams) 
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			mssqlimpl.ScanJSON(&i.Payload),
 		); err != nil {
@@ -335,6 +339,7 @@ func (q *Queries) CompleteManyNowait(ctx context.Context, fences string) (int64,
 const failNowait = `-- name: FailNowait :execrows
 UPDATE nowait_queue
 SET errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
@@ -351,9 +356,10 @@ type FailNowaitParams struct {
 }
 
 // FailNowait records a failed attempt, fenced like CompleteNowait: the error
-// is appended to the JSON array, and the job is retried after @delay_us
-// microseconds or, having used its attempts, is dead. (Every expression of a
-// SET reads the row as it was.)
+// is appended to the JSON array, with its time and attempt in failures (see
+// the failure part), and the job is retried after @delay_us microseconds or,
+// having used its attempts, is dead. (Every expression of a SET reads the row
+// as it was.)
 func (q *Queries) FailNowait(ctx context.Context, arg FailNowaitParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, failNowait,
 		sql.Named("message", arg.Message),
@@ -371,6 +377,7 @@ const failManyNowait = `-- name: FailManyNowait :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -425,6 +432,7 @@ const failManyAtNowait = `-- name: FailManyAtNowait :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -511,6 +519,7 @@ const discardNowait = `-- name: DiscardNowait :execrows
 UPDATE nowait_queue
 SET state = 'dead',
     errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     locked_by = NULL,
     locked_until = NULL
@@ -523,8 +532,9 @@ type DiscardNowaitParams struct {
 	Attempt int32
 }
 
-// DiscardNowait makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteNowait.
+// DiscardNowait makes a job dead at once with its error kept (and its time
+// and attempt, as in FailNowait), whatever attempts remain; fenced like
+// CompleteNowait.
 func (q *Queries) DiscardNowait(ctx context.Context, arg DiscardNowaitParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, discardNowait,
 		sql.Named("message", arg.Message),
@@ -650,6 +660,7 @@ func (q *Queries) ReleaseNowait(ctx context.Context, arg ReleaseNowaitParams) (i
 const releaseNodeNowait = `-- name: ReleaseNodeNowait :execrows
 UPDATE nowait_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET errors = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(errors, 'append $', N'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))) ELSE failures END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
@@ -659,12 +670,13 @@ WHERE state = 'running' AND locked_by = @node;
 
 // ReleaseNodeNowait makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapNowait would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index, so it reads no more rows than there are jobs in flight;
-// READPAST passes over rows a claim or a finishing worker holds at that
-// moment (they are not this node's: it is only starting).
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailNowait records
+// them (as ReapNowait would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index, so it reads no more rows than there are jobs in
+// flight; READPAST passes over rows a claim or a finishing worker holds at
+// that moment (they are not this node's: it is only starting).
 func (q *Queries) ReleaseNodeNowait(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, releaseNodeNowait,
 		sql.Named("node", node),
@@ -722,6 +734,7 @@ WITH doomed AS (
 )
 UPDATE doomed
 SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt'),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     state = 'dead',
     locked_by = NULL,
@@ -729,11 +742,12 @@ SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt
 `
 
 // ReapNowait makes dead up to @limit running jobs whose lease expired on
-// their last attempt, which claims no longer take, oldest lease first through
-// the lease index, under the maintenance lock (LockMaintenanceNowait).
-// READPAST passes over a job a claimer or a finishing worker holds, for the
-// next batch; a worker finishing a reaped job finds it gone (its fenced
-// update changes nothing).
+// their last attempt (the error kept with its time and attempt, as FailNowait
+// keeps them), which claims no longer take, oldest lease first through the
+// lease index, under the maintenance lock (LockMaintenanceNowait). READPAST
+// passes over a job a claimer or a finishing worker holds, for the next
+// batch; a worker finishing a reaped job finds it gone (its fenced update
+// changes nothing).
 func (q *Queries) ReapNowait(ctx context.Context, limit int32) (int64, error) {
 	result, err := q.db.ExecContext(ctx, reapNowait,
 		sql.Named("limit", limit),
@@ -911,7 +925,7 @@ func (q *Queries) DepthAtMostNowait(ctx context.Context, limit int32) (int64, er
 }
 
 const getNowait = `-- name: GetNowait :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload
 FROM nowait_queue
 WHERE id = @id;
 `
@@ -936,6 +950,7 @@ func (q *Queries) GetNowait(ctx context.Context, id int64) (NowaitRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		mssqlimpl.ScanJSON(&i.Payload),
 	)

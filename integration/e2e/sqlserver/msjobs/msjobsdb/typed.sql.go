@@ -240,6 +240,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     c_text NVARCHAR(MAX),
     c_varchar NVARCHAR(10),
@@ -280,8 +281,8 @@ SET attempt = attempt + 1,
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.c_text, inserted.c_varchar, inserted.c_smallint, inserted.c_integer, inserted.c_bigint, inserted.c_boolean, inserted.c_numeric, inserted.c_real, inserted.c_double, inserted.c_uuid, inserted.c_timestamptz, inserted.c_date, inserted.c_jsonb, inserted.c_bytea, inserted.n_text, inserted.n_integer, inserted.n_boolean, inserted.n_real, inserted.n_double, inserted.n_numeric, inserted.n_timestamptz, inserted.n_date, inserted.n_uuid, inserted.n_jsonb, inserted.n_bytea INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea);
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea FROM @claimed;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.failures, inserted.unique_key, inserted.c_text, inserted.c_varchar, inserted.c_smallint, inserted.c_integer, inserted.c_bigint, inserted.c_boolean, inserted.c_numeric, inserted.c_real, inserted.c_double, inserted.c_uuid, inserted.c_timestamptz, inserted.c_date, inserted.c_jsonb, inserted.c_bytea, inserted.n_text, inserted.n_integer, inserted.n_boolean, inserted.n_real, inserted.n_double, inserted.n_numeric, inserted.n_timestamptz, inserted.n_date, inserted.n_uuid, inserted.n_jsonb, inserted.n_bytea INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea FROM @claimed;
 `
 
 type ClaimExpiredTypedParams struct {
@@ -327,6 +328,7 @@ func (q *Queries) ClaimExpiredTyped(ctx context.Context, arg ClaimExpiredTypedPa
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.CText,
 			&i.CVarchar,
@@ -381,6 +383,7 @@ DECLARE @claimed TABLE (
     locked_by NVARCHAR(255),
     locked_until DATETIME2(6),
     errors NVARCHAR(MAX),
+    failures NVARCHAR(MAX),
     unique_key NVARCHAR(255) COLLATE Latin1_General_100_BIN2,
     c_text NVARCHAR(MAX),
     c_varchar NVARCHAR(10),
@@ -421,8 +424,8 @@ SET state = 'running',
     attempted_at = COALESCE(@now, SYSUTCDATETIME()),
     locked_by = @node,
     locked_until = DATEADD(microsecond, @lease_us % 1000000, DATEADD(second, @lease_us / 1000000, COALESCE(@now, SYSUTCDATETIME())))
-OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.unique_key, inserted.c_text, inserted.c_varchar, inserted.c_smallint, inserted.c_integer, inserted.c_bigint, inserted.c_boolean, inserted.c_numeric, inserted.c_real, inserted.c_double, inserted.c_uuid, inserted.c_timestamptz, inserted.c_date, inserted.c_jsonb, inserted.c_bytea, inserted.n_text, inserted.n_integer, inserted.n_boolean, inserted.n_real, inserted.n_double, inserted.n_numeric, inserted.n_timestamptz, inserted.n_date, inserted.n_uuid, inserted.n_jsonb, inserted.n_bytea INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea);
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea FROM @claimed;
+OUTPUT inserted.id, inserted.state, inserted.attempt, inserted.max_attempts, inserted.priority, inserted.run_after, inserted.created_at, inserted.attempted_at, inserted.finished_at, inserted.locked_by, inserted.locked_until, inserted.errors, inserted.failures, inserted.unique_key, inserted.c_text, inserted.c_varchar, inserted.c_smallint, inserted.c_integer, inserted.c_bigint, inserted.c_boolean, inserted.c_numeric, inserted.c_real, inserted.c_double, inserted.c_uuid, inserted.c_timestamptz, inserted.c_date, inserted.c_jsonb, inserted.c_bytea, inserted.n_text, inserted.n_integer, inserted.n_boolean, inserted.n_real, inserted.n_double, inserted.n_numeric, inserted.n_timestamptz, inserted.n_date, inserted.n_uuid, inserted.n_jsonb, inserted.n_bytea INTO @claimed (id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea);
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea FROM @claimed;
 `
 
 type ClaimDueTypedParams struct {
@@ -464,6 +467,7 @@ func (q *Queries) ClaimDueTyped(ctx context.Context, arg ClaimDueTypedParams) ([
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.CText,
 			&i.CVarchar,
@@ -560,6 +564,7 @@ func (q *Queries) CompleteManyTyped(ctx context.Context, fences string) (int64, 
 const failTyped = `-- name: FailTyped :execrows
 UPDATE typed_queue
 SET errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE DATEADD(microsecond, @delay_us % 1000000, DATEADD(second, @delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
@@ -576,9 +581,10 @@ type FailTypedParams struct {
 }
 
 // FailTyped records a failed attempt, fenced like CompleteTyped: the error is
-// appended to the JSON array, and the job is retried after @delay_us
-// microseconds or, having used its attempts, is dead. (Every expression of a
-// SET reads the row as it was.)
+// appended to the JSON array, with its time and attempt in failures (see the
+// failure part), and the job is retried after @delay_us microseconds or,
+// having used its attempts, is dead. (Every expression of a SET reads the row
+// as it was.)
 func (q *Queries) FailTyped(ctx context.Context, arg FailTypedParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, failTyped,
 		sql.Named("message", arg.Message),
@@ -596,6 +602,7 @@ const failManyTyped = `-- name: FailManyTyped :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE DATEADD(microsecond, failed.delay_us % 1000000, DATEADD(second, failed.delay_us / 1000000, SYSUTCDATETIME())) END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -650,6 +657,7 @@ const failManyAtTyped = `-- name: FailManyAtTyped :many
 DECLARE @failed TABLE (id BIGINT, state VARCHAR(9));
 UPDATE job
 SET errors = JSON_MODIFY(job.errors, 'append $', failed.message),
+    failures = JSON_MODIFY(COALESCE(job.failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', job.attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(job.errors)), N'}'))),
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after ELSE failed.retry_at END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
@@ -736,6 +744,7 @@ const discardTyped = `-- name: DiscardTyped :execrows
 UPDATE typed_queue
 SET state = 'dead',
     errors = JSON_MODIFY(errors, 'append $', @message),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     locked_by = NULL,
     locked_until = NULL
@@ -748,8 +757,9 @@ type DiscardTypedParams struct {
 	Attempt int32
 }
 
-// DiscardTyped makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteTyped.
+// DiscardTyped makes a job dead at once with its error kept (and its time and
+// attempt, as in FailTyped), whatever attempts remain; fenced like
+// CompleteTyped.
 func (q *Queries) DiscardTyped(ctx context.Context, arg DiscardTypedParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, discardTyped,
 		sql.Named("message", arg.Message),
@@ -875,6 +885,7 @@ func (q *Queries) ReleaseTyped(ctx context.Context, arg ReleaseTypedParams) (int
 const releaseNodeTyped = `-- name: ReleaseNodeTyped :execrows
 UPDATE typed_queue WITH (READPAST, READCOMMITTEDLOCK)
 SET errors = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(errors, 'append $', N'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))) ELSE failures END,
     finished_at = CASE WHEN attempt >= max_attempts THEN SYSUTCDATETIME() END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     locked_by = NULL,
@@ -884,12 +895,13 @@ WHERE state = 'running' AND locked_by = @node;
 
 // ReleaseNodeTyped makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapTyped would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index, so it reads no more rows than there are jobs in flight;
-// READPAST passes over rows a claim or a finishing worker holds at that
-// moment (they are not this node's: it is only starting).
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailTyped records
+// them (as ReapTyped would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index, so it reads no more rows than there are jobs in
+// flight; READPAST passes over rows a claim or a finishing worker holds at
+// that moment (they are not this node's: it is only starting).
 func (q *Queries) ReleaseNodeTyped(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, releaseNodeTyped,
 		sql.Named("node", node),
@@ -946,6 +958,7 @@ WITH doomed AS (
 )
 UPDATE doomed
 SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt'),
+    failures = JSON_MODIFY(COALESCE(failures, N'[]'), 'append $', JSON_QUERY(CONCAT(N'{"at":"', CONVERT(NVARCHAR(27), SYSUTCDATETIME(), 126), N'Z","attempt":', attempt, N',"error":', (SELECT COUNT(*) FROM OPENJSON(errors)), N'}'))),
     finished_at = SYSUTCDATETIME(),
     state = 'dead',
     locked_by = NULL,
@@ -953,11 +966,12 @@ SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt
 `
 
 // ReapTyped makes dead up to @limit running jobs whose lease expired on their
-// last attempt, which claims no longer take, oldest lease first through the
-// lease index, under the maintenance lock (LockMaintenanceTyped). READPAST
-// passes over a job a claimer or a finishing worker holds, for the next
-// batch; a worker finishing a reaped job finds it gone (its fenced update
-// changes nothing).
+// last attempt (the error kept with its time and attempt, as FailTyped keeps
+// them), which claims no longer take, oldest lease first through the lease
+// index, under the maintenance lock (LockMaintenanceTyped). READPAST passes
+// over a job a claimer or a finishing worker holds, for the next batch; a
+// worker finishing a reaped job finds it gone (its fenced update changes
+// nothing).
 func (q *Queries) ReapTyped(ctx context.Context, limit int32) (int64, error) {
 	result, err := q.db.ExecContext(ctx, reapTyped,
 		sql.Named("limit", limit),
@@ -1135,7 +1149,7 @@ func (q *Queries) DepthAtMostTyped(ctx context.Context, limit int32) (int64, err
 }
 
 const getTyped = `-- name: GetTyped :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, n_text, n_integer, n_boolean, n_real, n_double, n_numeric, n_timestamptz, n_date, n_uuid, n_jsonb, n_bytea
 FROM typed_queue
 WHERE id = @id;
 `
@@ -1160,6 +1174,7 @@ func (q *Queries) GetTyped(ctx context.Context, id int64) (TypedRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.CText,
 		&i.CVarchar,

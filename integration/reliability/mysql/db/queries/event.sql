@@ -95,11 +95,13 @@ WHERE id IN (sqlc.slice(ids))
 
 -- name: FailEvent :execrows
 -- FailEvent records a failed attempt, fenced like CompleteEvent: the error is
--- kept, and the job is retried after @delay_us microseconds or, having used
--- its attempts, is dead. (MySQL assigns left to right: no assignment reads a
--- column an earlier one set.)
+-- kept, with its time and attempt in failures (see the failure part), and the
+-- job is retried after @delay_us microseconds or, having used its attempts,
+-- is dead. (MySQL assigns left to right: no assignment reads a column an
+-- earlier one set; failures reads errors before errors is set.)
 UPDATE event_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', sqlc.arg(message)),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', sqlc.arg(message)),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL sqlc.arg(delay_us) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
@@ -121,10 +123,11 @@ FOR UPDATE;
 
 -- name: FailManyEvent :execrows
 -- FailManyEvent fails, in one statement, the jobs HeldEvent locked, each as
--- FailEvent would, its message and retry delay read from @batch, a JSON
--- object keyed by job id.
+-- FailEvent would (its error's time and attempt included), its message and
+-- retry delay read from @batch, a JSON object keyed by job id.
 UPDATE event_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -138,7 +141,8 @@ WHERE id IN (sqlc.slice(ids))
 -- FailManyAtEvent is FailManyEvent with each job retried at a time given (a
 -- handler's RetryAt, UTC) rather than after a delay.
 UPDATE event_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -162,10 +166,12 @@ SET state = 'available',
 WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 
 -- name: DiscardEvent :execrows
--- DiscardEvent makes a job dead at once with its error kept, whatever
--- attempts remain; fenced like CompleteEvent.
+-- DiscardEvent makes a job dead at once with its error kept (and its time and
+-- attempt, as in FailEvent), whatever attempts remain; fenced like
+-- CompleteEvent.
 UPDATE event_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', sqlc.arg(message)),
     finished_at = UTC_TIMESTAMP(6),
     locked_by = NULL,
@@ -222,16 +228,18 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- name: ReleaseNodeEvent :execrows
 -- ReleaseNodeEvent makes every job @node holds claimable again, for a node
 -- restarting after a crash; the attempt counts, as the crash may have been
--- the job's doing, so a job that was on its last attempt is made dead instead
--- (as ReapEvent would make it once its lease expired), and a job that kills
--- its worker cannot run again and again. It reads the running jobs through
--- the lease index (state leads it), so it reads no more rows than there are
--- jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
--- a moment for a claim or a finishing worker that holds one of them, but it
--- changes only the rows @node still holds: a job claimed again meanwhile is
--- held by another node and is not touched.
+-- the job's doing, so a job that was on its last attempt is made dead
+-- instead, its error recorded with its time and attempt as FailEvent records
+-- them (as ReapEvent would make it once its lease expired), and a job that
+-- kills its worker cannot run again and again. It reads the running jobs
+-- through the lease index (state leads it), so it reads no more rows than
+-- there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+-- may wait a moment for a claim or a finishing worker that holds one of them,
+-- but it changes only the rows @node still holds: a job claimed again
+-- meanwhile is held by another node and is not touched.
 UPDATE event_queue
-SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
+SET failures = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))), failures),
+    errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
     locked_by = NULL,
@@ -265,11 +273,13 @@ LIMIT ?
 FOR UPDATE SKIP LOCKED;
 
 -- name: ReapEvent :execrows
--- ReapEvent makes dead the jobs DoomedEvent locked, in the same transaction,
--- under the maintenance lock (LockMaintenanceEvent); a worker finishing one
--- of them afterwards finds it gone (its fenced update changes nothing).
+-- ReapEvent makes dead the jobs DoomedEvent locked (the error kept with its
+-- time and attempt, as FailEvent keeps them), in the same transaction, under
+-- the maintenance lock (LockMaintenanceEvent); a worker finishing one of them
+-- afterwards finds it gone (its fenced update changes nothing).
 UPDATE event_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
     finished_at = UTC_TIMESTAMP(6),
     state = 'dead',
     locked_by = NULL,

@@ -75,11 +75,13 @@ WHERE id IN (sqlc.slice(ids))
 
 -- name: FailLedger :execrows
 -- FailLedger records a failed attempt, fenced like CompleteLedger: the error
--- is kept, and the job is retried after @delay_us microseconds or, having
--- used its attempts, is dead. (MySQL assigns left to right: no assignment
--- reads a column an earlier one set.)
+-- is kept, with its time and attempt in failures (see the failure part), and
+-- the job is retried after @delay_us microseconds or, having used its
+-- attempts, is dead. (MySQL assigns left to right: no assignment reads a
+-- column an earlier one set; failures reads errors before errors is set.)
 UPDATE ledger_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', sqlc.arg(message)),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', sqlc.arg(message)),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL sqlc.arg(delay_us) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available')
@@ -99,10 +101,11 @@ FOR UPDATE;
 
 -- name: FailManyLedger :execrows
 -- FailManyLedger fails, in one statement, the jobs HeldLedger locked, each as
--- FailLedger would, its message and retry delay read from @batch, a JSON
--- object keyed by job id.
+-- FailLedger would (its error's time and attempt included), its message and
+-- retry delay read from @batch, a JSON object keyed by job id.
 UPDATE ledger_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -114,7 +117,8 @@ WHERE id IN (sqlc.slice(ids))
 -- FailManyAtLedger is FailManyLedger with each job retried at a time given (a
 -- handler's RetryAt, UTC) rather than after a delay.
 UPDATE ledger_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(sqlc.arg(batch), CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -134,10 +138,12 @@ SET state = 'available',
 WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'available';
 
 -- name: DiscardLedger :execrows
--- DiscardLedger makes a job dead at once with its error kept, whatever
--- attempts remain; fenced like CompleteLedger.
+-- DiscardLedger makes a job dead at once with its error kept (and its time
+-- and attempt, as in FailLedger), whatever attempts remain; fenced like
+-- CompleteLedger.
 UPDATE ledger_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', sqlc.arg(message)),
     finished_at = UTC_TIMESTAMP(6)
 WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'available';

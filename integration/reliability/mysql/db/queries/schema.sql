@@ -53,6 +53,7 @@ CREATE TABLE work_queue (
     locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
     locked_until DATETIME(6),                              -- lease mode: when the lease expires
     errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
     n            BIGINT                NOT NULL,
     kind         TEXT                  NOT NULL,
@@ -85,6 +86,7 @@ CREATE TABLE ledger_queue (
     locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
     locked_until DATETIME(6),                              -- lease mode: when the lease expires
     errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
     n            BIGINT                NOT NULL,
     PRIMARY KEY (id),
@@ -111,6 +113,7 @@ CREATE TABLE event_queue (
     locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
     locked_until DATETIME(6),                              -- lease mode: when the lease expires
     errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
     payload      JSON                  NOT NULL,           -- the payload, encoded as JSON
     PRIMARY KEY (id),

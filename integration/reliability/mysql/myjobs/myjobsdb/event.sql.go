@@ -57,7 +57,7 @@ func (q *Queries) BeatNodeEvent(ctx context.Context, arg BeatNodeEventParams) er
 }
 
 const ClaimDueEvent = `-- name: ClaimDueEvent :many
-SELECT event_queue.id, event_queue.state, event_queue.attempt, event_queue.max_attempts, event_queue.priority, event_queue.run_after, event_queue.created_at, event_queue.attempted_at, event_queue.finished_at, event_queue.locked_by, event_queue.locked_until, event_queue.errors, event_queue.unique_key, event_queue.payload, UTC_TIMESTAMP(6) AS db_now
+SELECT event_queue.id, event_queue.state, event_queue.attempt, event_queue.max_attempts, event_queue.priority, event_queue.run_after, event_queue.created_at, event_queue.attempted_at, event_queue.finished_at, event_queue.locked_by, event_queue.locked_until, event_queue.errors, event_queue.failures, event_queue.unique_key, event_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM event_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -102,6 +102,7 @@ func (q *Queries) ClaimDueEvent(ctx context.Context, arg ClaimDueEventParams) ([
 			&i.EventRow.LockedBy,
 			&i.EventRow.LockedUntil,
 			&i.EventRow.Errors,
+			&i.EventRow.Failures,
 			&i.EventRow.UniqueKey,
 			&i.EventRow.Payload,
 			&i.DbNow,
@@ -120,7 +121,7 @@ func (q *Queries) ClaimDueEvent(ctx context.Context, arg ClaimDueEventParams) ([
 }
 
 const ClaimExpiredEvent = `-- name: ClaimExpiredEvent :many
-SELECT event_queue.id, event_queue.state, event_queue.attempt, event_queue.max_attempts, event_queue.priority, event_queue.run_after, event_queue.created_at, event_queue.attempted_at, event_queue.finished_at, event_queue.locked_by, event_queue.locked_until, event_queue.errors, event_queue.unique_key, event_queue.payload, UTC_TIMESTAMP(6) AS db_now
+SELECT event_queue.id, event_queue.state, event_queue.attempt, event_queue.max_attempts, event_queue.priority, event_queue.run_after, event_queue.created_at, event_queue.attempted_at, event_queue.finished_at, event_queue.locked_by, event_queue.locked_until, event_queue.errors, event_queue.failures, event_queue.unique_key, event_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM event_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(?, UTC_TIMESTAMP(6))
@@ -169,6 +170,7 @@ func (q *Queries) ClaimExpiredEvent(ctx context.Context, arg ClaimExpiredEventPa
 			&i.EventRow.LockedBy,
 			&i.EventRow.LockedUntil,
 			&i.EventRow.Errors,
+			&i.EventRow.Failures,
 			&i.EventRow.UniqueKey,
 			&i.EventRow.Payload,
 			&i.DbNow,
@@ -277,6 +279,7 @@ func (q *Queries) DepthEvent(ctx context.Context) (int64, error) {
 const DiscardEvent = `-- name: DiscardEvent :execrows
 UPDATE event_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6),
     locked_by = NULL,
@@ -290,8 +293,9 @@ type DiscardEventParams struct {
 	Attempt int32
 }
 
-// DiscardEvent makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteEvent.
+// DiscardEvent makes a job dead at once with its error kept (and its time and
+// attempt, as in FailEvent), whatever attempts remain; fenced like
+// CompleteEvent.
 func (q *Queries) DiscardEvent(ctx context.Context, arg DiscardEventParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardEvent, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -457,7 +461,8 @@ func (q *Queries) ExtendedEvent(ctx context.Context, arg ExtendedEventParams) ([
 
 const FailEvent = `-- name: FailEvent :execrows
 UPDATE event_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
@@ -474,9 +479,10 @@ type FailEventParams struct {
 }
 
 // FailEvent records a failed attempt, fenced like CompleteEvent: the error is
-// kept, and the job is retried after @delay_us microseconds or, having used
-// its attempts, is dead. (MySQL assigns left to right: no assignment reads a
-// column an earlier one set.)
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @delay_us microseconds or, having used its attempts,
+// is dead. (MySQL assigns left to right: no assignment reads a column an
+// earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailEvent(ctx context.Context, arg FailEventParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailEvent,
 		arg.Message,
@@ -492,7 +498,8 @@ func (q *Queries) FailEvent(ctx context.Context, arg FailEventParams) (int64, er
 
 const FailManyAtEvent = `-- name: FailManyAtEvent :execrows
 UPDATE event_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -532,7 +539,8 @@ func (q *Queries) FailManyAtEvent(ctx context.Context, arg FailManyAtEventParams
 
 const FailManyEvent = `-- name: FailManyEvent :execrows
 UPDATE event_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -549,8 +557,8 @@ type FailManyEventParams struct {
 }
 
 // FailManyEvent fails, in one statement, the jobs HeldEvent locked, each as
-// FailEvent would, its message and retry delay read from @batch, a JSON
-// object keyed by job id.
+// FailEvent would (its error's time and attempt included), its message and
+// retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyEvent(ctx context.Context, arg FailManyEventParams) (int64, error) {
 	query := FailManyEvent
 	var queryParams []interface{}
@@ -610,7 +618,7 @@ func (q *Queries) ForgetStaleNodesEvent(ctx context.Context, olderThanUs interfa
 }
 
 const GetEvent = `-- name: GetEvent :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, payload FROM event_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, payload FROM event_queue
 WHERE id = ?
 `
 
@@ -631,6 +639,7 @@ func (q *Queries) GetEvent(ctx context.Context, id int64) (EventRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.Payload,
 	)
@@ -876,7 +885,8 @@ func (q *Queries) PushManyEvent(ctx context.Context, arg PushManyEventParams) er
 
 const ReapEvent = `-- name: ReapEvent :execrows
 UPDATE event_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
     finished_at = UTC_TIMESTAMP(6),
     state = 'dead',
     locked_by = NULL,
@@ -884,9 +894,10 @@ SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt')
 WHERE id IN (/*SLICE:ids*/?)
 `
 
-// ReapEvent makes dead the jobs DoomedEvent locked, in the same transaction,
-// under the maintenance lock (LockMaintenanceEvent); a worker finishing one
-// of them afterwards finds it gone (its fenced update changes nothing).
+// ReapEvent makes dead the jobs DoomedEvent locked (the error kept with its
+// time and attempt, as FailEvent keeps them), in the same transaction, under
+// the maintenance lock (LockMaintenanceEvent); a worker finishing one of them
+// afterwards finds it gone (its fenced update changes nothing).
 func (q *Queries) ReapEvent(ctx context.Context, ids []int64) (int64, error) {
 	query := ReapEvent
 	var queryParams []interface{}
@@ -931,7 +942,8 @@ func (q *Queries) ReleaseEvent(ctx context.Context, arg ReleaseEventParams) (int
 
 const ReleaseNodeEvent = `-- name: ReleaseNodeEvent :execrows
 UPDATE event_queue
-SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
+SET failures = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))), failures),
+    errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
     locked_by = NULL,
@@ -941,14 +953,15 @@ WHERE state = 'running' AND locked_by = ?
 
 // ReleaseNodeEvent makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapEvent would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index (state leads it), so it reads no more rows than there are
-// jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
-// a moment for a claim or a finishing worker that holds one of them, but it
-// changes only the rows @node still holds: a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailEvent records
+// them (as ReapEvent would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index (state leads it), so it reads no more rows than
+// there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+// may wait a moment for a claim or a finishing worker that holds one of them,
+// but it changes only the rows @node still holds: a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeEvent(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ReleaseNodeEvent, node)
 	if err != nil {

@@ -89,7 +89,7 @@ func (q *Queries) BeatNodeLedger(ctx context.Context, arg BeatNodeLedgerParams) 
 }
 
 const ClaimLedger = `-- name: ClaimLedger :many
-SELECT ledger_queue.id, ledger_queue.state, ledger_queue.attempt, ledger_queue.max_attempts, ledger_queue.priority, ledger_queue.run_after, ledger_queue.created_at, ledger_queue.attempted_at, ledger_queue.finished_at, ledger_queue.locked_by, ledger_queue.locked_until, ledger_queue.errors, ledger_queue.unique_key, ledger_queue.n, UTC_TIMESTAMP(6) AS db_now
+SELECT ledger_queue.id, ledger_queue.state, ledger_queue.attempt, ledger_queue.max_attempts, ledger_queue.priority, ledger_queue.run_after, ledger_queue.created_at, ledger_queue.attempted_at, ledger_queue.finished_at, ledger_queue.locked_by, ledger_queue.locked_until, ledger_queue.errors, ledger_queue.failures, ledger_queue.unique_key, ledger_queue.n, UTC_TIMESTAMP(6) AS db_now
 FROM ledger_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -136,6 +136,7 @@ func (q *Queries) ClaimLedger(ctx context.Context, arg ClaimLedgerParams) ([]Cla
 			&i.LedgerRow.LockedBy,
 			&i.LedgerRow.LockedUntil,
 			&i.LedgerRow.Errors,
+			&i.LedgerRow.Failures,
 			&i.LedgerRow.UniqueKey,
 			&i.LedgerRow.N,
 			&i.DbNow,
@@ -246,6 +247,7 @@ func (q *Queries) DepthLedger(ctx context.Context) (int64, error) {
 const DiscardLedger = `-- name: DiscardLedger :execrows
 UPDATE ledger_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6)
 WHERE id = ? AND attempt = ? AND state = 'available'
@@ -257,8 +259,9 @@ type DiscardLedgerParams struct {
 	Attempt int32
 }
 
-// DiscardLedger makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteLedger.
+// DiscardLedger makes a job dead at once with its error kept (and its time
+// and attempt, as in FailLedger), whatever attempts remain; fenced like
+// CompleteLedger.
 func (q *Queries) DiscardLedger(ctx context.Context, arg DiscardLedgerParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardLedger, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -269,7 +272,8 @@ func (q *Queries) DiscardLedger(ctx context.Context, arg DiscardLedgerParams) (i
 
 const FailLedger = `-- name: FailLedger :execrows
 UPDATE ledger_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available')
@@ -284,9 +288,10 @@ type FailLedgerParams struct {
 }
 
 // FailLedger records a failed attempt, fenced like CompleteLedger: the error
-// is kept, and the job is retried after @delay_us microseconds or, having
-// used its attempts, is dead. (MySQL assigns left to right: no assignment
-// reads a column an earlier one set.)
+// is kept, with its time and attempt in failures (see the failure part), and
+// the job is retried after @delay_us microseconds or, having used its
+// attempts, is dead. (MySQL assigns left to right: no assignment reads a
+// column an earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailLedger(ctx context.Context, arg FailLedgerParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailLedger,
 		arg.Message,
@@ -302,7 +307,8 @@ func (q *Queries) FailLedger(ctx context.Context, arg FailLedgerParams) (int64, 
 
 const FailManyAtLedger = `-- name: FailManyAtLedger :execrows
 UPDATE ledger_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -340,7 +346,8 @@ func (q *Queries) FailManyAtLedger(ctx context.Context, arg FailManyAtLedgerPara
 
 const FailManyLedger = `-- name: FailManyLedger :execrows
 UPDATE ledger_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -355,8 +362,8 @@ type FailManyLedgerParams struct {
 }
 
 // FailManyLedger fails, in one statement, the jobs HeldLedger locked, each as
-// FailLedger would, its message and retry delay read from @batch, a JSON
-// object keyed by job id.
+// FailLedger would (its error's time and attempt included), its message and
+// retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyLedger(ctx context.Context, arg FailManyLedgerParams) (int64, error) {
 	query := FailManyLedger
 	var queryParams []interface{}
@@ -416,7 +423,7 @@ func (q *Queries) ForgetStaleNodesLedger(ctx context.Context, olderThanUs interf
 }
 
 const GetLedger = `-- name: GetLedger :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, n FROM ledger_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, n FROM ledger_queue
 WHERE id = ?
 `
 
@@ -437,6 +444,7 @@ func (q *Queries) GetLedger(ctx context.Context, id int64) (LedgerRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.N,
 	)

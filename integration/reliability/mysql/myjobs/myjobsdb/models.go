@@ -199,6 +199,7 @@ type EventRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
 }
@@ -216,6 +217,7 @@ type LedgerRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	N           int64
 }
@@ -253,6 +255,7 @@ type WorkRow struct {
 	LockedBy    *string
 	LockedUntil *time.Time
 	Errors      json.RawMessage
+	Failures    *json.RawMessage
 	UniqueKey   *string
 	N           int64
 	Kind        string

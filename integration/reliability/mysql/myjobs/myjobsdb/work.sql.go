@@ -56,7 +56,7 @@ func (q *Queries) BeatNodeWork(ctx context.Context, arg BeatNodeWorkParams) erro
 }
 
 const ClaimDueWork = `-- name: ClaimDueWork :many
-SELECT work_queue.id, work_queue.state, work_queue.attempt, work_queue.max_attempts, work_queue.priority, work_queue.run_after, work_queue.created_at, work_queue.attempted_at, work_queue.finished_at, work_queue.locked_by, work_queue.locked_until, work_queue.errors, work_queue.unique_key, work_queue.n, work_queue.kind, UTC_TIMESTAMP(6) AS db_now
+SELECT work_queue.id, work_queue.state, work_queue.attempt, work_queue.max_attempts, work_queue.priority, work_queue.run_after, work_queue.created_at, work_queue.attempted_at, work_queue.finished_at, work_queue.locked_by, work_queue.locked_until, work_queue.errors, work_queue.failures, work_queue.unique_key, work_queue.n, work_queue.kind, UTC_TIMESTAMP(6) AS db_now
 FROM work_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -101,6 +101,7 @@ func (q *Queries) ClaimDueWork(ctx context.Context, arg ClaimDueWorkParams) ([]C
 			&i.WorkRow.LockedBy,
 			&i.WorkRow.LockedUntil,
 			&i.WorkRow.Errors,
+			&i.WorkRow.Failures,
 			&i.WorkRow.UniqueKey,
 			&i.WorkRow.N,
 			&i.WorkRow.Kind,
@@ -120,7 +121,7 @@ func (q *Queries) ClaimDueWork(ctx context.Context, arg ClaimDueWorkParams) ([]C
 }
 
 const ClaimExpiredWork = `-- name: ClaimExpiredWork :many
-SELECT work_queue.id, work_queue.state, work_queue.attempt, work_queue.max_attempts, work_queue.priority, work_queue.run_after, work_queue.created_at, work_queue.attempted_at, work_queue.finished_at, work_queue.locked_by, work_queue.locked_until, work_queue.errors, work_queue.unique_key, work_queue.n, work_queue.kind, UTC_TIMESTAMP(6) AS db_now
+SELECT work_queue.id, work_queue.state, work_queue.attempt, work_queue.max_attempts, work_queue.priority, work_queue.run_after, work_queue.created_at, work_queue.attempted_at, work_queue.finished_at, work_queue.locked_by, work_queue.locked_until, work_queue.errors, work_queue.failures, work_queue.unique_key, work_queue.n, work_queue.kind, UTC_TIMESTAMP(6) AS db_now
 FROM work_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(?, UTC_TIMESTAMP(6))
@@ -169,6 +170,7 @@ func (q *Queries) ClaimExpiredWork(ctx context.Context, arg ClaimExpiredWorkPara
 			&i.WorkRow.LockedBy,
 			&i.WorkRow.LockedUntil,
 			&i.WorkRow.Errors,
+			&i.WorkRow.Failures,
 			&i.WorkRow.UniqueKey,
 			&i.WorkRow.N,
 			&i.WorkRow.Kind,
@@ -278,6 +280,7 @@ func (q *Queries) DepthWork(ctx context.Context) (int64, error) {
 const DiscardWork = `-- name: DiscardWork :execrows
 UPDATE work_queue
 SET state = 'dead',
+    failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
     errors = JSON_ARRAY_APPEND(errors, '$', ?),
     finished_at = UTC_TIMESTAMP(6),
     locked_by = NULL,
@@ -291,8 +294,9 @@ type DiscardWorkParams struct {
 	Attempt int32
 }
 
-// DiscardWork makes a job dead at once with its error kept, whatever attempts
-// remain; fenced like CompleteWork.
+// DiscardWork makes a job dead at once with its error kept (and its time and
+// attempt, as in FailWork), whatever attempts remain; fenced like
+// CompleteWork.
 func (q *Queries) DiscardWork(ctx context.Context, arg DiscardWorkParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, DiscardWork, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -458,7 +462,8 @@ func (q *Queries) ExtendedWork(ctx context.Context, arg ExtendedWorkParams) ([]i
 
 const FailManyAtWork = `-- name: FailManyAtWork :execrows
 UPDATE work_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    CAST(JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".retry_at'))) AS DATETIME(6))),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -498,7 +503,8 @@ func (q *Queries) FailManyAtWork(ctx context.Context, arg FailManyAtWorkParams) 
 
 const FailManyWork = `-- name: FailManyWork :execrows
 UPDATE work_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', JSON_UNQUOTE(JSON_EXTRACT(?, CONCAT('$."', id, '".message')))),
     run_after = IF(attempt >= max_attempts, run_after,
                    UTC_TIMESTAMP(6) + INTERVAL CAST(JSON_EXTRACT(?, CONCAT('$."', id, '".delay_us')) AS SIGNED) MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
@@ -515,8 +521,8 @@ type FailManyWorkParams struct {
 }
 
 // FailManyWork fails, in one statement, the jobs HeldWork locked, each as
-// FailWork would, its message and retry delay read from @batch, a JSON object
-// keyed by job id.
+// FailWork would (its error's time and attempt included), its message and
+// retry delay read from @batch, a JSON object keyed by job id.
 func (q *Queries) FailManyWork(ctx context.Context, arg FailManyWorkParams) (int64, error) {
 	query := FailManyWork
 	var queryParams []interface{}
@@ -539,7 +545,8 @@ func (q *Queries) FailManyWork(ctx context.Context, arg FailManyWorkParams) (int
 
 const FailWork = `-- name: FailWork :execrows
 UPDATE work_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', ?),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', ?),
     run_after = IF(attempt >= max_attempts, run_after, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
@@ -556,9 +563,10 @@ type FailWorkParams struct {
 }
 
 // FailWork records a failed attempt, fenced like CompleteWork: the error is
-// kept, and the job is retried after @delay_us microseconds or, having used
-// its attempts, is dead. (MySQL assigns left to right: no assignment reads a
-// column an earlier one set.)
+// kept, with its time and attempt in failures (see the failure part), and the
+// job is retried after @delay_us microseconds or, having used its attempts,
+// is dead. (MySQL assigns left to right: no assignment reads a column an
+// earlier one set; failures reads errors before errors is set.)
 func (q *Queries) FailWork(ctx context.Context, arg FailWorkParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, FailWork,
 		arg.Message,
@@ -611,7 +619,7 @@ func (q *Queries) ForgetStaleNodesWork(ctx context.Context, olderThanUs interfac
 }
 
 const GetWork = `-- name: GetWork :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, n, kind FROM work_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, n, kind FROM work_queue
 WHERE id = ?
 `
 
@@ -632,6 +640,7 @@ func (q *Queries) GetWork(ctx context.Context, id int64) (WorkRow, error) {
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.N,
 		&i.Kind,
@@ -884,7 +893,8 @@ func (q *Queries) PushWork(ctx context.Context, arg PushWorkParams) (sql.Result,
 
 const ReapWork = `-- name: ReapWork :execrows
 UPDATE work_queue
-SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
+SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),
+    errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt'),
     finished_at = UTC_TIMESTAMP(6),
     state = 'dead',
     locked_by = NULL,
@@ -892,9 +902,10 @@ SET errors = JSON_ARRAY_APPEND(errors, '$', 'lease expired on the last attempt')
 WHERE id IN (/*SLICE:ids*/?)
 `
 
-// ReapWork makes dead the jobs DoomedWork locked, in the same transaction,
-// under the maintenance lock (LockMaintenanceWork); a worker finishing one of
-// them afterwards finds it gone (its fenced update changes nothing).
+// ReapWork makes dead the jobs DoomedWork locked (the error kept with its
+// time and attempt, as FailWork keeps them), in the same transaction, under
+// the maintenance lock (LockMaintenanceWork); a worker finishing one of them
+// afterwards finds it gone (its fenced update changes nothing).
 func (q *Queries) ReapWork(ctx context.Context, ids []int64) (int64, error) {
 	query := ReapWork
 	var queryParams []interface{}
@@ -915,7 +926,8 @@ func (q *Queries) ReapWork(ctx context.Context, ids []int64) (int64, error) {
 
 const ReleaseNodeWork = `-- name: ReleaseNodeWork :execrows
 UPDATE work_queue
-SET errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
+SET failures = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))), failures),
+    errors = IF(attempt >= max_attempts, JSON_ARRAY_APPEND(errors, '$', 'its node restarted during its last attempt'), errors),
     finished_at = IF(attempt >= max_attempts, UTC_TIMESTAMP(6), NULL),
     state = IF(attempt >= max_attempts, 'dead', 'available'),
     locked_by = NULL,
@@ -925,14 +937,15 @@ WHERE state = 'running' AND locked_by = ?
 
 // ReleaseNodeWork makes every job @node holds claimable again, for a node
 // restarting after a crash; the attempt counts, as the crash may have been
-// the job's doing, so a job that was on its last attempt is made dead instead
-// (as ReapWork would make it once its lease expired), and a job that kills
-// its worker cannot run again and again. It reads the running jobs through
-// the lease index (state leads it), so it reads no more rows than there are
-// jobs in flight; InnoDB locks each row such an UPDATE reads, so it may wait
-// a moment for a claim or a finishing worker that holds one of them, but it
-// changes only the rows @node still holds: a job claimed again meanwhile is
-// held by another node and is not touched.
+// the job's doing, so a job that was on its last attempt is made dead
+// instead, its error recorded with its time and attempt as FailWork records
+// them (as ReapWork would make it once its lease expired), and a job that
+// kills its worker cannot run again and again. It reads the running jobs
+// through the lease index (state leads it), so it reads no more rows than
+// there are jobs in flight; InnoDB locks each row such an UPDATE reads, so it
+// may wait a moment for a claim or a finishing worker that holds one of them,
+// but it changes only the rows @node still holds: a job claimed again
+// meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeWork(ctx context.Context, node *string) (int64, error) {
 	result, err := q.db.ExecContext(ctx, ReleaseNodeWork, node)
 	if err != nil {

@@ -53,6 +53,7 @@ CREATE TABLE bench_queue (
     locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
     locked_until DATETIME(6),                              -- lease mode: when the lease expires
     errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
     recipient    TEXT                  NOT NULL,
     n            INT                   NOT NULL,
@@ -85,6 +86,7 @@ CREATE TABLE bench_kept_queue (
     locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
     locked_until DATETIME(6),                              -- lease mode: when the lease expires
     errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
     unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
     recipient    TEXT                  NOT NULL,
     n            INT                   NOT NULL,

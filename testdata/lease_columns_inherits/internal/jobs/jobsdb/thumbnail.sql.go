@@ -87,7 +87,7 @@ SET state = 'running',
     locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
 FROM picked
 WHERE job.id = picked.id
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.unique_key, job.tenant_id, job.region, job.image_id, job.sizes
+RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant_id, job.region, job.image_id, job.sizes
 `
 
 type ClaimThumbnailParams struct {
@@ -131,6 +131,7 @@ func (q *Queries) ClaimThumbnail(ctx context.Context, arg ClaimThumbnailParams) 
 			&i.LockedBy,
 			&i.LockedUntil,
 			&i.Errors,
+			&i.Failures,
 			&i.UniqueKey,
 			&i.TenantID,
 			&i.Region,
@@ -264,6 +265,7 @@ const discardThumbnail = `-- name: DiscardThumbnail :execrows
 UPDATE thumbnail_queue
 SET state = 'dead',
     errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -276,8 +278,9 @@ type DiscardThumbnailParams struct {
 	Attempt int32
 }
 
-// DiscardThumbnail makes a job dead at once with its error kept, whatever
-// attempts remain; fenced like CompleteThumbnail.
+// DiscardThumbnail makes a job dead at once with its error kept (and its time
+// and attempt, as in FailThumbnail), whatever attempts remain; fenced like
+// CompleteThumbnail.
 func (q *Queries) DiscardThumbnail(ctx context.Context, arg DiscardThumbnailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, discardThumbnail, arg.Message, arg.ID, arg.Attempt)
 	if err != nil {
@@ -351,6 +354,7 @@ func (q *Queries) ExtendThumbnail(ctx context.Context, arg ExtendThumbnailParams
 const failManyAtThumbnail = `-- name: FailManyAtThumbnail :many
 UPDATE thumbnail_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
@@ -406,6 +410,7 @@ func (q *Queries) FailManyAtThumbnail(ctx context.Context, arg FailManyAtThumbna
 const failManyThumbnail = `-- name: FailManyThumbnail :many
 UPDATE thumbnail_queue AS job
 SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
                      ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
@@ -434,7 +439,8 @@ type FailManyThumbnailRow struct {
 // FailThumbnail and retried after its own delay, and returns the ids it
 // changed with their new state. Rows are found by primary key and their
 // message and delay read from the parallel arrays, as in
-// CompleteManyThumbnail.
+// CompleteManyThumbnail; each error's time and attempt go to failures in the
+// same row update, as in FailThumbnail.
 func (q *Queries) FailManyThumbnail(ctx context.Context, arg FailManyThumbnailParams) ([]FailManyThumbnailRow, error) {
 	rows, err := q.db.Query(ctx, failManyThumbnail,
 		arg.Messages,
@@ -463,6 +469,7 @@ func (q *Queries) FailManyThumbnail(ctx context.Context, arg FailManyThumbnailPa
 const failThumbnail = `-- name: FailThumbnail :one
 UPDATE thumbnail_queue
 SET errors = array_append(errors, $1::text),
+    failures = coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))),
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN attempt >= max_attempts THEN run_after ELSE now() + $2::interval END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
@@ -480,8 +487,9 @@ type FailThumbnailParams struct {
 }
 
 // FailThumbnail records a failed attempt, fenced like CompleteThumbnail: the
-// error is kept, and the job is retried after @retry_delay or, having used
-// its attempts, is dead.
+// error is kept, with its time and attempt in failures (see the failure
+// part), and the job is retried after @retry_delay or, having used its
+// attempts, is dead.
 func (q *Queries) FailThumbnail(ctx context.Context, arg FailThumbnailParams) (string, error) {
 	row := q.db.QueryRow(ctx, failThumbnail,
 		arg.Message,
@@ -533,7 +541,7 @@ func (q *Queries) ForgetStaleNodesThumbnail(ctx context.Context, olderThanUs int
 }
 
 const getThumbnail = `-- name: GetThumbnail :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, unique_key, tenant_id, region, image_id, sizes FROM thumbnail_queue
+SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, tenant_id, region, image_id, sizes FROM thumbnail_queue
 WHERE id = $1
 `
 
@@ -554,6 +562,7 @@ func (q *Queries) GetThumbnail(ctx context.Context, id int64) (ThumbnailRow, err
 		&i.LockedBy,
 		&i.LockedUntil,
 		&i.Errors,
+		&i.Failures,
 		&i.UniqueKey,
 		&i.TenantID,
 		&i.Region,
@@ -667,6 +676,7 @@ WITH doomed AS (
 UPDATE thumbnail_queue AS job
 SET state = 'dead',
     errors = array_append(job.errors, 'lease expired on the last attempt'),
+    failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     finished_at = now(),
     locked_by = NULL,
     locked_until = NULL
@@ -675,10 +685,11 @@ WHERE job.id = doomed.id
 `
 
 // ReapThumbnail makes dead up to @max running jobs whose lease expired on
-// their last attempt, which claims no longer take. The batch is bounded and
-// SKIP LOCKED, so it neither waits on a worker finishing one of them (whose
-// fenced update then finds it gone) nor holds a long transaction. It first
-// takes the queue's maintenance lock for the statement's transaction
+// their last attempt (the error kept with its time and attempt, as
+// FailThumbnail keeps them), which claims no longer take. The batch is
+// bounded and SKIP LOCKED, so it neither waits on a worker finishing one of
+// them (whose fenced update then finds it gone) nor holds a long transaction.
+// It first takes the queue's maintenance lock for the statement's transaction
 // (pg_try_advisory_xact_lock, evaluated once): while another node's batch
 // holds it, this one does nothing, so one node at a time maintains the queue,
 // and the lock ends with the statement, also behind a transaction-mode
@@ -694,6 +705,7 @@ func (q *Queries) ReapThumbnail(ctx context.Context, max int32) (int64, error) {
 const releaseNodeThumbnail = `-- name: ReleaseNodeThumbnail :execrows
 UPDATE thumbnail_queue
 SET errors = CASE WHEN attempt >= max_attempts THEN array_append(errors, 'its node restarted during its last attempt') ELSE errors END,
+    failures = CASE WHEN attempt >= max_attempts THEN coalesce(failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) ELSE failures END,
     state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'available' END,
     finished_at = CASE WHEN attempt >= max_attempts THEN now() END,
     locked_by = NULL,
@@ -704,10 +716,11 @@ WHERE locked_until IS NOT NULL AND state = 'running' AND locked_by = $1::text
 // ReleaseNodeThumbnail makes every job @node holds claimable again, for a
 // node restarting after a crash; the attempt counts, as the crash may have
 // been the job's doing, so a job that was on its last attempt is made dead
-// instead (as ReapThumbnail would make it once its lease expired), and a job
-// that kills its worker cannot run again and again. It reads the leased jobs
-// through the lease index (locked_until IS NOT NULL is its predicate), so it
-// reads no more rows than there are jobs in flight; a job claimed again
+// instead, its error recorded with its time and attempt as FailThumbnail
+// records them (as ReapThumbnail would make it once its lease expired), and a
+// job that kills its worker cannot run again and again. It reads the leased
+// jobs through the lease index (locked_until IS NOT NULL is its predicate),
+// so it reads no more rows than there are jobs in flight; a job claimed again
 // meanwhile is held by another node and is not touched.
 func (q *Queries) ReleaseNodeThumbnail(ctx context.Context, node string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseNodeThumbnail, node)
