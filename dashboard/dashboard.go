@@ -303,6 +303,7 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET "+p+"/fragments/queues", h.overviewTable)
 	m.HandleFunc("GET "+p+"/throughput/{queue}", h.throughput)
 	m.HandleFunc("GET "+p+"/periodic", h.periodic)
+	m.HandleFunc("GET "+p+"/nodes", h.nodes)
 	m.HandleFunc("GET "+p+"/find", h.find)
 	m.HandleFunc("GET "+p+"/queues/{queue}", h.jobs)
 	m.HandleFunc("GET "+p+"/queues/{queue}/jobs/{id}", h.job)

@@ -92,6 +92,7 @@ var funcs = template.FuncMap{
 	},
 	"add":     func(a, b int) int { return a + b },
 	"ago":     func(t any) template.HTML { return ago(t, time.Now()) },
+	"agoAt":   ago,
 	"past":    func(t *time.Time) bool { return t != nil && t.Before(time.Now()) },
 	"preview": preview,
 	"danger":  func(a ops.Action) bool { return a != ops.Retry },
@@ -941,4 +942,30 @@ func (h *Handler) periodic(w http.ResponseWriter, r *http.Request) {
 type periodicData struct {
 	Rows     []periodicRow
 	HaveSpec bool
+}
+
+// nodes is the Nodes page: the worker nodes of every queue, their last
+// heartbeats, and the leases of the nodes that stopped heartbeating. Times
+// are relative to the database's clock, which the heartbeats are too. A
+// database whose nodes table is missing (its migration not applied) gets
+// the page with the reason, so the rest of the dashboard stays usable.
+func (h *Handler) nodes(w http.ResponseWriter, r *http.Request) {
+	d := nodesData{Beats: ops.StaleBeats}
+	rep, err := h.conn.Nodes(r.Context())
+	switch {
+	case errors.Is(err, ops.ErrNoNodesTable):
+		d.Problem = err.Error()
+	case err != nil:
+		h.problem(w, r, http.StatusBadGateway, err)
+		return
+	default:
+		d.Report = rep
+	}
+	h.render(w, r, http.StatusOK, "nodes", "Nodes", d)
+}
+
+type nodesData struct {
+	Report  *ops.NodeReport
+	Problem string
+	Beats   int
 }

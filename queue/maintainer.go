@@ -9,7 +9,10 @@ import (
 
 // Maintained is a queue a Maintainer looks after: any generated accessor.
 // A Maintainer purges the queues that have a Purge method (those whose spec
-// sets a retention) and reaps those that have a Reap method (lease mode).
+// sets a retention), reaps those that have a Reap method (lease mode), and
+// deletes the rows of nodes silent past ForgetNodesAfter of those that have
+// a ForgetStaleNodes method (every accessor generated since the nodes
+// table).
 type Maintained interface {
 	QueueName() string
 }
@@ -26,6 +29,13 @@ type reaper interface {
 	Reap(ctx context.Context, max int) (int64, error)
 }
 
+// nodeForgetter is the accessor's ForgetStaleNodes, which accessors
+// generated since the nodes table have: it deletes the rows of nodes
+// whose last heartbeat is older than d.
+type nodeForgetter interface {
+	ForgetStaleNodes(ctx context.Context, d time.Duration) (int64, error)
+}
+
 // Maintainer keeps queues tidy: it deletes finished jobs past their
 // retention in bounded batches, and (lease mode) makes dead the jobs whose
 // lease expired on their last attempt. Any number of processes may run
@@ -38,6 +48,7 @@ type Maintainer struct {
 	interval time.Duration
 	batch    int
 	maxPass  int
+	forget   time.Duration
 	logger   *slog.Logger
 	bad      error // the first bad option: Run and RunOnce return it
 }
@@ -77,6 +88,20 @@ func PurgeBatch(size, batchesPerPass int) MaintainerOption {
 	})
 }
 
+// ForgetNodesAfter sets how long after its last heartbeat a node's row is
+// deleted from queuegen's nodes table (default 1 hour): a node killed
+// without stopping gracefully shows as stale on the dashboard and in
+// `queuegen nodes`, with its leases, until then. It must be positive.
+func ForgetNodesAfter(d time.Duration) MaintainerOption {
+	return maintainerOption(func(m *Maintainer) error {
+		if err := positive("ForgetNodesAfter", d); err != nil {
+			return err
+		}
+		m.forget = d
+		return nil
+	})
+}
+
 // MaintainerLogger sets the logger (default slog.Default()); it must not
 // be nil.
 func MaintainerLogger(l *slog.Logger) MaintainerOption {
@@ -91,7 +116,7 @@ func MaintainerLogger(l *slog.Logger) MaintainerOption {
 
 // NewMaintainer returns a maintainer of queues (generated accessors).
 func NewMaintainer(queues []Maintained, opts ...MaintainerOption) *Maintainer {
-	m := &Maintainer{queues: queues, interval: time.Minute, batch: 1000, maxPass: 100, logger: slog.Default()}
+	m := &Maintainer{queues: queues, interval: time.Minute, batch: 1000, maxPass: 100, forget: time.Hour, logger: slog.Default()}
 	for _, o := range opts {
 		if o == nil {
 			m.bad = badOption("MaintainerOption", nil, "must not be nil")
@@ -113,6 +138,9 @@ type MaintenanceReport struct {
 	// Reaped is how many jobs whose lease expired on their last attempt
 	// were made dead.
 	Reaped int64
+	// ForgottenNodes is how many rows of nodes silent past
+	// ForgetNodesAfter were deleted.
+	ForgottenNodes int64
 }
 
 // Run runs a pass every interval until ctx is cancelled.
@@ -162,8 +190,13 @@ func (m *Maintainer) maintain(ctx context.Context, q Maintained) (MaintenanceRep
 			return r, err
 		}
 	}
-	if r.Purged > 0 || r.Reaped > 0 {
-		m.logger.Info("queue maintenance", "queue", r.Queue, "purged", r.Purged, "reaped", r.Reaped)
+	if fq, ok := q.(nodeForgetter); ok {
+		if r.ForgottenNodes, err = fq.ForgetStaleNodes(ctx, m.forget); err != nil {
+			return r, err
+		}
+	}
+	if r.Purged > 0 || r.Reaped > 0 || r.ForgottenNodes > 0 {
+		m.logger.Info("queue maintenance", "queue", r.Queue, "purged", r.Purged, "reaped", r.Reaped, "forgotten_nodes", r.ForgottenNodes)
 	}
 	return r, nil
 }

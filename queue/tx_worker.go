@@ -95,6 +95,7 @@ func (w *TxWorker[P, Tx]) Run(ctx context.Context) error {
 		defer l.Subscribe(w.q.NotifyChannel(), w.wake)()
 	}
 	defer wake.Subscribe(w.name, w.wake)() // pushes made in this process
+	node := startNodeBeat(ctx, w.q, w.name, w.cfg, func() int { return int(w.running.Load()) }, w.cfg.logger.With("queue", w.name, "node", w.cfg.node))
 	jobsCtx, cancelJobs := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelJobs(nil)
 	var wg sync.WaitGroup
@@ -110,20 +111,24 @@ func (w *TxWorker[P, Tx]) Run(ctx context.Context) error {
 	deadline := time.Now().Add(w.cfg.shutdownTimeout)
 	select {
 	case <-finished:
+		node.end(ctx, true)
 		return nil
 	case <-time.After(time.Until(deadline) * 3 / 4):
 	}
 	cancelJobs(errShutdown)
 	select {
 	case <-finished:
+		node.end(ctx, true)
 		return nil
 	case <-time.After(time.Until(deadline)):
 		running := int(w.running.Load())
 		if running == 0 {
 			// The last handler returned as the time ran out: nothing is
 			// left behind (a ShutdownError would report nothing).
+			node.end(ctx, true)
 			return nil
 		}
+		node.end(ctx, false)
 		err := &ShutdownError{Queue: w.name, Running: running}
 		w.cfg.logger.Error("shutdown left work behind", "queue", w.name, "err", err)
 		return err

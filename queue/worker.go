@@ -166,6 +166,9 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 	if w.cfg.stableNode && !w.releaseNode(ctx, log) {
 		return nil // shut down before it started: nothing was claimed
 	}
+	// The node's row outlives ctx, as the heartbeat of leases does: the
+	// node is alive until its shutdown ends.
+	node := startNodeBeat(ctx, w.q, w.name, w.cfg, w.runningCount, log)
 
 	// Handlers and the completer outlive ctx: they get their own contexts,
 	// ended by the shutdown sequence below.
@@ -243,10 +246,12 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 		out = <-completerDone
 	}
 	if running > 0 || out.unwritten > 0 {
+		node.end(ctx, false)
 		err := &ShutdownError{Queue: w.name, Running: running, Unwritten: out.unwritten, Err: out.err}
 		log.Error("shutdown left work behind", "err", err)
 		return err
 	}
+	node.end(ctx, true)
 	return nil
 }
 

@@ -36,6 +36,7 @@ type workerConfig struct {
 	jobTimeout      time.Duration
 	isolation       Isolation
 	statsInterval   time.Duration
+	nodeHeartbeat   time.Duration
 	logger          *slog.Logger
 	hooks           Hooks
 	listener        Listener
@@ -65,6 +66,7 @@ func newWorkerConfig(opts []WorkerOption, concurrency int) (workerConfig, error)
 		flushSize:       200,
 		shutdownTimeout: 30 * time.Second,
 		statsInterval:   10 * time.Second,
+		nodeHeartbeat:   defaultNodeHeartbeat,
 		logger:          slog.Default(),
 	}
 	var err error
@@ -235,6 +237,17 @@ func TxIsolation(level Isolation) WorkerOption {
 // StatsInterval is how often Hooks.Depth is fed (default 10s).
 func StatsInterval(d time.Duration) WorkerOption {
 	return durationOption("StatsInterval", positive, d, func(c *workerConfig) { c.statsInterval = d })
+}
+
+// NodeHeartbeat is how often the worker records its node in queuegen's
+// nodes table (default 5s): its node id, concurrency, running handlers,
+// host and process, and a heartbeat time from the database's clock. A node
+// whose last heartbeat is three intervals old is shown as stale by the
+// dashboard and `queuegen nodes`, with the leases it still holds. A failed
+// heartbeat is logged and tried again at the next; it never stops the
+// worker. It must be positive.
+func NodeHeartbeat(d time.Duration) WorkerOption {
+	return durationOption("NodeHeartbeat", positive, d, func(c *workerConfig) { c.nodeHeartbeat = d })
 }
 
 // Logger sets the worker's logger (default slog.Default()).

@@ -23,3 +23,12 @@ var Periodic string
 
 // PeriodicTable is the periodic-ticks table's name as written in Periodic.
 const PeriodicTable = "queuegen_periodic"
+
+// Nodes is the DDL of the nodes table, queuegen_nodes: the worker
+// processes of each queue and their heartbeats.
+//
+//go:embed queuegen_nodes.sql
+var Nodes string
+
+// NodesTable is the nodes table's name as written in Nodes.
+const NodesTable = "queuegen_nodes"

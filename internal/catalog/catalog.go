@@ -28,6 +28,10 @@ type Catalog struct {
 	// Periodic is the periodic-ticks table; nil when no queue has
 	// periodic jobs.
 	Periodic *Table
+	// Nodes is the table of worker processes (nodes) and their
+	// heartbeats; nil in the state of migrations emitted before it
+	// existed.
+	Nodes *Table
 	// Functions are the functions the migrations create (the notify
 	// trigger function), by name.
 	Functions []string
@@ -216,7 +220,7 @@ func (t *Table) Clone() *Table {
 // Tables lists every table of the catalog in creation order.
 func (c *Catalog) Tables() []*Table {
 	var out []*Table
-	for _, t := range []*Table{c.Registry, c.Periodic, c.Base} {
+	for _, t := range []*Table{c.Registry, c.Nodes, c.Periodic, c.Base} {
 		if t != nil {
 			out = append(out, t)
 		}

@@ -95,6 +95,8 @@ The migrations' history is kept in the spec's version table
 				summary: "make unfinished jobs dead"},
 			{name: "purge", args: "--queue Q (--id N | --state S) [--yes]", run: runAction(actionPurge),
 				summary: "delete jobs"},
+			{name: "nodes", args: "", run: runNodes,
+				summary: "the worker nodes of every queue with their last heartbeat, stale ones marked, and the jobs leased to nodes that stopped"},
 			{name: "pause", args: "--queue Q", run: runPause(true),
 				summary: "stop every worker of a queue from claiming, until resume"},
 			{name: "resume", args: "--queue Q", run: runPause(false),
@@ -102,7 +104,7 @@ The migrations' history is kept in the spec's version table
 		}},
 		{"Watching", []*command{
 			{name: "ui", args: "[--db URL] [-f queuegen.yaml] [--addr 127.0.0.1:8080] [--auth basic|token] [--read-only]", run: runUI,
-				summary: "serve the web dashboard: queues, jobs, periodic jobs, and the operations above",
+				summary: "serve the web dashboard: queues, jobs, periodic jobs, nodes, and the operations above",
 				help: `It listens on loopback unless --addr says otherwise, and any other address
 requires --auth: basic reads the user and password from $QUEUEGEN_UI_USER and
 $QUEUEGEN_UI_PASSWORD; token reads $QUEUEGEN_UI_TOKEN (sent as a bearer token, or

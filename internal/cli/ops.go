@@ -550,3 +550,77 @@ func runPause(paused bool) func(*invocation) error {
 		return nil
 	}
 }
+
+// runNodes prints the nodes table, each node's leases, and the jobs
+// leased to nodes that stopped heartbeating (stale) or never recorded
+// themselves.
+func runNodes(c *invocation) error {
+	o := newOpsFlags(c, false)
+	ctx := context.Background()
+	conn, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	r, err := conn.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	if *o.json {
+		return c.printJSON(r)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tQUEUE\tMODE\tHOST\tPID\tCONCURRENCY\tRUNNING\tLEASES\tSTARTED\tLAST HEARTBEAT\tSTATUS\t")
+	for _, n := range r.Nodes {
+		status := "alive"
+		if n.Stale {
+			status = fmt.Sprintf("STALE (no heartbeat for over %s)", n.StaleAfter())
+		}
+		held := "-"
+		if n.Mode == "lease" {
+			held = strconv.FormatInt(n.Held, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s ago\t%s ago (every %s)\t%s\t\n", n.Node, n.Queue, n.Mode, n.Host, n.PID, n.Concurrency, n.Running, held,
+			r.Now.Sub(n.StartedAt).Round(time.Second), beatAge(r.Now.Sub(n.HeartbeatAt)), n.Every, status)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Nodes) == 0 {
+		fmt.Fprintln(c.stdout, "(no worker has recorded its node)")
+	}
+	if len(r.Leases) == 0 {
+		fmt.Fprintln(c.stdout, "\nNo job is leased to a node that stopped.")
+		return nil
+	}
+	fmt.Fprintf(c.stdout, "\n%d job(s) leased to nodes that stopped (stale, or with no node row); each comes back when its lease expires:\n", r.LeasesTotal)
+	tw = tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tID\tNODE\tATTEMPT\tLEASE\t")
+	for _, l := range r.Leases {
+		node := l.Node + " (stale)"
+		if !l.Known {
+			node = l.Node + " (no node row)"
+		}
+		lease := "expires in " + l.LockedUntil.Sub(r.Now).Round(time.Second).String()
+		if l.Expired {
+			lease = "expired " + r.Now.Sub(l.LockedUntil).Round(time.Second).String() + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t\n", l.Queue, l.ID, node, l.Attempt, lease)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if int64(len(r.Leases)) < r.LeasesTotal {
+		fmt.Fprintf(c.stdout, "(the first %d listed)\n", len(r.Leases))
+	}
+	return nil
+}
+
+// beatAge is a heartbeat's age: to the millisecond within a minute, where
+// a beat interval lives, and to the second past it.
+func beatAge(d time.Duration) time.Duration {
+	if d < time.Minute {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
+}

@@ -599,3 +599,47 @@ func TestOperationsGiveUpOnHeldLocks(t *testing.T) {
 		}
 	})
 }
+
+// TestNodesCommand: on each engine, the seeded job leased to node-1, which
+// has no row in the nodes table, is listed as leased to a node that
+// stopped, in the table and in --json; a node recorded by a heartbeat
+// shows with its queue and status. It catches a command that lists no
+// orphaned lease, or counts a live node's as one.
+func TestNodesCommand(t *testing.T) {
+	eachOpsEngine(t, func(t *testing.T, d *opsDB) {
+		now := "now()"
+		if d.engine == dburl.MySQL {
+			now = "UTC_TIMESTAMP(6)"
+		}
+		d.exec(t, `INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES ('node-2', 'email', 4, 0, 'h1', 42, `+now+`, `+now+`, 60000)`)
+		code, out, errs := run(t, "nodes", "--db", d.url)
+		if code != 0 {
+			t.Fatalf("nodes = %d: %s", code, errs)
+		}
+		if !regexp.MustCompile(`(?m)^node-2\s+email\s+lease\s+h1\s+42\s+4\s+0\s+0\s+.*alive`).MatchString(out) ||
+			!regexp.MustCompile(`(?m)^email\s+\d+\s+node-1 \(no node row\)\s+1\s+expires in`).MatchString(out) {
+			t.Errorf("nodes:\n%s", out)
+		}
+		code, out, _ = run(t, "nodes", "--db", d.url, "--json")
+		var r struct {
+			Nodes []struct {
+				Node  string `json:"node"`
+				Stale bool   `json:"stale"`
+				MS    int64  `json:"heartbeat_ms"`
+			} `json:"nodes"`
+			Leases []struct {
+				Node  string `json:"node"`
+				Known bool   `json:"known_node"`
+			} `json:"leases"`
+			Total int64 `json:"leases_total"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
+			t.Fatalf("nodes --json = %d, %v:\n%s", code, err, out)
+		}
+		if len(r.Nodes) != 1 || r.Nodes[0].Node != "node-2" || r.Nodes[0].Stale || r.Nodes[0].MS != 60000 ||
+			len(r.Leases) != 1 || r.Leases[0].Node != "node-1" || r.Leases[0].Known || r.Total != 1 {
+			t.Errorf("nodes --json:\n%s", out)
+		}
+	})
+}

@@ -61,6 +61,8 @@ type Engine interface {
 	Registry() *catalog.Table
 	// Periodic is the periodic-ticks table.
 	Periodic() *catalog.Table
+	// Nodes is the table of worker processes and their heartbeats.
+	Nodes() *catalog.Table
 	// NotifyFunction names the trigger function that wakes workers on
 	// push, or "" when the engine has no notifications.
 	NotifyFunction() string

@@ -185,6 +185,9 @@ func (d *differ) diff() {
 		}
 		d.createTable(d.now.Registry, "the queue registry")
 	}
+	if d.now.Nodes != nil && d.old.Nodes == nil {
+		d.createTable(d.now.Nodes, "worker nodes and their heartbeats")
+	}
 	if d.now.Periodic != nil && d.old.Periodic == nil {
 		d.createTable(d.now.Periodic, "periodic jobs")
 	}

@@ -40,6 +40,9 @@ type State struct {
 	// PeriodicTable is true when the migrations create the periodic-ticks
 	// table.
 	PeriodicTable bool `yaml:"periodic_table,omitempty"`
+	// NodesTable is true when the migrations create the nodes table
+	// (every migration set since it was introduced).
+	NodesTable bool `yaml:"nodes_table,omitempty"`
 	// Functions are the functions the migrations create.
 	Functions []string `yaml:"functions,omitempty"`
 	// Base is the INHERITS parent, or nil.
@@ -106,7 +109,7 @@ func (s *State) EngineName() string {
 
 // stateOf records a catalog (without migrations).
 func stateOf(c *catalog.Catalog, engineName string) *State {
-	s := &State{Schema: c.Schema, PeriodicTable: c.Periodic != nil, Functions: c.Functions, Base: c.Base, Queues: c.Queues}
+	s := &State{Schema: c.Schema, PeriodicTable: c.Periodic != nil, NodesTable: c.Nodes != nil, Functions: c.Functions, Base: c.Base, Queues: c.Queues}
 	if engineName != spec.DefaultEngine {
 		s.Engine = engineName
 	}
@@ -123,6 +126,9 @@ func (s *State) catalogOf(eng engine.Engine) *catalog.Catalog {
 	}
 	if s.PeriodicTable {
 		c.Periodic = eng.Periodic()
+	}
+	if s.NodesTable {
+		c.Nodes = eng.Nodes()
 	}
 	return c
 }

@@ -33,7 +33,7 @@ func (m *Model) checkClashes(s *spec.Spec) spec.Errors {
 	for _, t := range []struct {
 		t    *catalog.Table
 		what string
-	}{{m.Engine.Registry(), "queuegen's queue registry"}, {m.Engine.Periodic(), "queuegen's periodic-ticks table"}} {
+	}{{m.Engine.Registry(), "queuegen's queue registry"}, {m.Engine.Periodic(), "queuegen's periodic-ticks table"}, {m.Engine.Nodes(), "queuegen's nodes table"}} {
 		add(t.t, t.what)
 		own[t.t.Name] = t.what
 	}

@@ -55,6 +55,8 @@ type Model struct {
 	// names as written in SQL; Periodic is "" when no queue has periodic
 	// jobs.
 	Registry, Periodic string
+	// Nodes is the nodes table's name as written in SQL.
+	Nodes string
 	// Queues in spec order.
 	Queues []*Queue
 	// Renames map sqlc's names of the tables to the Go names of their row
@@ -69,7 +71,7 @@ type Rename struct {
 
 // reservedGoNames are the package-level names queuegen's generated code
 // (and sqlc's) declares whatever the queues are.
-var reservedGoNames = []string{"BaseRow", "QueueRegistryRow", "PeriodicTickRow", "Queries", "New", "DBTX", "DB", "MigrationsTable"}
+var reservedGoNames = []string{"BaseRow", "QueueRegistryRow", "PeriodicTickRow", "NodeRow", "Queries", "New", "DBTX", "DB", "MigrationsTable"}
 
 // importPath is the generated package's import path: package.import_path,
 // else derived from the go.mod above package.dir.
@@ -120,6 +122,9 @@ func Build(s *spec.Spec) (*Model, error) {
 	m.Registry = eng.Qualify(m.Schema, c.Registry.Name)
 	m.MigrationsTable = eng.Qualify(m.Schema, s.MigrationsTable)
 	m.Renames = append(m.Renames, Rename{m.Schema, c.Registry.Name, "QueueRegistryRow"})
+	c.Nodes = eng.Nodes()
+	m.Nodes = eng.Qualify(m.Schema, c.Nodes.Name)
+	m.Renames = append(m.Renames, Rename{m.Schema, c.Nodes.Name, "NodeRow"})
 
 	var extra []*catalog.Column
 	for _, col := range s.Base.Columns {

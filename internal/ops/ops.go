@@ -137,6 +137,12 @@ type backend interface {
 	// deadlock), after which the transaction may simply run again.
 	retryable(err error) bool
 	setPaused(ctx context.Context, q Queue, paused bool) error
+	// nodes reads the nodes table (ErrNoNodesTable when it is missing).
+	nodes(ctx context.Context) ([]Node, error)
+	// leasesByNode counts q's leased jobs by node id (lease mode).
+	leasesByNode(ctx context.Context, q Queue) (map[string]int64, error)
+	// leasesOf lists up to limit of the jobs of q leased to nodes, by id.
+	leasesOf(ctx context.Context, q Queue, nodes []string, limit int) ([]Lease, error)
 }
 
 // Queue is a registered queue.

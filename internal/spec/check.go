@@ -30,7 +30,7 @@ func (p *parser) crossChecks(n *yaml.Node, s *Spec) {
 	names := map[string]*Queue{}
 	goNames := map[string]*Queue{}
 	tables := map[string]string{s.Base.Table: "the base table", s.MigrationsTable: "the migrations' version table (migrations_table)",
-		"queuegen_queues": "queuegen's queue registry", "queuegen_periodic": "queuegen's periodic-ticks table"}
+		"queuegen_queues": "queuegen's queue registry", "queuegen_periodic": "queuegen's periodic-ticks table", "queuegen_nodes": "queuegen's nodes table"}
 	for _, q := range s.Queues {
 		key := "queues[" + q.Name + "]"
 		if prev := names[q.Name]; prev != nil {

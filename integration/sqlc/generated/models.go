@@ -8,6 +8,18 @@ import (
 	"time"
 )
 
+type QueuegenNode struct {
+	Node        string
+	Queue       string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+	HeartbeatMs int32
+}
+
 type QueuegenPeriodic struct {
 	Queue    string
 	Name     string

@@ -9,6 +9,7 @@ import (
 const (
 	RegistryTable = "queuegen_queues"
 	PeriodicTable = "queuegen_periodic"
+	NodesTable    = "queuegen_nodes"
 )
 
 // States is the type of a job's state column: an ENUM holds one of the four
@@ -50,6 +51,29 @@ func (Engine) Periodic() *catalog.Table {
 			{Name: "last_tick", Type: "DATETIME(6)", NotNull: true},
 		},
 		Indexes: []*catalog.Index{{Name: "PRIMARY", Primary: true, Columns: []string{"queue", "name"}}},
+	}
+}
+
+// Nodes is queuegen_nodes. Times are UTC, like every time here.
+func (Engine) Nodes() *catalog.Table {
+	return &catalog.Table{
+		Name: NodesTable,
+		Comment: engine.Comment(NodesTable + " records the worker processes (nodes) of each queue: one row per node and queue, " +
+			"written by the worker when it starts and on each node heartbeat, deleted when it stops " +
+			"gracefully. A row whose heartbeat is older than a few of its intervals is a node that " +
+			"died: the jobs its node id still leases come back when their leases expire."),
+		Columns: []*catalog.Column{
+			{Name: "node", Type: "VARCHAR(255)", NotNull: true},
+			{Name: "queue", Type: "VARCHAR(255)", NotNull: true},
+			{Name: "concurrency", Type: "INT", NotNull: true},
+			{Name: "running", Type: "INT", NotNull: true},
+			{Name: "host", Type: "VARCHAR(255)", NotNull: true},
+			{Name: "pid", Type: "INT", NotNull: true},
+			{Name: "started_at", Type: "DATETIME(6)", NotNull: true},
+			{Name: "heartbeat_at", Type: "DATETIME(6)", NotNull: true},
+			{Name: "heartbeat_ms", Type: "INT", NotNull: true},
+		},
+		Indexes: []*catalog.Index{{Name: "PRIMARY", Primary: true, Columns: []string{"node", "queue"}}},
 	}
 }
 

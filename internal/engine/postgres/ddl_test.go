@@ -36,7 +36,7 @@ func TestWidens(t *testing.T) {
 	}
 }
 
-// TestOwnTablesMatchSchema: the registry and periodic tables the DDL
+// TestOwnTablesMatchSchema: the registry, periodic and nodes tables the DDL
 // builder writes into migrations are exactly what schema/ declares for
 // queuegen's own sqlc queries, so the two cannot drift apart.
 func TestOwnTablesMatchSchema(t *testing.T) {
@@ -44,6 +44,7 @@ func TestOwnTablesMatchSchema(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{d.CreateTable(Engine{}.Registry()), schema.Registry},
 		{d.CreateTable(Engine{}.Periodic()), schema.Periodic},
+		{d.CreateTable(Engine{}.Nodes()), schema.Nodes},
 	} {
 		if strings.TrimSpace(c.got) != strings.TrimSpace(c.want) {
 			t.Errorf("DDL builder writes\n%s\nbut schema/ declares\n%s", c.got, c.want)

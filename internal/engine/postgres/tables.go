@@ -10,6 +10,7 @@ import (
 const (
 	RegistryTable  = "queuegen_queues"
 	PeriodicTable  = "queuegen_periodic"
+	NodesTable     = "queuegen_nodes"
 	NotifyFunction = "queuegen_notify"
 )
 
@@ -50,6 +51,30 @@ func (Engine) Periodic() *catalog.Table {
 			{Name: "last_tick", Type: "timestamptz", NotNull: true},
 		},
 		Indexes: []*catalog.Index{{Name: PeriodicTable + "_pkey", Primary: true, Columns: []string{"queue", "name"}}},
+	}
+}
+
+// Nodes is queuegen_nodes. Its DDL must stay what schema/queuegen_nodes.sql
+// declares for sqlc.
+func (Engine) Nodes() *catalog.Table {
+	return &catalog.Table{
+		Name: NodesTable,
+		Comment: engine.Comment(NodesTable + " records the worker processes (nodes) of each queue: one row per node and queue, " +
+			"written by the worker when it starts and on each node heartbeat, deleted when it stops " +
+			"gracefully. A row whose heartbeat is older than a few of its intervals is a node that " +
+			"died: the jobs its node id still leases come back when their leases expire."),
+		Columns: []*catalog.Column{
+			{Name: "node", Type: "text", NotNull: true},
+			{Name: "queue", Type: "text", NotNull: true},
+			{Name: "concurrency", Type: "integer", NotNull: true},
+			{Name: "running", Type: "integer", NotNull: true},
+			{Name: "host", Type: "text", NotNull: true},
+			{Name: "pid", Type: "integer", NotNull: true},
+			{Name: "started_at", Type: "timestamptz", NotNull: true},
+			{Name: "heartbeat_at", Type: "timestamptz", NotNull: true},
+			{Name: "heartbeat_ms", Type: "integer", NotNull: true},
+		},
+		Indexes: []*catalog.Index{{Name: NodesTable + "_pkey", Primary: true, Columns: []string{"node", "queue"}}},
 	}
 }
 

@@ -36,6 +36,13 @@ var params = map[string]gocode.Type{
 	"batch":                  gocode.String,
 	"succeeded_retention_us": int64Type,
 	"dead_retention_us":      int64Type,
+	"concurrency":            int32Type,
+	"running":                int32Type,
+	"host":                   gocode.String,
+	"pid":                    int32Type,
+	"started_at":             timeTime,
+	"heartbeat_ms":           int32Type,
+	"older_than_us":          int64Type,
 }
 
 // columns are the Go types of the bookkeeping columns (bookkeeping) and

@@ -9,6 +9,7 @@ import (
 const (
 	RegistryTable = "queuegen_queues"
 	PeriodicTable = "queuegen_periodic"
+	NodesTable    = "queuegen_nodes"
 )
 
 // States is the type of a job's state column, whose CHECK constraint
@@ -66,6 +67,32 @@ func (Engine) Periodic() *catalog.Table {
 			{Name: "last_tick", Type: DateTime, NotNull: true},
 		},
 		Indexes: []*catalog.Index{{Name: PeriodicTable + "_pkey", Primary: true, Columns: []string{"queue", "name"}}},
+	}
+}
+
+// Nodes is queuegen_nodes. Times are UTC, like every time here.
+func (Engine) Nodes() *catalog.Table {
+	return &catalog.Table{
+		Name: NodesTable,
+		Comment: engine.Comment(NodesTable + " records the worker processes (nodes) of each queue: one row per node and queue, " +
+			"written by the worker when it starts and on each node heartbeat, deleted when it stops " +
+			"gracefully. A row whose heartbeat is older than a few of its intervals is a node that " +
+			"died: the jobs its node id still leases come back when their leases expire."),
+		Columns: []*catalog.Column{
+			// The key fits SQL Server's 900 bytes: a node id of up to 255
+			// characters (as locked_by holds), a queue name of up to 128
+			// (an identifier).
+			{Name: "node", Type: "NVARCHAR(255)", NotNull: true},
+			{Name: "queue", Type: "NVARCHAR(128)", NotNull: true},
+			{Name: "concurrency", Type: "INT", NotNull: true},
+			{Name: "running", Type: "INT", NotNull: true},
+			{Name: "host", Type: "NVARCHAR(255)", NotNull: true},
+			{Name: "pid", Type: "INT", NotNull: true},
+			{Name: "started_at", Type: DateTime, NotNull: true},
+			{Name: "heartbeat_at", Type: DateTime, NotNull: true},
+			{Name: "heartbeat_ms", Type: "INT", NotNull: true},
+		},
+		Indexes: []*catalog.Index{{Name: NodesTable + "_pkey", Primary: true, Columns: []string{"node", "queue"}}},
 	}
 }
 

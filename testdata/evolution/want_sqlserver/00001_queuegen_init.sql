@@ -4,6 +4,7 @@
 --
 -- What it creates:
 --   - create table queuegen_queues (the queue registry)
+--   - create table queuegen_nodes (worker nodes and their heartbeats)
 --   - add queue email (table email_queue)
 --   - add queue report (table report_queue)
 
@@ -28,6 +29,24 @@ CREATE TABLE queuegen_queues (
     CONSTRAINT queuegen_queues_pkey PRIMARY KEY CLUSTERED (name),
     CONSTRAINT queuegen_queues_table_name_key UNIQUE (table_name),
     CONSTRAINT queuegen_queues_mode_check CHECK (mode IN ('lease', 'transaction'))
+);
+
+-- queuegen_nodes records the worker processes (nodes) of each queue: one row
+-- per node and queue, written by the worker when it starts and on each node
+-- heartbeat, deleted when it stops gracefully. A row whose heartbeat is older
+-- than a few of its intervals is a node that died: the jobs its node id still
+-- leases come back when their leases expire.
+CREATE TABLE queuegen_nodes (
+    node         NVARCHAR(255) NOT NULL,
+    queue        NVARCHAR(128) NOT NULL,
+    concurrency  INT           NOT NULL,
+    running      INT           NOT NULL,
+    host         NVARCHAR(255) NOT NULL,
+    pid          INT           NOT NULL,
+    started_at   DATETIME2(6)  NOT NULL,
+    heartbeat_at DATETIME2(6)  NOT NULL,
+    heartbeat_ms INT           NOT NULL,
+    CONSTRAINT queuegen_nodes_pkey PRIMARY KEY CLUSTERED (node, queue)
 );
 
 -- Queue email: one row per job; lease mode: a claim is committed at once and
@@ -130,5 +149,7 @@ DROP TABLE report_queue;
 DELETE FROM queuegen_queues WHERE name = N'email';
 
 DROP TABLE email_queue;
+
+DROP TABLE queuegen_nodes;
 
 DROP TABLE queuegen_queues;

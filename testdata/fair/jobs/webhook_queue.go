@@ -312,6 +312,35 @@ func (q *WebhookQueue) Resume(ctx context.Context) error {
 	return err
 }
 
+// BeatNode records a worker's node in queuegen's nodes table, or refreshes
+// its row, with the database's clock as its heartbeat; the queue's workers
+// call it at start and every NodeHeartbeat.
+func (q *WebhookQueue) BeatNode(ctx context.Context, b queue.NodeBeat) error {
+	return q.q.BeatNodeWebhook(ctx, jobsdb.BeatNodeWebhookParams{
+		Node:        b.Node,
+		Concurrency: int32(min(b.Concurrency, math.MaxInt32)),
+		Running:     int32(min(b.Running, math.MaxInt32)),
+		Host:        b.Host,
+		Pid:         int32(b.PID),
+		StartedAt:   b.StartedAt,
+		HeartbeatMs: int32(min(b.Every.Milliseconds(), math.MaxInt32)),
+	})
+}
+
+// ForgetNode deletes a worker's node from queuegen's nodes table; the
+// queue's workers call it when they stop gracefully.
+func (q *WebhookQueue) ForgetNode(ctx context.Context, node string) error {
+	_, err := q.q.ForgetNodeWebhook(ctx, node)
+	return err
+}
+
+// ForgetStaleNodes deletes the rows of the queue's nodes whose last
+// heartbeat is older than d (nodes killed that long ago) and returns how
+// many; a Maintainer calls it.
+func (q *WebhookQueue) ForgetStaleNodes(ctx context.Context, d time.Duration) (int64, error) {
+	return q.q.ForgetStaleNodesWebhook(ctx, d.Microseconds())
+}
+
 // Depth counts the jobs due now. It reads every due job's entry of the
 // claim index, so its cost grows with the backlog (about a second at ten
 // million); DepthAtMost does not.

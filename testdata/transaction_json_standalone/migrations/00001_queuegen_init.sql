@@ -4,6 +4,7 @@
 --
 -- What it creates:
 --   - create table queuegen_queues (the queue registry)
+--   - create table queuegen_nodes (worker nodes and their heartbeats)
 --   - create table queuegen_periodic (periodic jobs)
 --   - add queue report (table report_queue)
 
@@ -21,6 +22,24 @@ CREATE TABLE queuegen_queues (
     CONSTRAINT queuegen_queues_pkey PRIMARY KEY (name),
     CONSTRAINT queuegen_queues_table_name_key UNIQUE (table_name),
     CONSTRAINT queuegen_queues_mode_check CHECK (mode IN ('lease', 'transaction'))
+);
+
+-- queuegen_nodes records the worker processes (nodes) of each queue: one row
+-- per node and queue, written by the worker when it starts and on each node
+-- heartbeat, deleted when it stops gracefully. A row whose heartbeat is older
+-- than a few of its intervals is a node that died: the jobs its node id still
+-- leases come back when their leases expire.
+CREATE TABLE queuegen_nodes (
+    node         text        NOT NULL,
+    queue        text        NOT NULL,
+    concurrency  integer     NOT NULL,
+    running      integer     NOT NULL,
+    host         text        NOT NULL,
+    pid          integer     NOT NULL,
+    started_at   timestamptz NOT NULL,
+    heartbeat_at timestamptz NOT NULL,
+    heartbeat_ms integer     NOT NULL,
+    CONSTRAINT queuegen_nodes_pkey PRIMARY KEY (node, queue)
 );
 
 -- queuegen_periodic records the last tick pushed of each periodic job, so
@@ -86,5 +105,7 @@ DELETE FROM queuegen_queues WHERE name = 'report';
 DROP TABLE report_queue;
 
 DROP TABLE queuegen_periodic;
+
+DROP TABLE queuegen_nodes;
 
 DROP TABLE queuegen_queues;

@@ -189,6 +189,45 @@ INSERT INTO queuegen_periodic (queue, name, last_tick)
 VALUES ('statement', sqlc.arg(name), sqlc.arg(tick))
 ON DUPLICATE KEY UPDATE last_tick = IF(last_tick < VALUES(last_tick), VALUES(last_tick), last_tick);
 
+-- name: BeatNodeStatement :exec
+-- BeatNodeStatement records worker node @node of queue statement, or
+-- refreshes its row: what it runs, where, and a heartbeat_at from the
+-- database's clock (UTC), so that a reader compares it with its own clock,
+-- whatever the nodes' clocks say. The row is upserted by its primary key
+-- (node, queue) with ON DUPLICATE KEY UPDATE: two beats of one node serialise
+-- on the row, and nodes write rows of their own, so a beat waits on no claim
+-- or other node.
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (sqlc.arg(node), 'statement', sqlc.arg(concurrency), sqlc.arg(running), sqlc.arg(host), sqlc.arg(pid), sqlc.arg(started_at), UTC_TIMESTAMP(6), sqlc.arg(heartbeat_ms))
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms);
+
+-- name: ForgetNodeStatement :execrows
+-- ForgetNodeStatement deletes node @node's row of queue statement, when its
+-- worker stops gracefully (having given back what it held); a one-row DELETE
+-- by primary key, which no other node writes.
+DELETE FROM queuegen_nodes
+WHERE node = sqlc.arg(node) AND queue = 'statement';
+
+-- name: ForgetStaleNodesStatement :execrows
+-- ForgetStaleNodesStatement deletes the rows of queue statement's nodes whose
+-- last heartbeat is older than @older_than_us microseconds: nodes killed that
+-- long ago (a node that stops gracefully deletes its own row), which would
+-- otherwise be listed as stale for ever. A node that was only stalled records
+-- itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+-- refreshed loses nothing, and concurrent maintainers deleting the same rows
+-- each delete what is left. The table holds a row per node and queue, so the
+-- scan is small.
+DELETE FROM queuegen_nodes
+WHERE queue = 'statement'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL sqlc.arg(older_than_us) MICROSECOND;
+
 -- name: PausedStatement :one
 -- PausedStatement reads whether the queue is paused; workers read it about
 -- once a second, so a pause reaches every node within that.

@@ -13,6 +13,48 @@ import (
 	"time"
 )
 
+const BeatNodeEmail = `-- name: BeatNodeEmail :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (?, 'email', ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms)
+`
+
+type BeatNodeEmailParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeEmail records worker node @node of queue email, or refreshes its
+// row: what it runs, where, and a heartbeat_at from the database's clock
+// (UTC), so that a reader compares it with its own clock, whatever the nodes'
+// clocks say. The row is upserted by its primary key (node, queue) with ON
+// DUPLICATE KEY UPDATE: two beats of one node serialise on the row, and nodes
+// write rows of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeEmail(ctx context.Context, arg BeatNodeEmailParams) error {
+	_, err := q.db.ExecContext(ctx, BeatNodeEmail,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const ClaimDueEmail = `-- name: ClaimDueEmail :many
 SELECT email_queue.id, email_queue.state, email_queue.attempt, email_queue.max_attempts, email_queue.priority, email_queue.run_after, email_queue.created_at, email_queue.attempted_at, email_queue.finished_at, email_queue.locked_by, email_queue.locked_until, email_queue.errors, email_queue.failures, email_queue.unique_key, email_queue.unique_active, email_queue.tenant_id, email_queue.recipient, email_queue.subject, email_queue.body, UTC_TIMESTAMP(6) AS db_now
 FROM email_queue
@@ -538,6 +580,44 @@ func (q *Queries) FailManyEmail(ctx context.Context, arg FailManyEmailParams) (i
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetNodeEmail = `-- name: ForgetNodeEmail :execrows
+DELETE FROM queuegen_nodes
+WHERE node = ? AND queue = 'email'
+`
+
+// ForgetNodeEmail deletes node @node's row of queue email, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeEmail(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetNodeEmail, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetStaleNodesEmail = `-- name: ForgetStaleNodesEmail :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'email'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesEmail deletes the rows of queue email's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesEmail(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesEmail, olderThanUs)
 	if err != nil {
 		return 0, err
 	}

@@ -70,6 +70,49 @@ func (q *Queries) AttemptStatement(ctx context.Context, arg AttemptStatementPara
 	return result.RowsAffected()
 }
 
+const BeatNodeStatement = `-- name: BeatNodeStatement :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (?, 'statement', ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms)
+`
+
+type BeatNodeStatementParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeStatement records worker node @node of queue statement, or
+// refreshes its row: what it runs, where, and a heartbeat_at from the
+// database's clock (UTC), so that a reader compares it with its own clock,
+// whatever the nodes' clocks say. The row is upserted by its primary key
+// (node, queue) with ON DUPLICATE KEY UPDATE: two beats of one node serialise
+// on the row, and nodes write rows of their own, so a beat waits on no claim
+// or other node.
+func (q *Queries) BeatNodeStatement(ctx context.Context, arg BeatNodeStatementParams) error {
+	_, err := q.db.ExecContext(ctx, BeatNodeStatement,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const ClaimStatement = `-- name: ClaimStatement :many
 SELECT statement_queue.id, statement_queue.state, statement_queue.attempt, statement_queue.max_attempts, statement_queue.priority, statement_queue.run_after, statement_queue.created_at, statement_queue.attempted_at, statement_queue.finished_at, statement_queue.locked_by, statement_queue.locked_until, statement_queue.errors, statement_queue.failures, statement_queue.unique_key, statement_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM statement_queue
@@ -364,6 +407,44 @@ func (q *Queries) FailStatement(ctx context.Context, arg FailStatementParams) (i
 		arg.ID,
 		arg.Attempt,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetNodeStatement = `-- name: ForgetNodeStatement :execrows
+DELETE FROM queuegen_nodes
+WHERE node = ? AND queue = 'statement'
+`
+
+// ForgetNodeStatement deletes node @node's row of queue statement, when its
+// worker stops gracefully (having given back what it held); a one-row DELETE
+// by primary key, which no other node writes.
+func (q *Queries) ForgetNodeStatement(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetNodeStatement, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetStaleNodesStatement = `-- name: ForgetStaleNodesStatement :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'statement'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesStatement deletes the rows of queue statement's nodes whose
+// last heartbeat is older than @older_than_us microseconds: nodes killed that
+// long ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesStatement(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesStatement, olderThanUs)
 	if err != nil {
 		return 0, err
 	}

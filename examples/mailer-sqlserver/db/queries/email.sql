@@ -341,6 +341,49 @@ SET errors = JSON_MODIFY(errors, 'append $', N'lease expired on the last attempt
     locked_by = NULL,
     locked_until = NULL;
 
+-- name: BeatNodeEmail :exec
+-- BeatNodeEmail records worker node @node of queue email, or refreshes its
+-- row: what it runs, where, and a heartbeat_at from the database's clock
+-- (UTC), so that a reader compares it with its own clock, whatever the nodes'
+-- clocks say. The MERGE upserts by the primary key (node, queue); HOLDLOCK
+-- makes its read and write one step, so two beats of one node cannot both
+-- insert, and nodes write rows of their own, so a beat waits on no claim or
+-- other node.
+MERGE queuegen_nodes WITH (HOLDLOCK) AS n
+USING (SELECT @node AS node, N'email' AS queue) AS beat
+   ON n.node = beat.node AND n.queue = beat.queue
+WHEN MATCHED THEN
+    UPDATE SET concurrency = @concurrency,
+               running = @running,
+               host = @host,
+               pid = @pid,
+               started_at = CAST(@started_at AS DATETIME2(6)),
+               heartbeat_at = SYSUTCDATETIME(),
+               heartbeat_ms = @heartbeat_ms
+WHEN NOT MATCHED THEN
+    INSERT (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+    VALUES (beat.node, beat.queue, @concurrency, @running, @host, @pid, CAST(@started_at AS DATETIME2(6)), SYSUTCDATETIME(), @heartbeat_ms);
+
+-- name: ForgetNodeEmail :execrows
+-- ForgetNodeEmail deletes node @node's row of queue email, when its worker
+-- stops gracefully (having given back what it held); a one-row DELETE by
+-- primary key, which no other node writes.
+DELETE FROM queuegen_nodes
+WHERE node = @node AND queue = N'email';
+
+-- name: ForgetStaleNodesEmail :execrows
+-- ForgetStaleNodesEmail deletes the rows of queue email's nodes whose last
+-- heartbeat is older than @older_than_us microseconds (counted in whole
+-- seconds): nodes killed that long ago (a node that stops gracefully deletes
+-- its own row), which would otherwise be listed as stale for ever. A node
+-- that was only stalled records itself anew at its next beat (BeatNode
+-- upserts), so a row deleted as it is refreshed loses nothing, and concurrent
+-- maintainers deleting the same rows each delete what is left. The table
+-- holds a row per node and queue, so the scan is small.
+DELETE FROM queuegen_nodes
+WHERE queue = N'email'
+  AND heartbeat_at < DATEADD(second, -(@older_than_us / 1000000), SYSUTCDATETIME());
+
 -- name: PausedEmail :one
 -- PausedEmail reads whether the queue is paused; workers read it about once a
 -- second, so a pause reaches every node within that.

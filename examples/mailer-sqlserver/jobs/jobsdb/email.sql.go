@@ -796,6 +796,95 @@ func (q *Queries) ReapEmail(ctx context.Context, limit int32) (int64, error) {
 	return result.RowsAffected()
 }
 
+const beatNodeEmail = `-- name: BeatNodeEmail :exec
+MERGE queuegen_nodes WITH (HOLDLOCK) AS n
+USING (SELECT @node AS node, N'email' AS queue) AS beat
+   ON n.node = beat.node AND n.queue = beat.queue
+WHEN MATCHED THEN
+    UPDATE SET concurrency = @concurrency,
+               running = @running,
+               host = @host,
+               pid = @pid,
+               started_at = CAST(@started_at AS DATETIME2(6)),
+               heartbeat_at = SYSUTCDATETIME(),
+               heartbeat_ms = @heartbeat_ms
+WHEN NOT MATCHED THEN
+    INSERT (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+    VALUES (beat.node, beat.queue, @concurrency, @running, @host, @pid, CAST(@started_at AS DATETIME2(6)), SYSUTCDATETIME(), @heartbeat_ms);
+`
+
+type BeatNodeEmailParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeEmail records worker node @node of queue email, or refreshes its
+// row: what it runs, where, and a heartbeat_at from the database's clock
+// (UTC), so that a reader compares it with its own clock, whatever the nodes'
+// clocks say. The MERGE upserts by the primary key (node, queue); HOLDLOCK
+// makes its read and write one step, so two beats of one node cannot both
+// insert, and nodes write rows of their own, so a beat waits on no claim or
+// other node.
+func (q *Queries) BeatNodeEmail(ctx context.Context, arg BeatNodeEmailParams) error {
+	_, err := q.db.ExecContext(ctx, beatNodeEmail,
+		sql.Named("node", arg.Node),
+		sql.Named("concurrency", arg.Concurrency),
+		sql.Named("running", arg.Running),
+		sql.Named("host", arg.Host),
+		sql.Named("pid", arg.Pid),
+		sql.Named("started_at", mssqlimpl.DateTime2(arg.StartedAt)),
+		sql.Named("heartbeat_ms", arg.HeartbeatMs),
+	)
+	return err
+}
+
+const forgetNodeEmail = `-- name: ForgetNodeEmail :execrows
+DELETE FROM queuegen_nodes
+WHERE node = @node AND queue = N'email';
+`
+
+// ForgetNodeEmail deletes node @node's row of queue email, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeEmail(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, forgetNodeEmail,
+		sql.Named("node", node),
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const forgetStaleNodesEmail = `-- name: ForgetStaleNodesEmail :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = N'email'
+  AND heartbeat_at < DATEADD(second, -(@older_than_us / 1000000), SYSUTCDATETIME());
+`
+
+// ForgetStaleNodesEmail deletes the rows of queue email's nodes whose last
+// heartbeat is older than @older_than_us microseconds (counted in whole
+// seconds): nodes killed that long ago (a node that stops gracefully deletes
+// its own row), which would otherwise be listed as stale for ever. A node
+// that was only stalled records itself anew at its next beat (BeatNode
+// upserts), so a row deleted as it is refreshed loses nothing, and concurrent
+// maintainers deleting the same rows each delete what is left. The table
+// holds a row per node and queue, so the scan is small.
+func (q *Queries) ForgetStaleNodesEmail(ctx context.Context, olderThanUs int64) (int64, error) {
+	result, err := q.db.ExecContext(ctx, forgetStaleNodesEmail,
+		sql.Named("older_than_us", olderThanUs),
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const pausedEmail = `-- name: PausedEmail :one
 SELECT paused FROM queuegen_queues
 WHERE name = N'email';

@@ -49,6 +49,18 @@ type EmailRow struct {
 	Body        string
 }
 
+type NodeRow struct {
+	Node        string
+	Queue       string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+	HeartbeatMs int32
+}
+
 type PeriodicTickRow struct {
 	Queue    string
 	Name     string

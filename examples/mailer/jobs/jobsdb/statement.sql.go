@@ -36,6 +36,48 @@ func (q *Queries) AdvanceTickStatement(ctx context.Context, arg AdvanceTickState
 	return result.RowsAffected(), nil
 }
 
+const beatNodeStatement = `-- name: BeatNodeStatement :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES ($1, 'statement', $2, $3, $4, $5, $6, now(), $7)
+ON CONFLICT (node, queue) DO UPDATE
+SET concurrency = EXCLUDED.concurrency,
+    running = EXCLUDED.running,
+    host = EXCLUDED.host,
+    pid = EXCLUDED.pid,
+    started_at = EXCLUDED.started_at,
+    heartbeat_at = EXCLUDED.heartbeat_at,
+    heartbeat_ms = EXCLUDED.heartbeat_ms
+`
+
+type BeatNodeStatementParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeStatement records worker node @node of queue statement, or
+// refreshes its row: what it runs, where, and a heartbeat_at from the
+// database's clock, so that a reader compares it with its own clock, whatever
+// the nodes' clocks say. The row is upserted by its primary key (node, queue)
+// with ON CONFLICT DO UPDATE: two beats of one node serialise on the row, and
+// nodes write rows of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeStatement(ctx context.Context, arg BeatNodeStatementParams) error {
+	_, err := q.db.Exec(ctx, beatNodeStatement,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const claimStatement = `-- name: ClaimStatement :many
 WITH due AS (
     SELECT id
@@ -357,6 +399,44 @@ func (q *Queries) FailStatement(ctx context.Context, arg FailStatementParams) (s
 	var state string
 	err := row.Scan(&state)
 	return state, err
+}
+
+const forgetNodeStatement = `-- name: ForgetNodeStatement :execrows
+DELETE FROM queuegen_nodes
+WHERE node = $1 AND queue = 'statement'
+`
+
+// ForgetNodeStatement deletes node @node's row of queue statement, when its
+// worker stops gracefully (having given back what it held); a one-row DELETE
+// by primary key, which no other node writes.
+func (q *Queries) ForgetNodeStatement(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetNodeStatement, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const forgetStaleNodesStatement = `-- name: ForgetStaleNodesStatement :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'statement'
+  AND heartbeat_at < now() - $1::bigint * interval '1 microsecond'
+`
+
+// ForgetStaleNodesStatement deletes the rows of queue statement's nodes whose
+// last heartbeat is older than @older_than_us microseconds: nodes killed that
+// long ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesStatement(ctx context.Context, olderThanUs int64) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetStaleNodesStatement, olderThanUs)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const getStatement = `-- name: GetStatement :one

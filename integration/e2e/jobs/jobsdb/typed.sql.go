@@ -14,6 +14,48 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const beatNodeTyped = `-- name: BeatNodeTyped :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES ($1, 'typed', $2, $3, $4, $5, $6, now(), $7)
+ON CONFLICT (node, queue) DO UPDATE
+SET concurrency = EXCLUDED.concurrency,
+    running = EXCLUDED.running,
+    host = EXCLUDED.host,
+    pid = EXCLUDED.pid,
+    started_at = EXCLUDED.started_at,
+    heartbeat_at = EXCLUDED.heartbeat_at,
+    heartbeat_ms = EXCLUDED.heartbeat_ms
+`
+
+type BeatNodeTypedParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeTyped records worker node @node of queue typed, or refreshes its
+// row: what it runs, where, and a heartbeat_at from the database's clock, so
+// that a reader compares it with its own clock, whatever the nodes' clocks
+// say. The row is upserted by its primary key (node, queue) with ON CONFLICT
+// DO UPDATE: two beats of one node serialise on the row, and nodes write rows
+// of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeTyped(ctx context.Context, arg BeatNodeTypedParams) error {
+	_, err := q.db.Exec(ctx, beatNodeTyped,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const claimTyped = `-- name: ClaimTyped :many
 WITH expired AS (
     SELECT id
@@ -487,6 +529,44 @@ func (q *Queries) FailTyped(ctx context.Context, arg FailTypedParams) (string, e
 	var state string
 	err := row.Scan(&state)
 	return state, err
+}
+
+const forgetNodeTyped = `-- name: ForgetNodeTyped :execrows
+DELETE FROM queuegen_nodes
+WHERE node = $1 AND queue = 'typed'
+`
+
+// ForgetNodeTyped deletes node @node's row of queue typed, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeTyped(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetNodeTyped, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const forgetStaleNodesTyped = `-- name: ForgetStaleNodesTyped :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'typed'
+  AND heartbeat_at < now() - $1::bigint * interval '1 microsecond'
+`
+
+// ForgetStaleNodesTyped deletes the rows of queue typed's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesTyped(ctx context.Context, olderThanUs int64) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetStaleNodesTyped, olderThanUs)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const getTyped = `-- name: GetTyped :one

@@ -12,6 +12,48 @@ import (
 	"time"
 )
 
+const beatNodeEvent = `-- name: BeatNodeEvent :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES ($1, 'event', $2, $3, $4, $5, $6, now(), $7)
+ON CONFLICT (node, queue) DO UPDATE
+SET concurrency = EXCLUDED.concurrency,
+    running = EXCLUDED.running,
+    host = EXCLUDED.host,
+    pid = EXCLUDED.pid,
+    started_at = EXCLUDED.started_at,
+    heartbeat_at = EXCLUDED.heartbeat_at,
+    heartbeat_ms = EXCLUDED.heartbeat_ms
+`
+
+type BeatNodeEventParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeEvent records worker node @node of queue event, or refreshes its
+// row: what it runs, where, and a heartbeat_at from the database's clock, so
+// that a reader compares it with its own clock, whatever the nodes' clocks
+// say. The row is upserted by its primary key (node, queue) with ON CONFLICT
+// DO UPDATE: two beats of one node serialise on the row, and nodes write rows
+// of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeEvent(ctx context.Context, arg BeatNodeEventParams) error {
+	_, err := q.db.Exec(ctx, beatNodeEvent,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const claimEvent = `-- name: ClaimEvent :many
 WITH expired AS (
     SELECT id
@@ -416,6 +458,44 @@ func (q *Queries) FailManyEvent(ctx context.Context, arg FailManyEventParams) ([
 		return nil, err
 	}
 	return items, nil
+}
+
+const forgetNodeEvent = `-- name: ForgetNodeEvent :execrows
+DELETE FROM queuegen_nodes
+WHERE node = $1 AND queue = 'event'
+`
+
+// ForgetNodeEvent deletes node @node's row of queue event, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeEvent(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetNodeEvent, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const forgetStaleNodesEvent = `-- name: ForgetStaleNodesEvent :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'event'
+  AND heartbeat_at < now() - $1::bigint * interval '1 microsecond'
+`
+
+// ForgetStaleNodesEvent deletes the rows of queue event's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesEvent(ctx context.Context, olderThanUs int64) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetStaleNodesEvent, olderThanUs)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const getEvent = `-- name: GetEvent :one

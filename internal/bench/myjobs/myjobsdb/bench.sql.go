@@ -13,6 +13,48 @@ import (
 	"time"
 )
 
+const BeatNodeBench = `-- name: BeatNodeBench :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (?, 'bench', ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms)
+`
+
+type BeatNodeBenchParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeBench records worker node @node of queue bench, or refreshes its
+// row: what it runs, where, and a heartbeat_at from the database's clock
+// (UTC), so that a reader compares it with its own clock, whatever the nodes'
+// clocks say. The row is upserted by its primary key (node, queue) with ON
+// DUPLICATE KEY UPDATE: two beats of one node serialise on the row, and nodes
+// write rows of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeBench(ctx context.Context, arg BeatNodeBenchParams) error {
+	_, err := q.db.ExecContext(ctx, BeatNodeBench,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const ClaimDueBench = `-- name: ClaimDueBench :many
 SELECT bench_queue.id, bench_queue.state, bench_queue.attempt, bench_queue.max_attempts, bench_queue.priority, bench_queue.run_after, bench_queue.created_at, bench_queue.attempted_at, bench_queue.finished_at, bench_queue.locked_by, bench_queue.locked_until, bench_queue.errors, bench_queue.failures, bench_queue.unique_key, bench_queue.recipient, bench_queue.n, UTC_TIMESTAMP(6) AS db_now
 FROM bench_queue
@@ -532,6 +574,44 @@ func (q *Queries) FailManyBench(ctx context.Context, arg FailManyBenchParams) (i
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetNodeBench = `-- name: ForgetNodeBench :execrows
+DELETE FROM queuegen_nodes
+WHERE node = ? AND queue = 'bench'
+`
+
+// ForgetNodeBench deletes node @node's row of queue bench, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeBench(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetNodeBench, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetStaleNodesBench = `-- name: ForgetStaleNodesBench :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'bench'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesBench deletes the rows of queue bench's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesBench(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesBench, olderThanUs)
 	if err != nil {
 		return 0, err
 	}

@@ -13,6 +13,49 @@ import (
 	"time"
 )
 
+const BeatNodeBenchKept = `-- name: BeatNodeBenchKept :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (?, 'bench_kept', ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms)
+`
+
+type BeatNodeBenchKeptParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeBenchKept records worker node @node of queue bench_kept, or
+// refreshes its row: what it runs, where, and a heartbeat_at from the
+// database's clock (UTC), so that a reader compares it with its own clock,
+// whatever the nodes' clocks say. The row is upserted by its primary key
+// (node, queue) with ON DUPLICATE KEY UPDATE: two beats of one node serialise
+// on the row, and nodes write rows of their own, so a beat waits on no claim
+// or other node.
+func (q *Queries) BeatNodeBenchKept(ctx context.Context, arg BeatNodeBenchKeptParams) error {
+	_, err := q.db.ExecContext(ctx, BeatNodeBenchKept,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const ClaimDueBenchKept = `-- name: ClaimDueBenchKept :many
 SELECT bench_kept_queue.id, bench_kept_queue.state, bench_kept_queue.attempt, bench_kept_queue.max_attempts, bench_kept_queue.priority, bench_kept_queue.run_after, bench_kept_queue.created_at, bench_kept_queue.attempted_at, bench_kept_queue.finished_at, bench_kept_queue.locked_by, bench_kept_queue.locked_until, bench_kept_queue.errors, bench_kept_queue.failures, bench_kept_queue.unique_key, bench_kept_queue.recipient, bench_kept_queue.n, UTC_TIMESTAMP(6) AS db_now
 FROM bench_kept_queue
@@ -540,6 +583,44 @@ func (q *Queries) FailManyBenchKept(ctx context.Context, arg FailManyBenchKeptPa
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetNodeBenchKept = `-- name: ForgetNodeBenchKept :execrows
+DELETE FROM queuegen_nodes
+WHERE node = ? AND queue = 'bench_kept'
+`
+
+// ForgetNodeBenchKept deletes node @node's row of queue bench_kept, when its
+// worker stops gracefully (having given back what it held); a one-row DELETE
+// by primary key, which no other node writes.
+func (q *Queries) ForgetNodeBenchKept(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetNodeBenchKept, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetStaleNodesBenchKept = `-- name: ForgetStaleNodesBenchKept :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'bench_kept'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesBenchKept deletes the rows of queue bench_kept's nodes
+// whose last heartbeat is older than @older_than_us microseconds: nodes
+// killed that long ago (a node that stops gracefully deletes its own row),
+// which would otherwise be listed as stale for ever. A node that was only
+// stalled records itself anew at its next beat (BeatNode upserts), so a row
+// deleted as it is refreshed loses nothing, and concurrent maintainers
+// deleting the same rows each delete what is left. The table holds a row per
+// node and queue, so the scan is small.
+func (q *Queries) ForgetStaleNodesBenchKept(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesBenchKept, olderThanUs)
 	if err != nil {
 		return 0, err
 	}

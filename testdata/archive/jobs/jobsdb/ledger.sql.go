@@ -12,6 +12,48 @@ import (
 	"time"
 )
 
+const beatNodeLedger = `-- name: BeatNodeLedger :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES ($1, 'ledger', $2, $3, $4, $5, $6, now(), $7)
+ON CONFLICT (node, queue) DO UPDATE
+SET concurrency = EXCLUDED.concurrency,
+    running = EXCLUDED.running,
+    host = EXCLUDED.host,
+    pid = EXCLUDED.pid,
+    started_at = EXCLUDED.started_at,
+    heartbeat_at = EXCLUDED.heartbeat_at,
+    heartbeat_ms = EXCLUDED.heartbeat_ms
+`
+
+type BeatNodeLedgerParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeLedger records worker node @node of queue ledger, or refreshes its
+// row: what it runs, where, and a heartbeat_at from the database's clock, so
+// that a reader compares it with its own clock, whatever the nodes' clocks
+// say. The row is upserted by its primary key (node, queue) with ON CONFLICT
+// DO UPDATE: two beats of one node serialise on the row, and nodes write rows
+// of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeLedger(ctx context.Context, arg BeatNodeLedgerParams) error {
+	_, err := q.db.Exec(ctx, beatNodeLedger,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const claimLedger = `-- name: ClaimLedger :many
 WITH due AS (
     SELECT id
@@ -354,6 +396,44 @@ func (q *Queries) FailManyLedger(ctx context.Context, arg FailManyLedgerParams) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const forgetNodeLedger = `-- name: ForgetNodeLedger :execrows
+DELETE FROM queuegen_nodes
+WHERE node = $1 AND queue = 'ledger'
+`
+
+// ForgetNodeLedger deletes node @node's row of queue ledger, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeLedger(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetNodeLedger, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const forgetStaleNodesLedger = `-- name: ForgetStaleNodesLedger :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'ledger'
+  AND heartbeat_at < now() - $1::bigint * interval '1 microsecond'
+`
+
+// ForgetStaleNodesLedger deletes the rows of queue ledger's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesLedger(ctx context.Context, olderThanUs int64) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetStaleNodesLedger, olderThanUs)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const getArchivedLedger = `-- name: GetArchivedLedger :one

@@ -285,6 +285,44 @@ SET state = 'dead',
 FROM doomed
 WHERE job.id = doomed.id;
 
+-- name: BeatNodeExport :exec
+-- BeatNodeExport records worker node @node of queue export, or refreshes its
+-- row: what it runs, where, and a heartbeat_at from the database's clock, so
+-- that a reader compares it with its own clock, whatever the nodes' clocks
+-- say. The row is upserted by its primary key (node, queue) with ON CONFLICT
+-- DO UPDATE: two beats of one node serialise on the row, and nodes write rows
+-- of their own, so a beat waits on no claim or other node.
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (@node, 'export', @concurrency, @running, @host, @pid, @started_at, now(), @heartbeat_ms)
+ON CONFLICT (node, queue) DO UPDATE
+SET concurrency = EXCLUDED.concurrency,
+    running = EXCLUDED.running,
+    host = EXCLUDED.host,
+    pid = EXCLUDED.pid,
+    started_at = EXCLUDED.started_at,
+    heartbeat_at = EXCLUDED.heartbeat_at,
+    heartbeat_ms = EXCLUDED.heartbeat_ms;
+
+-- name: ForgetNodeExport :execrows
+-- ForgetNodeExport deletes node @node's row of queue export, when its worker
+-- stops gracefully (having given back what it held); a one-row DELETE by
+-- primary key, which no other node writes.
+DELETE FROM queuegen_nodes
+WHERE node = @node AND queue = 'export';
+
+-- name: ForgetStaleNodesExport :execrows
+-- ForgetStaleNodesExport deletes the rows of queue export's nodes whose last
+-- heartbeat is older than @older_than_us microseconds: nodes killed that long
+-- ago (a node that stops gracefully deletes its own row), which would
+-- otherwise be listed as stale for ever. A node that was only stalled records
+-- itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+-- refreshed loses nothing, and concurrent maintainers deleting the same rows
+-- each delete what is left. The table holds a row per node and queue, so the
+-- scan is small.
+DELETE FROM queuegen_nodes
+WHERE queue = 'export'
+  AND heartbeat_at < now() - sqlc.arg('older_than_us')::bigint * interval '1 microsecond';
+
 -- name: PausedExport :one
 -- PausedExport reads whether the queue is paused; workers read it about once
 -- a second, so a pause reaches every node within that.

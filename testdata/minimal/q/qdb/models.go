@@ -27,6 +27,18 @@ type BaseRow struct {
 	UniqueKey   *string
 }
 
+type NodeRow struct {
+	Node        string
+	Queue       string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+	HeartbeatMs int32
+}
+
 type PingRow struct {
 	ID          int64
 	State       string

@@ -4,6 +4,7 @@
 --
 -- What it creates:
 --   - create table queuegen_queues (the queue registry)
+--   - create table queuegen_nodes (worker nodes and their heartbeats)
 --   - create table queuegen_periodic (periodic jobs)
 --   - add queue email (table email_queue)
 --   - add queue statement (table statement_queue)
@@ -23,6 +24,24 @@ CREATE TABLE queuegen_queues (
     registered_at DATETIME(6)  NOT NULL DEFAULT (UTC_TIMESTAMP(6)),
     PRIMARY KEY (name),
     UNIQUE KEY queuegen_queues_table_name_key (table_name)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- queuegen_nodes records the worker processes (nodes) of each queue: one row
+-- per node and queue, written by the worker when it starts and on each node
+-- heartbeat, deleted when it stops gracefully. A row whose heartbeat is older
+-- than a few of its intervals is a node that died: the jobs its node id still
+-- leases come back when their leases expire.
+CREATE TABLE queuegen_nodes (
+    node         VARCHAR(255) NOT NULL,
+    queue        VARCHAR(255) NOT NULL,
+    concurrency  INT          NOT NULL,
+    running      INT          NOT NULL,
+    host         VARCHAR(255) NOT NULL,
+    pid          INT          NOT NULL,
+    started_at   DATETIME(6)  NOT NULL,
+    heartbeat_at DATETIME(6)  NOT NULL,
+    heartbeat_ms INT          NOT NULL,
+    PRIMARY KEY (node, queue)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
 -- queuegen_periodic records the last tick pushed of each periodic job, so
@@ -134,5 +153,7 @@ DELETE FROM queuegen_queues WHERE name = 'email';
 DROP TABLE email_queue;
 
 DROP TABLE queuegen_periodic;
+
+DROP TABLE queuegen_nodes;
 
 DROP TABLE queuegen_queues;

@@ -46,6 +46,18 @@ type BillRow struct {
 	AmountCents int64
 }
 
+type NodeRow struct {
+	Node        string
+	Queue       string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+	HeartbeatMs int32
+}
+
 type QueueRegistryRow struct {
 	Name         string
 	TableName    string

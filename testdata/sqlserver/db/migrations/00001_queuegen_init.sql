@@ -5,6 +5,7 @@
 -- What it creates:
 --   - create schema queues
 --   - create table queuegen_queues (the queue registry)
+--   - create table queuegen_nodes (worker nodes and their heartbeats)
 --   - create table queuegen_periodic (periodic jobs)
 --   - add queue email (table email_queue)
 --   - add queue webhook (table webhook_queue)
@@ -34,6 +35,24 @@ CREATE TABLE queues.queuegen_queues (
     CONSTRAINT queuegen_queues_pkey PRIMARY KEY CLUSTERED (name),
     CONSTRAINT queuegen_queues_table_name_key UNIQUE (table_name),
     CONSTRAINT queuegen_queues_mode_check CHECK (mode IN ('lease', 'transaction'))
+);
+
+-- queuegen_nodes records the worker processes (nodes) of each queue: one row
+-- per node and queue, written by the worker when it starts and on each node
+-- heartbeat, deleted when it stops gracefully. A row whose heartbeat is older
+-- than a few of its intervals is a node that died: the jobs its node id still
+-- leases come back when their leases expire.
+CREATE TABLE queues.queuegen_nodes (
+    node         NVARCHAR(255) NOT NULL,
+    queue        NVARCHAR(128) NOT NULL,
+    concurrency  INT           NOT NULL,
+    running      INT           NOT NULL,
+    host         NVARCHAR(255) NOT NULL,
+    pid          INT           NOT NULL,
+    started_at   DATETIME2(6)  NOT NULL,
+    heartbeat_at DATETIME2(6)  NOT NULL,
+    heartbeat_ms INT           NOT NULL,
+    CONSTRAINT queuegen_nodes_pkey PRIMARY KEY CLUSTERED (node, queue)
 );
 
 -- queuegen_periodic records the last tick pushed of each periodic job, so
@@ -226,5 +245,7 @@ DELETE FROM queues.queuegen_queues WHERE name = N'email';
 DROP TABLE queues.email_queue;
 
 DROP TABLE queues.queuegen_periodic;
+
+DROP TABLE queues.queuegen_nodes;
 
 DROP TABLE queues.queuegen_queues;

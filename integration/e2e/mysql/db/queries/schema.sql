@@ -20,6 +20,24 @@ CREATE TABLE queuegen_queues (
     UNIQUE KEY queuegen_queues_table_name_key (table_name)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
+-- queuegen_nodes records the worker processes (nodes) of each queue: one row
+-- per node and queue, written by the worker when it starts and on each node
+-- heartbeat, deleted when it stops gracefully. A row whose heartbeat is older
+-- than a few of its intervals is a node that died: the jobs its node id still
+-- leases come back when their leases expire.
+CREATE TABLE queuegen_nodes (
+    node         VARCHAR(255) NOT NULL,
+    queue        VARCHAR(255) NOT NULL,
+    concurrency  INT          NOT NULL,
+    running      INT          NOT NULL,
+    host         VARCHAR(255) NOT NULL,
+    pid          INT          NOT NULL,
+    started_at   DATETIME(6)  NOT NULL,
+    heartbeat_at DATETIME(6)  NOT NULL,
+    heartbeat_ms INT          NOT NULL,
+    PRIMARY KEY (node, queue)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
 -- queuegen_periodic records the last tick pushed of each periodic job, so
 -- that any number of nodes push each tick exactly once: a node advances the
 -- tick and pushes the job in one transaction, and of nodes racing for one

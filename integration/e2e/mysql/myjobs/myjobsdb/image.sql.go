@@ -14,6 +14,48 @@ import (
 	"time"
 )
 
+const BeatNodeImage = `-- name: BeatNodeImage :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (?, 'image', ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms)
+`
+
+type BeatNodeImageParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeImage records worker node @node of queue image, or refreshes its
+// row: what it runs, where, and a heartbeat_at from the database's clock
+// (UTC), so that a reader compares it with its own clock, whatever the nodes'
+// clocks say. The row is upserted by its primary key (node, queue) with ON
+// DUPLICATE KEY UPDATE: two beats of one node serialise on the row, and nodes
+// write rows of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeImage(ctx context.Context, arg BeatNodeImageParams) error {
+	_, err := q.db.ExecContext(ctx, BeatNodeImage,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const ClaimDueImage = `-- name: ClaimDueImage :many
 SELECT image_queue.id, image_queue.state, image_queue.attempt, image_queue.max_attempts, image_queue.priority, image_queue.run_after, image_queue.created_at, image_queue.attempted_at, image_queue.finished_at, image_queue.locked_by, image_queue.locked_until, image_queue.errors, image_queue.failures, image_queue.unique_key, image_queue.url, image_queue.format, image_queue.quality, image_queue.ratio, image_queue.taken_at, image_queue.ref, image_queue.label, image_queue.note, image_queue.meta, UTC_TIMESTAMP(6) AS db_now
 FROM image_queue
@@ -547,6 +589,44 @@ func (q *Queries) FailManyImage(ctx context.Context, arg FailManyImageParams) (i
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetNodeImage = `-- name: ForgetNodeImage :execrows
+DELETE FROM queuegen_nodes
+WHERE node = ? AND queue = 'image'
+`
+
+// ForgetNodeImage deletes node @node's row of queue image, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeImage(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetNodeImage, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetStaleNodesImage = `-- name: ForgetStaleNodesImage :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'image'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesImage deletes the rows of queue image's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesImage(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesImage, olderThanUs)
 	if err != nil {
 		return 0, err
 	}

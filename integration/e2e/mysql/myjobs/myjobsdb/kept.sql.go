@@ -14,6 +14,48 @@ import (
 	"time"
 )
 
+const BeatNodeKept = `-- name: BeatNodeKept :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (?, 'kept', ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms)
+`
+
+type BeatNodeKeptParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeKept records worker node @node of queue kept, or refreshes its row:
+// what it runs, where, and a heartbeat_at from the database's clock (UTC), so
+// that a reader compares it with its own clock, whatever the nodes' clocks
+// say. The row is upserted by its primary key (node, queue) with ON DUPLICATE
+// KEY UPDATE: two beats of one node serialise on the row, and nodes write
+// rows of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeKept(ctx context.Context, arg BeatNodeKeptParams) error {
+	_, err := q.db.ExecContext(ctx, BeatNodeKept,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const ClaimDueKept = `-- name: ClaimDueKept :many
 SELECT kept_queue.id, kept_queue.state, kept_queue.attempt, kept_queue.max_attempts, kept_queue.priority, kept_queue.run_after, kept_queue.created_at, kept_queue.attempted_at, kept_queue.finished_at, kept_queue.locked_by, kept_queue.locked_until, kept_queue.errors, kept_queue.failures, kept_queue.unique_key, kept_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM kept_queue
@@ -539,6 +581,44 @@ func (q *Queries) FailManyKept(ctx context.Context, arg FailManyKeptParams) (int
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetNodeKept = `-- name: ForgetNodeKept :execrows
+DELETE FROM queuegen_nodes
+WHERE node = ? AND queue = 'kept'
+`
+
+// ForgetNodeKept deletes node @node's row of queue kept, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeKept(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetNodeKept, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetStaleNodesKept = `-- name: ForgetStaleNodesKept :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'kept'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesKept deletes the rows of queue kept's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesKept(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesKept, olderThanUs)
 	if err != nil {
 		return 0, err
 	}

@@ -362,6 +362,18 @@ type KeptRow struct {
 	Payload     json.RawMessage
 }
 
+type NodeRow struct {
+	Node        string
+	Queue       string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatAt time.Time
+	HeartbeatMs int32
+}
+
 type NowaitRow struct {
 	ID          int64
 	State       NowaitQueueState

@@ -14,6 +14,48 @@ import (
 	"time"
 )
 
+const BeatNodeNowait = `-- name: BeatNodeNowait :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (?, 'nowait', ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms)
+`
+
+type BeatNodeNowaitParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeNowait records worker node @node of queue nowait, or refreshes its
+// row: what it runs, where, and a heartbeat_at from the database's clock
+// (UTC), so that a reader compares it with its own clock, whatever the nodes'
+// clocks say. The row is upserted by its primary key (node, queue) with ON
+// DUPLICATE KEY UPDATE: two beats of one node serialise on the row, and nodes
+// write rows of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeNowait(ctx context.Context, arg BeatNodeNowaitParams) error {
+	_, err := q.db.ExecContext(ctx, BeatNodeNowait,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const ClaimDueNowait = `-- name: ClaimDueNowait :many
 SELECT nowait_queue.id, nowait_queue.state, nowait_queue.attempt, nowait_queue.max_attempts, nowait_queue.priority, nowait_queue.run_after, nowait_queue.created_at, nowait_queue.attempted_at, nowait_queue.finished_at, nowait_queue.locked_by, nowait_queue.locked_until, nowait_queue.errors, nowait_queue.failures, nowait_queue.unique_key, nowait_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM nowait_queue
@@ -531,6 +573,44 @@ func (q *Queries) FailNowait(ctx context.Context, arg FailNowaitParams) (int64, 
 		arg.ID,
 		arg.Attempt,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetNodeNowait = `-- name: ForgetNodeNowait :execrows
+DELETE FROM queuegen_nodes
+WHERE node = ? AND queue = 'nowait'
+`
+
+// ForgetNodeNowait deletes node @node's row of queue nowait, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeNowait(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetNodeNowait, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetStaleNodesNowait = `-- name: ForgetStaleNodesNowait :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'nowait'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesNowait deletes the rows of queue nowait's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesNowait(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesNowait, olderThanUs)
 	if err != nil {
 		return 0, err
 	}

@@ -37,6 +37,48 @@ func (q *Queries) AdvanceTickTask(ctx context.Context, arg AdvanceTickTaskParams
 	return result.RowsAffected()
 }
 
+const BeatNodeTask = `-- name: BeatNodeTask :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (?, 'task', ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms)
+`
+
+type BeatNodeTaskParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeTask records worker node @node of queue task, or refreshes its row:
+// what it runs, where, and a heartbeat_at from the database's clock (UTC), so
+// that a reader compares it with its own clock, whatever the nodes' clocks
+// say. The row is upserted by its primary key (node, queue) with ON DUPLICATE
+// KEY UPDATE: two beats of one node serialise on the row, and nodes write
+// rows of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeTask(ctx context.Context, arg BeatNodeTaskParams) error {
+	_, err := q.db.ExecContext(ctx, BeatNodeTask,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const ClaimDueTask = `-- name: ClaimDueTask :many
 SELECT task_queue.id, task_queue.state, task_queue.attempt, task_queue.max_attempts, task_queue.priority, task_queue.run_after, task_queue.created_at, task_queue.attempted_at, task_queue.finished_at, task_queue.locked_by, task_queue.locked_until, task_queue.errors, task_queue.failures, task_queue.unique_key, task_queue.unique_active, task_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM task_queue
@@ -556,6 +598,44 @@ func (q *Queries) FailTask(ctx context.Context, arg FailTaskParams) (int64, erro
 		arg.ID,
 		arg.Attempt,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetNodeTask = `-- name: ForgetNodeTask :execrows
+DELETE FROM queuegen_nodes
+WHERE node = ? AND queue = 'task'
+`
+
+// ForgetNodeTask deletes node @node's row of queue task, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeTask(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetNodeTask, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetStaleNodesTask = `-- name: ForgetStaleNodesTask :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'task'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesTask deletes the rows of queue task's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesTask(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesTask, olderThanUs)
 	if err != nil {
 		return 0, err
 	}

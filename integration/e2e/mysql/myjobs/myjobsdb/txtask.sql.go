@@ -70,6 +70,48 @@ func (q *Queries) AttemptTxtask(ctx context.Context, arg AttemptTxtaskParams) (i
 	return result.RowsAffected()
 }
 
+const BeatNodeTxtask = `-- name: BeatNodeTxtask :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (?, 'txtask', ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms)
+`
+
+type BeatNodeTxtaskParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeTxtask records worker node @node of queue txtask, or refreshes its
+// row: what it runs, where, and a heartbeat_at from the database's clock
+// (UTC), so that a reader compares it with its own clock, whatever the nodes'
+// clocks say. The row is upserted by its primary key (node, queue) with ON
+// DUPLICATE KEY UPDATE: two beats of one node serialise on the row, and nodes
+// write rows of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeTxtask(ctx context.Context, arg BeatNodeTxtaskParams) error {
+	_, err := q.db.ExecContext(ctx, BeatNodeTxtask,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const ClaimTxtask = `-- name: ClaimTxtask :many
 SELECT txtask_queue.id, txtask_queue.state, txtask_queue.attempt, txtask_queue.max_attempts, txtask_queue.priority, txtask_queue.run_after, txtask_queue.created_at, txtask_queue.attempted_at, txtask_queue.finished_at, txtask_queue.locked_by, txtask_queue.locked_until, txtask_queue.errors, txtask_queue.failures, txtask_queue.unique_key, txtask_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM txtask_queue
@@ -364,6 +406,44 @@ func (q *Queries) FailTxtask(ctx context.Context, arg FailTxtaskParams) (int64, 
 		arg.ID,
 		arg.Attempt,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetNodeTxtask = `-- name: ForgetNodeTxtask :execrows
+DELETE FROM queuegen_nodes
+WHERE node = ? AND queue = 'txtask'
+`
+
+// ForgetNodeTxtask deletes node @node's row of queue txtask, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeTxtask(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetNodeTxtask, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetStaleNodesTxtask = `-- name: ForgetStaleNodesTxtask :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'txtask'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesTxtask deletes the rows of queue txtask's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesTxtask(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesTxtask, olderThanUs)
 	if err != nil {
 		return 0, err
 	}

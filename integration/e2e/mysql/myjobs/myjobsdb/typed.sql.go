@@ -14,6 +14,48 @@ import (
 	"time"
 )
 
+const BeatNodeTyped = `-- name: BeatNodeTyped :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (?, 'typed', ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms)
+`
+
+type BeatNodeTypedParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeTyped records worker node @node of queue typed, or refreshes its
+// row: what it runs, where, and a heartbeat_at from the database's clock
+// (UTC), so that a reader compares it with its own clock, whatever the nodes'
+// clocks say. The row is upserted by its primary key (node, queue) with ON
+// DUPLICATE KEY UPDATE: two beats of one node serialise on the row, and nodes
+// write rows of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeTyped(ctx context.Context, arg BeatNodeTypedParams) error {
+	_, err := q.db.ExecContext(ctx, BeatNodeTyped,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const ClaimDueTyped = `-- name: ClaimDueTyped :many
 SELECT typed_queue.id, typed_queue.state, typed_queue.attempt, typed_queue.max_attempts, typed_queue.priority, typed_queue.run_after, typed_queue.created_at, typed_queue.attempted_at, typed_queue.finished_at, typed_queue.locked_by, typed_queue.locked_until, typed_queue.errors, typed_queue.failures, typed_queue.unique_key, typed_queue.c_text, typed_queue.c_varchar, typed_queue.c_smallint, typed_queue.c_integer, typed_queue.c_bigint, typed_queue.c_boolean, typed_queue.c_numeric, typed_queue.c_real, typed_queue.c_double, typed_queue.c_uuid, typed_queue.c_timestamptz, typed_queue.c_date, typed_queue.c_jsonb, typed_queue.c_bytea, typed_queue.n_text, typed_queue.n_integer, typed_queue.n_boolean, typed_queue.n_real, typed_queue.n_double, typed_queue.n_numeric, typed_queue.n_timestamptz, typed_queue.n_date, typed_queue.n_uuid, typed_queue.n_jsonb, typed_queue.n_bytea, UTC_TIMESTAMP(6) AS db_now, c_real * 1e0 AS exact_c_real, n_real * 1e0 AS exact_n_real
 FROM typed_queue
@@ -595,6 +637,44 @@ func (q *Queries) FailTyped(ctx context.Context, arg FailTypedParams) (int64, er
 		arg.ID,
 		arg.Attempt,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetNodeTyped = `-- name: ForgetNodeTyped :execrows
+DELETE FROM queuegen_nodes
+WHERE node = ? AND queue = 'typed'
+`
+
+// ForgetNodeTyped deletes node @node's row of queue typed, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeTyped(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetNodeTyped, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetStaleNodesTyped = `-- name: ForgetStaleNodesTyped :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'typed'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesTyped deletes the rows of queue typed's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesTyped(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesTyped, olderThanUs)
 	if err != nil {
 		return 0, err
 	}

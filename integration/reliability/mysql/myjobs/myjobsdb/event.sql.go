@@ -14,6 +14,48 @@ import (
 	"time"
 )
 
+const BeatNodeEvent = `-- name: BeatNodeEvent :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (?, 'event', ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms)
+`
+
+type BeatNodeEventParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeEvent records worker node @node of queue event, or refreshes its
+// row: what it runs, where, and a heartbeat_at from the database's clock
+// (UTC), so that a reader compares it with its own clock, whatever the nodes'
+// clocks say. The row is upserted by its primary key (node, queue) with ON
+// DUPLICATE KEY UPDATE: two beats of one node serialise on the row, and nodes
+// write rows of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeEvent(ctx context.Context, arg BeatNodeEventParams) error {
+	_, err := q.db.ExecContext(ctx, BeatNodeEvent,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const ClaimDueEvent = `-- name: ClaimDueEvent :many
 SELECT event_queue.id, event_queue.state, event_queue.attempt, event_queue.max_attempts, event_queue.priority, event_queue.run_after, event_queue.created_at, event_queue.attempted_at, event_queue.finished_at, event_queue.locked_by, event_queue.locked_until, event_queue.errors, event_queue.failures, event_queue.unique_key, event_queue.payload, UTC_TIMESTAMP(6) AS db_now
 FROM event_queue
@@ -531,6 +573,44 @@ func (q *Queries) FailManyEvent(ctx context.Context, arg FailManyEventParams) (i
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetNodeEvent = `-- name: ForgetNodeEvent :execrows
+DELETE FROM queuegen_nodes
+WHERE node = ? AND queue = 'event'
+`
+
+// ForgetNodeEvent deletes node @node's row of queue event, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeEvent(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetNodeEvent, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetStaleNodesEvent = `-- name: ForgetStaleNodesEvent :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'event'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesEvent deletes the rows of queue event's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesEvent(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesEvent, olderThanUs)
 	if err != nil {
 		return 0, err
 	}

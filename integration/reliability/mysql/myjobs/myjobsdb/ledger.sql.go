@@ -46,6 +46,48 @@ func (q *Queries) AttemptLedger(ctx context.Context, arg AttemptLedgerParams) (i
 	return result.RowsAffected()
 }
 
+const BeatNodeLedger = `-- name: BeatNodeLedger :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (?, 'ledger', ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms)
+`
+
+type BeatNodeLedgerParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeLedger records worker node @node of queue ledger, or refreshes its
+// row: what it runs, where, and a heartbeat_at from the database's clock
+// (UTC), so that a reader compares it with its own clock, whatever the nodes'
+// clocks say. The row is upserted by its primary key (node, queue) with ON
+// DUPLICATE KEY UPDATE: two beats of one node serialise on the row, and nodes
+// write rows of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeLedger(ctx context.Context, arg BeatNodeLedgerParams) error {
+	_, err := q.db.ExecContext(ctx, BeatNodeLedger,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const ClaimLedger = `-- name: ClaimLedger :many
 SELECT ledger_queue.id, ledger_queue.state, ledger_queue.attempt, ledger_queue.max_attempts, ledger_queue.priority, ledger_queue.run_after, ledger_queue.created_at, ledger_queue.attempted_at, ledger_queue.finished_at, ledger_queue.locked_by, ledger_queue.locked_until, ledger_queue.errors, ledger_queue.failures, ledger_queue.unique_key, ledger_queue.n, UTC_TIMESTAMP(6) AS db_now
 FROM ledger_queue
@@ -336,6 +378,44 @@ func (q *Queries) FailManyLedger(ctx context.Context, arg FailManyLedgerParams) 
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetNodeLedger = `-- name: ForgetNodeLedger :execrows
+DELETE FROM queuegen_nodes
+WHERE node = ? AND queue = 'ledger'
+`
+
+// ForgetNodeLedger deletes node @node's row of queue ledger, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeLedger(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetNodeLedger, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetStaleNodesLedger = `-- name: ForgetStaleNodesLedger :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'ledger'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesLedger deletes the rows of queue ledger's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesLedger(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesLedger, olderThanUs)
 	if err != nil {
 		return 0, err
 	}

@@ -13,6 +13,48 @@ import (
 	"time"
 )
 
+const BeatNodeWork = `-- name: BeatNodeWork :exec
+INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
+VALUES (?, 'work', ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)
+ON DUPLICATE KEY UPDATE
+    concurrency = VALUES(concurrency),
+    running = VALUES(running),
+    host = VALUES(host),
+    pid = VALUES(pid),
+    started_at = VALUES(started_at),
+    heartbeat_at = VALUES(heartbeat_at),
+    heartbeat_ms = VALUES(heartbeat_ms)
+`
+
+type BeatNodeWorkParams struct {
+	Node        string
+	Concurrency int32
+	Running     int32
+	Host        string
+	Pid         int32
+	StartedAt   time.Time
+	HeartbeatMs int32
+}
+
+// BeatNodeWork records worker node @node of queue work, or refreshes its row:
+// what it runs, where, and a heartbeat_at from the database's clock (UTC), so
+// that a reader compares it with its own clock, whatever the nodes' clocks
+// say. The row is upserted by its primary key (node, queue) with ON DUPLICATE
+// KEY UPDATE: two beats of one node serialise on the row, and nodes write
+// rows of their own, so a beat waits on no claim or other node.
+func (q *Queries) BeatNodeWork(ctx context.Context, arg BeatNodeWorkParams) error {
+	_, err := q.db.ExecContext(ctx, BeatNodeWork,
+		arg.Node,
+		arg.Concurrency,
+		arg.Running,
+		arg.Host,
+		arg.Pid,
+		arg.StartedAt,
+		arg.HeartbeatMs,
+	)
+	return err
+}
+
 const ClaimDueWork = `-- name: ClaimDueWork :many
 SELECT work_queue.id, work_queue.state, work_queue.attempt, work_queue.max_attempts, work_queue.priority, work_queue.run_after, work_queue.created_at, work_queue.attempted_at, work_queue.finished_at, work_queue.locked_by, work_queue.locked_until, work_queue.errors, work_queue.failures, work_queue.unique_key, work_queue.n, work_queue.kind, UTC_TIMESTAMP(6) AS db_now
 FROM work_queue
@@ -532,6 +574,44 @@ func (q *Queries) FailWork(ctx context.Context, arg FailWorkParams) (int64, erro
 		arg.ID,
 		arg.Attempt,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetNodeWork = `-- name: ForgetNodeWork :execrows
+DELETE FROM queuegen_nodes
+WHERE node = ? AND queue = 'work'
+`
+
+// ForgetNodeWork deletes node @node's row of queue work, when its worker
+// stops gracefully (having given back what it held); a one-row DELETE by
+// primary key, which no other node writes.
+func (q *Queries) ForgetNodeWork(ctx context.Context, node string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetNodeWork, node)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const ForgetStaleNodesWork = `-- name: ForgetStaleNodesWork :execrows
+DELETE FROM queuegen_nodes
+WHERE queue = 'work'
+  AND heartbeat_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+`
+
+// ForgetStaleNodesWork deletes the rows of queue work's nodes whose last
+// heartbeat is older than @older_than_us microseconds: nodes killed that long
+// ago (a node that stops gracefully deletes its own row), which would
+// otherwise be listed as stale for ever. A node that was only stalled records
+// itself anew at its next beat (BeatNode upserts), so a row deleted as it is
+// refreshed loses nothing, and concurrent maintainers deleting the same rows
+// each delete what is left. The table holds a row per node and queue, so the
+// scan is small.
+func (q *Queries) ForgetStaleNodesWork(ctx context.Context, olderThanUs interface{}) (int64, error) {
+	result, err := q.db.ExecContext(ctx, ForgetStaleNodesWork, olderThanUs)
 	if err != nil {
 		return 0, err
 	}
