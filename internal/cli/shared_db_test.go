@@ -71,7 +71,7 @@ func TestTwoSpecsShareADatabase(t *testing.T) {
 			t.Fatalf("migrate up -f %s = %d:\n%s%s", spec, code, out, errs)
 		}
 	}
-	want := "[base_queue ping_queue queuegen_db_version queuegen_queues]"
+	want := "[base_queue ping_queue queuegen_db_version queuegen_nodes queuegen_queues]"
 	for _, schema := range []string{"billing", "mail"} {
 		if got := strings.Join(tables(t, conn, schema), " "); "["+got+"]" != want {
 			t.Errorf("schema %s has %s, want %s", schema, got, want)
