@@ -169,10 +169,28 @@ VALUES ('d@example.com', 'Hi', 'x', 1, 8, ` + now(engine) + `, ` + now(engine) +
 				t.Errorf("after clicking Pause: flash %q, paused %v", flash, s.paused("email"))
 			}
 
-			// A job list, filtered.
+			// A job list, filtered. The dead job's link is on the unfiltered
+			// list too, so the wait is for the filtered page itself, loaded:
+			// waiting for the link alone could return before the navigation
+			// the filter starts, and a screenshot taken during a navigation
+			// can hang until the test's deadline (seen once in a CI run).
 			run("jobs", chromedp.Navigate(s.srv.URL+"/queues/email"), chromedp.WaitVisible(chromedp.CSS(`table.jobs`)),
-				chromedp.SetValue(chromedp.CSS(`select[name="state"]`), "dead"), chromedp.Click(chromedp.CSS(`form.filters button`)),
-				chromedp.WaitVisible(chromedp.CSS(`a[href="/queues/email/jobs/`+dead+`"]`)))
+				chromedp.SetValue(chromedp.CSS(`select[name="state"]`), "dead"), chromedp.Click(chromedp.CSS(`form.filters button`)))
+			filtered := `location.search.includes("state=dead") && document.readyState === "complete" && !!document.querySelector('a[href="/queues/email/jobs/` + dead + `"]')`
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				// The poll fails while the old page unloads ("target
+				// navigated"): poll again, on the new one.
+				stepCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				err := chromedp.Do(stepCtx, chromedp.Poll[chromedp.Void](filtered, chromedp.WithPollingTimeout(10*time.Second)))
+				cancel()
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the filtered job list: %v", err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 			shot(t, ctx, "jobs")
 
 			// The hostile job: its payload shows as text, and Retry works.
