@@ -403,12 +403,18 @@ func names() []string {
 // PostgreSQLOnly refuses, at their keys, the features of queue q that are
 // built for PostgreSQL alone so far: fair claims, concurrency and rate
 // limits, the backlog table and the archive. Engines other than
+// FairByRefused refuses fair_by, for an engine whose fair claim is not
+// built yet.
+func FairByRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
+	if q.FairBy == "" {
+		return nil
+	}
+	return spec.Errors{s.ErrorAt(key+".fair_by", "fair_by (claims that take each key's jobs in turn) is built for PostgreSQL and MySQL only so far; remove it")}
+}
+
 // PostgreSQL call it from Check.
 func PostgreSQLOnly(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 	var errs spec.Errors
-	if q.FairBy != "" {
-		errs = append(errs, s.ErrorAt(key+".fair_by", "fair_by (claims that take each key's jobs in turn) is built for PostgreSQL only so far; remove it"))
-	}
 	if q.Limits.Set() {
 		errs = append(errs, s.ErrorAt(key+".limits", "limits (concurrency limits held by the claim) are built for PostgreSQL only so far; remove them"))
 	}

@@ -33,6 +33,7 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 			}
 			errs = append(errs, s.ErrorAt(k, "the table name %q is a MySQL keyword; choose another", q.Table))
 		}
+		errs = append(errs, checkFairBy(s, key, q)...)
 		errs = append(errs, engine.PostgreSQLOnly(s, key, q)...)
 		if q.Notify {
 			errs = append(errs, s.ErrorAt(key+".notify", "MySQL has no LISTEN/NOTIFY: workers poll (queue.PollInterval), and a push made through the same process wakes its workers at once; remove notify"))
@@ -70,6 +71,32 @@ func checkColumns(s *spec.Spec, key string, cs []*spec.Column) spec.Errors {
 	}
 	return errs
 }
+
+// checkFairBy refuses a fair_by column InnoDB cannot index whole: the
+// fair index (state, column, …) must hold the column's full value to
+// serve the claim's equality probes and its order.
+func checkFairBy(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
+	if q.FairBy == "" || q.Payload.JSON != nil {
+		return nil
+	}
+	for _, c := range q.Payload.Columns {
+		if c.Name != q.FairBy {
+			continue
+		}
+		switch t := c.Type; {
+		case t.Name == "text" || t.Name == "jsonb" || t.Name == "bytea":
+			return spec.Errors{s.ErrorAt(key+".fair_by", "column %s is %s, which InnoDB indexes only by a prefix, and the fair index needs whole values; make it varchar(n), n at most %d, or an integer", c.Name, t.Name, maxFairVarchar)}
+		case t.Name == "varchar" && t.Mods[0] > maxFairVarchar:
+			return spec.Errors{s.ErrorAt(key+".fair_by", "column %s is varchar(%d): the fair index's key would pass InnoDB's 3,072 bytes (4 a utf8mb4 character); make it at most varchar(%d)", c.Name, t.Mods[0], maxFairVarchar)}
+		}
+	}
+	return nil
+}
+
+// maxFairVarchar is the longest VARCHAR of utf8mb4 characters a fair index
+// holds within InnoDB's 3,072-byte key, beside state, priority, run_after
+// and id (1 + 2 + 8 + 8 bytes, and 2 of length).
+const maxFairVarchar = 762
 
 // maxVarchar is the longest VARCHAR of utf8mb4 characters a row can hold.
 const maxVarchar = 16383

@@ -130,6 +130,11 @@ func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 	}
 	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_claim_idx", Columns: claim,
 		Comment: "Serves the claim: state, then the claim's ORDER BY, so a claim reads the first available entries in order and stops, without a sort."})
+	if q.FairBy != "" {
+		fair := append([]string{"state", q.FairBy}, claim[1:]...)
+		t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_fair_idx", Columns: fair,
+			Comment: "Serves the fair claim: the " + q.FairBy + " values of the available jobs, then one probe per value for its first due jobs, in the claim's order."})
+	}
 	if q.Lease {
 		t.Indexes = append(t.Indexes,
 			&catalog.Index{Name: q.Name + "_lease_idx", Columns: []string{"state", "locked_until"},
