@@ -10,16 +10,158 @@ import (
 	"time"
 
 	"github.com/queuegen/queuegen/integration/e2e/jobs"
+	"github.com/queuegen/queuegen/integration/e2e/mysql/myjobs"
+	"github.com/queuegen/queuegen/internal/dbtest"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/queue"
+	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
+	"github.com/queuegen/queuegen/queue/queueimpl/pgximpl"
 )
 
-// fair_by is PostgreSQL's: these tests run on PostgreSQL only, against
-// queue fair of the e2e spec (fair_by: tenant).
+// The fairness suite runs on every engine with fair claims (PostgreSQL and
+// MySQL; SQL Server refuses fair_by), against queues fair (fair_by:
+// tenant, priority) and txfair (the same in transaction mode) of each
+// engine's e2e spec, through fairQueue, which hides their payloads' Go
+// types.
 
-// pushTenant pushes n jobs of tenant.
-func pushTenant(t *testing.T, q *jobs.FairQueue, tenant string, n int) {
+// fairJob is a job a fair claim took.
+type fairJob struct {
+	id     int64
+	tenant string
+	n      int32
+}
+
+// String is tenant/n.
+func (j fairJob) String() string { return fmt.Sprintf("%s/%d", j.tenant, j.n) }
+
+// fairQueue is one engine's queues fair and txfair.
+type fairQueue struct {
+	// push pushes tenant's job n to fair; pushMany pushes its jobs 0 to
+	// n-1, in that order, in one batch.
+	push     func(ctx context.Context, tenant string, n int32, opts ...queue.PushOption) error
+	pushMany func(ctx context.Context, tenant string, n int) error
+	// claim claims up to max jobs of fair for node.
+	claim func(ctx context.Context, node string, max int) ([]fairJob, error)
+	// txPush pushes tenant's job n to txfair; txClaim claims up to max
+	// of its jobs in a transaction of its own, left open (holding its
+	// jobs) until the test ends.
+	txPush  func(ctx context.Context, tenant string, n int32) error
+	txClaim func(t *testing.T, max int) ([]fairJob, error)
+}
+
+// fairAccessor is what fairQueue uses of a generated lease-mode accessor
+// whose payload is P.
+type fairAccessor[P any] interface {
+	Push(ctx context.Context, p P, opts ...queue.PushOption) (queue.PushResult, error)
+	PushMany(ctx context.Context, ps []P, opts ...queue.PushOption) (int64, error)
+	Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[P], error)
+}
+
+// txFairAccessor is what fairQueue uses of a generated transaction-mode
+// accessor whose payload is P and whose transactions are Tx.
+type txFairAccessor[P, Tx any] interface {
+	Push(ctx context.Context, p P, opts ...queue.PushOption) (queue.PushResult, error)
+	Claim(ctx context.Context, tx Tx, max int, opts ...queue.ClaimOption) ([]*queue.Job[P], error)
+}
+
+// fairOf is fairQueue over the accessors of fair (lq) and txfair (tq),
+// whose payloads build and key (txBuild and txKey) build and read, and whose transactions
+// driver begins.
+func fairOf[P, T, Tx any](lq fairAccessor[P], build func(tenant string, n int32) P, key func(P) (string, int32),
+	tq txFairAccessor[T, Tx], txBuild func(tenant string, n int32) T, txKey func(T) (string, int32), driver queue.TxDriver[Tx]) *fairQueue {
+	return &fairQueue{
+		push: func(ctx context.Context, tenant string, n int32, opts ...queue.PushOption) error {
+			_, err := lq.Push(ctx, build(tenant, n), opts...)
+			return err
+		},
+		pushMany: func(ctx context.Context, tenant string, n int) error {
+			ps := make([]P, n)
+			for i := range ps {
+				ps[i] = build(tenant, int32(i))
+			}
+			_, err := lq.PushMany(ctx, ps)
+			return err
+		},
+		claim: func(ctx context.Context, node string, max int) ([]fairJob, error) {
+			got, err := lq.Claim(ctx, node, max)
+			return fairJobs(got, key), err
+		},
+		txPush: func(ctx context.Context, tenant string, n int32) error {
+			_, err := tq.Push(ctx, txBuild(tenant, n))
+			return err
+		},
+		txClaim: func(t *testing.T, max int) ([]fairJob, error) {
+			ctx := context.Background()
+			tx, err := driver.Begin(ctx, queue.DefaultIsolation)
+			if err != nil {
+				return nil, err
+			}
+			t.Cleanup(func() { driver.Rollback(context.Background(), tx) })
+			got, err := tq.Claim(ctx, tx, max)
+			return fairJobs(got, txKey), err
+		},
+	}
+}
+
+// fairJobs are jobs as fairJob, key reading their tenant and n.
+func fairJobs[P any](js []*queue.Job[P], key func(P) (string, int32)) []fairJob {
+	out := make([]fairJob, len(js))
+	for i, j := range js {
+		tenant, n := key(j.Payload)
+		out[i] = fairJob{id: j.ID, tenant: tenant, n: n}
+	}
+	return out
+}
+
+// fairQueueOf is fairQueue on engine e's database, or nil where the engine
+// has no fair claims.
+func fairQueueOf(t *testing.T, e *engine) *fairQueue {
 	t.Helper()
-	pushNumbered(t, q.PushMany, n, func(i int32) jobs.FairPayload { return jobs.FairPayload{Tenant: tenant, N: i} })
+	switch e.name {
+	case dburl.PostgreSQL:
+		pool := poolFor(t, e.db.Address)
+		return fairOf(jobs.NewFairQueue(pool),
+			func(tenant string, n int32) jobs.FairPayload { return jobs.FairPayload{Tenant: tenant, N: n} },
+			func(p jobs.FairPayload) (string, int32) { return p.Tenant, p.N },
+			jobs.NewTxfairQueue(pool),
+			func(tenant string, n int32) jobs.TxfairPayload { return jobs.TxfairPayload{Tenant: tenant, N: n} },
+			func(p jobs.TxfairPayload) (string, int32) { return p.Tenant, p.N },
+			pgximpl.TxDriver(pool))
+	case dburl.MySQL:
+		return fairOf(myjobs.NewFairQueue(e.db.SQL),
+			func(tenant string, n int32) myjobs.FairPayload { return myjobs.FairPayload{Tenant: tenant, N: n} },
+			func(p myjobs.FairPayload) (string, int32) { return p.Tenant, p.N },
+			myjobs.NewTxfairQueue(e.db.SQL),
+			func(tenant string, n int32) myjobs.TxfairPayload { return myjobs.TxfairPayload{Tenant: tenant, N: n} },
+			func(p myjobs.TxfairPayload) (string, int32) { return p.Tenant, p.N },
+			mysqlimpl.TxDriver(e.db.SQL))
+	}
+	return nil
+}
+
+// eachFairEngine runs test once per engine with fair claims, in parallel
+// subtests named after the engines, each with a fresh migrated database.
+func eachFairEngine(t *testing.T, test func(t *testing.T, q *fairQueue)) {
+	t.Helper()
+	t.Parallel()
+	for _, name := range dbtest.ThisRun() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			q := fairQueueOf(t, open(t, name))
+			if q == nil {
+				t.Fatalf("%s has no fair queue in the e2e suite", name)
+			}
+			test(t, q)
+		})
+	}
+}
+
+// pushTenant pushes tenant's jobs 0 to n-1 to q's queue fair.
+func pushTenant(t *testing.T, q *fairQueue, tenant string, n int) {
+	t.Helper()
+	if err := q.pushMany(context.Background(), tenant, n); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // pushNumbered pushes n jobs with push (a PushMany), job i's payload
@@ -38,35 +180,39 @@ func pushNumbered[P any](t *testing.T, push func(context.Context, []P, ...queue.
 // TestFairClaimTakesEachKeyInTurn: with tenant a's backlog pushed first,
 // a claim takes an equal share from every tenant with due jobs, each
 // tenant's oldest first, instead of a's backlog in order; once the small
-// tenants are done, a's jobs fill whole batches again.
+// tenants are done, a's jobs fill whole batches again, in order. (A
+// claim's rows come in no particular order: the test sorts them.)
 func TestFairClaimTakesEachKeyInTurn(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewFairQueue(db)
-	pushTenant(t, q, "a", 50)
-	pushTenant(t, q, "b", 2)
-	pushTenant(t, q, "c", 2)
-	got, err := q.Claim(ctx, "node", 6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	per := map[string][]int32{}
-	for _, j := range got {
-		per[j.Payload.Tenant] = append(per[j.Payload.Tenant], j.Payload.N)
-	}
-	if fmt.Sprint(per) != "map[a:[0 1] b:[0 1] c:[0 1]]" {
-		t.Errorf("first claim of 6 took %v; want each tenant's two oldest", per)
-	}
-	got, err = q.Claim(ctx, "node", 10)
-	if err != nil || len(got) != 10 {
-		t.Fatalf("second claim = %d, %v", len(got), err)
-	}
-	for i, j := range got {
-		if j.Payload.Tenant != "a" || j.Payload.N != int32(i+2) {
-			t.Errorf("second claim's job %d = %s/%d, want a/%d", i, j.Payload.Tenant, j.Payload.N, i+2)
+	eachFairEngine(t, func(t *testing.T, q *fairQueue) {
+		ctx := context.Background()
+		pushTenant(t, q, "a", 50)
+		pushTenant(t, q, "b", 2)
+		pushTenant(t, q, "c", 2)
+		got, err := q.claim(ctx, "node", 6)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		per := map[string][]int32{}
+		for _, j := range got {
+			per[j.tenant] = append(per[j.tenant], j.n)
+		}
+		for _, ns := range per {
+			slices.Sort(ns)
+		}
+		if fmt.Sprint(per) != "map[a:[0 1] b:[0 1] c:[0 1]]" {
+			t.Errorf("first claim of 6 took %v; want each tenant's two oldest", per)
+		}
+		got, err = q.claim(ctx, "node", 10)
+		if err != nil || len(got) != 10 {
+			t.Fatalf("second claim = %d, %v", len(got), err)
+		}
+		slices.SortFunc(got, func(x, y fairJob) int { return int(x.n - y.n) })
+		for i, j := range got {
+			if j.tenant != "a" || j.n != int32(i+2) {
+				t.Errorf("second claim's job %d = %s, want a/%d", i, j, i+2)
+			}
+		}
+	})
 }
 
 // TestFairClaimsOfOneServeEveryKey: values tie in a turn, and the tie is
@@ -76,98 +222,147 @@ func TestFairClaimTakesEachKeyInTurn(t *testing.T) {
 // take b's about half the time (fewer than 5 has odds under 1 in 10^6),
 // where they took a's every time.
 func TestFairClaimsOfOneServeEveryKey(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewFairQueue(db)
-	pushTenant(t, q, "a", 40)
-	pushTenant(t, q, "b", 40)
-	per := map[string]int{}
-	for i := range 40 {
-		got, err := q.Claim(ctx, "node", 1)
-		if err != nil || len(got) != 1 {
-			t.Fatalf("claim %d = %v, %v", i, got, err)
+	eachFairEngine(t, func(t *testing.T, q *fairQueue) {
+		ctx := context.Background()
+		pushTenant(t, q, "a", 40)
+		pushTenant(t, q, "b", 40)
+		per := map[string]int{}
+		for i := range 40 {
+			got, err := q.claim(ctx, "node", 1)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("claim %d = %v, %v", i, got, err)
+			}
+			per[got[0].tenant]++
 		}
-		per[got[0].Payload.Tenant]++
-	}
-	if per["b"] < 5 || per["a"] < 5 {
-		t.Errorf("40 claims of one took %v; want both tenants served", per)
-	}
+		if per["b"] < 5 || per["a"] < 5 {
+			t.Errorf("40 claims of one took %v; want both tenants served", per)
+		}
+	})
 }
 
 // TestFairClaimTakesEachKeysHighestPriorityFirst: with priority (queue
 // fair has priority: true), each tenant's turn takes its highest-priority
 // job first.
 func TestFairClaimTakesEachKeysHighestPriorityFirst(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	q := jobs.NewFairQueue(migrated(t))
-	pushTenant(t, q, "a", 10)
-	if _, err := q.Push(ctx, jobs.FairPayload{Tenant: "a", N: 99}, queue.Priority(5)); err != nil {
-		t.Fatal(err)
-	}
-	pushTenant(t, q, "b", 2)
-	if _, err := q.Push(ctx, jobs.FairPayload{Tenant: "c", N: 7}, queue.Priority(9)); err != nil {
-		t.Fatal(err)
-	}
-	got, err := q.Claim(ctx, "node", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var took []string
-	for _, j := range got {
-		took = append(took, fmt.Sprintf("%s%d", j.Payload.Tenant, j.Payload.N))
-	}
-	slices.Sort(took)
-	// One turn: each tenant's highest-priority job (a's 99 before its
-	// older 0), the claim's rows in no particular order.
-	if fmt.Sprint(took) != "[a99 b0 c7]" {
-		t.Errorf("claim of 3 took %v; want [a99 b0 c7]", took)
-	}
+	eachFairEngine(t, func(t *testing.T, q *fairQueue) {
+		ctx := context.Background()
+		pushTenant(t, q, "a", 10)
+		if err := q.push(ctx, "a", 99, queue.Priority(5)); err != nil {
+			t.Fatal(err)
+		}
+		pushTenant(t, q, "b", 2)
+		if err := q.push(ctx, "c", 7, queue.Priority(9)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := q.claim(ctx, "node", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var took []string
+		for _, j := range got {
+			took = append(took, fmt.Sprintf("%s%d", j.tenant, j.n))
+		}
+		slices.Sort(took)
+		// One turn: each tenant's highest-priority job (a's 99 before its
+		// older 0), the claim's rows in no particular order.
+		if fmt.Sprint(took) != "[a99 b0 c7]" {
+			t.Errorf("claim of 3 took %v; want [a99 b0 c7]", took)
+		}
+		// The next claim: a's and b's shares of 4, two each, a's by
+		// priority, then in order; b has one left, and a claim takes no
+		// more than a value's share, as its turn is over.
+		got, err = q.claim(ctx, "node", 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took = took[:0]
+		for _, j := range got {
+			took = append(took, fmt.Sprintf("%s%d", j.tenant, j.n))
+		}
+		slices.Sort(took)
+		if fmt.Sprint(took) != "[a0 a1 b1]" {
+			t.Errorf("second claim of 4 took %v; want [a0 a1 b1]", took)
+		}
+	})
 }
 
 // TestFairClaimsConcurrently: four claimers draining many tenants at once
 // take every job exactly once.
 func TestFairClaimsConcurrently(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewFairQueue(db)
-	const tenants, each = 20, 30
-	for i := range tenants {
-		pushTenant(t, q, fmt.Sprint("t", i), each)
-	}
-	var mu sync.Mutex
-	seen := map[int64]int{}
-	var wg sync.WaitGroup
-	for c := range 4 {
-		wg.Go(func() {
-			for {
-				got, err := q.Claim(ctx, fmt.Sprint("node-", c), 7)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if len(got) == 0 {
-					return
-				}
-				mu.Lock()
-				for _, j := range got {
-					seen[j.ID]++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if len(seen) != tenants*each {
-		t.Errorf("claimed %d distinct jobs, want %d", len(seen), tenants*each)
-	}
-	for id, n := range seen {
-		if n != 1 {
-			t.Errorf("job %d claimed %d times", id, n)
+	eachFairEngine(t, func(t *testing.T, q *fairQueue) {
+		ctx := context.Background()
+		const tenants, each = 20, 30
+		for i := range tenants {
+			pushTenant(t, q, fmt.Sprint("t", i), each)
 		}
-	}
+		var mu sync.Mutex
+		seen := map[int64]int{}
+		var wg sync.WaitGroup
+		for c := range 4 {
+			wg.Go(func() {
+				for {
+					got, err := q.claim(ctx, fmt.Sprint("node-", c), 7)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(got) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, j := range got {
+						seen[j.id]++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if len(seen) != tenants*each {
+			t.Errorf("claimed %d distinct jobs, want %d", len(seen), tenants*each)
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Errorf("job %d claimed %d times", id, n)
+			}
+		}
+	})
+}
+
+// TestFairClaimsServeSmallTenantsBehindABurst: one tenant's burst of 2,000
+// jobs, pushed first, does not hold back 20 small tenants' jobs: each
+// small tenant's job is among the first three claims of 10 (a claim takes
+// one job a tenant while 10 or more have due jobs, so two claims serve at
+// least 18 small tenants, and the third the rest), where a claim in order
+// would take them after the burst's 2,000; and the burst's jobs are not
+// starved either.
+func TestFairClaimsServeSmallTenantsBehindABurst(t *testing.T) {
+	eachFairEngine(t, func(t *testing.T, q *fairQueue) {
+		ctx := context.Background()
+		pushTenant(t, q, "burst", 2000)
+		for i := range 20 {
+			if err := q.push(ctx, fmt.Sprintf("small%02d", i), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		small, burst := map[string]bool{}, 0
+		for i := range 3 {
+			got, err := q.claim(ctx, "node", 10)
+			if err != nil || len(got) == 0 {
+				t.Fatalf("claim %d = %v, %v; want jobs", i, got, err)
+			}
+			for _, j := range got {
+				if j.tenant == "burst" {
+					burst++
+				} else {
+					small[j.tenant] = true
+				}
+			}
+		}
+		if len(small) != 20 || burst == 0 {
+			t.Errorf("the first three claims of 10 served %d small tenants (%v) and %d of the burst's jobs; want all 20, and the burst too", len(small), small, burst)
+		}
+	})
 }
 
 // TestFairAndLimitedClaimsUseIndexes: the claims of queues fair, limited
@@ -227,29 +422,23 @@ func TestFairAndLimitedClaimsUseIndexes(t *testing.T) {
 // fair part, as a lease claim may for its statement, left nothing to
 // anyone else.
 func TestFairTransactionClaimsLockOnlyWhatTheyTake(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewTxfairQueue(db)
-	for i := range 3 {
-		if _, err := q.Push(ctx, jobs.TxfairPayload{Tenant: fmt.Sprint("t", i), N: int32(i)}); err != nil {
-			t.Fatal(err)
+	eachFairEngine(t, func(t *testing.T, q *fairQueue) {
+		ctx := context.Background()
+		for i := range 3 {
+			if err := q.txPush(ctx, fmt.Sprint("t", i), int32(i)); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	seen := map[string]bool{}
-	for i := range 3 {
-		tx, err := db.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
+		seen := map[string]bool{}
+		for i := range 3 {
+			got, err := q.txClaim(t, 1)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("claim %d of one, with %d transactions holding a job each = %v, %v; want one job", i, i, got, err)
+			}
+			if seen[got[0].tenant] {
+				t.Fatalf("claim %d took tenant %s's job twice", i, got[0].tenant)
+			}
+			seen[got[0].tenant] = true
 		}
-		defer tx.Rollback(ctx) //nolint:errcheck
-		got, err := q.Claim(ctx, tx, 1)
-		if err != nil || len(got) != 1 {
-			t.Fatalf("claim %d of one, with %d transactions holding a job each = %v, %v; want one job", i, i, got, err)
-		}
-		if seen[got[0].Payload.Tenant] {
-			t.Fatalf("claim %d took tenant %s's job twice", i, got[0].Payload.Tenant)
-		}
-		seen[got[0].Payload.Tenant] = true
-	}
+	})
 }

@@ -60,16 +60,21 @@ FOR UPDATE SKIP LOCKED;
 -- values of the available jobs off the fair index (state, tenant, …), a
 -- covering read that locks nothing; firsts probes the index once a value for
 -- its first due job in claim order (values with none drop out); fair_jobs
--- walks each value's next jobs in claim order, one probe a job, up to its
--- share of the batch (⌈@max ÷ values⌉); picked ranks them, every value's
--- first job, then every value's second, and so on, values that tie in a turn
--- in an order drawn at random (so a claim smaller than the number of values
--- serves every value alike rather than the one with the oldest jobs), and
--- keeps @max. The CTEs read without locking; the outer SELECT locks only the
--- picked jobs, found by primary key, FOR UPDATE SKIP LOCKED, and takes each
--- only if still due. No step sorts the queue table's rows (picked sorts its
--- own few ids): a sort under FOR UPDATE SKIP LOCKED would lock every row it
--- read.
+-- walks each value's next jobs in claim order, one probe a job (after the job
+-- before it, read by primary key), up to its share of the batch (⌈@max ÷
+-- values⌉); picked ranks them, every value's first job, then every value's
+-- second, and so on, values that tie in a turn in an order drawn at random
+-- (so a claim smaller than the number of values serves every value alike
+-- rather than the one with the oldest jobs). The CTEs read without locking.
+-- The final SELECT sorts picked's few rows (ids, not the queue table's rows),
+-- then, STRAIGHT_JOIN keeping that order, finds each job by primary key
+-- (FORCE INDEX: on a small table the optimizer would rather scan the state's
+-- entries, locking what it read) and locks it, FOR UPDATE SKIP LOCKED, taking
+-- it only if still due, until it has @max: it locks only the jobs it takes,
+-- and a job another transaction holds is passed over for the next in rank, so
+-- a transaction-mode claim, which keeps its locks while the handler works,
+-- never holds a job of every value. No step sorts the queue table's rows: a
+-- sort under FOR UPDATE SKIP LOCKED would lock every row it read.
 WITH RECURSIVE batch AS (
     SELECT CAST(sqlc.arg(max) AS SIGNED) AS n
 ), fair_keys AS (
@@ -103,20 +108,20 @@ WITH RECURSIVE batch AS (
             LIMIT 1),
            fair_jobs.turn + 1
     FROM fair_jobs
-    JOIN export_queue AS prev ON prev.id = fair_jobs.id
+    STRAIGHT_JOIN export_queue AS prev FORCE INDEX (PRIMARY) ON prev.id = fair_jobs.id
     WHERE fair_jobs.turn * (SELECT share.n FROM share) < (SELECT batch.n FROM batch)
 ), picked AS (
-    SELECT fair_jobs.id
+    SELECT fair_jobs.id, fair_jobs.turn, RAND() AS draw
     FROM fair_jobs
     WHERE fair_jobs.id IS NOT NULL
-    ORDER BY fair_jobs.turn, RAND()
-    LIMIT ?
 )
 SELECT sqlc.embed(export_queue), UTC_TIMESTAMP(6) AS db_now
-FROM export_queue
-WHERE export_queue.id IN (SELECT picked.id FROM picked)
-  AND export_queue.state = 'available'
+FROM picked
+STRAIGHT_JOIN export_queue FORCE INDEX (PRIMARY) ON export_queue.id = picked.id
+WHERE export_queue.state = 'available'
   AND export_queue.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
+ORDER BY picked.turn, picked.draw
+LIMIT ?
 FOR UPDATE SKIP LOCKED;
 
 -- name: LeaseExport :execrows

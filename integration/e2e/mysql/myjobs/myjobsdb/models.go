@@ -12,6 +12,50 @@ import (
 	"time"
 )
 
+type FairQueueState string
+
+const (
+	FairQueueStateAvailable FairQueueState = "available"
+	FairQueueStateRunning   FairQueueState = "running"
+	FairQueueStateSucceeded FairQueueState = "succeeded"
+	FairQueueStateDead      FairQueueState = "dead"
+)
+
+func (e *FairQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = FairQueueState(s)
+	case string:
+		*e = FairQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for FairQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullFairQueueState struct {
+	FairQueueState FairQueueState
+	Valid          bool // Valid is true if FairQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullFairQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.FairQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.FairQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullFairQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.FairQueueState), nil
+}
+
 type ImageQueueState string
 
 const (
@@ -230,6 +274,50 @@ func (ns NullTaskQueueState) Value() (driver.Value, error) {
 	return string(ns.TaskQueueState), nil
 }
 
+type TxfairQueueState string
+
+const (
+	TxfairQueueStateAvailable TxfairQueueState = "available"
+	TxfairQueueStateRunning   TxfairQueueState = "running"
+	TxfairQueueStateSucceeded TxfairQueueState = "succeeded"
+	TxfairQueueStateDead      TxfairQueueState = "dead"
+)
+
+func (e *TxfairQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = TxfairQueueState(s)
+	case string:
+		*e = TxfairQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for TxfairQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullTxfairQueueState struct {
+	TxfairQueueState TxfairQueueState
+	Valid            bool // Valid is true if TxfairQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullTxfairQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.TxfairQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.TxfairQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullTxfairQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.TxfairQueueState), nil
+}
+
 type TxtaskQueueState string
 
 const (
@@ -316,6 +404,25 @@ func (ns NullTypedQueueState) Value() (driver.Value, error) {
 		return nil, nil
 	}
 	return string(ns.TypedQueueState), nil
+}
+
+type FairRow struct {
+	ID          int64
+	State       FairQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	Tenant      string
+	N           int32
 }
 
 type ImageRow struct {
@@ -423,6 +530,25 @@ type TaskRow struct {
 	UniqueKey    *string
 	UniqueActive *string
 	Payload      json.RawMessage
+}
+
+type TxfairRow struct {
+	ID          int64
+	State       TxfairQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	Tenant      string
+	N           int32
 }
 
 type TxtaskRow struct {
