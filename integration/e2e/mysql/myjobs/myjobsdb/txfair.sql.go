@@ -103,11 +103,8 @@ WITH RECURSIVE batch AS (
             ORDER BY first.run_after, first.id
             LIMIT 1) AS id
     FROM fair_keys
-), share AS (
-    SELECT COUNT(firsts.id) AS n
-    FROM firsts
 ), fair_jobs AS (
-    SELECT firsts.fair_key, firsts.id, 1 AS turn
+    SELECT firsts.fair_key, firsts.id, 1 AS turn, COUNT(*) OVER () AS due_keys
     FROM firsts
     WHERE firsts.id IS NOT NULL
     UNION ALL
@@ -118,10 +115,11 @@ WITH RECURSIVE batch AS (
               AND (next.run_after > prev.run_after OR next.run_after = prev.run_after AND next.id > prev.id)
             ORDER BY next.run_after, next.id
             LIMIT 1),
-           fair_jobs.turn + 1
+           fair_jobs.turn + 1,
+           fair_jobs.due_keys
     FROM fair_jobs
     STRAIGHT_JOIN txfair_queue AS prev FORCE INDEX (PRIMARY) ON prev.id = fair_jobs.id
-    WHERE fair_jobs.turn * (SELECT share.n FROM share) < (SELECT batch.n FROM batch)
+    WHERE fair_jobs.turn * fair_jobs.due_keys < (SELECT batch.n FROM batch)
 ), picked AS (
     SELECT fair_jobs.id, fair_jobs.turn, RAND() AS draw
     FROM fair_jobs
@@ -155,23 +153,23 @@ type ClaimTxfairRow struct {
 // recursive CTE walks each value's jobs a probe at a time): fair_keys reads
 // the tenant values of the available jobs off the fair index (state, tenant,
 // …), a covering read that locks nothing; firsts probes the index once a
-// value for its first due job in claim order (values with none drop out);
-// fair_jobs walks each value's next jobs in claim order, one probe a job
-// (after the job before it, read by primary key), up to its share of the
-// batch (⌈@max ÷ values⌉); picked ranks them, every value's first job,
-// then every value's second, and so on, values that tie in a turn in an order
-// drawn at random (so a claim smaller than the number of values serves every
-// value alike rather than the one with the oldest jobs). The CTEs read
-// without locking. The final SELECT sorts picked's few rows (ids, not the
-// queue table's rows), then, STRAIGHT_JOIN keeping that order, finds each job
-// by primary key (FORCE INDEX: on a small table the optimizer would rather
-// scan the state's entries, locking what it read) and locks it, FOR UPDATE
-// SKIP LOCKED, taking it only if still due, until it has @max: it locks only
-// the jobs it takes, and a job another transaction holds is passed over for
-// the next in rank, so a transaction-mode claim, which keeps its locks while
-// the handler works, never holds a job of every value. No step sorts the
-// queue table's rows: a sort under FOR UPDATE SKIP LOCKED would lock every
-// row it read.
+// value for its first due job in claim order (values with none drop out), and
+// fair_jobs counts the values left (due_keys); it walks each value's next
+// jobs in claim order, one probe a job (after the job before it, read by
+// primary key), up to its share of the batch (⌈@max ÷ values⌉); picked
+// ranks them, every value's first job, then every value's second, and so on,
+// values that tie in a turn in an order drawn at random (so a claim smaller
+// than the number of values serves every value alike rather than the one with
+// the oldest jobs). The CTEs read without locking. The final SELECT sorts
+// picked's few rows (ids, not the queue table's rows), then, STRAIGHT_JOIN
+// keeping that order, finds each job by primary key (FORCE INDEX: on a small
+// table the optimizer would rather scan the state's entries, locking what it
+// read) and locks it, FOR UPDATE SKIP LOCKED, taking it only if still due,
+// until it has @max: it locks only the jobs it takes, and a job another
+// transaction holds is passed over for the next in rank, so a
+// transaction-mode claim, which keeps its locks while the handler works,
+// never holds a job of every value. No step sorts the queue table's rows: a
+// sort under FOR UPDATE SKIP LOCKED would lock every row it read.
 func (q *Queries) ClaimTxfair(ctx context.Context, arg ClaimTxfairParams) ([]ClaimTxfairRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimTxfair,
 		arg.Max,
