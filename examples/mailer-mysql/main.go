@@ -1,8 +1,9 @@
 // Command mailer-mysql is queuegen's example on MySQL and MariaDB: the mail
 // service of ../mailer, generated with engine: mysql. It applies its queue
-// migrations, pushes a few emails and a statement job, and works them with
-// the runtime: a lease-mode worker for emails and a transaction-mode worker
-// for statements, with maintenance and a periodic job scheduler. MySQL has
+// migrations, pushes a few emails, receipts and a statement job, and works
+// them with the runtime: lease-mode workers for emails and for receipts
+// (taken from each account in turn) and a transaction-mode worker for
+// statements, with maintenance and a periodic job scheduler. MySQL has
 // no LISTEN/NOTIFY: the workers poll, and a push made by this process
 // wakes them at once.
 //
@@ -89,6 +90,19 @@ func run(ctx context.Context, address string) error {
 		}
 		fmt.Printf("pushed email %d to %s\n", res.ID, to)
 	}
+	// Receipts: account 7's burst of five is pushed before account 9's
+	// one, and still account 9's is among the first posted.
+	receipts := jobs.NewReceiptQueue(db)
+	var burst []jobs.ReceiptPayload
+	for i := range 5 {
+		burst = append(burst, jobs.ReceiptPayload{AccountID: 7, Webhook: "https://a7.example.com/hook", Email: fmt.Sprint("msg-", i)})
+	}
+	if _, err := receipts.PushMany(ctx, burst); err != nil {
+		return err
+	}
+	if _, err := receipts.Push(ctx, jobs.ReceiptPayload{AccountID: 9, Webhook: "https://a9.example.com/hook", Email: "msg-0"}); err != nil {
+		return err
+	}
 	statements := jobs.NewStatementQueue(db)
 	if _, err := statements.Push(ctx, jobs.StatementPayload{AccountID: 42, Month: "2026-10-01"}); err != nil {
 		return err
@@ -97,13 +111,15 @@ func run(ctx context.Context, address string) error {
 	// Work: the runtime pieces a service runs, until the demo's jobs are done.
 	host, _ := os.Hostname()
 	emailWorker := emails.Worker(send, queue.Node(host), queue.Concurrency(4), queue.Logger(logger))
+	// A claim of 2 takes one receipt of each account with due receipts.
+	receiptWorker := receipts.Worker(post, queue.Node(host), queue.Concurrency(2), queue.Logger(logger))
 	statementWorker := statements.Worker(render, queue.Concurrency(2), queue.Logger(logger))
-	maintainer := queue.NewMaintainer([]queue.Maintained{emails, statements}, queue.MaintainerLogger(logger))
+	maintainer := queue.NewMaintainer([]queue.Maintained{emails, receipts, statements}, queue.MaintainerLogger(logger))
 	scheduler := queue.NewScheduler(statements.PeriodicJobs(), logger)
 
 	workCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for _, r := range []interface{ Run(context.Context) error }{emailWorker, statementWorker, maintainer, scheduler} {
+	for _, r := range []interface{ Run(context.Context) error }{emailWorker, receiptWorker, statementWorker, maintainer, scheduler} {
 		wg.Go(func() {
 			if err := r.Run(workCtx); err != nil {
 				logger.Error("stopped", "err", err)
@@ -127,6 +143,14 @@ func send(ctx context.Context, job *queue.Job[jobs.EmailPayload]) error {
 	return nil
 }
 
+// post is the receipt handler: a call to the account's webhook would go
+// here.
+func post(ctx context.Context, job *queue.Job[jobs.ReceiptPayload]) error {
+	time.Sleep(time.Millisecond)
+	fmt.Printf("posted receipt of %s to account %d\n", job.Payload.Email, job.Payload.AccountID)
+	return nil
+}
+
 // render is the statement handler: its writes through tx commit with the
 // job's completion, and a rollback returns the job to the queue.
 func render(ctx context.Context, tx *sql.Tx, job *queue.Job[jobs.StatementPayload]) error {
@@ -134,12 +158,14 @@ func render(ctx context.Context, tx *sql.Tx, job *queue.Job[jobs.StatementPayloa
 	return nil
 }
 
-// waitDone waits until no email is left and the statement has succeeded.
+// waitDone waits until no email or receipt is left and the statement has
+// succeeded.
 func waitDone(ctx context.Context, db *sql.DB, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		var left int
-		err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM email_queue) + (SELECT COUNT(*) FROM statement_queue WHERE state <> 'succeeded')`).Scan(&left)
+		err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM email_queue) + (SELECT COUNT(*) FROM receipt_queue)
+    + (SELECT COUNT(*) FROM statement_queue WHERE state <> 'succeeded')`).Scan(&left)
 		if err != nil {
 			return err
 		}

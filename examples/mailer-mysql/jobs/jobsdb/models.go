@@ -98,6 +98,50 @@ func (ns NullQueuegenQueuesMode) Value() (driver.Value, error) {
 	return string(ns.QueuegenQueuesMode), nil
 }
 
+type ReceiptQueueState string
+
+const (
+	ReceiptQueueStateAvailable ReceiptQueueState = "available"
+	ReceiptQueueStateRunning   ReceiptQueueState = "running"
+	ReceiptQueueStateSucceeded ReceiptQueueState = "succeeded"
+	ReceiptQueueStateDead      ReceiptQueueState = "dead"
+)
+
+func (e *ReceiptQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = ReceiptQueueState(s)
+	case string:
+		*e = ReceiptQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for ReceiptQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullReceiptQueueState struct {
+	ReceiptQueueState ReceiptQueueState
+	Valid             bool // Valid is true if ReceiptQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullReceiptQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.ReceiptQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.ReceiptQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullReceiptQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.ReceiptQueueState), nil
+}
+
 type StatementQueueState string
 
 const (
@@ -188,6 +232,26 @@ type QueueRegistryRow struct {
 	Mode         QueuegenQueuesMode
 	Paused       bool
 	RegisteredAt time.Time
+}
+
+type ReceiptRow struct {
+	ID          int64
+	State       ReceiptQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	AccountID   int64
+	Webhook     string
+	Email       string
 }
 
 type StatementRow struct {
