@@ -19,7 +19,6 @@ import (
 	pgjobs "github.com/queuegen/queuegen/examples/mailer/jobs"
 	"github.com/queuegen/queuegen/internal/dbtest"
 	"github.com/queuegen/queuegen/internal/dburl"
-	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/pgtest"
 	"github.com/queuegen/queuegen/queue"
 )
@@ -81,20 +80,9 @@ func TestWorkersRecordTheirNodes(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			db := dbtest.New(t, engine)
-			example := "../examples/mailer"
-			if engine == dburl.MySQL {
-				example += "-mysql"
-			}
-			m, err := migrate.Open(db.Address, example+"/db/migrations")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			migrateExample(t, engine, db.Address)
 			ctx, stop := context.WithCancel(context.Background())
 			defer stop()
-			if err := m.Up(ctx, io.Discard); err != nil {
-				t.Fatal(err)
-			}
 			opts := []queue.WorkerOption{queue.Node("n1"), queue.Concurrency(3), queue.NodeHeartbeat(50 * time.Millisecond),
 				queue.PollInterval(20 * time.Millisecond), queue.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
 			type runner interface{ Run(context.Context) error }
@@ -255,19 +243,12 @@ func TestMaintainerForgetsStaleNodes(t *testing.T) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			db := dbtest.New(t, engine)
-			example, now, old := "../examples/mailer", "now()", "now() - interval '2 hours'"
+			now, old := "now()", "now() - interval '2 hours'"
 			if engine == dburl.MySQL {
-				example, now, old = "../examples/mailer-mysql", "UTC_TIMESTAMP(6)", "UTC_TIMESTAMP(6) - INTERVAL 2 HOUR"
+				now, old = "UTC_TIMESTAMP(6)", "UTC_TIMESTAMP(6) - INTERVAL 2 HOUR"
 			}
-			m, err := migrate.Open(db.Address, example+"/db/migrations")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			migrateExample(t, engine, db.Address)
 			ctx := context.Background()
-			if err := m.Up(ctx, io.Discard); err != nil {
-				t.Fatal(err)
-			}
 			for _, row := range [][2]string{{"killed", old}, {"alive", now}} {
 				if _, err := db.SQL.Exec(`INSERT INTO queuegen_nodes (node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms)
 VALUES ('` + row[0] + `', 'email', 1, 0, 'h', 1, ` + row[1] + `, ` + row[1] + `, 5000)`); err != nil {

@@ -100,10 +100,21 @@ var (
 	errShutdown     = errors.New("queue: the worker is shutting down")
 )
 
+// nodeChecker is a queue that says whether its lease column holds a node
+// id (generated accessors of engines with a limit).
+type nodeChecker interface {
+	CheckNode(node string) error
+}
+
 // NewWorker returns a worker for q. Generated accessors call it from their
 // Worker method, which fixes P to the queue's payload type.
 func NewWorker[P any](q LeaseQueue[P], handler Handler[P], opts ...WorkerOption) *Worker[P] {
 	cfg, bad := newWorkerConfig(opts, defaultLeaseConcurrency)
+	if c, ok := q.(nodeChecker); ok && bad == nil {
+		// A node id the lease column cannot hold is refused at Run, not
+		// logged on every claim.
+		bad = c.CheckNode(cfg.node)
+	}
 	lease := cfg.lease
 	if lease <= 0 {
 		lease = q.LeaseDuration()

@@ -190,7 +190,7 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err != nil {
 		return nil, err
 	}
-	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
+	if err := q.CheckNode(node); err != nil {
 		return nil, err
 	}
 	arg := jobsdb.ClaimExpiredEmailParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
@@ -211,6 +211,13 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 		}
 	}
 	return q.jobs(rows), dueErr
+}
+
+// CheckNode refuses a node id longer than the lease column holds (a
+// *queue.TooLongError): Claim refuses it, and a worker refuses it at Run,
+// before it claims anything.
+func (q *EmailQueue) CheckNode(node string) error {
+	return queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)")
 }
 
 // Complete finishes a job successfully; it is kept in state succeeded.

@@ -147,7 +147,7 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 	if err != nil {
 		return nil, err
 	}
-	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
+	if err := q.CheckNode(node); err != nil {
 		return nil, err
 	}
 	arg := jobsdb.ClaimExpiredWebhookParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
@@ -168,6 +168,13 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 		}
 	}
 	return q.jobs(rows), dueErr
+}
+
+// CheckNode refuses a node id longer than the lease column holds (a
+// *queue.TooLongError): Claim refuses it, and a worker refuses it at Run,
+// before it claims anything.
+func (q *WebhookQueue) CheckNode(node string) error {
+	return queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)")
 }
 
 // Complete finishes a job successfully and deletes it.

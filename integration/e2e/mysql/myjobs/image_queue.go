@@ -152,7 +152,7 @@ func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err != nil {
 		return nil, err
 	}
-	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
+	if err := q.CheckNode(node); err != nil {
 		return nil, err
 	}
 	// The first read of an accessor's db checks that it was opened as this
@@ -202,6 +202,13 @@ func (q *ImageQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 		return nil, err
 	}
 	return q.jobs(rows), nil
+}
+
+// CheckNode refuses a node id longer than the lease column holds (a
+// *queue.TooLongError): Claim refuses it, and a worker refuses it at Run,
+// before it claims anything.
+func (q *ImageQueue) CheckNode(node string) error {
+	return queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)")
 }
 
 // Complete finishes a job successfully and deletes it.

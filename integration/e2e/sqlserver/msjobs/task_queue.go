@@ -143,7 +143,7 @@ func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	if err := queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)"); err != nil {
+	if err := q.CheckNode(node); err != nil {
 		return nil, err
 	}
 	arg := msjobsdb.ClaimExpiredTaskParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
@@ -165,6 +165,13 @@ func (q *TaskQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	}
 	jobs, err := q.jobs(ctx, q, rows)
 	return jobs, errors.Join(dueErr, err)
+}
+
+// CheckNode refuses a node id longer than the lease column holds (a
+// *queue.TooLongError): Claim refuses it, and a worker refuses it at Run,
+// before it claims anything.
+func (q *TaskQueue) CheckNode(node string) error {
+	return queueimpl.CheckLength("node id", &node, 255, "UTF-16 code units", "SQL Server's locked_by NVARCHAR(255)")
 }
 
 // Complete finishes a job successfully and deletes it.

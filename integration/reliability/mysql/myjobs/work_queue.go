@@ -130,7 +130,7 @@ func (q *WorkQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	if err := queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)"); err != nil {
+	if err := q.CheckNode(node); err != nil {
 		return nil, err
 	}
 	// The first read of an accessor's db checks that it was opened as this
@@ -180,6 +180,13 @@ func (q *WorkQueue) Claim(ctx context.Context, node string, max int, opts ...que
 		return nil, err
 	}
 	return q.jobs(rows), nil
+}
+
+// CheckNode refuses a node id longer than the lease column holds (a
+// *queue.TooLongError): Claim refuses it, and a worker refuses it at Run,
+// before it claims anything.
+func (q *WorkQueue) CheckNode(node string) error {
+	return queueimpl.CheckLength("node id", &node, 255, "characters", "MySQL's locked_by VARCHAR(255)")
 }
 
 // Complete finishes a job successfully and deletes it.
