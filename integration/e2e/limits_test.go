@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -9,332 +10,605 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/queuegen/queuegen/integration/e2e/jobs"
+	"github.com/queuegen/queuegen/integration/e2e/mysql/myjobs"
+	"github.com/queuegen/queuegen/internal/dbtest"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/queue"
 )
 
-// Limits are PostgreSQL's: these tests run on PostgreSQL only, against
-// queue limited of the e2e spec (fair_by: tenant, limits: {per_key: 2,
-// global: 5}, max_attempts: 3) and queue capped (limits: {global: 3}).
+// The limits suite runs on every engine with concurrency limits
+// (PostgreSQL and MySQL; SQL Server refuses limits), against queue limited
+// of each engine's e2e spec (fair_by: tenant, limits: {per_key: 2,
+// global: 5}, lease: 2s, max_attempts: 3) and queue capped (limits:
+// {global: 3}), through limitedQueue, which hides their payloads' Go types.
 
-// pushLimited pushes n jobs of each tenant.
-func pushLimited(t *testing.T, q *jobs.LimitedQueue, n int, tenants ...string) {
-	t.Helper()
-	var batch []jobs.LimitedPayload
-	for _, tenant := range tenants {
-		for i := range n {
-			batch = append(batch, jobs.LimitedPayload{Tenant: tenant, N: int32(i)})
-		}
-	}
-	if _, err := q.PushMany(context.Background(), batch); err != nil {
-		t.Fatal(err)
-	}
+// limJob is a job of limited or capped: its tenant (capped's are ""), its
+// n, and the generated job itself, for the accessor's methods.
+type limJob struct {
+	id      int64
+	tenant  string
+	n       int32
+	attempt int32
+	job     any
 }
 
-// perTenant counts jobs by tenant.
-func perTenant(js []*queue.Job[jobs.LimitedPayload]) map[string]int {
-	out := map[string]int{}
-	for _, j := range js {
-		out[j.Payload.Tenant]++
+// limitedQueue is one engine's queues limited and capped.
+type limitedQueue struct {
+	// db is the database, for samples taken on connections of its own.
+	db *dbtest.DB
+	// push pushes n jobs of each tenant to limited, in one batch.
+	push func(ctx context.Context, n int, tenants ...string) error
+	// claim, the ways out of running and worker are limited's.
+	claim        func(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]limJob, error)
+	complete     func(ctx context.Context, j limJob) error
+	fail         func(ctx context.Context, j limJob) error
+	snooze       func(ctx context.Context, j limJob) error
+	release      func(ctx context.Context, j limJob) error
+	discard      func(ctx context.Context, j limJob) error
+	completeMany func(ctx context.Context, js []limJob) (int64, error)
+	releaseNode  func(ctx context.Context, node string) (int64, error)
+	worker       func(handler func(ctx context.Context, j limJob) error, opts ...queue.WorkerOption) interface{ Run(context.Context) error }
+	// cappedPush pushes capped's jobs n, in order; cappedClaim and
+	// cappedComplete claim and complete them; cappedLimits is its Limits().
+	cappedPush     func(ctx context.Context, ns ...int32) error
+	cappedClaim    func(ctx context.Context, node string, max int) ([]limJob, error)
+	cappedComplete func(ctx context.Context, j limJob) error
+	cappedLimits   func() queue.Limits
+	// cappedTxClaim claims up to max of capped's jobs in a transaction it
+	// begins and leaves open; commit commits it.
+	cappedTxClaim func(ctx context.Context, node string, max int) (n int, commit func() error, rollback func(), err error)
+}
+
+// limitedAccessor is what limitedQueue uses of a generated lease-mode
+// accessor with limits whose payload is P.
+type limitedAccessor[P any] interface {
+	PushMany(ctx context.Context, ps []P, opts ...queue.PushOption) (int64, error)
+	Claim(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]*queue.Job[P], error)
+	Complete(ctx context.Context, j *queue.Job[P]) error
+	CompleteMany(ctx context.Context, js []*queue.Job[P]) (int64, error)
+	Fail(ctx context.Context, j *queue.Job[P], cause error) (queue.State, error)
+	Snooze(ctx context.Context, j *queue.Job[P], until time.Time) error
+	Release(ctx context.Context, j *queue.Job[P]) error
+	Discard(ctx context.Context, j *queue.Job[P], cause error) error
+	ReleaseNode(ctx context.Context, node string) (int64, error)
+	Limits() queue.Limits
+	Worker(handler queue.Handler[P], opts ...queue.WorkerOption) *queue.Worker[P]
+}
+
+// limJobs are js as limJob, key reading their tenant and n.
+func limJobs[P any](js []*queue.Job[P], key func(P) (string, int32)) []limJob {
+	out := make([]limJob, len(js))
+	for i, j := range js {
+		tenant, n := key(j.Payload)
+		out[i] = limJob{id: j.ID, tenant: tenant, n: n, attempt: j.Attempt, job: j}
 	}
 	return out
 }
 
-// running counts limited's leased jobs: the most per tenant, and in all.
-func running(t *testing.T, db *pgxpool.Pool) (perKey, global int) {
+// limitedOf is limitedQueue over limited (lq) and capped (cq), whose
+// payloads build and key (cBuild and cKey) build and read; withTx claims
+// from capped in a transaction of the engine's.
+func limitedOf[P, C any](db *dbtest.DB, lq limitedAccessor[P], build func(tenant string, n int32) P, key func(P) (string, int32),
+	cq limitedAccessor[C], cBuild func(n int32) C, cKey func(C) (string, int32),
+	txClaim func(ctx context.Context, node string, max int) ([]*queue.Job[C], func() error, func(), error)) *limitedQueue {
+	job := func(j limJob) *queue.Job[P] { return j.job.(*queue.Job[P]) }
+	return &limitedQueue{
+		db: db,
+		push: func(ctx context.Context, n int, tenants ...string) error {
+			var ps []P
+			for _, tenant := range tenants {
+				for i := range n {
+					ps = append(ps, build(tenant, int32(i)))
+				}
+			}
+			_, err := lq.PushMany(ctx, ps)
+			return err
+		},
+		claim: func(ctx context.Context, node string, max int, opts ...queue.ClaimOption) ([]limJob, error) {
+			got, err := lq.Claim(ctx, node, max, opts...)
+			return limJobs(got, key), err
+		},
+		complete: func(ctx context.Context, j limJob) error { return lq.Complete(ctx, job(j)) },
+		fail: func(ctx context.Context, j limJob) error {
+			_, err := lq.Fail(ctx, job(j), errors.New("x"))
+			return err
+		},
+		snooze:  func(ctx context.Context, j limJob) error { return lq.Snooze(ctx, job(j), time.Now().Add(time.Hour)) },
+		release: func(ctx context.Context, j limJob) error { return lq.Release(ctx, job(j)) },
+		discard: func(ctx context.Context, j limJob) error { return lq.Discard(ctx, job(j), errors.New("x")) },
+		completeMany: func(ctx context.Context, js []limJob) (int64, error) {
+			gs := make([]*queue.Job[P], len(js))
+			for i, j := range js {
+				gs[i] = job(j)
+			}
+			return lq.CompleteMany(ctx, gs)
+		},
+		releaseNode: lq.ReleaseNode,
+		worker: func(handler func(ctx context.Context, j limJob) error, opts ...queue.WorkerOption) interface{ Run(context.Context) error } {
+			return lq.Worker(func(ctx context.Context, j *queue.Job[P]) error {
+				return handler(ctx, limJobs([]*queue.Job[P]{j}, key)[0])
+			}, opts...)
+		},
+		cappedPush: func(ctx context.Context, ns ...int32) error {
+			cs := make([]C, len(ns))
+			for i, n := range ns {
+				cs[i] = cBuild(n)
+			}
+			_, err := cq.PushMany(ctx, cs)
+			return err
+		},
+		cappedClaim: func(ctx context.Context, node string, max int) ([]limJob, error) {
+			got, err := cq.Claim(ctx, node, max)
+			return limJobs(got, cKey), err
+		},
+		cappedComplete: func(ctx context.Context, j limJob) error { return cq.Complete(ctx, j.job.(*queue.Job[C])) },
+		cappedLimits:   cq.Limits,
+		cappedTxClaim: func(ctx context.Context, node string, max int) (int, func() error, func(), error) {
+			got, commit, rollback, err := txClaim(ctx, node, max)
+			return len(got), commit, rollback, err
+		},
+	}
+}
+
+// limitedQueueOf is limitedQueue on engine e's database, or nil where the
+// engine has no limits.
+func limitedQueueOf(t *testing.T, e *engine) *limitedQueue {
 	t.Helper()
-	err := db.QueryRow(context.Background(), `
-		SELECT coalesce(max(n), 0), coalesce(sum(n), 0)
-		FROM (SELECT count(*) AS n FROM limited_queue WHERE state = 'running' GROUP BY tenant) AS per`).Scan(&perKey, &global)
+	switch e.name {
+	case dburl.PostgreSQL:
+		pool := poolFor(t, e.db.Address)
+		cq := jobs.NewCappedQueue(pool)
+		return limitedOf(e.db, jobs.NewLimitedQueue(pool),
+			func(tenant string, n int32) jobs.LimitedPayload { return jobs.LimitedPayload{Tenant: tenant, N: n} },
+			func(p jobs.LimitedPayload) (string, int32) { return p.Tenant, p.N },
+			cq,
+			func(n int32) jobs.CappedPayload { return jobs.CappedPayload{N: n} },
+			func(p jobs.CappedPayload) (string, int32) { return "", p.N },
+			func(ctx context.Context, node string, max int) ([]*queue.Job[jobs.CappedPayload], func() error, func(), error) {
+				tx, err := pool.Begin(ctx)
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				got, err := cq.WithTx(tx).Claim(ctx, node, max)
+				return got, func() error { return tx.Commit(ctx) }, func() { tx.Rollback(context.Background()) }, err //nolint:errcheck
+			})
+	case dburl.MySQL:
+		cq := myjobs.NewCappedQueue(e.db.SQL)
+		return limitedOf(e.db, myjobs.NewLimitedQueue(e.db.SQL),
+			func(tenant string, n int32) myjobs.LimitedPayload { return myjobs.LimitedPayload{Tenant: tenant, N: n} },
+			func(p myjobs.LimitedPayload) (string, int32) { return p.Tenant, p.N },
+			cq,
+			func(n int32) myjobs.CappedPayload { return myjobs.CappedPayload{N: n} },
+			func(p myjobs.CappedPayload) (string, int32) { return "", p.N },
+			func(ctx context.Context, node string, max int) ([]*queue.Job[myjobs.CappedPayload], func() error, func(), error) {
+				tx, err := e.db.SQL.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				got, err := cq.WithTx(tx).Claim(ctx, node, max)
+				return got, tx.Commit, func() { tx.Rollback() }, err //nolint:errcheck
+			})
+	}
+	return nil
+}
+
+// eachLimitedEngine runs test once per engine with limits, in parallel
+// subtests named after the engines, each with a fresh migrated database.
+func eachLimitedEngine(t *testing.T, test func(t *testing.T, q *limitedQueue)) {
+	t.Helper()
+	t.Parallel()
+	for _, name := range dbtest.ThisRun() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			q := limitedQueueOf(t, open(t, name))
+			if q == nil {
+				t.Fatalf("%s has no limited queue in the e2e suite", name)
+			}
+			test(t, q)
+		})
+	}
+}
+
+// perTenant counts jobs by tenant.
+func perTenant(js []limJob) map[string]int {
+	out := map[string]int{}
+	for _, j := range js {
+		out[j.tenant]++
+	}
+	return out
+}
+
+// running counts limited's leased jobs, on a connection of the sample's
+// own: the most per tenant, and in all.
+func (q *limitedQueue) running(t *testing.T) (perKey, global int) {
+	t.Helper()
+	var pk, all int64
+	err := q.db.SQL.QueryRowContext(context.Background(), `
+		SELECT COALESCE(MAX(n), 0), COALESCE(SUM(n), 0)
+		FROM (SELECT COUNT(*) AS n FROM limited_queue WHERE state = 'running' GROUP BY tenant) AS per`).Scan(&pk, &all)
 	if err != nil {
+		t.Error(err)
+	}
+	return int(pk), int(all)
+}
+
+// left counts limited's jobs.
+func (q *limitedQueue) left(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := q.db.SQL.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM limited_queue`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	return perKey, global
+	return n
 }
 
 // TestLimitsHoldInTheClaim: a claim takes no more than the limits leave
 // room for, however many it asks for, and each way a job gives up its
 // slot lets the next claim take one more.
 func TestLimitsHoldInTheClaim(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewLimitedQueue(db)
-	pushLimited(t, q, 10, "a", "b", "c")
-	got, err := q.Claim(ctx, "node", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if per := perTenant(got); len(got) != 5 || per["a"] > 2 || per["b"] > 2 || per["c"] > 2 {
-		t.Fatalf("first claim took %v (%d jobs); want 5, at most 2 a tenant", per, len(got))
-	}
-	if more, err := q.Claim(ctx, "node", 100); err != nil || len(more) != 0 {
-		t.Fatalf("claim at the global limit = %d jobs, %v; want none", len(more), err)
-	}
-	// Each way out of running frees one slot.
-	frees := []struct {
-		name string
-		op   func(*queue.Job[jobs.LimitedPayload]) error
-	}{
-		{"Complete", func(j *queue.Job[jobs.LimitedPayload]) error { return q.Complete(ctx, j) }},
-		{"Fail", func(j *queue.Job[jobs.LimitedPayload]) error { _, err := q.Fail(ctx, j, errors.New("x")); return err }},
-		{"Snooze", func(j *queue.Job[jobs.LimitedPayload]) error { return q.Snooze(ctx, j, time.Now().Add(time.Hour)) }},
-		{"Release", func(j *queue.Job[jobs.LimitedPayload]) error { return q.Release(ctx, j) }},
-		{"Discard", func(j *queue.Job[jobs.LimitedPayload]) error { return q.Discard(ctx, j, errors.New("x")) }},
-	}
-	for i, f := range frees {
-		if err := f.op(got[i]); err != nil {
-			t.Fatalf("%s: %v", f.name, err)
+	eachLimitedEngine(t, func(t *testing.T, q *limitedQueue) {
+		ctx := context.Background()
+		if err := q.push(ctx, 10, "a", "b", "c"); err != nil {
+			t.Fatal(err)
 		}
-		next, err := q.Claim(ctx, "node", 100)
-		if err != nil || len(next) != 1 {
-			t.Fatalf("claim after %s = %d jobs, %v; want 1", f.name, len(next), err)
+		got, err := q.claim(ctx, "node", 100)
+		if err != nil {
+			t.Fatal(err)
 		}
-		got[i] = next[0]
-		if perKey, global := running(t, db); perKey > 2 || global != 5 {
-			t.Fatalf("after %s: %d running, %d of one tenant", f.name, global, perKey)
+		if per := perTenant(got); len(got) != 5 || per["a"] > 2 || per["b"] > 2 || per["c"] > 2 {
+			t.Fatalf("first claim took %v (%d jobs); want 5, at most 2 a tenant", per, len(got))
 		}
-	}
-	// Releasing the node frees every slot it held.
-	if n, err := q.ReleaseNode(ctx, "node"); err != nil || n != 5 {
-		t.Fatalf("ReleaseNode = %d, %v", n, err)
-	}
-	if again, err := q.Claim(ctx, "other", 100); err != nil || len(again) != 5 {
-		t.Fatalf("claim after ReleaseNode = %d jobs, %v; want 5", len(again), err)
-	}
+		if more, err := q.claim(ctx, "node", 100); err != nil || len(more) != 0 {
+			t.Fatalf("claim at the global limit = %d jobs, %v; want none", len(more), err)
+		}
+		// Each way out of running frees one slot.
+		frees := []struct {
+			name string
+			op   func(context.Context, limJob) error
+		}{{"Complete", q.complete}, {"Fail", q.fail}, {"Snooze", q.snooze}, {"Release", q.release}, {"Discard", q.discard}}
+		for i, f := range frees {
+			if err := f.op(ctx, got[i]); err != nil {
+				t.Fatalf("%s: %v", f.name, err)
+			}
+			next, err := q.claim(ctx, "node", 100)
+			if err != nil || len(next) != 1 {
+				t.Fatalf("claim after %s = %d jobs, %v; want 1", f.name, len(next), err)
+			}
+			got[i] = next[0]
+			if perKey, global := q.running(t); perKey > 2 || global != 5 {
+				t.Fatalf("after %s: %d running, %d of one tenant", f.name, global, perKey)
+			}
+		}
+		// Releasing the node frees every slot it held.
+		if n, err := q.releaseNode(ctx, "node"); err != nil || n != 5 {
+			t.Fatalf("ReleaseNode = %d, %v", n, err)
+		}
+		if again, err := q.claim(ctx, "other", 100); err != nil || len(again) != 5 {
+			t.Fatalf("claim after ReleaseNode = %d jobs, %v; want 5", len(again), err)
+		}
+	})
 }
 
 // TestLimitsPerKeyLeavesRoomToOthers: a tenant at its limit takes nothing
 // more, and the global room goes to the tenants that have slots free.
 func TestLimitsPerKeyLeavesRoomToOthers(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	q := jobs.NewLimitedQueue(migrated(t))
-	pushLimited(t, q, 10, "a")
-	got, err := q.Claim(ctx, "node", 10)
-	if err != nil || len(got) != 2 {
-		t.Fatalf("claim of a's backlog = %d jobs, %v; want a's 2", len(got), err)
-	}
-	pushLimited(t, q, 10, "b", "c")
-	got, err = q.Claim(ctx, "node", 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(perTenant(got)) != "map[b:2 c:1]" && fmt.Sprint(perTenant(got)) != "map[b:1 c:2]" {
-		t.Fatalf("second claim took %v; want the 3 global slots left, to b and c", perTenant(got))
-	}
+	eachLimitedEngine(t, func(t *testing.T, q *limitedQueue) {
+		ctx := context.Background()
+		if err := q.push(ctx, 10, "a"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := q.claim(ctx, "node", 10)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("claim of a's backlog = %d jobs, %v; want a's 2", len(got), err)
+		}
+		if err := q.push(ctx, 10, "b", "c"); err != nil {
+			t.Fatal(err)
+		}
+		got, err = q.claim(ctx, "node", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(perTenant(got)) != "map[b:2 c:1]" && fmt.Sprint(perTenant(got)) != "map[b:1 c:2]" {
+			t.Fatalf("second claim took %v; want the 3 global slots left, to b and c", perTenant(got))
+		}
+	})
 }
 
 // TestLimitsExpiredLeaseKeepsItsSlot: a job whose lease expired keeps its
 // slot and is the one a claim takes again; on its last attempt the slot
 // frees at once (Reap makes the job dead later).
 func TestLimitsExpiredLeaseKeepsItsSlot(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	q := jobs.NewLimitedQueue(migrated(t))
-	pushLimited(t, q, 10, "a")
-	t0 := time.Now()
-	old, err := q.Claim(ctx, "dead", 10, queue.ClaimAt(t0))
-	if err != nil || len(old) != 2 {
-		t.Fatalf("first claim = %d jobs, %v", len(old), err)
-	}
-	for attempt := int32(2); attempt <= 3; attempt++ {
-		t0 = t0.Add(3 * time.Second) // past the 2s lease
-		again, err := q.Claim(ctx, "live", 10, queue.ClaimAt(t0))
-		if err != nil || len(again) != 2 {
-			t.Fatalf("claim after expiry = %d jobs, %v; want the 2 expired", len(again), err)
+	eachLimitedEngine(t, func(t *testing.T, q *limitedQueue) {
+		ctx := context.Background()
+		if err := q.push(ctx, 10, "a"); err != nil {
+			t.Fatal(err)
 		}
-		for _, j := range again {
-			if j.Attempt != attempt {
-				t.Fatalf("claim after expiry took job %d at attempt %d; want an expired job at attempt %d", j.ID, j.Attempt, attempt)
+		t0 := time.Now().UTC()
+		old, err := q.claim(ctx, "dead", 10, queue.ClaimAt(t0))
+		if err != nil || len(old) != 2 {
+			t.Fatalf("first claim = %d jobs, %v", len(old), err)
+		}
+		for attempt := int32(2); attempt <= 3; attempt++ {
+			t0 = t0.Add(3 * time.Second) // past the 2s lease
+			again, err := q.claim(ctx, "live", 10, queue.ClaimAt(t0))
+			if err != nil || len(again) != 2 {
+				t.Fatalf("claim after expiry = %d jobs, %v; want the 2 expired", len(again), err)
+			}
+			for _, j := range again {
+				if j.attempt != attempt {
+					t.Fatalf("claim after expiry took job %d at attempt %d; want an expired job at attempt %d", j.id, j.attempt, attempt)
+				}
 			}
 		}
-	}
-	// Both are on their last attempt: once those leases expire, their
-	// slots go to a's next jobs.
-	t0 = t0.Add(3 * time.Second)
-	fresh, err := q.Claim(ctx, "live", 10, queue.ClaimAt(t0))
-	if err != nil || len(fresh) != 2 || fresh[0].Attempt != 1 || fresh[1].Attempt != 1 {
-		t.Fatalf("claim after the last attempt expired = %v, %v; want 2 new jobs", fresh, err)
-	}
+		// Both are on their last attempt: once those leases expire, their
+		// slots go to a's next jobs.
+		t0 = t0.Add(3 * time.Second)
+		fresh, err := q.claim(ctx, "live", 10, queue.ClaimAt(t0))
+		if err != nil || len(fresh) != 2 || fresh[0].attempt != 1 || fresh[1].attempt != 1 {
+			t.Fatalf("claim after the last attempt expired = %v, %v; want 2 new jobs", fresh, err)
+		}
+	})
 }
 
 // TestLimitsGlobalOnly: a queue with a global limit and no fair_by takes
 // its jobs in order, up to the limit.
 func TestLimitsGlobalOnly(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	q := jobs.NewCappedQueue(migrated(t))
-	if _, err := q.PushMany(ctx, []jobs.CappedPayload{{N: 1}, {N: 2}, {N: 3}, {N: 4}, {N: 5}}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := q.Claim(ctx, "node", 10)
-	if err != nil || len(got) != 3 || got[0].Payload.N != 1 || got[2].Payload.N != 3 {
-		t.Fatalf("claim = %v, %v; want jobs 1-3", got, err)
-	}
-	if err := q.Complete(ctx, got[0]); err != nil {
-		t.Fatal(err)
-	}
-	got, err = q.Claim(ctx, "node", 10)
-	if err != nil || len(got) != 1 || got[0].Payload.N != 4 {
-		t.Fatalf("claim after one completed = %v, %v; want job 4", got, err)
-	}
-	if q.Limits() != (queue.Limits{Global: 3}) {
-		t.Errorf("Limits() = %+v", q.Limits())
-	}
+	eachLimitedEngine(t, func(t *testing.T, q *limitedQueue) {
+		ctx := context.Background()
+		if err := q.cappedPush(ctx, 1, 2, 3, 4, 5); err != nil {
+			t.Fatal(err)
+		}
+		got, err := q.cappedClaim(ctx, "node", 10)
+		if err != nil || len(got) != 3 || got[0].n != 1 || got[2].n != 3 {
+			t.Fatalf("claim = %v, %v; want jobs 1-3", got, err)
+		}
+		if err := q.cappedComplete(ctx, got[0]); err != nil {
+			t.Fatal(err)
+		}
+		got, err = q.cappedClaim(ctx, "node", 10)
+		if err != nil || len(got) != 1 || got[0].n != 4 {
+			t.Fatalf("claim after one completed = %v, %v; want job 4", got, err)
+		}
+		if q.cappedLimits() != (queue.Limits{Global: 3}) {
+			t.Errorf("Limits() = %+v", q.cappedLimits())
+		}
+	})
 }
 
 // TestLimitsClaimInCallersTransaction: a copy made by WithTx claims in the
 // caller's transaction and holds the claim lock until it ends, so a claim
 // outside waits and then counts what the transaction took.
 func TestLimitsClaimInCallersTransaction(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewCappedQueue(db)
-	if _, err := q.PushMany(ctx, []jobs.CappedPayload{{N: 1}, {N: 2}, {N: 3}, {N: 4}}); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
-	inTx, err := q.WithTx(tx).Claim(ctx, "node", 2)
-	if err != nil || len(inTx) != 2 {
-		t.Fatalf("claim in tx = %d jobs, %v", len(inTx), err)
-	}
-	outside := make(chan int, 1)
-	go func() {
-		got, err := q.Claim(ctx, "other", 10)
-		if err != nil {
-			t.Error(err)
+	eachLimitedEngine(t, func(t *testing.T, q *limitedQueue) {
+		ctx := context.Background()
+		if err := q.cappedPush(ctx, 1, 2, 3, 4); err != nil {
+			t.Fatal(err)
 		}
-		outside <- len(got)
+		n, commit, rollback, err := q.cappedTxClaim(ctx, "node", 2)
+		if err != nil || n != 2 {
+			t.Fatalf("claim in tx = %d jobs, %v", n, err)
+		}
+		defer rollback()
+		outside := make(chan int, 1)
+		go func() {
+			got, err := q.cappedClaim(ctx, "other", 10)
+			if err != nil {
+				t.Error(err)
+			}
+			outside <- len(got)
+		}()
+		select {
+		case n := <-outside:
+			t.Fatalf("a claim outside the transaction took %d jobs while it held the claim lock", n)
+		case <-time.After(300 * time.Millisecond):
+		}
+		if err := commit(); err != nil {
+			t.Fatal(err)
+		}
+		if n := <-outside; n != 1 {
+			t.Fatalf("claim after the transaction committed took %d jobs; want the 1 slot left", n)
+		}
+	})
+}
+
+// sampler samples limited's running jobs on a connection of its own every
+// millisecond until stop, keeping the peaks: the most of one tenant, and
+// in all.
+func (q *limitedQueue) sampler(t *testing.T) (stop func() (perKey, global int)) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var maxPerKey, maxGlobal int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			perKey, global := q.running(t)
+			maxPerKey, maxGlobal = max(maxPerKey, perKey), max(maxGlobal, global)
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
 	}()
-	select {
-	case n := <-outside:
-		t.Fatalf("a claim outside the transaction took %d jobs while it held the claim lock", n)
-	case <-time.After(300 * time.Millisecond):
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := <-outside; n != 1 {
-		t.Fatalf("claim after the transaction committed took %d jobs; want the 1 slot left", n)
+	return func() (int, int) {
+		close(done)
+		wg.Wait()
+		return maxPerKey, maxGlobal
 	}
 }
 
 // TestLimitsHoldUnderConcurrentClaims: many claimers on their own
 // connections, completing what they take, never lease more than the
-// limits, sampled after every claim, and work every job once.
+// limits, sampled after every claim and by a sampler of its own, and work
+// every job once.
 func TestLimitsHoldUnderConcurrentClaims(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migrated(t)
-	q := jobs.NewLimitedQueue(db)
-	tenants := []string{"a", "b", "c", "d", "e", "f"}
-	pushLimited(t, q, 40, tenants...)
-	total := 40 * len(tenants)
-	var done atomic.Int64
-	var mu sync.Mutex
-	maxPerKey, maxGlobal := 0, 0
-	var wg sync.WaitGroup
-	for c := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			node := fmt.Sprintf("node-%d", c)
-			for done.Load() < int64(total) {
-				got, err := q.Claim(ctx, node, 3)
-				if err != nil {
-					t.Error(err)
-					return
+	eachLimitedEngine(t, func(t *testing.T, q *limitedQueue) {
+		ctx := context.Background()
+		tenants := []string{"a", "b", "c", "d", "e", "f"}
+		if err := q.push(ctx, 40, tenants...); err != nil {
+			t.Fatal(err)
+		}
+		total := 40 * len(tenants)
+		stopSampler := q.sampler(t)
+		var done atomic.Int64
+		var mu sync.Mutex
+		maxPerKey, maxGlobal := 0, 0
+		var wg sync.WaitGroup
+		for c := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				node := fmt.Sprintf("node-%d", c)
+				for done.Load() < int64(total) {
+					got, err := q.claim(ctx, node, 3)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					perKey, global := q.running(t)
+					mu.Lock()
+					maxPerKey, maxGlobal = max(maxPerKey, perKey), max(maxGlobal, global)
+					mu.Unlock()
+					if len(got) == 0 {
+						time.Sleep(time.Millisecond)
+						continue
+					}
+					time.Sleep(2 * time.Millisecond)
+					n, err := q.completeMany(ctx, got)
+					if err != nil || n != int64(len(got)) {
+						t.Errorf("CompleteMany = %d, %v", n, err)
+						return
+					}
+					done.Add(n)
 				}
-				perKey, global := running(t, db)
-				mu.Lock()
-				maxPerKey, maxGlobal = max(maxPerKey, perKey), max(maxGlobal, global)
-				mu.Unlock()
-				if len(got) == 0 {
-					time.Sleep(time.Millisecond)
-					continue
+			}()
+		}
+		wg.Wait()
+		samplePerKey, sampleGlobal := stopSampler()
+		if maxPerKey > 2 || maxGlobal > 5 || samplePerKey > 2 || sampleGlobal > 5 {
+			t.Errorf("sampled %d (sampler: %d) running jobs of one tenant and %d (%d) in all; limits are 2 and 5", maxPerKey, samplePerKey, maxGlobal, sampleGlobal)
+		}
+		if maxGlobal < 5 {
+			t.Errorf("never more than %d running at once: the claims left global slots unused", maxGlobal)
+		}
+		if n := q.left(t); n != 0 || done.Load() != int64(total) {
+			t.Errorf("%d jobs left, %d completed of %d", n, done.Load(), total)
+		}
+	})
+}
+
+// TestLimitsSlotsComeBackWhenLeasesExpire: jobs whose holder died (their
+// leases expire unextended) keep their slots only until claims take them
+// again, so concurrent claimers on other nodes work every job, the
+// sampler never seeing more than the limits.
+func TestLimitsSlotsComeBackWhenLeasesExpire(t *testing.T) {
+	eachLimitedEngine(t, func(t *testing.T, q *limitedQueue) {
+		ctx := context.Background()
+		if err := q.push(ctx, 6, "a", "b", "c"); err != nil {
+			t.Fatal(err)
+		}
+		// A node takes the 5 slots and dies.
+		if got, err := q.claim(ctx, "dead", 100); err != nil || len(got) != 5 {
+			t.Fatalf("dead node's claim = %d jobs, %v; want 5", len(got), err)
+		}
+		stopSampler := q.sampler(t)
+		var done atomic.Int64
+		var wg sync.WaitGroup
+		deadline := time.Now().Add(20 * time.Second)
+		for c := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for done.Load() < 18 && time.Now().Before(deadline) {
+					got, err := q.claim(ctx, fmt.Sprintf("live-%d", c), 2)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(got) == 0 {
+						time.Sleep(5 * time.Millisecond)
+						continue
+					}
+					n, err := q.completeMany(ctx, got)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					done.Add(n)
 				}
-				time.Sleep(2 * time.Millisecond)
-				n, err := q.CompleteMany(ctx, got)
-				if err != nil || n != int64(len(got)) {
-					t.Errorf("CompleteMany = %d, %v", n, err)
-					return
-				}
-				done.Add(n)
-			}
-		}()
-	}
-	wg.Wait()
-	if maxPerKey > 2 || maxGlobal > 5 {
-		t.Errorf("sampled %d running jobs of one tenant and %d in all; limits are 2 and 5", maxPerKey, maxGlobal)
-	}
-	if maxGlobal < 5 {
-		t.Errorf("never more than %d running at once: the claims left global slots unused", maxGlobal)
-	}
-	if n := pgCount(t, db, `SELECT count(*) FROM limited_queue`); n != 0 || done.Load() != int64(total) {
-		t.Errorf("%d jobs left, %d completed of %d", n, done.Load(), total)
-	}
+			}()
+		}
+		wg.Wait()
+		perKey, global := stopSampler()
+		if perKey > 2 || global > 5 {
+			t.Errorf("sampled %d running jobs of one tenant and %d in all; limits are 2 and 5", perKey, global)
+		}
+		if done.Load() != 18 || q.left(t) != 0 {
+			t.Errorf("%d of 18 jobs completed, %d left: the dead node's slots did not come back", done.Load(), q.left(t))
+		}
+	})
 }
 
 // TestLimitsHoldAcrossWorkers: two Workers (two nodes) with room for many
 // more jobs than the limits run no more than the limits at once, and
 // keep the slots busy while jobs wait.
 func TestLimitsHoldAcrossWorkers(t *testing.T) {
-	t.Parallel()
-	db := migrated(t)
-	q := jobs.NewLimitedQueue(db)
-	pushLimited(t, q, 15, "a", "b", "c", "d")
-	var mu sync.Mutex
-	now, peak := map[string]int{}, map[string]int{}
-	all, peakAll := 0, 0
-	var done sync.WaitGroup
-	done.Add(60)
-	handler := func(ctx context.Context, j *queue.Job[jobs.LimitedPayload]) error {
-		mu.Lock()
-		now[j.Payload.Tenant]++
-		all++
-		peak[j.Payload.Tenant] = max(peak[j.Payload.Tenant], now[j.Payload.Tenant])
-		peakAll = max(peakAll, all)
-		mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-		mu.Lock()
-		now[j.Payload.Tenant]--
-		all--
-		mu.Unlock()
-		done.Done()
-		return nil
-	}
-	for _, node := range []string{"one", "two"} {
-		stop := runWorker(t, q.Worker(handler, queue.Node(node), queue.Concurrency(20)))
-		defer stop() //nolint:errcheck
-	}
-	finished := make(chan struct{})
-	go func() { done.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-time.After(30 * time.Second):
-		t.Fatal("60 jobs of 20ms were not all worked within 30s")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for tenant, n := range peak {
-		if n > 2 {
-			t.Errorf("tenant %s ran %d jobs at once; the limit is 2", tenant, n)
+	eachLimitedEngine(t, func(t *testing.T, q *limitedQueue) {
+		if err := q.push(context.Background(), 15, "a", "b", "c", "d"); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if peakAll > 5 {
-		t.Errorf("%d jobs ran at once; the global limit is 5", peakAll)
-	}
+		var mu sync.Mutex
+		now, peak := map[string]int{}, map[string]int{}
+		all, peakAll := 0, 0
+		var done sync.WaitGroup
+		done.Add(60)
+		handler := func(ctx context.Context, j limJob) error {
+			mu.Lock()
+			now[j.tenant]++
+			all++
+			peak[j.tenant] = max(peak[j.tenant], now[j.tenant])
+			peakAll = max(peakAll, all)
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+			mu.Lock()
+			now[j.tenant]--
+			all--
+			mu.Unlock()
+			done.Done()
+			return nil
+		}
+		stopSampler := q.sampler(t)
+		for _, node := range []string{"one", "two"} {
+			stop := runWorker(t, q.worker(handler, queue.Node(node), queue.Concurrency(20)))
+			defer stop() //nolint:errcheck
+		}
+		finished := make(chan struct{})
+		go func() { done.Wait(); close(finished) }()
+		select {
+		case <-finished:
+		case <-time.After(30 * time.Second):
+			t.Fatal("60 jobs of 20ms were not all worked within 30s")
+		}
+		samplePerKey, sampleGlobal := stopSampler()
+		mu.Lock()
+		defer mu.Unlock()
+		for tenant, n := range peak {
+			if n > 2 {
+				t.Errorf("tenant %s ran %d jobs at once; the limit is 2", tenant, n)
+			}
+		}
+		if peakAll > 5 {
+			t.Errorf("%d jobs ran at once; the global limit is 5", peakAll)
+		}
+		if samplePerKey > 2 || sampleGlobal > 5 {
+			t.Errorf("sampled %d running jobs of one tenant and %d in all; limits are 2 and 5", samplePerKey, sampleGlobal)
+		}
+	})
 }
 
-// Rates are PostgreSQL's too: queue throttled (fair_by: tenant, rate: 3
+// Rates are PostgreSQL's alone (MySQL and SQL Server refuse rate): queue throttled (fair_by: tenant, rate: 3
 // per 1s per tenant) and queue paced (rate: 4 per 500ms, limits: {global:
 // 3}).
 

@@ -400,9 +400,6 @@ func names() []string {
 	return names
 }
 
-// PostgreSQLOnly refuses, at their keys, the features of queue q that are
-// built for PostgreSQL alone so far: fair claims, concurrency and rate
-// limits, the backlog table and the archive. Engines other than
 // FairByRefused refuses fair_by, for an engine whose fair claim is not
 // built yet.
 func FairByRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
@@ -412,12 +409,13 @@ func FairByRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 	return spec.Errors{s.ErrorAt(key+".fair_by", "fair_by (claims that take each key's jobs in turn) is built for PostgreSQL and MySQL only so far; remove it")}
 }
 
+// PostgreSQLOnly refuses, at their keys, the features of queue q that are
+// built for PostgreSQL alone so far: rate limits, the backlog table and
+// the archive (FairByRefused and LimitsRefused refuse fair claims and
+// concurrency limits where they are not built). Engines other than
 // PostgreSQL call it from Check.
 func PostgreSQLOnly(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 	var errs spec.Errors
-	if q.Limits.Set() {
-		errs = append(errs, s.ErrorAt(key+".limits", "limits (concurrency limits held by the claim) are built for PostgreSQL only so far; remove them"))
-	}
 	if q.Rate.Set() {
 		errs = append(errs, s.ErrorAt(key+".rate", "rate (a rate limit held by the claim) is built for PostgreSQL only so far; remove it"))
 	}
@@ -434,4 +432,13 @@ func PostgreSQLOnly(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 // names it), the same in every engine's SQL; the lease index serves it.
 func ReleaseLeasesSQL(table string) string {
 	return "UPDATE " + table + "\nSET state = 'available', locked_by = NULL, locked_until = NULL\nWHERE locked_until IS NOT NULL AND state = 'running';"
+}
+
+// LimitsRefused refuses limits, for an engine whose limited claim is not
+// built yet.
+func LimitsRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
+	if !q.Limits.Set() {
+		return nil
+	}
+	return spec.Errors{s.ErrorAt(key+".limits", "limits (concurrency limits held by the claim) are built for PostgreSQL and MySQL only so far; remove them")}
 }

@@ -12,6 +12,50 @@ import (
 	"time"
 )
 
+type CappedQueueState string
+
+const (
+	CappedQueueStateAvailable CappedQueueState = "available"
+	CappedQueueStateRunning   CappedQueueState = "running"
+	CappedQueueStateSucceeded CappedQueueState = "succeeded"
+	CappedQueueStateDead      CappedQueueState = "dead"
+)
+
+func (e *CappedQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = CappedQueueState(s)
+	case string:
+		*e = CappedQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for CappedQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullCappedQueueState struct {
+	CappedQueueState CappedQueueState
+	Valid            bool // Valid is true if CappedQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullCappedQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.CappedQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.CappedQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullCappedQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.CappedQueueState), nil
+}
+
 type FairQueueState string
 
 const (
@@ -142,6 +186,50 @@ func (ns NullKeptQueueState) Value() (driver.Value, error) {
 		return nil, nil
 	}
 	return string(ns.KeptQueueState), nil
+}
+
+type LimitedQueueState string
+
+const (
+	LimitedQueueStateAvailable LimitedQueueState = "available"
+	LimitedQueueStateRunning   LimitedQueueState = "running"
+	LimitedQueueStateSucceeded LimitedQueueState = "succeeded"
+	LimitedQueueStateDead      LimitedQueueState = "dead"
+)
+
+func (e *LimitedQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = LimitedQueueState(s)
+	case string:
+		*e = LimitedQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for LimitedQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullLimitedQueueState struct {
+	LimitedQueueState LimitedQueueState
+	Valid             bool // Valid is true if LimitedQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullLimitedQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.LimitedQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.LimitedQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullLimitedQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.LimitedQueueState), nil
 }
 
 type NowaitQueueState string
@@ -406,6 +494,24 @@ func (ns NullTypedQueueState) Value() (driver.Value, error) {
 	return string(ns.TypedQueueState), nil
 }
 
+type CappedRow struct {
+	ID          int64
+	State       CappedQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	N           int32
+}
+
 type FairRow struct {
 	ID          int64
 	State       FairQueueState
@@ -467,6 +573,25 @@ type KeptRow struct {
 	Failures    *json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
+}
+
+type LimitedRow struct {
+	ID          int64
+	State       LimitedQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	Tenant      string
+	N           int32
 }
 
 type NodeRow struct {
