@@ -206,7 +206,15 @@ func TestMySQLClaimPlans(t *testing.T) {
 	}
 	myjobs.NewFairQueue(db).PushMany(ctx, fps)
 	myjobs.NewTxfairQueue(db).PushMany(ctx, txps)
-	for _, table := range []string{"task_queue", "txtask_queue", "kept_queue", "fair_queue", "txfair_queue"} {
+	// The limited queues: 100 tenants, and capped's jobs.
+	lps, cps := make([]myjobs.LimitedPayload, 5000), make([]myjobs.CappedPayload, 5000)
+	for i := range lps {
+		lps[i] = myjobs.LimitedPayload{Tenant: fmt.Sprint("t", i%100), N: int32(i)}
+		cps[i] = myjobs.CappedPayload{N: int32(i)}
+	}
+	myjobs.NewLimitedQueue(db).PushMany(ctx, lps)
+	myjobs.NewCappedQueue(db).PushMany(ctx, cps)
+	for _, table := range []string{"task_queue", "txtask_queue", "kept_queue", "fair_queue", "txfair_queue", "limited_queue", "capped_queue"} {
 		// Most jobs finished, a few running, as in a queue that keeps them.
 		for _, stmt := range []string{
 			"UPDATE %s SET priority = id %% 3, state = 'succeeded', finished_at = UTC_TIMESTAMP(6) WHERE id %% 50 > 1",
@@ -230,6 +238,15 @@ func TestMySQLClaimPlans(t *testing.T) {
 		// The fair claims: parameters max, now (three times), limit.
 		{"fair.sql.go", "ClaimDueFair", []any{10, nil, nil, nil, 10}, "fair_queue_fair_idx"},
 		{"txfair.sql.go", "ClaimTxfair", []any{10, nil, nil, nil, 10}, "txfair_queue_fair_idx"},
+		// The limited claims: the lock (the registry row, by primary
+		// key), the global count, and the claims, whose per-key count
+		// reads the fair index too (every line of the limited claim's
+		// plan is checked below).
+		{"limited.sql.go", "LockClaimsLimited", nil, "PRIMARY"},
+		{"limited.sql.go", "BusyLimited", []any{nil}, "limited_queue_lease_idx"},
+		{"limited.sql.go", "ClaimDueLimited", []any{10, nil, nil, nil, nil, 10}, "limited_queue_fair_idx"},
+		{"capped.sql.go", "BusyCapped", []any{nil}, "capped_queue_lease_idx"},
+		{"capped.sql.go", "ClaimDueCapped", []any{nil, 10}, "capped_queue_claim_idx"},
 		{"task.sql.go", "DoomedTask", []any{10}, "task_queue_lease_idx"},
 		{"task.sql.go", "ReleaseNodeTask", []any{"n"}, "task_queue_lease_idx"},
 		{"kept.sql.go", "PurgeKept", []any{3600000000, 7200000000, 10}, "kept_queue_finished_idx"},
@@ -263,6 +280,14 @@ func TestMySQLClaimPlans(t *testing.T) {
 			// queue table's rows) before it reads and locks the jobs.
 			if strings.Contains(line["Extra"], "filesort") && !strings.HasPrefix(line["table"], "<derived") {
 				t.Errorf("%s sorts (under a lock, a sort locks every row it reads): %v", c.query, line)
+			}
+			// No step of a limited claim scans a queue table: the per-key
+			// count (held) probes the fair index like the walk.
+			if strings.HasPrefix(c.query, "ClaimDueLimited") && line["type"] == "ALL" && !strings.HasPrefix(line["table"], "<") {
+				t.Errorf("%s scans %s: %v", c.query, line["table"], line)
+			}
+			if testing.Verbose() {
+				t.Logf("%s: %v", c.query, line)
 			}
 		}
 		rows.Close()
