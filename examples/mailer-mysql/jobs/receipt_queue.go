@@ -36,6 +36,10 @@ const (
 // ReceiptBackoff is the retry delay of queue receipt after a failed attempt.
 var ReceiptBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
+// ReceiptLimits are the concurrency and rate limits of queue receipt, from
+// the spec; every claim holds them, on every node.
+var ReceiptLimits = queue.Limits{PerKey: 2, Global: 10}
+
 // ReceiptQueue is the typed accessor of queue receipt (table receipt_queue).
 // Lease mode: a claim is committed at once and holds the job until its
 // lease expires.
@@ -146,6 +150,10 @@ func (q *ReceiptQueue) Claim(ctx context.Context, node string, max int, opts ...
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
+		// The claim lock: the registry row, held until the transaction ends.
+		if _, err := qt.LockClaimsReceipt(ctx); err != nil {
+			return err
+		}
 		expired, err := qt.ClaimExpiredReceipt(ctx, jobsdb.ClaimExpiredReceiptParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
@@ -154,8 +162,17 @@ func (q *ReceiptQueue) Claim(ctx context.Context, node string, max int, opts ...
 		for _, r := range expired {
 			rows, now = append(rows, r.ReceiptRow), r.DbNow
 		}
-		if len(rows) < max {
-			due, err := qt.ClaimDueReceipt(ctx, jobsdb.ClaimDueReceiptParams{Now: o.Now, Max: int64(max - len(rows)), Limit: int32(max - len(rows))})
+		room := max - len(rows)
+		// The queue's free slots (expired jobs just taken already hold theirs).
+		busy, err := qt.BusyReceipt(ctx, o.Now)
+		if err != nil {
+			return err
+		}
+		if free := 10 - int(busy); free < room {
+			room = free
+		}
+		if room > 0 {
+			due, err := qt.ClaimDueReceipt(ctx, jobsdb.ClaimDueReceiptParams{Now: o.Now, Max: int64(room), Limit: int32(room)})
 			if err != nil {
 				return err
 			}
@@ -427,6 +444,10 @@ func (q *ReceiptQueue) RetryDelay(n int32) time.Duration { return q.Backoff.Dela
 
 // LeaseDuration is the queue's lease, ReceiptLease.
 func (q *ReceiptQueue) LeaseDuration() time.Duration { return ReceiptLease }
+
+// Limits are the queue's concurrency and rate limits, ReceiptLimits. A Worker reads
+// them to know that a short claim may have been held back by them.
+func (q *ReceiptQueue) Limits() queue.Limits { return ReceiptLimits }
 
 // Worker returns a worker that claims jobs of queue receipt and runs
 // handler on each, with the options given (concurrency, node id, …). Run

@@ -55,6 +55,26 @@ func (q *Queries) BeatNodeReceipt(ctx context.Context, arg BeatNodeReceiptParams
 	return err
 }
 
+const BusyReceipt = `-- name: BusyReceipt :one
+SELECT COUNT(*)
+FROM receipt_queue
+WHERE state = 'running'
+  AND (locked_until >= COALESCE(?, UTC_TIMESTAMP(6)) OR attempt < max_attempts)
+`
+
+// BusyReceipt counts the slots in use, under the claim lock: the leased jobs,
+// less those whose lease expired on their last attempt (no claim takes them
+// again). A job whose lease expired keeps its slot until a claim takes it
+// again (ClaimExpiredReceipt, first) or, on its last attempt, at once. It
+// reads the running jobs through the lease index (state, locked_until), so it
+// reads no more rows than there are jobs in flight, and locks nothing.
+func (q *Queries) BusyReceipt(ctx context.Context, now *time.Time) (int64, error) {
+	row := q.db.QueryRowContext(ctx, BusyReceipt, now)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const ClaimDueReceipt = `-- name: ClaimDueReceipt :many
 WITH RECURSIVE batch AS (
     SELECT CAST(? AS SIGNED) AS n
@@ -68,12 +88,17 @@ WITH RECURSIVE batch AS (
             FROM receipt_queue AS first
             WHERE first.state = 'available' AND first.account_id = fair_keys.fair_key AND first.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
             ORDER BY first.run_after, first.id
-            LIMIT 1) AS id
+            LIMIT 1) AS id,
+           2 - (SELECT COUNT(*)
+                FROM receipt_queue AS held
+                WHERE held.state = 'running' AND held.account_id = fair_keys.fair_key
+                  AND (held.locked_until >= COALESCE(?, UTC_TIMESTAMP(6)) OR held.attempt < held.max_attempts)) AS free
     FROM fair_keys
 ), fair_jobs AS (
-    SELECT firsts.fair_key, firsts.id, 1 AS turn, COUNT(*) OVER () AS due_keys
+    SELECT firsts.fair_key, firsts.id, 1 AS turn, firsts.free, COUNT(*) OVER () AS due_keys
     FROM firsts
     WHERE firsts.id IS NOT NULL
+      AND firsts.free > 0
     UNION ALL
     SELECT fair_jobs.fair_key,
            (SELECT next.id
@@ -83,10 +108,12 @@ WITH RECURSIVE batch AS (
             ORDER BY next.run_after, next.id
             LIMIT 1),
            fair_jobs.turn + 1,
+           fair_jobs.free,
            fair_jobs.due_keys
     FROM fair_jobs
     STRAIGHT_JOIN receipt_queue AS prev FORCE INDEX (PRIMARY) ON prev.id = fair_jobs.id
     WHERE fair_jobs.turn * fair_jobs.due_keys < (SELECT batch.n FROM batch)
+      AND fair_jobs.turn < fair_jobs.free
 ), picked AS (
     SELECT fair_jobs.id, fair_jobs.turn, RAND() AS draw
     FROM fair_jobs
@@ -135,10 +162,18 @@ type ClaimDueReceiptRow struct {
 // and a job another transaction holds is passed over for the next in rank, so
 // a transaction-mode claim, which keeps its locks while the handler works,
 // never holds a job of every value. No step sorts the queue table's rows: a
-// sort under FOR UPDATE SKIP LOCKED would lock every row it read.
+// sort under FOR UPDATE SKIP LOCKED would lock every row it read. Limits (2
+// running jobs per account_id, 10 running in the queue): it runs after
+// LockClaimsReceipt, in its transaction, so no two claims count at once.
+// firsts counts each value's slots in use, through the fair index (state,
+// account_id, …): its leased jobs, less those whose lease expired on their
+// last attempt; free is what is left of 2, a value with none drops out, and
+// the walk takes no more than free of a value's jobs. The caller passes as
+// the batch no more than the queue's free slots, 10 less BusyReceipt's count.
 func (q *Queries) ClaimDueReceipt(ctx context.Context, arg ClaimDueReceiptParams) ([]ClaimDueReceiptRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimDueReceipt,
 		arg.Max,
+		arg.Now,
 		arg.Now,
 		arg.Now,
 		arg.Now,
@@ -812,6 +847,30 @@ func (q *Queries) LeaseReceipt(ctx context.Context, arg LeaseReceiptParams) (int
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const LockClaimsReceipt = `-- name: LockClaimsReceipt :one
+SELECT name
+FROM queuegen_queues
+WHERE name = 'receipt'
+FOR UPDATE
+`
+
+// LockClaimsReceipt is the first statement of a limited claim's transaction:
+// it locks the queue's registry row, waiting while another claim holds it,
+// until the transaction commits or rolls back (a row lock is the
+// transaction's, as PostgreSQL's transaction-level advisory lock is; MySQL's
+// GET_LOCK belongs to the session and outlives a rollback). The limits are
+// counts of leased jobs, and with the lock held no other claim can take jobs
+// between this claim's counts and its commit; the counts are statements of
+// their own, after the lock, so under READ COMMITTED each reads the claims
+// committed before it. A maintenance batch (LockMaintenanceReceipt) skips the
+// row while a claim holds it, and tries again at its next turn.
+func (q *Queries) LockClaimsReceipt(ctx context.Context) (string, error) {
+	row := q.db.QueryRowContext(ctx, LockClaimsReceipt)
+	var name string
+	err := row.Scan(&name)
+	return name, err
 }
 
 const LockMaintenanceReceipt = `-- name: LockMaintenanceReceipt :many
