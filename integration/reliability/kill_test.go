@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/queuegen/queuegen/integration/reliability/jobs"
+	"github.com/queuegen/queuegen/integration/reliability/mysql/myjobs"
 )
 
 // workerBuild is workerproc built once for the test process, into
@@ -163,65 +164,86 @@ func TestWorkersKilled(t *testing.T) {
 // half the time (releasing its slots at once) and under a new one
 // otherwise (its slots come back as its leases expire, 2 s). Afterwards
 // every job is completed, none twice, no sample saw the limits exceeded,
-// and every re-delivery followed a kill. PostgreSQL only.
+// and every re-delivery followed a kill. On every engine with limits
+// (PostgreSQL and MySQL).
 func TestLimitedWorkersKilled(t *testing.T) {
-	tg := prepare(t, postgres, "")
-	ctx := context.Background()
-	total := scale(1500, 15000)
-	chaos := time.Duration(scale(4, 40)) * time.Second
-	q := jobs.NewLimitedQueue(tg.pool)
-	// Ten tenants share most jobs, and t0 has a tenth of them more: while
-	// every tenant has jobs due, the global limit binds (six slots for
-	// ten tenants); once only t0's are left, per_key does (two slots of
-	// six).
-	ps := make([]jobs.LimitedPayload, total)
-	for i := range ps {
-		tenant := fmt.Sprint("t", i%10)
-		if i >= total*9/10 {
-			tenant = "t0"
-		}
-		ps[i] = jobs.LimitedPayload{N: int64(i), Tenant: tenant}
-	}
-	if _, err := q.PushMany(ctx, ps); err != nil {
-		t.Fatal(err)
-	}
-
-	// Sample the leased jobs, per tenant and in all, until the end.
-	sampleCtx, stopSampling := context.WithCancel(ctx)
-	var maxPerKey, maxGlobal, samples int
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for sampleCtx.Err() == nil {
-			var perKey, global int
-			err := tg.pool.QueryRow(sampleCtx, `SELECT coalesce(max(n), 0), coalesce(sum(n), 0)
-FROM (SELECT count(*) AS n FROM limited_queue WHERE state = 'running' GROUP BY tenant) AS per`).Scan(&perKey, &global)
-			if err == nil {
-				maxPerKey, maxGlobal, samples = max(maxPerKey, perKey), max(maxGlobal, global), samples+1
+	eachEngine(t, func(t *testing.T, engine string) {
+		tg := prepare(t, engine, "")
+		ctx := context.Background()
+		total := scale(1500, 15000)
+		chaos := time.Duration(scale(4, 40)) * time.Second
+		// Ten tenants share most jobs, and t0 has a tenth of them more: while
+		// every tenant has jobs due, the global limit binds (six slots for
+		// ten tenants); once only t0's are left, per_key does (two slots of
+		// six).
+		tenant := func(i int) string {
+			if i >= total*9/10 {
+				return "t0"
 			}
-			time.Sleep(2 * time.Millisecond)
+			return fmt.Sprint("t", i%10)
 		}
-	}()
+		var err error
+		if engine == postgres {
+			ps := make([]jobs.LimitedPayload, total)
+			for i := range ps {
+				ps[i] = jobs.LimitedPayload{N: int64(i), Tenant: tenant(i)}
+			}
+			_, err = jobs.NewLimitedQueue(tg.pool).PushMany(ctx, ps)
+		} else {
+			ps := make([]myjobs.LimitedPayload, total)
+			for i := range ps {
+				ps[i] = myjobs.LimitedPayload{N: int64(i), Tenant: tenant(i)}
+			}
+			_, err = myjobs.NewLimitedQueue(tg.db).PushMany(ctx, ps)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 
-	w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: []string{"-queue", "limited"}}
-	procs, killed, renamed := w.chaos(3, chaos)
-	waitFinished(t, tg, "limited_queue", 2*time.Minute)
-	stopSampling()
-	<-sampled
-	w.stop(procs)
-	redelivered := redeliveries(t, tg, "limited_queue", killed)
-	check(t, tg, "sigkill within limits", tally(t, tg, "limited_queue", total), atLeastOnce,
-		fmt.Sprintf("%d kills (%d restarted as a new node)", len(killed), renamed), fmt.Sprintf("%d re-deliveries", redelivered),
-		fmt.Sprintf("%d samples: at most %d leased per tenant and %d in all (limits 2 and 6)", samples, maxPerKey, maxGlobal))
-	if maxPerKey > 2 || maxGlobal > 6 {
-		t.Errorf("sampled %d leased jobs of one tenant and %d in all; the limits are 2 and 6", maxPerKey, maxGlobal)
-	}
-	if maxPerKey < 2 || maxGlobal < 6 {
-		t.Errorf("no sample saw a limit reached (at most %d leased per tenant and %d in all, limits 2 and 6): the scenario does not test them", maxPerKey, maxGlobal)
-	}
-	if len(killed) == 0 || samples == 0 {
-		t.Errorf("%d workers killed, %d samples taken", len(killed), samples)
-	}
+		// Sample the leased jobs, per tenant and in all, until the end, on
+		// a connection of the sampler's own.
+		sampleCtx, stopSampling := context.WithCancel(ctx)
+		var maxPerKey, maxGlobal, samples int
+		sampled := make(chan struct{})
+		const sample = `SELECT COALESCE(MAX(n), 0), COALESCE(SUM(n), 0)
+FROM (SELECT COUNT(*) AS n FROM limited_queue WHERE state = 'running' GROUP BY tenant) AS per`
+		go func() {
+			defer close(sampled)
+			for sampleCtx.Err() == nil {
+				var perKey, global int64
+				var err error
+				if engine == postgres {
+					err = tg.pool.QueryRow(sampleCtx, sample).Scan(&perKey, &global)
+				} else {
+					err = tg.db.QueryRowContext(sampleCtx, sample).Scan(&perKey, &global)
+				}
+				if err == nil {
+					maxPerKey, maxGlobal, samples = max(maxPerKey, int(perKey)), max(maxGlobal, int(global)), samples+1
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+
+		w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: []string{"-queue", "limited"}}
+		procs, killed, renamed := w.chaos(3, chaos)
+		waitFinished(t, tg, "limited_queue", 2*time.Minute)
+		stopSampling()
+		<-sampled
+		w.stop(procs)
+		redelivered := redeliveries(t, tg, "limited_queue", killed)
+		check(t, tg, "sigkill within limits", tally(t, tg, "limited_queue", total), atLeastOnce,
+			fmt.Sprintf("%d kills (%d restarted as a new node)", len(killed), renamed), fmt.Sprintf("%d re-deliveries", redelivered),
+			fmt.Sprintf("%d samples: at most %d leased per tenant and %d in all (limits 2 and 6)", samples, maxPerKey, maxGlobal))
+		if maxPerKey > 2 || maxGlobal > 6 {
+			t.Errorf("sampled %d leased jobs of one tenant and %d in all; the limits are 2 and 6", maxPerKey, maxGlobal)
+		}
+		if maxPerKey < 2 || maxGlobal < 6 {
+			t.Errorf("no sample saw a limit reached (at most %d leased per tenant and %d in all, limits 2 and 6): the scenario does not test them", maxPerKey, maxGlobal)
+		}
+		if len(killed) == 0 || samples == 0 {
+			t.Errorf("%d workers killed, %d samples taken", len(killed), samples)
+		}
+	})
 }
 
 // chaos starts n worker processes and, for d, SIGKILLs one at random

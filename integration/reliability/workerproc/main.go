@@ -1,6 +1,6 @@
 // Command workerproc is a worker process of the reliability suite: it works
 // queue "work" until SIGTERM (a graceful shutdown) or SIGKILL (the test
-// killing it at a random moment): -queue work (the default), limited or
+// killing it at a random moment): -queue work (the default), limited, or
 // backlogged (PostgreSQL only). Every delivery is logged to table
 // handled, with this process's incarnation, so the test can tell which
 // re-deliveries followed a holder's death. Each run that returns success is
@@ -36,7 +36,7 @@ func main() {
 	node := flag.String("node", "", "node id (stable across restarts of one slot)")
 	instance := flag.String("instance", "", "this incarnation's id")
 	concurrency := flag.Int("concurrency", 8, "handlers at once")
-	name := flag.String("queue", "work", "the queue to work: work, limited or backlogged (PostgreSQL only)")
+	name := flag.String("queue", "work", "the queue to work: work, limited, or backlogged (PostgreSQL only)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -48,7 +48,7 @@ func main() {
 		log.Fatal(err)
 	}
 	var w interface{ Run(context.Context) error }
-	if *name != "work" && ((*name != "limited" && *name != "backlogged") || parsed.Engine == dburl.MySQL) {
+	if *name != "work" && *name != "limited" && (*name != "backlogged" || parsed.Engine == dburl.MySQL) {
 		log.Fatalf("no queue %q on %s", *name, parsed.Engine)
 	}
 	if parsed.Engine == dburl.MySQL {
@@ -59,10 +59,16 @@ func main() {
 		}
 		defer h.Close()
 		h.SetMaxIdleConns(2 * *concurrency)
-		w = myjobs.NewWorkQueue(h).Worker(handler[myjobs.WorkPayload](*instance, func(ctx context.Context, args ...any) error {
-			_, err := h.ExecContext(ctx, "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES ('work_queue', ?, ?, ?, ?) ON DUPLICATE KEY UPDATE run = run", args...)
+		record := func(ctx context.Context, args ...any) error {
+			_, err := h.ExecContext(ctx, "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES (?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE run = run",
+				append([]any{*name + "_queue"}, args...)...)
 			return err
-		}), opts...)
+		}
+		if *name == "limited" {
+			w = myjobs.NewLimitedQueue(h).Worker(handler[myjobs.LimitedPayload](*instance, record), opts...)
+		} else {
+			w = myjobs.NewWorkQueue(h).Worker(handler[myjobs.WorkPayload](*instance, record), opts...)
+		}
 	} else {
 		pool, err := pgxpool.New(ctx, *db)
 		if err != nil {

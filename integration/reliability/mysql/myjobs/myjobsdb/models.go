@@ -100,6 +100,50 @@ func (ns NullLedgerQueueState) Value() (driver.Value, error) {
 	return string(ns.LedgerQueueState), nil
 }
 
+type LimitedQueueState string
+
+const (
+	LimitedQueueStateAvailable LimitedQueueState = "available"
+	LimitedQueueStateRunning   LimitedQueueState = "running"
+	LimitedQueueStateSucceeded LimitedQueueState = "succeeded"
+	LimitedQueueStateDead      LimitedQueueState = "dead"
+)
+
+func (e *LimitedQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = LimitedQueueState(s)
+	case string:
+		*e = LimitedQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for LimitedQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullLimitedQueueState struct {
+	LimitedQueueState LimitedQueueState
+	Valid             bool // Valid is true if LimitedQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullLimitedQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.LimitedQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.LimitedQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullLimitedQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.LimitedQueueState), nil
+}
+
 type QueuegenQueuesMode string
 
 const (
@@ -220,6 +264,25 @@ type LedgerRow struct {
 	Failures    *json.RawMessage
 	UniqueKey   *string
 	N           int64
+}
+
+type LimitedRow struct {
+	ID          int64
+	State       LimitedQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	N           int64
+	Tenant      string
 }
 
 type NodeRow struct {
