@@ -315,6 +315,36 @@ func TestLimitsPerKeyLeavesRoomToOthers(t *testing.T) {
 	})
 }
 
+// TestLimitsClaimPrefersTheMostRoom: values that tie in a turn go most
+// free slots first, so a claim of one takes the tenant with nothing
+// running over the one with a job running, whichever's jobs are older.
+func TestLimitsClaimPrefersTheMostRoom(t *testing.T) {
+	eachLimitedEngine(t, func(t *testing.T, q *limitedQueue) {
+		ctx := context.Background()
+		if err := q.push(ctx, 5, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := q.claim(ctx, "node", 1); err != nil || len(got) != 1 {
+			t.Fatalf("claim of a's first = %d jobs, %v", len(got), err)
+		}
+		if err := q.push(ctx, 5, "b"); err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			got, err := q.claim(ctx, "node", 1)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("claim = %d jobs, %v", len(got), err)
+			}
+			if got[0].tenant != "b" {
+				t.Fatalf("a claim of one took %s's job (1 free slot) over b's (2 free)", got[0].tenant)
+			}
+			if err := q.release(ctx, got[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
 // TestLimitsExpiredLeaseKeepsItsSlot: a job whose lease expired keeps its
 // slot and is the one a claim takes again; on its last attempt the slot
 // frees at once (Reap makes the job dead later).

@@ -117,7 +117,7 @@ WITH RECURSIVE batch AS (
     WHERE fair_jobs.turn * fair_jobs.due_keys < (SELECT batch.n FROM batch)
       AND fair_jobs.turn < fair_jobs.free
 ), picked AS (
-    SELECT fair_jobs.id, fair_jobs.turn, RAND() AS draw
+    SELECT fair_jobs.id, fair_jobs.turn, fair_jobs.free, RAND() AS draw
     FROM fair_jobs
     WHERE fair_jobs.id IS NOT NULL
 )
@@ -126,7 +126,7 @@ FROM picked
 STRAIGHT_JOIN sync_queue FORCE INDEX (PRIMARY) ON sync_queue.id = picked.id
 WHERE sync_queue.state = 'available'
   AND sync_queue.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
-ORDER BY picked.turn, picked.draw
+ORDER BY picked.turn, picked.free DESC, picked.draw
 LIMIT ?
 FOR UPDATE SKIP LOCKED
 `
@@ -169,9 +169,10 @@ type ClaimDueSyncRow struct {
 // claims count at once. firsts counts each value's slots in use, through the
 // fair index (state, account, …): its leased jobs, less those whose lease
 // expired on their last attempt; free is what is left of 2, a value with none
-// drops out, and the walk takes no more than free of a value's jobs. The
-// caller passes as the batch no more than the queue's free slots, 10 less
-// BusySync's count.
+// drops out, and the walk takes no more than free of a value's jobs; values
+// that tie in a turn go most free first (as on PostgreSQL), then in the drawn
+// order. The caller passes as the batch no more than the queue's free slots,
+// 10 less BusySync's count.
 func (q *Queries) ClaimDueSync(ctx context.Context, arg ClaimDueSyncParams) ([]ClaimDueSyncRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimDueSync,
 		arg.Max,

@@ -108,9 +108,10 @@ FOR UPDATE SKIP LOCKED;
 -- claims count at once. firsts counts each value's slots in use, through the
 -- fair index (state, tenant, …): its leased jobs, less those whose lease
 -- expired on their last attempt; free is what is left of 2, a value with none
--- drops out, and the walk takes no more than free of a value's jobs. The
--- caller passes as the batch no more than the queue's free slots, 6 less
--- BusyLimited's count.
+-- drops out, and the walk takes no more than free of a value's jobs; values
+-- that tie in a turn go most free first (as on PostgreSQL), then in the drawn
+-- order. The caller passes as the batch no more than the queue's free slots,
+-- 6 less BusyLimited's count.
 WITH RECURSIVE batch AS (
     SELECT CAST(sqlc.arg(max) AS SIGNED) AS n
 ), fair_keys AS (
@@ -150,7 +151,7 @@ WITH RECURSIVE batch AS (
     WHERE fair_jobs.turn * fair_jobs.due_keys < (SELECT batch.n FROM batch)
       AND fair_jobs.turn < fair_jobs.free
 ), picked AS (
-    SELECT fair_jobs.id, fair_jobs.turn, RAND() AS draw
+    SELECT fair_jobs.id, fair_jobs.turn, fair_jobs.free, RAND() AS draw
     FROM fair_jobs
     WHERE fair_jobs.id IS NOT NULL
 )
@@ -159,7 +160,7 @@ FROM picked
 STRAIGHT_JOIN limited_queue FORCE INDEX (PRIMARY) ON limited_queue.id = picked.id
 WHERE limited_queue.state = 'available'
   AND limited_queue.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
-ORDER BY picked.turn, picked.draw
+ORDER BY picked.turn, picked.free DESC, picked.draw
 LIMIT ?
 FOR UPDATE SKIP LOCKED;
 
