@@ -163,20 +163,26 @@ func (p *pgBackend) nodes(ctx context.Context) ([]Node, error) {
 	rows, err := p.pool.Query(ctx, `SELECT node, queue, concurrency, running, host, pid, started_at, heartbeat_at, heartbeat_ms
 FROM `+pgx.Identifier{p.schema, "queuegen_nodes"}.Sanitize()+`
 ORDER BY node, queue`)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		var out []Node
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Node, error) {
+			var n Node
+			var ms int32
+			err := r.Scan(&n.Node, &n.Queue, &n.Concurrency, &n.Running, &n.Host, &n.PID, &n.StartedAt, &n.HeartbeatAt, &ms)
+			n.Every = time.Duration(ms) * time.Millisecond
+			return n, err
+		})
+		if err == nil {
+			return out, nil
+		}
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Node, error) {
-		var n Node
-		var ms int32
-		err := r.Scan(&n.Node, &n.Queue, &n.Concurrency, &n.Running, &n.Host, &n.PID, &n.StartedAt, &n.HeartbeatAt, &ms)
-		n.Every = time.Duration(ms) * time.Millisecond
-		return n, err
-	})
+	// A missing table fails the Query itself when the statement is
+	// prepared on this connection first, and the rows when it was cached:
+	// either way, it says which migration to apply.
 	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "42P01" {
 		return nil, ErrNoNodesTable
 	}
-	return out, err
+	return nil, err
 }
 
 // leasesByNode counts q's leased jobs by the node holding them, through
