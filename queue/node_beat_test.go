@@ -89,15 +89,7 @@ func TestWorkersRecordTheirNodes(t *testing.T) {
 			var lease, tx runner
 			var another func(opts ...queue.WorkerOption) runner // a plain email worker
 			if engine == dburl.MySQL {
-				parsed, err := dburl.Parse(db.Address)
-				if err != nil {
-					t.Fatal(err)
-				}
-				h, err := parsed.Open()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer h.Close()
+				h := db.SQL
 				emails := myjobs.NewEmailQueue(h)
 				f := myFlaky{emails, &flakyBeats[*myjobs.EmailQueue]{q: emails}}
 				f.fails.Store(2)
@@ -257,15 +249,7 @@ VALUES ('` + row[0] + `', 'email', 1, 0, 'h', 1, ` + row[1] + `, ` + row[1] + `,
 			}
 			var emails queue.Maintained
 			if engine == dburl.MySQL {
-				parsed, err := dburl.Parse(db.Address)
-				if err != nil {
-					t.Fatal(err)
-				}
-				h, err := parsed.Open()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer h.Close()
+				h := db.SQL
 				emails = myjobs.NewEmailQueue(h)
 			} else {
 				pool, err := pgxpool.New(ctx, db.Address)

@@ -44,3 +44,10 @@ func Wrap(prefix, text string, width int) []string {
 // bookkeeping beside errors: one object per error recorded since the
 // column exists, appended by the statement that appends the error.
 const FailuresComment = "when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none"
+
+// NodesComment is what every engine's nodes table says of itself, after
+// its name.
+const NodesComment = " records the worker processes (nodes) of each queue: one row per node and queue, " +
+	"written by the worker when it starts and on each node heartbeat, deleted when it stops " +
+	"gracefully. A row whose heartbeat is older than a few of its intervals is a node that " +
+	"died: the jobs its node id still leases come back when their leases expire."

@@ -73,11 +73,8 @@ func (Engine) Periodic() *catalog.Table {
 // Nodes is queuegen_nodes. Times are UTC, like every time here.
 func (Engine) Nodes() *catalog.Table {
 	return &catalog.Table{
-		Name: NodesTable,
-		Comment: engine.Comment(NodesTable + " records the worker processes (nodes) of each queue: one row per node and queue, " +
-			"written by the worker when it starts and on each node heartbeat, deleted when it stops " +
-			"gracefully. A row whose heartbeat is older than a few of its intervals is a node that " +
-			"died: the jobs its node id still leases come back when their leases expire."),
+		Name:    NodesTable,
+		Comment: engine.Comment(NodesTable + engine.NodesComment),
 		Columns: []*catalog.Column{
 			// The key fits SQL Server's 900 bytes: a node id of up to 255
 			// characters (as locked_by holds), a queue name of up to 128
