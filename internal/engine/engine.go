@@ -409,23 +409,31 @@ func FairByRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 	return spec.Errors{s.ErrorAt(key+".fair_by", "fair_by (claims that take each key's jobs in turn) is built for PostgreSQL and MySQL only so far; remove it")}
 }
 
-// PostgreSQLOnly refuses, at their keys, the features of queue q that are
-// built for PostgreSQL alone so far: rate limits, the backlog table and
-// the archive (FairByRefused and LimitsRefused refuse fair claims and
-// concurrency limits where they are not built). Engines other than
-// PostgreSQL call it from Check.
-func PostgreSQLOnly(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
-	var errs spec.Errors
-	if q.Rate.Set() {
-		errs = append(errs, s.ErrorAt(key+".rate", "rate (a rate limit held by the claim) is built for PostgreSQL only so far; remove it"))
+// RateRefused refuses rate, for an engine whose rate-limited claim is not
+// built yet.
+func RateRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
+	if !q.Rate.Set() {
+		return nil
 	}
-	if q.Backlog.Set() {
-		errs = append(errs, s.ErrorAt(key+".backlog", "backlog (a backlog table moved to the queue table by a scheduler step) is built for PostgreSQL only so far; remove it"))
+	return spec.Errors{s.ErrorAt(key+".rate", "rate (a rate limit held by the claim) is built for PostgreSQL only so far; remove it")}
+}
+
+// BacklogRefused refuses backlog, for an engine whose backlog table and
+// scheduler step are not built yet.
+func BacklogRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
+	if !q.Backlog.Set() {
+		return nil
 	}
-	if q.OnSuccess == spec.OnSuccessArchive {
-		errs = append(errs, s.ErrorAt(key+".on_success", "on_success: archive (an archive table partitioned by day) is built for PostgreSQL only so far; use on_success: keep with a retention"))
+	return spec.Errors{s.ErrorAt(key+".backlog", "backlog (a backlog table moved to the queue table by a scheduler step) is built for PostgreSQL only so far; remove it")}
+}
+
+// ArchiveRefused refuses on_success: archive, for an engine whose archive
+// table is not built yet.
+func ArchiveRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
+	if q.OnSuccess != spec.OnSuccessArchive {
+		return nil
 	}
-	return errs
+	return spec.Errors{s.ErrorAt(key+".on_success", "on_success: archive (an archive table partitioned by day) is built for PostgreSQL only so far; use on_success: keep with a retention")}
 }
 
 // ReleaseLeasesSQL is ReleaseLeases's statement on table (as the engine

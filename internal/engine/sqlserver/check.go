@@ -34,7 +34,9 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 		}
 		errs = append(errs, engine.FairByRefused(s, key, q)...)
 		errs = append(errs, engine.LimitsRefused(s, key, q)...)
-		errs = append(errs, engine.PostgreSQLOnly(s, key, q)...)
+		errs = append(errs, engine.RateRefused(s, key, q)...)
+		errs = append(errs, engine.BacklogRefused(s, key, q)...)
+		errs = append(errs, engine.ArchiveRefused(s, key, q)...)
 		if q.Notify {
 			errs = append(errs, s.ErrorAt(key+".notify", "SQL Server has no LISTEN/NOTIFY (queuegen does not use Service Broker): workers poll (queue.PollInterval), and a push made through the same process wakes its workers at once; remove notify"))
 		}
