@@ -10,11 +10,9 @@
 //	defer h.Close()
 //	mux.Handle("/queues/", requireAdmin(h))
 //
-// It works on the engines package ops has a backend for (PostgreSQL, and
-// MySQL and MariaDB; not SQL Server yet, which queuegen generates for
-// too: New refuses its addresses), reading the queues from the database's
-// registry. No page runs
-// a query that reads a whole table: counts are exact when one statement
+// It works on every engine queuegen generates for (PostgreSQL, MySQL and
+// MariaDB, SQL Server), reading the queues from the database's registry.
+// No page runs a query that reads a whole table: counts are exact when one statement
 // counts them within a budget (50 ms by default) and otherwise the query
 // planner's estimates, marked as such; job lists page by id.
 //
@@ -72,9 +70,9 @@ type config struct {
 // Option configures New.
 type Option func(*config) error
 
-// Schema is the PostgreSQL schema holding the queues (default: the spec's
-// when SpecFile is given, else public). MySQL has none: there it is an
-// error.
+// Schema is the schema holding the queues (default: the spec's when
+// SpecFile is given, else the engine's: public on PostgreSQL, dbo on SQL
+// Server). MySQL has none: there it is an error.
 func Schema(name string) Option {
 	return func(c *config) error {
 		if name == "" {
@@ -207,8 +205,8 @@ func LoopbackHostsOnly() Option {
 	return func(c *config) error { c.loopback = true; return nil }
 }
 
-// New opens the database at address (a postgres:// URL, or a mysql://
-// URL or go-sql-driver DSN) and returns its dashboard. It connects once
+// New opens the database at address (a postgres:// URL, a mysql:// URL
+// or go-sql-driver DSN, or a sqlserver:// URL) and returns its dashboard. It connects once
 // to check the address.
 func New(ctx context.Context, address string, opts ...Option) (*Handler, error) {
 	cfg := config{budget: 50 * time.Millisecond, every: 10 * time.Second}
@@ -226,8 +224,8 @@ func New(ctx context.Context, address string, opts ...Option) (*Handler, error) 
 	}
 	schema := cfg.schema
 	if db.HasSchemas() && schema == "" {
-		schema = spec.DefaultSchema
-		if cfg.spec != nil {
+		schema = db.DefaultSchema()
+		if cfg.spec != nil && cfg.spec.Has("schema") {
 			schema = cfg.spec.Schema
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/ops"
 	"github.com/queuegen/queuegen/queue"
 )
@@ -405,7 +406,7 @@ func (h *Handler) throughput(w http.ResponseWriter, r *http.Request) {
 		}
 		s.Series = append(s.Series, p, d)
 	} else if s.Note == "" {
-		s.Note = "MySQL keeps no per-table row counters: jobs deleted on success are not charted"
+		s.Note = dburl.EngineTitle(h.conn.Engine()) + " keeps no running per-table row counters: jobs deleted on success are not charted"
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

@@ -67,6 +67,14 @@ type Config struct {
 // Workloads are the workloads in the order "all" runs them.
 var Workloads = []string{"push", "push-many", "drain", "latency", "latency-poll", "steady"}
 
+// ErrNoSQLServer is Run's error on a SQL Server address. The bench drives
+// a live server through the bench queues generated for its engine, and
+// SQL Server has neither here: no bench package generated for it (jobs
+// is PostgreSQL's, myjobs MySQL's) and no target (target.go) to set up,
+// fill, size and hold a snapshot on it. No SQL Server runs where queuegen
+// is developed, so such a target could be neither run nor measured.
+var ErrNoSQLServer = errors.New("bench does not run on SQL Server: it has no bench queue generated for SQL Server (internal/bench has package jobs for PostgreSQL and myjobs for MySQL) and no SQL Server target to set up, fill and measure it (internal/bench/target.go); run it on PostgreSQL or MySQL")
+
 // postgresOnly are the workloads of PostgreSQL's own features, with what
 // they measure.
 var postgresOnly = map[string]string{
@@ -119,6 +127,9 @@ func Run(ctx context.Context, address string, cfg Config) error {
 	d, err := dburl.Parse(address)
 	if err != nil {
 		return err
+	}
+	if d.Engine == dburl.SQLServer {
+		return ErrNoSQLServer
 	}
 	for _, n := range names {
 		if why := postgresOnly[n]; why != "" && d.Engine != dburl.PostgreSQL {

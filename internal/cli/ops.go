@@ -33,7 +33,7 @@ type opsFlags struct {
 
 func newOpsFlags(c *invocation, needQueue bool) *opsFlags {
 	o := &opsFlags{c: c, file: c.specFlag(), db: c.dbFlag(), json: c.jsonFlag(),
-		schema: c.fs.String("schema", "", "the queues' PostgreSQL schema (default: the spec's, else public; MySQL has none)")}
+		schema: c.fs.String("schema", "", "the queues' schema (default: the spec's, else public on PostgreSQL, dbo on SQL Server; MySQL has none)")}
 	if needQueue {
 		o.queue = c.fs.String("queue", "", "the queue")
 	}
@@ -41,7 +41,8 @@ func newOpsFlags(c *invocation, needQueue bool) *opsFlags {
 }
 
 // open parses the flags and connects. The schema is --schema, else the
-// spec's (-f), else public, on PostgreSQL; MySQL has no schemas (the
+// spec's (-f), else the engine's default (public on PostgreSQL, dbo on SQL
+// Server); MySQL has no schemas (the
 // database --db names holds the queues), and there --schema is refused.
 func (o *opsFlags) open(ctx context.Context) (*ops.Conn, error) {
 	if err := o.c.parse(); err != nil {
@@ -73,9 +74,12 @@ func (o *opsFlags) open(ctx context.Context) (*ops.Conn, error) {
 			return nil, noSchemaOnMySQL(schema)
 		}
 	case schema == "":
-		schema = spec.DefaultSchema
+		schema = url.DefaultSchema()
 		if loaded != nil {
-			schema, o.spec = loaded.Schema, loaded
+			o.spec = loaded
+			if loaded.Has("schema") {
+				schema = loaded.Schema
+			}
 		} else if o.c.given("f") {
 			// Not the default's absence: a spec named and not found must not
 			// mean schema public, which may hold another spec's queues.

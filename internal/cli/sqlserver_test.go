@@ -3,12 +3,14 @@ package cli_test
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
-// TestSQLServerRefused: the commands that work through internal/ops (the
-// operations commands, ui) and bench refuse a SQL Server URL at once,
-// before connecting, and say which commands take one.
-func TestSQLServerRefused(t *testing.T) {
+// TestSQLServerCommands: the operations commands and ui take a SQL Server
+// URL and connect (here to a port nothing listens on): they fail at once,
+// saying they cannot connect, without the password. No SQL Server runs
+// here, so this is as far as they go.
+func TestSQLServerCommands(t *testing.T) {
 	const db = "sqlserver://sa:s3cret@127.0.0.1:1?database=app"
 	for _, cmd := range [][]string{
 		{"stats"},
@@ -16,16 +18,35 @@ func TestSQLServerRefused(t *testing.T) {
 		{"retry", "--queue", "q", "--id", "1"},
 		{"cancel", "--queue", "q", "--id", "1"},
 		{"purge", "--queue", "q", "--state", "dead", "--yes"},
+		{"nodes"},
 		{"pause", "--queue", "q"},
 		{"resume", "--queue", "q"},
 		{"ui"},
-		{"bench"},
 	} {
+		start := time.Now()
 		code, out, errs := run(t, append(cmd, "--db", db)...)
-		want := "queuegen " + cmd[0] + ": SQL Server is not supported by the operations commands, ui and bench yet; generate, check and migrate support it\n"
-		if code != 1 || out != "" || errs != want {
-			t.Errorf("%v with a sqlserver:// URL = %d, %q, %q; want 1 and %q", cmd, code, out, errs, want)
+		if code != 1 || out != "" || !strings.Contains(errs, "cannot connect to the database") || strings.Contains(errs, "s3cret") || time.Since(start) > 15*time.Second {
+			t.Errorf("%v with an unreachable SQL Server = %d, %q, %q after %s", cmd, code, out, errs, time.Since(start))
 		}
+	}
+}
+
+// TestSQLServerBenchRefused: bench refuses a SQL Server URL before
+// connecting, and says what it lacks.
+func TestSQLServerBenchRefused(t *testing.T) {
+	code, out, errs := run(t, "bench", "--db", "sqlserver://sa:s3cret@127.0.0.1:1?database=app")
+	want := "queuegen bench: bench does not run on SQL Server: it has no bench queue generated for SQL Server"
+	if code != 1 || out != "" || !strings.HasPrefix(errs, want) || !strings.Contains(errs, "run it on PostgreSQL or MySQL") {
+		t.Errorf("bench with a sqlserver:// URL = %d, %q, %q; want 1 and %q…", code, out, errs, want)
+	}
+}
+
+// TestSQLServerSchemaFlag: --schema names the SQL Server schema (the
+// command goes on to connect), as on PostgreSQL.
+func TestSQLServerSchemaFlag(t *testing.T) {
+	code, _, errs := run(t, "stats", "--db", "sqlserver://sa:s3cret@127.0.0.1:1?database=app", "--schema", "jobs")
+	if code != 1 || !strings.Contains(errs, "cannot connect to the database") {
+		t.Errorf("stats --schema on SQL Server = %d, %q", code, errs)
 	}
 }
 

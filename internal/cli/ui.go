@@ -23,7 +23,7 @@ const (
 
 func runUI(c *invocation) error {
 	db, file := c.dbFlag(), c.specFlag()
-	schema := c.fs.String("schema", "", "the queues' PostgreSQL schema (default: the spec's, else public; MySQL has none)")
+	schema := c.fs.String("schema", "", "the queues' schema (default: the spec's, else public on PostgreSQL, dbo on SQL Server; MySQL has none)")
 	addr := c.fs.String("addr", "127.0.0.1:8080", "the address to listen on (any but loopback requires --auth)")
 	auth := c.fs.String("auth", "", "basic ($"+envUIUser+" and $"+envUIPassword+") or token ($"+envUIToken+")")
 	readOnly := c.fs.Bool("read-only", false, "hide and refuse every action")

@@ -187,6 +187,16 @@ func (d DB) HasSchemas() bool {
 	return err == nil && e.DefaultSchema() != ""
 }
 
+// DefaultSchema is the schema d's engine keeps a spec's tables in when
+// the spec names none (public, dbo); empty for an engine without schemas.
+func (d DB) DefaultSchema() string {
+	e, err := engine.Lookup(d.Engine)
+	if err != nil {
+		return ""
+	}
+	return e.DefaultSchema()
+}
+
 // Inheritance reports whether d's engine's queue tables inherit a base
 // table (engine.Engine's Inheritance).
 func (d DB) Inheritance() bool {

@@ -37,8 +37,10 @@ type Counters struct {
 
 // ErrNoCounters is Counters's error on MySQL and MariaDB, which keep no
 // per-table row counts unless asked to (MariaDB's userstat, MySQL's
-// performance_schema table I/O instruments, neither on by default).
-var ErrNoCounters = errors.New("MySQL and MariaDB keep no per-table counts of rows written by default")
+// performance_schema table I/O instruments, neither on by default), and
+// on SQL Server, whose per-index operational counts start again whenever
+// the index's metadata leaves the cache.
+var ErrNoCounters = errors.New("the server keeps no running per-table counts of rows written")
 
 // Counters reads the counters of every queue table, by table name.
 func (c *Conn) Counters(ctx context.Context) (map[string]Counters, error) {

@@ -184,6 +184,8 @@ func valueJSON(kind columnKind, v any) ([]byte, error) {
 		}
 	case kindBool:
 		switch v := v.(type) {
+		case bool: // SQL Server's bit
+			return plainJSON(v)
 		case int64:
 			return plainJSON(v != 0)
 		case []byte, string:

@@ -116,8 +116,8 @@ func (c *Conn) eachQueue(ctx context.Context, stats func(Queue) (Stats, error)) 
 }
 
 // ErrNoBaseTable is BaseStats's error on an engine without INHERITS
-// (MySQL: every queue table carries the base columns itself).
-var ErrNoBaseTable = errors.New("MySQL has no INHERITS base table: its queue tables carry the base columns themselves, and stats counts each queue")
+// (MySQL, SQL Server: every queue table carries the base columns itself).
+var ErrNoBaseTable = errors.New("no INHERITS base table on this engine: its queue tables carry the base columns themselves, and stats counts each queue")
 
 // BaseStats reads the counts of every queue inheriting base, in one
 // statement: a query on an INHERITS parent reads its children too.
