@@ -206,8 +206,8 @@ func LoopbackHostsOnly() Option {
 }
 
 // New opens the database at address (a postgres:// URL, a mysql:// URL
-// or go-sql-driver DSN, or a sqlserver:// URL) and returns its dashboard. It connects once
-// to check the address.
+// or go-sql-driver DSN, or a sqlserver:// URL) and returns its dashboard.
+// It connects once to check the address.
 func New(ctx context.Context, address string, opts ...Option) (*Handler, error) {
 	cfg := config{budget: 50 * time.Millisecond, every: 10 * time.Second}
 	for _, o := range opts {

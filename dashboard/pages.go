@@ -246,7 +246,7 @@ type view struct {
 	CSRF     string
 	ReadOnly bool
 	Engine   string
-	Server   string // the product: PostgreSQL, MySQL or MariaDB
+	Server   string // the product: PostgreSQL, MySQL, MariaDB or SQL Server
 	Flash    string // the outcome of the last action, from ?done=
 	Data     any
 }

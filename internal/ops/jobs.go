@@ -36,7 +36,12 @@ type Job struct {
 	// held job (the row's xmax); MySQL and MariaDB see row locks only by
 	// trying to take them, so there Held is found, for the due jobs of a
 	// transaction-mode queue, by a locking read that passes over held rows
-	// (FOR UPDATE SKIP LOCKED, rolled back at once).
+	// (FOR UPDATE SKIP LOCKED, rolled back at once). SQL Server shows
+	// them to no plain read either: there a held job is a due job, claimed
+	// before (attempt > 0), that a read without locks (NOLOCK) sees and a
+	// read passing over locked rows (READPAST) does not, and its fields
+	// are read without locks: as its worker's transaction has them, not
+	// yet committed.
 	Held bool `json:"held"`
 	// Errors are the failed attempts' errors, oldest first.
 	Errors []string `json:"errors"`

@@ -1,12 +1,14 @@
 // Package ops holds the operations behind queuegen's stats, jobs, retry,
-// cancel, purge, pause and resume commands, on PostgreSQL and on MySQL or
-// MariaDB alike: Open connects to a database, and the methods of the Conn
-// it returns are the operations, with the same results and guarantees on
-// either engine (where an engine cannot give one, the method says so).
+// cancel, purge, pause and resume commands, on PostgreSQL, MySQL or
+// MariaDB, and SQL Server alike: Open connects to a database, and the
+// methods of the Conn it returns are the operations, with the same results
+// and guarantees on every engine (where an engine cannot give one, the
+// method says so).
 //
 // Queues are found through the registry table, queuegen_queues; their
 // tables are named from it, always quoted (pgx.Identifier on PostgreSQL;
-// backticks around a name checked to be a plain identifier on MySQL), and
+// backticks or brackets around a name checked to be a plain identifier on
+// MySQL and SQL Server), and
 // every value is a bound parameter.
 package ops
 
@@ -26,7 +28,7 @@ type Conn struct {
 }
 
 // backends open each engine's operations backend, by the engine's name:
-// the backend's file (postgres.go, mysql.go) registers it from its init
+// the backend's file (postgres.go, mysql.go, sqlserver.go) registers it from its init
 // function. Which engine a database is, and whether it has schemas, comes
 // from the engine's package (dburl); nothing here switches on its name.
 var backends = map[string]func(ctx context.Context, db dburl.DB, schema string) (backend, error){}
@@ -38,9 +40,10 @@ func Serves(name string) bool {
 	return ok
 }
 
-// Open opens a pool on db. schema is the PostgreSQL schema holding the
-// queues (the spec's; public by default); MySQL has no schemas (the
-// database db names holds the queues), and there schema must be empty.
+// Open opens a pool on db. schema is the PostgreSQL or SQL Server schema
+// holding the queues (the spec's; public and dbo by default); MySQL has no
+// schemas (the database db names holds the queues), and there schema must
+// be empty.
 // Open does not connect: Ping does, as does any operation.
 func Open(ctx context.Context, db dburl.DB, schema string) (*Conn, error) {
 	open, ok := backends[db.Engine]
@@ -58,7 +61,7 @@ func Open(ctx context.Context, db dburl.DB, schema string) (*Conn, error) {
 func (c *Conn) Engine() string { return c.engine }
 
 // Product names the server's product as its makers do: PostgreSQL,
-// MySQL or MariaDB (which Engine calls mysql alike).
+// MySQL or MariaDB (which Engine calls mysql alike), or SQL Server.
 func (c *Conn) Product(ctx context.Context) (string, error) { return c.b.product(ctx) }
 
 // Inheritance reports whether the engine's queue tables can inherit a
@@ -83,7 +86,8 @@ func (c *Conn) Close() { c.b.close() }
 // same on both.
 type backend interface {
 	ping(ctx context.Context) error
-	// product names the server's product: PostgreSQL, MySQL or MariaDB.
+	// product names the server's product: PostgreSQL, MySQL, MariaDB or
+	// SQL Server.
 	product(ctx context.Context) (string, error)
 	close()
 	// queues reads the registry, by name.
