@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/ops"
 	"github.com/queuegen/queuegen/internal/spec"
@@ -286,7 +287,7 @@ func runJobs(c *invocation) error {
 		if *o.json {
 			return c.printJSON(job)
 		}
-		return printJob(c, q, job)
+		return printJob(c, q, job, conn.Engine())
 	}
 	jobs, err := conn.Jobs(ctx, q, ops.Filter{State: *state}, *before, *limit)
 	if err != nil {
@@ -320,8 +321,8 @@ func runJobs(c *invocation) error {
 	return nil
 }
 
-// printJob shows one job whole.
-func printJob(c *invocation, q ops.Queue, j ops.Job) error {
+// printJob shows one job whole, of a database of engine.
+func printJob(c *invocation, q ops.Queue, j ops.Job, engine string) error {
 	w := c.stdout
 	at := func(t *time.Time) string {
 		if t == nil {
@@ -339,7 +340,12 @@ func printJob(c *invocation, q ops.Queue, j ops.Job) error {
 	fmt.Fprintf(w, "  state         %s\n  attempt       %d of %d\n  priority      %d\n", j.State, j.Attempt, j.MaxAttempts, j.Priority)
 	fmt.Fprintf(w, "  created at    %s\n  run after     %s\n  attempted at  %s\n  finished at   %s\n", at(&j.CreatedAt), at(&j.RunAfter), at(j.AttemptedAt), at(j.FinishedAt))
 	fmt.Fprintf(w, "  locked by     %s\n  locked until  %s\n  unique key    %s\n", str(j.LockedBy), at(j.LockedUntil), str(j.UniqueKey))
-	if j.Held {
+	switch {
+	case j.Held && engine == dburl.SQLServer:
+		// Read without locks: as the holder has it (see ops.Job.Held).
+		fmt.Fprintf(w, "  held          by a transaction in progress (a transaction-mode worker working it): the fields above are as\n"+
+			"                that transaction has them, not yet committed\n")
+	case j.Held:
 		fmt.Fprintf(w, "  held          by a transaction in progress (a transaction-mode worker working it): the fields above are as last\n"+
 			"                committed; its attempt and times show once that transaction commits\n")
 	}

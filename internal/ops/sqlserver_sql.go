@@ -128,10 +128,6 @@ ORDER BY c.column_id`
 
 func (s msSQL) now() string { return "SELECT SYSUTCDATETIME()" }
 
-func (s msSQL) product() string {
-	return "SELECT CAST(SERVERPROPERTY('ProductVersion') AS NVARCHAR(128)), CAST(SERVERPROPERTY('Edition') AS NVARCHAR(128))"
-}
-
 // stats counts t's jobs by state at @p1 (the database's clock, read
 // once), with the oldest due job's time and the claims of the minute
 // before @p1, passing over the rows other transactions lock.

@@ -50,7 +50,6 @@ func msStatements() map[string]string {
 		"queues":         s.queues(),
 		"columns":        s.columns(),
 		"now":            s.now(),
-		"product":        s.product(),
 		"stats":          s.stats(t),
 		"oldest":         s.oldest(t),
 		"lastHour":       s.lastHour(t),
