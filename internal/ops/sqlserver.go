@@ -132,9 +132,17 @@ func (m *msBackend) close() { m.db.Close() }
 const (
 	msInvalidObject = 208  // Invalid object name
 	msNoShowplan    = 262  // SHOWPLAN permission denied
-	msPermission    = 300  // VIEW SERVER STATE (or DATABASE STATE) permission denied
+	msNoPermission  = 297  // the user does not have permission (a DMV's)
+	msNoViewState   = 300  // VIEW SERVER STATE (or DATABASE STATE) permission denied
 	msDeadlock      = 1205 // chosen as the deadlock victim
 )
+
+// msDenied reports a DMV the user may not read (it lacks VIEW SERVER
+// STATE or VIEW DATABASE STATE).
+func msDenied(err error) bool {
+	n := msErrno(err)
+	return n == msNoPermission || n == msNoViewState
+}
 
 func msErrno(err error) int32 {
 	var e mssql.Error
@@ -318,7 +326,7 @@ func (m *msBackend) oldestSnapshot(ctx context.Context) (Holder, bool, error) {
 	var h Holder
 	var age float64
 	err := m.db.QueryRowContext(ctx, m.sql.oldestSnapshot()).Scan(&h.PID, &h.User, &h.Application, &age, &h.Query)
-	if errors.Is(err, sql.ErrNoRows) || msErrno(err) == msPermission {
+	if errors.Is(err, sql.ErrNoRows) || msDenied(err) {
 		// Without VIEW SERVER STATE the sessions are not visible: no
 		// warning, rather than a failed command.
 		return h, false, nil

@@ -134,7 +134,7 @@ func (m *msBackend) rows(ctx context.Context, q Queue) (int64, error) {
 	}
 	var n sql.NullInt64
 	err = m.db.QueryRowContext(ctx, m.sql.rows(), t).Scan(&n)
-	if msErrno(err) == msPermission {
+	if msDenied(err) {
 		err = m.db.QueryRowContext(ctx, m.sql.catalogRows(), t).Scan(&n)
 	}
 	if err == nil && !n.Valid {

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -16,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	mssql "github.com/microsoft/go-mssqldb"
 
 	"github.com/queuegen/queuegen/internal/dburl"
 )
@@ -325,5 +328,21 @@ func TestSQLServerNeverHangs(t *testing.T) {
 		if err == nil || took > connectTimeout+3*time.Second || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("Ping of %s = %v after %s", addr, err, took)
 		}
+	}
+}
+
+// TestSQLServerErrors: the server's error numbers are read through
+// wrapping, by value or pointer, as go-mssqldb returns them.
+func TestSQLServerErrors(t *testing.T) {
+	b := &msBackend{}
+	deadlock := mssql.Error{Number: 1205, Message: "chosen as the deadlock victim"}
+	if !b.retryable(fmt.Errorf("batch: %w", deadlock)) || !b.retryable(&deadlock) || b.retryable(mssql.Error{Number: 1222}) {
+		t.Error("retryable: a deadlock (1205) and only it")
+	}
+	if !msDenied(mssql.Error{Number: 297}) || !msDenied(fmt.Errorf("x: %w", mssql.Error{Number: 300})) || msDenied(mssql.Error{Number: 208}) || msDenied(nil) {
+		t.Error("msDenied")
+	}
+	if msErrno(errors.New("plain")) != 0 {
+		t.Error("msErrno of a plain error")
 	}
 }
