@@ -346,3 +346,48 @@ func TestSQLServerErrors(t *testing.T) {
 		t.Error("msErrno of a plain error")
 	}
 }
+
+// TestSQLServerNames: every lower-case name in the backend's statements
+// (its SQL writes keywords and functions in upper case) is a name the
+// generated SQL Server migrations use (a table or column), or one of the
+// catalog's, OPENJSON's or the statements' own aliases: the check a
+// grammar cannot make, that no statement names a column that is not
+// there.
+func TestSQLServerNames(t *testing.T) {
+	migrations, err := filepath.Glob("../../examples/mailer-sqlserver/db/migrations/*.sql")
+	if err != nil || len(migrations) == 0 {
+		t.Fatalf("no SQL Server migrations: %v", err)
+	}
+	word := regexp.MustCompile(`\b[a-z_][a-z0-9_]*\b`)
+	known := map[string]bool{}
+	for _, m := range migrations {
+		text, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := regexp.MustCompile(`--.*`).ReplaceAllString(string(text), "") // names, not comments' words
+		for _, w := range word.FindAllString(code, -1) {
+			known[w] = true
+		}
+	}
+	for _, w := range strings.Fields(`
+		dbo email_queue recipient token
+		sys columns types check_constraints object_id name user_type_id column_id parent_object_id
+		dm_db_partition_stats partitions row_count rows index_id
+		dm_tran_session_transactions dm_tran_active_transactions dm_exec_sessions dm_exec_connections dm_exec_sql_text
+		session_id transaction_id transaction_begin_time login_name program_name database_id most_recent_sql_handle text
+		value microsecond millisecond minute hour
+		job f m e k c t st es txt n at`) {
+		known[w] = true
+	}
+	for name, stmt := range msStatements() {
+		// Leave out the text of literals: '$', N'[]', JSON paths.
+		// Leave out parameters (@p1) too.
+		bare := regexp.MustCompile(`N?'[^']*'|@@?[A-Za-z0-9_]+`).ReplaceAllString(stmt, "''")
+		for _, w := range word.FindAllString(bare, -1) {
+			if !known[w] {
+				t.Errorf("%s: %q is no name of the generated tables, nor one the backend knows:\n%s", name, w, stmt)
+			}
+		}
+	}
+}
