@@ -30,6 +30,9 @@ const (
 	kindTime
 	kindDate
 	kindBytes
+	// kindReal is a single-precision float the driver returns widened
+	// to a float64 (go-mssqldb's REAL): rendered in float32's digits.
+	kindReal
 )
 
 // payloadColumns reads q's payload columns from the catalog: every
@@ -204,6 +207,10 @@ func valueJSON(kind columnKind, v any) ([]byte, error) {
 			if _, err := strconv.ParseFloat(s, 64); err == nil {
 				return []byte(s), nil // DECIMAL, exact as the server wrote it
 			}
+		}
+	case kindReal:
+		if f, ok := v.(float64); ok {
+			return []byte(pgFloat(f, 32)), nil
 		}
 	case kindTime:
 		if t, ok := v.(time.Time); ok {

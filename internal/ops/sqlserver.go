@@ -228,31 +228,6 @@ func (m *msBackend) columns(ctx context.Context, q Queue) ([]string, error) {
 	return names, err
 }
 
-// msKind is how a column of SQL Server type typ renders in a payload's
-// JSON (see Job.Payload), and the expression that selects it: a
-// uniqueidentifier as its text, in lower case as PostgreSQL's uuid.
-func msKind(name, typ string, isJSON bool) (columnKind, string) {
-	col := msQuote(name)
-	switch strings.ToLower(typ) {
-	case "bit":
-		return kindBool, col
-	case "tinyint", "smallint", "int", "bigint", "decimal", "numeric", "float", "real", "money", "smallmoney":
-		return kindNumber, col
-	case "datetime2", "datetime", "smalldatetime", "datetimeoffset":
-		return kindTime, col
-	case "date":
-		return kindDate, col
-	case "binary", "varbinary", "image", "timestamp", "rowversion":
-		return kindBytes, col
-	case "uniqueidentifier":
-		return kindString, "LOWER(CONVERT(NVARCHAR(36), " + col + "))"
-	}
-	if isJSON {
-		return kindJSON, col
-	}
-	return kindString, col
-}
-
 // payloadColumns are q's payload columns, ordered as Job.Payload keys
 // them, with the expressions that select them, and whether q's table has
 // the failures column.

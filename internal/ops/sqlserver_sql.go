@@ -71,6 +71,33 @@ var msApplicable = map[Action]string{
 // msQuote quotes a name in brackets.
 func msQuote(name string) string { return "[" + strings.ReplaceAll(name, "]", "]]") + "]" }
 
+// msKind is how a column of SQL Server type typ renders in a payload's
+// JSON (see Job.Payload), and the expression that selects it: a
+// uniqueidentifier as its text, in lower case as PostgreSQL's uuid.
+func msKind(name, typ string, isJSON bool) (columnKind, string) {
+	col := msQuote(name)
+	switch strings.ToLower(typ) {
+	case "bit":
+		return kindBool, col
+	case "tinyint", "smallint", "int", "bigint", "decimal", "numeric", "float", "money", "smallmoney":
+		return kindNumber, col
+	case "real":
+		return kindReal, col
+	case "datetime2", "datetime", "smalldatetime", "datetimeoffset":
+		return kindTime, col
+	case "date":
+		return kindDate, col
+	case "binary", "varbinary", "image", "timestamp", "rowversion":
+		return kindBytes, col
+	case "uniqueidentifier":
+		return kindString, "LOWER(CONVERT(NVARCHAR(36), " + col + "))"
+	}
+	if isJSON {
+		return kindJSON, col
+	}
+	return kindString, col
+}
+
 // msNarrowing is Filter.narrowing in T-SQL, its parameters numbered from
 // first: a payload column compares as NVARCHAR text, and the error text is
 // sought byte for byte (a binary collation: case-sensitive, as on the

@@ -253,6 +253,7 @@ func TestSQLServerKinds(t *testing.T) {
 		{"nvarchar", true, kindJSON, "[c]"},
 		{"bit", false, kindBool, "[c]"},
 		{"bigint", false, kindNumber, "[c]"},
+		{"real", false, kindReal, "[c]"},
 		{"decimal", false, kindNumber, "[c]"},
 		{"datetime2", false, kindTime, "[c]"},
 		{"date", false, kindDate, "[c]"},
@@ -264,9 +265,9 @@ func TestSQLServerKinds(t *testing.T) {
 			t.Errorf("msKind(%s, json %t) = %v, %s; want %v, %s", c.typ, c.json, kind, sel, c.kind, c.sel)
 		}
 	}
-	cols := []myColumn{{"flag", kindBool}, {"n", kindNumber}, {"doc", kindJSON}, {"at", kindTime}}
-	doc, err := payloadJSON(cols, []any{true, []byte("12.50"), `{"b":1,"a":[1e2]}`, time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)})
-	if want := `{"flag": true, "n": 12.50, "doc": {"a":[100],"b":1}, "at": "2026-01-02T03:04:05.000006+00:00"}`; err != nil || string(doc) != want {
+	cols := []myColumn{{"flag", kindBool}, {"n", kindNumber}, {"doc", kindJSON}, {"at", kindTime}, {"r", kindReal}}
+	doc, err := payloadJSON(cols, []any{true, []byte("12.50"), `{"b":1,"a":[1e2]}`, time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC), float64(float32(1.1))})
+	if want := `{"flag": true, "n": 12.50, "doc": {"a":[100],"b":1}, "at": "2026-01-02T03:04:05.000006+00:00", "r": 1.1}`; err != nil || string(doc) != want {
 		t.Errorf("payloadJSON = %s, %v; want %s", doc, err, want)
 	}
 }
