@@ -662,7 +662,9 @@ func rateQueueOf(t *testing.T, e *engine) *limitedQueue {
 			nil)
 	case dburl.MySQL:
 		return limitedOf(e.db, myjobs.NewThrottledQueue(e.db.SQL),
-			func(tenant string, n int32) myjobs.ThrottledPayload { return myjobs.ThrottledPayload{Tenant: tenant, N: n} },
+			func(tenant string, n int32) myjobs.ThrottledPayload {
+				return myjobs.ThrottledPayload{Tenant: tenant, N: n}
+			},
 			func(p myjobs.ThrottledPayload) (string, int32) { return p.Tenant, p.N },
 			myjobs.NewPacedQueue(e.db.SQL),
 			func(n int32) myjobs.PacedPayload { return myjobs.PacedPayload{N: n} },
