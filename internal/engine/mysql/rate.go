@@ -18,7 +18,8 @@ const RateLogSuffix = "_rate"
 // a covering index that leads with what it filters on: (claimed_at, jobs)
 // for the queue, (key, claimed_at, jobs) for a value, one range a probe,
 // no sort; with a key, claimed_at has an index of its own for the delete
-// of the rows past the window.
+// of the rows past the window. The count's index comes first after the
+// primary key (Indexes[1]): the claim names it in FORCE INDEX.
 func (Engine) RateLog(queue *catalog.Table, key *catalog.Column) *catalog.Table {
 	name := queue.Name + RateLogSuffix
 	t := &catalog.Table{

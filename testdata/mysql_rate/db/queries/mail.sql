@@ -54,12 +54,14 @@ FOR UPDATE;
 -- name: RecentMail :one
 -- RecentMail counts the jobs claimed in the rate window, the last 1m0s, under
 -- the claim lock (LockClaimsMail), from the rate log mail_queue_rate: a
--- covering range read of its index (claimed_at, jobs), which holds about one
--- window of rows, locking nothing. The caller takes no more due jobs than 50
--- less the count. Its clock is read after the lock, so no claim logged since
--- is missed, and the claim's own time (which it logs) is no earlier.
+-- covering range read of its index (claimed_at, jobs), locking nothing. The
+-- index is forced: every claim inserts and deletes rows, so the log's
+-- statistics lag, and the optimizer could otherwise scan it. The caller takes
+-- no more due jobs than 50 less the count. Its clock is read after the lock,
+-- so no claim logged since is missed, and the claim's own time (which it
+-- logs) is no earlier.
 SELECT CAST(COALESCE(SUM(jobs), 0) AS SIGNED) AS n
-FROM mail_queue_rate
+FROM mail_queue_rate FORCE INDEX (mail_queue_rate_claimed_at_idx)
 WHERE claimed_at > COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) - INTERVAL 60000000 MICROSECOND;
 
 -- name: ClaimExpiredMail :many

@@ -115,9 +115,11 @@ FOR UPDATE SKIP LOCKED;
 -- runs after LockClaimsSync, in its transaction, and before LogClaimsSync, so
 -- no two claims count at once. firsts counts each value's jobs claimed in the
 -- window from the rate log sync_queue_rate, a covering range read of its
--- index (account, claimed_at, jobs) per value; a value with none left drops
--- out, and the walk takes no more than what is left of 5. A job claimed again
--- after its lease expired is counted in the window but not held back by it.
+-- index (account, claimed_at, jobs) per value (forced: the log's statistics
+-- lag its churn, and its claimed_at index would read every value's claims of
+-- the window); a value with none left drops out, and the walk takes no more
+-- than what is left of 5. A job claimed again after its lease expired is
+-- counted in the window but not held back by it.
 WITH RECURSIVE batch AS (
     SELECT CAST(sqlc.arg(max) AS SIGNED) AS n
 ), fair_keys AS (
@@ -136,7 +138,7 @@ WITH RECURSIVE batch AS (
                       WHERE held.state = 'running' AND held.account = fair_keys.fair_key
                         AND (held.locked_until >= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) OR held.attempt < held.max_attempts)),
                  5 - (SELECT CAST(COALESCE(SUM(claimed.jobs), 0) AS SIGNED)
-                      FROM sync_queue_rate AS claimed
+                      FROM sync_queue_rate AS claimed FORCE INDEX (sync_queue_rate_account_idx)
                       WHERE claimed.account = fair_keys.fair_key
                         AND claimed.claimed_at > COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) - INTERVAL 250000 MICROSECOND)) AS free
     FROM fair_keys

@@ -64,12 +64,14 @@ WHERE state = 'running'
 -- name: RecentPaced :one
 -- RecentPaced counts the jobs claimed in the rate window, the last 500ms,
 -- under the claim lock (LockClaimsPaced), from the rate log paced_queue_rate:
--- a covering range read of its index (claimed_at, jobs), which holds about
--- one window of rows, locking nothing. The caller takes no more due jobs than
--- 4 less the count. Its clock is read after the lock, so no claim logged
--- since is missed, and the claim's own time (which it logs) is no earlier.
+-- a covering range read of its index (claimed_at, jobs), locking nothing. The
+-- index is forced: every claim inserts and deletes rows, so the log's
+-- statistics lag, and the optimizer could otherwise scan it. The caller takes
+-- no more due jobs than 4 less the count. Its clock is read after the lock,
+-- so no claim logged since is missed, and the claim's own time (which it
+-- logs) is no earlier.
 SELECT CAST(COALESCE(SUM(jobs), 0) AS SIGNED) AS n
-FROM paced_queue_rate
+FROM paced_queue_rate FORCE INDEX (paced_queue_rate_claimed_at_idx)
 WHERE claimed_at > COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) - INTERVAL 500000 MICROSECOND;
 
 -- name: ClaimExpiredPaced :many

@@ -71,7 +71,7 @@ WITH RECURSIVE batch AS (
             ORDER BY first.run_after, first.id
             LIMIT 1) AS id,
            3 - (SELECT CAST(COALESCE(SUM(claimed.jobs), 0) AS SIGNED)
-                FROM throttled_queue_rate AS claimed
+                FROM throttled_queue_rate AS claimed FORCE INDEX (throttled_queue_rate_tenant_idx)
                 WHERE claimed.tenant = fair_keys.fair_key
                   AND claimed.claimed_at > COALESCE(?, UTC_TIMESTAMP(6)) - INTERVAL 1000000 MICROSECOND) AS free
     FROM fair_keys
@@ -148,9 +148,11 @@ type ClaimDueThrottledRow struct {
 // transaction, and before LogClaimsThrottled, so no two claims count at once.
 // firsts counts each value's jobs claimed in the window from the rate log
 // throttled_queue_rate, a covering range read of its index (tenant,
-// claimed_at, jobs) per value; a value with none left drops out, and the walk
-// takes no more than what is left of 3. A job claimed again after its lease
-// expired is counted in the window but not held back by it.
+// claimed_at, jobs) per value (forced: the log's statistics lag its churn,
+// and its claimed_at index would read every value's claims of the window); a
+// value with none left drops out, and the walk takes no more than what is
+// left of 3. A job claimed again after its lease expired is counted in the
+// window but not held back by it.
 func (q *Queries) ClaimDueThrottled(ctx context.Context, arg ClaimDueThrottledParams) ([]ClaimDueThrottledRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimDueThrottled,
 		arg.Max,
