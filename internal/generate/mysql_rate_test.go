@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/dbtest"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/generate"
 	"github.com/queuegen/queuegen/internal/migrate"
 )
