@@ -827,3 +827,114 @@ func TestRateHoldsUnderConcurrentClaims(t *testing.T) {
 		}
 	})
 }
+
+// meteredRun pushes n jobs to queue metered (rate: 100 per 1s, no other
+// limit) of engine e and works them with workers on two nodes of 50
+// handlers each until every one is done, or 30 s.
+func meteredRun(t *testing.T, e *engine, n int) {
+	t.Helper()
+	var done sync.WaitGroup
+	done.Add(n)
+	var run []interface{ Run(context.Context) error }
+	switch e.name {
+	case dburl.PostgreSQL:
+		q := jobs.NewMeteredQueue(poolFor(t, e.db.Address))
+		ps := make([]jobs.MeteredPayload, n)
+		for i := range ps {
+			ps[i] = jobs.MeteredPayload{N: int32(i)}
+		}
+		if _, err := q.PushMany(context.Background(), ps); err != nil {
+			t.Fatal(err)
+		}
+		for _, node := range []string{"one", "two"} {
+			run = append(run, q.Worker(func(context.Context, *queue.Job[jobs.MeteredPayload]) error { done.Done(); return nil },
+				queue.Node(node), queue.Concurrency(50)))
+		}
+	case dburl.MySQL:
+		q := myjobs.NewMeteredQueue(e.db.SQL)
+		ps := make([]myjobs.MeteredPayload, n)
+		for i := range ps {
+			ps[i] = myjobs.MeteredPayload{N: int32(i)}
+		}
+		if _, err := q.PushMany(context.Background(), ps); err != nil {
+			t.Fatal(err)
+		}
+		for _, node := range []string{"one", "two"} {
+			run = append(run, q.Worker(func(context.Context, *queue.Job[myjobs.MeteredPayload]) error { done.Done(); return nil },
+				queue.Node(node), queue.Concurrency(50)))
+		}
+	default:
+		t.Fatalf("%s has no metered queue in the e2e suite", e.name)
+	}
+	for _, w := range run {
+		defer runWorker(t, w)() //nolint:errcheck
+	}
+	finished := make(chan struct{})
+	go func() { done.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%d jobs were not all worked within 30 s", n)
+	}
+}
+
+// TestRateHoldsAtVolume: two workers of 50 handlers each, as fast as they
+// can, claim no more than 100 jobs in any one-second window of the claims'
+// times (attempted_at), and take the rate's worth: each whole second from
+// the first claim holds 95 to 100 of them. A rate alone (no fair_by, no
+// other limit).
+func TestRateHoldsAtVolume(t *testing.T) {
+	t.Parallel()
+	for _, name := range dbtest.ThisRun() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := open(t, name)
+			const n = 450
+			start := time.Now()
+			meteredRun(t, e, n)
+			elapsed := time.Since(start)
+			most := (&limitedQueue{db: e.db}).count(t, `SELECT COALESCE(MAX(n), 0) FROM (
+				SELECT (SELECT COUNT(*) FROM metered_queue o
+				        WHERE o.attempted_at > j.attempted_at - INTERVAL '1' SECOND AND o.attempted_at <= j.attempted_at) AS n
+				FROM metered_queue j) AS w`)
+			if most > 100 {
+				t.Errorf("%d jobs claimed within one second; the rate is 100", most)
+			}
+			// The claims of each whole second from the first.
+			rows, err := e.db.SQL.QueryContext(context.Background(), `SELECT attempted_at FROM metered_queue ORDER BY attempted_at`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var times []time.Time
+			for rows.Next() {
+				var at time.Time
+				if err := rows.Scan(&at); err != nil {
+					t.Fatal(err)
+				}
+				times = append(times, at)
+			}
+			if len(times) != n {
+				t.Fatalf("%d jobs claimed, want %d", len(times), n)
+			}
+			seconds := make([]int, int(times[n-1].Sub(times[0])/time.Second))
+			for _, at := range times {
+				if s := int(at.Sub(times[0]) / time.Second); s < len(seconds) {
+					seconds[s]++
+				}
+			}
+			total := 0
+			for s, c := range seconds {
+				total += c
+				if c < 95 || c > 100 {
+					t.Errorf("second %d from the first claim holds %d claims; want 95 to 100", s, c)
+				}
+			}
+			if len(seconds) == 0 {
+				t.Fatalf("%d jobs claimed within one second", n)
+			}
+			t.Logf("%s: %d jobs in %s; at most %d claimed in any 1 s window; whole seconds from the first claim: %v (%.3f× the rate)",
+				name, n, elapsed.Round(time.Millisecond), most, seconds, float64(total)/float64(100*len(seconds)))
+		})
+	}
+}

@@ -232,6 +232,50 @@ func (ns NullLimitedQueueState) Value() (driver.Value, error) {
 	return string(ns.LimitedQueueState), nil
 }
 
+type MeteredQueueState string
+
+const (
+	MeteredQueueStateAvailable MeteredQueueState = "available"
+	MeteredQueueStateRunning   MeteredQueueState = "running"
+	MeteredQueueStateSucceeded MeteredQueueState = "succeeded"
+	MeteredQueueStateDead      MeteredQueueState = "dead"
+)
+
+func (e *MeteredQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = MeteredQueueState(s)
+	case string:
+		*e = MeteredQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for MeteredQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullMeteredQueueState struct {
+	MeteredQueueState MeteredQueueState
+	Valid             bool // Valid is true if MeteredQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullMeteredQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.MeteredQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.MeteredQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullMeteredQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.MeteredQueueState), nil
+}
+
 type NowaitQueueState string
 
 const (
@@ -679,6 +723,30 @@ type LimitedRow struct {
 	Failures    *json.RawMessage
 	UniqueKey   *string
 	Tenant      string
+	N           int32
+}
+
+type MeteredQueueRate struct {
+	ID        int64
+	ClaimedAt time.Time
+	Jobs      int32
+}
+
+type MeteredRow struct {
+	ID          int64
+	State       MeteredQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
 	N           int32
 }
 
