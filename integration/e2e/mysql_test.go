@@ -214,7 +214,15 @@ func TestMySQLClaimPlans(t *testing.T) {
 	}
 	myjobs.NewLimitedQueue(db).PushMany(ctx, lps)
 	myjobs.NewCappedQueue(db).PushMany(ctx, cps)
-	for _, table := range []string{"task_queue", "txtask_queue", "kept_queue", "fair_queue", "txfair_queue", "limited_queue", "capped_queue"} {
+	// The rate-limited queues: 100 tenants, and paced's jobs.
+	tps, pps := make([]myjobs.ThrottledPayload, 5000), make([]myjobs.PacedPayload, 5000)
+	for i := range tps {
+		tps[i] = myjobs.ThrottledPayload{Tenant: fmt.Sprint("t", i%100), N: int32(i)}
+		pps[i] = myjobs.PacedPayload{N: int32(i)}
+	}
+	myjobs.NewThrottledQueue(db).PushMany(ctx, tps)
+	myjobs.NewPacedQueue(db).PushMany(ctx, pps)
+	for _, table := range []string{"task_queue", "txtask_queue", "kept_queue", "fair_queue", "txfair_queue", "limited_queue", "capped_queue", "throttled_queue", "paced_queue"} {
 		// Most jobs finished, a few running, as in a queue that keeps them.
 		for _, stmt := range []string{
 			"UPDATE %s SET priority = id %% 3, state = 'succeeded', finished_at = UTC_TIMESTAMP(6) WHERE id %% 50 > 1",
@@ -224,6 +232,20 @@ func TestMySQLClaimPlans(t *testing.T) {
 			if _, err := db.Exec(fmt.Sprintf(stmt, table)); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	// Their rate logs hold 2,000 claims each, a millisecond apart, the
+	// last just now: throttled's window (1s) holds half, paced's (500ms) a
+	// quarter.
+	for _, stmt := range []string{
+		`INSERT INTO throttled_queue_rate (claimed_at, tenant, jobs)
+		 SELECT UTC_TIMESTAMP(6) - INTERVAL id * 1000 MICROSECOND, CONCAT('t', id % 100), 1 FROM throttled_queue WHERE id <= 2000`,
+		`INSERT INTO paced_queue_rate (claimed_at, jobs)
+		 SELECT UTC_TIMESTAMP(6) - INTERVAL id * 1000 MICROSECOND, 1 FROM paced_queue WHERE id <= 2000`,
+		"ANALYZE TABLE throttled_queue_rate, paced_queue_rate",
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
 		}
 	}
 	for _, c := range []struct {
@@ -247,6 +269,17 @@ func TestMySQLClaimPlans(t *testing.T) {
 		{"limited.sql.go", "ClaimDueLimited", []any{10, nil, nil, nil, nil, 10}, "limited_queue_fair_idx"},
 		{"capped.sql.go", "BusyCapped", []any{nil}, "capped_queue_lease_idx"},
 		{"capped.sql.go", "ClaimDueCapped", []any{nil, 10}, "capped_queue_claim_idx"},
+		// The rate-limited claims: the window's count, for the queue
+		// (paced) or per value in the fair walk (throttled, whose plan
+		// is checked like limited's), and the log's prune.
+		{"paced.sql.go", "RecentPaced", []any{nil}, "paced_queue_rate_claimed_at_idx"},
+		{"paced.sql.go", "ClaimDuePaced", []any{nil, 10}, "paced_queue_claim_idx"},
+		// A prune deletes the few rows that left the window since the
+		// claim before: here the oldest 100.
+		{"paced.sql.go", "PruneClaimsPaced", []any{time.Now().UTC().Add(500*time.Millisecond - 1900*time.Millisecond)}, "paced_queue_rate_claimed_at_idx"},
+		{"throttled.sql.go", "ClaimDueThrottled", []any{10, nil, nil, nil, nil, 10}, "throttled_queue_fair_idx"},
+		{"throttled.sql.go", "ClaimDueThrottled", []any{10, nil, nil, nil, nil, 10}, "throttled_queue_rate_tenant_idx"},
+		{"throttled.sql.go", "PruneClaimsThrottled", []any{time.Now().UTC().Add(time.Second - 1900*time.Millisecond)}, "throttled_queue_rate_claimed_at_idx"},
 		{"task.sql.go", "DoomedTask", []any{10}, "task_queue_lease_idx"},
 		{"task.sql.go", "ReleaseNodeTask", []any{"n"}, "task_queue_lease_idx"},
 		{"kept.sql.go", "PurgeKept", []any{3600000000, 7200000000, 10}, "kept_queue_finished_idx"},
@@ -283,7 +316,7 @@ func TestMySQLClaimPlans(t *testing.T) {
 			}
 			// No step of a limited claim scans a queue table: the per-key
 			// count (held) probes the fair index like the walk.
-			if strings.HasPrefix(c.query, "ClaimDueLimited") && line["type"] == "ALL" && !strings.HasPrefix(line["table"], "<") {
+			if (c.query == "ClaimDueLimited" || c.query == "ClaimDueThrottled") && line["type"] == "ALL" && !strings.HasPrefix(line["table"], "<") {
 				t.Errorf("%s scans %s: %v", c.query, line["table"], line)
 			}
 			if testing.Verbose() {

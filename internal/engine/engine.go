@@ -415,7 +415,7 @@ func RateRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 	if !q.Rate.Set() {
 		return nil
 	}
-	return spec.Errors{s.ErrorAt(key+".rate", "rate (a rate limit held by the claim) is built for PostgreSQL only so far; remove it")}
+	return spec.Errors{s.ErrorAt(key+".rate", "rate (a rate limit held by the claim) is built for PostgreSQL and MySQL only so far; remove it")}
 }
 
 // BacklogRefused refuses backlog, for an engine whose backlog table and

@@ -34,7 +34,6 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 			errs = append(errs, s.ErrorAt(k, "the table name %q is a MySQL keyword; choose another", q.Table))
 		}
 		errs = append(errs, checkFairBy(s, key, q)...)
-		errs = append(errs, engine.RateRefused(s, key, q)...)
 		errs = append(errs, engine.BacklogRefused(s, key, q)...)
 		errs = append(errs, engine.ArchiveRefused(s, key, q)...)
 		if q.Notify {

@@ -970,6 +970,66 @@ CREATE TABLE paced_queue_rate (
 -- Finds the claims of the window, and those past it to delete.
 CREATE INDEX paced_queue_rate_claimed_at_idx ON paced_queue_rate (claimed_at);
 
+-- Queue metered: one row per job; lease mode: a claim is committed at once
+-- and holds the job until its lease expires.
+CREATE TABLE metered_queue (
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    n            integer     NOT NULL,
+    CONSTRAINT metered_queue_pkey PRIMARY KEY (id),
+    CONSTRAINT metered_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX metered_queue_claim_idx ON metered_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
+CREATE INDEX metered_queue_lease_idx ON metered_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX metered_queue_finished_idx ON metered_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+-- Rate log of queue table metered_queue: the claims of the last window, which
+-- claims count to hold the rate limit; each claim adds its row and deletes
+-- those past the window.
+CREATE TABLE metered_queue_rate (
+    claimed_at timestamptz NOT NULL, -- when the claim ran
+    jobs       integer     NOT NULL  -- how many jobs the claim took
+);
+
+-- Finds the claims of the window, and those past it to delete.
+CREATE INDEX metered_queue_rate_claimed_at_idx ON metered_queue_rate (claimed_at);
+
 -- Queue capped: one row per job; lease mode: a claim is committed at once and
 -- holds the job until its lease expires.
 CREATE TABLE capped_queue (

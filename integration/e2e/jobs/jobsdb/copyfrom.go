@@ -702,6 +702,79 @@ func (q *Queries) PushManyLimitedAt(ctx context.Context, arg []PushManyLimitedAt
 	return q.db.CopyFrom(ctx, []string{"limited_queue"}, []string{"tenant", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyLimitedAt{rows: arg})
 }
 
+// iteratorForPushManyMetered implements pgx.CopyFromSource.
+type iteratorForPushManyMetered struct {
+	rows                 []PushManyMeteredParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyMetered) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyMetered) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyMetered) Err() error {
+	return nil
+}
+
+// PushManyMetered inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyMetered(ctx context.Context, arg []PushManyMeteredParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"metered_queue"}, []string{"n", "priority", "max_attempts"}, &iteratorForPushManyMetered{rows: arg})
+}
+
+// iteratorForPushManyMeteredAt implements pgx.CopyFromSource.
+type iteratorForPushManyMeteredAt struct {
+	rows                 []PushManyMeteredAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyMeteredAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyMeteredAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyMeteredAt) Err() error {
+	return nil
+}
+
+// PushManyMeteredAt is PushManyMetered with run_after given by the caller.
+func (q *Queries) PushManyMeteredAt(ctx context.Context, arg []PushManyMeteredAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"metered_queue"}, []string{"n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyMeteredAt{rows: arg})
+}
+
 // iteratorForPushManyNowait implements pgx.CopyFromSource.
 type iteratorForPushManyNowait struct {
 	rows                 []PushManyNowaitParams

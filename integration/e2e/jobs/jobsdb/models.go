@@ -248,6 +248,29 @@ type LimitedRow struct {
 	N           int32
 }
 
+type MeteredQueueRate struct {
+	ClaimedAt time.Time
+	Jobs      int32
+}
+
+type MeteredRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	Failures    json.RawMessage
+	UniqueKey   *string
+	N           int32
+}
+
 type NodeRow struct {
 	Node        string
 	Queue       string

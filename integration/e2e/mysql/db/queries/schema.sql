@@ -311,6 +311,147 @@ CREATE TABLE capped_queue (
     KEY capped_queue_finished_idx (finished_at)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
+-- Queue throttled: one row per job; lease mode: a claim is committed at once
+-- and holds the job until its lease expires.
+CREATE TABLE throttled_queue (
+    id           BIGINT AUTO_INCREMENT NOT NULL,           -- job id
+    state        ENUM('available', 'running', 'succeeded', 'dead') NOT NULL DEFAULT 'available', -- running: leased (lease mode)
+    attempt      INT                   NOT NULL DEFAULT 0, -- claims so far; with id, the fencing token
+    max_attempts INT                   NOT NULL,           -- dead after this many failed attempts
+    priority     SMALLINT              NOT NULL DEFAULT 0, -- higher first, where the queue orders by it
+    run_after    DATETIME(6)           NOT NULL,           -- not claimed before this time (UTC)
+    created_at   DATETIME(6)           NOT NULL,           -- UTC, like every time here
+    attempted_at DATETIME(6),                              -- when the current attempt was claimed
+    finished_at  DATETIME(6),                              -- when it succeeded or died; retention counts from here
+    locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
+    locked_until DATETIME(6),                              -- lease mode: when the lease expires
+    errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
+    tenant       VARCHAR(100)          NOT NULL,
+    n            INT                   NOT NULL,
+    PRIMARY KEY (id),
+    -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
+    -- first available entries in order and stops, without a sort.
+    KEY throttled_queue_claim_idx (state, run_after, id),
+    -- Serves the fair claim: the tenant values of the available jobs, then one
+    -- probe per value for its first due jobs, in the claim's order.
+    KEY throttled_queue_fair_idx (state, tenant, run_after, id),
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
+    KEY throttled_queue_lease_idx (state, locked_until),
+    -- Finds finished jobs for retention, oldest first (finished_at is set only on
+    -- succeeded and dead jobs).
+    KEY throttled_queue_finished_idx (finished_at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Rate log of queue table throttled_queue: the claims of the last window,
+-- which claims count to hold the rate limit; each claim adds its row and
+-- deletes those past the window.
+CREATE TABLE throttled_queue_rate (
+    id         BIGINT AUTO_INCREMENT NOT NULL,
+    claimed_at DATETIME(6)           NOT NULL, -- when the claim ran (UTC)
+    tenant     VARCHAR(100)          NOT NULL, -- the claimed jobs' tenant
+    jobs       INT                   NOT NULL, -- how many jobs the claim took
+    PRIMARY KEY (id),
+    -- Counts a value's claims of the window: one covering range read per value.
+    KEY throttled_queue_rate_tenant_idx (tenant, claimed_at, jobs),
+    -- Finds the claims past the window, to delete.
+    KEY throttled_queue_rate_claimed_at_idx (claimed_at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Queue paced: one row per job; lease mode: a claim is committed at once and
+-- holds the job until its lease expires.
+CREATE TABLE paced_queue (
+    id           BIGINT AUTO_INCREMENT NOT NULL,           -- job id
+    state        ENUM('available', 'running', 'succeeded', 'dead') NOT NULL DEFAULT 'available', -- running: leased (lease mode)
+    attempt      INT                   NOT NULL DEFAULT 0, -- claims so far; with id, the fencing token
+    max_attempts INT                   NOT NULL,           -- dead after this many failed attempts
+    priority     SMALLINT              NOT NULL DEFAULT 0, -- higher first, where the queue orders by it
+    run_after    DATETIME(6)           NOT NULL,           -- not claimed before this time (UTC)
+    created_at   DATETIME(6)           NOT NULL,           -- UTC, like every time here
+    attempted_at DATETIME(6),                              -- when the current attempt was claimed
+    finished_at  DATETIME(6),                              -- when it succeeded or died; retention counts from here
+    locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
+    locked_until DATETIME(6),                              -- lease mode: when the lease expires
+    errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
+    n            INT                   NOT NULL,
+    PRIMARY KEY (id),
+    -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
+    -- first available entries in order and stops, without a sort.
+    KEY paced_queue_claim_idx (state, run_after, id),
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
+    KEY paced_queue_lease_idx (state, locked_until),
+    -- Finds finished jobs for retention, oldest first (finished_at is set only on
+    -- succeeded and dead jobs).
+    KEY paced_queue_finished_idx (finished_at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Rate log of queue table paced_queue: the claims of the last window, which
+-- claims count to hold the rate limit; each claim adds its row and deletes
+-- those past the window.
+CREATE TABLE paced_queue_rate (
+    id         BIGINT AUTO_INCREMENT NOT NULL,
+    claimed_at DATETIME(6)           NOT NULL, -- when the claim ran (UTC)
+    jobs       INT                   NOT NULL, -- how many jobs the claim took
+    PRIMARY KEY (id),
+    -- Counts the claims of the window (a covering range read), and finds those
+    -- past it to delete.
+    KEY paced_queue_rate_claimed_at_idx (claimed_at, jobs)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Queue metered: one row per job; lease mode: a claim is committed at once
+-- and holds the job until its lease expires.
+CREATE TABLE metered_queue (
+    id           BIGINT AUTO_INCREMENT NOT NULL,           -- job id
+    state        ENUM('available', 'running', 'succeeded', 'dead') NOT NULL DEFAULT 'available', -- running: leased (lease mode)
+    attempt      INT                   NOT NULL DEFAULT 0, -- claims so far; with id, the fencing token
+    max_attempts INT                   NOT NULL,           -- dead after this many failed attempts
+    priority     SMALLINT              NOT NULL DEFAULT 0, -- higher first, where the queue orders by it
+    run_after    DATETIME(6)           NOT NULL,           -- not claimed before this time (UTC)
+    created_at   DATETIME(6)           NOT NULL,           -- UTC, like every time here
+    attempted_at DATETIME(6),                              -- when the current attempt was claimed
+    finished_at  DATETIME(6),                              -- when it succeeded or died; retention counts from here
+    locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
+    locked_until DATETIME(6),                              -- lease mode: when the lease expires
+    errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
+    n            INT                   NOT NULL,
+    PRIMARY KEY (id),
+    -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
+    -- first available entries in order and stops, without a sort.
+    KEY metered_queue_claim_idx (state, run_after, id),
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
+    KEY metered_queue_lease_idx (state, locked_until),
+    -- Finds finished jobs for retention, oldest first (finished_at is set only on
+    -- succeeded and dead jobs).
+    KEY metered_queue_finished_idx (finished_at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Rate log of queue table metered_queue: the claims of the last window, which
+-- claims count to hold the rate limit; each claim adds its row and deletes
+-- those past the window.
+CREATE TABLE metered_queue_rate (
+    id         BIGINT AUTO_INCREMENT NOT NULL,
+    claimed_at DATETIME(6)           NOT NULL, -- when the claim ran (UTC)
+    jobs       INT                   NOT NULL, -- how many jobs the claim took
+    PRIMARY KEY (id),
+    -- Counts the claims of the window (a covering range read), and finds those
+    -- past it to delete.
+    KEY metered_queue_rate_claimed_at_idx (claimed_at, jobs)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
 -- Queue typed: one row per job; lease mode: a claim is committed at once and
 -- holds the job until its lease expires.
 CREATE TABLE typed_queue (

@@ -232,6 +232,50 @@ func (ns NullLimitedQueueState) Value() (driver.Value, error) {
 	return string(ns.LimitedQueueState), nil
 }
 
+type MeteredQueueState string
+
+const (
+	MeteredQueueStateAvailable MeteredQueueState = "available"
+	MeteredQueueStateRunning   MeteredQueueState = "running"
+	MeteredQueueStateSucceeded MeteredQueueState = "succeeded"
+	MeteredQueueStateDead      MeteredQueueState = "dead"
+)
+
+func (e *MeteredQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = MeteredQueueState(s)
+	case string:
+		*e = MeteredQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for MeteredQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullMeteredQueueState struct {
+	MeteredQueueState MeteredQueueState
+	Valid             bool // Valid is true if MeteredQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullMeteredQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.MeteredQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.MeteredQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullMeteredQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.MeteredQueueState), nil
+}
+
 type NowaitQueueState string
 
 const (
@@ -274,6 +318,50 @@ func (ns NullNowaitQueueState) Value() (driver.Value, error) {
 		return nil, nil
 	}
 	return string(ns.NowaitQueueState), nil
+}
+
+type PacedQueueState string
+
+const (
+	PacedQueueStateAvailable PacedQueueState = "available"
+	PacedQueueStateRunning   PacedQueueState = "running"
+	PacedQueueStateSucceeded PacedQueueState = "succeeded"
+	PacedQueueStateDead      PacedQueueState = "dead"
+)
+
+func (e *PacedQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = PacedQueueState(s)
+	case string:
+		*e = PacedQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for PacedQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullPacedQueueState struct {
+	PacedQueueState PacedQueueState
+	Valid           bool // Valid is true if PacedQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullPacedQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.PacedQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.PacedQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullPacedQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.PacedQueueState), nil
 }
 
 type QueuegenQueuesMode string
@@ -360,6 +448,50 @@ func (ns NullTaskQueueState) Value() (driver.Value, error) {
 		return nil, nil
 	}
 	return string(ns.TaskQueueState), nil
+}
+
+type ThrottledQueueState string
+
+const (
+	ThrottledQueueStateAvailable ThrottledQueueState = "available"
+	ThrottledQueueStateRunning   ThrottledQueueState = "running"
+	ThrottledQueueStateSucceeded ThrottledQueueState = "succeeded"
+	ThrottledQueueStateDead      ThrottledQueueState = "dead"
+)
+
+func (e *ThrottledQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = ThrottledQueueState(s)
+	case string:
+		*e = ThrottledQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for ThrottledQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullThrottledQueueState struct {
+	ThrottledQueueState ThrottledQueueState
+	Valid               bool // Valid is true if ThrottledQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullThrottledQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.ThrottledQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.ThrottledQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullThrottledQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.ThrottledQueueState), nil
 }
 
 type TxfairQueueState string
@@ -594,6 +726,30 @@ type LimitedRow struct {
 	N           int32
 }
 
+type MeteredQueueRate struct {
+	ID        int64
+	ClaimedAt time.Time
+	Jobs      int32
+}
+
+type MeteredRow struct {
+	ID          int64
+	State       MeteredQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	N           int32
+}
+
 type NodeRow struct {
 	Node        string
 	Queue       string
@@ -622,6 +778,30 @@ type NowaitRow struct {
 	Failures    *json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
+}
+
+type PacedQueueRate struct {
+	ID        int64
+	ClaimedAt time.Time
+	Jobs      int32
+}
+
+type PacedRow struct {
+	ID          int64
+	State       PacedQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	N           int32
 }
 
 type PeriodicTickRow struct {
@@ -655,6 +835,32 @@ type TaskRow struct {
 	UniqueKey    *string
 	UniqueActive *string
 	Payload      json.RawMessage
+}
+
+type ThrottledQueueRate struct {
+	ID        int64
+	ClaimedAt time.Time
+	Tenant    string
+	Jobs      int32
+}
+
+type ThrottledRow struct {
+	ID          int64
+	State       ThrottledQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	Tenant      string
+	N           int32
 }
 
 type TxfairRow struct {
