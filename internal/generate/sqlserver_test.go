@@ -41,7 +41,7 @@ func TestSQLServerGrammar(t *testing.T) {
 	checker := tsqlCheck(t)
 	var files []string
 	for _, pattern := range []string{
-		"../../testdata/sqlserver/db/*/*.sql",
+		"../../testdata/sqlserver*/db/*/*.sql",
 		"../../examples/mailer-sqlserver/db/*/*.sql",
 		"../../testdata/evolution/want_sqlserver/*.sql",
 		"../../integration/e2e/sqlserver/db/*/*.sql",
@@ -179,7 +179,7 @@ func TestSQLServerLiveTableMigrations(t *testing.T) {
 // declares and SELECTs from.
 func TestSQLServerOutputInto(t *testing.T) {
 	var files []string
-	for _, pattern := range []string{"../../testdata/sqlserver/db/queries/*.sql", "../../examples/mailer-sqlserver/db/queries/*.sql", "../../integration/e2e/sqlserver/db/queries/*.sql"} {
+	for _, pattern := range []string{"../../testdata/sqlserver*/db/queries/*.sql", "../../examples/mailer-sqlserver/db/queries/*.sql", "../../integration/e2e/sqlserver/db/queries/*.sql"} {
 		m, _ := filepath.Glob(pattern)
 		files = append(files, m...)
 	}

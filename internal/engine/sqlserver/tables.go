@@ -140,6 +140,10 @@ func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 	}
 	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_claim_idx", Columns: claim, Where: "state = 'available'",
 		Comment: "Serves the claim: the available jobs in the claim's ORDER BY, so a claim reads the first entries in order and stops, without a sort."})
+	if q.FairBy != "" && !q.Backlog {
+		t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_fair_idx", Columns: append([]string{q.FairBy}, claim...), Where: "state = 'available'",
+			Comment: "Serves the fair claim: the " + q.FairBy + " values of the available jobs, in order, then for each value its first due jobs in the claim's order, each a seek and a short range read."})
+	}
 	if q.Lease {
 		t.Indexes = append(t.Indexes,
 			&catalog.Index{Name: q.Name + "_lease_idx", Columns: []string{"locked_until"}, Where: "state = 'running'",

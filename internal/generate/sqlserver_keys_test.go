@@ -1,0 +1,94 @@
+package generate_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/queuegen/queuegen/internal/generate"
+)
+
+// sqlServerKeySpec is a SQL Server spec of lease-mode queue sync; the
+// queue's keys are inserted where the spec is written.
+const sqlServerKeySpec = `version: 1
+engine: sqlserver
+package: {name: jobs, dir: jobs}
+migrations: migrations
+queries: queries
+queues:
+  - name: sync
+%s    payload:
+      columns:
+        account: bigint
+        target: text
+`
+
+// TestSQLServerKeyEvolution adds each key SQL Server builds for a queue to
+// a spec that had none, then removes it again, and checks the migrations
+// each change writes: Up creates what the key needs and Down drops it (and
+// the other way round for the removal). The migrations pass tsql-check.
+// Nothing runs against a server: no SQL Server runs here.
+func TestSQLServerKeyEvolution(t *testing.T) {
+	checker := tsqlCheck(t)
+	for _, tc := range []struct {
+		name, keys string
+		// up are texts the migration adding the key must hold in Up, and
+		// the migration removing it in Down.
+		up []string
+	}{
+		{"fair_by", "    fair_by: account\n", []string{"CREATE INDEX sync_queue_fair_idx ON sync_queue (account, run_after, id)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := projectDir(t)
+			gen := func(keys string) string {
+				t.Helper()
+				before, _ := filepath.Glob(filepath.Join(dir, "migrations", "*.sql"))
+				spec := filepath.Join(dir, "queuegen.yaml")
+				if err := os.WriteFile(spec, []byte(fmt.Sprintf(sqlServerKeySpec, keys)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				out, err := generate.Generate(spec, generate.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := out.Write(); err != nil {
+					t.Fatal(err)
+				}
+				after, _ := filepath.Glob(filepath.Join(dir, "migrations", "*.sql"))
+				if len(after) == len(before) {
+					t.Fatalf("spec change %q wrote no migration", keys)
+				}
+				data, err := os.ReadFile(after[len(after)-1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(data)
+			}
+			gen("")
+			add := gen(tc.keys)
+			remove := gen("")
+			addUp, addDown, _ := strings.Cut(add, "-- +goose Down")
+			removeUp, removeDown, _ := strings.Cut(remove, "-- +goose Down")
+			for _, want := range tc.up {
+				if !strings.Contains(addUp, want) {
+					t.Errorf("adding %s: Up lacks %q:\n%s", tc.name, want, addUp)
+				}
+				if !strings.Contains(removeDown, want) {
+					t.Errorf("removing %s: Down lacks %q:\n%s", tc.name, want, removeDown)
+				}
+			}
+			if addDown == "" || removeUp == "" || addDown == removeDown {
+				t.Errorf("adding %s then removing it: want an Up and a Down each", tc.name)
+			}
+			files := []string{filepath.Join(dir, "add.sql"), filepath.Join(dir, "remove.sql")}
+			os.WriteFile(files[0], []byte(add), 0o644)
+			os.WriteFile(files[1], []byte(remove), 0o644)
+			if out, err := exec.Command(checker, files...).CombinedOutput(); err != nil {
+				t.Fatalf("tsql-check rejects the migrations: %v\n%s", err, out)
+			}
+		})
+	}
+}
