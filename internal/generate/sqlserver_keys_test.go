@@ -40,6 +40,8 @@ func TestSQLServerKeyEvolution(t *testing.T) {
 		up []string
 	}{
 		{"fair_by", "    fair_by: account\n", []string{"CREATE INDEX sync_queue_fair_idx ON sync_queue (account, run_after, id)"}},
+		// Limits are held by the claim's queries alone: no DDL.
+		{"limits", "    limits: {global: 4}\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := projectDir(t)
@@ -59,7 +61,7 @@ func TestSQLServerKeyEvolution(t *testing.T) {
 				}
 				after, _ := filepath.Glob(filepath.Join(dir, "migrations", "*.sql"))
 				if len(after) == len(before) {
-					t.Fatalf("spec change %q wrote no migration", keys)
+					return ""
 				}
 				data, err := os.ReadFile(after[len(after)-1])
 				if err != nil {
@@ -70,6 +72,12 @@ func TestSQLServerKeyEvolution(t *testing.T) {
 			gen("")
 			add := gen(tc.keys)
 			remove := gen("")
+			if tc.up == nil {
+				if add != "" || remove != "" {
+					t.Errorf("%s needs no DDL, but the spec changes wrote migrations:\n%s\n%s", tc.name, add, remove)
+				}
+				return
+			}
 			addUp, addDown, _ := strings.Cut(add, "-- +goose Down")
 			removeUp, removeDown, _ := strings.Cut(remove, "-- +goose Down")
 			for _, want := range tc.up {

@@ -33,7 +33,6 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 			errs = append(errs, s.ErrorAt(k, "the table name %q is a SQL Server keyword; choose another", q.Table))
 		}
 		errs = append(errs, checkFairBy(s, key, q)...)
-		errs = append(errs, engine.LimitsRefused(s, key, q)...)
 		errs = append(errs, engine.RateRefused(s, key, q)...)
 		errs = append(errs, engine.BacklogRefused(s, key, q)...)
 		errs = append(errs, engine.ArchiveRefused(s, key, q)...)

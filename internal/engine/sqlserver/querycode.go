@@ -65,6 +65,7 @@ var columns = map[string]gocode.Type{
 	"name":         gocode.String,
 	"paused":       gocode.Bool,
 	"depth":        int64Type,
+	"busy":         int64Type,
 }
 
 // ParamType is the Go type of parameter @name.
