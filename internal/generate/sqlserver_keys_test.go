@@ -42,6 +42,7 @@ func TestSQLServerKeyEvolution(t *testing.T) {
 		{"fair_by", "    fair_by: account\n", []string{"CREATE INDEX sync_queue_fair_idx ON sync_queue (account, run_after, id)"}},
 		// Limits are held by the claim's queries alone: no DDL.
 		{"limits", "    limits: {global: 4}\n", nil},
+		{"rate", "    rate: {limit: 10, per: 1s}\n", []string{"CREATE TABLE sync_queue_rate_log (", "PRIMARY KEY CLUSTERED (claimed_at, id)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := projectDir(t)

@@ -2,6 +2,7 @@ package sqlserver
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/queuegen/queuegen/internal/catalog"
 	"github.com/queuegen/queuegen/internal/engine"
@@ -33,7 +34,9 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 			errs = append(errs, s.ErrorAt(k, "the table name %q is a SQL Server keyword; choose another", q.Table))
 		}
 		errs = append(errs, checkFairBy(s, key, q)...)
-		errs = append(errs, engine.RateRefused(s, key, q)...)
+		if q.Rate.Set() && q.Rate.Per%time.Millisecond != 0 {
+			errs = append(errs, s.ErrorAt(key+".rate.per", "SQL Server's rate window is counted in whole milliseconds (DATEADD(millisecond, …)); make per a whole number of milliseconds"))
+		}
 		errs = append(errs, engine.BacklogRefused(s, key, q)...)
 		errs = append(errs, engine.ArchiveRefused(s, key, q)...)
 		if q.Notify {

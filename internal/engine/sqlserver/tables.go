@@ -179,3 +179,32 @@ func (Engine) Relations(t *catalog.Table) []string {
 func (Engine) Limits() engine.Limits {
 	return engine.Limits{MaxIdentifier: MaxIdentifier, MaxColumns: 1024}
 }
+
+// RateLogSuffix names a queue table's rate log: <table>_rate_log.
+const RateLogSuffix = "_rate_log"
+
+// RateLog is the rate log of a queue with a rate limit: one row per claim
+// (per value of key, with a per-key rate) with its time and how many jobs
+// it took. Its clustered primary key leads with claimed_at, so the rows of
+// the window lie together, which the claims' counts read, and those past
+// it are the first rows, which LogClaims deletes: a range at one end of
+// the table (a heap would keep the pages its deletes empty).
+func (Engine) RateLog(queue *catalog.Table, key *catalog.Column) *catalog.Table {
+	name := queue.Name + RateLogSuffix
+	t := &catalog.Table{
+		Name: name,
+		Comment: engine.Comment("Rate log of queue table " + queue.Name + ": the claims of the last window, " +
+			"which claims count to hold the rate limit; each claim adds its rows and deletes those past the window."),
+		Columns: []*catalog.Column{
+			{Name: "id", Type: "BIGINT IDENTITY", NotNull: true, Comment: "tells apart claims logged at one time"},
+			{Name: "claimed_at", Type: DateTime, NotNull: true, Comment: "when the claim ran (UTC)"},
+		},
+		Indexes: []*catalog.Index{{Name: name + "_pkey", Primary: true, Columns: []string{"claimed_at", "id"},
+			Comment: "Clustered by time: the claims of the window lie together, and those past it, which each claim deletes, come first."}},
+	}
+	if key != nil {
+		t.Columns = append(t.Columns, &catalog.Column{Name: key.Name, Type: key.Type, NotNull: true, Comment: "the claimed jobs' " + key.Name})
+	}
+	t.Columns = append(t.Columns, &catalog.Column{Name: "jobs", Type: "INT", NotNull: true, Comment: "how many jobs the claim took"})
+	return t
+}
