@@ -169,15 +169,14 @@ func (q *CrawlQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 		if free := 4 - int(busy); free < room {
 			room = free
 		}
-		if room <= 0 {
-			return nil
+		if room > 0 {
+			due, err := qt.ClaimDueCrawl(ctx, jobsdb.ClaimDueCrawlParams{Limit: int32(room), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
+			if err != nil {
+				return err
+			}
+			q.sortClaimed(due)
+			rows = append(rows, due...)
 		}
-		due, err := qt.ClaimDueCrawl(ctx, jobsdb.ClaimDueCrawlParams{Limit: int32(room), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
-		if err != nil {
-			return err
-		}
-		q.sortClaimed(due)
-		rows = append(rows, due...)
 		return nil
 	})
 	if err != nil {

@@ -172,15 +172,14 @@ func (q *SyncQueue) Claim(ctx context.Context, node string, max int, opts ...que
 		if free := 10 - int(busy); free < room {
 			room = free
 		}
-		if room <= 0 {
-			return nil
+		if room > 0 {
+			due, err := qt.ClaimDueSync(ctx, jobsdb.ClaimDueSyncParams{Limit: int32(room), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
+			if err != nil {
+				return err
+			}
+			q.sortClaimed(due)
+			rows = append(rows, due...)
 		}
-		due, err := qt.ClaimDueSync(ctx, jobsdb.ClaimDueSyncParams{Limit: int32(room), Now: o.Now, Node: node, LeaseUs: arg.LeaseUs})
-		if err != nil {
-			return err
-		}
-		q.sortClaimed(due)
-		rows = append(rows, due...)
 		return nil
 	})
 	if err != nil {

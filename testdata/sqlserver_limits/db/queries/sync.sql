@@ -151,11 +151,12 @@ SELECT * FROM @claimed;
 -- 10 running in the queue): it runs after LockClaimsSync, in its transaction,
 -- so no two claims count at once. busy counts each value's slots in use, its
 -- leased jobs less those whose lease expired on their last attempt (reading
--- the running jobs, READCOMMITTEDLOCK: committed rows, no lasting lock); free
--- is what is left of 2, ranked keeps no more than free of a value's jobs, so
--- a value with none drops out; values that tie in a turn go most free first
--- (as on PostgreSQL), then in the drawn order. The caller passes as @limit no
--- more than the queue's free slots, 10 less BusySync's count.
+-- the running jobs, READCOMMITTEDLOCK: committed rows, no lasting lock). free
+-- is what is left to a value (of 2 slots), ranked keeps no more than free of
+-- a value's jobs, so a value with none drops out; values that tie in a turn
+-- go most free first (as on PostgreSQL), then in the drawn order. The caller
+-- passes as @limit no more than the queue's free slots, 10 less BusySync's
+-- count.
 DECLARE @claimed TABLE (
     id BIGINT,
     state VARCHAR(9),
@@ -184,10 +185,14 @@ WITH fair_keys AS (
     WHERE state = 'running'
       AND (locked_until >= COALESCE(@now, SYSUTCDATETIME()) OR attempt < max_attempts)
     GROUP BY account
-), ranked AS (
-    SELECT key_jobs.id, key_jobs.turn, 2 - COALESCE(busy.held, 0) AS free, CHECKSUM(NEWID()) AS draw
+), open_keys AS (
+    SELECT fair_keys.fair_key,
+           2 - COALESCE(busy.held, 0) AS free
     FROM fair_keys
     LEFT JOIN busy ON busy.fair_key = fair_keys.fair_key
+), ranked AS (
+    SELECT key_jobs.id, key_jobs.turn, fair_keys.free, CHECKSUM(NEWID()) AS draw
+    FROM open_keys AS fair_keys
     CROSS APPLY (
         SELECT TOP (@limit) fair_job.id,
                ROW_NUMBER() OVER (ORDER BY fair_job.priority DESC, fair_job.run_after, fair_job.id) AS turn
@@ -197,7 +202,7 @@ WITH fair_keys AS (
           AND fair_job.run_after <= COALESCE(@now, SYSUTCDATETIME())
         ORDER BY fair_job.priority DESC, fair_job.run_after, fair_job.id
     ) AS key_jobs
-    WHERE key_jobs.turn <= 2 - COALESCE(busy.held, 0)
+    WHERE key_jobs.turn <= fair_keys.free
 ), picked AS (
     SELECT TOP (@limit) ranked.id
     FROM ranked
