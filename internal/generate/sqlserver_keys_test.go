@@ -43,6 +43,7 @@ func TestSQLServerKeyEvolution(t *testing.T) {
 		// Limits are held by the claim's queries alone: no DDL.
 		{"limits", "    limits: {global: 4}\n", nil},
 		{"rate", "    rate: {limit: 10, per: 1s}\n", []string{"CREATE TABLE sync_queue_rate_log (", "PRIMARY KEY CLUSTERED (claimed_at, id)"}},
+		{"archive", "    on_success: archive\n    retention: {succeeded: 1d}\n", []string{"CREATE TABLE sync_queue_archive (", "PRIMARY KEY CLUSTERED (finished_at, id)", "CREATE INDEX sync_queue_archive_id_idx ON sync_queue_archive (id)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := projectDir(t)
@@ -53,7 +54,7 @@ func TestSQLServerKeyEvolution(t *testing.T) {
 				if err := os.WriteFile(spec, []byte(fmt.Sprintf(sqlServerKeySpec, keys)), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				out, err := generate.Generate(spec, generate.Options{})
+				out, err := generate.Generate(spec, generate.Options{AllowDrop: true})
 				if err != nil {
 					t.Fatal(err)
 				}

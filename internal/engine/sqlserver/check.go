@@ -38,7 +38,6 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 			errs = append(errs, s.ErrorAt(key+".rate.per", "SQL Server's rate window is counted in whole milliseconds (DATEADD(millisecond, …)); make per a whole number of milliseconds"))
 		}
 		errs = append(errs, engine.BacklogRefused(s, key, q)...)
-		errs = append(errs, engine.ArchiveRefused(s, key, q)...)
 		if q.Notify {
 			errs = append(errs, s.ErrorAt(key+".notify", "SQL Server has no LISTEN/NOTIFY (queuegen does not use Service Broker): workers poll (queue.PollInterval), and a push made through the same process wakes its workers at once; remove notify"))
 		}

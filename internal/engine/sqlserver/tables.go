@@ -3,6 +3,7 @@ package sqlserver
 import (
 	"github.com/queuegen/queuegen/internal/catalog"
 	"github.com/queuegen/queuegen/internal/engine"
+	"github.com/queuegen/queuegen/internal/spec"
 )
 
 // Names of queuegen's own tables.
@@ -206,5 +207,41 @@ func (Engine) RateLog(queue *catalog.Table, key *catalog.Column) *catalog.Table 
 		t.Columns = append(t.Columns, &catalog.Column{Name: key.Name, Type: key.Type, NotNull: true, Comment: "the claimed jobs' " + key.Name})
 	}
 	t.Columns = append(t.Columns, &catalog.Column{Name: "jobs", Type: "INT", NotNull: true, Comment: "how many jobs the claim took"})
+	return t
+}
+
+// ArchiveTable is the archive of a queue table (on_success: archive): its
+// completed jobs, moved here by the statement that completes them
+// (DELETE … OUTPUT deleted.… INTO the archive). It has the queue table's
+// columns, id a plain BIGINT (the job's id, no IDENTITY), and no CHECK
+// constraint: SQL Server refuses OUTPUT INTO a table with one (or with a
+// trigger or a foreign key). It is clustered on (finished_at, id), so
+// retention deletes a range at the start of the table, oldest first, and
+// an index on id serves Get. Retention deletes rows in batches rather than
+// switching out partitions: partitions would need a partition function and
+// scheme that maintenance splits every day under a schema lock, for
+// deletes that a clustered range already keeps short.
+func (Engine) ArchiveTable(queue, _ *catalog.Table) *catalog.Table {
+	name := queue.Name + spec.ArchiveSuffix
+	t := &catalog.Table{
+		Name: name,
+		Comment: engine.Comment("Archive of queue table " + queue.Name + ": its completed jobs, moved here in state " +
+			"succeeded by the statement that completes them. Clustered by finished_at; the queue's Purge deletes " +
+			"the rows past retention in batches, oldest first."),
+		Indexes: []*catalog.Index{
+			{Name: name + "_pkey", Primary: true, Columns: []string{"finished_at", "id"}},
+			{Name: name + "_id_idx", Columns: []string{"id"}, Comment: "Finds an archived job by id (Get)."},
+		},
+	}
+	for _, c := range queue.Columns {
+		cc := *c
+		switch cc.Name {
+		case "id":
+			cc.Type, cc.Comment = "BIGINT", "the job's id in "+queue.Name
+		case "finished_at":
+			cc.NotNull = true
+		}
+		t.Columns = append(t.Columns, &cc)
+	}
 	return t
 }
