@@ -36,14 +36,19 @@ func TestSQLServerKeyEvolution(t *testing.T) {
 	for _, tc := range []struct {
 		name, keys string
 		// up are texts the migration adding the key must hold in Up, and
-		// the migration removing it in Down.
-		up []string
+		// the migration removing it in Down; removeUp what the removal's
+		// Up must hold besides.
+		up, removeUp []string
 	}{
-		{"fair_by", "    fair_by: account\n", []string{"CREATE INDEX sync_queue_fair_idx ON sync_queue (account, run_after, id)"}},
+		{"fair_by", "    fair_by: account\n", []string{"CREATE INDEX sync_queue_fair_idx ON sync_queue (account, run_after, id)"}, []string{"DROP INDEX IF EXISTS sync_queue_fair_idx ON sync_queue;"}},
 		// Limits are held by the claim's queries alone: no DDL.
-		{"limits", "    limits: {global: 4}\n", nil},
-		{"rate", "    rate: {limit: 10, per: 1s}\n", []string{"CREATE TABLE sync_queue_rate_log (", "PRIMARY KEY CLUSTERED (claimed_at, id)"}},
-		{"archive", "    on_success: archive\n    retention: {succeeded: 1d}\n", []string{"CREATE TABLE sync_queue_archive (", "PRIMARY KEY CLUSTERED (finished_at, id)", "CREATE INDEX sync_queue_archive_id_idx ON sync_queue_archive (id)"}},
+		{"limits", "    limits: {global: 4}\n", nil, nil},
+		{"rate", "    rate: {limit: 10, per: 1s}\n", []string{"CREATE TABLE sync_queue_rate_log (", "PRIMARY KEY CLUSTERED (claimed_at, id)"}, []string{"DROP TABLE sync_queue_rate_log;"}},
+		{"archive", "    on_success: archive\n    retention: {succeeded: 1d}\n", []string{"CREATE TABLE sync_queue_archive (", "PRIMARY KEY CLUSTERED (finished_at, id)", "CREATE INDEX sync_queue_archive_id_idx ON sync_queue_archive (id)"}, []string{"DROP TABLE sync_queue_archive;"}},
+		// The backlog's ids continue the queue table's; removing it moves
+		// its jobs, ids and all, into the queue table first.
+		{"backlog", "    fair_by: account\n    backlog: {batch: 100}\n", []string{"CREATE TABLE sync_queue_backlog (", "IDENT_CURRENT(N'sync_queue') + 1", "DBCC CHECKIDENT (N''sync_queue_backlog'', RESEED, @seed);", "CREATE INDEX sync_queue_backlog_fair_idx ON sync_queue_backlog (account, run_after, id)"},
+			[]string{"SET IDENTITY_INSERT sync_queue ON;\nINSERT INTO sync_queue (", "FROM sync_queue_backlog WITH (TABLOCKX);\nSET IDENTITY_INSERT sync_queue OFF;", "DROP TABLE sync_queue_backlog;"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := projectDir(t)
@@ -88,6 +93,11 @@ func TestSQLServerKeyEvolution(t *testing.T) {
 				}
 				if !strings.Contains(removeDown, want) {
 					t.Errorf("removing %s: Down lacks %q:\n%s", tc.name, want, removeDown)
+				}
+			}
+			for _, want := range tc.removeUp {
+				if !strings.Contains(removeUp, want) {
+					t.Errorf("removing %s: Up lacks %q:\n%s", tc.name, want, removeUp)
 				}
 			}
 			if addDown == "" || removeUp == "" || addDown == removeDown {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/queuegen/queuegen/internal/catalog"
-	"github.com/queuegen/queuegen/internal/engine"
 	"github.com/queuegen/queuegen/internal/spec"
 )
 
@@ -37,7 +36,6 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 		if q.Rate.Set() && q.Rate.Per%time.Millisecond != 0 {
 			errs = append(errs, s.ErrorAt(key+".rate.per", "SQL Server's rate window is counted in whole milliseconds (DATEADD(millisecond, …)); make per a whole number of milliseconds"))
 		}
-		errs = append(errs, engine.BacklogRefused(s, key, q)...)
 		if q.Notify {
 			errs = append(errs, s.ErrorAt(key+".notify", "SQL Server has no LISTEN/NOTIFY (queuegen does not use Service Broker): workers poll (queue.PollInterval), and a push made through the same process wakes its workers at once; remove notify"))
 		}

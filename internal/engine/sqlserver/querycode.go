@@ -70,6 +70,7 @@ var columns = map[string]gocode.Type{
 	"depth":        int64Type,
 	"busy":         int64Type,
 	"recent":       int64Type,
+	"moved":        int64Type,
 }
 
 // ParamType is the Go type of parameter @name.

@@ -245,3 +245,47 @@ func (Engine) ArchiveTable(queue, _ *catalog.Table) *catalog.Table {
 	}
 	return t
 }
+
+// IDsAfter is the option of a backlog naming its queue table, whose ids
+// its own continue (see BacklogTable and ddl.CreateTable).
+const IDsAfter = "ids_after"
+
+// BacklogTable is the backlog of a queue table (two-stage scheduling):
+// pushes insert here, and a scheduler step moves due jobs to the queue
+// table, ids and all. SQL Server has no INHERITS, so it is a table of its
+// own with every column of the queue table, in the same order (a spec
+// change adds a column to both), its checks under its own names, its
+// primary key and the fair index the step reads. Its id is an IDENTITY of
+// its own, started above the queue table's when it is created (the
+// option IDsAfter; see ddl.CreateTable), so that a moved job keeps an id
+// no other job of the queue has; the step inserts it with IDENTITY_INSERT,
+// which moves the queue table's identity past it.
+func (Engine) BacklogTable(q engine.QueueTable, queue *catalog.Table) *catalog.Table {
+	name := queue.Name + spec.BacklogSuffix
+	t := &catalog.Table{
+		Name: name,
+		Comment: engine.Comment("Backlog of queue table " + queue.Name + ": pushed jobs wait here until a scheduler step " +
+			"moves them to " + queue.Name + ", a batch at a time, each " + q.FairBy + "'s share in turn, ids and all."),
+		Options: []catalog.Option{{Name: IDsAfter, Value: queue.Name}},
+	}
+	for _, c := range queue.Columns {
+		cc := *c
+		t.Columns = append(t.Columns, &cc)
+	}
+	t.Checks = []*catalog.Check{stateCheck(name), jsonCheck(name, "failures")}
+	for _, c := range q.Payload {
+		if c.JSON {
+			t.Checks = append(t.Checks, jsonCheck(name, c.Name))
+		}
+	}
+	claim := []string{"run_after", "id"}
+	if q.Priority {
+		claim = []string{"priority DESC", "run_after", "id"}
+	}
+	t.Indexes = []*catalog.Index{
+		{Name: name + "_pkey", Primary: true, Columns: []string{"id"}},
+		{Name: name + "_fair_idx", Columns: append([]string{q.FairBy}, claim...), Where: "state = 'available'",
+			Comment: "Serves the scheduler step: the " + q.FairBy + " values of the waiting jobs, then for each value its first due jobs in the claim's order."},
+	}
+	return t
+}
