@@ -186,18 +186,24 @@ WITH fair_keys AS (
 )
 DELETE FROM due
 OUTPUT deleted.* INTO @moved;
-SET IDENTITY_INSERT import_queue ON;
-INSERT INTO import_queue (
-    id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, failures,
-    unique_key, tenant, path
-)
-SELECT
-    id, state, attempt, max_attempts, priority, run_after, created_at,
-    attempted_at, finished_at, locked_by, locked_until, errors, failures,
-    unique_key, tenant, path
-FROM @moved;
-SET IDENTITY_INSERT import_queue OFF;
+BEGIN TRY
+    SET IDENTITY_INSERT import_queue ON;
+    INSERT INTO import_queue (
+        id, state, attempt, max_attempts, priority, run_after, created_at,
+        attempted_at, finished_at, locked_by, locked_until, errors, failures,
+        unique_key, tenant, path
+    )
+    SELECT
+        id, state, attempt, max_attempts, priority, run_after, created_at,
+        attempted_at, finished_at, locked_by, locked_until, errors, failures,
+        unique_key, tenant, path
+    FROM @moved;
+    SET IDENTITY_INSERT import_queue OFF;
+END TRY
+BEGIN CATCH
+    SET IDENTITY_INSERT import_queue OFF;
+    THROW;
+END CATCH;
 SELECT COUNT_BIG(*) AS moved FROM @moved;
 `
 
@@ -210,10 +216,11 @@ SELECT COUNT_BIG(*) AS moved FROM @moved;
 // counted up to a batch through the claim index. The DELETE writes the jobs
 // it takes INTO @moved (OUTPUT INTO the queue table itself is refused: it has
 // CHECK constraints), and the INSERT puts them in the queue table with their
-// ids (IDENTITY_INSERT, which needs ALTER permission on the table); both run
-// after LockScheduleImport, in its transaction, so other sessions see each
-// job in one table or the other, never both or neither. The DELETE takes only
-// jobs still available and due.
+// ids (IDENTITY_INSERT, which needs ALTER permission on the table, and which
+// the CATCH turns off again if the INSERT fails, so the session does not keep
+// it); both run after LockScheduleImport, in its transaction, so other
+// sessions see each job in one table or the other, never both or neither. The
+// DELETE takes only jobs still available and due.
 func (q *Queries) ScheduleImport(ctx context.Context, now *time.Time) (int64, error) {
 	row := q.db.QueryRowContext(ctx, scheduleImport,
 		sql.Named("now", mssqlimpl.NullDateTime2(now)),
