@@ -189,8 +189,9 @@ type ClaimChargeParams struct {
 // NOWAIT), taking each only if still due: it locks only the jobs it takes, so
 // a transaction-mode claim, which keeps its locks while the handler works,
 // never holds a job of every value; NOWAIT makes it fail at once (error 1222)
-// on a job another claim holds. The rows come back in no set order; the
-// accessor sorts them into claim order.
+// on a picked job another claim took meanwhile (the reads before it pass over
+// jobs claims hold). The rows come back in no set order; the accessor sorts
+// them into claim order.
 func (q *Queries) ClaimCharge(ctx context.Context, arg ClaimChargeParams) ([]ChargeRow, error) {
 	rows, err := q.db.QueryContext(ctx, claimCharge,
 		sql.Named("limit", arg.Limit),
