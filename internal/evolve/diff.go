@@ -435,7 +435,11 @@ func sameColumns(a, b *catalog.Table) bool {
 // createArchive creates q's archive table, empty.
 func (d *differ) createArchive(q *catalog.Queue) {
 	d.build(q.Archive)
-	d.note("create_"+q.Archive.Name, fmt.Sprintf("queue %s: archive completed jobs in table %s, partitioned by day", q.Name, q.Archive.Name))
+	how := ""
+	if q.Archive.PartitionBy != "" {
+		how = ", partitioned by day"
+	}
+	d.note("create_"+q.Archive.Name, fmt.Sprintf("queue %s: archive completed jobs in table %s%s", q.Name, q.Archive.Name, how))
 }
 
 // dropArchive drops oq's archive and the jobs in it (allowed only with

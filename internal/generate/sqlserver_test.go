@@ -41,7 +41,7 @@ func TestSQLServerGrammar(t *testing.T) {
 	checker := tsqlCheck(t)
 	var files []string
 	for _, pattern := range []string{
-		"../../testdata/sqlserver/db/*/*.sql",
+		"../../testdata/sqlserver*/db/*/*.sql",
 		"../../examples/mailer-sqlserver/db/*/*.sql",
 		"../../testdata/evolution/want_sqlserver/*.sql",
 		"../../integration/e2e/sqlserver/db/*/*.sql",
@@ -179,7 +179,7 @@ func TestSQLServerLiveTableMigrations(t *testing.T) {
 // declares and SELECTs from.
 func TestSQLServerOutputInto(t *testing.T) {
 	var files []string
-	for _, pattern := range []string{"../../testdata/sqlserver/db/queries/*.sql", "../../examples/mailer-sqlserver/db/queries/*.sql", "../../integration/e2e/sqlserver/db/queries/*.sql"} {
+	for _, pattern := range []string{"../../testdata/sqlserver*/db/queries/*.sql", "../../examples/mailer-sqlserver/db/queries/*.sql", "../../integration/e2e/sqlserver/db/queries/*.sql"} {
 		m, _ := filepath.Glob(pattern)
 		files = append(files, m...)
 	}
@@ -191,7 +191,27 @@ func TestSQLServerOutputInto(t *testing.T) {
 		}
 		for _, query := range strings.Split(string(data), "-- name: ")[1:] {
 			name, _, _ := strings.Cut(query, " ")
-			for _, line := range strings.Split(query, "\n") {
+			lines := strings.Split(query, "\n")
+			for i, line := range lines {
+				if line == "OUTPUT" {
+					// A column list over lines, then INTO: a table
+					// variable, or the archive (a table SQL Server lets
+					// OUTPUT write into: no trigger, check or foreign key).
+					outputs++
+					for _, l := range lines[i+1:] {
+						if into, ok := strings.CutPrefix(l, "INTO "); ok {
+							if !strings.HasPrefix(into, "@") && !strings.Contains(into, "_archive (") {
+								t.Errorf("%s: %s: OUTPUT INTO a table other than the archive: %q", filepath.Base(f), name, l)
+							}
+							break
+						}
+						if !strings.HasPrefix(l, "    ") {
+							t.Errorf("%s: %s: OUTPUT without INTO", filepath.Base(f), name)
+							break
+						}
+					}
+					continue
+				}
 				rest, ok := strings.CutPrefix(line, "OUTPUT ")
 				if !ok {
 					continue

@@ -197,7 +197,10 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		q.Backlog = b.BacklogTable(qt, q.Table)
 		q.QBacklog = eng.Qualify(m.Schema, q.Backlog.Name)
 		q.BacklogBatch = sq.Backlog.Batch
-		q.QClaim = "ONLY " + q.QName
+		if eng.Inheritance() {
+			// The backlog inherits the queue table: claims read it alone.
+			q.QClaim = "ONLY " + q.QName
+		}
 	}
 	if a, ok := eng.(engine.Archiver); ok && sq.OnSuccess == spec.OnSuccessArchive {
 		q.Delete = false

@@ -197,6 +197,15 @@ func (g *generator) rowType(f *gocode.File, q *model.Queue) (string, error) {
 		fmt.Fprintf(&b, "\t%s %s\n", c.GoName, f.TypeString(c.Type))
 	}
 	b.WriteString("}\n\n")
+	if q.Archive != nil {
+		// The archive has the queue table's columns: its row is the same
+		// struct under another name, which converts to the queue's.
+		fmt.Fprintf(&b, "// %s is a row of %s.\ntype %s struct {\n", q.ArchiveRowType, q.QArchive, q.ArchiveRowType)
+		for _, c := range cols {
+			fmt.Fprintf(&b, "\t%s %s\n", c.GoName, f.TypeString(c.Type))
+		}
+		b.WriteString("}\n\n")
+	}
 	return b.String(), nil
 }
 
@@ -292,7 +301,12 @@ func (g *generator) results(q *model.Queue, qu *query, all []column) ([]column, 
 				return nil, "", fmt.Errorf("a whole row must be the only result")
 			}
 			text = expandStar(text, all)
-			results = append(results, column{Name: "*", GoName: q.RowType, Type: gocode.Named(gocode.Local(q.RowType))})
+			rowType := q.RowType
+			if q.Archive != nil && strings.HasPrefix(qu.Name, "GetArchived") {
+				// A read of the archive, whose rows have the same columns.
+				rowType = q.ArchiveRowType
+			}
+			results = append(results, column{Name: "*", GoName: rowType, Type: gocode.Named(gocode.Local(rowType))})
 			continue
 		}
 		c, err := g.result(all, n)
@@ -350,7 +364,7 @@ func (g *generator) row(f *gocode.File, b *strings.Builder, q *model.Queue, qu *
 		for _, c := range all {
 			targets = append(targets, g.target(f, c, "i."+c.GoName))
 		}
-		return q.RowType, targets
+		return results[0].GoName, targets
 	case len(results) == 1:
 		return f.TypeString(results[0].Type), []string{g.target(f, results[0], "i")}
 	case len(results) > 1:

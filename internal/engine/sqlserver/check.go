@@ -2,9 +2,9 @@ package sqlserver
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/queuegen/queuegen/internal/catalog"
-	"github.com/queuegen/queuegen/internal/engine"
 	"github.com/queuegen/queuegen/internal/spec"
 )
 
@@ -32,11 +32,10 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 			}
 			errs = append(errs, s.ErrorAt(k, "the table name %q is a SQL Server keyword; choose another", q.Table))
 		}
-		errs = append(errs, engine.FairByRefused(s, key, q)...)
-		errs = append(errs, engine.LimitsRefused(s, key, q)...)
-		errs = append(errs, engine.RateRefused(s, key, q)...)
-		errs = append(errs, engine.BacklogRefused(s, key, q)...)
-		errs = append(errs, engine.ArchiveRefused(s, key, q)...)
+		errs = append(errs, checkFairBy(s, key, q)...)
+		if q.Rate.Set() && q.Rate.Per%time.Millisecond != 0 {
+			errs = append(errs, s.ErrorAt(key+".rate.per", "SQL Server's rate window is counted in whole milliseconds (DATEADD(millisecond, …)); make per a whole number of milliseconds"))
+		}
 		if q.Notify {
 			errs = append(errs, s.ErrorAt(key+".notify", "SQL Server has no LISTEN/NOTIFY (queuegen does not use Service Broker): workers poll (queue.PollInterval), and a push made through the same process wakes its workers at once; remove notify"))
 		}
@@ -70,6 +69,34 @@ func checkColumns(s *spec.Spec, key string, cs []*spec.Column) spec.Errors {
 	}
 	return errs
 }
+
+// checkFairBy refuses a fair_by column SQL Server cannot index: the fair
+// index leads with it, and an index key holds at most 1,700 bytes
+// (NVARCHAR(MAX) and VARBINARY(MAX) none at all).
+func checkFairBy(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
+	if q.FairBy == "" {
+		return nil
+	}
+	for _, c := range q.Payload.Columns {
+		if c.Name != q.FairBy {
+			continue
+		}
+		switch t := c.Type; {
+		case t.Array:
+			return nil // refused as an array (checkColumns)
+		case t.Name == "text" || t.Name == "jsonb" || t.Name == "bytea":
+			return spec.Errors{s.ErrorAt(key+".fair_by", "column %s is %s, which SQL Server stores as a MAX type that cannot key an index, and the fair claim reads an index led by it; make it varchar(n), n up to %d", c.Name, t.Name, maxFairKey)}
+		case t.Name == "varchar" && len(t.Mods) > 0 && t.Mods[0] > maxFairKey:
+			return spec.Errors{s.ErrorAt(key+".fair_by", "column %s is varchar(%d): the fair index leads with it, and an index key holds at most 1,700 bytes (NVARCHAR: 2 bytes a character); make it varchar(n), n up to %d", c.Name, t.Mods[0], maxFairKey)}
+		}
+	}
+	return nil
+}
+
+// maxFairKey is the longest varchar a fair_by column may be: the fair
+// index's key, 1,700 bytes at most, holds it (2 bytes a character) and the
+// claim order's columns (priority, run_after, id: 18 bytes).
+const maxFairKey = 840
 
 // maxNVarchar is the longest NVARCHAR(n).
 const maxNVarchar = 4000

@@ -72,7 +72,37 @@ func (d ddl) CreateTable(t *catalog.Table) string {
 		// cannot pass: every claim would wait for it.
 		fmt.Fprintf(&b, "\n-- No lock escalation: a table lock would stop every claim (READPAST passes\n-- row locks only).\nALTER TABLE %s SET (LOCK_ESCALATION = DISABLE);", d.q(t.Name))
 	}
-	return engine.GooseGuard(b.String(), engine.Defaults(t.Columns)...)
+	out := engine.GooseGuard(b.String(), engine.Defaults(t.Columns)...)
+	for _, o := range t.Options {
+		if o.Name == IDsAfter {
+			out += "\n\n" + d.reseed(t.Name, o.Value)
+		}
+	}
+	return out
+}
+
+// reseed starts the identity of backlog above every id its queue table
+// has given (IDENT_CURRENT, the last one, or the seed of a table never
+// written), so that the jobs a scheduler step moves keep ids no other job
+// of the queue has. DBCC CHECKIDENT takes the value as a variable; it runs
+// through sp_executesql, with the value as its parameter, because the
+// offline grammar check (tsql-check) has no rule for DBCC CHECKIDENT.
+func (d ddl) reseed(backlog, queue string) string {
+	return fmt.Sprintf("-- The backlog's ids continue the queue table's: a moved job keeps its id.\n"+
+		"-- +goose StatementBegin\nDECLARE @ids_after BIGINT = IDENT_CURRENT(N'%s') + 1;\n"+
+		"EXEC sp_executesql N'DBCC CHECKIDENT (N''%s'', RESEED, @seed);', N'@seed BIGINT', @seed = @ids_after;\n-- +goose StatementEnd",
+		d.q(queue), d.q(backlog))
+}
+
+// MoveBacklog moves every job of a backlog into its queue table, ids and
+// all (IDENTITY_INSERT), for a queue that no longer has one; the backlog is
+// dropped next. TABLOCKX keeps pushes out of the backlog meanwhile.
+func (d ddl) MoveBacklog(backlog, queue string, columns []string) string {
+	list := func(indent string) string {
+		return strings.Join(engine.Wrap(indent, strings.Join(columns, ", "), 80), "\n")
+	}
+	return fmt.Sprintf("SET IDENTITY_INSERT %s ON;\nINSERT INTO %s (\n%s\n)\nSELECT\n%s\nFROM %s WITH (TABLOCKX);\nSET IDENTITY_INSERT %s OFF;",
+		d.q(queue), d.q(queue), list("    "), list("    "), d.q(backlog), d.q(queue))
 }
 
 // constraint declares a primary key or unique constraint in CREATE TABLE.

@@ -43,6 +43,9 @@ var params = map[string]gocode.Type{
 	"started_at":             timeTime,
 	"heartbeat_ms":           int32Type,
 	"older_than_us":          int64Type,
+	"claimed_at":             timeTime,
+	"claimed_jobs":           int32Type,
+	"keys":                   gocode.String,
 }
 
 // columns are the Go types of the bookkeeping columns (bookkeeping) and
@@ -65,6 +68,9 @@ var columns = map[string]gocode.Type{
 	"name":         gocode.String,
 	"paused":       gocode.Bool,
 	"depth":        int64Type,
+	"busy":         int64Type,
+	"recent":       int64Type,
+	"moved":        int64Type,
 }
 
 // ParamType is the Go type of parameter @name.

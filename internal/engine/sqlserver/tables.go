@@ -3,6 +3,7 @@ package sqlserver
 import (
 	"github.com/queuegen/queuegen/internal/catalog"
 	"github.com/queuegen/queuegen/internal/engine"
+	"github.com/queuegen/queuegen/internal/spec"
 )
 
 // Names of queuegen's own tables.
@@ -140,6 +141,10 @@ func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 	}
 	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_claim_idx", Columns: claim, Where: "state = 'available'",
 		Comment: "Serves the claim: the available jobs in the claim's ORDER BY, so a claim reads the first entries in order and stops, without a sort."})
+	if q.FairBy != "" && !q.Backlog {
+		t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_fair_idx", Columns: append([]string{q.FairBy}, claim...), Where: "state = 'available'",
+			Comment: "Serves the fair claim: the " + q.FairBy + " values of the available jobs, in order, then for each value its first due jobs in the claim's order, each a seek and a short range read."})
+	}
 	if q.Lease {
 		t.Indexes = append(t.Indexes,
 			&catalog.Index{Name: q.Name + "_lease_idx", Columns: []string{"locked_until"}, Where: "state = 'running'",
@@ -174,4 +179,113 @@ func (Engine) Relations(t *catalog.Table) []string {
 // Limits: 128 characters a name; 1,024 columns a table.
 func (Engine) Limits() engine.Limits {
 	return engine.Limits{MaxIdentifier: MaxIdentifier, MaxColumns: 1024}
+}
+
+// RateLogSuffix names a queue table's rate log: <table>_rate.
+const RateLogSuffix = "_rate"
+
+// RateLog is the rate log of a queue with a rate limit: one row per claim
+// (per value of key, with a per-key rate) with its time and how many jobs
+// it took. Its clustered primary key leads with claimed_at, so the rows of
+// the window lie together, which the claims' counts read, and those past
+// it are the first rows, which LogClaims deletes: a range at one end of
+// the table (a heap would keep the pages its deletes empty).
+func (Engine) RateLog(queue *catalog.Table, key *catalog.Column) *catalog.Table {
+	name := queue.Name + RateLogSuffix
+	t := &catalog.Table{
+		Name: name,
+		Comment: engine.Comment("Rate log of queue table " + queue.Name + ": the claims of the last window, " +
+			"which claims count to hold the rate limit; each claim adds its rows and deletes those past the window."),
+		Columns: []*catalog.Column{
+			{Name: "id", Type: "BIGINT IDENTITY", NotNull: true, Comment: "tells apart claims logged at one time"},
+			{Name: "claimed_at", Type: DateTime, NotNull: true, Comment: "when the claim ran (UTC)"},
+		},
+		Indexes: []*catalog.Index{{Name: name + "_pkey", Primary: true, Columns: []string{"claimed_at", "id"},
+			Comment: "Clustered by time: the claims of the window lie together, and those past it, which each claim deletes, come first."}},
+	}
+	if key != nil {
+		t.Columns = append(t.Columns, &catalog.Column{Name: key.Name, Type: key.Type, NotNull: true, Comment: "the claimed jobs' " + key.Name})
+	}
+	t.Columns = append(t.Columns, &catalog.Column{Name: "jobs", Type: "INT", NotNull: true, Comment: "how many jobs the claim took"})
+	return t
+}
+
+// ArchiveTable is the archive of a queue table (on_success: archive): its
+// completed jobs, moved here by the statement that completes them
+// (DELETE … OUTPUT deleted.… INTO the archive). It has the queue table's
+// columns, id a plain BIGINT (the job's id, no IDENTITY), and no CHECK
+// constraint: SQL Server refuses OUTPUT INTO a table with one (or with a
+// trigger or a foreign key). It is clustered on (finished_at, id), so
+// retention deletes a range at the start of the table, oldest first, and
+// an index on id serves Get. Retention deletes rows in batches rather than
+// switching out partitions: partitions would need a partition function and
+// scheme that maintenance splits every day under a schema lock, for
+// deletes that a clustered range already keeps short.
+func (Engine) ArchiveTable(queue, _ *catalog.Table) *catalog.Table {
+	name := queue.Name + spec.ArchiveSuffix
+	t := &catalog.Table{
+		Name: name,
+		Comment: engine.Comment("Archive of queue table " + queue.Name + ": its completed jobs, moved here in state " +
+			"succeeded by the statement that completes them. Clustered by finished_at; the queue's Purge deletes " +
+			"the rows past retention in batches, oldest first."),
+		Indexes: []*catalog.Index{
+			{Name: name + "_pkey", Primary: true, Columns: []string{"finished_at", "id"}},
+			{Name: name + "_id_idx", Columns: []string{"id"}, Comment: "Finds an archived job by id (Get)."},
+		},
+	}
+	for _, c := range queue.Columns {
+		cc := *c
+		switch cc.Name {
+		case "id":
+			cc.Type, cc.Comment = "BIGINT", "the job's id in "+queue.Name
+		case "finished_at":
+			cc.NotNull = true
+		}
+		t.Columns = append(t.Columns, &cc)
+	}
+	return t
+}
+
+// IDsAfter is the option of a backlog naming its queue table, whose ids
+// its own continue (see BacklogTable and ddl.CreateTable).
+const IDsAfter = "ids_after"
+
+// BacklogTable is the backlog of a queue table (two-stage scheduling):
+// pushes insert here, and a scheduler step moves due jobs to the queue
+// table, ids and all. SQL Server has no INHERITS, so it is a table of its
+// own with every column of the queue table, in the same order (a spec
+// change adds a column to both), its checks under its own names, its
+// primary key and the fair index the step reads. Its id is an IDENTITY of
+// its own, started above the queue table's when it is created (the
+// option IDsAfter; see ddl.CreateTable), so that a moved job keeps an id
+// no other job of the queue has; the step inserts it with IDENTITY_INSERT,
+// which moves the queue table's identity past it.
+func (Engine) BacklogTable(q engine.QueueTable, queue *catalog.Table) *catalog.Table {
+	name := queue.Name + spec.BacklogSuffix
+	t := &catalog.Table{
+		Name: name,
+		Comment: engine.Comment("Backlog of queue table " + queue.Name + ": pushed jobs wait here until a scheduler step " +
+			"moves them to " + queue.Name + ", a batch at a time, each " + q.FairBy + "'s share in turn, ids and all."),
+		Options: []catalog.Option{{Name: IDsAfter, Value: queue.Name}},
+	}
+	for _, c := range queue.Columns {
+		cc := *c
+		t.Columns = append(t.Columns, &cc)
+	}
+	t.Checks = []*catalog.Check{stateCheck(name), jsonCheck(name, "failures")}
+	for _, c := range q.Payload {
+		if c.JSON {
+			t.Checks = append(t.Checks, jsonCheck(name, c.Name))
+		}
+	}
+	claim := []string{"run_after", "id"}
+	if q.Priority {
+		claim = []string{"priority DESC", "run_after", "id"}
+	}
+	t.Indexes = []*catalog.Index{
+		{Name: name + "_pkey", Primary: true, Columns: []string{"id"}},
+		{Name: name + "_fair_idx", Columns: append([]string{q.FairBy}, claim...), Where: "state = 'available'",
+			Comment: "Serves the scheduler step: the " + q.FairBy + " values of the waiting jobs, then for each value its first due jobs in the claim's order."},
+	}
+	return t
 }
