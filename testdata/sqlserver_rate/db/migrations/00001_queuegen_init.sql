@@ -6,11 +6,11 @@
 --   - create table queuegen_queues (the queue registry)
 --   - create table queuegen_nodes (worker nodes and their heartbeats)
 --   - add queue mail (table mail_queue)
---   - queue mail: a log of claims for its rate limit (table mail_queue_rate_log)
+--   - queue mail: a log of claims for its rate limit (table mail_queue_rate)
 --   - add queue sync (table sync_queue)
---   - queue sync: a log of claims for its rate limit (table sync_queue_rate_log)
+--   - queue sync: a log of claims for its rate limit (table sync_queue_rate)
 --   - add queue ping (table ping_queue)
---   - queue ping: a log of claims for its rate limit (table ping_queue_rate_log)
+--   - queue ping: a log of claims for its rate limit (table ping_queue_rate)
 
 -- +goose Up
 
@@ -100,11 +100,11 @@ VALUES (N'mail', N'mail_queue', 'lease');
 -- Rate log of queue table mail_queue: the claims of the last window, which
 -- claims count to hold the rate limit; each claim adds its rows and deletes
 -- those past the window.
-CREATE TABLE mail_queue_rate_log (
+CREATE TABLE mail_queue_rate (
     id         BIGINT IDENTITY NOT NULL, -- tells apart claims logged at one time
     claimed_at DATETIME2(6)    NOT NULL, -- when the claim ran (UTC)
     jobs       INT             NOT NULL, -- how many jobs the claim took
-    CONSTRAINT mail_queue_rate_log_pkey PRIMARY KEY CLUSTERED (claimed_at, id)
+    CONSTRAINT mail_queue_rate_pkey PRIMARY KEY CLUSTERED (claimed_at, id)
 );
 
 -- Queue sync: one row per job; lease mode: a claim is committed at once and
@@ -161,12 +161,12 @@ VALUES (N'sync', N'sync_queue', 'lease');
 -- Rate log of queue table sync_queue: the claims of the last window, which
 -- claims count to hold the rate limit; each claim adds its rows and deletes
 -- those past the window.
-CREATE TABLE sync_queue_rate_log (
+CREATE TABLE sync_queue_rate (
     id         BIGINT IDENTITY NOT NULL, -- tells apart claims logged at one time
     claimed_at DATETIME2(6)    NOT NULL, -- when the claim ran (UTC)
     account    NVARCHAR(64)    NOT NULL, -- the claimed jobs' account
     jobs       INT             NOT NULL, -- how many jobs the claim took
-    CONSTRAINT sync_queue_rate_log_pkey PRIMARY KEY CLUSTERED (claimed_at, id)
+    CONSTRAINT sync_queue_rate_pkey PRIMARY KEY CLUSTERED (claimed_at, id)
 );
 
 -- Queue ping: one row per job; lease mode: a claim is committed at once and
@@ -216,11 +216,11 @@ VALUES (N'ping', N'ping_queue', 'lease');
 -- Rate log of queue table ping_queue: the claims of the last window, which
 -- claims count to hold the rate limit; each claim adds its rows and deletes
 -- those past the window.
-CREATE TABLE ping_queue_rate_log (
+CREATE TABLE ping_queue_rate (
     id         BIGINT IDENTITY NOT NULL, -- tells apart claims logged at one time
     claimed_at DATETIME2(6)    NOT NULL, -- when the claim ran (UTC)
     jobs       INT             NOT NULL, -- how many jobs the claim took
-    CONSTRAINT ping_queue_rate_log_pkey PRIMARY KEY CLUSTERED (claimed_at, id)
+    CONSTRAINT ping_queue_rate_pkey PRIMARY KEY CLUSTERED (claimed_at, id)
 );
 
 -- +goose Down
@@ -231,19 +231,19 @@ CREATE TABLE ping_queue_rate_log (
 SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ARITHABORT, CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
 SET NUMERIC_ROUNDABORT OFF;
 
-DROP TABLE ping_queue_rate_log;
+DROP TABLE ping_queue_rate;
 
 DELETE FROM queuegen_queues WHERE name = N'ping';
 
 DROP TABLE ping_queue;
 
-DROP TABLE sync_queue_rate_log;
+DROP TABLE sync_queue_rate;
 
 DELETE FROM queuegen_queues WHERE name = N'sync';
 
 DROP TABLE sync_queue;
 
-DROP TABLE mail_queue_rate_log;
+DROP TABLE mail_queue_rate;
 
 DELETE FROM queuegen_queues WHERE name = N'mail';
 

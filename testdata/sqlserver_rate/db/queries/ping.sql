@@ -65,27 +65,27 @@ IF @locked < 0
 -- name: RecentPing :one
 -- RecentPing counts the jobs claimed in the rate window, the last 250ms,
 -- under the claim lock (LockClaimsPing): the rows of the rate log
--- ping_queue_rate_log after the window's start, a range of its clustered key
+-- ping_queue_rate after the window's start, a range of its clustered key
 -- (claimed_at, id); READCOMMITTEDLOCK makes it read committed rows, not a
 -- snapshot, where READ_COMMITTED_SNAPSHOT is on. The caller passes as the
 -- batch no more than 100 less this count.
 SELECT in_window.jobs AS recent
 FROM (
     SELECT COALESCE(SUM(CAST(jobs AS BIGINT)), 0) AS jobs
-    FROM ping_queue_rate_log WITH (READCOMMITTEDLOCK)
+    FROM ping_queue_rate WITH (READCOMMITTEDLOCK)
     WHERE claimed_at > DATEADD(millisecond, -250, COALESCE(@now, SYSUTCDATETIME()))
 ) AS in_window;
 
 -- name: LogClaimsPing :exec
--- LogClaimsPing records a claim in the rate log ping_queue_rate_log: how many
+-- LogClaimsPing records a claim in the rate log ping_queue_rate: how many
 -- jobs it took (@claimed_jobs), at @claimed_at (the claim's time, the jobs'
 -- attempted_at), and deletes the rows that have left the window, a range at
 -- the start of the clustered key, so the log holds one window of claims. It
 -- runs after the claim in its transaction, under the claim lock, so the next
 -- claim counts it.
-DELETE FROM ping_queue_rate_log
+DELETE FROM ping_queue_rate
 WHERE claimed_at <= DATEADD(millisecond, -250, @claimed_at);
-INSERT INTO ping_queue_rate_log (claimed_at, jobs)
+INSERT INTO ping_queue_rate (claimed_at, jobs)
 VALUES (@claimed_at, @claimed_jobs);
 
 -- name: ClaimExpiredPing :many

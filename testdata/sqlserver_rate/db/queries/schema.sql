@@ -82,11 +82,11 @@ CREATE INDEX mail_queue_finished_idx ON mail_queue (finished_at, state)
 -- Rate log of queue table mail_queue: the claims of the last window, which
 -- claims count to hold the rate limit; each claim adds its rows and deletes
 -- those past the window.
-CREATE TABLE mail_queue_rate_log (
+CREATE TABLE mail_queue_rate (
     id         BIGINT IDENTITY NOT NULL, -- tells apart claims logged at one time
     claimed_at DATETIME2(6)    NOT NULL, -- when the claim ran (UTC)
     jobs       INT             NOT NULL, -- how many jobs the claim took
-    CONSTRAINT mail_queue_rate_log_pkey PRIMARY KEY CLUSTERED (claimed_at, id)
+    CONSTRAINT mail_queue_rate_pkey PRIMARY KEY CLUSTERED (claimed_at, id)
 );
 
 -- Queue sync: one row per job; lease mode: a claim is committed at once and
@@ -140,12 +140,12 @@ CREATE INDEX sync_queue_finished_idx ON sync_queue (finished_at, state)
 -- Rate log of queue table sync_queue: the claims of the last window, which
 -- claims count to hold the rate limit; each claim adds its rows and deletes
 -- those past the window.
-CREATE TABLE sync_queue_rate_log (
+CREATE TABLE sync_queue_rate (
     id         BIGINT IDENTITY NOT NULL, -- tells apart claims logged at one time
     claimed_at DATETIME2(6)    NOT NULL, -- when the claim ran (UTC)
     account    NVARCHAR(64)    NOT NULL, -- the claimed jobs' account
     jobs       INT             NOT NULL, -- how many jobs the claim took
-    CONSTRAINT sync_queue_rate_log_pkey PRIMARY KEY CLUSTERED (claimed_at, id)
+    CONSTRAINT sync_queue_rate_pkey PRIMARY KEY CLUSTERED (claimed_at, id)
 );
 
 -- Queue ping: one row per job; lease mode: a claim is committed at once and
@@ -192,9 +192,9 @@ CREATE INDEX ping_queue_finished_idx ON ping_queue (finished_at, state)
 -- Rate log of queue table ping_queue: the claims of the last window, which
 -- claims count to hold the rate limit; each claim adds its rows and deletes
 -- those past the window.
-CREATE TABLE ping_queue_rate_log (
+CREATE TABLE ping_queue_rate (
     id         BIGINT IDENTITY NOT NULL, -- tells apart claims logged at one time
     claimed_at DATETIME2(6)    NOT NULL, -- when the claim ran (UTC)
     jobs       INT             NOT NULL, -- how many jobs the claim took
-    CONSTRAINT ping_queue_rate_log_pkey PRIMARY KEY CLUSTERED (claimed_at, id)
+    CONSTRAINT ping_queue_rate_pkey PRIMARY KEY CLUSTERED (claimed_at, id)
 );

@@ -136,9 +136,9 @@ func (q *Queries) LockClaimsSync(ctx context.Context) error {
 }
 
 const logClaimsSync = `-- name: LogClaimsSync :exec
-DELETE FROM sync_queue_rate_log
+DELETE FROM sync_queue_rate
 WHERE claimed_at <= DATEADD(millisecond, -60000, @claimed_at);
-INSERT INTO sync_queue_rate_log (claimed_at, account, jobs)
+INSERT INTO sync_queue_rate (claimed_at, account, jobs)
 SELECT @claimed_at, claimed.account, COUNT(*)
 FROM OPENJSON(@keys) WITH (account NVARCHAR(64) '$') AS claimed
 GROUP BY claimed.account;
@@ -149,10 +149,10 @@ type LogClaimsSyncParams struct {
 	Keys      string
 }
 
-// LogClaimsSync records a claim in the rate log sync_queue_rate_log: one row
-// per account of the jobs it took, with how many (@keys is a JSON array of
-// the jobs' account values, one per job), at @claimed_at (the claim's time,
-// the jobs' attempted_at), and deletes the rows that have left the window, a
+// LogClaimsSync records a claim in the rate log sync_queue_rate: one row per
+// account of the jobs it took, with how many (@keys is a JSON array of the
+// jobs' account values, one per job), at @claimed_at (the claim's time, the
+// jobs' attempted_at), and deletes the rows that have left the window, a
 // range at the start of the clustered key, so the log holds one window of
 // claims. It runs after the claim in its transaction, under the claim lock,
 // so the next claim counts it.
@@ -292,7 +292,7 @@ WITH fair_keys AS (
     GROUP BY account
 ), recent AS (
     SELECT account AS fair_key, SUM(jobs) AS claimed
-    FROM sync_queue_rate_log WITH (READCOMMITTEDLOCK)
+    FROM sync_queue_rate WITH (READCOMMITTEDLOCK)
     WHERE claimed_at > DATEADD(millisecond, -60000, COALESCE(@now, SYSUTCDATETIME()))
     GROUP BY account
 ), open_keys AS (
@@ -373,7 +373,7 @@ type ClaimDueSyncParams struct {
 // in use, its leased jobs less those whose lease expired on their last
 // attempt (reading the running jobs, READCOMMITTEDLOCK: committed rows, no
 // lasting lock). recent counts each value's jobs claimed in the rate window,
-// from the rate log sync_queue_rate_log (a range of its clustered key,
+// from the rate log sync_queue_rate (a range of its clustered key,
 // READCOMMITTEDLOCK). free is what is left to a value (of 3 slots, or of 10
 // in the window, whichever is less), ranked keeps no more than free of a
 // value's jobs, so a value with none drops out; values that tie in a turn go
