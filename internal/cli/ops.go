@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/ops"
 	"github.com/queuegen/queuegen/internal/spec"
@@ -287,7 +286,7 @@ func runJobs(c *invocation) error {
 		if *o.json {
 			return c.printJSON(job)
 		}
-		return printJob(c, q, job, conn.Engine())
+		return printJob(c, q, job)
 	}
 	jobs, err := conn.Jobs(ctx, q, ops.Filter{State: *state}, *before, *limit)
 	if err != nil {
@@ -321,8 +320,8 @@ func runJobs(c *invocation) error {
 	return nil
 }
 
-// printJob shows one job whole, of a database of engine.
-func printJob(c *invocation, q ops.Queue, j ops.Job, engine string) error {
+// printJob shows one job whole.
+func printJob(c *invocation, q ops.Queue, j ops.Job) error {
 	w := c.stdout
 	at := func(t *time.Time) string {
 		if t == nil {
@@ -341,7 +340,7 @@ func printJob(c *invocation, q ops.Queue, j ops.Job, engine string) error {
 	fmt.Fprintf(w, "  created at    %s\n  run after     %s\n  attempted at  %s\n  finished at   %s\n", at(&j.CreatedAt), at(&j.RunAfter), at(j.AttemptedAt), at(j.FinishedAt))
 	fmt.Fprintf(w, "  locked by     %s\n  locked until  %s\n  unique key    %s\n", str(j.LockedBy), at(j.LockedUntil), str(j.UniqueKey))
 	switch {
-	case j.Held && engine == dburl.SQLServer:
+	case j.Held && j.Uncommitted:
 		// Read without locks: as the holder has it (see ops.Job.Held).
 		fmt.Fprintf(w, "  held          by a transaction in progress (a transaction-mode worker working it): the fields above are as\n"+
 			"                that transaction has them, not yet committed\n")

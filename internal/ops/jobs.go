@@ -43,6 +43,10 @@ type Job struct {
 	// are read without locks: as its worker's transaction has them, not
 	// yet committed.
 	Held bool `json:"held"`
+	// Uncommitted is true for a held job whose fields were read without
+	// locks (SQL Server's NOLOCK): as its holder's transaction has them,
+	// not yet committed, rather than as last committed.
+	Uncommitted bool `json:"uncommitted,omitempty"`
 	// Errors are the failed attempts' errors, oldest first.
 	Errors []string `json:"errors"`
 	// Failures are Errors with when and at which attempt each was

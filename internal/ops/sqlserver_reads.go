@@ -252,7 +252,7 @@ func (m *msBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 		if slices.ContainsFunc(jobs, func(o Job) bool { return o.ID == j.ID }) {
 			continue // its holder committed meanwhile: the page has it
 		}
-		j.State, j.Held = "running", true
+		j.State, j.Held, j.Uncommitted = "running", true, true
 		jobs = append(jobs, j)
 	}
 	slices.SortFunc(jobs, func(a, b Job) int { return cmp.Compare(b.ID, a.ID) })
