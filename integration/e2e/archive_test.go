@@ -277,3 +277,68 @@ func TestArchivePurgeKeepsPartitions(t *testing.T) {
 		}
 	})
 }
+
+// TestArchiveNeverInBothNorNeither: while workers complete jobs one by one
+// and in batches, a reader never finds a job in both the queue's table and
+// the archive, nor in neither: one statement counting both tables always
+// counts every job once, and Get always finds each.
+func TestArchiveNeverInBothNorNeither(t *testing.T) {
+	eachArchive(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.archived
+		const n = 60
+		for i := range n {
+			if _, err := q.Push(ctx, payload.Task{Name: fmt.Sprint(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := q.Claim(ctx, "node", n)
+		if err != nil || len(got) != n {
+			t.Fatalf("claim = %d, %v", len(got), err)
+		}
+		lo, hi := got[0].ID, got[0].ID
+		for _, j := range got {
+			lo, hi = min(lo, j.ID), max(hi, j.ID)
+		}
+		done := make(chan error, 1)
+		go func() {
+			for i := 0; i < n; {
+				if i%3 == 0 {
+					if err := q.Complete(ctx, got[i]); err != nil {
+						done <- err
+						return
+					}
+					i++
+					continue
+				}
+				k := min(i+4, n)
+				if m, err := q.CompleteMany(ctx, got[i:k]); err != nil || m != int64(k-i) {
+					done <- fmt.Errorf("CompleteMany = %d, %v", m, err)
+					return
+				}
+				i = k
+			}
+			done <- nil
+		}()
+		for reads := 0; ; reads++ {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c := e.count(t, "SELECT COUNT(*) FROM archtask_queue_archive"); c != n {
+					t.Errorf("the archive holds %d jobs, want %d", c, n)
+				}
+				t.Logf("%d reads while completing", reads)
+				return
+			default:
+			}
+			if c := e.count(t, "SELECT (SELECT COUNT(*) FROM archtask_queue WHERE id BETWEEN ? AND ?) + (SELECT COUNT(*) FROM archtask_queue_archive WHERE id BETWEEN ? AND ?)", lo, hi, lo, hi); c != n {
+				t.Fatalf("a read counted %d jobs in the two tables, want %d", c, n)
+			}
+			if _, err := q.Get(ctx, got[reads%n].ID); err != nil {
+				t.Fatalf("Get of job %d while completing: %v", got[reads%n].ID, err)
+			}
+		}
+	})
+}
