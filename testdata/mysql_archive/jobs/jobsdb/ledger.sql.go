@@ -58,7 +58,7 @@ INSERT INTO ledger_queue_archive (
 SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
        job.run_after, job.created_at, job.attempted_at, UTC_TIMESTAMP(6), NULL,
        NULL, job.errors, job.failures, job.unique_key, job.entry
-FROM ledger_queue AS job
+FROM ledger_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (/*SLICE:ids*/?)
   AND job.state = 'available'
   AND FIND_IN_SET(CONCAT(job.id, ':', job.attempt), ?) > 0
@@ -73,8 +73,9 @@ type ArchiveManyLedgerParams struct {
 // ArchiveManyLedger is the first statement of a batch completion's
 // transaction: it copies into the archive, locking them (FOR UPDATE), the
 // jobs of a batch still available at their attempt, as ArchiveLedger copies
-// one. Rows are found by primary key (id IN); @fences lists each job as
-// id:attempt, as in CompleteManyLedger.
+// one. Rows are found by primary key (id IN; FORCE INDEX, as on a small table
+// the optimizer would rather read the state's entries, locking what it read);
+// @fences lists each job as id:attempt, as in CompleteManyLedger.
 func (q *Queries) ArchiveManyLedger(ctx context.Context, arg ArchiveManyLedgerParams) (int64, error) {
 	query := ArchiveManyLedger
 	var queryParams []interface{}
