@@ -372,6 +372,8 @@ func (q *LedgerQueue) Get(ctx context.Context, id int64) (*queue.Job[LedgerPaylo
 	}
 	row, err := q.q.GetLedger(ctx, id)
 	if errors.Is(err, sql.ErrNoRows) {
+		// An archived job: its row has the queue's columns, in its order
+		// (see the engine's ArchiveTable).
 		var archived jobsdb.LedgerArchiveRow
 		if archived, err = q.q.GetArchivedLedger(ctx, id); err == nil {
 			row = jobsdb.LedgerRow(archived)

@@ -22,6 +22,7 @@ import (
 type ReceiptsPayload struct {
 	OrderID int64
 	Email   string
+	Amount  float32
 }
 
 // Defaults of queue receipts, from the spec.
@@ -74,6 +75,9 @@ func (q *ReceiptsQueue) Push(ctx context.Context, p ReceiptsPayload, opts ...que
 	if err := queueimpl.CheckLength("unique key", o.UniqueKey, 255, "characters", "MySQL's unique_key VARCHAR(255)"); err != nil {
 		return queue.PushResult{}, err
 	}
+	if err := queueimpl.CheckFinite("amount", p.Amount); err != nil {
+		return queue.PushResult{}, err
+	}
 	arg := jobsdb.PushReceiptsParams{
 		Priority:    o.Priority,
 		MaxAttempts: o.MaxAttempts,
@@ -84,6 +88,7 @@ func (q *ReceiptsQueue) Push(ctx context.Context, p ReceiptsPayload, opts ...que
 	}
 	arg.OrderID = p.OrderID
 	arg.Email = p.Email
+	arg.Amount = p.Amount
 	res, err := q.q.PushReceipts(ctx, arg)
 	if err != nil {
 		return queue.PushResult{}, err
@@ -112,14 +117,18 @@ func (q *ReceiptsQueue) PushMany(ctx context.Context, ps []ReceiptsPayload, opts
 	if err := queueimpl.CheckPushMany(o); err != nil {
 		return 0, err
 	}
-	args := make([]any, 0, len(ps)*5)
+	args := make([]any, 0, len(ps)*6)
 	for _, p := range ps {
+		if err := queueimpl.CheckFinite("amount", p.Amount); err != nil {
+			return 0, err
+		}
 		args = append(args,
 			p.OrderID,
 			p.Email,
+			p.Amount,
 			o.Priority, o.MaxAttempts, o.RunAfter)
 	}
-	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, jobsdb.PushManyReceipts, 5, args))
+	return q.pushed(mysqlimpl.InsertRows(ctx, q.db, q.tx, jobsdb.PushManyReceipts, 6, args))
 }
 
 // pushed wakes this process's idle workers of the queue after a bulk push.
@@ -159,7 +168,7 @@ func (q *ReceiptsQueue) Claim(ctx context.Context, node string, max int, opts ..
 		}
 		var now time.Time
 		for _, r := range expired {
-			rows, now = append(rows, r.ReceiptsRow), r.DbNow
+			rows, now = append(rows, withReceiptsExact(r.ReceiptsRow, r.ExactAmount)), r.DbNow
 		}
 		if len(rows) < max {
 			due, err := qt.ClaimDueReceipts(ctx, jobsdb.ClaimDueReceiptsParams{Now: o.Now, Limit: int32(max - len(rows))})
@@ -167,7 +176,7 @@ func (q *ReceiptsQueue) Claim(ctx context.Context, node string, max int, opts ..
 				return err
 			}
 			for _, r := range due {
-				rows, now = append(rows, r.ReceiptsRow), r.DbNow
+				rows, now = append(rows, withReceiptsExact(r.ReceiptsRow, r.ExactAmount)), r.DbNow
 			}
 		}
 		if len(rows) == 0 {
@@ -480,11 +489,15 @@ func (q *ReceiptsQueue) Get(ctx context.Context, id int64) (*queue.Job[ReceiptsP
 	if err := mysqlimpl.CheckConn(ctx, q.db, "", ""); err != nil {
 		return nil, err
 	}
-	row, err := q.q.GetReceipts(ctx, id)
+	got, err := q.q.GetReceipts(ctx, id)
+	row := withReceiptsExact(got.ReceiptsRow, got.ExactAmount)
 	if errors.Is(err, sql.ErrNoRows) {
-		var archived jobsdb.ReceiptsArchiveRow
+		// An archived job: its row has the queue's columns, in its order
+		// (see the engine's ArchiveTable), and its real columns are
+		// read again exactly, as GetReceipts reads them.
+		var archived jobsdb.GetArchivedReceiptsRow
 		if archived, err = q.q.GetArchivedReceipts(ctx, id); err == nil {
-			row = jobsdb.ReceiptsRow(archived)
+			row = withReceiptsExact(jobsdb.ReceiptsRow(archived.ReceiptsArchiveRow), archived.ExactAmount)
 		}
 	}
 	if errors.Is(err, sql.ErrNoRows) {
@@ -512,6 +525,7 @@ func (q *ReceiptsQueue) job(r jobsdb.ReceiptsRow) *queue.Job[ReceiptsPayload] {
 		Payload: ReceiptsPayload{
 			OrderID: r.OrderID,
 			Email:   r.Email,
+			Amount:  r.Amount,
 		},
 	}
 	if r.LockedBy != nil {
@@ -528,6 +542,14 @@ func (q *ReceiptsQueue) jobs(rows []jobsdb.ReceiptsRow) []*queue.Job[ReceiptsPay
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// withReceiptsExact is row with the values of its real columns as the
+// reads of jobs select them again, exactly: the text protocol prints a
+// FLOAT column to 6 digits, but the DOUBLE of its value in full.
+func withReceiptsExact(row jobsdb.ReceiptsRow, exactAmount float32) jobsdb.ReceiptsRow {
+	row.Amount = exactAmount
+	return row
 }
 
 // failMany fails those of jobs the caller still holds, in tx (or a

@@ -474,6 +474,8 @@ func (q *ArchtaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload.T
 	}
 	row, err := q.q.GetArchtask(ctx, id)
 	if errors.Is(err, sql.ErrNoRows) {
+		// An archived job: its row has the queue's columns, in its order
+		// (see the engine's ArchiveTable).
 		var archived myjobsdb.ArchtaskArchiveRow
 		if archived, err = q.q.GetArchivedArchtask(ctx, id); err == nil {
 			row = myjobsdb.ArchtaskRow(archived)

@@ -373,6 +373,8 @@ func (q *TxarchtaskQueue) Get(ctx context.Context, id int64) (*queue.Job[payload
 	}
 	row, err := q.q.GetTxarchtask(ctx, id)
 	if errors.Is(err, sql.ErrNoRows) {
+		// An archived job: its row has the queue's columns, in its order
+		// (see the engine's ArchiveTable).
 		var archived myjobsdb.TxarchtaskArchiveRow
 		if archived, err = q.q.GetArchivedTxarchtask(ctx, id); err == nil {
 			row = myjobsdb.TxarchtaskRow(archived)

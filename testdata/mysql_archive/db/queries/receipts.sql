@@ -11,11 +11,12 @@
 -- no job is added; InnoDB locks the key while it checks, so two concurrent
 -- pushes of one key cannot both insert.
 INSERT INTO receipts_queue (
-    order_id, email,
+    order_id, email, amount,
     priority, max_attempts, unique_key, created_at, run_after
 ) VALUES (
     sqlc.arg(order_id),
     sqlc.arg(email),
+    sqlc.arg(amount),
     sqlc.arg(priority), sqlc.arg(max_attempts), sqlc.narg(unique_key),
     COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)),
     COALESCE(sqlc.narg(run_after), COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) + INTERVAL sqlc.arg(delay_us) MICROSECOND)
@@ -28,12 +29,13 @@ ON DUPLICATE KEY UPDATE id = id;
 -- then in one transaction), so that a batch is one statement and one round
 -- trip. created_at is the database's clock, and so is run_after unless given.
 INSERT INTO receipts_queue (
-    order_id, email,
+    order_id, email, amount,
     priority, max_attempts, created_at, run_after
 )
 VALUES (
     sqlc.arg(order_id),
     sqlc.arg(email),
+    sqlc.arg(amount),
     sqlc.arg(priority), sqlc.arg(max_attempts),
     UTC_TIMESTAMP(6),
     COALESCE(sqlc.narg(run_after), UTC_TIMESTAMP(6))
@@ -47,7 +49,7 @@ VALUES (
 -- rows the claim does not take; FOR UPDATE SKIP LOCKED makes concurrent
 -- claims pass over each other's rows. db_now is the clock the lease is
 -- computed from.
-SELECT sqlc.embed(receipts_queue), UTC_TIMESTAMP(6) AS db_now
+SELECT sqlc.embed(receipts_queue), UTC_TIMESTAMP(6) AS db_now, amount * 1e0 AS exact_amount
 FROM receipts_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
@@ -61,7 +63,7 @@ FOR UPDATE SKIP LOCKED;
 -- in claim order, locked like ClaimExpiredReceipts. The claim index leads
 -- with state and then holds the claim's ORDER BY, so it returns them in order
 -- without a sort.
-SELECT sqlc.embed(receipts_queue), UTC_TIMESTAMP(6) AS db_now
+SELECT sqlc.embed(receipts_queue), UTC_TIMESTAMP(6) AS db_now, amount * 1e0 AS exact_amount
 FROM receipts_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
@@ -94,11 +96,12 @@ WHERE id IN (sqlc.slice(ids));
 INSERT INTO receipts_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
     attempted_at, finished_at, locked_by, locked_until, errors, failures,
-    unique_key, order_id, email
+    unique_key, order_id, email, amount
 )
 SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
        job.run_after, job.created_at, job.attempted_at, UTC_TIMESTAMP(6), NULL,
-       NULL, job.errors, job.failures, job.unique_key, job.order_id, job.email
+       NULL, job.errors, job.failures, job.unique_key, job.order_id, job.email,
+       job.amount
 FROM receipts_queue AS job
 WHERE job.id = sqlc.arg(id) AND job.attempt = sqlc.arg(attempt) AND job.state = 'running'
 FOR UPDATE;
@@ -127,11 +130,12 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 INSERT INTO receipts_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
     attempted_at, finished_at, locked_by, locked_until, errors, failures,
-    unique_key, order_id, email
+    unique_key, order_id, email, amount
 )
 SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
        job.run_after, job.created_at, job.attempted_at, UTC_TIMESTAMP(6), NULL,
-       NULL, job.errors, job.failures, job.unique_key, job.order_id, job.email
+       NULL, job.errors, job.failures, job.unique_key, job.order_id, job.email,
+       job.amount
 FROM receipts_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (sqlc.slice(ids))
   AND job.state = 'running'
@@ -420,14 +424,19 @@ SELECT COUNT(*) FROM (
 ) AS due;
 
 -- name: GetReceipts :one
--- GetReceipts reads one job by id; a plain read that locks nothing.
-SELECT * FROM receipts_queue
+-- GetReceipts reads one job by id; a plain read that locks nothing. Each real
+-- (FLOAT) column is read again as a DOUBLE, exact_<column>, which the text
+-- protocol prints exactly.
+SELECT sqlc.embed(receipts_queue), amount * 1e0 AS exact_amount
+FROM receipts_queue
 WHERE id = sqlc.arg(id);
 
 -- name: GetArchivedReceipts :one
 -- GetArchivedReceipts reads one archived job by id, through the archive's
 -- primary key (id, finished_at), one probe a partition; a plain read that
--- locks nothing.
-SELECT * FROM receipts_queue_archive
+-- locks nothing. Each real (FLOAT) column is read again as a DOUBLE, as in
+-- GetReceipts.
+SELECT sqlc.embed(receipts_queue_archive), amount * 1e0 AS exact_amount
+FROM receipts_queue_archive
 WHERE id = sqlc.arg(id)
 LIMIT 1;

@@ -58,6 +58,7 @@ CREATE TABLE receipts_queue (
     unique_active VARCHAR(255) AS (CASE WHEN state IN ('available', 'running') THEN unique_key END) STORED, -- unique_key while unfinished; the unique index is on this
     order_id      BIGINT                NOT NULL,
     email         TEXT                  NOT NULL,
+    amount        FLOAT                 NOT NULL,
     PRIMARY KEY (id),
     -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
     -- first available entries in order and stops, without a sort.
@@ -99,6 +100,7 @@ CREATE TABLE receipts_queue_archive (
     unique_active VARCHAR(255) AS (CASE WHEN state IN ('available', 'running') THEN unique_key END) STORED, -- unique_key while unfinished; the unique index is on this
     order_id      BIGINT      NOT NULL,
     email         TEXT        NOT NULL,
+    amount        FLOAT       NOT NULL,
     PRIMARY KEY (id, finished_at)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin
 PARTITION BY RANGE COLUMNS (finished_at) (

@@ -304,6 +304,7 @@ type ReceiptsArchiveRow struct {
 	UniqueActive *string
 	OrderID      int64
 	Email        string
+	Amount       float32
 }
 
 type ReceiptsRow struct {
@@ -324,4 +325,5 @@ type ReceiptsRow struct {
 	UniqueActive *string
 	OrderID      int64
 	Email        string
+	Amount       float32
 }

@@ -17,11 +17,12 @@ const ArchiveManyReceipts = `-- name: ArchiveManyReceipts :execrows
 INSERT INTO receipts_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
     attempted_at, finished_at, locked_by, locked_until, errors, failures,
-    unique_key, order_id, email
+    unique_key, order_id, email, amount
 )
 SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
        job.run_after, job.created_at, job.attempted_at, UTC_TIMESTAMP(6), NULL,
-       NULL, job.errors, job.failures, job.unique_key, job.order_id, job.email
+       NULL, job.errors, job.failures, job.unique_key, job.order_id, job.email,
+       job.amount
 FROM receipts_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (/*SLICE:ids*/?)
   AND job.state = 'running'
@@ -63,11 +64,12 @@ const ArchiveReceipts = `-- name: ArchiveReceipts :execrows
 INSERT INTO receipts_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
     attempted_at, finished_at, locked_by, locked_until, errors, failures,
-    unique_key, order_id, email
+    unique_key, order_id, email, amount
 )
 SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
        job.run_after, job.created_at, job.attempted_at, UTC_TIMESTAMP(6), NULL,
-       NULL, job.errors, job.failures, job.unique_key, job.order_id, job.email
+       NULL, job.errors, job.failures, job.unique_key, job.order_id, job.email,
+       job.amount
 FROM receipts_queue AS job
 WHERE job.id = ? AND job.attempt = ? AND job.state = 'running'
 FOR UPDATE
@@ -137,7 +139,7 @@ func (q *Queries) BeatNodeReceipts(ctx context.Context, arg BeatNodeReceiptsPara
 }
 
 const ClaimDueReceipts = `-- name: ClaimDueReceipts :many
-SELECT receipts_queue.id, receipts_queue.state, receipts_queue.attempt, receipts_queue.max_attempts, receipts_queue.priority, receipts_queue.run_after, receipts_queue.created_at, receipts_queue.attempted_at, receipts_queue.finished_at, receipts_queue.locked_by, receipts_queue.locked_until, receipts_queue.errors, receipts_queue.failures, receipts_queue.unique_key, receipts_queue.unique_active, receipts_queue.order_id, receipts_queue.email, UTC_TIMESTAMP(6) AS db_now
+SELECT receipts_queue.id, receipts_queue.state, receipts_queue.attempt, receipts_queue.max_attempts, receipts_queue.priority, receipts_queue.run_after, receipts_queue.created_at, receipts_queue.attempted_at, receipts_queue.finished_at, receipts_queue.locked_by, receipts_queue.locked_until, receipts_queue.errors, receipts_queue.failures, receipts_queue.unique_key, receipts_queue.unique_active, receipts_queue.order_id, receipts_queue.email, receipts_queue.amount, UTC_TIMESTAMP(6) AS db_now, amount * 1e0 AS exact_amount
 FROM receipts_queue
 WHERE state = 'available'
   AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
@@ -154,6 +156,7 @@ type ClaimDueReceiptsParams struct {
 type ClaimDueReceiptsRow struct {
 	ReceiptsRow ReceiptsRow
 	DbNow       time.Time
+	ExactAmount float32
 }
 
 // ClaimDueReceipts is the second statement of a claim's transaction: due jobs
@@ -187,7 +190,9 @@ func (q *Queries) ClaimDueReceipts(ctx context.Context, arg ClaimDueReceiptsPara
 			&i.ReceiptsRow.UniqueActive,
 			&i.ReceiptsRow.OrderID,
 			&i.ReceiptsRow.Email,
+			&i.ReceiptsRow.Amount,
 			&i.DbNow,
+			&i.ExactAmount,
 		); err != nil {
 			return nil, err
 		}
@@ -203,7 +208,7 @@ func (q *Queries) ClaimDueReceipts(ctx context.Context, arg ClaimDueReceiptsPara
 }
 
 const ClaimExpiredReceipts = `-- name: ClaimExpiredReceipts :many
-SELECT receipts_queue.id, receipts_queue.state, receipts_queue.attempt, receipts_queue.max_attempts, receipts_queue.priority, receipts_queue.run_after, receipts_queue.created_at, receipts_queue.attempted_at, receipts_queue.finished_at, receipts_queue.locked_by, receipts_queue.locked_until, receipts_queue.errors, receipts_queue.failures, receipts_queue.unique_key, receipts_queue.unique_active, receipts_queue.order_id, receipts_queue.email, UTC_TIMESTAMP(6) AS db_now
+SELECT receipts_queue.id, receipts_queue.state, receipts_queue.attempt, receipts_queue.max_attempts, receipts_queue.priority, receipts_queue.run_after, receipts_queue.created_at, receipts_queue.attempted_at, receipts_queue.finished_at, receipts_queue.locked_by, receipts_queue.locked_until, receipts_queue.errors, receipts_queue.failures, receipts_queue.unique_key, receipts_queue.unique_active, receipts_queue.order_id, receipts_queue.email, receipts_queue.amount, UTC_TIMESTAMP(6) AS db_now, amount * 1e0 AS exact_amount
 FROM receipts_queue
 WHERE state = 'running'
   AND locked_until < COALESCE(?, UTC_TIMESTAMP(6))
@@ -221,6 +226,7 @@ type ClaimExpiredReceiptsParams struct {
 type ClaimExpiredReceiptsRow struct {
 	ReceiptsRow ReceiptsRow
 	DbNow       time.Time
+	ExactAmount float32
 }
 
 // ClaimExpiredReceipts is the first statement of a claim's transaction (READ
@@ -257,7 +263,9 @@ func (q *Queries) ClaimExpiredReceipts(ctx context.Context, arg ClaimExpiredRece
 			&i.ReceiptsRow.UniqueActive,
 			&i.ReceiptsRow.OrderID,
 			&i.ReceiptsRow.Email,
+			&i.ReceiptsRow.Amount,
 			&i.DbNow,
+			&i.ExactAmount,
 		); err != nil {
 			return nil, err
 		}
@@ -708,66 +716,85 @@ func (q *Queries) ForgetStaleNodesReceipts(ctx context.Context, olderThanUs inte
 }
 
 const GetArchivedReceipts = `-- name: GetArchivedReceipts :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, unique_active, order_id, email FROM receipts_queue_archive
+SELECT receipts_queue_archive.id, receipts_queue_archive.state, receipts_queue_archive.attempt, receipts_queue_archive.max_attempts, receipts_queue_archive.priority, receipts_queue_archive.run_after, receipts_queue_archive.created_at, receipts_queue_archive.attempted_at, receipts_queue_archive.finished_at, receipts_queue_archive.locked_by, receipts_queue_archive.locked_until, receipts_queue_archive.errors, receipts_queue_archive.failures, receipts_queue_archive.unique_key, receipts_queue_archive.unique_active, receipts_queue_archive.order_id, receipts_queue_archive.email, receipts_queue_archive.amount, amount * 1e0 AS exact_amount
+FROM receipts_queue_archive
 WHERE id = ?
 LIMIT 1
 `
 
+type GetArchivedReceiptsRow struct {
+	ReceiptsArchiveRow ReceiptsArchiveRow
+	ExactAmount        float32
+}
+
 // GetArchivedReceipts reads one archived job by id, through the archive's
 // primary key (id, finished_at), one probe a partition; a plain read that
-// locks nothing.
-func (q *Queries) GetArchivedReceipts(ctx context.Context, id int64) (ReceiptsArchiveRow, error) {
+// locks nothing. Each real (FLOAT) column is read again as a DOUBLE, as in
+// GetReceipts.
+func (q *Queries) GetArchivedReceipts(ctx context.Context, id int64) (GetArchivedReceiptsRow, error) {
 	row := q.db.QueryRowContext(ctx, GetArchivedReceipts, id)
-	var i ReceiptsArchiveRow
+	var i GetArchivedReceiptsRow
 	err := row.Scan(
-		&i.ID,
-		&i.State,
-		&i.Attempt,
-		&i.MaxAttempts,
-		&i.Priority,
-		&i.RunAfter,
-		&i.CreatedAt,
-		&i.AttemptedAt,
-		&i.FinishedAt,
-		&i.LockedBy,
-		&i.LockedUntil,
-		&i.Errors,
-		&i.Failures,
-		&i.UniqueKey,
-		&i.UniqueActive,
-		&i.OrderID,
-		&i.Email,
+		&i.ReceiptsArchiveRow.ID,
+		&i.ReceiptsArchiveRow.State,
+		&i.ReceiptsArchiveRow.Attempt,
+		&i.ReceiptsArchiveRow.MaxAttempts,
+		&i.ReceiptsArchiveRow.Priority,
+		&i.ReceiptsArchiveRow.RunAfter,
+		&i.ReceiptsArchiveRow.CreatedAt,
+		&i.ReceiptsArchiveRow.AttemptedAt,
+		&i.ReceiptsArchiveRow.FinishedAt,
+		&i.ReceiptsArchiveRow.LockedBy,
+		&i.ReceiptsArchiveRow.LockedUntil,
+		&i.ReceiptsArchiveRow.Errors,
+		&i.ReceiptsArchiveRow.Failures,
+		&i.ReceiptsArchiveRow.UniqueKey,
+		&i.ReceiptsArchiveRow.UniqueActive,
+		&i.ReceiptsArchiveRow.OrderID,
+		&i.ReceiptsArchiveRow.Email,
+		&i.ReceiptsArchiveRow.Amount,
+		&i.ExactAmount,
 	)
 	return i, err
 }
 
 const GetReceipts = `-- name: GetReceipts :one
-SELECT id, state, attempt, max_attempts, priority, run_after, created_at, attempted_at, finished_at, locked_by, locked_until, errors, failures, unique_key, unique_active, order_id, email FROM receipts_queue
+SELECT receipts_queue.id, receipts_queue.state, receipts_queue.attempt, receipts_queue.max_attempts, receipts_queue.priority, receipts_queue.run_after, receipts_queue.created_at, receipts_queue.attempted_at, receipts_queue.finished_at, receipts_queue.locked_by, receipts_queue.locked_until, receipts_queue.errors, receipts_queue.failures, receipts_queue.unique_key, receipts_queue.unique_active, receipts_queue.order_id, receipts_queue.email, receipts_queue.amount, amount * 1e0 AS exact_amount
+FROM receipts_queue
 WHERE id = ?
 `
 
-// GetReceipts reads one job by id; a plain read that locks nothing.
-func (q *Queries) GetReceipts(ctx context.Context, id int64) (ReceiptsRow, error) {
+type GetReceiptsRow struct {
+	ReceiptsRow ReceiptsRow
+	ExactAmount float32
+}
+
+// GetReceipts reads one job by id; a plain read that locks nothing. Each real
+// (FLOAT) column is read again as a DOUBLE, exact_<column>, which the text
+// protocol prints exactly.
+func (q *Queries) GetReceipts(ctx context.Context, id int64) (GetReceiptsRow, error) {
 	row := q.db.QueryRowContext(ctx, GetReceipts, id)
-	var i ReceiptsRow
+	var i GetReceiptsRow
 	err := row.Scan(
-		&i.ID,
-		&i.State,
-		&i.Attempt,
-		&i.MaxAttempts,
-		&i.Priority,
-		&i.RunAfter,
-		&i.CreatedAt,
-		&i.AttemptedAt,
-		&i.FinishedAt,
-		&i.LockedBy,
-		&i.LockedUntil,
-		&i.Errors,
-		&i.Failures,
-		&i.UniqueKey,
-		&i.UniqueActive,
-		&i.OrderID,
-		&i.Email,
+		&i.ReceiptsRow.ID,
+		&i.ReceiptsRow.State,
+		&i.ReceiptsRow.Attempt,
+		&i.ReceiptsRow.MaxAttempts,
+		&i.ReceiptsRow.Priority,
+		&i.ReceiptsRow.RunAfter,
+		&i.ReceiptsRow.CreatedAt,
+		&i.ReceiptsRow.AttemptedAt,
+		&i.ReceiptsRow.FinishedAt,
+		&i.ReceiptsRow.LockedBy,
+		&i.ReceiptsRow.LockedUntil,
+		&i.ReceiptsRow.Errors,
+		&i.ReceiptsRow.Failures,
+		&i.ReceiptsRow.UniqueKey,
+		&i.ReceiptsRow.UniqueActive,
+		&i.ReceiptsRow.OrderID,
+		&i.ReceiptsRow.Email,
+		&i.ReceiptsRow.Amount,
+		&i.ExactAmount,
 	)
 	return i, err
 }
@@ -962,10 +989,11 @@ func (q *Queries) PurgeReceipts(ctx context.Context, arg PurgeReceiptsParams) (i
 
 const PushManyReceipts = `-- name: PushManyReceipts :exec
 INSERT INTO receipts_queue (
-    order_id, email,
+    order_id, email, amount,
     priority, max_attempts, created_at, run_after
 )
 VALUES (
+    ?,
     ?,
     ?,
     ?, ?,
@@ -977,6 +1005,7 @@ VALUES (
 type PushManyReceiptsParams struct {
 	OrderID     int64
 	Email       string
+	Amount      float32
 	Priority    int16
 	MaxAttempts int32
 	RunAfter    interface{}
@@ -990,6 +1019,7 @@ func (q *Queries) PushManyReceipts(ctx context.Context, arg PushManyReceiptsPara
 	_, err := q.db.ExecContext(ctx, PushManyReceipts,
 		arg.OrderID,
 		arg.Email,
+		arg.Amount,
 		arg.Priority,
 		arg.MaxAttempts,
 		arg.RunAfter,
@@ -1000,9 +1030,10 @@ func (q *Queries) PushManyReceipts(ctx context.Context, arg PushManyReceiptsPara
 const PushReceipts = `-- name: PushReceipts :execresult
 
 INSERT INTO receipts_queue (
-    order_id, email,
+    order_id, email, amount,
     priority, max_attempts, unique_key, created_at, run_after
 ) VALUES (
+    ?,
     ?,
     ?,
     ?, ?, ?,
@@ -1015,6 +1046,7 @@ ON DUPLICATE KEY UPDATE id = id
 type PushReceiptsParams struct {
 	OrderID     int64
 	Email       string
+	Amount      float32
 	Priority    int16
 	MaxAttempts int32
 	UniqueKey   *string
@@ -1037,6 +1069,7 @@ func (q *Queries) PushReceipts(ctx context.Context, arg PushReceiptsParams) (sql
 	return q.db.ExecContext(ctx, PushReceipts,
 		arg.OrderID,
 		arg.Email,
+		arg.Amount,
 		arg.Priority,
 		arg.MaxAttempts,
 		arg.UniqueKey,
