@@ -79,6 +79,13 @@ type engine struct {
 	periodic []periodicQueue
 	// noRows is the error Get returns for a job that is gone.
 	noRows error
+	// archived and the archive transaction-mode queues are the archive
+	// suite's archtask and txarchtask (on_success: archive), on the
+	// engines that have it (PostgreSQL, MySQL): archived is nil elsewhere;
+	// pgArchived is PostgreSQL's txarchtask, stdArchived MySQL's.
+	archived    purgingQueue
+	pgArchived  txQueue[pgx.Tx]
+	stdArchived txQueue[*sql.Tx]
 	// pg and std are the transaction-mode queue txtask, one set: pg on
 	// PostgreSQL (pgx), std on the engines of database/sql (MySQL, SQL
 	// Server).
@@ -176,6 +183,7 @@ func open(t *testing.T, name string) *engine {
 		task, tx := jobs.NewTaskQueue(pool), jobs.NewTxtaskQueue(pool)
 		e.task, e.kept, e.nowait = task, jobs.NewKeptQueue(pool), jobs.NewNowaitQueue(pool)
 		e.periodic = []periodicQueue{task, tx}
+		e.archived, e.pgArchived = jobs.NewArchtaskQueue(pool), jobs.NewTxarchtaskQueue(pool)
 		e.noRows = pgx.ErrNoRows
 		e.pg = &txEngine[pgx.Tx]{q: tx, driver: pgximpl.TxDriver(pool),
 			pushIn: func(ctx context.Context, t pgx.Tx, p payload.Task) (queue.PushResult, error) {
@@ -189,6 +197,7 @@ func open(t *testing.T, name string) *engine {
 		task, tx := myjobs.NewTaskQueue(db.SQL), myjobs.NewTxtaskQueue(db.SQL)
 		e.task, e.kept, e.nowait = task, myjobs.NewKeptQueue(db.SQL), myjobs.NewNowaitQueue(db.SQL)
 		e.periodic = []periodicQueue{task, tx}
+		e.archived, e.stdArchived = myjobs.NewArchtaskQueue(db.SQL), myjobs.NewTxarchtaskQueue(db.SQL)
 		setStd(e, tx, mysqlimpl.TxDriver(db.SQL))
 	case dburl.SQLServer:
 		task, tx := msjobs.NewTaskQueue(db.SQL), msjobs.NewTxtaskQueue(db.SQL)

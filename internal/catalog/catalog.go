@@ -105,6 +105,10 @@ type Column struct {
 	// JSON payload), for an engine that checks them: not part of the
 	// schema (a check it makes is).
 	JSON bool `yaml:"-"`
+	// Generated marks a column the database computes (MySQL's AS (…)
+	// STORED, in Type), which an INSERT leaves out: not part of the
+	// schema (Type is).
+	Generated bool `yaml:"-"`
 }
 
 // Index is a primary key, a unique constraint or an index.

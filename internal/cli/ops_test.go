@@ -75,7 +75,7 @@ func seededOn(t *testing.T, engine string) *opsDB {
 	t.Helper()
 	if engine == dburl.PostgreSQL {
 		url, _ := seeded(t)
-		return &opsDB{engine: engine, url: url, db: opsOpen(t, url), spec: "../../integration/e2e/queuegen.yaml", queues: 20, txQueue: "report"}
+		return &opsDB{engine: engine, url: url, db: opsOpen(t, url), spec: "../../integration/e2e/queuegen.yaml", queues: 22, txQueue: "report"}
 	}
 	d := &opsDB{engine: engine, url: opsMigrated(t, "../../testdata/mysql/db/migrations"), spec: "../../testdata/mysql/queuegen.yaml", queues: 2, txQueue: "statement"}
 	d.db = opsOpen(t, d.url)

@@ -433,7 +433,7 @@ func ArchiveRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 	if q.OnSuccess != spec.OnSuccessArchive {
 		return nil
 	}
-	return spec.Errors{s.ErrorAt(key+".on_success", "on_success: archive (an archive table partitioned by day) is built for PostgreSQL only so far; use on_success: keep with a retention")}
+	return spec.Errors{s.ErrorAt(key+".on_success", "on_success: archive (an archive table partitioned by day) is built for PostgreSQL and MySQL only so far; use on_success: keep with a retention")}
 }
 
 // ReleaseLeasesSQL is ReleaseLeases's statement on table (as the engine

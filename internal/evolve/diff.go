@@ -593,7 +593,7 @@ func (d *differ) renameTable(ot *catalog.Table, newName string) {
 			k.Name = nn
 		}
 	}
-	if ot.PartitionBy != "" {
+	if _, ok := d.ddl.(engine.Partitioner); ok && ot.PartitionBy != "" {
 		od, nd := ot.DefaultPartition(), newName+"_default"
 		d.add(d.ddl.RenameTable(od, nd), d.ddl.RenameTable(nd, od))
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/queuegen/queuegen/internal/dbtest"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/generate"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/pgtest"
@@ -55,8 +56,8 @@ func TestGoldenMigrationsApply(t *testing.T) {
 			want := 0
 			for _, tb := range out.Model.Catalog.Tables() {
 				want++
-				if tb.PartitionBy != "" {
-					want++ // its default partition
+				if tb.PartitionBy != "" && s.Engine == dburl.PostgreSQL {
+					want++ // its default partition (MySQL's partitions are not tables)
 				}
 			}
 			if got := tables(); got != want {

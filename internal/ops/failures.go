@@ -140,21 +140,38 @@ func (p *pgBackend) lastHour(ctx context.Context, q Queue, budget time.Duration)
 
 // myLastHour counts as pgLastHour does. The times are RFC 3339 in UTC
 // with six digits (see the queries' failure part), so they compare as
-// text; MySQL keeps no archive.
+// text. The archive (<table>_archive, where the queue has one),
+// partitioned by finished_at, is read for the hour's partitions only.
 func (m *myBackend) lastHour(ctx context.Context, q Queue, budget time.Duration) (h Hour, known bool, err error) {
 	t, err := m.table(q)
 	if err != nil {
 		return h, false, err
 	}
+	var archives int
+	if err := m.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+		q.Table+"_archive").Scan(&archives); err != nil {
+		return h, false, err
+	}
 	const since = "DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, '%Y-%m-%dT%H:%i:%s.%fZ')"
-	timedOut, err := m.myWithin(ctx, budget, func(conn *sql.Conn) error {
-		return conn.QueryRowContext(ctx, `SELECT
-    COALESCE(SUM(CASE WHEN JSON_UNQUOTE(JSON_EXTRACT(failures, '$[last].at')) > `+since+`
+	counts := func(table string) string {
+		return `SELECT
+    COALESCE(SUM(CASE WHEN JSON_UNQUOTE(JSON_EXTRACT(failures, '$[last].at')) > ` + since + `
         THEN (SELECT COUNT(*) FROM JSON_TABLE(job.failures, '$[*]' COLUMNS (at VARCHAR(32) PATH '$.at')) AS f
-              WHERE f.at > `+since+`) END), 0),
-    COUNT(CASE WHEN state = 'succeeded' AND finished_at > UTC_TIMESTAMP(6) - INTERVAL 1 HOUR THEN 1 END),
-    COALESCE(MAX(state = 'succeeded'), FALSE)
-FROM `+t+` AS job`).Scan(&h.Failures, &h.Succeeded, &h.Kept)
+              WHERE f.at > ` + since + `) END), 0) AS failures,
+    COUNT(CASE WHEN state = 'succeeded' AND finished_at > UTC_TIMESTAMP(6) - INTERVAL 1 HOUR THEN 1 END) AS succeeded,
+    COALESCE(MAX(state = 'succeeded'), FALSE) AS kept
+FROM ` + table + ` AS job`
+	}
+	query := counts(t)
+	if archives > 0 {
+		query = `SELECT CAST(SUM(failures) AS SIGNED), CAST(SUM(succeeded) AS SIGNED), TRUE FROM (
+` + counts(t) + `
+UNION ALL
+` + counts("`"+q.Table+"_archive`") + ` WHERE finished_at > UTC_TIMESTAMP(6) - INTERVAL 1 HOUR
+) AS hour_counts`
+	}
+	timedOut, err := m.myWithin(ctx, budget, func(conn *sql.Conn) error {
+		return conn.QueryRowContext(ctx, query).Scan(&h.Failures, &h.Succeeded, &h.Kept)
 	})
 	return h, !timedOut && err == nil, err
 }

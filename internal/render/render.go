@@ -144,23 +144,13 @@ var sqlFuncs = template.FuncMap{
 	// finished now and without a lease; wrapped in lines of at most 80
 	// bytes, the later ones indented by indent.
 	"archived": func(q *model.Queue, what, indent string) string {
-		var items []string
-		for _, c := range q.Archive.Columns {
-			switch {
-			case what == "columns":
-				items = append(items, c.Name)
-			case c.Name == "state":
-				items = append(items, "'succeeded'")
-			case c.Name == "finished_at":
-				items = append(items, "now()")
-			case c.Name == "locked_by", c.Name == "locked_until":
-				items = append(items, "NULL")
-			default:
-				items = append(items, "done."+c.Name)
-			}
-		}
-		return wrapList(items, indent, 80)
+		return archived(q, what, indent, "done.", "now()")
 	},
+	// archivedFrom is archived for an INSERT … SELECT from the queue's
+	// table under alias (with its dot), finished at now (MySQL's).
+	"archivedFrom": archived,
+	// goName is the Go name sqlc gives a snake_case SQL name.
+	"goName": gocode.Name,
 	// qualified is the claim order's terms with prefix before each column:
 	// "job.priority DESC, job.run_after, job.id".
 	"qualified": func(prefix string, order []string) string {
@@ -178,6 +168,30 @@ var sqlFuncs = template.FuncMap{
 		}
 		return strings.Join(out, ", ")
 	},
+}
+
+// archived lists the archive's columns (what "columns") or the value of
+// each (otherwise), read from the row under alias: the job's own, but
+// succeeded, finished at now and without a lease. Columns the database
+// computes are left out.
+func archived(q *model.Queue, what, indent, alias, now string) string {
+	var items []string
+	for _, c := range q.Archive.Columns {
+		switch {
+		case c.Generated:
+		case what == "columns":
+			items = append(items, c.Name)
+		case c.Name == "state":
+			items = append(items, "'succeeded'")
+		case c.Name == "finished_at":
+			items = append(items, now)
+		case c.Name == "locked_by", c.Name == "locked_until":
+			items = append(items, "NULL")
+		default:
+			items = append(items, alias+c.Name)
+		}
+	}
+	return wrapList(items, indent, 80)
 }
 
 // wrapList joins items with commas into lines of at most width bytes

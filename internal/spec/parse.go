@@ -592,7 +592,10 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 		} else if q.Retention.Succeeded < 24*time.Hour {
 			p.errorf(retentionNode, key+".retention.succeeded", "an archive drops whole days: retention.succeeded must be at least 1d (it is %s)", q.Retention.Succeeded)
 		}
-		if max := p.rules.MaxIdentifier; max > 0 && len(q.Table)+len(ArchiveSuffix)+ArchivePartitionSuffixLen > max {
+		if max := p.rules.MaxIdentifier; max > 0 && p.rules.PartitionsInside && len(q.Table)+len(ArchiveSuffix) > max {
+			p.errorf(onSuccessNode, key+".on_success", "the archive's name %s%s is longer than %d bytes; use a table name of at most %d bytes",
+				q.Table, ArchiveSuffix, max, max-len(ArchiveSuffix))
+		} else if max > 0 && !p.rules.PartitionsInside && len(q.Table)+len(ArchiveSuffix)+ArchivePartitionSuffixLen > max {
 			p.errorf(onSuccessNode, key+".on_success", "the archive's daily partitions are named %s%s_pYYYYMMDD, longer than %d bytes; use a table name of at most %d bytes",
 				q.Table, ArchiveSuffix, max, max-len(ArchiveSuffix)-ArchivePartitionSuffixLen)
 		}

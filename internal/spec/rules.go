@@ -40,6 +40,11 @@ type Rules struct {
 	DefaultedColumns map[string]string
 	// Settings is the engine's own section of the spec, or nil.
 	Settings *Settings
+	// PartitionsInside is true where a table's partitions are named within
+	// the table (MySQL's PARTITION p20060102), not as tables of their own
+	// (PostgreSQL's <archive>_pYYYYMMDD), so that only the archive's own
+	// name must fit MaxIdentifier.
+	PartitionsInside bool
 }
 
 // Settings is an engine's own section of the spec (e.g. sqlserver:), only

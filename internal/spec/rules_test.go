@@ -110,3 +110,34 @@ queues:
 		t.Errorf("sqlserver: online_index defaults to true: %v", err)
 	}
 }
+
+// TestArchiveNameLength: PostgreSQL's archive partitions are tables named
+// <table>_archive_pYYYYMMDD, so the table name leaves room for the suffix;
+// MySQL's are named inside the archive, so only <table>_archive must fit
+// its 64 bytes.
+func TestArchiveNameLength(t *testing.T) {
+	spec1 := func(table, engine string) []byte {
+		return []byte(`version: 1
+engine: ` + engine + `
+package: {name: jobs, dir: jobs}
+migrations: m
+queries: q
+queues:
+  - name: a
+    table: ` + table + `
+    on_success: archive
+    retention: {succeeded: 7d}
+    payload: {columns: {n: integer}}
+`)
+	}
+	t50, t57 := strings.Repeat("t", 50), strings.Repeat("t", 57)
+	if _, err := spec.Parse("q.yaml", spec1(t50, "mysql")); err != nil {
+		t.Errorf("mysql, a 50-byte table: %v", err)
+	}
+	if _, err := spec.Parse("q.yaml", spec1(t57, "mysql")); err == nil || !strings.Contains(err.Error(), "the archive's name "+t57+"_archive is longer than 64 bytes; use a table name of at most 56 bytes") {
+		t.Errorf("mysql, a 57-byte table: %v", err)
+	}
+	if _, err := spec.Parse("q.yaml", spec1(t50, "postgresql")); err == nil || !strings.Contains(err.Error(), "_archive_pYYYYMMDD, longer than 63 bytes") {
+		t.Errorf("postgresql, a 50-byte table: %v", err)
+	}
+}

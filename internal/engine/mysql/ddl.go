@@ -46,7 +46,13 @@ func (d ddl) CreateTable(t *catalog.Table) string {
 		items = append(items, fmt.Sprintf("CONSTRAINT %s CHECK (%s)", k.Name, k.Expr))
 	}
 	b.WriteString(engine.JoinItems(items))
-	b.WriteString("\n) " + tableOptions + ";")
+	b.WriteString("\n) " + tableOptions)
+	if t.PartitionBy != "" {
+		// A partitioned table (an archive) starts with its last partition
+		// alone; the queue's Purge splits it into daily ones.
+		fmt.Fprintf(&b, "\nPARTITION BY %s (\n    PARTITION %s VALUES LESS THAN (MAXVALUE)\n)", t.PartitionBy, ArchivePartition)
+	}
+	b.WriteString(";")
 	return engine.GooseGuard(b.String(), engine.Defaults(t.Columns)...)
 }
 

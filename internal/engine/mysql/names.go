@@ -10,5 +10,5 @@ import "github.com/queuegen/queuegen/internal/spec"
 // serve; PostgreSQL's keywords, its pg_ prefix and its system columns are
 // plain names here.
 func init() {
-	spec.RegisterRules(Name, spec.Rules{Title: "MySQL", MaxIdentifier: MaxIdentifier})
+	spec.RegisterRules(Name, spec.Rules{Title: "MySQL", MaxIdentifier: MaxIdentifier, PartitionsInside: true})
 }

@@ -9,7 +9,7 @@ import (
 
 // sqlc's MySQL engine (TiDB's parser and sqlc's own catalog of MySQL
 // functions) knows queuegen's MySQL in all but two points, which the
-// engine adapts for it (engine.SqlcAdapter), and one it is told
+// engine adapts for it (engine.SqlcAdapter), and two it is told
 // differently on purpose:
 //
 //   - Its catalog has UTC_TIMESTAMP only without the precision argument,
@@ -18,6 +18,11 @@ import (
 //   - Its parser takes few expression defaults (not the UTC clock), and
 //     sqlc needs no defaults to type the queries: it reads the schema
 //     without them.
+//   - An archive's finished_at, NOT NULL as it is in the archive's
+//     primary key, it is told is nullable, as in the queue's table, and
+//     it is told nothing of the partitions: the archive's row type is
+//     then the queue's, field for field, and Get converts one to the
+//     other.
 //   - The exact reads of real columns (ExactExpr: "c * 1e0 AS exact_c")
 //     sqlc would type as an integer; it is given the column itself
 //     ("c AS exact_c"), which it types as the column (float32, a pointer
@@ -44,6 +49,14 @@ func (Engine) SqlcSchema(c *catalog.Catalog) *catalog.Catalog {
 	for i, q := range c.Queues {
 		cp := *q
 		cp.Table = strip(q.Table)
+		if cp.Archive = strip(q.Archive); cp.Archive != nil {
+			cp.Archive.PartitionBy = ""
+			for _, col := range cp.Archive.Columns {
+				if col.Name == "finished_at" {
+					col.NotNull = false
+				}
+			}
+		}
 		out.Queues[i] = &cp
 	}
 	return &out

@@ -3,6 +3,7 @@ package mysql
 import (
 	"github.com/queuegen/queuegen/internal/catalog"
 	"github.com/queuegen/queuegen/internal/engine"
+	"github.com/queuegen/queuegen/internal/spec"
 )
 
 // Names of queuegen's own tables.
@@ -104,7 +105,7 @@ func bookkeeping() []*catalog.Column {
 // NULLs, so a unique index on this generated column holds one unfinished
 // job per key and lets finished jobs keep theirs.
 var uniqueActive = &catalog.Column{
-	Name: "unique_active", Type: "VARCHAR(255) AS (CASE WHEN state IN ('available', 'running') THEN unique_key END) STORED",
+	Name: "unique_active", Type: "VARCHAR(255) AS (CASE WHEN state IN ('available', 'running') THEN unique_key END) STORED", Generated: true,
 	Comment: "unique_key while unfinished; the unique index is on this",
 }
 
@@ -161,4 +162,52 @@ func (Engine) Relations(t *catalog.Table) []string {
 // Limits: 64 characters a name; InnoDB's 1017 columns a table.
 func (Engine) Limits() engine.Limits {
 	return engine.Limits{MaxIdentifier: MaxIdentifier, MaxColumns: 1017}
+}
+
+// ArchivePartition is the archive's last partition, which takes every row
+// at or past the last daily partition's end (MAXVALUE): the completions of
+// days that have no partition yet. The queue's Purge splits it (REORGANIZE
+// PARTITION) to make the coming days' partitions while it is still empty.
+const ArchivePartition = "pmax"
+
+// ArchiveTable is the archive of a queue declared with on_success:
+// archive, the table its completed jobs move to: every column of the
+// queue's table, in its order (the generated Get reads an archived job
+// into the queue's row type), id a plain BIGINT (the queue's
+// AUTO_INCREMENT numbers the jobs), partitioned by RANGE COLUMNS of
+// finished_at, one partition a UTC day, so that retention drops whole
+// days (ALTER TABLE … DROP PARTITION) and leaves no purged rows behind.
+// MySQL's partitioning asks that every unique key hold the partitioning
+// column, and a partitioned table has no foreign keys: the primary key is
+// (id, finished_at), finished_at NOT NULL (a completed job always has
+// it), and there is no other key. Get probes the primary key by its
+// leading id, once a partition. The generated unique_active column is
+// kept, computed as in the queue (always NULL here, as every row is
+// succeeded), so that the two tables keep the same columns as the spec
+// evolves.
+func (Engine) ArchiveTable(queue, _ *catalog.Table) *catalog.Table {
+	name := queue.Name + spec.ArchiveSuffix
+	t := &catalog.Table{
+		Name: name,
+		Comment: engine.Comment("Archive of queue table " + queue.Name + ": its completed jobs, moved here in state " +
+			"succeeded by the transaction that completes them (an INSERT … SELECT … FOR UPDATE, then the DELETE). " +
+			"Partitioned by day of finished_at (RANGE COLUMNS); the queue's Purge makes the coming days' " +
+			"partitions by splitting the last one, " + ArchivePartition + ", while it is empty, and drops those " +
+			"past retention whole, so retention leaves no purged rows."),
+		PartitionBy: "RANGE COLUMNS (finished_at)",
+		Indexes: []*catalog.Index{{Name: "PRIMARY", Primary: true, Columns: []string{"id", "finished_at"},
+			Comment: "Finds an archived job by id (Get): one probe a partition. finished_at is in the key because " +
+				"MySQL asks every unique key of a partitioned table to hold the partitioning column."}},
+	}
+	for _, c := range queue.Columns {
+		cc := *c
+		switch cc.Name {
+		case "id":
+			cc.Type, cc.Comment = "BIGINT", "the job's id in "+queue.Name
+		case "finished_at":
+			cc.NotNull, cc.Comment = true, "when it succeeded; partitions by day, retention counts from here"
+		}
+		t.Columns = append(t.Columns, &cc)
+	}
+	return t
 }

@@ -554,6 +554,149 @@ CREATE INDEX txtask_queue_claim_idx ON txtask_queue (priority DESC, run_after, i
 CREATE INDEX txtask_queue_finished_idx ON txtask_queue (finished_at)
     WHERE state IN ('succeeded', 'dead');
 
+-- Queue archtask: one row per job; lease mode: a claim is committed at once
+-- and holds the job until its lease expires.
+CREATE TABLE archtask_queue (
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
+    CONSTRAINT archtask_queue_pkey PRIMARY KEY (id),
+    CONSTRAINT archtask_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX archtask_queue_claim_idx ON archtask_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
+CREATE INDEX archtask_queue_lease_idx ON archtask_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX archtask_queue_finished_idx ON archtask_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+-- Archive of queue table archtask_queue: its completed jobs, moved here in
+-- state succeeded by the statement that completes them. Partitioned by day of
+-- finished_at; the queue's Purge makes the coming days' partitions and drops
+-- those past retention whole, so retention leaves no dead rows; days without
+-- a partition of their own land in archtask_queue_archive_default.
+CREATE TABLE archtask_queue_archive (
+    id           bigint      NOT NULL,                     -- the job's id in archtask_queue
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    payload      jsonb       NOT NULL                      -- the payload, encoded as JSON
+) PARTITION BY RANGE (finished_at);
+
+-- Finds an archived job by id (Get): one probe per partition.
+CREATE INDEX archtask_queue_archive_id_idx ON archtask_queue_archive (id);
+
+-- Queue txarchtask: one row per job; transaction mode: a claim holds the job
+-- by row lock until the caller's transaction ends.
+CREATE TABLE txarchtask_queue (
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    payload      jsonb       NOT NULL,                     -- the payload, encoded as JSON
+    CONSTRAINT txarchtask_queue_pkey PRIMARY KEY (id),
+    CONSTRAINT txarchtask_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX txarchtask_queue_claim_idx ON txarchtask_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX txarchtask_queue_finished_idx ON txarchtask_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
+-- Archive of queue table txarchtask_queue: its completed jobs, moved here in
+-- state succeeded by the statement that completes them. Partitioned by day of
+-- finished_at; the queue's Purge makes the coming days' partitions and drops
+-- those past retention whole, so retention leaves no dead rows; days without
+-- a partition of their own land in txarchtask_queue_archive_default.
+CREATE TABLE txarchtask_queue_archive (
+    id           bigint      NOT NULL,                     -- the job's id in txarchtask_queue
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    payload      jsonb       NOT NULL                      -- the payload, encoded as JSON
+) PARTITION BY RANGE (finished_at);
+
+-- Finds an archived job by id (Get): one probe per partition.
+CREATE INDEX txarchtask_queue_archive_id_idx ON txarchtask_queue_archive (id);
+
 -- Queue archived: one row per job; lease mode: a claim is committed at once
 -- and holds the job until its lease expires.
 -- The bookkeeping columns come from base_queue; the columns below are the

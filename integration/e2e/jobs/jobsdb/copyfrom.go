@@ -85,6 +85,79 @@ func (q *Queries) PushManyArchivedAt(ctx context.Context, arg []PushManyArchived
 	return q.db.CopyFrom(ctx, []string{"archived_queue"}, []string{"tenant_id", "name", "priority", "max_attempts", "run_after"}, &iteratorForPushManyArchivedAt{rows: arg})
 }
 
+// iteratorForPushManyArchtask implements pgx.CopyFromSource.
+type iteratorForPushManyArchtask struct {
+	rows                 []PushManyArchtaskParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyArchtask) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyArchtask) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Payload,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyArchtask) Err() error {
+	return nil
+}
+
+// PushManyArchtask inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyArchtask(ctx context.Context, arg []PushManyArchtaskParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"archtask_queue"}, []string{"payload", "priority", "max_attempts"}, &iteratorForPushManyArchtask{rows: arg})
+}
+
+// iteratorForPushManyArchtaskAt implements pgx.CopyFromSource.
+type iteratorForPushManyArchtaskAt struct {
+	rows                 []PushManyArchtaskAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyArchtaskAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyArchtaskAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Payload,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyArchtaskAt) Err() error {
+	return nil
+}
+
+// PushManyArchtaskAt is PushManyArchtask with run_after given by the caller.
+func (q *Queries) PushManyArchtaskAt(ctx context.Context, arg []PushManyArchtaskAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"archtask_queue"}, []string{"payload", "priority", "max_attempts", "run_after"}, &iteratorForPushManyArchtaskAt{rows: arg})
+}
+
 // iteratorForPushManyBacklogged implements pgx.CopyFromSource.
 type iteratorForPushManyBacklogged struct {
 	rows                 []PushManyBackloggedParams
@@ -1215,6 +1288,80 @@ func (r iteratorForPushManyTxarchivedAt) Err() error {
 // caller.
 func (q *Queries) PushManyTxarchivedAt(ctx context.Context, arg []PushManyTxarchivedAtParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"txarchived_queue"}, []string{"name", "priority", "max_attempts", "run_after"}, &iteratorForPushManyTxarchivedAt{rows: arg})
+}
+
+// iteratorForPushManyTxarchtask implements pgx.CopyFromSource.
+type iteratorForPushManyTxarchtask struct {
+	rows                 []PushManyTxarchtaskParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyTxarchtask) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyTxarchtask) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Payload,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyTxarchtask) Err() error {
+	return nil
+}
+
+// PushManyTxarchtask inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyTxarchtask(ctx context.Context, arg []PushManyTxarchtaskParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"txarchtask_queue"}, []string{"payload", "priority", "max_attempts"}, &iteratorForPushManyTxarchtask{rows: arg})
+}
+
+// iteratorForPushManyTxarchtaskAt implements pgx.CopyFromSource.
+type iteratorForPushManyTxarchtaskAt struct {
+	rows                 []PushManyTxarchtaskAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyTxarchtaskAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyTxarchtaskAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Payload,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyTxarchtaskAt) Err() error {
+	return nil
+}
+
+// PushManyTxarchtaskAt is PushManyTxarchtask with run_after given by the
+// caller.
+func (q *Queries) PushManyTxarchtaskAt(ctx context.Context, arg []PushManyTxarchtaskAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"txarchtask_queue"}, []string{"payload", "priority", "max_attempts", "run_after"}, &iteratorForPushManyTxarchtaskAt{rows: arg})
 }
 
 // iteratorForPushManyTxfair implements pgx.CopyFromSource.

@@ -50,6 +50,42 @@ type ArchivedRow struct {
 	Name        string
 }
 
+type ArchtaskArchiveRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	Failures    json.RawMessage
+	UniqueKey   *string
+	Payload     json.RawMessage
+}
+
+type ArchtaskRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	Failures    json.RawMessage
+	UniqueKey   *string
+	Payload     json.RawMessage
+}
+
 type BackloggedQueueBacklog struct {
 	ID          int64
 	State       string
@@ -433,6 +469,42 @@ type TxarchivedRow struct {
 	Failures    json.RawMessage
 	UniqueKey   *string
 	Name        string
+}
+
+type TxarchtaskArchiveRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	Failures    json.RawMessage
+	UniqueKey   *string
+	Payload     json.RawMessage
+}
+
+type TxarchtaskRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	Failures    json.RawMessage
+	UniqueKey   *string
+	Payload     json.RawMessage
 }
 
 type TxfairRow struct {

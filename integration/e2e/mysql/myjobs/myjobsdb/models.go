@@ -12,6 +12,94 @@ import (
 	"time"
 )
 
+type ArchtaskQueueArchiveState string
+
+const (
+	ArchtaskQueueArchiveStateAvailable ArchtaskQueueArchiveState = "available"
+	ArchtaskQueueArchiveStateRunning   ArchtaskQueueArchiveState = "running"
+	ArchtaskQueueArchiveStateSucceeded ArchtaskQueueArchiveState = "succeeded"
+	ArchtaskQueueArchiveStateDead      ArchtaskQueueArchiveState = "dead"
+)
+
+func (e *ArchtaskQueueArchiveState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = ArchtaskQueueArchiveState(s)
+	case string:
+		*e = ArchtaskQueueArchiveState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for ArchtaskQueueArchiveState: %T", src)
+	}
+	return nil
+}
+
+type NullArchtaskQueueArchiveState struct {
+	ArchtaskQueueArchiveState ArchtaskQueueArchiveState
+	Valid                     bool // Valid is true if ArchtaskQueueArchiveState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullArchtaskQueueArchiveState) Scan(value interface{}) error {
+	if value == nil {
+		ns.ArchtaskQueueArchiveState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.ArchtaskQueueArchiveState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullArchtaskQueueArchiveState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.ArchtaskQueueArchiveState), nil
+}
+
+type ArchtaskQueueState string
+
+const (
+	ArchtaskQueueStateAvailable ArchtaskQueueState = "available"
+	ArchtaskQueueStateRunning   ArchtaskQueueState = "running"
+	ArchtaskQueueStateSucceeded ArchtaskQueueState = "succeeded"
+	ArchtaskQueueStateDead      ArchtaskQueueState = "dead"
+)
+
+func (e *ArchtaskQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = ArchtaskQueueState(s)
+	case string:
+		*e = ArchtaskQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for ArchtaskQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullArchtaskQueueState struct {
+	ArchtaskQueueState ArchtaskQueueState
+	Valid              bool // Valid is true if ArchtaskQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullArchtaskQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.ArchtaskQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.ArchtaskQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullArchtaskQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.ArchtaskQueueState), nil
+}
+
 type CappedQueueState string
 
 const (
@@ -494,6 +582,94 @@ func (ns NullThrottledQueueState) Value() (driver.Value, error) {
 	return string(ns.ThrottledQueueState), nil
 }
 
+type TxarchtaskQueueArchiveState string
+
+const (
+	TxarchtaskQueueArchiveStateAvailable TxarchtaskQueueArchiveState = "available"
+	TxarchtaskQueueArchiveStateRunning   TxarchtaskQueueArchiveState = "running"
+	TxarchtaskQueueArchiveStateSucceeded TxarchtaskQueueArchiveState = "succeeded"
+	TxarchtaskQueueArchiveStateDead      TxarchtaskQueueArchiveState = "dead"
+)
+
+func (e *TxarchtaskQueueArchiveState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = TxarchtaskQueueArchiveState(s)
+	case string:
+		*e = TxarchtaskQueueArchiveState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for TxarchtaskQueueArchiveState: %T", src)
+	}
+	return nil
+}
+
+type NullTxarchtaskQueueArchiveState struct {
+	TxarchtaskQueueArchiveState TxarchtaskQueueArchiveState
+	Valid                       bool // Valid is true if TxarchtaskQueueArchiveState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullTxarchtaskQueueArchiveState) Scan(value interface{}) error {
+	if value == nil {
+		ns.TxarchtaskQueueArchiveState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.TxarchtaskQueueArchiveState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullTxarchtaskQueueArchiveState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.TxarchtaskQueueArchiveState), nil
+}
+
+type TxarchtaskQueueState string
+
+const (
+	TxarchtaskQueueStateAvailable TxarchtaskQueueState = "available"
+	TxarchtaskQueueStateRunning   TxarchtaskQueueState = "running"
+	TxarchtaskQueueStateSucceeded TxarchtaskQueueState = "succeeded"
+	TxarchtaskQueueStateDead      TxarchtaskQueueState = "dead"
+)
+
+func (e *TxarchtaskQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = TxarchtaskQueueState(s)
+	case string:
+		*e = TxarchtaskQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for TxarchtaskQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullTxarchtaskQueueState struct {
+	TxarchtaskQueueState TxarchtaskQueueState
+	Valid                bool // Valid is true if TxarchtaskQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullTxarchtaskQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.TxarchtaskQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.TxarchtaskQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullTxarchtaskQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.TxarchtaskQueueState), nil
+}
+
 type TxfairQueueState string
 
 const (
@@ -624,6 +800,42 @@ func (ns NullTypedQueueState) Value() (driver.Value, error) {
 		return nil, nil
 	}
 	return string(ns.TypedQueueState), nil
+}
+
+type ArchtaskArchiveRow struct {
+	ID          int64
+	State       ArchtaskQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	Payload     json.RawMessage
+}
+
+type ArchtaskRow struct {
+	ID          int64
+	State       ArchtaskQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	Payload     json.RawMessage
 }
 
 type CappedRow struct {
@@ -861,6 +1073,42 @@ type ThrottledRow struct {
 	UniqueKey   *string
 	Tenant      string
 	N           int32
+}
+
+type TxarchtaskArchiveRow struct {
+	ID          int64
+	State       TxarchtaskQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	Payload     json.RawMessage
+}
+
+type TxarchtaskRow struct {
+	ID          int64
+	State       TxarchtaskQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	Payload     json.RawMessage
 }
 
 type TxfairRow struct {
