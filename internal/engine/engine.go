@@ -135,6 +135,27 @@ type BacklogMover interface {
 	MoveBacklog(backlog, queue string, columns []string) string
 }
 
+// BacklogDropper is a BacklogMover whose MoveBacklog also drops the
+// backlog: it first takes the table out of pushes' reach (a rename, where
+// the engine cannot lock a table inside a migration's transaction) and
+// drops it once empty, so no DROP TABLE follows it.
+type BacklogDropper interface {
+	BacklogMover
+	// DropsBacklog marks the engine's MoveBacklog as dropping the backlog.
+	DropsBacklog()
+}
+
+// BacklogNumberer is a DDL whose backlog numbers the jobs pushed to it
+// with a counter of its own (AUTO_INCREMENT), apart from its queue
+// table's: a backlog made for a queue that already has jobs must start
+// above every id the queue table has given, and the queue table must
+// number above the backlog's when the backlog goes.
+type BacklogNumberer interface {
+	// NumberAfter raises table to's next id above every id table from
+	// holds or has given.
+	NumberAfter(from, to string) string
+}
+
 // Partitioner is a DDL that writes the default partition of a table with
 // PartitionBy.
 type Partitioner interface {

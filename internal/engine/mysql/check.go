@@ -35,7 +35,6 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 		}
 		errs = append(errs, checkFairBy(s, key, q)...)
 		errs = append(errs, engine.RateRefused(s, key, q)...)
-		errs = append(errs, engine.BacklogRefused(s, key, q)...)
 		errs = append(errs, engine.ArchiveRefused(s, key, q)...)
 		if q.Notify {
 			errs = append(errs, s.ErrorAt(key+".notify", "MySQL has no LISTEN/NOTIFY: workers poll (queue.PollInterval), and a push made through the same process wakes its workers at once; remove notify"))

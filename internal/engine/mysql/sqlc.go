@@ -44,6 +44,7 @@ func (Engine) SqlcSchema(c *catalog.Catalog) *catalog.Catalog {
 	for i, q := range c.Queues {
 		cp := *q
 		cp.Table = strip(q.Table)
+		cp.Backlog = strip(q.Backlog)
 		out.Queues[i] = &cp
 	}
 	return &out
