@@ -514,7 +514,7 @@ func (q *ChargeQueue) Schedule(ctx context.Context) (int64, error) {
 
 // schedule is one step, in one transaction: lock, count the room, pick
 // the jobs (locked), copy them to the queue table and delete them from the
-// backlog. A copy and a delete of other than the jobs picked roll the
+// backlog. A copy or a delete of other than the jobs picked rolls the
 // step back.
 func (q *ChargeQueue) schedule(ctx context.Context, now *time.Time) (int64, error) {
 	var moved int64
@@ -528,23 +528,33 @@ func (q *ChargeQueue) schedule(ctx context.Context, now *time.Time) (int64, erro
 		if err != nil || ready >= 200 {
 			return err
 		}
-		room := 200 - ready
-		ids, err := qt.SchedulePickCharge(ctx, jobsdb.SchedulePickChargeParams{Now: now, Max: room, Limit: int32(room)})
-		if err != nil || len(ids) == 0 {
-			return err
+		// The pick's walk recurses once per job a value takes beyond its
+		// first, and MySQL 8 stops a recursive CTE at 1,000 by default
+		// (cte_max_recursion_depth): a room larger than that is filled by
+		// picks of at most 1,000, each moving its jobs before the next, so
+		// the next takes each value's share of what is left.
+		for room := 200 - ready; moved < room; {
+			want := min(room-moved, 1000)
+			ids, err := qt.SchedulePickCharge(ctx, jobsdb.SchedulePickChargeParams{Now: now, Max: want, Limit: int32(want)})
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			copied, err := qt.ScheduleMoveCharge(ctx, ids)
+			if err != nil {
+				return err
+			}
+			deleted, err := qt.ScheduleDeleteCharge(ctx, ids)
+			if err != nil {
+				return err
+			}
+			if copied != int64(len(ids)) || deleted != int64(len(ids)) {
+				return fmt.Errorf("queue charge: a scheduler step copied %d and deleted %d of the %d jobs it locked; rolled back", copied, deleted, len(ids))
+			}
+			moved += copied
+			if int64(len(ids)) < want {
+				return nil
+			}
 		}
-		copied, err := qt.ScheduleMoveCharge(ctx, ids)
-		if err != nil {
-			return err
-		}
-		deleted, err := qt.ScheduleDeleteCharge(ctx, ids)
-		if err != nil {
-			return err
-		}
-		if copied != int64(len(ids)) || deleted != int64(len(ids)) {
-			return fmt.Errorf("queue charge: a scheduler step copied %d and deleted %d of the %d jobs it locked; rolled back", copied, deleted, len(ids))
-		}
-		moved = copied
 		return nil
 	})
 	return moved, err
