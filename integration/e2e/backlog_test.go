@@ -102,11 +102,15 @@ func eachBacklogEngine(t *testing.T, test func(t *testing.T, q *backlogQueue)) {
 			switch name {
 			case dburl.PostgreSQL:
 				q = backlogOf(e, jobs.NewBackloggedQueue(poolFor(t, e.db.Address)),
-					func(tenant string, n int32) jobs.BackloggedPayload { return jobs.BackloggedPayload{Tenant: tenant, N: n} },
+					func(tenant string, n int32) jobs.BackloggedPayload {
+						return jobs.BackloggedPayload{Tenant: tenant, N: n}
+					},
 					func(p jobs.BackloggedPayload) (string, int32) { return p.Tenant, p.N })
 			case dburl.MySQL:
 				q = backlogOf(e, myjobs.NewBackloggedQueue(e.db.SQL),
-					func(tenant string, n int32) myjobs.BackloggedPayload { return myjobs.BackloggedPayload{Tenant: tenant, N: n} },
+					func(tenant string, n int32) myjobs.BackloggedPayload {
+						return myjobs.BackloggedPayload{Tenant: tenant, N: n}
+					},
 					func(p myjobs.BackloggedPayload) (string, int32) { return p.Tenant, p.N })
 			default:
 				t.Fatalf("%s has no backlog queue in the e2e suite", name)
