@@ -253,7 +253,7 @@ func (d ddl) MoveBacklog(backlog, queue string, columns []string) string {
 	list := func(indent string) string {
 		return strings.Join(engine.Wrap(indent, strings.Join(columns, ", "), 80), "\n")
 	}
-	return fmt.Sprintf("%s\n\nRENAME TABLE %s TO %s;\nINSERT INTO %s (\n%s\n)\nSELECT\n%s\nFROM %s;\nDROP TABLE %s;",
+	return fmt.Sprintf("%s\n\n-- Out of pushes' reach (a push of the code before this migration now fails),\n-- then every job to the queue table, ids and all.\nRENAME TABLE %s TO %s;\nINSERT INTO %s (\n%s\n)\nSELECT\n%s\nFROM %s;\nDROP TABLE %s;",
 		d.NumberAfter(backlog, queue), backlog, moving, queue, list("    "), list("    "), moving, moving)
 }
 
@@ -268,10 +268,16 @@ func (ddl) DropsBacklog() {}
 // above them, so that a job keeps one id in either table.
 func (ddl) NumberAfter(from, to string) string {
 	counter := func(t string) string {
-		return fmt.Sprintf("(SELECT COALESCE(MAX(AUTO_INCREMENT), 1) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s)", quote(t))
+		return fmt.Sprintf("(SELECT COALESCE(MAX(AUTO_INCREMENT), 1) FROM information_schema.TABLES\n                     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s)", quote(t))
 	}
-	return fmt.Sprintf(`-- Number %s's jobs above every id %s holds or has given: a job keeps one id in either table.
-SET @queuegen_next_id = (SELECT GREATEST(COALESCE(MAX(id), 0) + 1, %s, %s) FROM %s);
+	return fmt.Sprintf(`-- Number %s's jobs above every id %s holds or has
+-- given (and above its own counter), so that a job keeps one id in either
+-- table; ALTER TABLE takes only a constant, so it is prepared from the value.
+SET @queuegen_next_id = (
+    SELECT GREATEST(COALESCE(MAX(id), 0) + 1,
+                    %s,
+                    %s)
+    FROM %s);
 SET @queuegen_alter = CONCAT('ALTER TABLE %s AUTO_INCREMENT = ', @queuegen_next_id);
 PREPARE queuegen_alter FROM @queuegen_alter;
 EXECUTE queuegen_alter;
