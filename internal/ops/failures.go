@@ -142,7 +142,7 @@ func (p *pgBackend) lastHour(ctx context.Context, q Queue, budget time.Duration)
 // with six digits (see the queries' failure part), so they compare as
 // text; MySQL keeps no archive.
 func (m *myBackend) lastHour(ctx context.Context, q Queue, budget time.Duration) (h Hour, known bool, err error) {
-	t, err := m.table(q)
+	t, err := m.from(ctx, q, "job")
 	if err != nil {
 		return h, false, err
 	}
@@ -154,7 +154,7 @@ func (m *myBackend) lastHour(ctx context.Context, q Queue, budget time.Duration)
               WHERE f.at > `+since+`) END), 0),
     COUNT(CASE WHEN state = 'succeeded' AND finished_at > UTC_TIMESTAMP(6) - INTERVAL 1 HOUR THEN 1 END),
     COALESCE(MAX(state = 'succeeded'), FALSE)
-FROM `+t+` AS job`).Scan(&h.Failures, &h.Succeeded, &h.Kept)
+FROM `+t).Scan(&h.Failures, &h.Succeeded, &h.Kept)
 	})
 	return h, !timedOut && err == nil, err
 }
