@@ -30,6 +30,8 @@ const (
 	ChargeMaxAttempts = 25
 	// ChargeLease is how long a claim holds a job.
 	ChargeLease = 5 * time.Minute
+	// ChargeRetainDead is how long dead jobs are kept.
+	ChargeRetainDead = 168 * time.Hour
 )
 
 // ChargeBackoff is the retry delay of queue charge after a failed attempt.
@@ -316,6 +318,24 @@ func (q *ChargeQueue) Reap(ctx context.Context, max int) (int64, error) {
 			return 0, err
 		}
 		return qt.ReapCharge(ctx, ids)
+	})
+}
+
+// Purge deletes up to max finished jobs past the queue's retention and
+// returns how many; a Maintainer calls it in batches.
+func (q *ChargeQueue) Purge(ctx context.Context, max int) (int64, error) {
+	return q.maintain(ctx, func(qt *jobsdb.Queries) (int64, error) {
+		arg := jobsdb.PurgeChargeParams{
+			DeadRetentionUs: ChargeRetainDead.Microseconds(),
+			Limit:           int32(max),
+		}
+		n, err := qt.PurgeCharge(ctx, arg)
+		if err != nil || n >= int64(max) {
+			return n, err
+		}
+		arg.Limit -= int32(n)
+		waiting, err := qt.PurgeWaitingCharge(ctx, jobsdb.PurgeWaitingChargeParams(arg))
+		return n + waiting, err
 	})
 }
 

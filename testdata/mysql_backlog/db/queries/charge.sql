@@ -290,6 +290,16 @@ SET failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJ
     locked_until = NULL
 WHERE id IN (sqlc.slice(ids));
 
+-- name: PurgeCharge :execrows
+-- PurgeCharge deletes up to @limit finished jobs past their retention, oldest
+-- first through the finished_at index. The batch is bounded and runs under
+-- the maintenance lock (LockMaintenanceCharge); finished jobs are locked by
+-- nobody else, so it waits on no worker.
+DELETE FROM charge_queue
+WHERE (state = 'dead' AND finished_at < UTC_TIMESTAMP(6) - INTERVAL sqlc.arg(dead_retention_us) MICROSECOND)
+ORDER BY finished_at
+LIMIT ?;
+
 -- name: BeatNodeCharge :exec
 -- BeatNodeCharge records worker node @node of queue charge, or refreshes its
 -- row: what it runs, where, and a heartbeat_at from the database's clock
@@ -379,6 +389,16 @@ WHERE id = sqlc.arg(id);
 -- the two reads is found by the second. A plain read that locks nothing.
 SELECT * FROM charge_queue_backlog
 WHERE id = sqlc.arg(id);
+
+-- name: PurgeWaitingCharge :execrows
+-- PurgeWaitingCharge is PurgeCharge for the backlog, whose finished jobs are
+-- those cancelled while they waited: it deletes up to @limit of them past
+-- their retention, oldest first through the backlog's finished_at index, in
+-- PurgeCharge's batch, under the maintenance lock.
+DELETE FROM charge_queue_backlog
+WHERE (state = 'dead' AND finished_at < UTC_TIMESTAMP(6) - INTERVAL sqlc.arg(dead_retention_us) MICROSECOND)
+ORDER BY finished_at
+LIMIT ?;
 
 -- name: LockScheduleCharge :one
 -- LockScheduleCharge is the first statement of a scheduler step's transaction

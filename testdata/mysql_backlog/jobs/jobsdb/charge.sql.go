@@ -871,6 +871,54 @@ func (q *Queries) PausedCharge(ctx context.Context) (bool, error) {
 	return paused, err
 }
 
+const PurgeCharge = `-- name: PurgeCharge :execrows
+DELETE FROM charge_queue
+WHERE (state = 'dead' AND finished_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)
+ORDER BY finished_at
+LIMIT ?
+`
+
+type PurgeChargeParams struct {
+	DeadRetentionUs interface{}
+	Limit           int32
+}
+
+// PurgeCharge deletes up to @limit finished jobs past their retention, oldest
+// first through the finished_at index. The batch is bounded and runs under
+// the maintenance lock (LockMaintenanceCharge); finished jobs are locked by
+// nobody else, so it waits on no worker.
+func (q *Queries) PurgeCharge(ctx context.Context, arg PurgeChargeParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, PurgeCharge, arg.DeadRetentionUs, arg.Limit)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const PurgeWaitingCharge = `-- name: PurgeWaitingCharge :execrows
+DELETE FROM charge_queue_backlog
+WHERE (state = 'dead' AND finished_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)
+ORDER BY finished_at
+LIMIT ?
+`
+
+type PurgeWaitingChargeParams struct {
+	DeadRetentionUs interface{}
+	Limit           int32
+}
+
+// PurgeWaitingCharge is PurgeCharge for the backlog, whose finished jobs are
+// those cancelled while they waited: it deletes up to @limit of them past
+// their retention, oldest first through the backlog's finished_at index, in
+// PurgeCharge's batch, under the maintenance lock.
+func (q *Queries) PurgeWaitingCharge(ctx context.Context, arg PurgeWaitingChargeParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, PurgeWaitingCharge, arg.DeadRetentionUs, arg.Limit)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const PushCharge = `-- name: PushCharge :execresult
 
 INSERT INTO charge_queue_backlog (
