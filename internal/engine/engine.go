@@ -114,8 +114,12 @@ type RateLogger interface {
 type Backlogger interface {
 	// BacklogTable is the backlog of queue table queue (as QueueTable made
 	// it for q, with q.Backlog set): a table with every column of the
-	// queue's rows, whose rows its parent's reads see too, with the
-	// indexes its reads and the scheduler step need.
+	// queue's rows, with the indexes its reads and the scheduler step
+	// need. Where the engine has inheritance it inherits from queue, whose
+	// reads then see its rows too (claims read ONLY the queue table);
+	// otherwise it is a table of its own, which the queue's reads of its
+	// jobs (Get, Depth, the operations) read beside the queue table, and
+	// whose id numbers the queue's jobs (see BacklogNumberer).
 	BacklogTable(q QueueTable, queue *catalog.Table) *catalog.Table
 }
 
@@ -445,7 +449,7 @@ func BacklogRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
 	if !q.Backlog.Set() {
 		return nil
 	}
-	return spec.Errors{s.ErrorAt(key+".backlog", "backlog (a backlog table moved to the queue table by a scheduler step) is built for PostgreSQL only so far; remove it")}
+	return spec.Errors{s.ErrorAt(key+".backlog", "backlog (a backlog table moved to the queue table by a scheduler step) is built for PostgreSQL and MySQL only so far; remove it")}
 }
 
 // ArchiveRefused refuses on_success: archive, for an engine whose archive
