@@ -77,7 +77,11 @@ func backlogOf[P any](e *engine, q backlogAccessor[P], build func(tenant string,
 		depth:    q.Depth,
 		schedule: q.Schedule,
 		claim: func(ctx context.Context, node string, max int) ([]fairJob, func() error, error) {
-			got, err := q.Claim(ctx, node, max)
+			// A lease of a minute, not the queue's 2 s: the suite is about
+			// steps and claims, and a loaded run (-race, every suite at
+			// once) may take longer than 2 s to complete a claim, whose
+			// jobs would then be claimed again, rightly.
+			got, err := q.Claim(ctx, node, max, queue.LeaseFor(time.Minute))
 			return fairJobs(got, key), func() error {
 				n, err := q.CompleteMany(ctx, got)
 				if err == nil && n != int64(len(got)) {

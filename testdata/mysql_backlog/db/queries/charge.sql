@@ -355,6 +355,8 @@ WHERE name = 'charge';
 -- name: DepthCharge :one
 -- DepthCharge counts the jobs due now, for monitoring; it reads the claim
 -- index and locks nothing.
+-- With a backlog, the jobs due in both tables: the backlog's are read
+-- through its fair index (state leads it).
 SELECT COUNT(*) FROM (
     SELECT id FROM charge_queue
     WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
@@ -367,6 +369,7 @@ SELECT COUNT(*) FROM (
 -- DepthAtMostCharge counts what DepthCharge counts, up to the limit: it reads
 -- at most that many entries of the claim index, so its cost does not grow
 -- with the backlog. It locks nothing.
+-- With a backlog, the queue table's due jobs, then the backlog's.
 SELECT COUNT(*) FROM (
     SELECT id FROM charge_queue
     WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)

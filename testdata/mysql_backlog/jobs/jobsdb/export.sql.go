@@ -259,6 +259,7 @@ SELECT COUNT(*) FROM (
 // DepthAtMostExport counts what DepthExport counts, up to the limit: it reads
 // at most that many entries of the claim index, so its cost does not grow
 // with the backlog. It locks nothing.
+// With a backlog, the queue table's due jobs, then the backlog's.
 func (q *Queries) DepthAtMostExport(ctx context.Context, limit int32) (int64, error) {
 	row := q.db.QueryRowContext(ctx, DepthAtMostExport, limit)
 	var count int64
@@ -278,6 +279,8 @@ SELECT COUNT(*) FROM (
 
 // DepthExport counts the jobs due now, for monitoring; it reads the claim
 // index and locks nothing.
+// With a backlog, the jobs due in both tables: the backlog's are read
+// through its fair index (state leads it).
 func (q *Queries) DepthExport(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, DepthExport)
 	var count int64

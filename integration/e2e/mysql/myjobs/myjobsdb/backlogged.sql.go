@@ -260,6 +260,7 @@ SELECT COUNT(*) FROM (
 // DepthAtMostBacklogged counts what DepthBacklogged counts, up to the limit:
 // it reads at most that many entries of the claim index, so its cost does not
 // grow with the backlog. It locks nothing.
+// With a backlog, the queue table's due jobs, then the backlog's.
 func (q *Queries) DepthAtMostBacklogged(ctx context.Context, limit int32) (int64, error) {
 	row := q.db.QueryRowContext(ctx, DepthAtMostBacklogged, limit)
 	var count int64
@@ -279,6 +280,8 @@ SELECT COUNT(*) FROM (
 
 // DepthBacklogged counts the jobs due now, for monitoring; it reads the claim
 // index and locks nothing.
+// With a backlog, the jobs due in both tables: the backlog's are read
+// through its fair index (state leads it).
 func (q *Queries) DepthBacklogged(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, DepthBacklogged)
 	var count int64

@@ -348,6 +348,8 @@ WHERE name = 'backlogged';
 -- name: DepthBacklogged :one
 -- DepthBacklogged counts the jobs due now, for monitoring; it reads the claim
 -- index and locks nothing.
+-- With a backlog, the jobs due in both tables: the backlog's are read
+-- through its fair index (state leads it).
 SELECT COUNT(*) FROM (
     SELECT id FROM backlogged_queue
     WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
@@ -360,6 +362,7 @@ SELECT COUNT(*) FROM (
 -- DepthAtMostBacklogged counts what DepthBacklogged counts, up to the limit:
 -- it reads at most that many entries of the claim index, so its cost does not
 -- grow with the backlog. It locks nothing.
+-- With a backlog, the queue table's due jobs, then the backlog's.
 SELECT COUNT(*) FROM (
     SELECT id FROM backlogged_queue
     WHERE state = 'available' AND run_after <= UTC_TIMESTAMP(6)
