@@ -455,3 +455,34 @@ func explainMySQL(t *testing.T, db *sql.DB, stmt string, args ...any) []map[stri
 	}
 	return plan
 }
+
+// TestMySQLBacklogPickOfAThousand: a step's pick walks up to 1,000 jobs
+// of a single value (a room of more is filled by several picks, see the
+// accessor's schedule) within the server's recursion limit of 1,000
+// (MySQL 8's cte_max_recursion_depth, an error there; the test server
+// holds MariaDB to it too, max_recursive_iterations, where a longer walk
+// ends early with a warning: a pick of 1,200 returns 1,001 jobs).
+func TestMySQLBacklogPickOfAThousand(t *testing.T) {
+	t.Parallel()
+	e := open(t, dburl.MySQL)
+	e.exec(t, `INSERT INTO backlogged_queue_backlog (tenant, n, max_attempts, run_after, created_at)
+`+numbers(1500, "SELECT 'solo', n, 3, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) FROM g"))
+	stmt := querySQL(t, "mysql/myjobs/myjobsdb/backlogged.sql.go", "SchedulePickBacklogged")
+	tx, err := e.db.SQL.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.Query(stmt, 1000, nil, nil, nil, 1000)
+	if err != nil {
+		t.Fatalf("a pick of 1,000 jobs of one value: %v", err)
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	if err := rows.Err(); err != nil || n != 1000 {
+		t.Errorf("a pick of 1,000 jobs of one value = %d, %v", n, err)
+	}
+	rows.Close()
+}
