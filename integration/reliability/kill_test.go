@@ -278,30 +278,46 @@ func (w *workerProcs) chaos(n int, d time.Duration) (procs []*workerProc, killed
 // SIGKILLs one at random, in a claim, a step or a handler. A step is one
 // transaction, so a kill inside it leaves its jobs in the backlog.
 // Afterwards every job is completed, none twice, both tables are empty,
-// and every re-delivery followed a kill. PostgreSQL only.
+// and every re-delivery followed a kill. On every engine with backlogs
+// (PostgreSQL, where the backlog inherits from the queue table, and
+// MySQL, where the step copies and deletes between two tables).
 func TestBackloggedWorkersKilled(t *testing.T) {
-	tg := prepare(t, postgres, "")
-	ctx := context.Background()
-	total := scale(1500, 15000)
-	q := jobs.NewBackloggedQueue(tg.pool)
-	ps := make([]jobs.BackloggedPayload, total)
-	for i := range ps {
-		ps[i] = jobs.BackloggedPayload{N: int64(i), Tenant: fmt.Sprint("t", i%10)}
-	}
-	if _, err := q.PushMany(ctx, ps); err != nil {
-		t.Fatal(err)
-	}
-	w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: []string{"-queue", "backlogged"}}
-	procs, killed, renamed := w.chaos(3, time.Duration(scale(4, 40))*time.Second)
-	waitFinished(t, tg, "backlogged_queue", 2*time.Minute)
-	w.stop(procs)
-	redelivered := redeliveries(t, tg, "backlogged_queue", killed)
-	check(t, tg, "sigkill with a backlog", tally(t, tg, "backlogged_queue", total), atLeastOnce,
-		fmt.Sprintf("%d kills (%d restarted as a new node)", len(killed), renamed), fmt.Sprintf("%d re-deliveries", redelivered))
-	if n := tg.count(t, "SELECT count(*) FROM backlogged_queue_backlog"); n != 0 {
-		t.Errorf("%d jobs left in the backlog", n)
-	}
-	if len(killed) == 0 {
-		t.Error("no worker was killed")
-	}
+	eachEngine(t, func(t *testing.T, engine string) {
+		tg := prepare(t, engine, "")
+		ctx := context.Background()
+		total := scale(1500, 15000)
+		var err error
+		if engine == postgres {
+			ps := make([]jobs.BackloggedPayload, total)
+			for i := range ps {
+				ps[i] = jobs.BackloggedPayload{N: int64(i), Tenant: fmt.Sprint("t", i%10)}
+			}
+			_, err = jobs.NewBackloggedQueue(tg.pool).PushMany(ctx, ps)
+		} else {
+			ps := make([]myjobs.BackloggedPayload, total)
+			for i := range ps {
+				ps[i] = myjobs.BackloggedPayload{N: int64(i), Tenant: fmt.Sprint("t", i%10)}
+			}
+			_, err = myjobs.NewBackloggedQueue(tg.db).PushMany(ctx, ps)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: []string{"-queue", "backlogged"}}
+		procs, killed, renamed := w.chaos(3, time.Duration(scale(4, 40))*time.Second)
+		// Jobs move only from the backlog to the queue table: once the
+		// backlog is done, what is left is in the queue table.
+		waitFinished(t, tg, "backlogged_queue_backlog", 2*time.Minute)
+		waitFinished(t, tg, "backlogged_queue", 2*time.Minute)
+		w.stop(procs)
+		redelivered := redeliveries(t, tg, "backlogged_queue", killed)
+		check(t, tg, "sigkill with a backlog", tally(t, tg, "backlogged_queue", total), atLeastOnce,
+			fmt.Sprintf("%d kills (%d restarted as a new node)", len(killed), renamed), fmt.Sprintf("%d re-deliveries", redelivered))
+		if n := tg.count(t, "SELECT count(*) FROM backlogged_queue_backlog"); n != 0 {
+			t.Errorf("%d jobs left in the backlog", n)
+		}
+		if len(killed) == 0 {
+			t.Error("no worker was killed")
+		}
+	})
 }

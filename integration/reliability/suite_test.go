@@ -113,6 +113,7 @@ var mysqlAudit = []string{
 	`CREATE TRIGGER ledger_completed AFTER DELETE ON ledger_queue FOR EACH ROW INSERT INTO completed_log VALUES ('ledger_queue', OLD.id, OLD.attempt)`,
 	`CREATE TRIGGER event_completed AFTER DELETE ON event_queue FOR EACH ROW INSERT INTO completed_log VALUES ('event_queue', OLD.id, OLD.attempt)`,
 	`CREATE TRIGGER limited_completed AFTER DELETE ON limited_queue FOR EACH ROW INSERT INTO completed_log VALUES ('limited_queue', OLD.id, OLD.attempt)`,
+	`CREATE TRIGGER backlogged_completed AFTER DELETE ON backlogged_queue FOR EACH ROW INSERT INTO completed_log VALUES ('backlogged_queue', OLD.id, OLD.attempt)`,
 	`CREATE TABLE reclaimed (queue VARCHAR(64) NOT NULL, job_id BIGINT NOT NULL, attempt INT NOT NULL, lease_until DATETIME(6), at DATETIME(6) NOT NULL) ENGINE = InnoDB`,
 	`CREATE TRIGGER work_reclaimed AFTER UPDATE ON work_queue FOR EACH ROW INSERT INTO reclaimed
 SELECT 'work_queue', OLD.id, OLD.attempt, OLD.locked_until, UTC_TIMESTAMP(6) FROM DUAL

@@ -114,8 +114,12 @@ type RateLogger interface {
 type Backlogger interface {
 	// BacklogTable is the backlog of queue table queue (as QueueTable made
 	// it for q, with q.Backlog set): a table with every column of the
-	// queue's rows, whose rows its parent's reads see too, with the
-	// indexes its reads and the scheduler step need.
+	// queue's rows, with the indexes its reads and the scheduler step
+	// need. Where the engine has inheritance it inherits from queue, whose
+	// reads then see its rows too (claims read ONLY the queue table);
+	// otherwise it is a table of its own, which the queue's reads of its
+	// jobs (Get, Depth, the operations) read beside the queue table, and
+	// whose id numbers the queue's jobs (see BacklogNumberer).
 	BacklogTable(q QueueTable, queue *catalog.Table) *catalog.Table
 }
 
@@ -133,6 +137,27 @@ type BacklogMover interface {
 	// MoveBacklog moves every row of table backlog into table queue, its
 	// INHERITS parent, naming columns.
 	MoveBacklog(backlog, queue string, columns []string) string
+}
+
+// BacklogDropper is a BacklogMover whose MoveBacklog also drops the
+// backlog: it first takes the table out of pushes' reach (a rename, where
+// the engine cannot lock a table inside a migration's transaction) and
+// drops it once empty, so no DROP TABLE follows it.
+type BacklogDropper interface {
+	BacklogMover
+	// DropsBacklog marks the engine's MoveBacklog as dropping the backlog.
+	DropsBacklog()
+}
+
+// BacklogNumberer is a DDL whose backlog numbers the jobs pushed to it
+// with a counter of its own (AUTO_INCREMENT), apart from its queue
+// table's: a backlog made for a queue that already has jobs must start
+// above every id the queue table has given, and the queue table must
+// number above the backlog's when the backlog goes.
+type BacklogNumberer interface {
+	// NumberAfter raises table to's next id above every id table from
+	// holds or has given.
+	NumberAfter(from, to string) string
 }
 
 // Partitioner is a DDL that writes the default partition of a table with
@@ -400,53 +425,8 @@ func names() []string {
 	return names
 }
 
-// FairByRefused refuses fair_by, for an engine whose fair claim is not
-// built yet.
-func FairByRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
-	if q.FairBy == "" {
-		return nil
-	}
-	return spec.Errors{s.ErrorAt(key+".fair_by", "fair_by (claims that take each key's jobs in turn) is built for PostgreSQL and MySQL only so far; remove it")}
-}
-
-// RateRefused refuses rate, for an engine whose rate-limited claim is not
-// built yet.
-func RateRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
-	if !q.Rate.Set() {
-		return nil
-	}
-	return spec.Errors{s.ErrorAt(key+".rate", "rate (a rate limit held by the claim) is built for PostgreSQL and MySQL only so far; remove it")}
-}
-
-// BacklogRefused refuses backlog, for an engine whose backlog table and
-// scheduler step are not built yet.
-func BacklogRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
-	if !q.Backlog.Set() {
-		return nil
-	}
-	return spec.Errors{s.ErrorAt(key+".backlog", "backlog (a backlog table moved to the queue table by a scheduler step) is built for PostgreSQL only so far; remove it")}
-}
-
-// ArchiveRefused refuses on_success: archive, for an engine whose archive
-// table is not built yet.
-func ArchiveRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
-	if q.OnSuccess != spec.OnSuccessArchive {
-		return nil
-	}
-	return spec.Errors{s.ErrorAt(key+".on_success", "on_success: archive (an archive table partitioned by day) is built for PostgreSQL and MySQL only so far; use on_success: keep with a retention")}
-}
-
 // ReleaseLeasesSQL is ReleaseLeases's statement on table (as the engine
 // names it), the same in every engine's SQL; the lease index serves it.
 func ReleaseLeasesSQL(table string) string {
 	return "UPDATE " + table + "\nSET state = 'available', locked_by = NULL, locked_until = NULL\nWHERE locked_until IS NOT NULL AND state = 'running';"
-}
-
-// LimitsRefused refuses limits, for an engine whose limited claim is not
-// built yet.
-func LimitsRefused(s *spec.Spec, key string, q *spec.Queue) spec.Errors {
-	if !q.Limits.Set() {
-		return nil
-	}
-	return spec.Errors{s.ErrorAt(key+".limits", "limits (concurrency limits held by the claim) are built for PostgreSQL and MySQL only so far; remove them")}
 }

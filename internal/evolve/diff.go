@@ -335,6 +335,9 @@ func (d *differ) createQueue(q *catalog.Queue) {
 // names it).
 func (d *differ) createBacklog(q *catalog.Queue, action string) {
 	d.build(q.Backlog)
+	if n, ok := d.ddl.(engine.BacklogNumberer); ok && action != "" {
+		d.addData(n.NumberAfter(q.Table.Name, q.Backlog.Name), "")
+	}
 	d.note(action, fmt.Sprintf("queue %s: pushes wait in backlog %s until a scheduler step moves them, fairly", q.Name, q.Backlog.Name))
 }
 
@@ -346,10 +349,24 @@ func (d *differ) dropBacklog(oq *catalog.Queue) {
 	for _, c := range oq.Table.RowColumns(d.old.Base) {
 		cols = append(cols, c.Name)
 	}
-	if m, ok := d.ddl.(engine.BacklogMover); ok {
-		d.addData(m.MoveBacklog(oq.Backlog.Name, oq.Table.Name, cols), "")
+	comment := "The backlog comes back empty; the jobs Up moved stay in " + oq.Table.Name + ", where claims take them."
+	if m, ok := d.ddl.(engine.BacklogDropper); ok {
+		// The move drops the backlog itself; Down builds it again, and
+		// numbers its jobs above the queue table's.
+		var downs []string
+		for _, s := range d.buildTable(oq.Backlog) {
+			downs = append(downs, s.up)
+		}
+		if n, ok := d.ddl.(engine.BacklogNumberer); ok {
+			downs = append(downs, n.NumberAfter(oq.Table.Name, oq.Backlog.Name))
+		}
+		d.add(m.MoveBacklog(oq.Backlog.Name, oq.Table.Name, cols), "-- "+comment+"\n"+strings.Join(downs, "\n\n"))
+	} else {
+		if m, ok := d.ddl.(engine.BacklogMover); ok {
+			d.addData(m.MoveBacklog(oq.Backlog.Name, oq.Table.Name, cols), "")
+		}
+		d.dropTable(oq.Backlog, comment)
 	}
-	d.dropTable(oq.Backlog, "The backlog comes back empty; the jobs Up moved stay in "+oq.Table.Name+", where claims take them.")
 	d.note("alter_"+oq.Table.Name, fmt.Sprintf("queue %s: move the jobs of backlog %s to table %s and drop it", oq.Name, oq.Backlog.Name, oq.Table.Name))
 }
 

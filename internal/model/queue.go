@@ -49,7 +49,7 @@ type Queue struct {
 	QBacklog     string
 	BacklogBatch int
 	// QClaim is the queue table as claims name it: ONLY QName with a
-	// backlog (which inherits from it), else QName.
+	// backlog that inherits from it, else QName.
 	QClaim string
 	// Columns are every column of the queue's rows, in table order (the
 	// base table's first).
@@ -197,8 +197,8 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		q.Backlog = b.BacklogTable(qt, q.Table)
 		q.QBacklog = eng.Qualify(m.Schema, q.Backlog.Name)
 		q.BacklogBatch = sq.Backlog.Batch
-		if eng.Inheritance() {
-			// The backlog inherits the queue table: claims read it alone.
+		if q.Backlog.Inherits != "" {
+			// Claims read the queue table, not the backlog inheriting it.
 			q.QClaim = "ONLY " + q.QName
 		}
 	}

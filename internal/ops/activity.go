@@ -105,7 +105,7 @@ func (p *pgBackend) periodic(ctx context.Context) ([]Tick, error) {
 }
 
 func (m *myBackend) finished(ctx context.Context, q Queue, since time.Time, budget time.Duration) ([]Minute, bool, error) {
-	t, err := m.table(q)
+	t, err := m.from(ctx, q, "")
 	if err != nil {
 		return nil, false, err
 	}

@@ -143,7 +143,7 @@ func (p *pgBackend) lastHour(ctx context.Context, q Queue, budget time.Duration)
 // text. The archive (<table>_archive, where the queue has one),
 // partitioned by finished_at, is read for the hour's partitions only.
 func (m *myBackend) lastHour(ctx context.Context, q Queue, budget time.Duration) (h Hour, known bool, err error) {
-	t, err := m.table(q)
+	t, err := m.from(ctx, q, "job")
 	if err != nil {
 		return h, false, err
 	}
@@ -160,14 +160,14 @@ func (m *myBackend) lastHour(ctx context.Context, q Queue, budget time.Duration)
               WHERE f.at > ` + since + `) END), 0) AS failures,
     COUNT(CASE WHEN state = 'succeeded' AND finished_at > UTC_TIMESTAMP(6) - INTERVAL 1 HOUR THEN 1 END) AS succeeded,
     COALESCE(MAX(state = 'succeeded'), FALSE) AS kept
-FROM ` + table + ` AS job`
+FROM ` + table
 	}
 	query := counts(t)
 	if archives > 0 {
 		query = `SELECT CAST(SUM(failures) AS SIGNED), CAST(SUM(succeeded) AS SIGNED), TRUE FROM (
 ` + counts(t) + `
 UNION ALL
-` + counts("`"+q.Table+"_archive`") + ` WHERE finished_at > UTC_TIMESTAMP(6) - INTERVAL 1 HOUR
+` + counts("`"+q.Table+"_archive` AS job") + ` WHERE finished_at > UTC_TIMESTAMP(6) - INTERVAL 1 HOUR
 ) AS hour_counts`
 	}
 	timedOut, err := m.myWithin(ctx, budget, func(conn *sql.Conn) error {

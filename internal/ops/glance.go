@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/queuegen/queuegen/internal/spec"
 )
 
 // Glance is one queue's counts as a screen that refreshes every few
@@ -266,7 +268,7 @@ func (m *myBackend) statsWithin(ctx context.Context, q Queue, budget time.Durati
 }
 
 func (m *myBackend) oldestWithin(ctx context.Context, q Queue, budget time.Duration) (time.Duration, bool, error) {
-	t, err := m.table(q)
+	t, err := m.from(ctx, q, "")
 	if err != nil {
 		return 0, false, err
 	}
@@ -286,6 +288,13 @@ func (m *myBackend) rows(ctx context.Context, q Queue) (int64, error) {
 	}
 	var n sql.NullInt64
 	err := m.db.QueryRowContext(ctx, "SELECT table_rows FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?", q.Table).Scan(&n)
+	if err == nil {
+		// A backlog's rows are the queue's jobs too (see mysql_backlog.go).
+		var b sql.NullInt64
+		err = m.db.QueryRowContext(ctx, "SELECT COALESCE(SUM(table_rows), 0) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?",
+			q.Table+spec.BacklogSuffix).Scan(&b)
+		n.Int64 += b.Int64
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		err = fmt.Errorf("no table %s", q.Table)
 	}
@@ -299,10 +308,23 @@ func (m *myBackend) rows(ctx context.Context, q Queue) (int64, error) {
 // rows column of EXPLAIN (InnoDB estimates a range of an index by diving
 // into it), scaled by its filtered column where the server has one.
 func (m *myBackend) estimate(ctx context.Context, q Queue, state string) (int64, error) {
-	t, err := m.table(q)
+	ts, err := m.jobTables(ctx, q)
 	if err != nil {
 		return 0, err
 	}
+	var n int64
+	for _, t := range ts {
+		e, err := m.estimateOf(ctx, t, state)
+		if err != nil {
+			return 0, err
+		}
+		n += e
+	}
+	return n, nil
+}
+
+// estimateOf is estimate for table t.
+func (m *myBackend) estimateOf(ctx context.Context, t, state string) (int64, error) {
 	rows, err := m.db.QueryContext(ctx, "EXPLAIN SELECT 1 FROM "+t+" WHERE "+withHeld(predicates[state].my, "FALSE"))
 	if err != nil {
 		return 0, err

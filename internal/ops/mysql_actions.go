@@ -1,11 +1,13 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -20,8 +22,12 @@ func (m *myBackend) count(ctx context.Context, q Queue, f Filter, action Action)
 	if err != nil {
 		return 0, err
 	}
+	src, err := m.from(ctx, q, "")
+	if err != nil {
+		return 0, err
+	}
 	var n int64
-	err = m.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+t+" WHERE "+where+" AND "+applicable[action].my, args...).Scan(&n)
+	err = m.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+src+" WHERE "+where+" AND "+applicable[action].my, args...).Scan(&n)
 	return n, err
 }
 
@@ -34,7 +40,11 @@ func (m *myBackend) matching(ctx context.Context, q Queue, f Filter, action Acti
 	if err != nil {
 		return nil, err
 	}
-	return collectIDs(ctx, m.db, "SELECT id FROM "+t+" WHERE "+where+" AND "+applicable[action].my+" ORDER BY id", args...)
+	src, err := m.from(ctx, q, "")
+	if err != nil {
+		return nil, err
+	}
+	return collectIDs(ctx, m.db, "SELECT id FROM "+src+" WHERE "+where+" AND "+applicable[action].my+" ORDER BY id", args...)
 }
 
 func (m *myBackend) now(ctx context.Context) (t time.Time, err error) {
@@ -45,7 +55,7 @@ func (m *myBackend) now(ctx context.Context) (t time.Time, err error) {
 // rows they return and no gaps, which concurrent claims and pushes would
 // otherwise wait on (REPEATABLE READ, MySQL's default, locks gaps).
 func (m *myBackend) begin(ctx context.Context, q Queue) (batch, error) {
-	t, err := m.table(q)
+	ts, err := m.jobTables(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +67,7 @@ func (m *myBackend) begin(ctx context.Context, q Queue) (batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &myBatch{m: m, tx: tx, q: q, table: t, failures: slices.Contains(cols, "failures")}, nil
+	return &myBatch{m: m, tx: tx, q: q, table: ts[0], tables: ts, failures: slices.Contains(cols, "failures")}, nil
 }
 
 // retryable: a deadlock (1213) or a serialization failure (SQLSTATE
@@ -78,32 +88,52 @@ type myBatch struct {
 	tx    *sql.Tx
 	q     Queue
 	table string
+	// tables are the tables of the queue's jobs: table, then its
+	// backlog if it has one (see mysql_backlog.go). A job is in one of
+	// them: each read and change covers both.
+	tables []string
 	// failures: the table has its failures column (its migration is
 	// applied), where a cancel records its time and attempt.
 	failures bool
 }
 
 func (b *myBatch) lock(ctx context.Context, ids []int64, action Action) ([]candidate, error) {
-	rows, err := b.tx.QueryContext(ctx, "SELECT id, unique_key FROM "+b.table+" WHERE id IN ("+placeholders(len(ids))+") AND "+
-		applicable[action].my+" ORDER BY id FOR UPDATE SKIP LOCKED", anys(ids)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var cands []candidate
-	for rows.Next() {
-		var c candidate
-		if err := rows.Scan(&c.id, &c.key); err != nil {
+	for _, t := range b.tables {
+		rows, err := b.tx.QueryContext(ctx, "SELECT id, unique_key FROM "+t+" WHERE id IN ("+placeholders(len(ids))+") AND "+
+			applicable[action].my+" ORDER BY id FOR UPDATE SKIP LOCKED", anys(ids)...)
+		if err != nil {
 			return nil, err
 		}
-		cands = append(cands, c)
+		for rows.Next() {
+			var c candidate
+			if err := rows.Scan(&c.id, &c.key); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			cands = append(cands, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
 	}
-	return cands, rows.Err()
+	slices.SortFunc(cands, func(x, y candidate) int { return cmp.Compare(x.id, y.id) })
+	return cands, nil
 }
 
 func (b *myBatch) matching(ctx context.Context, ids []int64, action Action) ([]int64, error) {
-	return collectIDs(ctx, b.tx, "SELECT id FROM "+b.table+" WHERE id IN ("+placeholders(len(ids))+") AND "+
-		applicable[action].my+" ORDER BY id", anys(ids)...)
+	var out []int64
+	for _, t := range b.tables {
+		got, err := collectIDs(ctx, b.tx, "SELECT id FROM "+t+" WHERE id IN ("+placeholders(len(ids))+") AND "+
+			applicable[action].my+" ORDER BY id", anys(ids)...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // holders reads, in a queue with unique keys, the unique index itself:
@@ -137,7 +167,7 @@ func (b *myBatch) change(ctx context.Context, action Action, ids []int64) ([]int
 	var stmt string
 	switch action {
 	case Retry:
-		stmt = "UPDATE " + b.table + ` SET state = 'available', run_after = UTC_TIMESTAMP(6), finished_at = NULL,
+		stmt = "UPDATE {table}" + ` SET state = 'available', run_after = UTC_TIMESTAMP(6), finished_at = NULL,
     locked_by = NULL, locked_until = NULL, max_attempts = GREATEST(max_attempts, attempt + 1)` + in
 	case Cancel:
 		// The cancel's error goes with its time and attempt, in the same
@@ -149,16 +179,18 @@ func (b *myBatch) change(ctx context.Context, action Action, ids []int64) ([]int
 			failures = `
     failures = JSON_ARRAY_APPEND(COALESCE(failures, JSON_ARRAY()), '$', JSON_OBJECT('at', DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ'), 'attempt', attempt, 'error', JSON_LENGTH(errors))),`
 		}
-		stmt = "UPDATE " + b.table + ` SET state = 'dead', finished_at = UTC_TIMESTAMP(6), locked_by = NULL, locked_until = NULL,` + failures + `
+		stmt = "UPDATE {table}" + ` SET state = 'dead', finished_at = UTC_TIMESTAMP(6), locked_by = NULL, locked_until = NULL,` + failures + `
     errors = JSON_ARRAY_APPEND(errors, '$', ?)` + in
 		args = append([]any{cancelled}, args...)
 	case Purge:
-		stmt = "DELETE FROM " + b.table + in
+		stmt = "DELETE FROM {table}" + in
 	default:
 		return nil, fmt.Errorf("unknown action %q", action)
 	}
-	if _, err := b.tx.ExecContext(ctx, stmt, args...); err != nil {
-		return nil, err
+	for _, t := range b.tables {
+		if _, err := b.tx.ExecContext(ctx, strings.Replace(stmt, "{table}", t, 1), args...); err != nil {
+			return nil, err
+		}
 	}
 	return slices.Clone(ids), nil
 }

@@ -64,6 +64,10 @@ func (m *myBackend) statsOn(ctx context.Context, db myBeginner, q Queue, s *Stat
 	if err := tx.QueryRowContext(ctx, "SELECT UTC_TIMESTAMP(6)").Scan(&now); err != nil {
 		return err
 	}
+	src, err := m.from(ctx, q, "")
+	if err != nil {
+		return err
+	}
 	var due, claims int64
 	var oldest *time.Time
 	err = tx.QueryRowContext(ctx, `SELECT
@@ -76,7 +80,7 @@ func (m *myBackend) statsOn(ctx context.Context, db myBeginner, q Queue, s *Stat
     COUNT(CASE WHEN state = 'dead' THEN 1 END),
     MIN(CASE WHEN state = 'available' AND run_after <= ? THEN run_after END),
     COUNT(CASE WHEN attempted_at > ? THEN 1 END)
-FROM `+t, now, now, now, now, now, now, now.Add(-time.Minute)).Scan(&due, &s.Scheduled, &s.Retrying, &s.Running, &s.Expired, &s.Succeeded, &s.Dead, &oldest, &claims)
+FROM `+src, now, now, now, now, now, now, now.Add(-time.Minute)).Scan(&due, &s.Scheduled, &s.Retrying, &s.Running, &s.Expired, &s.Succeeded, &s.Dead, &oldest, &claims)
 	if err != nil {
 		return err
 	}
@@ -120,7 +124,7 @@ func (m *myBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 			return nil, err
 		}
 		where, args := myWhere(f, held)
-		jobs, err := m.page(ctx, t, cols, failures, where, args, before, limit)
+		jobs, err := m.pages(ctx, q, cols, failures, where, args, before, limit)
 		for i := range jobs {
 			if slices.Contains(held, jobs[i].ID) {
 				jobs[i].State, jobs[i].Held = "running", true
@@ -138,7 +142,7 @@ func (m *myBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 	jobs := []Job{}
 	for len(jobs) < limit {
 		want := limit - len(jobs)
-		page, err := m.page(ctx, t, cols, failures, where, args, before, want)
+		page, err := m.pages(ctx, q, cols, failures, where, args, before, want)
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,7 @@
 // Command workerproc is a worker process of the reliability suite: it works
 // queue "work" until SIGTERM (a graceful shutdown) or SIGKILL (the test
 // killing it at a random moment): -queue work (the default), limited, or
-// backlogged (PostgreSQL only). Every delivery is logged to table
+// backlogged. Every delivery is logged to table
 // handled, with this process's incarnation, so the test can tell which
 // re-deliveries followed a holder's death. Each run that returns success is
 // recorded first. -db is a PostgreSQL URL or a MySQL DSN or URL: the
@@ -36,7 +36,7 @@ func main() {
 	node := flag.String("node", "", "node id (stable across restarts of one slot)")
 	instance := flag.String("instance", "", "this incarnation's id")
 	concurrency := flag.Int("concurrency", 8, "handlers at once")
-	name := flag.String("queue", "work", "the queue to work: work, limited, or backlogged (PostgreSQL only)")
+	name := flag.String("queue", "work", "the queue to work: work, limited, or backlogged")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -48,7 +48,7 @@ func main() {
 		log.Fatal(err)
 	}
 	var w interface{ Run(context.Context) error }
-	if *name != "work" && *name != "limited" && (*name != "backlogged" || parsed.Engine == dburl.MySQL) {
+	if *name != "work" && *name != "limited" && *name != "backlogged" {
 		log.Fatalf("no queue %q on %s", *name, parsed.Engine)
 	}
 	if parsed.Engine == dburl.MySQL {
@@ -64,9 +64,12 @@ func main() {
 				append([]any{*name + "_queue"}, args...)...)
 			return err
 		}
-		if *name == "limited" {
+		switch *name {
+		case "limited":
 			w = myjobs.NewLimitedQueue(h).Worker(handler[myjobs.LimitedPayload](*instance, record), opts...)
-		} else {
+		case "backlogged":
+			w = myjobs.NewBackloggedQueue(h).Worker(handler[myjobs.BackloggedPayload](*instance, record), opts...)
+		default:
 			w = myjobs.NewWorkQueue(h).Worker(handler[myjobs.WorkPayload](*instance, record), opts...)
 		}
 	} else {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/queuegen/queuegen/internal/catalog"
-	"github.com/queuegen/queuegen/internal/engine"
 	"github.com/queuegen/queuegen/internal/spec"
 )
 
@@ -34,7 +33,6 @@ func (Engine) Check(s *spec.Spec) spec.Errors {
 			errs = append(errs, s.ErrorAt(k, "the table name %q is a MySQL keyword; choose another", q.Table))
 		}
 		errs = append(errs, checkFairBy(s, key, q)...)
-		errs = append(errs, engine.BacklogRefused(s, key, q)...)
 		if q.Notify {
 			errs = append(errs, s.ErrorAt(key+".notify", "MySQL has no LISTEN/NOTIFY: workers poll (queue.PollInterval), and a push made through the same process wakes its workers at once; remove notify"))
 		}

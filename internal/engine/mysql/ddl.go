@@ -243,3 +243,49 @@ func (ddl) Widens(from, to string) (bool, string) {
 	}
 	return true, ""
 }
+
+// MoveBacklog moves the backlog's jobs into the queue table, ids and all,
+// and drops it. MySQL cannot lock a table inside a migration's
+// transaction, as PostgreSQL does, so the backlog is first renamed out of
+// pushes' reach: RENAME TABLE waits for the statements and transactions
+// using it to end, and a push of the code before this migration then
+// fails (no such table) rather than land in a backlog about to be
+// dropped. The renamed table's rows are then moved in one statement and
+// the table dropped. The queue table numbers on above the moved ids (an
+// insert with an id moves AUTO_INCREMENT past it), and above any id the
+// backlog gave to a job since purged (NumberAfter, before the move).
+func (d ddl) MoveBacklog(backlog, queue string, columns []string) string {
+	moving := strings.TrimSuffix(backlog, "_backlog") + "_moving"
+	list := func(indent string) string {
+		return strings.Join(engine.Wrap(indent, strings.Join(columns, ", "), 80), "\n")
+	}
+	return fmt.Sprintf("%s\n\n-- Out of pushes' reach (a push of the code before this migration now fails),\n-- then every job to the queue table, ids and all.\nRENAME TABLE %s TO %s;\nINSERT INTO %s (\n%s\n)\nSELECT\n%s\nFROM %s;\nDROP TABLE %s;",
+		d.NumberAfter(backlog, queue), backlog, moving, queue, list("    "), list("    "), moving, moving)
+}
+
+// DropsBacklog: MoveBacklog drops the backlog (see there).
+func (ddl) DropsBacklog() {}
+
+// NumberAfter raises table to's AUTO_INCREMENT above every id table from
+// holds (its largest) or has given (its AUTO_INCREMENT, which
+// information_schema may show from a cache, so never higher than it is),
+// and above to's own: ALTER TABLE takes only a constant, so the statement
+// is prepared from the value. A backlog added to a queue with jobs starts
+// above them, so that a job keeps one id in either table.
+func (ddl) NumberAfter(from, to string) string {
+	counter := func(t string) string {
+		return fmt.Sprintf("(SELECT COALESCE(MAX(AUTO_INCREMENT), 1) FROM information_schema.TABLES\n                     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s)", quote(t))
+	}
+	return fmt.Sprintf(`-- Number %s's jobs above every id %s holds or has
+-- given (and above its own counter), so that a job keeps one id in either
+-- table; ALTER TABLE takes only a constant, so it is prepared from the value.
+SET @queuegen_next_id = (
+    SELECT GREATEST(COALESCE(MAX(id), 0) + 1,
+                    %s,
+                    %s)
+    FROM %s);
+SET @queuegen_alter = CONCAT('ALTER TABLE %s AUTO_INCREMENT = ', @queuegen_next_id);
+PREPARE queuegen_alter FROM @queuegen_alter;
+EXECUTE queuegen_alter;
+DEALLOCATE PREPARE queuegen_alter;`, to, from, counter(from), counter(to), from, to)
+}

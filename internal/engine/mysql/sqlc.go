@@ -57,6 +57,7 @@ func (Engine) SqlcSchema(c *catalog.Catalog) *catalog.Catalog {
 				}
 			}
 		}
+		cp.Backlog = strip(q.Backlog)
 		out.Queues[i] = &cp
 	}
 	return &out

@@ -128,7 +128,7 @@ func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 	}
 	t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_claim_idx", Columns: claim,
 		Comment: "Serves the claim: state, then the claim's ORDER BY, so a claim reads the first available entries in order and stops, without a sort."})
-	if q.FairBy != "" {
+	if q.FairBy != "" && !q.Backlog {
 		fair := append([]string{"state", q.FairBy}, claim[1:]...)
 		t.Indexes = append(t.Indexes, &catalog.Index{Name: q.Name + "_fair_idx", Columns: fair,
 			Comment: "Serves the fair claim: the " + q.FairBy + " values of the available jobs, then one probe per value for its first due jobs, in the claim's order."})
@@ -208,6 +208,44 @@ func (Engine) ArchiveTable(queue, _ *catalog.Table) *catalog.Table {
 			cc.NotNull, cc.Comment = true, "when it succeeded; partitions by day, retention counts from here"
 		}
 		t.Columns = append(t.Columns, &cc)
+	}
+	return t
+}
+
+// BacklogTable is the backlog of a queue with two-stage scheduling, a
+// table of its own (MySQL has no INHERITS) with every column of the
+// queue's rows: pushes insert here, and the scheduler step moves due jobs
+// to the queue table, ids and all, through the fair index; claims read
+// the queue table alone. Its AUTO_INCREMENT numbers every job of the
+// queue: the queue table takes rows with their ids given, which moves its
+// own counter past them, and a backlog added to a queue with jobs starts
+// above them (ddl.NumberAfter). It has the indexes of the reads of its
+// rows only: the fair index (the step; Depth), the finished index
+// (retention of jobs cancelled while they waited), and no claim or lease
+// index, as no claim reads it.
+func (Engine) BacklogTable(q engine.QueueTable, queue *catalog.Table) *catalog.Table {
+	name := queue.Name + spec.BacklogSuffix
+	t := &catalog.Table{
+		Name: name,
+		Comment: engine.Comment("Backlog of queue table " + queue.Name + ": pushed jobs wait here until a scheduler step " +
+			"moves them to " + queue.Name + ", a batch at a time, each " + q.FairBy + "'s share in turn, ids and all. " +
+			"Its AUTO_INCREMENT numbers the queue's jobs; the reads of the queue's jobs (Get, Depth, the operations " +
+			"commands) read both tables; claims read " + queue.Name + " alone."),
+	}
+	for _, c := range queue.Columns {
+		cc := *c
+		t.Columns = append(t.Columns, &cc)
+	}
+	claim := []string{"run_after", "id"}
+	if q.Priority {
+		claim = []string{"priority DESC", "run_after", "id"}
+	}
+	t.Indexes = []*catalog.Index{
+		{Name: "PRIMARY", Primary: true, Columns: []string{"id"}},
+		{Name: name + "_fair_idx", Columns: append([]string{"state", q.FairBy}, claim...),
+			Comment: "Serves the scheduler step: the " + q.FairBy + " values of the available jobs, then one probe per value for its first due jobs, in the claim's order."},
+		{Name: name + "_finished_idx", Columns: []string{"finished_at"},
+			Comment: "Finds finished jobs (cancelled while they waited) for retention."},
 	}
 	return t
 }

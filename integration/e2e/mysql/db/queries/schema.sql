@@ -567,6 +567,69 @@ CREATE TABLE metered_queue_rate (
     KEY metered_queue_rate_claimed_at_idx (claimed_at, jobs)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
+-- Queue backlogged: one row per job; lease mode: a claim is committed at once
+-- and holds the job until its lease expires.
+CREATE TABLE backlogged_queue (
+    id           BIGINT AUTO_INCREMENT NOT NULL,           -- job id
+    state        ENUM('available', 'running', 'succeeded', 'dead') NOT NULL DEFAULT 'available', -- running: leased (lease mode)
+    attempt      INT                   NOT NULL DEFAULT 0, -- claims so far; with id, the fencing token
+    max_attempts INT                   NOT NULL,           -- dead after this many failed attempts
+    priority     SMALLINT              NOT NULL DEFAULT 0, -- higher first, where the queue orders by it
+    run_after    DATETIME(6)           NOT NULL,           -- not claimed before this time (UTC)
+    created_at   DATETIME(6)           NOT NULL,           -- UTC, like every time here
+    attempted_at DATETIME(6),                              -- when the current attempt was claimed
+    finished_at  DATETIME(6),                              -- when it succeeded or died; retention counts from here
+    locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
+    locked_until DATETIME(6),                              -- lease mode: when the lease expires
+    errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
+    tenant       VARCHAR(100)          NOT NULL,
+    n            INT                   NOT NULL,
+    PRIMARY KEY (id),
+    -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
+    -- first available entries in order and stops, without a sort.
+    KEY backlogged_queue_claim_idx (state, run_after, id),
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
+    KEY backlogged_queue_lease_idx (state, locked_until),
+    -- Finds finished jobs for retention, oldest first (finished_at is set only on
+    -- succeeded and dead jobs).
+    KEY backlogged_queue_finished_idx (finished_at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Backlog of queue table backlogged_queue: pushed jobs wait here until a
+-- scheduler step moves them to backlogged_queue, a batch at a time, each
+-- tenant's share in turn, ids and all. Its AUTO_INCREMENT numbers the queue's
+-- jobs; the reads of the queue's jobs (Get, Depth, the operations commands)
+-- read both tables; claims read backlogged_queue alone.
+CREATE TABLE backlogged_queue_backlog (
+    id           BIGINT AUTO_INCREMENT NOT NULL,           -- job id
+    state        ENUM('available', 'running', 'succeeded', 'dead') NOT NULL DEFAULT 'available', -- running: leased (lease mode)
+    attempt      INT                   NOT NULL DEFAULT 0, -- claims so far; with id, the fencing token
+    max_attempts INT                   NOT NULL,           -- dead after this many failed attempts
+    priority     SMALLINT              NOT NULL DEFAULT 0, -- higher first, where the queue orders by it
+    run_after    DATETIME(6)           NOT NULL,           -- not claimed before this time (UTC)
+    created_at   DATETIME(6)           NOT NULL,           -- UTC, like every time here
+    attempted_at DATETIME(6),                              -- when the current attempt was claimed
+    finished_at  DATETIME(6),                              -- when it succeeded or died; retention counts from here
+    locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
+    locked_until DATETIME(6),                              -- lease mode: when the lease expires
+    errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
+    tenant       VARCHAR(100)          NOT NULL,
+    n            INT                   NOT NULL,
+    PRIMARY KEY (id),
+    -- Serves the scheduler step: the tenant values of the available jobs, then
+    -- one probe per value for its first due jobs, in the claim's order.
+    KEY backlogged_queue_backlog_fair_idx (state, tenant, run_after, id),
+    -- Finds finished jobs (cancelled while they waited) for retention.
+    KEY backlogged_queue_backlog_finished_idx (finished_at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
 -- Queue typed: one row per job; lease mode: a claim is committed at once and
 -- holds the job until its lease expires.
 CREATE TABLE typed_queue (

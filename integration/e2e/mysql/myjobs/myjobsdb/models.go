@@ -100,6 +100,94 @@ func (ns NullArchtaskQueueState) Value() (driver.Value, error) {
 	return string(ns.ArchtaskQueueState), nil
 }
 
+type BackloggedQueueBacklogState string
+
+const (
+	BackloggedQueueBacklogStateAvailable BackloggedQueueBacklogState = "available"
+	BackloggedQueueBacklogStateRunning   BackloggedQueueBacklogState = "running"
+	BackloggedQueueBacklogStateSucceeded BackloggedQueueBacklogState = "succeeded"
+	BackloggedQueueBacklogStateDead      BackloggedQueueBacklogState = "dead"
+)
+
+func (e *BackloggedQueueBacklogState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = BackloggedQueueBacklogState(s)
+	case string:
+		*e = BackloggedQueueBacklogState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for BackloggedQueueBacklogState: %T", src)
+	}
+	return nil
+}
+
+type NullBackloggedQueueBacklogState struct {
+	BackloggedQueueBacklogState BackloggedQueueBacklogState
+	Valid                       bool // Valid is true if BackloggedQueueBacklogState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullBackloggedQueueBacklogState) Scan(value interface{}) error {
+	if value == nil {
+		ns.BackloggedQueueBacklogState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.BackloggedQueueBacklogState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullBackloggedQueueBacklogState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.BackloggedQueueBacklogState), nil
+}
+
+type BackloggedQueueState string
+
+const (
+	BackloggedQueueStateAvailable BackloggedQueueState = "available"
+	BackloggedQueueStateRunning   BackloggedQueueState = "running"
+	BackloggedQueueStateSucceeded BackloggedQueueState = "succeeded"
+	BackloggedQueueStateDead      BackloggedQueueState = "dead"
+)
+
+func (e *BackloggedQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = BackloggedQueueState(s)
+	case string:
+		*e = BackloggedQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for BackloggedQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullBackloggedQueueState struct {
+	BackloggedQueueState BackloggedQueueState
+	Valid                bool // Valid is true if BackloggedQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullBackloggedQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.BackloggedQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.BackloggedQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullBackloggedQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.BackloggedQueueState), nil
+}
+
 type CappedQueueState string
 
 const (
@@ -836,6 +924,44 @@ type ArchtaskRow struct {
 	Failures    *json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
+}
+
+type BackloggedQueueBacklog struct {
+	ID          int64
+	State       BackloggedQueueBacklogState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	Tenant      string
+	N           int32
+}
+
+type BackloggedRow struct {
+	ID          int64
+	State       BackloggedQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	Tenant      string
+	N           int32
 }
 
 type CappedRow struct {
