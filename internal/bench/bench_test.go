@@ -106,8 +106,7 @@ func TestDrainScaleSmoke(t *testing.T) {
 // worker processes, sampled within the limits); rate (the drain by worker
 // processes, no second above the rate). Where an engine lacks the
 // feature (mysql nil), the workload refuses, saying where to run it: on
-// MySQL, retention, and rate until the bench's MySQL queue has its rate
-// (myRated).
+// MySQL, retention.
 func TestFeatureSmoke(t *testing.T) {
 	rate := []string{
 		`^bench rate: 1200 jobs in `,
@@ -116,10 +115,6 @@ func TestFeatureSmoke(t *testing.T) {
 	limits := []string{
 		`^bench limits: 2000 jobs in `,
 		`^  limits: \d+ samples: at most [0-3] running per tenant \(limit 3\), ([0-9]|1[0-9]|20) in all \(limit 20\); \d+\.\d\d× of the 1000 jobs/s the global limit allows \(20 slots, 20ms jobs\)$`,
-	}
-	var myRate []string // MySQL refuses rate until its bench queue has rate
-	if myRated() {
-		myRate = rate
 	}
 	for _, w := range []struct {
 		workload string
@@ -152,7 +147,7 @@ func TestFeatureSmoke(t *testing.T) {
 			`^bench spread/fair: 2000 jobs in `,
 			`^  spread: fair drained at \d+\.\d\d× the ordered queue's rate$`,
 		}},
-		{Rate, 1200, rate, myRate},
+		{Rate, 1200, rate, rate},
 		{Limits, 2000, limits, limits},
 	} {
 		for _, engine := range dbtest.Engines {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/queuegen/queuegen/internal/bench/jobs"
@@ -15,8 +13,7 @@ import (
 
 // Rate is the workload that measures a rate limit held by the database:
 // worker processes drain a queue limited to 500 claims a second.
-// PostgreSQL, and MySQL and MariaDB once their bench queue bench_rated has
-// its rate (see myRated); not part of "all".
+// PostgreSQL, MySQL and MariaDB; not part of "all".
 const Rate = "rate"
 
 // rateLimit is bench_rated's rate limit: rateLimit claims a second.
@@ -152,24 +149,6 @@ func (t *pgTarget) claimTimes(ctx context.Context) ([]time.Time, error) {
 		claims = append(claims, at)
 	}
 	return claims, rows.Err()
-}
-
-// myRated reports whether the MySQL bench queue bench_rated has its rate
-// limit, that is whether the bench's MySQL migrations create its rate log
-// (bench_rated_queue_rate): queuegen.mysql.yaml gives bench_rated
-// rate: {limit: 500, per: 1s} once queuegen builds rate on MySQL, and
-// until then the rate workload refuses MySQL.
-func myRated() bool {
-	found := false
-	fs.WalkDir(mysqlMigrations, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := fs.ReadFile(mysqlMigrations, path)
-		found = found || err == nil && strings.Contains(string(b), "CREATE TABLE bench_rated_queue_rate (")
-		return nil
-	})
-	return found
 }
 
 func (t *myTarget) pushRated(ctx context.Context, n int) error {

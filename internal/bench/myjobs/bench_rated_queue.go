@@ -34,6 +34,10 @@ const (
 // BenchRatedBackoff is the retry delay of queue bench_rated after a failed attempt.
 var BenchRatedBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, Jitter: 0.1}
 
+// BenchRatedLimits are the concurrency and rate limits of queue bench_rated, from
+// the spec; every claim holds them, on every node.
+var BenchRatedLimits = queue.Limits{PerKey: 0, Global: 0, Rate: 500, Per: time.Second}
+
 // BenchRatedQueue is the typed accessor of queue bench_rated (table bench_rated_queue).
 // Lease mode: a claim is committed at once and holds the job until its
 // lease expires.
@@ -140,6 +144,10 @@ func (q *BenchRatedQueue) Claim(ctx context.Context, node string, max int, opts 
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
+		// The claim lock: the registry row, held until the transaction ends.
+		if _, err := qt.LockClaimsBenchRated(ctx); err != nil {
+			return err
+		}
 		expired, err := qt.ClaimExpiredBenchRated(ctx, myjobsdb.ClaimExpiredBenchRatedParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
@@ -148,8 +156,18 @@ func (q *BenchRatedQueue) Claim(ctx context.Context, node string, max int, opts 
 		for _, r := range expired {
 			rows, now = append(rows, r.BenchRatedRow), r.DbNow
 		}
-		if len(rows) < max {
-			due, err := qt.ClaimDueBenchRated(ctx, myjobsdb.ClaimDueBenchRatedParams{Now: o.Now, Limit: int32(max - len(rows))})
+		room := max - len(rows)
+		// What the rate leaves in the window (expired jobs just taken are
+		// not held back by it, and are logged with the rest).
+		recent, err := qt.RecentBenchRated(ctx, o.Now)
+		if err != nil {
+			return err
+		}
+		if left := 500 - int(recent); left < room {
+			room = left
+		}
+		if room > 0 {
+			due, err := qt.ClaimDueBenchRated(ctx, myjobsdb.ClaimDueBenchRatedParams{Now: o.Now, Limit: int32(room)})
 			if err != nil {
 				return err
 			}
@@ -171,6 +189,15 @@ func (q *BenchRatedQueue) Claim(ctx context.Context, node string, max int, opts 
 			r.State, r.Attempt, r.AttemptedAt, r.LockedBy, r.LockedUntil = "running", r.Attempt+1, &now, &node, &until
 		}
 		_, err = qt.LeaseBenchRated(ctx, myjobsdb.LeaseBenchRatedParams{ClaimedAt: &now, Node: &node, LeaseUntil: &until, Ids: ids})
+		if err != nil {
+			return err
+		}
+		// The rate log: the rows past the window go, this claim's come in,
+		// at the claim's time (the jobs' attempted_at).
+		if _, err := qt.PruneClaimsBenchRated(ctx, now); err != nil {
+			return err
+		}
+		err = qt.LogClaimsBenchRated(ctx, myjobsdb.LogClaimsBenchRatedParams{ClaimedAt: now, Jobs: int32(len(rows))})
 		return err
 	})
 	if err != nil {
@@ -421,6 +448,10 @@ func (q *BenchRatedQueue) RetryDelay(n int32) time.Duration { return q.Backoff.D
 
 // LeaseDuration is the queue's lease, BenchRatedLease.
 func (q *BenchRatedQueue) LeaseDuration() time.Duration { return BenchRatedLease }
+
+// Limits are the queue's concurrency and rate limits, BenchRatedLimits. A Worker reads
+// them to know that a short claim may have been held back by them.
+func (q *BenchRatedQueue) Limits() queue.Limits { return BenchRatedLimits }
 
 // Worker returns a worker that claims jobs of queue bench_rated and runs
 // handler on each, with the options given (concurrency, node id, …). Run

@@ -79,7 +79,11 @@ type ClaimDueBenchRatedRow struct {
 // ClaimDueBenchRated is the second statement of a claim's transaction: due
 // jobs in claim order, locked like ClaimExpiredBenchRated. The claim index
 // leads with state and then holds the claim's ORDER BY, so it returns them in
-// order without a sort.
+// order without a sort. Rate (500 claimed jobs per 1s): it runs after
+// LockClaimsBenchRated, in its transaction, and before LogClaimsBenchRated,
+// so no two claims count at once. The caller passes as the batch no more than
+// 500 less RecentBenchRated's count. A job claimed again after its lease
+// expired is counted in the window but not held back by it.
 func (q *Queries) ClaimDueBenchRated(ctx context.Context, arg ClaimDueBenchRatedParams) ([]ClaimDueBenchRatedRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimDueBenchRated, arg.Now, arg.Limit)
 	if err != nil {
@@ -755,6 +759,30 @@ func (q *Queries) LeaseBenchRated(ctx context.Context, arg LeaseBenchRatedParams
 	return result.RowsAffected()
 }
 
+const LockClaimsBenchRated = `-- name: LockClaimsBenchRated :one
+SELECT name
+FROM queuegen_queues
+WHERE name = 'bench_rated'
+FOR UPDATE
+`
+
+// LockClaimsBenchRated is the first statement of a limited claim's
+// transaction: it locks the queue's registry row, waiting while another claim
+// holds it, until the transaction commits or rolls back (a row lock is the
+// transaction's, as PostgreSQL's transaction-level advisory lock is; MySQL's
+// GET_LOCK belongs to the session and outlives a rollback). The limits are
+// counts of leased jobs, and with the lock held no other claim can take jobs
+// between this claim's counts and its commit; the counts are statements of
+// their own, after the lock, so under READ COMMITTED each reads the claims
+// committed before it. A maintenance batch (LockMaintenanceBenchRated) skips
+// the row while a claim holds it, and tries again at its next turn.
+func (q *Queries) LockClaimsBenchRated(ctx context.Context) (string, error) {
+	row := q.db.QueryRowContext(ctx, LockClaimsBenchRated)
+	var name string
+	err := row.Scan(&name)
+	return name, err
+}
+
 const LockMaintenanceBenchRated = `-- name: LockMaintenanceBenchRated :many
 SELECT name
 FROM queuegen_queues
@@ -790,6 +818,25 @@ func (q *Queries) LockMaintenanceBenchRated(ctx context.Context) ([]string, erro
 	return items, nil
 }
 
+const LogClaimsBenchRated = `-- name: LogClaimsBenchRated :exec
+INSERT INTO bench_rated_queue_rate (claimed_at, jobs)
+VALUES (?, ?)
+`
+
+type LogClaimsBenchRatedParams struct {
+	ClaimedAt time.Time
+	Jobs      int32
+}
+
+// LogClaimsBenchRated records a claim in the rate log bench_rated_queue_rate:
+// how many jobs it took, at @claimed_at (the claim's time, the jobs'
+// attempted_at). It runs last in the claim's transaction, under the claim
+// lock, so the next claim counts it.
+func (q *Queries) LogClaimsBenchRated(ctx context.Context, arg LogClaimsBenchRatedParams) error {
+	_, err := q.db.ExecContext(ctx, LogClaimsBenchRated, arg.ClaimedAt, arg.Jobs)
+	return err
+}
+
 const NowBenchRated = `-- name: NowBenchRated :one
 SELECT UTC_TIMESTAMP(6) AS db_now
 `
@@ -815,6 +862,25 @@ func (q *Queries) PausedBenchRated(ctx context.Context) (bool, error) {
 	var paused bool
 	err := row.Scan(&paused)
 	return paused, err
+}
+
+const PruneClaimsBenchRated = `-- name: PruneClaimsBenchRated :execrows
+DELETE FROM bench_rated_queue_rate
+WHERE claimed_at <= ? - INTERVAL 1000000 MICROSECOND
+`
+
+// PruneClaimsBenchRated deletes the rows of the rate log
+// bench_rated_queue_rate that have left the window (1s before @claimed_at),
+// through its index on claimed_at, so the log holds one window of claims. It
+// runs in the claim's transaction, under the claim lock, after
+// LeaseBenchRated; only claims write the log, so it waits on nothing but the
+// lock.
+func (q *Queries) PruneClaimsBenchRated(ctx context.Context, claimedAt time.Time) (int64, error) {
+	result, err := q.db.ExecContext(ctx, PruneClaimsBenchRated, claimedAt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const PushBenchRated = `-- name: PushBenchRated :execresult
@@ -924,6 +990,27 @@ func (q *Queries) ReapBenchRated(ctx context.Context, ids []int64) (int64, error
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const RecentBenchRated = `-- name: RecentBenchRated :one
+SELECT CAST(COALESCE(SUM(jobs), 0) AS SIGNED) AS n
+FROM bench_rated_queue_rate FORCE INDEX (bench_rated_queue_rate_claimed_at_idx)
+WHERE claimed_at > COALESCE(?, UTC_TIMESTAMP(6)) - INTERVAL 1000000 MICROSECOND
+`
+
+// RecentBenchRated counts the jobs claimed in the rate window, the last 1s,
+// under the claim lock (LockClaimsBenchRated), from the rate log
+// bench_rated_queue_rate: a covering range read of its index (claimed_at,
+// jobs), locking nothing. The index is forced: every claim inserts and
+// deletes rows, so the log's statistics lag, and the optimizer could
+// otherwise scan it. The caller takes no more due jobs than 500 less the
+// count. Its clock is read after the lock, so no claim logged since is
+// missed, and the claim's own time (which it logs) is no earlier.
+func (q *Queries) RecentBenchRated(ctx context.Context, now interface{}) (int64, error) {
+	row := q.db.QueryRowContext(ctx, RecentBenchRated, now)
+	var n int64
+	err := row.Scan(&n)
+	return n, err
 }
 
 const ReleaseBenchRated = `-- name: ReleaseBenchRated :execrows

@@ -375,6 +375,12 @@ type BenchLimitedRow struct {
 	N           int32
 }
 
+type BenchRatedQueueRate struct {
+	ID        int64
+	ClaimedAt time.Time
+	Jobs      int32
+}
+
 type BenchRatedRow struct {
 	ID          int64
 	State       BenchRatedQueueState

@@ -7,6 +7,7 @@
 --   - add queue bench_fair (table bench_fair_queue)
 --   - add queue bench_limited (table bench_limited_queue)
 --   - add queue bench_rated (table bench_rated_queue)
+--   - queue bench_rated: a log of claims for its rate limit (table bench_rated_queue_rate)
 
 -- +goose Up
 
@@ -159,7 +160,22 @@ CREATE TABLE bench_rated_queue (
 INSERT INTO queuegen_queues (name, table_name, mode)
 VALUES ('bench_rated', 'bench_rated_queue', 'lease');
 
+-- Rate log of queue table bench_rated_queue: the claims of the last window,
+-- which claims count to hold the rate limit; each claim adds its row and
+-- deletes those past the window.
+CREATE TABLE bench_rated_queue_rate (
+    id         BIGINT AUTO_INCREMENT NOT NULL,
+    claimed_at DATETIME(6)           NOT NULL, -- when the claim ran (UTC)
+    jobs       INT                   NOT NULL, -- how many jobs the claim took
+    PRIMARY KEY (id),
+    -- Counts the claims of the window (a covering range read), and finds those
+    -- past it to delete.
+    KEY bench_rated_queue_rate_claimed_at_idx (claimed_at, jobs)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
 -- +goose Down
+
+DROP TABLE bench_rated_queue_rate;
 
 DELETE FROM queuegen_queues WHERE name = 'bench_rated';
 

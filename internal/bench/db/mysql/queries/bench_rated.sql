@@ -33,6 +33,35 @@ VALUES (
     COALESCE(sqlc.narg(run_after), UTC_TIMESTAMP(6))
 );
 
+-- name: LockClaimsBenchRated :one
+-- LockClaimsBenchRated is the first statement of a limited claim's
+-- transaction: it locks the queue's registry row, waiting while another claim
+-- holds it, until the transaction commits or rolls back (a row lock is the
+-- transaction's, as PostgreSQL's transaction-level advisory lock is; MySQL's
+-- GET_LOCK belongs to the session and outlives a rollback). The limits are
+-- counts of leased jobs, and with the lock held no other claim can take jobs
+-- between this claim's counts and its commit; the counts are statements of
+-- their own, after the lock, so under READ COMMITTED each reads the claims
+-- committed before it. A maintenance batch (LockMaintenanceBenchRated) skips
+-- the row while a claim holds it, and tries again at its next turn.
+SELECT name
+FROM queuegen_queues
+WHERE name = 'bench_rated'
+FOR UPDATE;
+
+-- name: RecentBenchRated :one
+-- RecentBenchRated counts the jobs claimed in the rate window, the last 1s,
+-- under the claim lock (LockClaimsBenchRated), from the rate log
+-- bench_rated_queue_rate: a covering range read of its index (claimed_at,
+-- jobs), locking nothing. The index is forced: every claim inserts and
+-- deletes rows, so the log's statistics lag, and the optimizer could
+-- otherwise scan it. The caller takes no more due jobs than 500 less the
+-- count. Its clock is read after the lock, so no claim logged since is
+-- missed, and the claim's own time (which it logs) is no earlier.
+SELECT CAST(COALESCE(SUM(jobs), 0) AS SIGNED) AS n
+FROM bench_rated_queue_rate FORCE INDEX (bench_rated_queue_rate_claimed_at_idx)
+WHERE claimed_at > COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) - INTERVAL 1000000 MICROSECOND;
+
 -- name: ClaimExpiredBenchRated :many
 -- ClaimExpiredBenchRated is the first statement of a claim's transaction
 -- (READ COMMITTED): running jobs whose lease expired, their holder presumed
@@ -54,7 +83,11 @@ FOR UPDATE SKIP LOCKED;
 -- ClaimDueBenchRated is the second statement of a claim's transaction: due
 -- jobs in claim order, locked like ClaimExpiredBenchRated. The claim index
 -- leads with state and then holds the claim's ORDER BY, so it returns them in
--- order without a sort.
+-- order without a sort. Rate (500 claimed jobs per 1s): it runs after
+-- LockClaimsBenchRated, in its transaction, and before LogClaimsBenchRated,
+-- so no two claims count at once. The caller passes as the batch no more than
+-- 500 less RecentBenchRated's count. A job claimed again after its lease
+-- expired is counted in the window but not held back by it.
 SELECT sqlc.embed(bench_rated_queue), UTC_TIMESTAMP(6) AS db_now
 FROM bench_rated_queue
 WHERE state = 'available'
@@ -75,6 +108,24 @@ SET state = 'running',
     locked_by = sqlc.arg(node),
     locked_until = sqlc.arg(lease_until)
 WHERE id IN (sqlc.slice(ids));
+
+-- name: PruneClaimsBenchRated :execrows
+-- PruneClaimsBenchRated deletes the rows of the rate log
+-- bench_rated_queue_rate that have left the window (1s before @claimed_at),
+-- through its index on claimed_at, so the log holds one window of claims. It
+-- runs in the claim's transaction, under the claim lock, after
+-- LeaseBenchRated; only claims write the log, so it waits on nothing but the
+-- lock.
+DELETE FROM bench_rated_queue_rate
+WHERE claimed_at <= sqlc.arg(claimed_at) - INTERVAL 1000000 MICROSECOND;
+
+-- name: LogClaimsBenchRated :exec
+-- LogClaimsBenchRated records a claim in the rate log bench_rated_queue_rate:
+-- how many jobs it took, at @claimed_at (the claim's time, the jobs'
+-- attempted_at). It runs last in the claim's transaction, under the claim
+-- lock, so the next claim counts it.
+INSERT INTO bench_rated_queue_rate (claimed_at, jobs)
+VALUES (sqlc.arg(claimed_at), sqlc.arg(jobs));
 
 -- name: CompleteBenchRated :execrows
 -- CompleteBenchRated marks succeeded a job, fenced: only while it is still

@@ -240,3 +240,16 @@ CREATE TABLE bench_rated_queue (
     -- succeeded and dead jobs).
     KEY bench_rated_queue_finished_idx (finished_at)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Rate log of queue table bench_rated_queue: the claims of the last window,
+-- which claims count to hold the rate limit; each claim adds its row and
+-- deletes those past the window.
+CREATE TABLE bench_rated_queue_rate (
+    id         BIGINT AUTO_INCREMENT NOT NULL,
+    claimed_at DATETIME(6)           NOT NULL, -- when the claim ran (UTC)
+    jobs       INT                   NOT NULL, -- how many jobs the claim took
+    PRIMARY KEY (id),
+    -- Counts the claims of the window (a covering range read), and finds those
+    -- past it to delete.
+    KEY bench_rated_queue_rate_claimed_at_idx (claimed_at, jobs)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
