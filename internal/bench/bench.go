@@ -79,19 +79,16 @@ var ErrNoSQLServer = errors.New("bench does not run on SQL Server: it has no ben
 // they measure.
 var postgresOnly = map[string]string{
 	Retention: "compares keep with archive, which is PostgreSQL's",
-	Skew:      "measures fair_by and backlog, which are PostgreSQL's",
-	Spread:    "measures fair_by and backlog, which are PostgreSQL's",
-	Limits:    "measures limits, which are PostgreSQL's",
-	Rate:      "measures a rate limit, which is PostgreSQL's",
 }
 
 // Skew is the workload that measures fair claims (fair_by) and backlogs
-// against one tenant's backlog; PostgreSQL only, and not part of "all".
+// (on PostgreSQL, which has them) against one tenant's backlog; not part
+// of "all".
 const Skew = "skew"
 
 // Spread is the workload that measures fair claims (fair_by) and
-// backlogs against a backlog spread over 100 tenants; PostgreSQL only,
-// and not part of "all".
+// backlogs (on PostgreSQL) against a backlog spread over 100 tenants; not
+// part of "all".
 const Spread = "spread"
 
 // Retention is the workload that measures retention removing finished

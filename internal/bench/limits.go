@@ -17,13 +17,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queuegen/queuegen/internal/bench/jobs"
+	"github.com/queuegen/queuegen/internal/bench/myjobs"
+	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/queue"
 )
 
 // Limits is the workload that measures concurrency limits held by the
 // database: worker processes drain a queue with limits while another
-// connection samples its running jobs. PostgreSQL only, and not part of
-// "all".
+// connection samples its running jobs. PostgreSQL, MySQL and MariaDB;
+// not part of "all".
 const Limits = "limits"
 
 // limitsProcs, limitsTenants and limitsWork shape the limits workload:
@@ -39,12 +41,19 @@ const (
 	limitsGlobal  = 20
 )
 
-// limitsTarget is a target whose engine has limits: PostgreSQL.
+// limitsTarget is a target whose engine has limits: PostgreSQL, MySQL
+// and MariaDB.
 type limitsTarget interface {
-	// address is the database's URL, for the worker processes.
+	// address is the bench database's address, for the worker processes
+	// (dburl.Parse reads it).
 	address() string
-	// limitedPool is the target's pool.
-	limitedPool() *pgxpool.Pool
+	// pushLimited pushes n jobs into bench_limited, job i of tenant(i).
+	pushLimited(ctx context.Context, tenant func(i int) string, n int) error
+	// limitedRunning samples bench_limited's running jobs: the most of
+	// one tenant, and all of them.
+	limitedRunning(ctx context.Context) (perKey, global int, err error)
+	// limitedLeft counts bench_limited's due jobs and its running ones.
+	limitedLeft(ctx context.Context) (left, running int, err error)
 }
 
 // childEnv is the environment variable that makes a queuegen process (or
@@ -82,32 +91,65 @@ func ChildMain() (code int, ran bool) {
 		io.Copy(io.Discard, os.Stdin)
 		stop()
 	}()
-	pool, err := pgxpool.New(ctx, c.URL)
+	w, closeDB, err := childWorker(ctx, c)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench worker:", err)
 		return 1, true
 	}
-	defer pool.Close()
-	var w interface{ Run(context.Context) error }
-	switch c.Queue {
-	case "bench_limited":
-		w = jobs.NewBenchLimitedQueue(pool).Worker(func(ctx context.Context, _ *queue.Job[jobs.BenchLimitedPayload]) error {
-			time.Sleep(limitsWork)
-			return nil
-		}, queue.Node(c.Node), queue.Concurrency(limitsGlobal), queue.Logger(quiet), queue.FlushInterval(time.Millisecond))
-	case "bench_rated":
-		w = jobs.NewBenchRatedQueue(pool).Worker(func(context.Context, *queue.Job[jobs.BenchRatedPayload]) error { return nil },
-			queue.Node(c.Node), queue.Logger(quiet))
-	default:
-		fmt.Fprintln(os.Stderr, "bench worker: no queue", c.Queue)
-		return 2, true
-	}
+	defer closeDB()
 	fmt.Println("ready")
 	if err := w.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "bench worker:", err)
 		return 1, true
 	}
 	return 0, true
+}
+
+// childWorker is c's worker, on c's engine, and a close of its
+// connections. Its options are the queue's: bench_limited's jobs wait
+// limitsWork, with as many handlers as the global limit and results
+// flushed within 1 ms; bench_rated's do nothing.
+func childWorker(ctx context.Context, c child) (runner, func(), error) {
+	d, err := dburl.Parse(c.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	limited := []queue.WorkerOption{queue.Node(c.Node), queue.Concurrency(limitsGlobal), queue.Logger(quiet), queue.FlushInterval(time.Millisecond)}
+	rated := []queue.WorkerOption{queue.Node(c.Node), queue.Logger(quiet)}
+	if d.Engine == dburl.MySQL {
+		db, err := d.Open()
+		if err != nil {
+			return nil, nil, err
+		}
+		switch c.Queue {
+		case "bench_limited":
+			return myjobs.NewBenchLimitedQueue(db).Worker(func(context.Context, *queue.Job[myjobs.BenchLimitedPayload]) error {
+				time.Sleep(limitsWork)
+				return nil
+			}, limited...), func() { db.Close() }, nil
+		case "bench_rated":
+			return myjobs.NewBenchRatedQueue(db).Worker(func(context.Context, *queue.Job[myjobs.BenchRatedPayload]) error { return nil },
+				rated...), func() { db.Close() }, nil
+		}
+		db.Close()
+		return nil, nil, fmt.Errorf("no queue %s", c.Queue)
+	}
+	pool, err := pgxpool.New(ctx, c.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch c.Queue {
+	case "bench_limited":
+		return jobs.NewBenchLimitedQueue(pool).Worker(func(context.Context, *queue.Job[jobs.BenchLimitedPayload]) error {
+			time.Sleep(limitsWork)
+			return nil
+		}, limited...), pool.Close, nil
+	case "bench_rated":
+		return jobs.NewBenchRatedQueue(pool).Worker(func(context.Context, *queue.Job[jobs.BenchRatedPayload]) error { return nil },
+			rated...), pool.Close, nil
+	}
+	pool.Close()
+	return nil, nil, fmt.Errorf("no queue %s", c.Queue)
 }
 
 // runLimits measures queue bench_limited (per_key: 3, global: 20): it
@@ -121,12 +163,9 @@ func ChildMain() (code int, ran bool) {
 func runLimits(ctx context.Context, t target, cfg Config) error {
 	lt, ok := t.(limitsTarget)
 	if !ok { // Run refuses it first
-		return errors.New("the limits workload " + postgresOnly[Limits])
+		return errors.New("the limits workload measures limits, which this engine lacks")
 	}
-	q := jobs.NewBenchLimitedQueue(lt.limitedPool())
-	if err := pushInBatches(ctx, cfg.Jobs, 10000, func(i int) jobs.BenchLimitedPayload {
-		return jobs.BenchLimitedPayload{Tenant: fmt.Sprintf("t%03d", i%limitsTenants), N: int32(i)}
-	}, q.PushMany); err != nil {
+	if err := lt.pushLimited(ctx, func(i int) string { return fmt.Sprintf("t%03d", i%limitsTenants) }, cfg.Jobs); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -136,28 +175,21 @@ func runLimits(ctx context.Context, t target, cfg Config) error {
 		return err
 	}
 
-	// Sample the running jobs until the queue is empty. A job holds a
-	// lease (locked_until) exactly while it runs: the sample reads the
-	// lease index, not the table.
+	// Sample the running jobs until the queue is empty.
 	var perKey, global, samples int
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	var sampling sync.WaitGroup
 	sampling.Go(func() {
 		for sampleCtx.Err() == nil {
-			var k, g int
-			if err := lt.limitedPool().QueryRow(sampleCtx, `SELECT coalesce(max(n), 0), coalesce(sum(n), 0)
-FROM (SELECT count(*) AS n FROM `+Schema+`.bench_limited_queue WHERE locked_until IS NOT NULL GROUP BY tenant) AS per`).Scan(&k, &g); err == nil {
+			if k, g, err := lt.limitedRunning(sampleCtx); err == nil {
 				perKey, global, samples = max(perKey, k), max(global, g), samples+1
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
 	})
-	// Drained when no job is due and none holds a lease (both read
-	// through partial indexes).
+	// Drained when no job is due and none runs.
 	for tick := 0; ; tick++ {
-		var left, running int
-		err := lt.limitedPool().QueryRow(ctx, `SELECT (SELECT count(*) FROM `+Schema+`.bench_limited_queue WHERE state = 'available'),
-       (SELECT count(*) FROM `+Schema+`.bench_limited_queue WHERE locked_until IS NOT NULL)`).Scan(&left, &running)
+		left, running, err := lt.limitedLeft(ctx)
 		if err != nil {
 			stopSampling()
 			return err
@@ -221,5 +253,49 @@ func startWorkers(lt limitsTarget, queue string) (stop func(), err error) {
 	return stop, nil
 }
 
-func (t *pgTarget) address() string            { return t.url }
-func (t *pgTarget) limitedPool() *pgxpool.Pool { return t.pool }
+func (t *pgTarget) address() string { return t.url }
+
+func (t *pgTarget) pushLimited(ctx context.Context, tenant func(int) string, n int) error {
+	return pushInBatches(ctx, n, 10000, func(i int) jobs.BenchLimitedPayload { return jobs.BenchLimitedPayload{Tenant: tenant(i), N: int32(i)} },
+		jobs.NewBenchLimitedQueue(t.pool).PushMany)
+}
+
+// limitedRunning: a job holds a lease (locked_until) exactly while it
+// runs; the sample reads the lease index, not the table.
+func (t *pgTarget) limitedRunning(ctx context.Context) (perKey, global int, err error) {
+	err = t.pool.QueryRow(ctx, `SELECT coalesce(max(n), 0), coalesce(sum(n), 0)
+FROM (SELECT count(*) AS n FROM `+Schema+`.bench_limited_queue WHERE locked_until IS NOT NULL GROUP BY tenant) AS per`).Scan(&perKey, &global)
+	return perKey, global, err
+}
+
+// limitedLeft reads both counts through partial indexes.
+func (t *pgTarget) limitedLeft(ctx context.Context) (left, running int, err error) {
+	err = t.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM `+Schema+`.bench_limited_queue WHERE state = 'available'),
+       (SELECT count(*) FROM `+Schema+`.bench_limited_queue WHERE locked_until IS NOT NULL)`).Scan(&left, &running)
+	return left, running, err
+}
+
+// address is a go-sql-driver DSN of the bench's database.
+func (t *myTarget) address() string { return t.dsn }
+
+func (t *myTarget) pushLimited(ctx context.Context, tenant func(int) string, n int) error {
+	return pushInBatches(ctx, n, 1000, func(i int) myjobs.BenchLimitedPayload {
+		return myjobs.BenchLimitedPayload{Tenant: tenant(i), N: int32(i)}
+	},
+		myjobs.NewBenchLimitedQueue(t.db).PushMany)
+}
+
+// limitedRunning: a job is in state running exactly while it is leased;
+// the sample reads the fair index (state, tenant, …), not the table. Each
+// statement (autocommit) reads a fresh snapshot.
+func (t *myTarget) limitedRunning(ctx context.Context) (perKey, global int, err error) {
+	err = t.db.QueryRowContext(ctx, `SELECT coalesce(max(n), 0), coalesce(sum(n), 0)
+FROM (SELECT count(*) AS n FROM bench_limited_queue WHERE state = 'running' GROUP BY tenant) AS per`).Scan(&perKey, &global)
+	return perKey, global, err
+}
+
+func (t *myTarget) limitedLeft(ctx context.Context) (left, running int, err error) {
+	err = t.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM bench_limited_queue WHERE state = 'available'),
+       (SELECT count(*) FROM bench_limited_queue WHERE state = 'running')`).Scan(&left, &running)
+	return left, running, err
+}

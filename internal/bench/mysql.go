@@ -22,6 +22,7 @@ type myTarget struct {
 	admin    *sql.DB // on the address's database: CREATE and DROP DATABASE
 	db       *sql.DB // on the bench's database
 	database string
+	dsn      string // the bench database's, for the worker processes
 }
 
 func newMySQL(d dburl.DB, database string, conns int) (*myTarget, error) {
@@ -39,7 +40,7 @@ func newMySQL(d dburl.DB, database string, conns int) (*myTarget, error) {
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
-	return &myTarget{admin: admin, db: db, database: database}, nil
+	return &myTarget{admin: admin, db: db, database: database, dsn: cfg.FormatDSN()}, nil
 }
 
 func (t *myTarget) close() {

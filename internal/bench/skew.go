@@ -9,12 +9,16 @@ import (
 	"time"
 
 	"github.com/queuegen/queuegen/internal/bench/jobs"
+	"github.com/queuegen/queuegen/internal/bench/myjobs"
 	"github.com/queuegen/queuegen/queue"
 )
 
-// skewTarget is a target whose engine has fair claims (fair_by) and
-// backlogs: PostgreSQL.
+// skewTarget is a target whose engine has fair claims (fair_by):
+// PostgreSQL, MySQL and MariaDB.
 type skewTarget interface {
+	// claimModes are the modes the engine's bench queues have: all three
+	// on PostgreSQL; ordered and fair on MySQL, which has no backlog.
+	claimModes() []claimMode
 	// pushTenant pushes n jobs into mode's queue, in batches, job i of
 	// tenant(i).
 	pushTenant(ctx context.Context, mode claimMode, tenant func(i int) string, n int) error
@@ -43,7 +47,8 @@ const skewTenants, skewEach = 50, 20
 // runSkew measures what a fair claim buys when one tenant's backlog
 // arrives first: tenant a pushes Jobs jobs, then 50 other tenants 20 jobs
 // each, and one worker drains them all: from a queue claimed in order,
-// from a fair_by queue, and from a fair_by queue with a backlog. The
+// from a fair_by queue, and from a fair_by queue with a backlog (where the
+// engine has backlogs: PostgreSQL). The
 // summary lines' p50 and p99 are the small tenants' jobs' waits (from the
 // drain's start to their handler starting); a last line gives the fair
 // drains' rates as ratios of the ordered one's.
@@ -83,10 +88,10 @@ func compareModes(ctx context.Context, t target, cfg Config, workload string, fi
 	total int, counts func(tenant string) bool, want int) error {
 	st, ok := t.(skewTarget)
 	if !ok { // Run refuses it first
-		return errors.New("the " + workload + " workload " + postgresOnly[workload])
+		return errors.New("the " + workload + " workload measures fair_by, which this engine lacks")
 	}
 	rates := map[claimMode]float64{}
-	for _, mode := range claimModes {
+	for _, mode := range st.claimModes() {
 		name := workload + "/" + string(mode)
 		if err := t.setup(ctx); err != nil {
 			return err
@@ -120,10 +125,16 @@ func compareModes(ctx context.Context, t target, cfg Config, workload string, fi
 		cfg.summary(name, int64(total), took, &waits)
 		rates[mode] = float64(total) / took.Seconds()
 	}
+	if _, ok := rates[backlog]; !ok {
+		fmt.Fprintf(cfg.notes(), "  %s: fair drained at %.2f× the ordered queue's rate\n", workload, rates[fair]/rates[ordered])
+		return nil
+	}
 	fmt.Fprintf(cfg.notes(), "  %s: fair drained at %.2f×, backlog at %.2f× the ordered queue's rate (backlog/fair %.2f×)\n",
 		workload, rates[fair]/rates[ordered], rates[backlog]/rates[ordered], rates[backlog]/rates[fair])
 	return nil
 }
+
+func (t *pgTarget) claimModes() []claimMode { return claimModes }
 
 func (t *pgTarget) pushTenant(ctx context.Context, mode claimMode, tenant func(int) string, n int) error {
 	switch mode {
@@ -152,6 +163,36 @@ func (t *pgTarget) tenantWorker(mode claimMode, started func(tenant string), opt
 		}, opts...)
 	}
 	return jobs.NewBenchTenantQueue(t.pool).Worker(func(_ context.Context, j *queue.Job[jobs.BenchTenantPayload]) error {
+		started(j.Payload.Tenant)
+		return nil
+	}, opts...)
+}
+
+// claimModes: MySQL has no backlog.
+func (t *myTarget) claimModes() []claimMode { return []claimMode{ordered, fair} }
+
+func (t *myTarget) pushTenant(ctx context.Context, mode claimMode, tenant func(int) string, n int) error {
+	switch mode {
+	case fair:
+		return pushInBatches(ctx, n, 1000, func(i int) myjobs.BenchFairPayload { return myjobs.BenchFairPayload{Tenant: tenant(i), N: int32(i)} },
+			myjobs.NewBenchFairQueue(t.db).PushMany)
+	case ordered:
+		return pushInBatches(ctx, n, 1000, func(i int) myjobs.BenchTenantPayload {
+			return myjobs.BenchTenantPayload{Tenant: tenant(i), N: int32(i)}
+		},
+			myjobs.NewBenchTenantQueue(t.db).PushMany)
+	}
+	return fmt.Errorf("MySQL has no %s queue", mode)
+}
+
+func (t *myTarget) tenantWorker(mode claimMode, started func(tenant string), opts ...queue.WorkerOption) runner {
+	if mode == fair {
+		return myjobs.NewBenchFairQueue(t.db).Worker(func(_ context.Context, j *queue.Job[myjobs.BenchFairPayload]) error {
+			started(j.Payload.Tenant)
+			return nil
+		}, opts...)
+	}
+	return myjobs.NewBenchTenantQueue(t.db).Worker(func(_ context.Context, j *queue.Job[myjobs.BenchTenantPayload]) error {
 		started(j.Payload.Tenant)
 		return nil
 	}, opts...)

@@ -55,3 +55,14 @@ type target interface {
 
 // runner is a worker.
 type runner interface{ Run(context.Context) error }
+
+// The targets of the workloads of the queues' features (skew and spread,
+// limits, rate): each engine that has the feature.
+var (
+	_ skewTarget   = (*pgTarget)(nil)
+	_ skewTarget   = (*myTarget)(nil)
+	_ limitsTarget = (*pgTarget)(nil)
+	_ limitsTarget = (*myTarget)(nil)
+	_ rateTarget   = (*pgTarget)(nil)
+	_ rateTarget   = (*myTarget)(nil)
+)

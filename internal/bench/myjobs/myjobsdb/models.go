@@ -12,6 +12,50 @@ import (
 	"time"
 )
 
+type BenchFairQueueState string
+
+const (
+	BenchFairQueueStateAvailable BenchFairQueueState = "available"
+	BenchFairQueueStateRunning   BenchFairQueueState = "running"
+	BenchFairQueueStateSucceeded BenchFairQueueState = "succeeded"
+	BenchFairQueueStateDead      BenchFairQueueState = "dead"
+)
+
+func (e *BenchFairQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = BenchFairQueueState(s)
+	case string:
+		*e = BenchFairQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for BenchFairQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullBenchFairQueueState struct {
+	BenchFairQueueState BenchFairQueueState
+	Valid               bool // Valid is true if BenchFairQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullBenchFairQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.BenchFairQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.BenchFairQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullBenchFairQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.BenchFairQueueState), nil
+}
+
 type BenchKeptQueueState string
 
 const (
@@ -54,6 +98,50 @@ func (ns NullBenchKeptQueueState) Value() (driver.Value, error) {
 		return nil, nil
 	}
 	return string(ns.BenchKeptQueueState), nil
+}
+
+type BenchLimitedQueueState string
+
+const (
+	BenchLimitedQueueStateAvailable BenchLimitedQueueState = "available"
+	BenchLimitedQueueStateRunning   BenchLimitedQueueState = "running"
+	BenchLimitedQueueStateSucceeded BenchLimitedQueueState = "succeeded"
+	BenchLimitedQueueStateDead      BenchLimitedQueueState = "dead"
+)
+
+func (e *BenchLimitedQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = BenchLimitedQueueState(s)
+	case string:
+		*e = BenchLimitedQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for BenchLimitedQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullBenchLimitedQueueState struct {
+	BenchLimitedQueueState BenchLimitedQueueState
+	Valid                  bool // Valid is true if BenchLimitedQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullBenchLimitedQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.BenchLimitedQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.BenchLimitedQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullBenchLimitedQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.BenchLimitedQueueState), nil
 }
 
 type BenchQueueState string
@@ -100,6 +188,94 @@ func (ns NullBenchQueueState) Value() (driver.Value, error) {
 	return string(ns.BenchQueueState), nil
 }
 
+type BenchRatedQueueState string
+
+const (
+	BenchRatedQueueStateAvailable BenchRatedQueueState = "available"
+	BenchRatedQueueStateRunning   BenchRatedQueueState = "running"
+	BenchRatedQueueStateSucceeded BenchRatedQueueState = "succeeded"
+	BenchRatedQueueStateDead      BenchRatedQueueState = "dead"
+)
+
+func (e *BenchRatedQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = BenchRatedQueueState(s)
+	case string:
+		*e = BenchRatedQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for BenchRatedQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullBenchRatedQueueState struct {
+	BenchRatedQueueState BenchRatedQueueState
+	Valid                bool // Valid is true if BenchRatedQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullBenchRatedQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.BenchRatedQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.BenchRatedQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullBenchRatedQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.BenchRatedQueueState), nil
+}
+
+type BenchTenantQueueState string
+
+const (
+	BenchTenantQueueStateAvailable BenchTenantQueueState = "available"
+	BenchTenantQueueStateRunning   BenchTenantQueueState = "running"
+	BenchTenantQueueStateSucceeded BenchTenantQueueState = "succeeded"
+	BenchTenantQueueStateDead      BenchTenantQueueState = "dead"
+)
+
+func (e *BenchTenantQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = BenchTenantQueueState(s)
+	case string:
+		*e = BenchTenantQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for BenchTenantQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullBenchTenantQueueState struct {
+	BenchTenantQueueState BenchTenantQueueState
+	Valid                 bool // Valid is true if BenchTenantQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullBenchTenantQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.BenchTenantQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.BenchTenantQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullBenchTenantQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.BenchTenantQueueState), nil
+}
+
 type QueuegenQueuesMode string
 
 const (
@@ -142,6 +318,25 @@ func (ns NullQueuegenQueuesMode) Value() (driver.Value, error) {
 	return string(ns.QueuegenQueuesMode), nil
 }
 
+type BenchFairRow struct {
+	ID          int64
+	State       BenchFairQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	Tenant      string
+	N           int32
+}
+
 type BenchKeptRow struct {
 	ID          int64
 	State       BenchKeptQueueState
@@ -161,6 +356,49 @@ type BenchKeptRow struct {
 	N           int32
 }
 
+type BenchLimitedRow struct {
+	ID          int64
+	State       BenchLimitedQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	Tenant      string
+	N           int32
+}
+
+type BenchRatedQueueRate struct {
+	ID        int64
+	ClaimedAt time.Time
+	Jobs      int32
+}
+
+type BenchRatedRow struct {
+	ID          int64
+	State       BenchRatedQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	N           int32
+}
+
 type BenchRow struct {
 	ID          int64
 	State       BenchQueueState
@@ -177,6 +415,25 @@ type BenchRow struct {
 	Failures    *json.RawMessage
 	UniqueKey   *string
 	Recipient   string
+	N           int32
+}
+
+type BenchTenantRow struct {
+	ID          int64
+	State       BenchTenantQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	Tenant      string
 	N           int32
 }
 
