@@ -371,12 +371,6 @@ func (w *Worker[P]) start(jobsCtx context.Context, jobs []*Job[P], asked time.Ti
 	rs := make([]*runningJob[P], len(jobs))
 	for i, job := range jobs {
 		ctx, cancel := context.WithCancelCause(jobsCtx)
-		if w.cfg.jobTimeout > 0 { // no wrapper per job without one
-			var stop context.CancelFunc
-			ctx, stop = withJobTimeout(ctx, w.cfg.jobTimeout)
-			cancelCause := cancel
-			cancel = func(err error) { cancelCause(err); stop() }
-		}
 		r := &runningJob[P]{job: job, ctx: ctx, cancel: cancel}
 		rs[i] = r
 	}
@@ -397,6 +391,13 @@ func (w *Worker[P]) run(r *runningJob[P]) {
 	var ran time.Duration
 	defer func() { w.room.finish(ran) }() // the job's room, freed last
 	ctx, job := r.ctx, r.job
+	if w.cfg.jobTimeout > 0 { // no wrapper per job without one
+		// From the handler's start: a job held ahead waits for a handler
+		// without using its time.
+		var stop context.CancelFunc
+		ctx, stop = withJobTimeout(ctx, w.cfg.jobTimeout)
+		defer stop()
+	}
 	info := JobInfo{Queue: w.name, ID: job.ID, Attempt: job.Attempt, MaxAttempts: job.MaxAttempts}
 	if h := w.cfg.hooks.JobStarted; h != nil {
 		ctx = h(ctx, info)
