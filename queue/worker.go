@@ -391,6 +391,18 @@ func (w *Worker[P]) run(r *runningJob[P]) {
 	var ran time.Duration
 	defer func() { w.room.finish(ran) }() // the job's room, freed last
 	ctx, job := r.ctx, r.job
+	if cause := context.Cause(ctx); cause != nil {
+		// Cancelled while it waited ahead of the handlers (its lease lost,
+		// or the shutdown): no handler runs it; it is released, or left
+		// to whoever holds it now.
+		r.leases.done(r)
+		w.mu.Lock()
+		delete(w.running, job.ID)
+		w.mu.Unlock()
+		r.cancel(nil)
+		w.settle(job, cause, cause)
+		return
+	}
 	if w.cfg.jobTimeout > 0 { // no wrapper per job without one
 		// From the handler's start: a job held ahead waits for a handler
 		// without using its time.
