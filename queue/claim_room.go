@@ -44,9 +44,12 @@ func average(a *atomic.Int64, d time.Duration) {
 	a.Store(old + (int64(d)-old)/8)
 }
 
-// finish counts a handler that returned after running for d.
+// finish frees a job's room; d is how long its handler ran (0: none ran
+// it, which says nothing of the handlers' time).
 func (r *claimRoom) finish(d time.Duration) {
-	average(&r.handlerTime, d)
+	if d > 0 {
+		average(&r.handlerTime, d)
+	}
 	r.release(1)
 }
 
