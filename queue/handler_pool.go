@@ -8,12 +8,13 @@ import "sync"
 // while more wait wakes one more, unless a wake is already on its way. So
 // when handlers return quickly, a few goroutines work through the whole
 // batch, with no goroutine started or scheduled per job; when they block,
-// the wake-ups chain until every queued job has a goroutine. How many run
-// at once is bounded by the worker's slots, which are taken before a claim:
-// the pool never holds more goroutines than the worker's concurrency, plus
-// one being woken.
+// the wake-ups chain until every queued job has a goroutine or the pool
+// has max of them (the worker's concurrency): jobs claimed ahead wait in
+// the queue until a goroutine is free.
 type handlerPool[T any] struct {
-	run func(T)
+	run  func(T)
+	max  int // most goroutines
+	live int // goroutines started
 
 	mu     sync.Mutex
 	queue  []T // FIFO from head; reset whenever it empties
@@ -23,7 +24,9 @@ type handlerPool[T any] struct {
 	closed bool
 }
 
-func newHandlerPool[T any](run func(T)) *handlerPool[T] { return &handlerPool[T]{run: run} }
+func newHandlerPool[T any](run func(T), max int) *handlerPool[T] {
+	return &handlerPool[T]{run: run, max: max}
+}
 
 // add queues items, in order, and makes sure a goroutine is on its way.
 func (p *handlerPool[T]) add(items ...T) {
@@ -33,21 +36,27 @@ func (p *handlerPool[T]) add(items ...T) {
 	p.mu.Unlock()
 }
 
-// wakeLocked wakes a parked goroutine, or starts one, if jobs wait and no
-// wake is on its way already. It does so after close too: jobs queued just
-// before the pool closed still fan out rather than wait for one another.
+// wakeLocked wakes a parked goroutine, or starts one while there are
+// fewer than max, if jobs wait and no wake is on its way already. It does
+// so after close too: jobs queued just before the pool closed still fan
+// out rather than wait for one another. With max goroutines busy, the
+// queue waits for the first of them to finish its job.
 func (p *handlerPool[T]) wakeLocked() {
 	if p.waking || p.head == len(p.queue) {
 		return
 	}
-	p.waking = true
 	if n := len(p.idle); n > 0 {
+		p.waking = true
 		c := p.idle[n-1]
 		p.idle = p.idle[:n-1]
 		c <- struct{}{}
 		return
 	}
-	go p.loop()
+	if p.live < p.max {
+		p.waking = true
+		p.live++
+		go p.loop()
+	}
 }
 
 // loop runs queued items until the pool is closed.
@@ -70,6 +79,7 @@ func (p *handlerPool[T]) loop() {
 			p.mu.Lock()
 		}
 		if p.closed {
+			p.live--
 			p.mu.Unlock()
 			return
 		}

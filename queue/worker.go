@@ -69,7 +69,7 @@ type Worker[P any] struct {
 	name    string
 	bad     error // the first bad option: Run returns it, running nothing
 
-	slots   chan struct{} // one per running handler
+	room    claimRoom     // the jobs claimed and not yet finished
 	wake    chan struct{} // capacity 1: coalesces wake-ups
 	limited limitedQueue  // q, when it has limits; else nil
 	handles sync.WaitGroup
@@ -122,7 +122,7 @@ func NewWorker[P any](q LeaseQueue[P], handler Handler[P], opts ...WorkerOption)
 	limited, _ := q.(limitedQueue)
 	return &Worker[P]{
 		q: q, handler: handler, cfg: cfg, lease: lease, name: q.QueueName(), limited: limited, bad: bad,
-		slots:   make(chan struct{}, cfg.concurrency),
+		room:    claimRoom{freed: make(chan struct{}, 1)},
 		wake:    make(chan struct{}, 1),
 		running: map[int64]*runningJob[P]{},
 		results: newResults[P](),
@@ -219,7 +219,7 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 	}
 	defer wake.Subscribe(w.name, w.wake)() // pushes made in this process
 
-	w.pool = newHandlerPool(w.run)
+	w.pool = newHandlerPool(w.run, w.cfg.concurrency)
 	var claimers sync.WaitGroup
 	for range w.cfg.claimers {
 		claimers.Go(func() { w.claimLoop(ctx, jobsCtx, log) })
@@ -302,21 +302,9 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 			sleep(ctx, w.cfg.flushInterval+10*time.Millisecond)
 			continue
 		}
-		// Wait for one free slot, then take every other free one.
-		select {
-		case w.slots <- struct{}{}:
-		case <-ctx.Done():
+		n := w.waitRoom(ctx)
+		if n == 0 {
 			return
-		}
-		n := 1
-	more:
-		for n < w.cfg.maxClaim {
-			select {
-			case w.slots <- struct{}{}:
-				n++
-			default:
-				break more
-			}
 		}
 		// The claim must not be cut off by ctx: a claim that commits but
 		// whose answer is lost would leave jobs leased to nobody.
@@ -324,8 +312,9 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 		asked := time.Now() // the leases run from no later than this
 		jobs, err := w.q.Claim(claimCtx, w.cfg.node, n, LeaseFor(w.lease))
 		cancel()
-		for range n - len(jobs) {
-			<-w.slots
+		w.room.release(n - len(jobs))
+		if err == nil && w.limited == nil {
+			w.room.claimed(time.Since(asked), w.cfg.concurrency, w.cfg.claimers*w.cfg.maxClaim)
 		}
 		if err != nil {
 			failures++
@@ -382,12 +371,6 @@ func (w *Worker[P]) start(jobsCtx context.Context, jobs []*Job[P], asked time.Ti
 	rs := make([]*runningJob[P], len(jobs))
 	for i, job := range jobs {
 		ctx, cancel := context.WithCancelCause(jobsCtx)
-		if w.cfg.jobTimeout > 0 { // no wrapper per job without one
-			var stop context.CancelFunc
-			ctx, stop = withJobTimeout(ctx, w.cfg.jobTimeout)
-			cancelCause := cancel
-			cancel = func(err error) { cancelCause(err); stop() }
-		}
 		r := &runningJob[P]{job: job, ctx: ctx, cancel: cancel}
 		rs[i] = r
 	}
@@ -405,14 +388,35 @@ func (w *Worker[P]) start(jobsCtx context.Context, jobs []*Job[P], asked time.Ti
 // frees its slot.
 func (w *Worker[P]) run(r *runningJob[P]) {
 	defer w.handles.Done()
-	defer func() { <-w.slots }()
+	var ran time.Duration
+	defer func() { w.room.finish(ran) }() // the job's room, freed last
 	ctx, job := r.ctx, r.job
+	if cause := context.Cause(ctx); cause != nil {
+		// Cancelled while it waited ahead of the handlers (its lease lost,
+		// or the shutdown): no handler runs it; it is released, or left
+		// to whoever holds it now.
+		r.leases.done(r)
+		w.mu.Lock()
+		delete(w.running, job.ID)
+		w.mu.Unlock()
+		r.cancel(nil)
+		w.settle(job, cause, cause)
+		return
+	}
+	if w.cfg.jobTimeout > 0 { // no wrapper per job without one
+		// From the handler's start: a job held ahead waits for a handler
+		// without using its time.
+		var stop context.CancelFunc
+		ctx, stop = withJobTimeout(ctx, w.cfg.jobTimeout)
+		defer stop()
+	}
 	info := JobInfo{Queue: w.name, ID: job.ID, Attempt: job.Attempt, MaxAttempts: job.MaxAttempts}
 	if h := w.cfg.hooks.JobStarted; h != nil {
 		ctx = h(ctx, info)
 	}
 	began := time.Now()
 	err := timedOut(ctx, w.call(ctx, job))
+	ran = time.Since(began)
 	r.leases.done(r)
 	w.mu.Lock()
 	delete(w.running, job.ID)
@@ -478,7 +482,7 @@ func (w *Worker[P]) settle(job *Job[P], err, cause error) Outcome {
 
 // backlogLimit is how many unwritten results stop the claim loop.
 func (w *Worker[P]) backlogLimit() int {
-	return 2 * max(w.cfg.concurrency, w.cfg.flushSize)
+	return 2 * max(w.cfg.concurrency+w.cfg.claimers*w.cfg.maxClaim, w.cfg.flushSize)
 }
 
 // heartbeat extends the leases of running jobs every third of a lease.

@@ -56,14 +56,14 @@ func newWorkerConfig(opts []WorkerOption, concurrency int) (workerConfig, error)
 	c := workerConfig{
 		node:            fmt.Sprintf("%s-%d", host, os.Getpid()),
 		concurrency:     0, // NewWorker and NewTxWorker choose
-		claimers:        1,
-		maxClaim:        100,
+		claimers:        2,
+		maxClaim:        500,
 		pollInterval:    time.Second,
 		limitPoll:       25 * time.Millisecond,
 		cooldown:        10 * time.Millisecond,
 		pauseInterval:   time.Second,
 		flushInterval:   5 * time.Millisecond,
-		flushSize:       200,
+		flushSize:       500,
 		shutdownTimeout: 30 * time.Second,
 		statsInterval:   10 * time.Second,
 		nodeHeartbeat:   defaultNodeHeartbeat,
@@ -103,7 +103,9 @@ func Node(id string) WorkerOption {
 
 // Concurrency is how many handlers run at once: default 100 for a lease
 // worker (handlers hold no connection; a claim takes up to MaxClaim jobs
-// at a time), 10 for a transaction-mode worker (each running job holds a
+// at a time, and a worker whose handlers are quick holds jobs ahead of
+// them, up to Claimers × MaxClaim, as many as they finish in two claims'
+// time), 10 for a transaction-mode worker (each running job holds a
 // connection of the pool, its transaction: keep it within the pool's size).
 func Concurrency(n int) WorkerOption {
 	return workerOption(func(c *workerConfig) error {
@@ -115,13 +117,12 @@ func Concurrency(n int) WorkerOption {
 	})
 }
 
-// Claimers is how many claim loops a worker runs at once (default 1).
-// Each claims for the free capacity it finds; several keep a busy worker
-// fed while one claim is in flight, which matters when handlers are short
-// and the database is some way off. Under a backlog, a Concurrency of at
-// least Claimers × MaxClaim keeps every claim full: a claim takes only the
-// slots free when it starts, and the jobs of the other claimers' batches
-// hold theirs.
+// Claimers is how many claim loops a worker runs at once (default 2).
+// Each claims for the free capacity it finds; two keep a busy worker fed
+// while one claim is in flight, which matters when handlers are short
+// (each loop polls an idle queue every PollInterval). A worker whose
+// handlers are quick holds jobs ahead of them, so its claims are full
+// under a backlog; with slow handlers a claim takes the handlers free.
 func Claimers(n int) WorkerOption {
 	return workerOption(func(c *workerConfig) error {
 		if err := atLeastOne("Claimers", n); err != nil {
@@ -132,8 +133,9 @@ func Claimers(n int) WorkerOption {
 	})
 }
 
-// MaxClaim caps how many jobs one claim takes (default 100); a claim takes
-// at most the free capacity.
+// MaxClaim caps how many jobs one claim takes (default 500); a claim takes
+// at most the free capacity: the handlers free, and the jobs the worker
+// may hold ahead of them.
 func MaxClaim(n int) WorkerOption {
 	return workerOption(func(c *workerConfig) error {
 		if err := atLeastOne("MaxClaim", n); err != nil {
@@ -174,7 +176,7 @@ func FlushInterval(d time.Duration) WorkerOption {
 }
 
 // FlushSize is the most jobs one complete or fail statement holds (default
-// 200).
+// 500).
 func FlushSize(n int) WorkerOption {
 	return workerOption(func(c *workerConfig) error {
 		if err := atLeastOne("FlushSize", n); err != nil {

@@ -101,9 +101,9 @@ func TestWorkerOptions(t *testing.T) {
 		t.Errorf("two bad options: %v, want the first's", err)
 	}
 	// The defaults are as before.
-	if d := defaults; d.concurrency != 7 || d.claimers != 1 || d.maxClaim != 100 || d.pollInterval != time.Second ||
+	if d := defaults; d.concurrency != 7 || d.claimers != 2 || d.maxClaim != 500 || d.pollInterval != time.Second ||
 		d.limitPoll != 25*time.Millisecond || d.cooldown != 10*time.Millisecond || d.flushInterval != 5*time.Millisecond ||
-		d.flushSize != 200 || d.shutdownTimeout != 30*time.Second || d.statsInterval != 10*time.Second || d.lease != 0 ||
+		d.flushSize != 500 || d.shutdownTimeout != 30*time.Second || d.statsInterval != 10*time.Second || d.lease != 0 ||
 		d.jobTimeout != 0 || d.logger != slog.Default() {
 		t.Errorf("defaults changed: %+v", d)
 	}

@@ -35,7 +35,8 @@ type Config struct {
 	// Duration is how long steady runs.
 	Duration time.Duration
 	// Workers is the pushers' concurrency (push, push-many, steady) or the
-	// worker's (drain, steady).
+	// worker's (drain, steady). The drain's Workers, Batch and Claimers
+	// default to the worker's own defaults (a Worker with no options).
 	Workers int
 	// Batch is PushMany's batch size (push-many, drain's fill, steady).
 	Batch int
@@ -176,15 +177,15 @@ var workloads = map[string]func(context.Context, target, Config) error{
 // withDefaults fills in what cfg leaves zero, per workload.
 func withDefaults(workload string, cfg Config) Config {
 	jobs := map[string]int{"push": 100000, "push-many": 1000000, "drain": 200000, DrainScale: 100000, Retention: 10000000, Skew: 100000, Spread: 1000000, Limits: 100000, Rate: 5000, "latency": 1000, "latency-poll": 20, "steady": 0}
-	workers := map[string]int{"push": 8, "push-many": 8, "drain": 1000, DrainScale: 1000, Skew: 1000, Spread: 1000, "latency": 1, "latency-poll": 1, "steady": 1000}
-	batch := map[string]int{"push-many": 100, "drain": 500, DrainScale: 500, Skew: 500, Spread: 500, Retention: 10000, "steady": 500}
+	workers := map[string]int{"push": 8, "push-many": 8, DrainScale: 1000, Skew: 1000, Spread: 1000, "latency": 1, "latency-poll": 1, "steady": 1000}
+	batch := map[string]int{"push-many": 100, DrainScale: 500, Skew: 500, Spread: 500, Retention: 10000, "steady": 500}
 	if cfg.Jobs == 0 {
 		cfg.Jobs = jobs[workload]
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = workers[workload]
 	}
-	if cfg.Batch == 0 {
+	if cfg.Batch == 0 && workload != "drain" {
 		cfg.Batch = max(1, batch[workload])
 	}
 	if cfg.Duration == 0 {
@@ -193,7 +194,7 @@ func withDefaults(workload string, cfg Config) Config {
 	if cfg.Rate == 0 {
 		cfg.Rate = 5000
 	}
-	if cfg.Claimers == 0 {
+	if cfg.Claimers == 0 && workload != "drain" {
 		cfg.Claimers = 2
 	}
 	if cfg.Backlogs == nil {

@@ -36,20 +36,29 @@ func runDrain(ctx context.Context, t target, cfg Config) error {
 }
 
 // drainTimed runs the worker newWorker builds, with the drain's options
-// (Workers, Claimers, Batch) and a hook counting completions, and times it
+// (Workers, Claimers, Batch: those left 0 are the worker's defaults) and a
+// hook counting completions, and times it
 // from its start until n jobs are completed and committed; then it stops
 // the worker. Jobs it claimed beyond n stay leased.
 func drainTimed(ctx context.Context, cfg Config, name string, n int, newWorker func(...queue.WorkerOption) (runner, func(), error)) (time.Duration, error) {
 	var completed atomic.Int64
 	enough := make(chan struct{})
 	var once atomic.Bool
-	w, closeW, err := newWorker(
-		queue.Concurrency(cfg.Workers), queue.Claimers(cfg.Claimers), queue.MaxClaim(cfg.Batch), queue.FlushSize(cfg.Batch), queue.Logger(quiet),
-		queue.WithHooks(queue.Hooks{Batch: func(_ string, kind string, k int) {
-			if kind == "complete" && completed.Add(int64(k)) >= int64(n) && once.CompareAndSwap(false, true) {
-				close(enough)
-			}
-		}}))
+	opts := []queue.WorkerOption{queue.Logger(quiet), queue.WithHooks(queue.Hooks{Batch: func(_ string, kind string, k int) {
+		if kind == "complete" && completed.Add(int64(k)) >= int64(n) && once.CompareAndSwap(false, true) {
+			close(enough)
+		}
+	}})}
+	if cfg.Workers > 0 {
+		opts = append(opts, queue.Concurrency(cfg.Workers))
+	}
+	if cfg.Claimers > 0 {
+		opts = append(opts, queue.Claimers(cfg.Claimers))
+	}
+	if cfg.Batch > 0 {
+		opts = append(opts, queue.MaxClaim(cfg.Batch), queue.FlushSize(cfg.Batch))
+	}
+	w, closeW, err := newWorker(opts...)
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,109 @@
+package queue
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// claimRoom counts a worker's jobs from their claim until their handlers
+// return, and sizes its claims. At most Concurrency handlers run at once
+// (the handler pool has that many goroutines), but a worker whose
+// handlers are quick may hold more. While a claim is in flight, handlers
+// go on finishing jobs; a claim sized only to the handlers free when it
+// was sent leaves them idle for its round trip, and comes back small. So
+// the worker keeps the time its handlers and its claims take (moving
+// averages) and holds ahead of its handlers, queued in the pool, as many
+// jobs as its handlers finish in two claims' time: Concurrency × 2 ×
+// claim time ÷ handler time, at most Claimers × MaxClaim (so that each
+// claim loop can have a full claim in flight). Jobs held ahead are leased
+// like running ones (the heartbeat extends their leases too). Handlers
+// that take much longer than a claim hold next to nothing ahead: their
+// worker claims, as it always did, for the handlers free. A queue with
+// limits never claims ahead: a job held ahead would count against the
+// limits without running.
+type claimRoom struct {
+	mu    sync.Mutex
+	held  int           // jobs claimed (or being claimed) whose handlers have not returned
+	ahead int           // how many jobs may be held beyond the concurrency
+	freed chan struct{} // capacity 1: a handler returned, or a claim came back short
+
+	handlerTime atomic.Int64 // moving average of a handler's run, in ns
+	claimTime   atomic.Int64 // moving average of a claim's round trip, in ns
+}
+
+// average moves the average in a by one sample (a weight of 1/8); racing
+// updates may lose a sample, which an average can spare.
+func average(a *atomic.Int64, d time.Duration) {
+	old := a.Load()
+	if old == 0 {
+		a.Store(int64(d))
+		return
+	}
+	a.Store(old + (int64(d)-old)/8)
+}
+
+// finish frees a job's room; d is how long its handler ran (0: none ran
+// it, which says nothing of the handlers' time).
+func (r *claimRoom) finish(d time.Duration) {
+	if d > 0 {
+		average(&r.handlerTime, d)
+	}
+	r.release(1)
+}
+
+// release gives back the room of n jobs.
+func (r *claimRoom) release(n int) {
+	if n <= 0 {
+		return
+	}
+	r.mu.Lock()
+	r.held -= n
+	r.mu.Unlock()
+	select {
+	case r.freed <- struct{}{}:
+	default:
+	}
+}
+
+// claimed records a claim's round trip d and sets how many jobs the
+// worker may hold ahead of its handlers.
+func (r *claimRoom) claimed(d time.Duration, concurrency, most int) {
+	average(&r.claimTime, d)
+	h := max(r.handlerTime.Load(), 1)
+	ahead := min(int64(most), 2*int64(concurrency)*r.claimTime.Load()/h)
+	r.mu.Lock()
+	r.ahead = int(ahead)
+	r.mu.Unlock()
+}
+
+// reserve returns how many jobs the next claim may take, counting them
+// as held, or 0 when it should wait: there is no room, or the handlers
+// still have jobs queued and a full claim does not fit yet.
+func (r *claimRoom) reserve(concurrency, maxClaim int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	free := concurrency + r.ahead - r.held
+	if free <= 0 || r.held >= concurrency && free < maxClaim {
+		return 0
+	}
+	n := min(free, maxClaim)
+	r.held += n
+	return n
+}
+
+// waitRoom waits until a claim may be sent and returns how many jobs it
+// takes, counted as held; 0 when ctx ended first.
+func (w *Worker[P]) waitRoom(ctx context.Context) int {
+	for {
+		if n := w.room.reserve(w.cfg.concurrency, w.cfg.maxClaim); n > 0 {
+			return n
+		}
+		select {
+		case <-w.room.freed:
+		case <-ctx.Done():
+			return 0
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package queue
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestClaimRoomHoldsAheadOnlyOfQuickHandlers: handlers much slower than
+// a claim leave nothing held ahead (a claim takes the handlers free, as
+// before); quick ones let the worker hold up to the cap ahead, and claims
+// then wait for a full claim's room while jobs are still queued.
+func TestClaimRoomHoldsAheadOnlyOfQuickHandlers(t *testing.T) {
+	const concurrency, maxClaim, most = 100, 500, 1000
+	slow := claimRoom{freed: make(chan struct{}, 1)}
+	if n := slow.reserve(concurrency, maxClaim); n != concurrency {
+		t.Fatalf("first claim takes %d, want the %d handlers", n, concurrency)
+	}
+	for range 50 {
+		slow.finish(time.Second)
+	}
+	slow.claimed(5*time.Millisecond, concurrency, most)
+	if slow.ahead != 1 {
+		t.Errorf("1 s handlers, 5 ms claims: %d held ahead, want 1 (100 × 2 × 5 ms ÷ 1 s)", slow.ahead)
+	}
+	if n := slow.reserve(concurrency, maxClaim); n != 51 {
+		t.Errorf("after 50 handlers returned the claim takes %d, want 51", n)
+	}
+
+	quick := claimRoom{freed: make(chan struct{}, 1)}
+	quick.reserve(concurrency, maxClaim)
+	for range concurrency {
+		quick.finish(10 * time.Microsecond)
+	}
+	quick.claimed(5*time.Millisecond, concurrency, most)
+	if quick.ahead != most {
+		t.Fatalf("10 µs handlers, 5 ms claims: %d held ahead, want the cap %d", quick.ahead, most)
+	}
+	if a, b := quick.reserve(concurrency, maxClaim), quick.reserve(concurrency, maxClaim); a != maxClaim || b != maxClaim {
+		t.Errorf("two claims take %d and %d, want %d each", a, b, maxClaim)
+	}
+	// 1000 held of 1100, more than the handlers run: a claim waits for a
+	// full claim's room while jobs are queued.
+	if n := quick.reserve(concurrency, maxClaim); n != 0 {
+		t.Errorf("100 free of 1100 with jobs queued: the claim takes %d, want it to wait", n)
+	}
+	quick.release(399)
+	if n := quick.reserve(concurrency, maxClaim); n != 0 {
+		t.Errorf("499 free of 1100 with jobs queued: the claim takes %d, want it to wait", n)
+	}
+	quick.release(1)
+	if n := quick.reserve(concurrency, maxClaim); n != maxClaim {
+		t.Errorf("500 free: the claim takes %d, want %d", n, maxClaim)
+	}
+}
+
+// TestHandlerPoolRunsAtMostMax: the pool never runs more than max items at
+// once, however many are queued, and runs them all.
+func TestHandlerPoolRunsAtMostMax(t *testing.T) {
+	const max, items = 4, 200
+	var running, peak, done atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(items)
+	p := newHandlerPool(func(int) {
+		n := running.Add(1)
+		for old := peak.Load(); n > old && !peak.CompareAndSwap(old, n); old = peak.Load() {
+		}
+		time.Sleep(100 * time.Microsecond)
+		running.Add(-1)
+		done.Add(1)
+		wg.Done()
+	}, max)
+	for i := range items {
+		p.add(i)
+	}
+	wg.Wait()
+	p.close()
+	if done.Load() != items {
+		t.Errorf("ran %d items, want %d", done.Load(), items)
+	}
+	if peak.Load() > max || peak.Load() < 2 {
+		t.Errorf("peak %d running at once, want between 2 and %d", peak.Load(), max)
+	}
+}
