@@ -294,3 +294,17 @@ func pushInBatches[P any](ctx context.Context, n, size int, payload func(i int) 
 	}
 	return nil
 }
+
+// childWorker is c's worker, on the engine of c's URL, and a close of its
+// connections (see ChildMain). Like Run, it is where the bench picks its
+// engine's code.
+func childWorker(ctx context.Context, c child) (runner, func(), error) {
+	d, err := dburl.Parse(c.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.Engine == dburl.MySQL {
+		return myChildWorker(d, c)
+	}
+	return pgChildWorker(ctx, c)
+}

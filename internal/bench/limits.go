@@ -14,11 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/queuegen/queuegen/internal/bench/jobs"
 	"github.com/queuegen/queuegen/internal/bench/myjobs"
-	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/queue"
 )
 
@@ -105,51 +102,13 @@ func ChildMain() (code int, ran bool) {
 	return 0, true
 }
 
-// childWorker is c's worker, on c's engine, and a close of its
-// connections. Its options are the queue's: bench_limited's jobs wait
+// childOptions are the options of c's worker: bench_limited's jobs wait
 // limitsWork, with as many handlers as the global limit and results
-// flushed within 1 ms; bench_rated's do nothing.
-func childWorker(ctx context.Context, c child) (runner, func(), error) {
-	d, err := dburl.Parse(c.URL)
-	if err != nil {
-		return nil, nil, err
-	}
-	limited := []queue.WorkerOption{queue.Node(c.Node), queue.Concurrency(limitsGlobal), queue.Logger(quiet), queue.FlushInterval(time.Millisecond)}
-	rated := []queue.WorkerOption{queue.Node(c.Node), queue.Logger(quiet)}
-	if d.Engine == dburl.MySQL {
-		db, err := d.Open()
-		if err != nil {
-			return nil, nil, err
-		}
-		switch c.Queue {
-		case "bench_limited":
-			return myjobs.NewBenchLimitedQueue(db).Worker(func(context.Context, *queue.Job[myjobs.BenchLimitedPayload]) error {
-				time.Sleep(limitsWork)
-				return nil
-			}, limited...), func() { db.Close() }, nil
-		case "bench_rated":
-			return myjobs.NewBenchRatedQueue(db).Worker(func(context.Context, *queue.Job[myjobs.BenchRatedPayload]) error { return nil },
-				rated...), func() { db.Close() }, nil
-		}
-		db.Close()
-		return nil, nil, fmt.Errorf("no queue %s", c.Queue)
-	}
-	pool, err := pgxpool.New(ctx, c.URL)
-	if err != nil {
-		return nil, nil, err
-	}
-	switch c.Queue {
-	case "bench_limited":
-		return jobs.NewBenchLimitedQueue(pool).Worker(func(context.Context, *queue.Job[jobs.BenchLimitedPayload]) error {
-			time.Sleep(limitsWork)
-			return nil
-		}, limited...), pool.Close, nil
-	case "bench_rated":
-		return jobs.NewBenchRatedQueue(pool).Worker(func(context.Context, *queue.Job[jobs.BenchRatedPayload]) error { return nil },
-			rated...), pool.Close, nil
-	}
-	pool.Close()
-	return nil, nil, fmt.Errorf("no queue %s", c.Queue)
+// flushed within 1 ms; bench_rated's do nothing but their own node's.
+func childOptions(c child) (limited, rated []queue.WorkerOption) {
+	limited = []queue.WorkerOption{queue.Node(c.Node), queue.Concurrency(limitsGlobal), queue.Logger(quiet), queue.FlushInterval(time.Millisecond)}
+	rated = []queue.WorkerOption{queue.Node(c.Node), queue.Logger(quiet)}
+	return limited, rated
 }
 
 // runLimits measures queue bench_limited (per_key: 3, global: 20): it

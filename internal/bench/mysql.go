@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/pressly/goose/v3"
@@ -205,4 +206,25 @@ func (t *myTarget) holdSnapshot(ctx context.Context) (func(), error) {
 		conn.ExecContext(context.Background(), "ROLLBACK")
 		conn.Close()
 	}, nil
+}
+
+// myChildWorker is c's worker on MySQL or MariaDB (see childWorker).
+func myChildWorker(d dburl.DB, c child) (runner, func(), error) {
+	limited, rated := childOptions(c)
+	db, err := d.Open()
+	if err != nil {
+		return nil, nil, err
+	}
+	switch c.Queue {
+	case "bench_limited":
+		return myjobs.NewBenchLimitedQueue(db).Worker(func(context.Context, *queue.Job[myjobs.BenchLimitedPayload]) error {
+			time.Sleep(limitsWork)
+			return nil
+		}, limited...), func() { db.Close() }, nil
+	case "bench_rated":
+		return myjobs.NewBenchRatedQueue(db).Worker(func(context.Context, *queue.Job[myjobs.BenchRatedPayload]) error { return nil },
+			rated...), func() { db.Close() }, nil
+	}
+	db.Close()
+	return nil, nil, fmt.Errorf("no queue %s", c.Queue)
 }

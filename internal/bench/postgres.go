@@ -238,3 +238,24 @@ func (t *pgTarget) holdSnapshot(ctx context.Context) (func(), error) {
 	}
 	return func() { tx.Rollback(context.Background()) }, nil
 }
+
+// pgChildWorker is c's worker on PostgreSQL (see childWorker).
+func pgChildWorker(ctx context.Context, c child) (runner, func(), error) {
+	limited, rated := childOptions(c)
+	pool, err := pgxpool.New(ctx, c.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch c.Queue {
+	case "bench_limited":
+		return jobs.NewBenchLimitedQueue(pool).Worker(func(context.Context, *queue.Job[jobs.BenchLimitedPayload]) error {
+			time.Sleep(limitsWork)
+			return nil
+		}, limited...), pool.Close, nil
+	case "bench_rated":
+		return jobs.NewBenchRatedQueue(pool).Worker(func(context.Context, *queue.Job[jobs.BenchRatedPayload]) error { return nil },
+			rated...), pool.Close, nil
+	}
+	pool.Close()
+	return nil, nil, fmt.Errorf("no queue %s", c.Queue)
+}
