@@ -221,18 +221,67 @@ func perTenant(js []limJob) map[string]int {
 	return out
 }
 
+// runRow is one of limited's running jobs, as a sample read it.
+type runRow struct {
+	id          int64
+	tenant      string
+	attempt     int32
+	maxAttempts int32
+	lockedBy    sql.NullString
+	lockedUntil sql.NullTime
+}
+
+// describe is r for a sample's log: its lease, and whether it had expired
+// at t (a job whose lease expired on its last attempt is still running,
+// but holds no slot).
+func (r runRow) describe(t time.Time) string {
+	expired := r.lockedUntil.Valid && r.lockedUntil.Time.Before(t)
+	return fmt.Sprintf("job %d (%s) attempt %d/%d by %s until %s (expired: %v)",
+		r.id, r.tenant, r.attempt, r.maxAttempts, r.lockedBy.String, r.lockedUntil.Time.Format("15:04:05.000000"), expired)
+}
+
+// runningRows reads limited's running jobs in one statement (one
+// snapshot), on a connection of the sample's own.
+func (q *limitedQueue) runningRows(t *testing.T) []runRow {
+	t.Helper()
+	rows, err := q.db.SQL.QueryContext(context.Background(), `
+		SELECT id, tenant, attempt, max_attempts, locked_by, locked_until
+		FROM limited_queue WHERE state = 'running'`)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	defer rows.Close()
+	var out []runRow
+	for rows.Next() {
+		var r runRow
+		if err := rows.Scan(&r.id, &r.tenant, &r.attempt, &r.maxAttempts, &r.lockedBy, &r.lockedUntil); err != nil {
+			t.Error(err)
+			return nil
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Error(err)
+	}
+	return out
+}
+
+// counts is the most running jobs of one tenant in rs, and their number.
+func counts(rs []runRow) (perKey, global int) {
+	per := map[string]int{}
+	for _, r := range rs {
+		per[r.tenant]++
+		perKey = max(perKey, per[r.tenant])
+	}
+	return perKey, len(rs)
+}
+
 // running counts limited's leased jobs, on a connection of the sample's
 // own: the most per tenant, and in all.
 func (q *limitedQueue) running(t *testing.T) (perKey, global int) {
 	t.Helper()
-	var pk, all int64
-	err := q.db.SQL.QueryRowContext(context.Background(), `
-		SELECT COALESCE(MAX(n), 0), COALESCE(SUM(n), 0)
-		FROM (SELECT COUNT(*) AS n FROM limited_queue WHERE state = 'running' GROUP BY tenant) AS per`).Scan(&pk, &all)
-	if err != nil {
-		t.Error(err)
-	}
-	return int(pk), int(all)
+	return counts(q.runningRows(t))
 }
 
 // left counts limited's jobs.
@@ -444,6 +493,62 @@ func TestLimitsClaimInCallersTransaction(t *testing.T) {
 	})
 }
 
+// TestLimitsClaimsQueuedOnTheLockCountInTurn: claims that queue up behind
+// a held claim lock each count, once granted it, the leases of the claims
+// granted it before them (their count is a snapshot taken after the lock,
+// not one taken when the claim began), so however many wait, they take
+// together no more than the slots the holder left. Deterministic: the
+// claims are all waiting before the holder commits, the interleaving that
+// a claim whose count read a snapshot from before the lock (both would
+// count the same free slots) or a claim that did not wait turns into
+// leases past the limit.
+func TestLimitsClaimsQueuedOnTheLockCountInTurn(t *testing.T) {
+	eachLimitedEngine(t, func(t *testing.T, q *limitedQueue) {
+		ctx := context.Background()
+		if err := q.cappedPush(ctx, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12); err != nil {
+			t.Fatal(err)
+		}
+		n, commit, rollback, err := q.cappedTxClaim(ctx, "holder", 1)
+		if err != nil || n != 1 {
+			t.Fatalf("claim in tx = %d jobs, %v", n, err)
+		}
+		defer rollback()
+		const waiters = 4
+		took := make(chan int, waiters)
+		for i := range waiters {
+			go func() {
+				got, err := q.cappedClaim(ctx, fmt.Sprintf("waiter-%d", i), 3)
+				if err != nil {
+					t.Error(err)
+				}
+				took <- len(got)
+			}()
+		}
+		select {
+		case n := <-took:
+			t.Fatalf("a claim took %d jobs while another transaction held the claim lock", n)
+		case <-time.After(500 * time.Millisecond):
+		}
+		if err := commit(); err != nil {
+			t.Fatal(err)
+		}
+		total := 0
+		for range waiters {
+			total += <-took
+		}
+		if total != 2 {
+			t.Fatalf("%d claims queued behind a claim of 1 took %d jobs in all; want the 2 slots of 3 it left", waiters, total)
+		}
+		var running int
+		if err := q.db.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM capped_queue WHERE state = 'running'`).Scan(&running); err != nil {
+			t.Fatal(err)
+		}
+		if running != 3 {
+			t.Fatalf("%d of capped's jobs running; the global limit is 3", running)
+		}
+	})
+}
+
 // sampler samples limited's running jobs on a connection of its own every
 // millisecond until stop, keeping the peaks: the most of one tenant, and
 // in all.
@@ -454,9 +559,22 @@ func (q *limitedQueue) sampler(t *testing.T) (stop func() (perKey, global int)) 
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		lim, told := q.limits(), false
 		for {
-			perKey, global := q.running(t)
+			rs := q.runningRows(t)
+			at := time.Now()
+			perKey, global := counts(rs)
 			maxPerKey, maxGlobal = max(maxPerKey, perKey), max(maxGlobal, global)
+			// The first sample over the limits, job by job: whether the
+			// jobs past the limits hold live leases (a claim took more than
+			// its room) or leases expired on their last attempt (their slots
+			// free, their holders late) tells a broken claim from a load.
+			if !told && (perKey > lim.PerKey || global > lim.Global) {
+				told = true
+				for _, r := range rs {
+					t.Logf("sample over the limits at %s: %s", at.UTC().Format("15:04:05.000000"), r.describe(at))
+				}
+			}
 			select {
 			case <-done:
 				return
