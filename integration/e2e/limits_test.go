@@ -231,25 +231,34 @@ type runRow struct {
 	lockedUntil sql.NullTime
 }
 
-// describe is r for a sample's log: its lease, and whether it had expired
-// at t (a job whose lease expired on its last attempt is still running,
-// but holds no slot).
-func (r runRow) describe(t time.Time) string {
-	expired := r.lockedUntil.Valid && r.lockedUntil.Time.Before(t)
-	return fmt.Sprintf("job %d (%s) attempt %d/%d by %s until %s (expired: %v)",
-		r.id, r.tenant, r.attempt, r.maxAttempts, r.lockedBy.String, r.lockedUntil.Time.Format("15:04:05.000000"), expired)
+// freed reports a job whose lease expired on its last attempt before at:
+// it is still running (until Reap, or its late holder's completion), but
+// it holds no slot, as the claims count (BusyLimited and the per-key
+// count: the running jobs, less those), so a sample does not count it.
+func (r runRow) freed(at time.Time) bool {
+	return r.attempt >= r.maxAttempts && r.lockedUntil.Valid && r.lockedUntil.Time.Before(at)
+}
+
+// describe is r for a sample's log: its lease, and whether it held a slot
+// at at.
+func (r runRow) describe(at time.Time) string {
+	return fmt.Sprintf("job %d (%s) attempt %d/%d by %s until %s (slot freed: %v)",
+		r.id, r.tenant, r.attempt, r.maxAttempts, r.lockedBy.String, r.lockedUntil.Time.UTC().Format("15:04:05.000000"), r.freed(at))
 }
 
 // runningRows reads limited's running jobs in one statement (one
-// snapshot), on a connection of the sample's own.
-func (q *limitedQueue) runningRows(t *testing.T) []runRow {
+// snapshot), on a connection of the sample's own, and the time before it
+// began (the database's host is this one): a lease expired then had
+// expired in the snapshot.
+func (q *limitedQueue) runningRows(t *testing.T) ([]runRow, time.Time) {
 	t.Helper()
+	at := time.Now()
 	rows, err := q.db.SQL.QueryContext(context.Background(), `
 		SELECT id, tenant, attempt, max_attempts, locked_by, locked_until
 		FROM limited_queue WHERE state = 'running'`)
 	if err != nil {
 		t.Error(err)
-		return nil
+		return nil, at
 	}
 	defer rows.Close()
 	var out []runRow
@@ -257,31 +266,35 @@ func (q *limitedQueue) runningRows(t *testing.T) []runRow {
 		var r runRow
 		if err := rows.Scan(&r.id, &r.tenant, &r.attempt, &r.maxAttempts, &r.lockedBy, &r.lockedUntil); err != nil {
 			t.Error(err)
-			return nil
+			return nil, at
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
 		t.Error(err)
 	}
-	return out
+	return out, at
 }
 
-// counts is the most running jobs of one tenant in rs, and their number.
-func counts(rs []runRow) (perKey, global int) {
+// slots counts the slots rs's jobs hold at at: the most of one tenant, and
+// in all.
+func slots(rs []runRow, at time.Time) (perKey, global int) {
 	per := map[string]int{}
 	for _, r := range rs {
+		if r.freed(at) {
+			continue
+		}
 		per[r.tenant]++
-		perKey = max(perKey, per[r.tenant])
+		perKey, global = max(perKey, per[r.tenant]), global+1
 	}
-	return perKey, len(rs)
+	return perKey, global
 }
 
-// running counts limited's leased jobs, on a connection of the sample's
-// own: the most per tenant, and in all.
+// running counts the slots limited's leased jobs hold, on a connection of
+// the sample's own: the most per tenant, and in all.
 func (q *limitedQueue) running(t *testing.T) (perKey, global int) {
 	t.Helper()
-	return counts(q.runningRows(t))
+	return slots(q.runningRows(t))
 }
 
 // left counts limited's jobs.
@@ -524,17 +537,21 @@ func TestLimitsClaimsQueuedOnTheLockCountInTurn(t *testing.T) {
 				took <- len(got)
 			}()
 		}
+		total, left := 0, waiters
 		select {
 		case n := <-took:
-			t.Fatalf("a claim took %d jobs while another transaction held the claim lock", n)
+			// Not Fatal: the claims still running must end before the
+			// test's database goes.
+			t.Errorf("a claim took %d jobs while another transaction held the claim lock", n)
+			total, left = n, waiters-1
 		case <-time.After(500 * time.Millisecond):
 		}
-		if err := commit(); err != nil {
-			t.Fatal(err)
-		}
-		total := 0
-		for range waiters {
+		err = commit()
+		for range left {
 			total += <-took
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 		if total != 2 {
 			t.Fatalf("%d claims queued behind a claim of 1 took %d jobs in all; want the 2 slots of 3 it left", waiters, total)
@@ -561,14 +578,11 @@ func (q *limitedQueue) sampler(t *testing.T) (stop func() (perKey, global int)) 
 		defer wg.Done()
 		lim, told := q.limits(), false
 		for {
-			rs := q.runningRows(t)
-			at := time.Now()
-			perKey, global := counts(rs)
+			rs, at := q.runningRows(t)
+			perKey, global := slots(rs, at)
 			maxPerKey, maxGlobal = max(maxPerKey, perKey), max(maxGlobal, global)
-			// The first sample over the limits, job by job: whether the
-			// jobs past the limits hold live leases (a claim took more than
-			// its room) or leases expired on their last attempt (their slots
-			// free, their holders late) tells a broken claim from a load.
+			// The first sample over the limits, job by job, for the
+			// failure's diagnosis: whose leases, taken when, by which node.
 			if !told && (perKey > lim.PerKey || global > lim.Global) {
 				told = true
 				for _, r := range rs {
@@ -606,12 +620,15 @@ func TestLimitsHoldUnderConcurrentClaims(t *testing.T) {
 		var mu sync.Mutex
 		maxPerKey, maxGlobal := 0, 0
 		var wg sync.WaitGroup
+		// A deadline, so that a claimer that stops on an error leaves the
+		// others to fail the counts below rather than wait for its jobs.
+		deadline := time.Now().Add(time.Minute)
 		for c := range 8 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				node := fmt.Sprintf("node-%d", c)
-				for done.Load() < int64(total) {
+				for done.Load() < int64(total) && time.Now().Before(deadline) {
 					got, err := q.claim(ctx, node, 3)
 					if err != nil {
 						t.Error(err)
@@ -627,11 +644,16 @@ func TestLimitsHoldUnderConcurrentClaims(t *testing.T) {
 					}
 					time.Sleep(2 * time.Millisecond)
 					n, err := q.completeMany(ctx, got)
-					if err != nil || n != int64(len(got)) {
-						t.Errorf("CompleteMany = %d, %v", n, err)
+					if err != nil {
+						t.Error(err)
 						return
 					}
+					// A claim took the others again: their leases had
+					// expired (2s) before this claimer completed them.
 					done.Add(n)
+					if n != int64(len(got)) {
+						t.Errorf("CompleteMany = %d of %d: leases expired while %s held them", n, len(got), node)
+					}
 				}
 			}()
 		}
