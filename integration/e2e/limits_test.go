@@ -37,6 +37,9 @@ type limJob struct {
 type limitedQueue struct {
 	// db is the database, for samples taken on connections of its own.
 	db *dbtest.DB
+	// sampleLock, where not empty, is the statement that takes limited's
+	// claim lock: a sample reads under it (see runningRows).
+	sampleLock string
 	// push pushes n jobs of each tenant to limited, in one batch.
 	push func(ctx context.Context, n int, tenants ...string) error
 	// claim, the ways out of running and worker are limited's.
@@ -177,7 +180,7 @@ func limitedQueueOf(t *testing.T, e *engine) *limitedQueue {
 			})
 	case dburl.MySQL:
 		cq := myjobs.NewCappedQueue(e.db.SQL)
-		return limitedOf(e.db, myjobs.NewLimitedQueue(e.db.SQL),
+		q := limitedOf(e.db, myjobs.NewLimitedQueue(e.db.SQL),
 			func(tenant string, n int32) myjobs.LimitedPayload { return myjobs.LimitedPayload{Tenant: tenant, N: n} },
 			func(p myjobs.LimitedPayload) (string, int32) { return p.Tenant, p.N },
 			cq,
@@ -191,6 +194,9 @@ func limitedQueueOf(t *testing.T, e *engine) *limitedQueue {
 				got, err := cq.WithTx(tx).Claim(ctx, node, max)
 				return got, tx.Commit, func() { tx.Rollback() }, err //nolint:errcheck
 			})
+		// LockClaimsLimited's statement.
+		q.sampleLock = `SELECT name FROM queuegen_queues WHERE name = 'limited' FOR UPDATE`
+		return q
 	}
 	return nil
 }
@@ -250,10 +256,49 @@ func (r runRow) describe(at time.Time) string {
 // snapshot), on a connection of the sample's own, and the time before it
 // began (the database's host is this one): a lease expired then had
 // expired in the snapshot.
+//
+// On MariaDB the statement runs under the claim lock (sampleLock), in a
+// READ COMMITTED transaction of its own, because InnoDB's read view is not
+// an atomic snapshot: trx_sys.snapshot_ids reads max_trx_id and then copies
+// the active transactions' ids in a lock-free walk of rw_trx_hash, so a
+// transaction committed during the walk is visible if the walk reaches its
+// slot after it left, and invisible if before. A claim has its id from its
+// first statement (the registry row's locking read), while it waits for
+// the lock; a walk that passes a completion still active, then reaches the
+// slot of a claim that counted that completion and committed meanwhile,
+// sees the claim's leases but not the completion that freed their slot. A
+// walk slowed or preempted on a loaded machine spans many such pairs: a
+// plain sample then counts the completed jobs and their successors, up to
+// twice the limit (the failure seen once, 10 of 5 on a heavily loaded
+// machine). Under the claim lock no lease commits during the walk, so a
+// torn view can only miss completions that the last claim counted as busy
+// too, and shows no more than that claim left. The claims' own counts need
+// no such care: each runs under the lock, after every earlier claim left
+// rw_trx_hash (InnoDB removes a committing transaction from it before it
+// releases its locks). PostgreSQL's snapshots are atomic (taken under
+// ProcArrayLock), so its samples take no lock.
 func (q *limitedQueue) runningRows(t *testing.T) ([]runRow, time.Time) {
 	t.Helper()
+	ctx := context.Background()
+	var db interface {
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	} = q.db.SQL
+	if q.sampleLock != "" {
+		tx, err := q.db.SQL.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		if err != nil {
+			t.Error(err)
+			return nil, time.Now()
+		}
+		defer tx.Rollback() //nolint:errcheck // read only
+		var name string
+		if err := tx.QueryRowContext(ctx, q.sampleLock).Scan(&name); err != nil {
+			t.Error(err)
+			return nil, time.Now()
+		}
+		db = tx
+	}
 	at := time.Now()
-	rows, err := q.db.SQL.QueryContext(context.Background(), `
+	rows, err := db.QueryContext(ctx, `
 		SELECT id, tenant, attempt, max_attempts, locked_by, locked_until
 		FROM limited_queue WHERE state = 'running'`)
 	if err != nil {
@@ -629,7 +674,13 @@ func TestLimitsHoldUnderConcurrentClaims(t *testing.T) {
 				defer wg.Done()
 				node := fmt.Sprintf("node-%d", c)
 				for done.Load() < int64(total) && time.Now().Before(deadline) {
-					got, err := q.claim(ctx, node, 3)
+					// A lease of a minute, not the queue's 2s: on a loaded
+					// machine a claimer can stall past 2s between its claim
+					// and its completion (seen: CompleteMany = 0 of 3), and
+					// its jobs' expiry, a test of its own
+					// (TestLimitsSlotsComeBackWhenLeasesExpire), is not
+					// this one's.
+					got, err := q.claim(ctx, node, 3, queue.LeaseFor(time.Minute))
 					if err != nil {
 						t.Error(err)
 						return
@@ -649,7 +700,7 @@ func TestLimitsHoldUnderConcurrentClaims(t *testing.T) {
 						return
 					}
 					// A claim took the others again: their leases had
-					// expired (2s) before this claimer completed them.
+					// expired before this claimer completed them.
 					done.Add(n)
 					if n != int64(len(got)) {
 						t.Errorf("CompleteMany = %d of %d: leases expired while %s held them", n, len(got), node)
