@@ -37,6 +37,9 @@ type limJob struct {
 type limitedQueue struct {
 	// db is the database, for samples taken on connections of its own.
 	db *dbtest.DB
+	// sampleLock, where not empty, is the statement that takes limited's
+	// claim lock: a sample reads under it (see runningRows).
+	sampleLock string
 	// push pushes n jobs of each tenant to limited, in one batch.
 	push func(ctx context.Context, n int, tenants ...string) error
 	// claim, the ways out of running and worker are limited's.
@@ -177,7 +180,7 @@ func limitedQueueOf(t *testing.T, e *engine) *limitedQueue {
 			})
 	case dburl.MySQL:
 		cq := myjobs.NewCappedQueue(e.db.SQL)
-		return limitedOf(e.db, myjobs.NewLimitedQueue(e.db.SQL),
+		q := limitedOf(e.db, myjobs.NewLimitedQueue(e.db.SQL),
 			func(tenant string, n int32) myjobs.LimitedPayload { return myjobs.LimitedPayload{Tenant: tenant, N: n} },
 			func(p myjobs.LimitedPayload) (string, int32) { return p.Tenant, p.N },
 			cq,
@@ -191,6 +194,9 @@ func limitedQueueOf(t *testing.T, e *engine) *limitedQueue {
 				got, err := cq.WithTx(tx).Claim(ctx, node, max)
 				return got, tx.Commit, func() { tx.Rollback() }, err //nolint:errcheck
 			})
+		// LockClaimsLimited's statement.
+		q.sampleLock = `SELECT name FROM queuegen_queues WHERE name = 'limited' FOR UPDATE`
+		return q
 	}
 	return nil
 }
@@ -221,18 +227,119 @@ func perTenant(js []limJob) map[string]int {
 	return out
 }
 
-// running counts limited's leased jobs, on a connection of the sample's
-// own: the most per tenant, and in all.
-func (q *limitedQueue) running(t *testing.T) (perKey, global int) {
+// runRow is one of limited's running jobs, as a sample read it.
+type runRow struct {
+	id          int64
+	tenant      string
+	attempt     int32
+	maxAttempts int32
+	lockedBy    sql.NullString
+	lockedUntil sql.NullTime
+}
+
+// freed reports a job whose lease expired on its last attempt before at:
+// it is still running (until Reap, or its late holder's completion), but
+// it holds no slot, as the claims count (BusyLimited and the per-key
+// count: the running jobs, less those), so a sample does not count it.
+func (r runRow) freed(at time.Time) bool {
+	return r.attempt >= r.maxAttempts && r.lockedUntil.Valid && r.lockedUntil.Time.Before(at)
+}
+
+// describe is r for a sample's log: its lease, and whether it held a slot
+// at at.
+func (r runRow) describe(at time.Time) string {
+	return fmt.Sprintf("job %d (%s) attempt %d/%d by %s until %s (slot freed: %v)",
+		r.id, r.tenant, r.attempt, r.maxAttempts, r.lockedBy.String, r.lockedUntil.Time.UTC().Format("15:04:05.000000"), r.freed(at))
+}
+
+// runningRows reads limited's running jobs in one statement (one
+// snapshot), on a connection of the sample's own, and the time before it
+// began (the database's host is this one): a lease expired then had
+// expired in the snapshot.
+//
+// On MariaDB the statement runs under the claim lock (sampleLock), in a
+// READ COMMITTED transaction of its own, because InnoDB's read view is not
+// an atomic snapshot: trx_sys.snapshot_ids reads max_trx_id and then copies
+// the active transactions' ids in a lock-free walk of rw_trx_hash, so a
+// transaction committed during the walk is visible if the walk reaches its
+// slot after it left, and invisible if before. A claim has its id from its
+// first statement (the registry row's locking read), while it waits for
+// the lock; a walk that passes a completion still active, then reaches the
+// slot of a claim that counted that completion and committed meanwhile,
+// sees the claim's leases but not the completion that freed their slot. A
+// walk slowed or preempted on a loaded machine spans many such pairs: a
+// plain sample then counts the completed jobs and their successors, up to
+// twice the limit (the failure seen once, 10 of 5 on a heavily loaded
+// machine). Under the claim lock no lease commits during the walk, so a
+// torn view can only miss completions that the last claim counted as busy
+// too, and shows no more than that claim left. The claims' own counts need
+// no such care: each runs under the lock, after every earlier claim left
+// rw_trx_hash (InnoDB removes a committing transaction from it before it
+// releases its locks). PostgreSQL's snapshots are atomic (taken under
+// ProcArrayLock), so its samples take no lock.
+func (q *limitedQueue) runningRows(t *testing.T) ([]runRow, time.Time) {
 	t.Helper()
-	var pk, all int64
-	err := q.db.SQL.QueryRowContext(context.Background(), `
-		SELECT COALESCE(MAX(n), 0), COALESCE(SUM(n), 0)
-		FROM (SELECT COUNT(*) AS n FROM limited_queue WHERE state = 'running' GROUP BY tenant) AS per`).Scan(&pk, &all)
+	ctx := context.Background()
+	var db interface {
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	} = q.db.SQL
+	if q.sampleLock != "" {
+		tx, err := q.db.SQL.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		if err != nil {
+			t.Error(err)
+			return nil, time.Now()
+		}
+		defer tx.Rollback() //nolint:errcheck // read only
+		var name string
+		if err := tx.QueryRowContext(ctx, q.sampleLock).Scan(&name); err != nil {
+			t.Error(err)
+			return nil, time.Now()
+		}
+		db = tx
+	}
+	at := time.Now()
+	rows, err := db.QueryContext(ctx, `
+		SELECT id, tenant, attempt, max_attempts, locked_by, locked_until
+		FROM limited_queue WHERE state = 'running'`)
 	if err != nil {
 		t.Error(err)
+		return nil, at
 	}
-	return int(pk), int(all)
+	defer rows.Close()
+	var out []runRow
+	for rows.Next() {
+		var r runRow
+		if err := rows.Scan(&r.id, &r.tenant, &r.attempt, &r.maxAttempts, &r.lockedBy, &r.lockedUntil); err != nil {
+			t.Error(err)
+			return nil, at
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Error(err)
+	}
+	return out, at
+}
+
+// slots counts the slots rs's jobs hold at at: the most of one tenant, and
+// in all.
+func slots(rs []runRow, at time.Time) (perKey, global int) {
+	per := map[string]int{}
+	for _, r := range rs {
+		if r.freed(at) {
+			continue
+		}
+		per[r.tenant]++
+		perKey, global = max(perKey, per[r.tenant]), global+1
+	}
+	return perKey, global
+}
+
+// running counts the slots limited's leased jobs hold, on a connection of
+// the sample's own: the most per tenant, and in all.
+func (q *limitedQueue) running(t *testing.T) (perKey, global int) {
+	t.Helper()
+	return slots(q.runningRows(t))
 }
 
 // left counts limited's jobs.
@@ -444,6 +551,66 @@ func TestLimitsClaimInCallersTransaction(t *testing.T) {
 	})
 }
 
+// TestLimitsClaimsQueuedOnTheLockCountInTurn: claims that queue up behind
+// a held claim lock each count, once granted it, the leases of the claims
+// granted it before them (their count is a snapshot taken after the lock,
+// not one taken when the claim began), so however many wait, they take
+// together no more than the slots the holder left. Deterministic: the
+// claims are all waiting before the holder commits, the interleaving that
+// a claim whose count read a snapshot from before the lock (both would
+// count the same free slots) or a claim that did not wait turns into
+// leases past the limit.
+func TestLimitsClaimsQueuedOnTheLockCountInTurn(t *testing.T) {
+	eachLimitedEngine(t, func(t *testing.T, q *limitedQueue) {
+		ctx := context.Background()
+		if err := q.cappedPush(ctx, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12); err != nil {
+			t.Fatal(err)
+		}
+		n, commit, rollback, err := q.cappedTxClaim(ctx, "holder", 1)
+		if err != nil || n != 1 {
+			t.Fatalf("claim in tx = %d jobs, %v", n, err)
+		}
+		defer rollback()
+		const waiters = 4
+		took := make(chan int, waiters)
+		for i := range waiters {
+			go func() {
+				got, err := q.cappedClaim(ctx, fmt.Sprintf("waiter-%d", i), 3)
+				if err != nil {
+					t.Error(err)
+				}
+				took <- len(got)
+			}()
+		}
+		total, left := 0, waiters
+		select {
+		case n := <-took:
+			// Not Fatal: the claims still running must end before the
+			// test's database goes.
+			t.Errorf("a claim took %d jobs while another transaction held the claim lock", n)
+			total, left = n, waiters-1
+		case <-time.After(500 * time.Millisecond):
+		}
+		err = commit()
+		for range left {
+			total += <-took
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total != 2 {
+			t.Fatalf("%d claims queued behind a claim of 1 took %d jobs in all; want the 2 slots of 3 it left", waiters, total)
+		}
+		var running int
+		if err := q.db.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM capped_queue WHERE state = 'running'`).Scan(&running); err != nil {
+			t.Fatal(err)
+		}
+		if running != 3 {
+			t.Fatalf("%d of capped's jobs running; the global limit is 3", running)
+		}
+	})
+}
+
 // sampler samples limited's running jobs on a connection of its own every
 // millisecond until stop, keeping the peaks: the most of one tenant, and
 // in all.
@@ -454,9 +621,19 @@ func (q *limitedQueue) sampler(t *testing.T) (stop func() (perKey, global int)) 
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		lim, told := q.limits(), false
 		for {
-			perKey, global := q.running(t)
+			rs, at := q.runningRows(t)
+			perKey, global := slots(rs, at)
 			maxPerKey, maxGlobal = max(maxPerKey, perKey), max(maxGlobal, global)
+			// The first sample over the limits, job by job, for the
+			// failure's diagnosis: whose leases, taken when, by which node.
+			if !told && (perKey > lim.PerKey || global > lim.Global) {
+				told = true
+				for _, r := range rs {
+					t.Logf("sample over the limits at %s: %s", at.UTC().Format("15:04:05.000000"), r.describe(at))
+				}
+			}
 			select {
 			case <-done:
 				return
@@ -488,13 +665,22 @@ func TestLimitsHoldUnderConcurrentClaims(t *testing.T) {
 		var mu sync.Mutex
 		maxPerKey, maxGlobal := 0, 0
 		var wg sync.WaitGroup
+		// A deadline, so that a claimer that stops on an error leaves the
+		// others to fail the counts below rather than wait for its jobs.
+		deadline := time.Now().Add(time.Minute)
 		for c := range 8 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				node := fmt.Sprintf("node-%d", c)
-				for done.Load() < int64(total) {
-					got, err := q.claim(ctx, node, 3)
+				for done.Load() < int64(total) && time.Now().Before(deadline) {
+					// A lease of a minute, not the queue's 2s: on a loaded
+					// machine a claimer can stall past 2s between its claim
+					// and its completion (seen: CompleteMany = 0 of 3), and
+					// its jobs' expiry, a test of its own
+					// (TestLimitsSlotsComeBackWhenLeasesExpire), is not
+					// this one's.
+					got, err := q.claim(ctx, node, 3, queue.LeaseFor(time.Minute))
 					if err != nil {
 						t.Error(err)
 						return
@@ -509,11 +695,16 @@ func TestLimitsHoldUnderConcurrentClaims(t *testing.T) {
 					}
 					time.Sleep(2 * time.Millisecond)
 					n, err := q.completeMany(ctx, got)
-					if err != nil || n != int64(len(got)) {
-						t.Errorf("CompleteMany = %d, %v", n, err)
+					if err != nil {
+						t.Error(err)
 						return
 					}
+					// A claim took the others again: their leases had
+					// expired before this claimer completed them.
 					done.Add(n)
+					if n != int64(len(got)) {
+						t.Errorf("CompleteMany = %d of %d: leases expired while %s held them", n, len(got), node)
+					}
 				}
 			}()
 		}

@@ -3,6 +3,7 @@ package reliability_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -215,7 +216,7 @@ FROM (SELECT COUNT(*) AS n FROM limited_queue WHERE state = 'running' GROUP BY t
 				if engine == postgres {
 					err = tg.pool.QueryRow(sampleCtx, sample).Scan(&perKey, &global)
 				} else {
-					err = tg.db.QueryRowContext(sampleCtx, sample).Scan(&perKey, &global)
+					err = sampleUnderClaimLock(sampleCtx, tg.db, sample, &perKey, &global)
 				}
 				if err == nil {
 					maxPerKey, maxGlobal, samples = max(maxPerKey, int(perKey)), max(maxGlobal, int(global)), samples+1
@@ -244,6 +245,28 @@ FROM (SELECT COUNT(*) AS n FROM limited_queue WHERE state = 'running' GROUP BY t
 			t.Errorf("%d workers killed, %d samples taken", len(killed), samples)
 		}
 	})
+}
+
+// sampleUnderClaimLock runs query, a sample of queue limited's leased jobs,
+// on MariaDB under the queue's claim lock (its registry row, as
+// LockClaimsLimited takes it), in a READ COMMITTED transaction of its own.
+// InnoDB's read view is not an atomic snapshot (the active transactions'
+// ids are copied in a lock-free walk), so a plain sample taken while
+// claims and completions commit can see a claim's leases but not the
+// completion whose slot it took, and count past the limits; under the
+// claim lock no lease commits during the walk. integration/e2e's
+// runningRows tells the whole story.
+func sampleUnderClaimLock(ctx context.Context, db *sql.DB, query string, dest ...any) error {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	var name string
+	if err := tx.QueryRowContext(ctx, "SELECT name FROM queuegen_queues WHERE name = 'limited' FOR UPDATE").Scan(&name); err != nil {
+		return err
+	}
+	return tx.QueryRowContext(ctx, query).Scan(dest...)
 }
 
 // chaos starts n worker processes and, for d, SIGKILLs one at random
