@@ -20,7 +20,8 @@ import (
 // claim loop can have a full claim in flight). Jobs held ahead are leased
 // like running ones (the heartbeat extends their leases too). Handlers
 // that take much longer than a claim hold next to nothing ahead: their
-// worker claims, as it always did, for the handlers free. A queue with
+// worker claims, as it always did, for the handlers free; so does a worker
+// none of whose handlers has returned yet. A queue with
 // limits never claims ahead: a job held ahead would count against the
 // limits without running.
 type claimRoom struct {
@@ -71,8 +72,13 @@ func (r *claimRoom) release(n int) {
 // worker may hold ahead of its handlers.
 func (r *claimRoom) claimed(d time.Duration, concurrency, most int) {
 	average(&r.claimTime, d)
-	h := max(r.handlerTime.Load(), 1)
-	ahead := min(int64(most), 2*int64(concurrency)*r.claimTime.Load()/h)
+	// Until a handler has returned, the handlers' time is unknown: hold
+	// nothing ahead, so that a worker starting beside others, or whose
+	// handlers run for minutes, takes no more than its handlers run.
+	var ahead int64
+	if h := r.handlerTime.Load(); h > 0 {
+		ahead = min(int64(most), 2*int64(concurrency)*r.claimTime.Load()/h)
+	}
 	r.mu.Lock()
 	r.ahead = int(ahead)
 	r.mu.Unlock()

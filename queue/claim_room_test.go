@@ -17,6 +17,12 @@ func TestClaimRoomHoldsAheadOnlyOfQuickHandlers(t *testing.T) {
 	if n := slow.reserve(concurrency, maxClaim); n != concurrency {
 		t.Fatalf("first claim takes %d, want the %d handlers", n, concurrency)
 	}
+	// Before any handler returns, nothing is held ahead: a worker starting
+	// beside others, or whose handlers run long, takes what its handlers run.
+	slow.claimed(5*time.Millisecond, concurrency, most)
+	if slow.ahead != 0 {
+		t.Fatalf("no handler returned yet: %d held ahead, want 0", slow.ahead)
+	}
 	for range 50 {
 		slow.finish(time.Second)
 	}
