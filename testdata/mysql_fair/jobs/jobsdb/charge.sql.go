@@ -121,10 +121,23 @@ WITH RECURSIVE batch AS (
     FROM fair_jobs
     STRAIGHT_JOIN charge_queue AS prev FORCE INDEX (PRIMARY) ON prev.id = fair_jobs.id
     WHERE fair_jobs.turn * fair_jobs.due_keys < (SELECT batch.n FROM batch)
+      AND fair_jobs.due_keys > 1
 ), picked AS (
     SELECT fair_jobs.id, fair_jobs.turn, RAND() AS draw
     FROM fair_jobs
     WHERE fair_jobs.id IS NOT NULL
+      AND fair_jobs.due_keys > 1
+    UNION ALL
+    SELECT sole.id, 1, ROW_NUMBER() OVER (ORDER BY sole.run_after, sole.id)
+    FROM (
+        SELECT alone.run_after, alone.id
+        FROM charge_queue AS alone FORCE INDEX (charge_queue_fair_idx)
+        WHERE alone.state = 'available'
+          AND alone.account = (SELECT fair_jobs.fair_key FROM fair_jobs WHERE fair_jobs.due_keys = 1)
+          AND alone.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
+        ORDER BY alone.run_after, alone.id
+        LIMIT ?
+    ) AS sole
 )
 SELECT charge_queue.id, charge_queue.state, charge_queue.attempt, charge_queue.max_attempts, charge_queue.priority, charge_queue.run_after, charge_queue.created_at, charge_queue.attempted_at, charge_queue.finished_at, charge_queue.locked_by, charge_queue.locked_until, charge_queue.errors, charge_queue.failures, charge_queue.unique_key, charge_queue.account, charge_queue.cents, UTC_TIMESTAMP(6) AS db_now
 FROM picked
@@ -137,9 +150,10 @@ FOR UPDATE SKIP LOCKED
 `
 
 type ClaimChargeParams struct {
-	Max   int64
-	Now   *time.Time
-	Limit int32
+	Max     int64
+	Now     *time.Time
+	Limit   int32
+	Limit_2 int32
 }
 
 type ClaimChargeRow struct {
@@ -165,8 +179,14 @@ type ClaimChargeRow struct {
 // values⌉); picked ranks them, every value's first job, then every value's
 // second, and so on, values that tie in a turn in an order drawn at random
 // (so a claim smaller than the number of values serves every value alike
-// rather than the one with the oldest jobs). The CTEs read without locking.
-// The final SELECT sorts picked's few rows (ids, not the queue table's rows),
+// rather than the one with the oldest jobs). When one value alone has due
+// jobs, fairness asks nothing of the order, and the walk, whose every probe
+// reads the value's entries from its first (MariaDB cannot seek from the job
+// before inside a dependent subquery, so a walk of n jobs reads n²/2
+// entries), stops at that value's first job: sole takes its first @max due
+// jobs in claim order instead, one range read of the fair index, numbered in
+// that order (draw) for the final SELECT. The CTEs read without locking. The
+// final SELECT sorts picked's few rows (ids, not the queue table's rows),
 // then, STRAIGHT_JOIN keeping that order, finds each job by primary key
 // (FORCE INDEX: on a small table the optimizer would rather scan the state's
 // entries, locking what it read) and locks it, FOR UPDATE SKIP LOCKED, taking
@@ -182,6 +202,8 @@ func (q *Queries) ClaimCharge(ctx context.Context, arg ClaimChargeParams) ([]Cla
 		arg.Now,
 		arg.Now,
 		arg.Limit,
+		arg.Now,
+		arg.Limit_2,
 	)
 	if err != nil {
 		return nil, err
