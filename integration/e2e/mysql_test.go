@@ -257,9 +257,10 @@ func TestMySQLClaimPlans(t *testing.T) {
 		{"task.sql.go", "ClaimDueTask", []any{nil, 10}, "task_queue_claim_idx"},
 		{"txtask.sql.go", "ClaimTxtask", []any{nil, 10}, "txtask_queue_claim_idx"},
 		{"kept.sql.go", "ClaimDueKept", []any{nil, 10}, "kept_queue_claim_idx"},
-		// The fair claims: parameters max, now (three times), limit.
-		{"fair.sql.go", "ClaimDueFair", []any{10, nil, nil, nil, 10}, "fair_queue_fair_idx"},
-		{"txfair.sql.go", "ClaimTxfair", []any{10, nil, nil, nil, 10}, "txfair_queue_fair_idx"},
+		// The fair claims: parameters max, now (three times), the sole
+		// value's limit, now, limit.
+		{"fair.sql.go", "ClaimDueFair", []any{10, nil, nil, nil, 10, nil, 10}, "fair_queue_fair_idx"},
+		{"txfair.sql.go", "ClaimTxfair", []any{10, nil, nil, nil, 10, nil, 10}, "txfair_queue_fair_idx"},
 		// The limited claims: the lock (the registry row, by primary
 		// key), the global count, and the claims, whose per-key count
 		// reads the fair index too (every line of the limited claim's

@@ -152,7 +152,7 @@ func (q *BenchFairQueue) Claim(ctx context.Context, node string, max int, opts .
 			rows, now = append(rows, r.BenchFairRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueBenchFair(ctx, myjobsdb.ClaimDueBenchFairParams{Now: o.Now, Max: int64(max - len(rows)), Limit: int32(max - len(rows))})
+			due, err := qt.ClaimDueBenchFair(ctx, myjobsdb.ClaimDueBenchFairParams{Now: o.Now, Max: int64(max - len(rows)), Limit: int32(max - len(rows)), Limit_2: int32(max - len(rows))})
 			if err != nil {
 				return err
 			}

@@ -152,7 +152,7 @@ func (q *ExportQueue) Claim(ctx context.Context, node string, max int, opts ...q
 			rows, now = append(rows, r.ExportRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueExport(ctx, jobsdb.ClaimDueExportParams{Now: o.Now, Max: int64(max - len(rows)), Limit: int32(max - len(rows))})
+			due, err := qt.ClaimDueExport(ctx, jobsdb.ClaimDueExportParams{Now: o.Now, Max: int64(max - len(rows)), Limit: int32(max - len(rows)), Limit_2: int32(max - len(rows))})
 			if err != nil {
 				return err
 			}

@@ -170,7 +170,7 @@ func (q *MailQueue) Claim(ctx context.Context, node string, max int, opts ...que
 			room = left
 		}
 		if room > 0 {
-			due, err := qt.ClaimDueMail(ctx, jobsdb.ClaimDueMailParams{Now: o.Now, Max: int64(room), Limit: int32(room)})
+			due, err := qt.ClaimDueMail(ctx, jobsdb.ClaimDueMailParams{Now: o.Now, Max: int64(room), Limit: int32(room), Limit_2: int32(room)})
 			if err != nil {
 				return err
 			}

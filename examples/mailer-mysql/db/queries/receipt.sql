@@ -88,18 +88,22 @@ FOR UPDATE SKIP LOCKED;
 -- ClaimExpiredReceipt. The fair part (MariaDB has no LATERAL, so a recursive
 -- CTE walks each value's jobs a probe at a time): fair_keys reads the
 -- account_id values of the available jobs off the fair index (state,
--- account_id, …), a covering read that locks nothing; firsts probes the
--- index once a value for its first due job in claim order (values with none
--- drop out), and fair_jobs counts the values left (due_keys); it walks each
--- value's next jobs in claim order, one probe a job (after the job before it,
--- read by primary key), up to its share of the batch (⌈@max ÷ values⌉);
--- picked ranks them, every value's first job, then every value's second, and
--- so on, values that tie in a turn in an order drawn at random (so a claim
--- smaller than the number of values serves every value alike rather than the
--- one with the oldest jobs). The CTEs read without locking. The final SELECT
--- sorts picked's few rows (ids, not the queue table's rows), then,
--- STRAIGHT_JOIN keeping that order, finds each job by primary key (FORCE
--- INDEX: on a small table the optimizer would rather scan the state's
+-- account_id, …) by a loose index scan, one index dive per value however
+-- many jobs each holds (the range on state, written as two bounds, is what
+-- lets MariaDB use it: with state = 'available' it reads every available
+-- entry), locking nothing; firsts probes the index once a value for its first
+-- due job in claim order (values with none drop out); every probe forces the
+-- fair index (on the claim index, a value's probe would read through the
+-- other values' jobs), and fair_jobs counts the values left (due_keys); it
+-- walks each value's next jobs in claim order, one probe a job (after the job
+-- before it, read by primary key), up to its share of the batch (⌈@max ÷
+-- values⌉); picked ranks them, every value's first job, then every value's
+-- second, and so on, values that tie in a turn in an order drawn at random
+-- (so a claim smaller than the number of values serves every value alike
+-- rather than the one with the oldest jobs). The CTEs read without locking.
+-- The final SELECT sorts picked's few rows (ids, not the queue table's rows),
+-- then, STRAIGHT_JOIN keeping that order, finds each job by primary key
+-- (FORCE INDEX: on a small table the optimizer would rather scan the state's
 -- entries, locking what it read) and locks it, FOR UPDATE SKIP LOCKED, taking
 -- it only if still due, until it has @max: it locks only the jobs it takes,
 -- and a job another transaction holds is passed over for the next in rank, so
@@ -118,13 +122,14 @@ FOR UPDATE SKIP LOCKED;
 WITH RECURSIVE batch AS (
     SELECT CAST(sqlc.arg(max) AS SIGNED) AS n
 ), fair_keys AS (
-    SELECT DISTINCT account_id AS fair_key
-    FROM receipt_queue
-    WHERE state = 'available'
+    SELECT account_id AS fair_key
+    FROM receipt_queue FORCE INDEX (receipt_queue_fair_idx)
+    WHERE state >= 'available' AND state <= 'available'
+    GROUP BY state, account_id
 ), firsts AS (
     SELECT fair_keys.fair_key,
            (SELECT first.id
-            FROM receipt_queue AS first
+            FROM receipt_queue AS first FORCE INDEX (receipt_queue_fair_idx)
             WHERE first.state = 'available' AND first.account_id = fair_keys.fair_key AND first.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
             ORDER BY first.run_after, first.id
             LIMIT 1) AS id,
@@ -141,7 +146,7 @@ WITH RECURSIVE batch AS (
     UNION ALL
     SELECT fair_jobs.fair_key,
            (SELECT next.id
-            FROM receipt_queue AS next
+            FROM receipt_queue AS next FORCE INDEX (receipt_queue_fair_idx)
             WHERE next.state = 'available' AND next.account_id = fair_jobs.fair_key AND next.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
               AND (next.run_after > prev.run_after OR next.run_after = prev.run_after AND next.id > prev.id)
             ORDER BY next.run_after, next.id

@@ -152,7 +152,7 @@ func (q *FairQueue) Claim(ctx context.Context, node string, max int, opts ...que
 			rows, now = append(rows, r.FairRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueFair(ctx, myjobsdb.ClaimDueFairParams{Now: o.Now, Max: int64(max - len(rows)), Limit: int32(max - len(rows))})
+			due, err := qt.ClaimDueFair(ctx, myjobsdb.ClaimDueFairParams{Now: o.Now, Max: int64(max - len(rows)), Limit: int32(max - len(rows)), Limit_2: int32(max - len(rows))})
 			if err != nil {
 				return err
 			}

@@ -134,7 +134,7 @@ func (q *TxfairQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...qu
 		return nil, err
 	}
 	qt := q.q.WithTx(tx)
-	claimed, err := qt.ClaimTxfair(ctx, myjobsdb.ClaimTxfairParams{Now: o.Now, Max: int64(max), Limit: int32(max)})
+	claimed, err := qt.ClaimTxfair(ctx, myjobsdb.ClaimTxfairParams{Now: o.Now, Max: int64(max), Limit: int32(max), Limit_2: int32(max)})
 	if err != nil {
 		return nil, err
 	}

@@ -60,13 +60,14 @@ const ClaimDueBenchFair = `-- name: ClaimDueBenchFair :many
 WITH RECURSIVE batch AS (
     SELECT CAST(? AS SIGNED) AS n
 ), fair_keys AS (
-    SELECT DISTINCT tenant AS fair_key
-    FROM bench_fair_queue
-    WHERE state = 'available'
+    SELECT tenant AS fair_key
+    FROM bench_fair_queue FORCE INDEX (bench_fair_queue_fair_idx)
+    WHERE state >= 'available' AND state <= 'available'
+    GROUP BY state, tenant
 ), firsts AS (
     SELECT fair_keys.fair_key,
            (SELECT first.id
-            FROM bench_fair_queue AS first
+            FROM bench_fair_queue AS first FORCE INDEX (bench_fair_queue_fair_idx)
             WHERE first.state = 'available' AND first.tenant = fair_keys.fair_key AND first.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
             ORDER BY first.run_after, first.id
             LIMIT 1) AS id
@@ -78,7 +79,7 @@ WITH RECURSIVE batch AS (
     UNION ALL
     SELECT fair_jobs.fair_key,
            (SELECT next.id
-            FROM bench_fair_queue AS next
+            FROM bench_fair_queue AS next FORCE INDEX (bench_fair_queue_fair_idx)
             WHERE next.state = 'available' AND next.tenant = fair_jobs.fair_key AND next.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
               AND (next.run_after > prev.run_after OR next.run_after = prev.run_after AND next.id > prev.id)
             ORDER BY next.run_after, next.id
@@ -88,10 +89,23 @@ WITH RECURSIVE batch AS (
     FROM fair_jobs
     STRAIGHT_JOIN bench_fair_queue AS prev FORCE INDEX (PRIMARY) ON prev.id = fair_jobs.id
     WHERE fair_jobs.turn * fair_jobs.due_keys < (SELECT batch.n FROM batch)
+      AND fair_jobs.due_keys > 1
 ), picked AS (
     SELECT fair_jobs.id, fair_jobs.turn, RAND() AS draw
     FROM fair_jobs
     WHERE fair_jobs.id IS NOT NULL
+      AND fair_jobs.due_keys > 1
+    UNION ALL
+    SELECT sole.id, 1, ROW_NUMBER() OVER (ORDER BY sole.run_after, sole.id)
+    FROM (
+        SELECT alone.run_after, alone.id
+        FROM bench_fair_queue AS alone FORCE INDEX (bench_fair_queue_fair_idx)
+        WHERE alone.state = 'available'
+          AND alone.tenant = (SELECT fair_jobs.fair_key FROM fair_jobs WHERE fair_jobs.due_keys = 1)
+          AND alone.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
+        ORDER BY alone.run_after, alone.id
+        LIMIT ?
+    ) AS sole
 )
 SELECT bench_fair_queue.id, bench_fair_queue.state, bench_fair_queue.attempt, bench_fair_queue.max_attempts, bench_fair_queue.priority, bench_fair_queue.run_after, bench_fair_queue.created_at, bench_fair_queue.attempted_at, bench_fair_queue.finished_at, bench_fair_queue.locked_by, bench_fair_queue.locked_until, bench_fair_queue.errors, bench_fair_queue.failures, bench_fair_queue.unique_key, bench_fair_queue.tenant, bench_fair_queue.n, UTC_TIMESTAMP(6) AS db_now
 FROM picked
@@ -104,9 +118,10 @@ FOR UPDATE SKIP LOCKED
 `
 
 type ClaimDueBenchFairParams struct {
-	Max   int64
-	Now   *time.Time
-	Limit int32
+	Max     int64
+	Now     *time.Time
+	Limit   int32
+	Limit_2 int32
 }
 
 type ClaimDueBenchFairRow struct {
@@ -119,15 +134,25 @@ type ClaimDueBenchFairRow struct {
 // ClaimExpiredBenchFair. The fair part (MariaDB has no LATERAL, so a
 // recursive CTE walks each value's jobs a probe at a time): fair_keys reads
 // the tenant values of the available jobs off the fair index (state, tenant,
-// …), a covering read that locks nothing; firsts probes the index once a
-// value for its first due job in claim order (values with none drop out), and
-// fair_jobs counts the values left (due_keys); it walks each value's next
-// jobs in claim order, one probe a job (after the job before it, read by
-// primary key), up to its share of the batch (⌈@max ÷ values⌉); picked
-// ranks them, every value's first job, then every value's second, and so on,
-// values that tie in a turn in an order drawn at random (so a claim smaller
-// than the number of values serves every value alike rather than the one with
-// the oldest jobs). The CTEs read without locking. The final SELECT sorts
+// …) by a loose index scan, one index dive per value however many jobs each
+// holds (the range on state, written as two bounds, is what lets MariaDB use
+// it: with state = 'available' it reads every available entry), locking
+// nothing; firsts probes the index once a value for its first due job in
+// claim order (values with none drop out); every probe forces the fair index
+// (on the claim index, a value's probe would read through the other values'
+// jobs), and fair_jobs counts the values left (due_keys); it walks each
+// value's next jobs in claim order, one probe a job (after the job before it,
+// read by primary key), up to its share of the batch (⌈@max ÷ values⌉);
+// picked ranks them, every value's first job, then every value's second, and
+// so on, values that tie in a turn in an order drawn at random (so a claim
+// smaller than the number of values serves every value alike rather than the
+// one with the oldest jobs). When one value alone has due jobs, fairness asks
+// nothing of the order, and the walk, whose every probe reads the value's
+// entries from its first (MariaDB cannot seek from the job before inside a
+// dependent subquery, so a walk of n jobs reads n²/2 entries), stops at that
+// value's first job: sole takes its first @max due jobs in claim order
+// instead, one range read of the fair index, numbered in that order (draw)
+// for the final SELECT. The CTEs read without locking. The final SELECT sorts
 // picked's few rows (ids, not the queue table's rows), then, STRAIGHT_JOIN
 // keeping that order, finds each job by primary key (FORCE INDEX: on a small
 // table the optimizer would rather scan the state's entries, locking what it
@@ -144,6 +169,8 @@ func (q *Queries) ClaimDueBenchFair(ctx context.Context, arg ClaimDueBenchFairPa
 		arg.Now,
 		arg.Now,
 		arg.Limit,
+		arg.Now,
+		arg.Limit_2,
 	)
 	if err != nil {
 		return nil, err

@@ -487,23 +487,26 @@ SELECT COUNT(*) FROM (
 -- SchedulePickSettle picks the due jobs of the backlog the step moves, up to
 -- @max (the room), each account's share in turn, as the fair claim walks them
 -- (see the fair part): fair_keys reads the account values of the backlog's
--- available jobs off its fair index (state, account, …), firsts probes it
--- once a value for its first due job, and fair_jobs walks each value's next
--- jobs, one probe a job, up to its share of the batch (⌈@max ÷ values⌉);
--- values tie in a turn oldest job first. The CTEs read without locking; the
--- final SELECT sorts picked's few ids, finds each job by primary key and
--- locks it, FOR UPDATE SKIP LOCKED (a job the operations commands hold is
--- left for the next step), taking it only if still due.
+-- available jobs off its fair index (state, account, …) by a loose index
+-- scan (one index dive per value; state as two bounds, as in the fair claim),
+-- firsts probes it once a value for its first due job, and fair_jobs walks
+-- each value's next jobs, one probe a job, up to its share of the batch
+-- (⌈@max ÷ values⌉); values tie in a turn oldest job first. The CTEs
+-- read without locking; the final SELECT sorts picked's few ids, finds each
+-- job by primary key and locks it, FOR UPDATE SKIP LOCKED (a job the
+-- operations commands hold is left for the next step), taking it only if
+-- still due.
 WITH RECURSIVE batch AS (
     SELECT CAST(sqlc.arg(max) AS SIGNED) AS n
 ), fair_keys AS (
-    SELECT DISTINCT account AS fair_key
-    FROM settle_queue_backlog
-    WHERE state = 'available'
+    SELECT account AS fair_key
+    FROM settle_queue_backlog FORCE INDEX (settle_queue_backlog_fair_idx)
+    WHERE state >= 'available' AND state <= 'available'
+    GROUP BY state, account
 ), firsts AS (
     SELECT fair_keys.fair_key,
            (SELECT first.id
-            FROM settle_queue_backlog AS first
+            FROM settle_queue_backlog AS first FORCE INDEX (settle_queue_backlog_fair_idx)
             WHERE first.state = 'available' AND first.account = fair_keys.fair_key AND first.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
             ORDER BY first.run_after, first.id
             LIMIT 1) AS id
@@ -515,7 +518,7 @@ WITH RECURSIVE batch AS (
     UNION ALL
     SELECT fair_jobs.fair_key,
            (SELECT next.id
-            FROM settle_queue_backlog AS next
+            FROM settle_queue_backlog AS next FORCE INDEX (settle_queue_backlog_fair_idx)
             WHERE next.state = 'available' AND next.account = fair_jobs.fair_key AND next.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
               AND (next.run_after > prev.run_after OR next.run_after = prev.run_after AND next.id > prev.id)
             ORDER BY next.run_after, next.id

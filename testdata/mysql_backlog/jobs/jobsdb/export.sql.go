@@ -1112,13 +1112,14 @@ const SchedulePickExport = `-- name: SchedulePickExport :many
 WITH RECURSIVE batch AS (
     SELECT CAST(? AS SIGNED) AS n
 ), fair_keys AS (
-    SELECT DISTINCT tenant AS fair_key
-    FROM export_queue_backlog
-    WHERE state = 'available'
+    SELECT tenant AS fair_key
+    FROM export_queue_backlog FORCE INDEX (export_queue_backlog_fair_idx)
+    WHERE state >= 'available' AND state <= 'available'
+    GROUP BY state, tenant
 ), firsts AS (
     SELECT fair_keys.fair_key,
            (SELECT first.id
-            FROM export_queue_backlog AS first
+            FROM export_queue_backlog AS first FORCE INDEX (export_queue_backlog_fair_idx)
             WHERE first.state = 'available' AND first.tenant = fair_keys.fair_key AND first.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
             ORDER BY first.run_after, first.id
             LIMIT 1) AS id
@@ -1130,7 +1131,7 @@ WITH RECURSIVE batch AS (
     UNION ALL
     SELECT fair_jobs.fair_key,
            (SELECT next.id
-            FROM export_queue_backlog AS next
+            FROM export_queue_backlog AS next FORCE INDEX (export_queue_backlog_fair_idx)
             WHERE next.state = 'available' AND next.tenant = fair_jobs.fair_key AND next.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
               AND (next.run_after > prev.run_after OR next.run_after = prev.run_after AND next.id > prev.id)
             ORDER BY next.run_after, next.id
@@ -1164,13 +1165,15 @@ type SchedulePickExportParams struct {
 // SchedulePickExport picks the due jobs of the backlog the step moves, up to
 // @max (the room), each tenant's share in turn, as the fair claim walks them
 // (see the fair part): fair_keys reads the tenant values of the backlog's
-// available jobs off its fair index (state, tenant, …), firsts probes it
-// once a value for its first due job, and fair_jobs walks each value's next
-// jobs, one probe a job, up to its share of the batch (⌈@max ÷ values⌉);
-// values tie in a turn oldest job first. The CTEs read without locking; the
-// final SELECT sorts picked's few ids, finds each job by primary key and
-// locks it, FOR UPDATE SKIP LOCKED (a job the operations commands hold is
-// left for the next step), taking it only if still due.
+// available jobs off its fair index (state, tenant, …) by a loose index
+// scan (one index dive per value; state as two bounds, as in the fair claim),
+// firsts probes it once a value for its first due job, and fair_jobs walks
+// each value's next jobs, one probe a job, up to its share of the batch
+// (⌈@max ÷ values⌉); values tie in a turn oldest job first. The CTEs
+// read without locking; the final SELECT sorts picked's few ids, finds each
+// job by primary key and locks it, FOR UPDATE SKIP LOCKED (a job the
+// operations commands hold is left for the next step), taking it only if
+// still due.
 func (q *Queries) SchedulePickExport(ctx context.Context, arg SchedulePickExportParams) ([]int64, error) {
 	rows, err := q.db.QueryContext(ctx, SchedulePickExport,
 		arg.Max,

@@ -57,35 +57,46 @@ FOR UPDATE SKIP LOCKED;
 -- taken from each tenant in turn (see the fair part), locked like
 -- ClaimExpiredExport. The fair part (MariaDB has no LATERAL, so a recursive
 -- CTE walks each value's jobs a probe at a time): fair_keys reads the tenant
--- values of the available jobs off the fair index (state, tenant, …), a
--- covering read that locks nothing; firsts probes the index once a value for
--- its first due job in claim order (values with none drop out), and fair_jobs
--- counts the values left (due_keys); it walks each value's next jobs in claim
--- order, one probe a job (after the job before it, read by primary key), up
--- to its share of the batch (⌈@max ÷ values⌉); picked ranks them, every
--- value's first job, then every value's second, and so on, values that tie in
--- a turn in an order drawn at random (so a claim smaller than the number of
--- values serves every value alike rather than the one with the oldest jobs).
--- The CTEs read without locking. The final SELECT sorts picked's few rows
--- (ids, not the queue table's rows), then, STRAIGHT_JOIN keeping that order,
--- finds each job by primary key (FORCE INDEX: on a small table the optimizer
--- would rather scan the state's entries, locking what it read) and locks it,
--- FOR UPDATE SKIP LOCKED, taking it only if still due, until it has @max: it
--- locks only the jobs it takes, and a job another transaction holds is passed
--- over for the next in rank, so a transaction-mode claim, which keeps its
--- locks while the handler works, never holds a job of every value. No step
--- sorts the queue table's rows: a sort under FOR UPDATE SKIP LOCKED would
--- lock every row it read.
+-- values of the available jobs off the fair index (state, tenant, …) by a
+-- loose index scan, one index dive per value however many jobs each holds
+-- (the range on state, written as two bounds, is what lets MariaDB use it:
+-- with state = 'available' it reads every available entry), locking nothing;
+-- firsts probes the index once a value for its first due job in claim order
+-- (values with none drop out); every probe forces the fair index (on the
+-- claim index, a value's probe would read through the other values' jobs),
+-- and fair_jobs counts the values left (due_keys); it walks each value's next
+-- jobs in claim order, one probe a job (after the job before it, read by
+-- primary key), up to its share of the batch (⌈@max ÷ values⌉); picked
+-- ranks them, every value's first job, then every value's second, and so on,
+-- values that tie in a turn in an order drawn at random (so a claim smaller
+-- than the number of values serves every value alike rather than the one with
+-- the oldest jobs). When one value alone has due jobs, fairness asks nothing
+-- of the order, and the walk, whose every probe reads the value's entries
+-- from its first (MariaDB cannot seek from the job before inside a dependent
+-- subquery, so a walk of n jobs reads n²/2 entries), stops at that value's
+-- first job: sole takes its first @max due jobs in claim order instead, one
+-- range read of the fair index, numbered in that order (draw) for the final
+-- SELECT. The CTEs read without locking. The final SELECT sorts picked's few
+-- rows (ids, not the queue table's rows), then, STRAIGHT_JOIN keeping that
+-- order, finds each job by primary key (FORCE INDEX: on a small table the
+-- optimizer would rather scan the state's entries, locking what it read) and
+-- locks it, FOR UPDATE SKIP LOCKED, taking it only if still due, until it has
+-- @max: it locks only the jobs it takes, and a job another transaction holds
+-- is passed over for the next in rank, so a transaction-mode claim, which
+-- keeps its locks while the handler works, never holds a job of every value.
+-- No step sorts the queue table's rows: a sort under FOR UPDATE SKIP LOCKED
+-- would lock every row it read.
 WITH RECURSIVE batch AS (
     SELECT CAST(sqlc.arg(max) AS SIGNED) AS n
 ), fair_keys AS (
-    SELECT DISTINCT tenant AS fair_key
-    FROM export_queue
-    WHERE state = 'available'
+    SELECT tenant AS fair_key
+    FROM export_queue FORCE INDEX (export_queue_fair_idx)
+    WHERE state >= 'available' AND state <= 'available'
+    GROUP BY state, tenant
 ), firsts AS (
     SELECT fair_keys.fair_key,
            (SELECT first.id
-            FROM export_queue AS first
+            FROM export_queue AS first FORCE INDEX (export_queue_fair_idx)
             WHERE first.state = 'available' AND first.tenant = fair_keys.fair_key AND first.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
             ORDER BY first.priority DESC, first.run_after, first.id
             LIMIT 1) AS id
@@ -97,7 +108,7 @@ WITH RECURSIVE batch AS (
     UNION ALL
     SELECT fair_jobs.fair_key,
            (SELECT next.id
-            FROM export_queue AS next
+            FROM export_queue AS next FORCE INDEX (export_queue_fair_idx)
             WHERE next.state = 'available' AND next.tenant = fair_jobs.fair_key AND next.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
               AND (next.priority < prev.priority
                    OR next.priority = prev.priority
@@ -109,10 +120,23 @@ WITH RECURSIVE batch AS (
     FROM fair_jobs
     STRAIGHT_JOIN export_queue AS prev FORCE INDEX (PRIMARY) ON prev.id = fair_jobs.id
     WHERE fair_jobs.turn * fair_jobs.due_keys < (SELECT batch.n FROM batch)
+      AND fair_jobs.due_keys > 1
 ), picked AS (
     SELECT fair_jobs.id, fair_jobs.turn, RAND() AS draw
     FROM fair_jobs
     WHERE fair_jobs.id IS NOT NULL
+      AND fair_jobs.due_keys > 1
+    UNION ALL
+    SELECT sole.id, 1, ROW_NUMBER() OVER (ORDER BY sole.priority DESC, sole.run_after, sole.id)
+    FROM (
+        SELECT alone.priority, alone.run_after, alone.id
+        FROM export_queue AS alone FORCE INDEX (export_queue_fair_idx)
+        WHERE alone.state = 'available'
+          AND alone.tenant = (SELECT fair_jobs.fair_key FROM fair_jobs WHERE fair_jobs.due_keys = 1)
+          AND alone.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
+        ORDER BY alone.priority DESC, alone.run_after, alone.id
+        LIMIT ?
+    ) AS sole
 )
 SELECT sqlc.embed(export_queue), UTC_TIMESTAMP(6) AS db_now
 FROM picked

@@ -79,13 +79,14 @@ const ClaimDueLimited = `-- name: ClaimDueLimited :many
 WITH RECURSIVE batch AS (
     SELECT CAST(? AS SIGNED) AS n
 ), fair_keys AS (
-    SELECT DISTINCT tenant AS fair_key
-    FROM limited_queue
-    WHERE state = 'available'
+    SELECT tenant AS fair_key
+    FROM limited_queue FORCE INDEX (limited_queue_fair_idx)
+    WHERE state >= 'available' AND state <= 'available'
+    GROUP BY state, tenant
 ), firsts AS (
     SELECT fair_keys.fair_key,
            (SELECT first.id
-            FROM limited_queue AS first
+            FROM limited_queue AS first FORCE INDEX (limited_queue_fair_idx)
             WHERE first.state = 'available' AND first.tenant = fair_keys.fair_key AND first.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
             ORDER BY first.run_after, first.id
             LIMIT 1) AS id,
@@ -102,7 +103,7 @@ WITH RECURSIVE batch AS (
     UNION ALL
     SELECT fair_jobs.fair_key,
            (SELECT next.id
-            FROM limited_queue AS next
+            FROM limited_queue AS next FORCE INDEX (limited_queue_fair_idx)
             WHERE next.state = 'available' AND next.tenant = fair_jobs.fair_key AND next.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
               AND (next.run_after > prev.run_after OR next.run_after = prev.run_after AND next.id > prev.id)
             ORDER BY next.run_after, next.id
@@ -144,33 +145,38 @@ type ClaimDueLimitedRow struct {
 // taken from each tenant in turn (see the fair part), locked like
 // ClaimExpiredLimited. The fair part (MariaDB has no LATERAL, so a recursive
 // CTE walks each value's jobs a probe at a time): fair_keys reads the tenant
-// values of the available jobs off the fair index (state, tenant, …), a
-// covering read that locks nothing; firsts probes the index once a value for
-// its first due job in claim order (values with none drop out), and fair_jobs
-// counts the values left (due_keys); it walks each value's next jobs in claim
-// order, one probe a job (after the job before it, read by primary key), up
-// to its share of the batch (⌈@max ÷ values⌉); picked ranks them, every
-// value's first job, then every value's second, and so on, values that tie in
-// a turn in an order drawn at random (so a claim smaller than the number of
-// values serves every value alike rather than the one with the oldest jobs).
-// The CTEs read without locking. The final SELECT sorts picked's few rows
-// (ids, not the queue table's rows), then, STRAIGHT_JOIN keeping that order,
-// finds each job by primary key (FORCE INDEX: on a small table the optimizer
-// would rather scan the state's entries, locking what it read) and locks it,
-// FOR UPDATE SKIP LOCKED, taking it only if still due, until it has @max: it
-// locks only the jobs it takes, and a job another transaction holds is passed
-// over for the next in rank, so a transaction-mode claim, which keeps its
-// locks while the handler works, never holds a job of every value. No step
-// sorts the queue table's rows: a sort under FOR UPDATE SKIP LOCKED would
-// lock every row it read. Limits (2 running jobs per tenant, 5 running in the
-// queue): it runs after LockClaimsLimited, in its transaction, so no two
-// claims count at once. firsts counts each value's slots in use, through the
-// fair index (state, tenant, …): its leased jobs, less those whose lease
-// expired on their last attempt; free is what is left of 2, a value with none
-// drops out, and the walk takes no more than free of a value's jobs; values
-// that tie in a turn go most free first (as on PostgreSQL), then in the drawn
-// order. The caller passes as the batch no more than the queue's free slots,
-// 5 less BusyLimited's count.
+// values of the available jobs off the fair index (state, tenant, …) by a
+// loose index scan, one index dive per value however many jobs each holds
+// (the range on state, written as two bounds, is what lets MariaDB use it:
+// with state = 'available' it reads every available entry), locking nothing;
+// firsts probes the index once a value for its first due job in claim order
+// (values with none drop out); every probe forces the fair index (on the
+// claim index, a value's probe would read through the other values' jobs),
+// and fair_jobs counts the values left (due_keys); it walks each value's next
+// jobs in claim order, one probe a job (after the job before it, read by
+// primary key), up to its share of the batch (⌈@max ÷ values⌉); picked
+// ranks them, every value's first job, then every value's second, and so on,
+// values that tie in a turn in an order drawn at random (so a claim smaller
+// than the number of values serves every value alike rather than the one with
+// the oldest jobs). The CTEs read without locking. The final SELECT sorts
+// picked's few rows (ids, not the queue table's rows), then, STRAIGHT_JOIN
+// keeping that order, finds each job by primary key (FORCE INDEX: on a small
+// table the optimizer would rather scan the state's entries, locking what it
+// read) and locks it, FOR UPDATE SKIP LOCKED, taking it only if still due,
+// until it has @max: it locks only the jobs it takes, and a job another
+// transaction holds is passed over for the next in rank, so a
+// transaction-mode claim, which keeps its locks while the handler works,
+// never holds a job of every value. No step sorts the queue table's rows: a
+// sort under FOR UPDATE SKIP LOCKED would lock every row it read. Limits (2
+// running jobs per tenant, 5 running in the queue): it runs after
+// LockClaimsLimited, in its transaction, so no two claims count at once.
+// firsts counts each value's slots in use, through the fair index (state,
+// tenant, …): its leased jobs, less those whose lease expired on their last
+// attempt; free is what is left of 2, a value with none drops out, and the
+// walk takes no more than free of a value's jobs; values that tie in a turn
+// go most free first (as on PostgreSQL), then in the drawn order. The caller
+// passes as the batch no more than the queue's free slots, 5 less
+// BusyLimited's count.
 func (q *Queries) ClaimDueLimited(ctx context.Context, arg ClaimDueLimitedParams) ([]ClaimDueLimitedRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimDueLimited,
 		arg.Max,

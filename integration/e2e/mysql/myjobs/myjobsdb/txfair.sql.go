@@ -92,13 +92,14 @@ const ClaimTxfair = `-- name: ClaimTxfair :many
 WITH RECURSIVE batch AS (
     SELECT CAST(? AS SIGNED) AS n
 ), fair_keys AS (
-    SELECT DISTINCT tenant AS fair_key
-    FROM txfair_queue
-    WHERE state = 'available'
+    SELECT tenant AS fair_key
+    FROM txfair_queue FORCE INDEX (txfair_queue_fair_idx)
+    WHERE state >= 'available' AND state <= 'available'
+    GROUP BY state, tenant
 ), firsts AS (
     SELECT fair_keys.fair_key,
            (SELECT first.id
-            FROM txfair_queue AS first
+            FROM txfair_queue AS first FORCE INDEX (txfair_queue_fair_idx)
             WHERE first.state = 'available' AND first.tenant = fair_keys.fair_key AND first.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
             ORDER BY first.run_after, first.id
             LIMIT 1) AS id
@@ -110,7 +111,7 @@ WITH RECURSIVE batch AS (
     UNION ALL
     SELECT fair_jobs.fair_key,
            (SELECT next.id
-            FROM txfair_queue AS next
+            FROM txfair_queue AS next FORCE INDEX (txfair_queue_fair_idx)
             WHERE next.state = 'available' AND next.tenant = fair_jobs.fair_key AND next.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
               AND (next.run_after > prev.run_after OR next.run_after = prev.run_after AND next.id > prev.id)
             ORDER BY next.run_after, next.id
@@ -120,10 +121,23 @@ WITH RECURSIVE batch AS (
     FROM fair_jobs
     STRAIGHT_JOIN txfair_queue AS prev FORCE INDEX (PRIMARY) ON prev.id = fair_jobs.id
     WHERE fair_jobs.turn * fair_jobs.due_keys < (SELECT batch.n FROM batch)
+      AND fair_jobs.due_keys > 1
 ), picked AS (
     SELECT fair_jobs.id, fair_jobs.turn, RAND() AS draw
     FROM fair_jobs
     WHERE fair_jobs.id IS NOT NULL
+      AND fair_jobs.due_keys > 1
+    UNION ALL
+    SELECT sole.id, 1, ROW_NUMBER() OVER (ORDER BY sole.run_after, sole.id)
+    FROM (
+        SELECT alone.run_after, alone.id
+        FROM txfair_queue AS alone FORCE INDEX (txfair_queue_fair_idx)
+        WHERE alone.state = 'available'
+          AND alone.tenant = (SELECT fair_jobs.fair_key FROM fair_jobs WHERE fair_jobs.due_keys = 1)
+          AND alone.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
+        ORDER BY alone.run_after, alone.id
+        LIMIT ?
+    ) AS sole
 )
 SELECT txfair_queue.id, txfair_queue.state, txfair_queue.attempt, txfair_queue.max_attempts, txfair_queue.priority, txfair_queue.run_after, txfair_queue.created_at, txfair_queue.attempted_at, txfair_queue.finished_at, txfair_queue.locked_by, txfair_queue.locked_until, txfair_queue.errors, txfair_queue.failures, txfair_queue.unique_key, txfair_queue.tenant, txfair_queue.n, UTC_TIMESTAMP(6) AS db_now
 FROM picked
@@ -136,9 +150,10 @@ FOR UPDATE SKIP LOCKED
 `
 
 type ClaimTxfairParams struct {
-	Max   int64
-	Now   *time.Time
-	Limit int32
+	Max     int64
+	Now     *time.Time
+	Limit   int32
+	Limit_2 int32
 }
 
 type ClaimTxfairRow struct {
@@ -152,15 +167,25 @@ type ClaimTxfairRow struct {
 // rollback returns them. The fair part (MariaDB has no LATERAL, so a
 // recursive CTE walks each value's jobs a probe at a time): fair_keys reads
 // the tenant values of the available jobs off the fair index (state, tenant,
-// …), a covering read that locks nothing; firsts probes the index once a
-// value for its first due job in claim order (values with none drop out), and
-// fair_jobs counts the values left (due_keys); it walks each value's next
-// jobs in claim order, one probe a job (after the job before it, read by
-// primary key), up to its share of the batch (⌈@max ÷ values⌉); picked
-// ranks them, every value's first job, then every value's second, and so on,
-// values that tie in a turn in an order drawn at random (so a claim smaller
-// than the number of values serves every value alike rather than the one with
-// the oldest jobs). The CTEs read without locking. The final SELECT sorts
+// …) by a loose index scan, one index dive per value however many jobs each
+// holds (the range on state, written as two bounds, is what lets MariaDB use
+// it: with state = 'available' it reads every available entry), locking
+// nothing; firsts probes the index once a value for its first due job in
+// claim order (values with none drop out); every probe forces the fair index
+// (on the claim index, a value's probe would read through the other values'
+// jobs), and fair_jobs counts the values left (due_keys); it walks each
+// value's next jobs in claim order, one probe a job (after the job before it,
+// read by primary key), up to its share of the batch (⌈@max ÷ values⌉);
+// picked ranks them, every value's first job, then every value's second, and
+// so on, values that tie in a turn in an order drawn at random (so a claim
+// smaller than the number of values serves every value alike rather than the
+// one with the oldest jobs). When one value alone has due jobs, fairness asks
+// nothing of the order, and the walk, whose every probe reads the value's
+// entries from its first (MariaDB cannot seek from the job before inside a
+// dependent subquery, so a walk of n jobs reads n²/2 entries), stops at that
+// value's first job: sole takes its first @max due jobs in claim order
+// instead, one range read of the fair index, numbered in that order (draw)
+// for the final SELECT. The CTEs read without locking. The final SELECT sorts
 // picked's few rows (ids, not the queue table's rows), then, STRAIGHT_JOIN
 // keeping that order, finds each job by primary key (FORCE INDEX: on a small
 // table the optimizer would rather scan the state's entries, locking what it
@@ -177,6 +202,8 @@ func (q *Queries) ClaimTxfair(ctx context.Context, arg ClaimTxfairParams) ([]Cla
 		arg.Now,
 		arg.Now,
 		arg.Limit,
+		arg.Now,
+		arg.Limit_2,
 	)
 	if err != nil {
 		return nil, err
