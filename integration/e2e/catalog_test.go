@@ -53,8 +53,8 @@ func TestCatalog(t *testing.T) {
 		t.Errorf("base_queue accepted a row")
 	}
 	var registered int
-	if err := db.QueryRow(ctx, "SELECT count(*) FROM queuegen_queues").Scan(&registered); err != nil || registered != 21 {
-		t.Errorf("registry has %d queues, %v; want 21", registered, err)
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM queuegen_queues").Scan(&registered); err != nil || registered != 22 {
+		t.Errorf("registry has %d queues, %v; want 22", registered, err)
 	}
 }
 
