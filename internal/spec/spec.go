@@ -155,6 +155,10 @@ const (
 // partitions add "_pYYYYMMDD".
 const ArchiveSuffix = "_archive"
 
+// RateLogSuffix names a queue's rate log after its table: <table>_rate,
+// on every engine.
+const RateLogSuffix = "_rate"
+
 // ArchivePartitionSuffixLen is the length of a daily partition's suffix,
 // "_pYYYYMMDD".
 const ArchivePartitionSuffixLen = len("_p20060102")

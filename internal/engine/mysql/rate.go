@@ -3,11 +3,8 @@ package mysql
 import (
 	"github.com/queuegen/queuegen/internal/catalog"
 	"github.com/queuegen/queuegen/internal/engine"
+	"github.com/queuegen/queuegen/internal/spec"
 )
-
-// RateLogSuffix names a queue table's rate log: <table>_rate, as on
-// PostgreSQL.
-const RateLogSuffix = "_rate"
 
 // RateLog is the rate log of a queue with a rate limit: each claim that
 // takes jobs adds a row (one per key value with a per-key limit) and
@@ -21,7 +18,7 @@ const RateLogSuffix = "_rate"
 // of the rows past the window. The count's index comes first after the
 // primary key (Indexes[1]): the claim names it in FORCE INDEX.
 func (Engine) RateLog(queue *catalog.Table, key *catalog.Column) *catalog.Table {
-	name := queue.Name + RateLogSuffix
+	name := queue.Name + spec.RateLogSuffix
 	t := &catalog.Table{
 		Name: name,
 		Comment: engine.Comment("Rate log of queue table " + queue.Name + ": the claims of the last window, " +

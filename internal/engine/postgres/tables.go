@@ -261,15 +261,12 @@ func (Engine) ArchiveTable(queue, parent *catalog.Table) *catalog.Table {
 	return t
 }
 
-// RateLogSuffix names a queue table's rate log: <table>_rate.
-const RateLogSuffix = "_rate"
-
 // RateLog is the rate log of a queue with a rate limit: each claim that
 // takes jobs adds a row (one per key value with a per-key limit), and
 // deletes the rows that have left the window, so the log holds about one
 // window of claims.
 func (Engine) RateLog(queue *catalog.Table, key *catalog.Column) *catalog.Table {
-	name := queue.Name + RateLogSuffix
+	name := queue.Name + spec.RateLogSuffix
 	t := &catalog.Table{
 		Name: name,
 		Comment: engine.Comment("Rate log of queue table " + queue.Name + ": the claims of the last window, " +

@@ -181,9 +181,6 @@ func (Engine) Limits() engine.Limits {
 	return engine.Limits{MaxIdentifier: MaxIdentifier, MaxColumns: 1024}
 }
 
-// RateLogSuffix names a queue table's rate log: <table>_rate.
-const RateLogSuffix = "_rate"
-
 // RateLog is the rate log of a queue with a rate limit: one row per claim
 // (per value of key, with a per-key rate) with its time and how many jobs
 // it took. Its clustered primary key leads with claimed_at, so the rows of
@@ -191,7 +188,7 @@ const RateLogSuffix = "_rate"
 // it are the first rows, which LogClaims deletes: a range at one end of
 // the table (a heap would keep the pages its deletes empty).
 func (Engine) RateLog(queue *catalog.Table, key *catalog.Column) *catalog.Table {
-	name := queue.Name + RateLogSuffix
+	name := queue.Name + spec.RateLogSuffix
 	t := &catalog.Table{
 		Name: name,
 		Comment: engine.Comment("Rate log of queue table " + queue.Name + ": the claims of the last window, " +
