@@ -11,24 +11,32 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/queuegen/queuegen/integration/e2e/payload"
+	"github.com/queuegen/queuegen/internal/dbtest"
 	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/queue"
 )
 
-// The archive (on_success: archive) suite runs on the engines that have
-// it, PostgreSQL and MySQL, against queues archtask (lease mode, 2 days'
-// retention) and txarchtask (transaction mode) of each engine's e2e spec.
-// SQL Server refuses on_success: archive.
+// The archive (on_success: archive) suite runs, as the other feature
+// suites do, on the engines of this run (PostgreSQL and MySQL), against
+// queues archtask (lease mode, 2 days' retention) and txarchtask
+// (transaction mode) of each engine's e2e spec. SQL Server's archive is
+// checked by golden files, compiling and tsql-check (no server here).
 
-// eachArchive runs test on each engine that has the archive.
+// eachArchive runs test once per engine of this run, in parallel subtests
+// named after the engines, each with a fresh migrated database.
 func eachArchive(t *testing.T, test func(t *testing.T, e *engine)) {
 	t.Helper()
-	eachEngine(t, func(t *testing.T, e *engine) {
-		if e.archived == nil {
-			t.Skipf("%s refuses on_success: archive (the spec check says so)", e.name)
-		}
-		test(t, e)
-	})
+	t.Parallel()
+	for _, name := range dbtest.ThisRun() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := open(t, name)
+			if e.archived == nil {
+				t.Fatalf("%s has no archive queue in the e2e suite", name)
+			}
+			test(t, e)
+		})
+	}
 }
 
 // archivePartitions lists the partitions of e's archive table, by name.
