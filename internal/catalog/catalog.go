@@ -39,6 +39,10 @@ type Catalog struct {
 	Base *Table
 	// Queues are the queue tables with their registry rows, in spec order.
 	Queues []*Queue
+	// Reference is true when queuegen's own tables (registry, nodes,
+	// periodic ticks) are reference tables, copied to every node of a
+	// cluster: when any queue table is distributed.
+	Reference bool
 }
 
 // Queue is a queue's registry row and its table.
@@ -82,7 +86,28 @@ type Table struct {
 	// e.g. "RANGE (finished_at)"), with a default partition named
 	// DefaultPartition; "" for a plain table.
 	PartitionBy string `yaml:"partition_by,omitempty"`
+	// Distribution spreads the table over the nodes of a cluster (a
+	// Citus distributed table), or is nil for a table on one node.
+	Distribution *Distribution `yaml:"distribution,omitempty"`
 }
+
+// Distribution is how a distributed queue table is spread over a
+// cluster's nodes: by the value of Column, a bucket from 0 to Buckets-1,
+// in the same shards as ColocateWith's rows of the same bucket. Its ids
+// come from Sequence, on the coordinator.
+type Distribution struct {
+	Column  string `yaml:"column"`
+	Buckets int    `yaml:"buckets"`
+	// Sequence numbers the jobs (the id is a value of it times
+	// spec.MaxBuckets plus the bucket); it lives on the coordinator.
+	Sequence string `yaml:"sequence"`
+	// ColocateWith is the distributed table whose shards this table's
+	// share, or "" for the first distributed table.
+	ColocateWith string `yaml:"colocate_with,omitempty"`
+}
+
+// MarshalYAML writes a distribution on one line.
+func (d Distribution) MarshalYAML() (any, error) { type plain Distribution; return Flow(plain(d)) }
 
 // DefaultPartition is the name of a partitioned table's default partition.
 func (t *Table) DefaultPartition() string { return t.Name + "_default" }
@@ -218,6 +243,10 @@ func (t *Table) Clone() *Table {
 		c.Indexes[i] = &ii
 	}
 	c.Options = append([]Option(nil), t.Options...)
+	if t.Distribution != nil {
+		d := *t.Distribution
+		c.Distribution = &d
+	}
 	return &c
 }
 

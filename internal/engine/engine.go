@@ -123,6 +123,26 @@ type Backlogger interface {
 	BacklogTable(q QueueTable, queue *catalog.Table) *catalog.Table
 }
 
+// Distributor is an Engine that can spread a queue's table over the nodes
+// of a cluster (QueueTable.Buckets): an engine without it refuses the
+// spec's distribute key (the model asks).
+type Distributor interface {
+	// DistributedBy names what distributes the tables, for messages
+	// ("Citus").
+	DistributedBy() string
+}
+
+// DistributedDDL is the DDL of a Distributor: what makes a new table
+// distributed, and queuegen's own tables reference tables.
+type DistributedDDL interface {
+	// Distribute distributes t, new and empty, by t.Distribution.
+	Distribute(t *catalog.Table) string
+	// Reference makes t (queuegen's own table) a reference table, copied
+	// to every node, unless it is one already; Unreference undoes it.
+	Reference(t *catalog.Table) string
+	Unreference(t *catalog.Table) string
+}
+
 // RowLimiter is an Engine whose tables have a limit on the size of a row
 // that the count of columns does not capture (MySQL's and InnoDB's).
 type RowLimiter interface {
@@ -206,6 +226,9 @@ type QueueTable struct {
 	// Backlog is true for a queue whose pushes go to a backlog table:
 	// the queue table is claimed in order, the backlog fairly by FairBy.
 	Backlog bool
+	// Buckets, for an engine that is a Distributor, makes the table
+	// distributed over that many buckets; 0 for a table on one node.
+	Buckets int
 	// Comment describes the queue above CREATE TABLE.
 	Comment []string
 }

@@ -191,6 +191,7 @@ func (d *differ) diff() {
 	if d.now.Periodic != nil && d.old.Periodic == nil {
 		d.createTable(d.now.Periodic, "periodic jobs")
 	}
+	d.reference()
 	for _, f := range d.now.Functions {
 		if !slices.Contains(d.old.Functions, f) {
 			d.add(d.ddl.CreateFunction(f), d.ddl.DropFunction(f))
@@ -245,6 +246,49 @@ func (d *differ) diff() {
 	}
 }
 
+// reference makes queuegen's own tables reference tables, copied to
+// every node of the cluster, once a queue is distributed (and a table of
+// queuegen's created later, once they are), or tables of one node again
+// when no queue is distributed any more.
+func (d *differ) reference() {
+	r, ok := d.ddl.(engine.DistributedDDL)
+	if !ok || !d.now.Reference && !d.old.Reference {
+		return
+	}
+	own := []*catalog.Table{d.now.Registry, d.now.Nodes, d.now.Periodic}
+	oldOwn := map[string]bool{}
+	if !d.initial() {
+		for _, t := range []*catalog.Table{d.old.Registry, d.old.Nodes, d.old.Periodic} {
+			if t != nil {
+				oldOwn[t.Name] = true
+			}
+		}
+	}
+	var names []string
+	for _, t := range own {
+		if t == nil {
+			continue
+		}
+		switch {
+		case d.now.Reference && (!d.old.Reference || !oldOwn[t.Name]):
+			down := ""
+			if oldOwn[t.Name] {
+				down = r.Unreference(t) // a new table's drop undoes it
+			}
+			d.steps = append(d.steps, step{up: r.Reference(t), down: down, notInSchema: true})
+			names = append(names, t.Name)
+		case !d.now.Reference && oldOwn[t.Name]:
+			d.steps = append(d.steps, step{up: r.Unreference(t), down: r.Reference(t), notInSchema: true})
+			names = append(names, t.Name)
+		}
+	}
+	if len(names) > 0 && d.now.Reference {
+		d.note("", "make "+strings.Join(names, ", ")+" reference tables (a copy on every node of the cluster)")
+	} else if len(names) > 0 {
+		d.note("", "make "+strings.Join(names, ", ")+" tables of the coordinator again (no queue is distributed)")
+	}
+}
+
 // createTable creates one of queuegen's own tables.
 func (d *differ) createTable(t *catalog.Table, what string) {
 	d.add(d.ddl.CreateTable(t), d.ddl.DropTable(t))
@@ -287,6 +331,10 @@ func (d *differ) buildTable(t *catalog.Table) []step {
 		if s := d.ddl.CreateIndex(t, i); !i.InTable() && s != "" {
 			out = append(out, step{up: s})
 		}
+	}
+	if r, ok := d.ddl.(engine.DistributedDDL); ok && t.Distribution != nil {
+		// Last, so that the indexes are made on every shard.
+		out = append(out, step{up: r.Distribute(t), notInSchema: true})
 	}
 	return out
 }
@@ -512,6 +560,20 @@ func (d *differ) dropQueue(oq *catalog.Queue) {
 func (d *differ) alterQueue(oq, nq *catalog.Queue) {
 	ot, nt := oq.Table.Clone(), nq.Table
 	label := "table " + nt.Name
+	if od, nd := ot.Distribution, nt.Distribution; (od == nil) != (nd == nil) {
+		what, why := "distribute added", "a distributed queue's table has a bucket in its primary key and its ids carry their bucket, so its rows, ids and keys would all have to be rewritten, and the table distributed while pushes and claims run"
+		if nd == nil {
+			what, why = "distribute removed", "the jobs of every bucket would have to be gathered onto the coordinator into a table of another shape (no bucket, a bigserial id), while pushes and claims run"
+		}
+		d.refuse(fmt.Sprintf("queue %s: %s", nq.Name, what), why,
+			manualPath+": or create a new queue with the distribution you want, let the old one drain, and drop it")
+		return
+	} else if od != nil && od.Buckets != nd.Buckets {
+		d.refuse(fmt.Sprintf("queue %s: distribute.buckets %d → %d", nq.Name, od.Buckets, nd.Buckets),
+			"a job's bucket is its unique key's hash modulo the bucket count, so a new count would put new jobs of a key in another bucket than its unfinished ones (two jobs of one key), and workers walk only the buckets they know",
+			"create a new queue with the bucket count you want, let the old one drain, and drop it")
+		return
+	}
 	if ot.Inherits != nt.Inherits {
 		d.refuse(fmt.Sprintf("queue %s: inherits %t → %t", nq.Name, ot.Inherits != "", nt.Inherits != ""),
 			"moving a table into or out of INHERITS needs its rows copied to a new table",
@@ -595,7 +657,7 @@ func (d *differ) renameTable(ot *catalog.Table, newName string) {
 	}
 	// A standalone table owns its id sequence, named after the table.
 	if ot.Inherits == "" {
-		if id := ot.Column("id"); id != nil && id.Type == "bigserial" {
+		if id := ot.Column("id"); id != nil && (id.Type == "bigserial" || ot.Distribution != nil) {
 			d.add(d.ddl.RenameSequence(oldName+"_id_seq", newName+"_id_seq"), d.ddl.RenameSequence(newName+"_id_seq", oldName+"_id_seq"))
 		}
 	}

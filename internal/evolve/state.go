@@ -43,6 +43,9 @@ type State struct {
 	// NodesTable is true when the migrations create the nodes table
 	// (every migration set since it was introduced).
 	NodesTable bool `yaml:"nodes_table,omitempty"`
+	// ReferenceTables is true when the migrations make queuegen's own
+	// tables Citus reference tables (a queue is distributed).
+	ReferenceTables bool `yaml:"reference_tables,omitempty"`
 	// Functions are the functions the migrations create.
 	Functions []string `yaml:"functions,omitempty"`
 	// Base is the INHERITS parent, or nil.
@@ -109,7 +112,7 @@ func (s *State) EngineName() string {
 
 // stateOf records a catalog (without migrations).
 func stateOf(c *catalog.Catalog, engineName string) *State {
-	s := &State{Schema: c.Schema, PeriodicTable: c.Periodic != nil, NodesTable: c.Nodes != nil, Functions: c.Functions, Base: c.Base, Queues: c.Queues}
+	s := &State{Schema: c.Schema, PeriodicTable: c.Periodic != nil, NodesTable: c.Nodes != nil, ReferenceTables: c.Reference, Functions: c.Functions, Base: c.Base, Queues: c.Queues}
 	if engineName != spec.DefaultEngine {
 		s.Engine = engineName
 	}
@@ -120,7 +123,7 @@ func stateOf(c *catalog.Catalog, engineName string) *State {
 // tables, and queuegen's own tables as eng defines them (the registry
 // exists once any migration was emitted).
 func (s *State) catalogOf(eng engine.Engine) *catalog.Catalog {
-	c := &catalog.Catalog{Schema: s.Schema, Functions: s.Functions, Base: s.Base, Queues: s.Queues}
+	c := &catalog.Catalog{Schema: s.Schema, Functions: s.Functions, Base: s.Base, Queues: s.Queues, Reference: s.ReferenceTables}
 	if len(s.Migrations) > 0 {
 		c.Registry = eng.Registry()
 	}

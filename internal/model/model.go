@@ -101,6 +101,17 @@ func Build(s *spec.Spec) (*Model, error) {
 	if c, ok := eng.(engine.Configurer); ok {
 		eng = c.Configure(s)
 	}
+	if _, ok := eng.(engine.Distributor); !ok {
+		var errs spec.Errors
+		for _, q := range s.Queues {
+			if k := "queues[" + q.Name + "].distribute"; s.Has(k) {
+				errs = append(errs, s.ErrorAt(k, "distribute makes the queue's table a Citus distributed table, a PostgreSQL extension, and the spec's engine is %s; remove distribute", s.Engine))
+			}
+		}
+		if len(errs) > 0 {
+			return nil, errs
+		}
+	}
 	dbPackage := s.Package.Name + "db"
 	m := &Model{
 		Source:        path.Base(strings.ReplaceAll(s.File, `\`, "/")),
@@ -146,7 +157,12 @@ func Build(s *spec.Spec) (*Model, error) {
 		}
 	}
 	for _, q := range s.Queues {
-		if q.Notify && eng.NotifyFunction() != "" {
+		if q.Distribute.Set() {
+			// queuegen's own tables are copied to every node.
+			c.Reference = true
+		}
+		// A distributed queue has no trigger: its pushes notify.
+		if q.Notify && !q.Distribute.Set() && eng.NotifyFunction() != "" {
 			c.Functions = []string{eng.NotifyFunction()}
 			break
 		}
@@ -157,8 +173,16 @@ func Build(s *spec.Spec) (*Model, error) {
 		owner[name] = nil
 	}
 	var errs spec.Errors
+	colocate := ""
 	for _, sq := range s.Queues {
 		q := m.queue(s, sq)
+		if dist := q.Table.Distribution; dist != nil {
+			// Every distributed queue table is colocated with the first.
+			dist.ColocateWith = colocate
+			if colocate == "" {
+				colocate = q.Table.Name
+			}
+		}
 		m.Queues = append(m.Queues, q)
 		c.Queues = append(c.Queues, &catalog.Queue{Name: q.Name, Mode: string(sq.Mode), Table: q.Table, Archive: q.Archive, RateLog: q.RateLog, Backlog: q.Backlog, RenamedFrom: sq.RenamedFrom})
 		m.Renames = append(m.Renames, Rename{m.Schema, q.Table.Name, q.RowType})
@@ -264,10 +288,12 @@ func (m *Model) checkNames(s *spec.Spec) spec.Errors {
 // with their parameter and row types (with an archive, its row type and
 // query too).
 func GoNames(g string, archive bool) []string {
-	names := []string{g + "Queue", g + "Payload", g + "Row", g + "MaxAttempts", g + "Lease", g + "Backoff", g + "RetainSucceeded", g + "RetainDead"}
+	names := []string{g + "Queue", g + "Payload", g + "Row", g + "MaxAttempts", g + "Lease", g + "Backoff", g + "RetainSucceeded", g + "RetainDead", g + "Buckets"}
 	ops := []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "FailManyAt", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth", "DepthAtMost", "Purge", "AdvanceTick", "Defaults",
 		// MySQL's claims, failures and maintenance are several statements.
-		"ClaimExpired", "ClaimDue", "Lease", "Attempt", "Held", "Now", "LockMaintenance", "Doomed"}
+		"ClaimExpired", "ClaimDue", "Lease", "Attempt", "Held", "Now", "LockMaintenance", "Doomed",
+		// A distributed queue's (PostgreSQL with Citus).
+		"ReserveIds", "Notify"}
 	if archive {
 		names = append(names, g+"ArchiveRow")
 		ops = append(ops, "GetArchived")

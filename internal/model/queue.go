@@ -86,7 +86,18 @@ type Queue struct {
 	// RowType is the Go name of the row struct sqlc generates for the
 	// table.
 	RowType string
+	// Buckets is how many buckets a distributed queue's jobs are spread
+	// over (a Citus distributed table, by bucket); 0 for a queue on one
+	// node. IDBuckets is what an id is a multiple of, plus its bucket
+	// (spec.MaxBuckets), and Sequence the ids' sequence as written in SQL.
+	Buckets, IDBuckets int
+	Sequence           string
 }
+
+// Distributed reports whether the queue's table is distributed over a
+// cluster's nodes by bucket: its statements name a bucket, and its
+// accessor walks the buckets.
+func (q *Queue) Distributed() bool { return q.Buckets > 0 }
 
 // Backoff is an exponential retry delay: Min × Factor^(attempt-1), capped
 // at Max, with ±Jitter (a fraction) of randomness.
@@ -183,6 +194,7 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		Priority: sq.Priority,
 		FairBy:   sq.FairBy,
 		Backlog:  sq.Backlog.Set(),
+		Buckets:  sq.Distribute.Buckets,
 		Unique:   sq.Unique,
 		Notify:   sq.Notify,
 		Comment:  engine.Comment(comment),
@@ -190,6 +202,10 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 	q.Table = eng.QueueTable(qt)
 	q.QName = eng.Qualify(m.Schema, q.Table.Name)
 	q.QClaim = q.QName
+	if dist := q.Table.Distribution; dist != nil {
+		q.Buckets, q.IDBuckets = dist.Buckets, spec.MaxBuckets
+		q.Sequence = eng.Qualify(m.Schema, dist.Sequence)
+	}
 	for _, c := range q.Table.RowColumns(parent) {
 		q.Columns = append(q.Columns, c.Name)
 	}

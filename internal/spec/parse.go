@@ -493,7 +493,7 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	p.keys[key] = Pos{n.Line, n.Column}
 	var havePayload, haveLease bool
 	var leaseNode, onSuccessNode, retentionNode, fairNode *yaml.Node
-	var limitsNode, perKeyNode, globalNode, rateNode, rateByNode, backlogNode *yaml.Node
+	var limitsNode, perKeyNode, globalNode, rateNode, rateByNode, backlogNode, distributeNode *yaml.Node
 	p.fields(n, key, map[string]func(string, *yaml.Node){
 		"name":         func(k string, v *yaml.Node) { q.Name = p.ident(v, k) },
 		"renamed_from": func(k string, v *yaml.Node) { q.RenamedFrom = p.ident(v, k) },
@@ -561,6 +561,12 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 			p.payload(v, k, &q.Payload)
 		},
 		"periodic": func(k string, v *yaml.Node) { q.Periodic = p.periodic(v, k) },
+		"distribute": func(k string, v *yaml.Node) {
+			distributeNode = v
+			p.fields(v, k, map[string]func(string, *yaml.Node){
+				"buckets": func(k string, v *yaml.Node) { q.Distribute.Buckets = p.integer(v, k, 1, MaxBuckets) },
+			})
+		},
 	})
 	if n.Kind != yaml.MappingNode {
 		return nil
@@ -611,6 +617,9 @@ func (p *parser) queue(n *yaml.Node, key string) *Queue {
 	}
 	if backlogNode != nil {
 		p.checkBacklog(key+".backlog", q, backlogNode)
+	}
+	if distributeNode != nil {
+		p.checkDistribute(key+".distribute", q, distributeNode)
 	}
 	if max := p.rules.MaxIdentifier; max > 0 && q.Notify && len(q.Table) > max-len("queuegen_") {
 		p.errorf(n, key+".notify", "the notification channel queuegen_%s would be longer than %d bytes; use a shorter table name", q.Table, max)
@@ -701,6 +710,35 @@ func (p *parser) checkBacklog(key string, q *Queue, n *yaml.Node) {
 	}
 	if max := p.rules.MaxIdentifier; max > 0 && q.Notify && len(q.Table)+len(BacklogSuffix) > max-len("queuegen_") {
 		p.errorf(n, key, "pushes notify channel queuegen_%s%s, longer than %d bytes; use a shorter table name", q.Table, BacklogSuffix, max)
+	}
+}
+
+// checkDistribute checks that a distributed queue is one this queuegen
+// can spread over a Citus cluster: buckets given, a standalone table, and
+// none of the features whose statements need more than one bucket's
+// shard at a time (not built yet). Whether the engine can distribute at
+// all is the engine's to say (the model asks it).
+func (p *parser) checkDistribute(key string, q *Queue, n *yaml.Node) {
+	if n.Kind == yaml.MappingNode && !p.hasKey(n, "buckets") {
+		p.errorf(n, key, "missing: buckets (how many buckets the jobs are spread over, e.g. buckets: 64; at least 4 per shard)")
+	}
+	if q.Inherits {
+		p.errorf(n, key, "Citus distributes only standalone tables, not INHERITS children (inherits is true unless set); set inherits: false")
+	}
+	if q.Mode == ModeTransaction {
+		p.errorf(n, key, "a distributed queue's claims walk its buckets, one statement each; in transaction mode those claims would hold row locks on several nodes for a whole handler, each transaction a two-phase commit (not built yet); use mode: lease")
+	}
+	if q.FairBy != "" {
+		p.errorf(n, key, "a fair claim takes each fair_by value in turn across the whole queue, and a distributed claim reads one bucket (fair within a bucket is not built yet); remove fair_by or distribute")
+	}
+	if q.Limits.Set() || q.Rate.Set() {
+		p.errorf(n, key, "limits and rate are counts across the whole queue under one lock, and a distributed queue's jobs are on many nodes; remove them or distribute")
+	}
+	if q.Backlog.Set() {
+		p.errorf(n, key, "a backlog moves jobs between two tables, each distributed by bucket (not built yet); remove backlog or distribute")
+	}
+	if q.OnSuccess == OnSuccessArchive {
+		p.errorf(n, key, "an archive is a partitioned table its completions move jobs to, and a distributed archive is not built yet; use on_success: keep or delete")
 	}
 }
 

@@ -216,7 +216,29 @@ type Queue struct {
 	Payload Payload
 	// Periodic are jobs pushed on a schedule.
 	Periodic []*Periodic
+	// Distribute spreads the queue's table over the nodes of a Citus
+	// cluster, in Buckets buckets (PostgreSQL only); unset when
+	// Distribute.Buckets is 0.
+	Distribute Distribute
 }
+
+// Distribute makes a queue a Citus distributed table: each job goes to one
+// of Buckets buckets (its unique key's hash, or the pushing accessor's
+// round robin), the table is distributed by its bucket column, and every
+// statement on one job or one bucket runs on the one shard holding it.
+type Distribute struct {
+	// Buckets is how many buckets the queue's jobs are spread over, from
+	// 1 to MaxBuckets; 0 when the queue is not distributed.
+	Buckets int
+}
+
+// Set reports whether the queue is distributed.
+func (d Distribute) Set() bool { return d.Buckets > 0 }
+
+// MaxBuckets is the most buckets a distributed queue may have: a job's id
+// carries its bucket as id % MaxBuckets (id = sequence value × MaxBuckets
+// + bucket), so that any statement on a job by id knows its shard.
+const MaxBuckets = 1024
 
 // Limits are a queue's concurrency limits, held by the database: a claim
 // counts the jobs that hold a lease and takes no more than the limits

@@ -28,7 +28,11 @@ func (d ddl) CreateSchema() string {
 // NULL and default, comment), then the primary key, unique constraints and
 // checks, INHERITS and the storage parameters.
 func (d ddl) CreateTable(t *catalog.Table) string {
-	return engine.GooseGuard(d.createTable(t), engine.Defaults(t.Columns)...)
+	s := engine.GooseGuard(d.createTable(t), engine.Defaults(t.Columns)...)
+	if t.Distribution != nil {
+		s = d.createSequence(t) + "\n\n" + s
+	}
+	return s
 }
 
 func (d ddl) createTable(t *catalog.Table) string {
@@ -113,7 +117,12 @@ func createIndex(qtable string, i *catalog.Index, concurrently bool) string {
 	return s + ";"
 }
 
-func (d ddl) DropTable(t *catalog.Table) string { return "DROP TABLE " + d.q(t.Name) + ";" }
+func (d ddl) DropTable(t *catalog.Table) string {
+	if t.Distribution != nil {
+		return "DROP TABLE " + d.q(t.Name) + ";\nDROP SEQUENCE " + d.q(t.Distribution.Sequence) + ";"
+	}
+	return "DROP TABLE " + d.q(t.Name) + ";"
+}
 
 func (d ddl) CreateFunction(name string) string {
 	var b strings.Builder

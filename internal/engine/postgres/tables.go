@@ -158,6 +158,13 @@ const UniqueWhere = "unique_key IS NOT NULL AND state IN ('available', 'running'
 // partial indexes its queries need.
 func (Engine) QueueTable(q engine.QueueTable) *catalog.Table {
 	t := &catalog.Table{Name: q.Name, Comment: q.Comment, Options: TableOptions, OptionsComment: optionsComment}
+	if q.Buckets > 0 {
+		t.Columns = append(distributedColumns(q.Name), q.Payload...)
+		t.Checks = []*catalog.Check{{Name: q.Name + "_state_check", Expr: stateCheck}}
+		t.Indexes = distributedIndexes(q.Name, q)
+		t.Distribution = &catalog.Distribution{Column: BucketColumn, Buckets: q.Buckets, Sequence: q.Name + "_id_seq"}
+		return t
+	}
 	if q.Parent != nil {
 		t.Inherits = q.Parent.Name
 		t.Columns = q.Payload
@@ -305,6 +312,9 @@ func (Engine) Relations(t *catalog.Table) []string {
 	}
 	if id := t.Column("id"); id != nil && id.Type == "bigserial" {
 		names = append(names, t.Name+"_id_seq")
+	}
+	if t.Distribution != nil {
+		names = append(names, t.Distribution.Sequence)
 	}
 	if t.PartitionBy != "" {
 		names = append(names, t.DefaultPartition())
