@@ -1,0 +1,3 @@
+package main
+
+//go:generate go run github.com/queuegen/queuegen/cmd/queuegen generate
