@@ -37,6 +37,8 @@ func TestEachApplicationLinksItsOwnDriver(t *testing.T) {
 		mod + "examples/mailer":                {pgxDriver},
 		mod + "examples/mailer-mysql":          {mysqlDriver},
 		mod + "examples/mailer-sqlserver":      {mssqlDriver},
+		mod + "examples/mailer-citus":          {pgxDriver},
+		mod + "examples/mailer-citus/jobs":     {pgxDriver},
 		mod + "examples/mailer/jobs":           {pgxDriver},
 		mod + "examples/mailer-mysql/jobs":     {mysqlDriver},
 		mod + "examples/mailer-sqlserver/jobs": {mssqlDriver},
