@@ -92,3 +92,61 @@ queues:
 		t.Errorf("email archiving beside email_archive: %v", err)
 	}
 }
+
+// TestDistributed: a queue with distribute is Distributed with its bucket
+// count, ids of IDBuckets and its coordinator sequence; its table is
+// distributed by bucket (primary key and every index led by it, no notify
+// trigger); the second distributed table is colocated with the first;
+// queuegen's own tables become reference tables; a queue without it is
+// untouched.
+func TestDistributed(t *testing.T) {
+	s, err := spec.Parse("q.yaml", []byte(`version: 1
+package: {name: jobs, dir: jobs, import_path: example.com/jobs}
+migrations: m
+queries: q
+queues:
+  - name: a
+    inherits: false
+    unique: true
+    notify: true
+    distribute: {buckets: 64}
+    payload: {columns: {n: integer}}
+  - name: plain
+    payload: {columns: {n: integer}}
+  - name: b
+    inherits: false
+    distribute: {buckets: 8}
+    payload: {columns: {n: integer}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, plain, b := m.Queues[0], m.Queues[1], m.Queues[2]
+	if !a.Distributed() || a.Buckets != 64 || a.IDBuckets != spec.MaxBuckets || a.Sequence != "a_queue_id_seq" {
+		t.Errorf("a: distributed %v, buckets %d, id buckets %d, sequence %q", a.Distributed(), a.Buckets, a.IDBuckets, a.Sequence)
+	}
+	if plain.Distributed() || plain.Table.Distribution != nil {
+		t.Error("plain is distributed")
+	}
+	if d := a.Table.Distribution; d == nil || d.Column != "bucket" || d.ColocateWith != "" {
+		t.Errorf("a's distribution: %+v", d)
+	}
+	if d := b.Table.Distribution; d == nil || d.ColocateWith != "a_queue" || d.Buckets != 8 {
+		t.Errorf("b's distribution: %+v", d)
+	}
+	for _, i := range a.Table.Indexes {
+		if i.Columns[0] != "bucket" {
+			t.Errorf("a's index %s is not led by bucket: %v", i.Name, i.Columns)
+		}
+	}
+	if a.Table.NotifyTrigger != "" || a.NotifyChannel != "queuegen_a_queue" {
+		t.Errorf("a: trigger %q (want none), channel %q", a.Table.NotifyTrigger, a.NotifyChannel)
+	}
+	if !m.Catalog.Reference || len(m.Catalog.Functions) != 0 {
+		t.Errorf("reference tables %v, functions %v (want none: no queue on one node notifies)", m.Catalog.Reference, m.Catalog.Functions)
+	}
+}
