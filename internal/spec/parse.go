@@ -740,6 +740,14 @@ func (p *parser) checkDistribute(key string, q *Queue, n *yaml.Node) {
 	if q.OnSuccess == OnSuccessArchive {
 		p.errorf(n, key, "an archive is a partitioned table its completions move jobs to, and a distributed archive is not built yet; use on_success: keep or delete")
 	}
+	for _, c := range q.Payload.Columns {
+		if c.Name == BucketColumn || GoName(c.Name) == GoName(BucketColumn) {
+			p.errorf(n, key, "a distributed queue's table has a column %s of its own (its distribution column, Go field %s), and the payload declares %s; rename the payload column", BucketColumn, GoName(BucketColumn), c.Name)
+		}
+	}
+	if j := q.Payload.JSON; j != nil && j.Column == BucketColumn {
+		p.errorf(n, key, "a distributed queue's table has a column %s of its own (its distribution column), and the JSON payload's column is named so; set payload.json.column to another name", BucketColumn)
+	}
 }
 
 func (p *parser) periodic(n *yaml.Node, key string) []*Periodic {

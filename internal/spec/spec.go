@@ -240,6 +240,10 @@ func (d Distribute) Set() bool { return d.Buckets > 0 }
 // + bucket), so that any statement on a job by id knows its shard.
 const MaxBuckets = 1024
 
+// BucketColumn is a distributed queue's distribution column, beside the
+// bookkeeping columns: its payload may not declare one of that name.
+const BucketColumn = "bucket"
+
 // Limits are a queue's concurrency limits, held by the database: a claim
 // counts the jobs that hold a lease and takes no more than the limits
 // leave room for.

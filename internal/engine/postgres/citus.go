@@ -22,7 +22,7 @@ import (
 //     shard holds the rows of several buckets.
 
 // BucketColumn is the distribution column of a distributed queue table.
-const BucketColumn = "bucket"
+const BucketColumn = spec.BucketColumn
 
 // DistributedBy is "Citus": PostgreSQL distributes a queue's table with
 // the Citus extension.
