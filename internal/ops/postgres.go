@@ -13,6 +13,7 @@ import (
 
 	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/engine/postgres"
+	"github.com/queuegen/queuegen/internal/spec"
 )
 
 // pgQuerier is a pool or a transaction.
@@ -145,6 +146,21 @@ FROM jobs`).Scan(&s.Ready, &s.Scheduled, &s.Retrying, &s.Running, &s.Expired, &s
 
 func (p *pgBackend) table(q Queue) string { return pgx.Identifier{p.schema, q.Table}.Sanitize() }
 
+// distributed reports whether q's table is a Citus distributed table
+// (distribute: {buckets: N}): distributed by its bucket column, which a
+// job's id carries (id % spec.MaxBuckets). Citus refuses FOR UPDATE in a
+// statement on several shards, so a batch then locks and changes its jobs
+// one bucket at a time; and the bucket is not payload.
+func (p *pgBackend) distributed(ctx context.Context, q pgQuerier, table string) (bool, error) {
+	var citus bool
+	if err := q.QueryRow(ctx, "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL").Scan(&citus); err != nil || !citus {
+		return false, err
+	}
+	var d bool
+	err := q.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1::regclass AND partmethod = 'h')", table).Scan(&d)
+	return d, err
+}
+
 // pgHeld is true for a job a transaction in progress holds, which is
 // running whatever its row says (see Job.Held): in a transaction-mode
 // queue, a due job a worker holds. A lease-mode queue's jobs are held by
@@ -187,7 +203,13 @@ func (p *pgBackend) jobs(ctx context.Context, q Queue, f Filter, before int64, l
 		args = append(args, before)
 		where += fmt.Sprintf(" AND id < $%d", len(args))
 	}
-	args = append(args, bookkeeping, limit)
+	hide := bookkeeping
+	if d, err := p.distributed(ctx, p.pool, p.table(q)); err != nil {
+		return nil, err
+	} else if d {
+		hide = append(slices.Clip(bookkeeping), spec.BucketColumn)
+	}
+	args = append(args, hide, limit)
 	return boundedRows(ctx, p, func(r pgx.CollectableRow) (Job, error) {
 		var j Job
 		var fails []byte
@@ -236,7 +258,12 @@ func (p *pgBackend) begin(ctx context.Context, q Queue) (batch, error) {
 		tx.Rollback(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	return &pgBatch{tx: tx, table: p.table(q), failures: slices.Contains(cols, "failures")}, nil
+	dist, err := p.distributed(ctx, tx, p.table(q))
+	if err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return &pgBatch{tx: tx, table: p.table(q), failures: slices.Contains(cols, "failures"), distributed: dist}, nil
 }
 
 // retryable: a deadlock (40P01) or serialization failure (40001) rolled
@@ -260,17 +287,61 @@ type pgBatch struct {
 	// failures: the table has its failures column (its migration is
 	// applied), where a cancel records its time and attempt.
 	failures bool
+	// distributed: the table is a Citus distributed table by bucket; its
+	// locks and changes go one bucket at a time (see pgBackend.distributed).
+	distributed bool
+}
+
+// byBucket calls f with the ids of each bucket, and the bucket, in the
+// order of the ids' buckets: once with every id and bucket -1 when the
+// table is not distributed.
+func (b *pgBatch) byBucket(ids []int64, f func(bucket int, ids []int64) error) error {
+	if !b.distributed {
+		return f(-1, ids)
+	}
+	groups := map[int][]int64{}
+	var order []int
+	for _, id := range ids {
+		k := int(id % spec.MaxBuckets)
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], id)
+	}
+	slices.Sort(order)
+	for _, k := range order {
+		if err := f(k, groups[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inBucket is the predicate of a statement on the jobs ids of one bucket
+// ($2), or of ids alone, and its arguments.
+func inBucket(bucket int, ids []int64) (string, []any) {
+	if bucket < 0 {
+		return "id = ANY($1::bigint[])", []any{ids}
+	}
+	return "bucket = $2 AND id = ANY($1::bigint[])", []any{ids, int16(bucket)}
 }
 
 func (b *pgBatch) lock(ctx context.Context, ids []int64, action Action) ([]candidate, error) {
-	rows, err := b.tx.Query(ctx, "SELECT id, unique_key FROM "+b.table+" WHERE id = ANY($1::bigint[]) AND "+applicable[action].pg+" ORDER BY id FOR UPDATE SKIP LOCKED", ids)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
-		var c candidate
-		return c, r.Scan(&c.id, &c.key)
+	var out []candidate
+	err := b.byBucket(ids, func(bucket int, ids []int64) error {
+		where, args := inBucket(bucket, ids)
+		rows, err := b.tx.Query(ctx, "SELECT id, unique_key FROM "+b.table+" WHERE "+where+" AND "+applicable[action].pg+" ORDER BY id FOR UPDATE SKIP LOCKED", args...)
+		if err != nil {
+			return err
+		}
+		cands, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
+			var c candidate
+			return c, r.Scan(&c.id, &c.key)
+		})
+		out = append(out, cands...)
+		return err
 	})
+	return out, err
 }
 
 func (b *pgBatch) matching(ctx context.Context, ids []int64, action Action) ([]int64, error) {
@@ -289,6 +360,15 @@ ORDER BY unique_key, id DESC`, keys, ids)
 }
 
 func (b *pgBatch) change(ctx context.Context, action Action, ids []int64) ([]int64, error) {
+	if b.distributed {
+		var out []int64
+		err := b.byBucket(ids, func(bucket int, ids []int64) error {
+			changed, err := b.changeBucket(ctx, action, bucket, ids)
+			out = append(out, changed...)
+			return err
+		})
+		return out, err
+	}
 	var sql string
 	switch action {
 	case Retry:
@@ -313,6 +393,37 @@ WHERE id = ANY($1::bigint[]) RETURNING id`
 		return nil, fmt.Errorf("unknown action %q", action)
 	}
 	return b.collectIDs(ctx, fmt.Sprintf(sql, b.table), ids)
+}
+
+// changeBucket is change on the jobs ids of one bucket of a distributed
+// table: one statement on its shard. Citus takes no STABLE function of a
+// column in a distributed UPDATE's SET, so a cancel's failure object is
+// computed in a CTE that locks the rows (they are locked already, by lock).
+func (b *pgBatch) changeBucket(ctx context.Context, action Action, bucket int, ids []int64) ([]int64, error) {
+	var sql string
+	switch action {
+	case Retry:
+		sql = `UPDATE %s SET state = 'available', run_after = now(), finished_at = NULL,
+    locked_by = NULL, locked_until = NULL, max_attempts = greatest(max_attempts, attempt + 1)
+WHERE bucket = $2 AND id = ANY($1::bigint[]) RETURNING id`
+	case Cancel:
+		sql = `WITH src AS (
+    SELECT id, jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) AS failure
+    FROM %[1]s
+    WHERE bucket = $2 AND id = ANY($1::bigint[])
+    FOR UPDATE
+)
+UPDATE %[1]s AS job SET state = 'dead', finished_at = now(), locked_by = NULL, locked_until = NULL,
+    errors = array_append(job.errors, 'cancelled by an operator'),
+    failures = coalesce(job.failures, '[]'::jsonb) || src.failure
+FROM src
+WHERE job.bucket = $2 AND job.id = src.id RETURNING job.id`
+	case Purge:
+		sql = `DELETE FROM %s WHERE bucket = $2 AND id = ANY($1::bigint[]) RETURNING id`
+	default:
+		return nil, fmt.Errorf("unknown action %q", action)
+	}
+	return b.collectIDs(ctx, fmt.Sprintf(sql, b.table), ids, int16(bucket))
 }
 
 func (b *pgBatch) commit(ctx context.Context) error { return b.tx.Commit(ctx) }
