@@ -190,11 +190,27 @@ WHERE oid = $1::regclass OR oid IN (SELECT inhrelid FROM pg_inherits WHERE inhpa
 }
 
 // estimate is the planner's estimate of the rows of q in state, from
-// EXPLAIN, which plans the count without running it.
+// EXPLAIN, which plans the count without running it. On a Citus
+// distributed table the coordinator's own estimate is a placeholder
+// (100,000): the estimate is then the plan of the one shard EXPLAIN shows
+// times the number of shards.
 func (p *pgBackend) estimate(ctx context.Context, q Queue, state string) (int64, error) {
+	type rows struct {
+		Rows float64 `json:"Plan Rows"`
+	}
 	var plan []struct {
 		Plan struct {
-			Rows float64 `json:"Plan Rows"`
+			Rows        float64 `json:"Plan Rows"`
+			Distributed *struct {
+				Job struct {
+					TaskCount int `json:"Task Count"`
+					Tasks     []struct {
+						RemotePlan [][]struct {
+							Plan rows `json:"Plan"`
+						} `json:"Remote Plan"`
+					} `json:"Tasks"`
+				} `json:"Job"`
+			} `json:"Distributed Query"`
 		} `json:"Plan"`
 	}
 	var doc []byte
@@ -205,6 +221,9 @@ func (p *pgBackend) estimate(ctx context.Context, q Queue, state string) (int64,
 	}
 	if err := json.Unmarshal(doc, &plan); err != nil || len(plan) == 0 {
 		return 0, fmt.Errorf("reading the plan %s: %v", doc, err)
+	}
+	if d := plan[0].Plan.Distributed; d != nil && len(d.Job.Tasks) > 0 && len(d.Job.Tasks[0].RemotePlan) > 0 && len(d.Job.Tasks[0].RemotePlan[0]) > 0 {
+		return int64(d.Job.Tasks[0].RemotePlan[0][0].Plan.Rows * float64(d.Job.TaskCount)), nil
 	}
 	return int64(plan[0].Plan.Rows), nil
 }
