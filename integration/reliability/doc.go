@@ -1,5 +1,6 @@
 // Package reliability holds the fault suite: workers killed with SIGKILL
-// (also while they work a queue with limits, sampled throughout), the
+// (also while they work a queue with limits, sampled throughout, a
+// backlog, fair claims, a rate, or an archive), the
 // database restarted, connections terminated, claims by many
 // claimers at once, holders stalled past their leases, claims meeting
 // rows another transaction holds locked, handlers that panic or hang, payloads that no longer

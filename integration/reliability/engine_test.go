@@ -59,6 +59,12 @@ type (
 		N     int64
 		Label string
 	}
+	// keyed is the payload of the queues whose jobs belong to a tenant
+	// (limited, backlogged, fair, rated, archived).
+	keyed struct {
+		N      int64
+		Tenant string
+	}
 )
 
 // target is one engine's migrated database with the suite's audit.
@@ -72,6 +78,9 @@ type target struct {
 	// work and events are the accessors of queues work and event.
 	work   lease[work]
 	events lease[event]
+	// keyed are the accessors of the queues of payload keyed, by queue
+	// name.
+	keyed map[string]lease[keyed]
 }
 
 // on sets tg's accessors on its pool (PostgreSQL) or handle (MySQL).
@@ -82,11 +91,21 @@ func (tg *target) on() *target {
 			func(w work) jobs.WorkPayload { return jobs.WorkPayload(w) }, func(p jobs.WorkPayload) work { return work(p) })
 		tg.events = adapt[jobs.EventPayload, event](jobs.NewEventQueue(tg.pool),
 			func(e event) jobs.EventPayload { return jobs.EventPayload(e) }, func(p jobs.EventPayload) event { return event(p) })
+		tg.keyed = map[string]lease[keyed]{
+			"limited": adaptKeyed(jobs.NewLimitedQueue(tg.pool)), "backlogged": adaptKeyed(jobs.NewBackloggedQueue(tg.pool)),
+			"fair": adaptKeyed(jobs.NewFairQueue(tg.pool)), "rated": adaptKeyed(jobs.NewRatedQueue(tg.pool)),
+			"archived": adaptKeyed(jobs.NewArchivedQueue(tg.pool)),
+		}
 	case mysqlEng:
 		tg.work = adapt[myjobs.WorkPayload, work](myjobs.NewWorkQueue(tg.db),
 			func(w work) myjobs.WorkPayload { return myjobs.WorkPayload(w) }, func(p myjobs.WorkPayload) work { return work(p) })
 		tg.events = adapt[myjobs.EventPayload, event](myjobs.NewEventQueue(tg.db),
 			func(e event) myjobs.EventPayload { return myjobs.EventPayload(e) }, func(p myjobs.EventPayload) event { return event(p) })
+		tg.keyed = map[string]lease[keyed]{
+			"limited": adaptKeyed(myjobs.NewLimitedQueue(tg.db)), "backlogged": adaptKeyed(myjobs.NewBackloggedQueue(tg.db)),
+			"fair": adaptKeyed(myjobs.NewFairQueue(tg.db)), "rated": adaptKeyed(myjobs.NewRatedQueue(tg.db)),
+			"archived": adaptKeyed(myjobs.NewArchivedQueue(tg.db)),
+		}
 	}
 	return tg
 }
@@ -152,6 +171,20 @@ func (tg *target) count(t *testing.T, stmt string, args ...any) int {
 // column runs a query of one text column whose arguments are written ?.
 func (tg *target) column(t *testing.T, stmt string, args ...any) []string {
 	t.Helper()
+	var out []string
+	tg.rows(t, func(scan func(dest ...any) error) error {
+		var s string
+		err := scan(&s)
+		out = append(out, s)
+		return err
+	}, stmt, args...)
+	return out
+}
+
+// rows runs a query whose arguments are written ?, calling each with the
+// scan of every row it returns in turn.
+func (tg *target) rows(t *testing.T, each func(scan func(dest ...any) error) error, stmt string, args ...any) {
+	t.Helper()
 	ctx := context.Background()
 	var rows interface {
 		Next() bool
@@ -173,18 +206,14 @@ func (tg *target) column(t *testing.T, stmt string, args ...any) []string {
 		defer r.Close()
 		rows = r
 	}
-	var out []string
 	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
+		if err := each(rows.Scan); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return out
 }
 
 // jobErrors is the errors column of the first job of table matching where
@@ -335,6 +364,15 @@ type adapted[P, W any] struct {
 
 func adapt[P, W any](q accessor[P], to func(W) P, from func(P) W) lease[W] {
 	return adapted[P, W]{q: q, to: to, from: from}
+}
+
+// adaptKeyed is a generated accessor whose payload is a tenant's job, seen
+// as payload keyed.
+func adaptKeyed[P ~struct {
+	N      int64
+	Tenant string
+}](q accessor[P]) lease[keyed] {
+	return adapt[P, keyed](q, func(k keyed) P { return P(k) }, func(p P) keyed { return keyed(p) })
 }
 
 func (a adapted[P, W]) push(ctx context.Context, p W, opts ...queue.PushOption) (queue.PushResult, error) {

@@ -13,9 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/queuegen/queuegen/integration/reliability/jobs"
-	"github.com/queuegen/queuegen/integration/reliability/mysql/myjobs"
 )
 
 // workerBuild is workerproc built once for the test process, into
@@ -172,33 +169,16 @@ func TestLimitedWorkersKilled(t *testing.T) {
 		tg := prepare(t, engine, "")
 		ctx := context.Background()
 		total := scale(1500, 15000)
-		chaos := time.Duration(scale(4, 40)) * time.Second
 		// Ten tenants share most jobs, and t0 has a tenth of them more: while
 		// every tenant has jobs due, the global limit binds (six slots for
 		// ten tenants); once only t0's are left, per_key does (two slots of
 		// six).
-		tenant := func(i int) string {
+		ps := make([]keyed, total)
+		for i := range ps {
+			ps[i] = keyed{N: int64(i), Tenant: fmt.Sprint("t", i%10)}
 			if i >= total*9/10 {
-				return "t0"
+				ps[i].Tenant = "t0"
 			}
-			return fmt.Sprint("t", i%10)
-		}
-		var err error
-		if engine == postgres {
-			ps := make([]jobs.LimitedPayload, total)
-			for i := range ps {
-				ps[i] = jobs.LimitedPayload{N: int64(i), Tenant: tenant(i)}
-			}
-			_, err = jobs.NewLimitedQueue(tg.pool).PushMany(ctx, ps)
-		} else {
-			ps := make([]myjobs.LimitedPayload, total)
-			for i := range ps {
-				ps[i] = myjobs.LimitedPayload{N: int64(i), Tenant: tenant(i)}
-			}
-			_, err = myjobs.NewLimitedQueue(tg.db).PushMany(ctx, ps)
-		}
-		if err != nil {
-			t.Fatal(err)
 		}
 
 		// Sample the leased jobs, per tenant and in all, until the end, on
@@ -225,24 +205,19 @@ FROM (SELECT COUNT(*) AS n FROM limited_queue WHERE state = 'running' GROUP BY t
 			}
 		}()
 
-		w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: []string{"-queue", "limited"}}
-		procs, killed, renamed := w.chaos(3, chaos)
-		waitFinished(t, tg, "limited_queue", 2*time.Minute)
+		run := drainKilled(t, tg, "limited", ps)
 		stopSampling()
 		<-sampled
-		w.stop(procs)
-		redelivered := redeliveries(t, tg, "limited_queue", killed)
 		check(t, tg, "sigkill within limits", tally(t, tg, "limited_queue", total), atLeastOnce,
-			fmt.Sprintf("%d kills (%d restarted as a new node)", len(killed), renamed), fmt.Sprintf("%d re-deliveries", redelivered),
-			fmt.Sprintf("%d samples: at most %d leased per tenant and %d in all (limits 2 and 6)", samples, maxPerKey, maxGlobal))
+			append(run.detail(), fmt.Sprintf("%d samples: at most %d leased per tenant and %d in all (limits 2 and 6)", samples, maxPerKey, maxGlobal))...)
 		if maxPerKey > 2 || maxGlobal > 6 {
 			t.Errorf("sampled %d leased jobs of one tenant and %d in all; the limits are 2 and 6", maxPerKey, maxGlobal)
 		}
 		if maxPerKey < 2 || maxGlobal < 6 {
 			t.Errorf("no sample saw a limit reached (at most %d leased per tenant and %d in all, limits 2 and 6): the scenario does not test them", maxPerKey, maxGlobal)
 		}
-		if len(killed) == 0 || samples == 0 {
-			t.Errorf("%d workers killed, %d samples taken", len(killed), samples)
+		if samples == 0 {
+			t.Error("no sample taken")
 		}
 	})
 }
@@ -307,40 +282,299 @@ func (w *workerProcs) chaos(n int, d time.Duration) (procs []*workerProc, killed
 func TestBackloggedWorkersKilled(t *testing.T) {
 	eachEngine(t, func(t *testing.T, engine string) {
 		tg := prepare(t, engine, "")
-		ctx := context.Background()
 		total := scale(1500, 15000)
-		var err error
-		if engine == postgres {
-			ps := make([]jobs.BackloggedPayload, total)
-			for i := range ps {
-				ps[i] = jobs.BackloggedPayload{N: int64(i), Tenant: fmt.Sprint("t", i%10)}
-			}
-			_, err = jobs.NewBackloggedQueue(tg.pool).PushMany(ctx, ps)
-		} else {
-			ps := make([]myjobs.BackloggedPayload, total)
-			for i := range ps {
-				ps[i] = myjobs.BackloggedPayload{N: int64(i), Tenant: fmt.Sprint("t", i%10)}
-			}
-			_, err = myjobs.NewBackloggedQueue(tg.db).PushMany(ctx, ps)
+		ps := make([]keyed, total)
+		for i := range ps {
+			ps[i] = keyed{N: int64(i), Tenant: fmt.Sprint("t", i%10)}
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: []string{"-queue", "backlogged"}}
-		procs, killed, renamed := w.chaos(3, time.Duration(scale(4, 40))*time.Second)
 		// Jobs move only from the backlog to the queue table: once the
 		// backlog is done, what is left is in the queue table.
-		waitFinished(t, tg, "backlogged_queue_backlog", 2*time.Minute)
-		waitFinished(t, tg, "backlogged_queue", 2*time.Minute)
-		w.stop(procs)
-		redelivered := redeliveries(t, tg, "backlogged_queue", killed)
-		check(t, tg, "sigkill with a backlog", tally(t, tg, "backlogged_queue", total), atLeastOnce,
-			fmt.Sprintf("%d kills (%d restarted as a new node)", len(killed), renamed), fmt.Sprintf("%d re-deliveries", redelivered))
+		run := drainKilled(t, tg, "backlogged", ps, "backlogged_queue_backlog", "backlogged_queue")
+		check(t, tg, "sigkill with a backlog", tally(t, tg, "backlogged_queue", total), atLeastOnce, run.detail()...)
 		if n := tg.count(t, "SELECT count(*) FROM backlogged_queue_backlog"); n != 0 {
 			t.Errorf("%d jobs left in the backlog", n)
 		}
-		if len(killed) == 0 {
-			t.Error("no worker was killed")
+	})
+}
+
+// killedRun is what a SIGKILL scenario did to its workers: the instances
+// it killed, how many restarts took a new node id, and how many jobs were
+// handled again after a run that returned success.
+type killedRun struct {
+	killed               map[string]bool
+	renamed, redelivered int
+}
+
+// detail is r for the scenario's line.
+func (r killedRun) detail() []string {
+	return []string{fmt.Sprintf("%d kills (%d restarted as a new node)", len(r.killed), r.renamed), fmt.Sprintf("%d re-deliveries", r.redelivered)}
+}
+
+// drainKilled is the SIGKILL scenarios' run, on any engine and any queue
+// of payload keyed: it pushes ps (if any) to queue name and works it with three
+// workerprocs while chaos kills one at random and starts another (see
+// chaos), waits until tables (the queue's table if none are given, in
+// order) hold no unfinished job, stops the workers, and counts the
+// re-deliveries, failing the test for any that did not follow a kill, and
+// if no worker was killed.
+func drainKilled(t *testing.T, tg *target, name string, ps []keyed, tables ...string) killedRun {
+	t.Helper()
+	return drainKilledWith(t, tg, name, nil, ps, tables...)
+}
+
+// drainKilledWith is drainKilled with more arguments for the workerprocs
+// (after -queue name).
+func drainKilledWith(t *testing.T, tg *target, name string, args []string, ps []keyed, tables ...string) killedRun {
+	t.Helper()
+	if len(ps) > 0 {
+		if err := tg.keyed[name].pushMany(context.Background(), ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: append([]string{"-queue", name}, args...)}
+	procs, killed, renamed := w.chaos(3, time.Duration(scale(4, 40))*time.Second)
+	if len(tables) == 0 {
+		tables = []string{name + "_queue"}
+	}
+	for _, table := range tables {
+		waitFinished(t, tg, table, 2*time.Minute)
+	}
+	w.stop(procs)
+	if len(killed) == 0 {
+		t.Error("no worker was killed")
+	}
+	return killedRun{killed: killed, renamed: renamed, redelivered: redeliveries(t, tg, name+"_queue", killed)}
+}
+
+// claim is one claim of a tenant's jobs, from table claimed: its time,
+// the jobs it took, and how many of those were due (the others were taken
+// from a holder whose lease had run out).
+type claim struct {
+	at        time.Time
+	jobs, due int
+}
+
+// claims are the claims of the jobs of table, per tenant, in the order
+// they ran (their times: each claim reads the database's clock under the
+// queue's claim lock), and how many jobs were claimed from a holder whose
+// lease had run out.
+func claims(t *testing.T, tg *target, table string) (map[string][]claim, int) {
+	t.Helper()
+	byTenant, expired := map[string][]claim{}, 0
+	tg.rows(t, func(scan func(dest ...any) error) error {
+		var tenant string
+		var at time.Time
+		var n, due int
+		if err := scan(&tenant, &at, &n, &due); err != nil {
+			return err
+		}
+		byTenant[tenant] = append(byTenant[tenant], claim{at: at, jobs: n, due: due})
+		expired += n - due
+		return nil
+	}, `SELECT tenant, at, count(*), sum(CASE WHEN expired THEN 0 ELSE 1 END) FROM claimed WHERE queue = ?
+GROUP BY tenant, at ORDER BY tenant, at`, table)
+	return byTenant, expired
+}
+
+// TestFairWorkersKilled: a big tenant's jobs are pushed to queue fair
+// (fair_by tenant, no limits) first and nine small tenants' after, and
+// three worker processes drain them while the test SIGKILLs one at
+// random. Afterwards every job is completed, none twice, every
+// re-delivery followed a kill, and the small tenants were served in turn
+// with the big one: when the last small tenant's job was first claimed, no
+// more than half the big tenant's jobs had been (in claim order, by the
+// database's clock: no bound on speed). It would catch a fair claim that
+// loses or repeats jobs when its claimer dies (a kill inside its
+// statement, or a restart releasing a dead incarnation's jobs), and one
+// that serves tenants in push order, leaving the small tenants behind the
+// big one. On every engine.
+func TestFairWorkersKilled(t *testing.T) {
+	eachEngine(t, func(t *testing.T, engine string) {
+		tg := prepare(t, engine, "")
+		big, small, each := scale(1200, 12000), 9, scale(20, 200)
+		var ps []keyed
+		for range big {
+			ps = append(ps, keyed{N: int64(len(ps)), Tenant: "big"})
+		}
+		for i := range small * each {
+			ps = append(ps, keyed{N: int64(len(ps)), Tenant: fmt.Sprint("small", i%small)})
+		}
+		run := drainKilled(t, tg, "fair", ps)
+		// Each job's first claim, in claim order: how many of the big
+		// tenant's came before the last small tenant's.
+		var last time.Time
+		var bigFirst []time.Time
+		tg.rows(t, func(scan func(dest ...any) error) error {
+			var tenant string
+			var at time.Time
+			if err := scan(&tenant, &at); err != nil {
+				return err
+			}
+			if tenant == "big" {
+				bigFirst = append(bigFirst, at)
+			} else if at.After(last) {
+				last = at
+			}
+			return nil
+		}, "SELECT tenant, min(at) FROM claimed WHERE queue = 'fair_queue' GROUP BY job_id, tenant")
+		before := 0
+		for _, at := range bigFirst {
+			if at.Before(last) {
+				before++
+			}
+		}
+		_, expired := claims(t, tg, "fair_queue")
+		check(t, tg, "sigkill with fair claims", tally(t, tg, "fair_queue", len(ps)), atLeastOnce,
+			append(run.detail(), fmt.Sprintf("%d jobs claimed after their holder's lease ran out", expired),
+				fmt.Sprintf("%d of the big tenant's %d jobs claimed before the last of %d small tenants' %d", before, big, small, small*each))...)
+		if len(bigFirst) != big {
+			t.Errorf("%d of the big tenant's %d jobs claimed", len(bigFirst), big)
+		}
+		if before > big/2 {
+			t.Errorf("%d of the big tenant's %d jobs were claimed before the last of the small tenants' (pushed after them): the claims did not take each tenant in turn", before, big)
+		}
+	})
+}
+
+// TestRatedWorkersKilled: jobs of five tenants pushed to queue rated
+// (at most 10 jobs of a tenant claimed per second) are drained by three
+// worker processes while the test SIGKILLs one at random, so that claims
+// are cut short inside their transaction and jobs come back when their
+// holder's lease expires (its handlers take up to 300 ms, so that kills
+// catch jobs held). Every claim of a job is logged, with its
+// tenant and time, by a trigger (claimed): a claim's due jobs of a
+// tenant, with the tenant's jobs claimed in the second before it, are
+// never more than 10 (a job taken from a holder whose lease ran out is
+// counted in the window but not held back by it, as the generated claim
+// documents, so a claim of such jobs alone may take the window past the
+// rate), so over the whole run no tenant's due claims outpace the rate;
+// and the rate was reached. Every job is completed, none twice,
+// every re-delivery followed a kill. It would catch a claim that counts
+// the window outside the claim lock or before waiting for it (two claims
+// taking the same room), a rate log that loses rows in the window (a prune
+// of too much, a log written outside the claim's transaction, so a claim
+// killed after it still counts or one killed before it does not), a
+// window of the wrong length, claim times that do not follow the claims'
+// order, and claims that lose or repeat jobs when their claimer dies. On
+// every engine.
+func TestRatedWorkersKilled(t *testing.T) {
+	eachEngine(t, func(t *testing.T, engine string) {
+		const limit, per = 10, time.Second
+		tg := prepare(t, engine, "")
+		tenants, each := 5, scale(80, 800)
+		ps := make([]keyed, tenants*each)
+		for i := range ps {
+			ps[i] = keyed{N: int64(i), Tenant: fmt.Sprint("t", i%tenants)}
+		}
+		// Handlers take up to 300 ms, so that a kill catches jobs held,
+		// which come back as the leases of a node restarted under a new id
+		// expire.
+		run := drainKilledWith(t, tg, "rated", []string{"-work", "300ms"}, ps)
+		byTenant, expired := claims(t, tg, "rated_queue")
+		most, mostAll, over := 0, 0, 0
+		for tenant, cs := range byTenant {
+			due := 0
+			for i, c := range cs {
+				before := 0
+				for j := i - 1; j >= 0 && cs[j].at.After(c.at.Add(-per)); j-- {
+					before += cs[j].jobs
+				}
+				mostAll = max(mostAll, before+c.jobs)
+				if c.due == 0 {
+					// Jobs taken from expired leases only, which the
+					// rate does not hold back (though the window past
+					// the rate already).
+					continue
+				}
+				if before+c.due > limit {
+					over++
+					if over <= 5 {
+						t.Errorf("tenant %s: a claim at %s took %d due jobs with %d claimed in the second before it; the rate is %d a second",
+							tenant, c.at.Format(time.RFC3339Nano), c.due, before, limit)
+					}
+				}
+				most = max(most, before+c.due)
+				due += c.due
+			}
+			// Over the whole run, from its first claim to its last.
+			if span := cs[len(cs)-1].at.Sub(cs[0].at) + per; float64(due) > limit*span.Seconds() {
+				t.Errorf("tenant %s: %d due jobs claimed within %s; the rate is %d a second", tenant, due, span, limit)
+			}
+		}
+		check(t, tg, "sigkill with a rate", tally(t, tg, "rated_queue", len(ps)), atLeastOnce,
+			append(run.detail(), fmt.Sprintf("%d jobs claimed after their holder's lease ran out", expired),
+				fmt.Sprintf("at most %d of a tenant's jobs claimed in the second up to a claim of due jobs (rate %d a second; %d counting those taken from expired leases)", most, limit, mostAll))...)
+		if len(byTenant) != tenants {
+			t.Errorf("claims of %d tenants logged, want %d", len(byTenant), tenants)
+		}
+		if most < limit {
+			t.Errorf("no tenant's claims reached the rate (at most %d in a second, rate %d): the scenario does not test it", most, limit)
+		}
+	})
+}
+
+// TestArchivedWorkersKilled: jobs of queue archived (on_success: archive)
+// are drained by three worker processes while the test SIGKILLs one at
+// random, in a claim, a handler or a completion's move, and a separate
+// connection counts the jobs of the queue's table and of its archive, in
+// one statement, every 2 ms. Every sample counts each job once (never in
+// both tables nor in neither); afterwards the queue's table is empty and
+// the archive holds every job exactly once, succeeded; every job is
+// completed, none twice, every re-delivery followed a kill. It would catch
+// a move that deletes without copying or copies without deleting (or not
+// in one transaction, so a kill between the two leaves a job in both or
+// neither), a completion that archives a job twice (a retried or
+// unfenced move), and claims that lose or repeat jobs when their claimer
+// dies. On every engine.
+func TestArchivedWorkersKilled(t *testing.T) {
+	eachEngine(t, func(t *testing.T, engine string) {
+		tg := prepare(t, engine, "")
+		total := scale(1500, 15000)
+		ps := make([]keyed, total)
+		for i := range ps {
+			ps[i] = keyed{N: int64(i), Tenant: fmt.Sprint("t", i%10)}
+		}
+		// From the first push to the last completion, each job is in one
+		// of the two tables.
+		sampleCtx, stopSampling := context.WithCancel(context.Background())
+		var samples, bad, badCount int
+		sampled := make(chan struct{})
+		pushed := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			<-pushed
+			for sampleCtx.Err() == nil {
+				n, err := tg.queryInt(sampleCtx, "SELECT (SELECT count(*) FROM archived_queue) + (SELECT count(*) FROM archived_queue_archive)")
+				if err == nil {
+					samples++
+					if n != total {
+						bad, badCount = bad+1, n
+					}
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+		if err := tg.keyed["archived"].pushMany(context.Background(), ps); err != nil {
+			t.Fatal(err)
+		}
+		close(pushed)
+		run := drainKilled(t, tg, "archived", nil)
+		stopSampling()
+		<-sampled
+		archived := tg.count(t, "SELECT count(*) FROM archived_queue_archive")
+		distinct := tg.count(t, "SELECT count(DISTINCT n) FROM archived_queue_archive WHERE state = 'succeeded' AND finished_at IS NOT NULL")
+		queued := tg.count(t, "SELECT count(*) FROM archived_queue")
+		check(t, tg, "sigkill with an archive", tally(t, tg, "archived_queue", total), atLeastOnce,
+			append(run.detail(), fmt.Sprintf("%d samples of both tables, %d not counting each job once", samples, bad),
+				fmt.Sprintf("%d archived (%d jobs), %d left in the queue's table", archived, distinct, queued))...)
+		if bad != 0 {
+			t.Errorf("%d of %d samples counted other than %d jobs in the queue's table and the archive (one counted %d): a job in both or in neither", bad, samples, total, badCount)
+		}
+		if archived != total || distinct != total || queued != 0 {
+			t.Errorf("the archive holds %d rows of %d distinct succeeded jobs and the queue's table %d; want %d, %d and 0", archived, distinct, queued, total, total)
+		}
+		if samples == 0 {
+			t.Error("no sample taken")
 		}
 	})
 }

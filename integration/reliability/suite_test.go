@@ -77,9 +77,12 @@ func scale(ci, longer int) int {
 // handled (lease mode: with a retried, idempotent insert just before
 // returning; transaction mode: in the handler's transaction, so it
 // commits with the job), triggers log each completion (the row's
-// delete) with its attempt, and each claim of queue work that takes a
+// delete) with its attempt, each claim of queue work that takes a
 // running job from its holder (reclaimed: the holder's attempt, its
-// lease's end, and the time of the claim, by the database's clock).
+// lease's end, and the time of the claim, by the database's clock), and
+// each claim of a job of queues fair and rated (claimed: its tenant, the
+// claim's time, and whether it took the job from a holder whose lease
+// had run out rather than as a due job).
 const audit = `
 CREATE TABLE handled (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL, instance text NOT NULL,
     run text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (queue, job_id, attempt, run));
@@ -94,6 +97,9 @@ CREATE TRIGGER ledger_completed AFTER DELETE ON ledger_queue FOR EACH ROW EXECUT
 CREATE TRIGGER event_completed AFTER DELETE ON event_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
 CREATE TRIGGER limited_completed AFTER DELETE ON limited_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
 CREATE TRIGGER backlogged_completed AFTER DELETE ON backlogged_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
+CREATE TRIGGER fair_completed AFTER DELETE ON fair_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
+CREATE TRIGGER rated_completed AFTER DELETE ON rated_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
+CREATE TRIGGER archived_completed AFTER DELETE ON archived_queue FOR EACH ROW EXECUTE FUNCTION log_completion();
 CREATE TABLE reclaimed (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL, lease_until timestamptz, at timestamptz NOT NULL);
 CREATE FUNCTION log_reclaim() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -101,7 +107,18 @@ BEGIN
     RETURN NEW;
 END $$;
 CREATE TRIGGER work_reclaimed AFTER UPDATE ON work_queue FOR EACH ROW
-    WHEN (OLD.state = 'running' AND NEW.state = 'running' AND NEW.attempt > OLD.attempt) EXECUTE FUNCTION log_reclaim();`
+    WHEN (OLD.state = 'running' AND NEW.state = 'running' AND NEW.attempt > OLD.attempt) EXECUTE FUNCTION log_reclaim();
+CREATE TABLE claimed (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL, tenant text NOT NULL,
+    at timestamptz NOT NULL, expired boolean NOT NULL);
+CREATE FUNCTION log_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO claimed VALUES (TG_TABLE_NAME, NEW.id, NEW.attempt, NEW.tenant, NEW.attempted_at, OLD.state = 'running');
+    RETURN NEW;
+END $$;
+CREATE TRIGGER fair_claimed AFTER UPDATE ON fair_queue FOR EACH ROW
+    WHEN (NEW.state = 'running' AND NEW.attempt > OLD.attempt) EXECUTE FUNCTION log_claim();
+CREATE TRIGGER rated_claimed AFTER UPDATE ON rated_queue FOR EACH ROW
+    WHEN (NEW.state = 'running' AND NEW.attempt > OLD.attempt) EXECUTE FUNCTION log_claim();`
 
 // mysqlAudit is audit on MySQL, one statement at a time: a trigger per
 // queue table (MySQL triggers name no function), times in UTC.
@@ -114,10 +131,21 @@ var mysqlAudit = []string{
 	`CREATE TRIGGER event_completed AFTER DELETE ON event_queue FOR EACH ROW INSERT INTO completed_log VALUES ('event_queue', OLD.id, OLD.attempt)`,
 	`CREATE TRIGGER limited_completed AFTER DELETE ON limited_queue FOR EACH ROW INSERT INTO completed_log VALUES ('limited_queue', OLD.id, OLD.attempt)`,
 	`CREATE TRIGGER backlogged_completed AFTER DELETE ON backlogged_queue FOR EACH ROW INSERT INTO completed_log VALUES ('backlogged_queue', OLD.id, OLD.attempt)`,
+	`CREATE TRIGGER fair_completed AFTER DELETE ON fair_queue FOR EACH ROW INSERT INTO completed_log VALUES ('fair_queue', OLD.id, OLD.attempt)`,
+	`CREATE TRIGGER rated_completed AFTER DELETE ON rated_queue FOR EACH ROW INSERT INTO completed_log VALUES ('rated_queue', OLD.id, OLD.attempt)`,
+	`CREATE TRIGGER archived_completed AFTER DELETE ON archived_queue FOR EACH ROW INSERT INTO completed_log VALUES ('archived_queue', OLD.id, OLD.attempt)`,
 	`CREATE TABLE reclaimed (queue VARCHAR(64) NOT NULL, job_id BIGINT NOT NULL, attempt INT NOT NULL, lease_until DATETIME(6), at DATETIME(6) NOT NULL) ENGINE = InnoDB`,
 	`CREATE TRIGGER work_reclaimed AFTER UPDATE ON work_queue FOR EACH ROW INSERT INTO reclaimed
 SELECT 'work_queue', OLD.id, OLD.attempt, OLD.locked_until, UTC_TIMESTAMP(6) FROM DUAL
 WHERE OLD.state = 'running' AND NEW.state = 'running' AND NEW.attempt > OLD.attempt`,
+	`CREATE TABLE claimed (queue VARCHAR(64) NOT NULL, job_id BIGINT NOT NULL, attempt INT NOT NULL, tenant VARCHAR(100) NOT NULL,
+    at DATETIME(6) NOT NULL, expired BOOLEAN NOT NULL) ENGINE = InnoDB`,
+	`CREATE TRIGGER fair_claimed AFTER UPDATE ON fair_queue FOR EACH ROW INSERT INTO claimed
+SELECT 'fair_queue', NEW.id, NEW.attempt, NEW.tenant, NEW.attempted_at, OLD.state = 'running' FROM DUAL
+WHERE NEW.state = 'running' AND NEW.attempt > OLD.attempt`,
+	`CREATE TRIGGER rated_claimed AFTER UPDATE ON rated_queue FOR EACH ROW INSERT INTO claimed
+SELECT 'rated_queue', NEW.id, NEW.attempt, NEW.tenant, NEW.attempted_at, OLD.state = 'running' FROM DUAL
+WHERE NEW.state = 'running' AND NEW.attempt > OLD.attempt`,
 }
 
 // recordSQL records a successful handler run, named by a token of its

@@ -60,21 +60,13 @@ type Config struct {
 	// JSON writes each workload's summary as one JSON object per line.
 	JSON bool
 
-	// mysqlDatabase replaces Schema as the MySQL bench's database, for
-	// tests that run beside one another on one server.
-	mysqlDatabase string
+	// database replaces Schema as the bench's database on MySQL and SQL
+	// Server, for tests that run beside one another on one server.
+	database string
 }
 
 // Workloads are the workloads in the order "all" runs them.
 var Workloads = []string{"push", "push-many", "drain", "latency", "latency-poll", "steady"}
-
-// ErrNoSQLServer is Run's error on a SQL Server address. The bench drives
-// a live server through the bench queues generated for its engine, and
-// SQL Server has neither here: no bench package generated for it (jobs
-// is PostgreSQL's, myjobs MySQL's) and no target (target.go) to set up,
-// fill, size and hold a snapshot on it. No SQL Server runs where queuegen
-// is developed, so such a target could be neither run nor measured.
-var ErrNoSQLServer = errors.New("bench does not run on SQL Server: it has no bench queue generated for SQL Server (internal/bench has package jobs for PostgreSQL and myjobs for MySQL) and no SQL Server target to set up, fill and measure it (internal/bench/target.go); run it on PostgreSQL or MySQL")
 
 // postgresOnly are the workloads of PostgreSQL's own features, with what
 // they measure.
@@ -102,13 +94,15 @@ const Retention = "retention"
 // millions of rows, so "all" leaves it out.
 const DrainScale = "drain-scale"
 
-// Schema is the schema (PostgreSQL) or database (MySQL, MariaDB) the
-// bench creates, fills and drops.
+// Schema is the schema (PostgreSQL) or database (MySQL, MariaDB, SQL
+// Server) the bench creates, fills and drops.
 const Schema = "queuegen_bench"
 
-// Run runs cfg's workloads against the database at address (a PostgreSQL
-// or MySQL address, as dburl.Parse reads it): it creates the bench schema
-// or database, runs, and drops it again.
+// Run runs cfg's workloads against the database at address (a
+// PostgreSQL, MySQL or SQL Server address, as dburl.Parse reads it): it
+// creates the bench schema or database, runs, and drops it again. On SQL
+// Server the bench is built and its SQL grammar-checked, but it has never
+// run against a server (see msTarget).
 func Run(ctx context.Context, address string, cfg Config) error {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
@@ -126,9 +120,6 @@ func Run(ctx context.Context, address string, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if d.Engine == dburl.SQLServer {
-		return ErrNoSQLServer
-	}
 	for _, n := range names {
 		if why := postgresOnly[n]; why != "" && d.Engine != dburl.PostgreSQL {
 			return fmt.Errorf("the %s workload %s: run it on PostgreSQL", n, why)
@@ -138,7 +129,9 @@ func Run(ctx context.Context, address string, cfg Config) error {
 	var t target
 	switch d.Engine {
 	case dburl.MySQL:
-		t, err = newMySQL(d, cmp.Or(cfg.mysqlDatabase, Schema), conns)
+		t, err = newMySQL(d, cmp.Or(cfg.database, Schema), conns)
+	case dburl.SQLServer:
+		t, err = newSQLServer(ctx, d, cmp.Or(cfg.database, Schema), conns)
 	default:
 		t, err = newPostgres(ctx, d.URL, conns)
 	}
@@ -303,8 +296,11 @@ func childWorker(ctx context.Context, c child) (runner, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if d.Engine == dburl.MySQL {
+	switch d.Engine {
+	case dburl.MySQL:
 		return myChildWorker(d, c)
+	case dburl.SQLServer:
+		return msChildWorker(c)
 	}
 	return pgChildWorker(ctx, c)
 }

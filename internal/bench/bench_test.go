@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,10 +31,10 @@ func TestMain(m *testing.M) {
 var summaryLine = regexp.MustCompile(`(?m)^bench (\S+): (\d+) jobs in \d+\.\d{3} s = \d+ jobs/s( p50=\d+\.\d{3} p99=\d+\.\d{3})?$`)
 
 // TestEveryWorkloadSmoke runs each workload once on a small N, on every
-// engine: a smoke test of the bench (it asserts the output's form, never
-// a speed).
+// engine (SQL Server where $QUEUEGEN_SQLSERVER_URL names one): a smoke
+// test of the bench (it asserts the output's form, never a speed).
 func TestEveryWorkloadSmoke(t *testing.T) {
-	for _, engine := range dbtest.Engines {
+	for _, engine := range smokeEngines(t) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			var out bytes.Buffer
@@ -63,10 +64,11 @@ func TestEveryWorkloadSmoke(t *testing.T) {
 	}
 }
 
-// TestDrainScaleSmoke runs drain-scale on small numbers, on every engine:
-// each case's summary line, then its line of ratio and sizes.
+// TestDrainScaleSmoke runs drain-scale on small numbers, on every engine
+// (SQL Server where one is given): each case's summary line, then its
+// line of ratio and sizes.
 func TestDrainScaleSmoke(t *testing.T) {
-	for _, engine := range dbtest.Engines {
+	for _, engine := range smokeEngines(t) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			var out bytes.Buffer
@@ -106,7 +108,8 @@ func TestDrainScaleSmoke(t *testing.T) {
 // worker processes, sampled within the limits); rate (the drain by worker
 // processes, no second above the rate). Where an engine lacks the
 // feature (mysql nil), the workload refuses, saying where to run it: on
-// MySQL, retention.
+// MySQL, retention. SQL Server (where one is given) has what PostgreSQL
+// has but retention's archive partitions, and refuses retention.
 func TestFeatureSmoke(t *testing.T) {
 	rate := []string{
 		`^bench rate: 1200 jobs in `,
@@ -116,6 +119,7 @@ func TestFeatureSmoke(t *testing.T) {
 		`^bench limits: 2000 jobs in `,
 		`^  limits: \d+ samples: at most [0-3] running per tenant \(limit 3\), ([0-9]|1[0-9]|20) in all \(limit 20\); \d+\.\d\d× of the 1000 jobs/s the global limit allows \(20 slots, 20ms jobs\)$`,
 	}
+	engines := smokeEngines(t)
 	for _, w := range []struct {
 		workload string
 		jobs     int
@@ -150,7 +154,7 @@ func TestFeatureSmoke(t *testing.T) {
 		{Rate, 1200, rate, rate},
 		{Limits, 2000, limits, limits},
 	} {
-		for _, engine := range dbtest.Engines {
+		for _, engine := range engines {
 			t.Run(w.workload+"/"+engine, func(t *testing.T) {
 				t.Parallel()
 				var out bytes.Buffer
@@ -161,6 +165,12 @@ func TestFeatureSmoke(t *testing.T) {
 				}
 				err := Run(context.Background(), address, cfg)
 				want := w.want
+				if engine == dburl.SQLServer && w.workload == Retention {
+					if err == nil || !strings.Contains(err.Error(), "run it on PostgreSQL") {
+						t.Errorf("%s on SQL Server = %v", w.workload, err)
+					}
+					return
+				}
 				if engine == dburl.MySQL {
 					if want = w.mysql; want == nil {
 						if err == nil || !strings.Contains(err.Error(), "run it on PostgreSQL") {
@@ -182,12 +192,28 @@ func TestFeatureSmoke(t *testing.T) {
 	}
 }
 
+// smokeEngines are the engines the smoke tests run on: SQL Server too
+// where $QUEUEGEN_SQLSERVER_URL names one, and the log says when it does
+// not.
+func smokeEngines(t *testing.T) []string {
+	engines := dbtest.AndSQLServer(dbtest.Engines)
+	if !slices.Contains(engines, dburl.SQLServer) {
+		t.Logf("no SQL Server run of the bench: set %s to run it on one too", dbtest.EnvSQLServer)
+	}
+	return engines
+}
+
 // smokeConfig is a small bench run, the address of a database of the
 // test's own, and the form of the engine's table-health line.
 func smokeConfig(t *testing.T, engine string, out *bytes.Buffer) (Config, string, string) {
 	cfg := Config{Jobs: 300, Duration: 2 * time.Second, Out: out}
 	health := `dead tuples \d+, live \d+, table with indexes`
 	db := dbtest.New(t, engine)
+	if engine == dburl.SQLServer {
+		// The bench's own database, beside the test's, as on MySQL.
+		cfg.database = msDatabaseOf(db.Address) + "_bench"
+		health = `ghost records ~\d+, version store (\d+\.\d MB|unreadable), rows \d+, table with indexes`
+	}
 	if engine == dburl.MySQL {
 		// The bench's own database, beside the test's: named after it, so
 		// that parallel runs on one server do not meet.
@@ -195,7 +221,7 @@ func smokeConfig(t *testing.T, engine string, out *bytes.Buffer) (Config, string
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.mysqlDatabase = parsed.MySQL.DBName + "_bench"
+		cfg.database = parsed.MySQL.DBName + "_bench"
 		health = `InnoDB history list -?\d+, rows ~\d+, table with indexes`
 	}
 	return cfg, db.Address, health

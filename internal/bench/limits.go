@@ -21,8 +21,8 @@ import (
 
 // Limits is the workload that measures concurrency limits held by the
 // database: worker processes drain a queue with limits while another
-// connection samples its running jobs. PostgreSQL, MySQL and MariaDB;
-// not part of "all".
+// connection samples its running jobs. PostgreSQL, MySQL, MariaDB and
+// SQL Server; not part of "all".
 const Limits = "limits"
 
 // limitsProcs, limitsTenants and limitsWork shape the limits workload:
@@ -38,8 +38,8 @@ const (
 	limitsGlobal  = 20
 )
 
-// limitsTarget is a target whose engine has limits: PostgreSQL, MySQL
-// and MariaDB.
+// limitsTarget is a target whose engine has limits: PostgreSQL, MySQL,
+// MariaDB and SQL Server.
 type limitsTarget interface {
 	// address is the bench database's address, for the worker processes
 	// (dburl.Parse reads it).

@@ -13,7 +13,7 @@ import (
 
 // Rate is the workload that measures a rate limit held by the database:
 // worker processes drain a queue limited to 500 claims a second.
-// PostgreSQL, MySQL and MariaDB; not part of "all".
+// PostgreSQL, MySQL, MariaDB and SQL Server; not part of "all".
 const Rate = "rate"
 
 // rateLimit is bench_rated's rate limit: rateLimit claims a second.

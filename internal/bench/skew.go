@@ -14,10 +14,11 @@ import (
 )
 
 // skewTarget is a target whose engine has fair claims (fair_by):
-// PostgreSQL, MySQL and MariaDB.
+// PostgreSQL, MySQL, MariaDB and SQL Server.
 type skewTarget interface {
 	// claimModes are the modes the engine's bench queues have: all three
-	// on PostgreSQL; ordered and fair on MySQL, which has no backlog.
+	// on PostgreSQL and SQL Server; ordered and fair on MySQL, which has
+	// no backlog.
 	claimModes() []claimMode
 	// pushTenant pushes n jobs into mode's queue, in batches, job i of
 	// tenant(i).

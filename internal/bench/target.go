@@ -8,11 +8,11 @@ import (
 
 // target is the database a bench runs on, through the bench queue
 // queuegen generated for its engine (package jobs for PostgreSQL, package
-// myjobs for MySQL and MariaDB). The workloads are written once against
-// it.
+// myjobs for MySQL and MariaDB, package msjobs for SQL Server). The
+// workloads are written once against it.
 type target interface {
-	// setup creates the bench's schema (PostgreSQL) or database (MySQL)
-	// and applies the bench queue's migrations; teardown drops it.
+	// setup creates the bench's schema (PostgreSQL) or database (MySQL,
+	// SQL Server) and applies the bench queue's migrations; teardown drops it.
 	setup(ctx context.Context) error
 	teardown()
 	// pushers returns n single-job push functions, each on a connection
@@ -27,7 +27,8 @@ type target interface {
 	// worker is a worker of the bench queue whose handler calls started
 	// (when not nil) and succeeds. wake picks the push-to-worker wake-up
 	// the latency workload measures: LISTEN/NOTIFY on PostgreSQL, the
-	// in-process wake of a push through the same accessor on MySQL; with
+	// in-process wake of a push through the same accessor on MySQL and
+	// SQL Server; with
 	// wake false the worker polls only.
 	worker(ctx context.Context, started func(), wake bool, opts ...queue.WorkerOption) (w runner, push func(ctx context.Context, n int64) error, closeFn func(), err error)
 	// depth is the queue's Depth; left counts the rows of the bench
@@ -48,7 +49,8 @@ type target interface {
 	// holdSnapshot begins a read-only transaction, on a connection of its
 	// own, that holds a snapshot until release is called: the xmin
 	// horizon a long report query holds on PostgreSQL, the read view
-	// that holds back InnoDB's purge.
+	// that holds back InnoDB's purge, a SNAPSHOT transaction that holds
+	// SQL Server's row versions (version store) and ghost records.
 	holdSnapshot(ctx context.Context) (release func(), err error)
 	close()
 }
@@ -61,8 +63,12 @@ type runner interface{ Run(context.Context) error }
 var (
 	_ skewTarget   = (*pgTarget)(nil)
 	_ skewTarget   = (*myTarget)(nil)
+	_ skewTarget   = (*msTarget)(nil)
 	_ limitsTarget = (*pgTarget)(nil)
 	_ limitsTarget = (*myTarget)(nil)
+	_ limitsTarget = (*msTarget)(nil)
 	_ rateTarget   = (*pgTarget)(nil)
 	_ rateTarget   = (*myTarget)(nil)
+	_ rateTarget   = (*msTarget)(nil)
+	_ target       = (*msTarget)(nil)
 )

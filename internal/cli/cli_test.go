@@ -73,7 +73,7 @@ func copyTree(t *testing.T, src string) string {
 // output is committed: the example, the e2e fixture and the golden cases.
 func TestCommittedTreesAreFresh(t *testing.T) {
 	specs := []string{"../../examples/mailer/queuegen.yaml", "../../examples/mailer-mysql/queuegen.yaml", "../../examples/mailer-sqlserver/queuegen.yaml",
-		"../../integration/e2e/queuegen.yaml", "../../integration/e2e/mysql/queuegen.yaml", "../../integration/e2e/sqlserver/queuegen.yaml", "../bench/queuegen.yaml", "../bench/queuegen.mysql.yaml",
+		"../../integration/e2e/queuegen.yaml", "../../integration/e2e/mysql/queuegen.yaml", "../../integration/e2e/sqlserver/queuegen.yaml", "../bench/queuegen.yaml", "../bench/queuegen.mysql.yaml", "../bench/queuegen.sqlserver.yaml",
 		"../../integration/reliability/queuegen.yaml", "../../integration/reliability/mysql/queuegen.yaml"}
 	golden, _ := filepath.Glob("../../testdata/*/queuegen.yaml")
 	for _, spec := range append(specs, golden...) {

@@ -65,6 +65,8 @@ func New(t testing.TB, engine string) *DB {
 		address = mytest.DSN(t)
 	case dburl.SQLServer:
 		address = sqlServerDatabase(t)
+	case Citus:
+		address, _ = pgtest.CitusURL(t)
 	default:
 		t.Fatalf("dbtest: no engine %q", engine)
 	}
@@ -87,6 +89,8 @@ func (d *DB) Tables(t testing.TB) int {
 	t.Helper()
 	q := `SELECT count(*) FROM pg_tables WHERE tablename NOT IN ('goose_db_version', 'queuegen_db_version') AND schemaname NOT IN ('pg_catalog', 'information_schema')`
 	switch d.Engine {
+	case Citus:
+		q += ` AND schemaname = current_schema()`
 	case dburl.MySQL:
 		q = `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name NOT IN ('goose_db_version', 'queuegen_db_version')`
 	case dburl.SQLServer:

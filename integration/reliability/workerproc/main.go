@@ -1,7 +1,7 @@
 // Command workerproc is a worker process of the reliability suite: it works
 // queue "work" until SIGTERM (a graceful shutdown) or SIGKILL (the test
-// killing it at a random moment): -queue work (the default), limited, or
-// backlogged. Every delivery is logged to table
+// killing it at a random moment): -queue work (the default), limited,
+// backlogged, fair, rated or archived. Every delivery is logged to table
 // handled, with this process's incarnation, so the test can tell which
 // re-deliveries followed a holder's death. Each run that returns success is
 // recorded first. -db is a PostgreSQL URL or a MySQL DSN or URL: the
@@ -36,7 +36,8 @@ func main() {
 	node := flag.String("node", "", "node id (stable across restarts of one slot)")
 	instance := flag.String("instance", "", "this incarnation's id")
 	concurrency := flag.Int("concurrency", 8, "handlers at once")
-	name := flag.String("queue", "work", "the queue to work: work, limited, or backlogged")
+	flag.DurationVar(&workFor, "work", 20*time.Millisecond, "how long a handler works a job, at most (at random)")
+	name := flag.String("queue", "work", "the queue to work: work, limited, backlogged, fair, rated or archived")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -48,7 +49,9 @@ func main() {
 		log.Fatal(err)
 	}
 	var w interface{ Run(context.Context) error }
-	if *name != "work" && *name != "limited" && *name != "backlogged" {
+	switch *name {
+	case "work", "limited", "backlogged", "fair", "rated", "archived":
+	default:
 		log.Fatalf("no queue %q on %s", *name, parsed.Engine)
 	}
 	if parsed.Engine == dburl.MySQL {
@@ -69,6 +72,12 @@ func main() {
 			w = myjobs.NewLimitedQueue(h).Worker(handler[myjobs.LimitedPayload](*instance, record), opts...)
 		case "backlogged":
 			w = myjobs.NewBackloggedQueue(h).Worker(handler[myjobs.BackloggedPayload](*instance, record), opts...)
+		case "fair":
+			w = myjobs.NewFairQueue(h).Worker(handler[myjobs.FairPayload](*instance, record), opts...)
+		case "rated":
+			w = myjobs.NewRatedQueue(h).Worker(handler[myjobs.RatedPayload](*instance, record), opts...)
+		case "archived":
+			w = myjobs.NewArchivedQueue(h).Worker(handler[myjobs.ArchivedPayload](*instance, record), opts...)
 		default:
 			w = myjobs.NewWorkQueue(h).Worker(handler[myjobs.WorkPayload](*instance, record), opts...)
 		}
@@ -88,6 +97,12 @@ func main() {
 			w = jobs.NewLimitedQueue(pool).Worker(handler[jobs.LimitedPayload](*instance, record), opts...)
 		case "backlogged":
 			w = jobs.NewBackloggedQueue(pool).Worker(handler[jobs.BackloggedPayload](*instance, record), opts...)
+		case "fair":
+			w = jobs.NewFairQueue(pool).Worker(handler[jobs.FairPayload](*instance, record), opts...)
+		case "rated":
+			w = jobs.NewRatedQueue(pool).Worker(handler[jobs.RatedPayload](*instance, record), opts...)
+		case "archived":
+			w = jobs.NewArchivedQueue(pool).Worker(handler[jobs.ArchivedPayload](*instance, record), opts...)
 		default:
 			w = jobs.NewWorkQueue(pool).Worker(handler[jobs.WorkPayload](*instance, record), opts...)
 		}
@@ -97,13 +112,16 @@ func main() {
 	}
 }
 
-// handler works a job for a moment, then records the successful run
+// workFor is how long a handler works a job, at most (-work).
+var workFor time.Duration
+
+// handler works a job for a moment (up to workFor), then records the successful run
 // (job id, attempt, instance, run token) with record, retrying until the
 // database has it (the suite's accounting: see audit), and returns
 // success.
 func handler[P any](instance string, record func(ctx context.Context, args ...any) error) queue.Handler[P] {
 	return func(ctx context.Context, job *queue.Job[P]) error {
-		time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
+		time.Sleep(rand.N(workFor + 1))
 		run := strconv.FormatUint(rand.Uint64(), 36)
 		for {
 			if err := record(context.WithoutCancel(ctx), job.ID, job.Attempt, instance, run); err == nil {

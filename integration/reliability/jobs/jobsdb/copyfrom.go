@@ -10,6 +10,81 @@ import (
 	"context"
 )
 
+// iteratorForPushManyArchived implements pgx.CopyFromSource.
+type iteratorForPushManyArchived struct {
+	rows                 []PushManyArchivedParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyArchived) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyArchived) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Tenant,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyArchived) Err() error {
+	return nil
+}
+
+// PushManyArchived inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyArchived(ctx context.Context, arg []PushManyArchivedParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"archived_queue"}, []string{"n", "tenant", "priority", "max_attempts"}, &iteratorForPushManyArchived{rows: arg})
+}
+
+// iteratorForPushManyArchivedAt implements pgx.CopyFromSource.
+type iteratorForPushManyArchivedAt struct {
+	rows                 []PushManyArchivedAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyArchivedAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyArchivedAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Tenant,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyArchivedAt) Err() error {
+	return nil
+}
+
+// PushManyArchivedAt is PushManyArchived with run_after given by the caller.
+func (q *Queries) PushManyArchivedAt(ctx context.Context, arg []PushManyArchivedAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"archived_queue"}, []string{"n", "tenant", "priority", "max_attempts", "run_after"}, &iteratorForPushManyArchivedAt{rows: arg})
+}
+
 // iteratorForPushManyBacklogged implements pgx.CopyFromSource.
 type iteratorForPushManyBacklogged struct {
 	rows                 []PushManyBackloggedParams
@@ -159,6 +234,81 @@ func (q *Queries) PushManyEventAt(ctx context.Context, arg []PushManyEventAtPara
 	return q.db.CopyFrom(ctx, []string{"event_queue"}, []string{"payload", "priority", "max_attempts", "run_after"}, &iteratorForPushManyEventAt{rows: arg})
 }
 
+// iteratorForPushManyFair implements pgx.CopyFromSource.
+type iteratorForPushManyFair struct {
+	rows                 []PushManyFairParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyFair) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyFair) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Tenant,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyFair) Err() error {
+	return nil
+}
+
+// PushManyFair inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
+func (q *Queries) PushManyFair(ctx context.Context, arg []PushManyFairParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"fair_queue"}, []string{"n", "tenant", "priority", "max_attempts"}, &iteratorForPushManyFair{rows: arg})
+}
+
+// iteratorForPushManyFairAt implements pgx.CopyFromSource.
+type iteratorForPushManyFairAt struct {
+	rows                 []PushManyFairAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyFairAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyFairAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Tenant,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyFairAt) Err() error {
+	return nil
+}
+
+// PushManyFairAt is PushManyFair with run_after given by the caller.
+func (q *Queries) PushManyFairAt(ctx context.Context, arg []PushManyFairAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"fair_queue"}, []string{"n", "tenant", "priority", "max_attempts", "run_after"}, &iteratorForPushManyFairAt{rows: arg})
+}
+
 // iteratorForPushManyLedger implements pgx.CopyFromSource.
 type iteratorForPushManyLedger struct {
 	rows                 []PushManyLedgerParams
@@ -305,6 +455,81 @@ func (r iteratorForPushManyLimitedAt) Err() error {
 // PushManyLimitedAt is PushManyLimited with run_after given by the caller.
 func (q *Queries) PushManyLimitedAt(ctx context.Context, arg []PushManyLimitedAtParams) (int64, error) {
 	return q.db.CopyFrom(ctx, []string{"limited_queue"}, []string{"n", "tenant", "priority", "max_attempts", "run_after"}, &iteratorForPushManyLimitedAt{rows: arg})
+}
+
+// iteratorForPushManyRated implements pgx.CopyFromSource.
+type iteratorForPushManyRated struct {
+	rows                 []PushManyRatedParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyRated) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyRated) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Tenant,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyRated) Err() error {
+	return nil
+}
+
+// PushManyRated inserts many jobs in one COPY; created_at and run_after take
+// their defaults (the database's now()); COPY takes no locks that claims wait
+// for.
+func (q *Queries) PushManyRated(ctx context.Context, arg []PushManyRatedParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"rated_queue"}, []string{"n", "tenant", "priority", "max_attempts"}, &iteratorForPushManyRated{rows: arg})
+}
+
+// iteratorForPushManyRatedAt implements pgx.CopyFromSource.
+type iteratorForPushManyRatedAt struct {
+	rows                 []PushManyRatedAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyRatedAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyRatedAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].N,
+		r.rows[0].Tenant,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyRatedAt) Err() error {
+	return nil
+}
+
+// PushManyRatedAt is PushManyRated with run_after given by the caller.
+func (q *Queries) PushManyRatedAt(ctx context.Context, arg []PushManyRatedAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"rated_queue"}, []string{"n", "tenant", "priority", "max_attempts", "run_after"}, &iteratorForPushManyRatedAt{rows: arg})
 }
 
 // iteratorForPushManyWork implements pgx.CopyFromSource.

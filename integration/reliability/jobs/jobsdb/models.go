@@ -10,6 +10,44 @@ import (
 	"time"
 )
 
+type ArchivedArchiveRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	Failures    json.RawMessage
+	UniqueKey   *string
+	N           int64
+	Tenant      string
+}
+
+type ArchivedRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	Failures    json.RawMessage
+	UniqueKey   *string
+	N           int64
+	Tenant      string
+}
+
 type BackloggedQueueBacklog struct {
 	ID          int64
 	State       string
@@ -64,6 +102,25 @@ type EventRow struct {
 	Failures    json.RawMessage
 	UniqueKey   *string
 	Payload     json.RawMessage
+}
+
+type FairRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	Failures    json.RawMessage
+	UniqueKey   *string
+	N           int64
+	Tenant      string
 }
 
 type LedgerRow struct {
@@ -121,6 +178,31 @@ type QueueRegistryRow struct {
 	Mode         string
 	Paused       bool
 	RegisteredAt time.Time
+}
+
+type RatedQueueRate struct {
+	ClaimedAt time.Time
+	Tenant    string
+	Jobs      int32
+}
+
+type RatedRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	Failures    json.RawMessage
+	UniqueKey   *string
+	N           int64
+	Tenant      string
 }
 
 type WorkRow struct {

@@ -170,6 +170,155 @@ CREATE TABLE backlogged_queue_backlog (
     KEY backlogged_queue_backlog_finished_idx (finished_at)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
+-- Queue fair: one row per job; lease mode: a claim is committed at once and
+-- holds the job until its lease expires.
+CREATE TABLE fair_queue (
+    id           BIGINT AUTO_INCREMENT NOT NULL,           -- job id
+    state        ENUM('available', 'running', 'succeeded', 'dead') NOT NULL DEFAULT 'available', -- running: leased (lease mode)
+    attempt      INT                   NOT NULL DEFAULT 0, -- claims so far; with id, the fencing token
+    max_attempts INT                   NOT NULL,           -- dead after this many failed attempts
+    priority     SMALLINT              NOT NULL DEFAULT 0, -- higher first, where the queue orders by it
+    run_after    DATETIME(6)           NOT NULL,           -- not claimed before this time (UTC)
+    created_at   DATETIME(6)           NOT NULL,           -- UTC, like every time here
+    attempted_at DATETIME(6),                              -- when the current attempt was claimed
+    finished_at  DATETIME(6),                              -- when it succeeded or died; retention counts from here
+    locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
+    locked_until DATETIME(6),                              -- lease mode: when the lease expires
+    errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
+    n            BIGINT                NOT NULL,
+    tenant       VARCHAR(100)          NOT NULL,
+    PRIMARY KEY (id),
+    -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
+    -- first available entries in order and stops, without a sort.
+    KEY fair_queue_claim_idx (state, run_after, id),
+    -- Serves the fair claim: the tenant values of the available jobs, then one
+    -- probe per value for its first due jobs, in the claim's order.
+    KEY fair_queue_fair_idx (state, tenant, run_after, id),
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
+    KEY fair_queue_lease_idx (state, locked_until),
+    -- Finds finished jobs for retention, oldest first (finished_at is set only on
+    -- succeeded and dead jobs).
+    KEY fair_queue_finished_idx (finished_at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Queue rated: one row per job; lease mode: a claim is committed at once and
+-- holds the job until its lease expires.
+CREATE TABLE rated_queue (
+    id           BIGINT AUTO_INCREMENT NOT NULL,           -- job id
+    state        ENUM('available', 'running', 'succeeded', 'dead') NOT NULL DEFAULT 'available', -- running: leased (lease mode)
+    attempt      INT                   NOT NULL DEFAULT 0, -- claims so far; with id, the fencing token
+    max_attempts INT                   NOT NULL,           -- dead after this many failed attempts
+    priority     SMALLINT              NOT NULL DEFAULT 0, -- higher first, where the queue orders by it
+    run_after    DATETIME(6)           NOT NULL,           -- not claimed before this time (UTC)
+    created_at   DATETIME(6)           NOT NULL,           -- UTC, like every time here
+    attempted_at DATETIME(6),                              -- when the current attempt was claimed
+    finished_at  DATETIME(6),                              -- when it succeeded or died; retention counts from here
+    locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
+    locked_until DATETIME(6),                              -- lease mode: when the lease expires
+    errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
+    n            BIGINT                NOT NULL,
+    tenant       VARCHAR(100)          NOT NULL,
+    PRIMARY KEY (id),
+    -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
+    -- first available entries in order and stops, without a sort.
+    KEY rated_queue_claim_idx (state, run_after, id),
+    -- Serves the fair claim: the tenant values of the available jobs, then one
+    -- probe per value for its first due jobs, in the claim's order.
+    KEY rated_queue_fair_idx (state, tenant, run_after, id),
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
+    KEY rated_queue_lease_idx (state, locked_until),
+    -- Finds finished jobs for retention, oldest first (finished_at is set only on
+    -- succeeded and dead jobs).
+    KEY rated_queue_finished_idx (finished_at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Rate log of queue table rated_queue: the claims of the last window, which
+-- claims count to hold the rate limit; each claim adds its row and deletes
+-- those past the window.
+CREATE TABLE rated_queue_rate (
+    id         BIGINT AUTO_INCREMENT NOT NULL,
+    claimed_at DATETIME(6)           NOT NULL, -- when the claim ran (UTC)
+    tenant     VARCHAR(100)          NOT NULL, -- the claimed jobs' tenant
+    jobs       INT                   NOT NULL, -- how many jobs the claim took
+    PRIMARY KEY (id),
+    -- Counts a value's claims of the window: one covering range read per value.
+    KEY rated_queue_rate_tenant_idx (tenant, claimed_at, jobs),
+    -- Finds the claims past the window, to delete.
+    KEY rated_queue_rate_claimed_at_idx (claimed_at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Queue archived: one row per job; lease mode: a claim is committed at once
+-- and holds the job until its lease expires.
+CREATE TABLE archived_queue (
+    id           BIGINT AUTO_INCREMENT NOT NULL,           -- job id
+    state        ENUM('available', 'running', 'succeeded', 'dead') NOT NULL DEFAULT 'available', -- running: leased (lease mode)
+    attempt      INT                   NOT NULL DEFAULT 0, -- claims so far; with id, the fencing token
+    max_attempts INT                   NOT NULL,           -- dead after this many failed attempts
+    priority     SMALLINT              NOT NULL DEFAULT 0, -- higher first, where the queue orders by it
+    run_after    DATETIME(6)           NOT NULL,           -- not claimed before this time (UTC)
+    created_at   DATETIME(6)           NOT NULL,           -- UTC, like every time here
+    attempted_at DATETIME(6),                              -- when the current attempt was claimed
+    finished_at  DATETIME(6),                              -- when it succeeded or died; retention counts from here
+    locked_by    VARCHAR(255),                             -- lease mode: the node holding the job
+    locked_until DATETIME(6),                              -- lease mode: when the lease expires
+    errors       JSON                  NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                     -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   VARCHAR(255),                             -- dedupe key among unfinished jobs
+    n            BIGINT                NOT NULL,
+    tenant       VARCHAR(100)          NOT NULL,
+    PRIMARY KEY (id),
+    -- Serves the claim: state, then the claim's ORDER BY, so a claim reads the
+    -- first available entries in order and stops, without a sort.
+    KEY archived_queue_claim_idx (state, run_after, id),
+    -- Finds running jobs: those whose lease expired (claimed again, or reaped on
+    -- their last attempt), and those a restarting node held. There is no index on
+    -- locked_by: every push and claim would pay for it, and the running jobs are
+    -- only those in flight.
+    KEY archived_queue_lease_idx (state, locked_until),
+    -- Finds finished jobs for retention, oldest first (finished_at is set only on
+    -- succeeded and dead jobs).
+    KEY archived_queue_finished_idx (finished_at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+
+-- Archive of queue table archived_queue: its completed jobs, moved here in
+-- state succeeded by the transaction that completes them (an INSERT …
+-- SELECT … FOR UPDATE, then the DELETE). Partitioned by day of finished_at
+-- (RANGE COLUMNS); the queue's Purge makes the coming days' partitions by
+-- splitting the last one, pmax, while it is empty, and drops those past
+-- retention whole, so retention leaves no purged rows.
+CREATE TABLE archived_queue_archive (
+    id           BIGINT       NOT NULL,                        -- the job's id in archived_queue
+    state        ENUM('available', 'running', 'succeeded', 'dead') NOT NULL DEFAULT 'available', -- running: leased (lease mode)
+    attempt      INT          NOT NULL DEFAULT 0,              -- claims so far; with id, the fencing token
+    max_attempts INT          NOT NULL,                        -- dead after this many failed attempts
+    priority     SMALLINT     NOT NULL DEFAULT 0,              -- higher first, where the queue orders by it
+    run_after    DATETIME(6)  NOT NULL,                        -- not claimed before this time (UTC)
+    created_at   DATETIME(6)  NOT NULL,                        -- UTC, like every time here
+    attempted_at DATETIME(6),                                  -- when the current attempt was claimed
+    finished_at  DATETIME(6)  NOT NULL,                        -- when it succeeded; partitions by day, retention counts from here
+    locked_by    VARCHAR(255),                                 -- lease mode: the node holding the job
+    locked_until DATETIME(6),                                  -- lease mode: when the lease expires
+    errors       JSON         NOT NULL DEFAULT (JSON_ARRAY()), -- one string per failed attempt, oldest first
+    failures     JSON,                                         -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   VARCHAR(255),                                 -- dedupe key among unfinished jobs
+    n            BIGINT       NOT NULL,
+    tenant       VARCHAR(100) NOT NULL,
+    PRIMARY KEY (id, finished_at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin
+PARTITION BY RANGE COLUMNS (finished_at) (
+    PARTITION pmax VALUES LESS THAN (MAXVALUE)
+);
+
 -- Queue ledger: one row per job; transaction mode: a claim holds the job by
 -- row lock until the caller's transaction ends.
 CREATE TABLE ledger_queue (

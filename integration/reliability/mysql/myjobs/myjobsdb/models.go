@@ -12,6 +12,94 @@ import (
 	"time"
 )
 
+type ArchivedQueueArchiveState string
+
+const (
+	ArchivedQueueArchiveStateAvailable ArchivedQueueArchiveState = "available"
+	ArchivedQueueArchiveStateRunning   ArchivedQueueArchiveState = "running"
+	ArchivedQueueArchiveStateSucceeded ArchivedQueueArchiveState = "succeeded"
+	ArchivedQueueArchiveStateDead      ArchivedQueueArchiveState = "dead"
+)
+
+func (e *ArchivedQueueArchiveState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = ArchivedQueueArchiveState(s)
+	case string:
+		*e = ArchivedQueueArchiveState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for ArchivedQueueArchiveState: %T", src)
+	}
+	return nil
+}
+
+type NullArchivedQueueArchiveState struct {
+	ArchivedQueueArchiveState ArchivedQueueArchiveState
+	Valid                     bool // Valid is true if ArchivedQueueArchiveState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullArchivedQueueArchiveState) Scan(value interface{}) error {
+	if value == nil {
+		ns.ArchivedQueueArchiveState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.ArchivedQueueArchiveState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullArchivedQueueArchiveState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.ArchivedQueueArchiveState), nil
+}
+
+type ArchivedQueueState string
+
+const (
+	ArchivedQueueStateAvailable ArchivedQueueState = "available"
+	ArchivedQueueStateRunning   ArchivedQueueState = "running"
+	ArchivedQueueStateSucceeded ArchivedQueueState = "succeeded"
+	ArchivedQueueStateDead      ArchivedQueueState = "dead"
+)
+
+func (e *ArchivedQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = ArchivedQueueState(s)
+	case string:
+		*e = ArchivedQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for ArchivedQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullArchivedQueueState struct {
+	ArchivedQueueState ArchivedQueueState
+	Valid              bool // Valid is true if ArchivedQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullArchivedQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.ArchivedQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.ArchivedQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullArchivedQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.ArchivedQueueState), nil
+}
+
 type BackloggedQueueBacklogState string
 
 const (
@@ -144,6 +232,50 @@ func (ns NullEventQueueState) Value() (driver.Value, error) {
 	return string(ns.EventQueueState), nil
 }
 
+type FairQueueState string
+
+const (
+	FairQueueStateAvailable FairQueueState = "available"
+	FairQueueStateRunning   FairQueueState = "running"
+	FairQueueStateSucceeded FairQueueState = "succeeded"
+	FairQueueStateDead      FairQueueState = "dead"
+)
+
+func (e *FairQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = FairQueueState(s)
+	case string:
+		*e = FairQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for FairQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullFairQueueState struct {
+	FairQueueState FairQueueState
+	Valid          bool // Valid is true if FairQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullFairQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.FairQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.FairQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullFairQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.FairQueueState), nil
+}
+
 type LedgerQueueState string
 
 const (
@@ -274,6 +406,50 @@ func (ns NullQueuegenQueuesMode) Value() (driver.Value, error) {
 	return string(ns.QueuegenQueuesMode), nil
 }
 
+type RatedQueueState string
+
+const (
+	RatedQueueStateAvailable RatedQueueState = "available"
+	RatedQueueStateRunning   RatedQueueState = "running"
+	RatedQueueStateSucceeded RatedQueueState = "succeeded"
+	RatedQueueStateDead      RatedQueueState = "dead"
+)
+
+func (e *RatedQueueState) Scan(src interface{}) error {
+	switch s := src.(type) {
+	case []byte:
+		*e = RatedQueueState(s)
+	case string:
+		*e = RatedQueueState(s)
+	default:
+		return fmt.Errorf("unsupported scan type for RatedQueueState: %T", src)
+	}
+	return nil
+}
+
+type NullRatedQueueState struct {
+	RatedQueueState RatedQueueState
+	Valid           bool // Valid is true if RatedQueueState is not NULL
+}
+
+// Scan implements the Scanner interface.
+func (ns *NullRatedQueueState) Scan(value interface{}) error {
+	if value == nil {
+		ns.RatedQueueState, ns.Valid = "", false
+		return nil
+	}
+	ns.Valid = true
+	return ns.RatedQueueState.Scan(value)
+}
+
+// Value implements the driver Valuer interface.
+func (ns NullRatedQueueState) Value() (driver.Value, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	return string(ns.RatedQueueState), nil
+}
+
 type WorkQueueState string
 
 const (
@@ -316,6 +492,44 @@ func (ns NullWorkQueueState) Value() (driver.Value, error) {
 		return nil, nil
 	}
 	return string(ns.WorkQueueState), nil
+}
+
+type ArchivedArchiveRow struct {
+	ID          int64
+	State       ArchivedQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	N           int64
+	Tenant      string
+}
+
+type ArchivedRow struct {
+	ID          int64
+	State       ArchivedQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	N           int64
+	Tenant      string
 }
 
 type BackloggedQueueBacklog struct {
@@ -374,6 +588,25 @@ type EventRow struct {
 	Payload     json.RawMessage
 }
 
+type FairRow struct {
+	ID          int64
+	State       FairQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	N           int64
+	Tenant      string
+}
+
 type LedgerRow struct {
 	ID          int64
 	State       LedgerQueueState
@@ -429,6 +662,32 @@ type QueueRegistryRow struct {
 	Mode         QueuegenQueuesMode
 	Paused       bool
 	RegisteredAt time.Time
+}
+
+type RatedQueueRate struct {
+	ID        int64
+	ClaimedAt time.Time
+	Tenant    string
+	Jobs      int32
+}
+
+type RatedRow struct {
+	ID          int64
+	State       RatedQueueState
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      json.RawMessage
+	Failures    *json.RawMessage
+	UniqueKey   *string
+	N           int64
+	Tenant      string
 }
 
 type WorkRow struct {

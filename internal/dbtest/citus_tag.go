@@ -1,0 +1,5 @@
+//go:build citus
+
+package dbtest
+
+func init() { citusSelected = true }
