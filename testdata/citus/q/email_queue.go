@@ -158,8 +158,7 @@ func (q *EmailQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err != nil {
 		// Jobs claimed from the buckets before the error are leased:
 		// they are returned with it, to be worked.
-		jobs, jerr := q.jobs(rows), error(nil)
-		return jobs, errors.Join(err, jerr)
+		return q.jobs(rows), err
 	}
 	return q.jobs(rows), nil
 }

@@ -165,8 +165,8 @@ func (q *ReportQueue) Claim(ctx context.Context, node string, max int, opts ...q
 	if err != nil {
 		// Jobs claimed from the buckets before the error are leased:
 		// they are returned with it, to be worked.
-		jobs, jerr := q.jobs(ctx, q, rows)
-		return jobs, errors.Join(err, jerr)
+		js, jerr := q.jobs(ctx, q, rows)
+		return js, errors.Join(err, jerr)
 	}
 	return q.jobs(ctx, q, rows)
 }
