@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/queuegen/queuegen/integration/e2e/citus/cjobs"
 	"github.com/queuegen/queuegen/integration/e2e/jobs"
 	"github.com/queuegen/queuegen/integration/e2e/mysql/myjobs"
 	"github.com/queuegen/queuegen/integration/e2e/payload"
@@ -29,7 +30,9 @@ import (
 // fresh migrated database and the generated accessors of the queues every
 // spec declares alike (task, kept, nowait, txtask), whose payload is one Go
 // type, payload.Task. They run on PostgreSQL and MySQL, and on SQL Server
-// too where $QUEUEGEN_SQLSERVER_URL names one (see dbtest.ThisRun).
+// too where $QUEUEGEN_SQLSERVER_URL names one (see dbtest.ThisRun), and on
+// a Citus cluster, with every queue distributed, when built with the
+// citus tag (see dbtest.AndCitus).
 
 // leaseQueue is what the suites use of a lease-mode queue: any engine's
 // generated accessor of task, kept or nowait.
@@ -75,8 +78,12 @@ type engine struct {
 	task   leaseQueue
 	kept   purgingQueue
 	nowait leaseQueue
-	// periodic are task and txtask, as a Scheduler takes them.
-	periodic []periodicQueue
+	// periodic are task and the queue of the every-second tick (txtask;
+	// kept on Citus), as a Scheduler takes them; tickTable is the latter's
+	// table and tickGet its Get of a tick's payload name.
+	periodic  []periodicQueue
+	tickTable string
+	tickGet   func(ctx context.Context, id int64) (string, error)
 	// noRows is the error Get returns for a job that is gone.
 	noRows error
 	// archived and the archive transaction-mode queues are the archive
@@ -135,8 +142,18 @@ func (x *txEngine[Tx]) begin(t *testing.T) Tx {
 // the engines, each with a fresh migrated database.
 func eachEngine(t *testing.T, test func(t *testing.T, e *engine)) {
 	t.Helper()
+	eachEngineOf(t, dbtest.AndCitus(dbtest.AndSQLServer(dbtest.ThisRun())), test)
+}
+
+// withoutCitus are eachEngine's engines but Citus: for the tests of what a
+// distributed queue does not promise, each saying why where it calls it.
+func withoutCitus() []string { return dbtest.AndSQLServer(dbtest.ThisRun()) }
+
+// eachEngineOf is eachEngine on the engines given.
+func eachEngineOf(t *testing.T, engines []string, test func(t *testing.T, e *engine)) {
+	t.Helper()
 	t.Parallel()
-	for _, name := range dbtest.AndSQLServer(dbtest.ThisRun()) {
+	for _, name := range engines {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			test(t, open(t, name))
@@ -144,11 +161,12 @@ func eachEngine(t *testing.T, test func(t *testing.T, e *engine)) {
 	}
 }
 
-// eachTx runs the transaction-mode suite on each engine: pg on
-// PostgreSQL, std on the engines of database/sql.
+// eachTx runs the transaction-mode suite on each engine that has
+// transaction mode (not Citus, which refuses it on a distributed queue):
+// pg on PostgreSQL, std on the engines of database/sql.
 func eachTx(t *testing.T, pg func(*testing.T, *engine, *txEngine[pgx.Tx]), std func(*testing.T, *engine, *txEngine[*sql.Tx])) {
 	t.Helper()
-	eachEngine(t, func(t *testing.T, e *engine) {
+	eachEngineOf(t, withoutCitus(), func(t *testing.T, e *engine) {
 		if e.pg != nil {
 			pg(t, e, e.pg)
 		} else {
@@ -162,13 +180,14 @@ var migrations = map[string]string{
 	dburl.PostgreSQL: "db/migrations",
 	dburl.MySQL:      "mysql/db/migrations",
 	dburl.SQLServer:  "sqlserver/db/migrations",
+	dbtest.Citus:     "citus/db/migrations",
 }
 
 // open creates and migrates a database of engine name.
 func open(t *testing.T, name string) *engine {
 	t.Helper()
 	db := dbtest.New(t, name)
-	m, err := migrate.Open(db.Address, migrations[name])
+	m, err := migrate.Open(db.Address, migrations[name], e2eSchema(db)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +195,7 @@ func open(t *testing.T, name string) *engine {
 	if err := m.Up(context.Background(), io.Discard); err != nil {
 		t.Fatalf("migrate up: %v", err)
 	}
-	e := &engine{name: name, db: db}
+	e := &engine{name: name, db: db, tickTable: "txtask_queue"}
 	switch name {
 	case dburl.PostgreSQL:
 		pool := poolFor(t, db.Address)
@@ -193,6 +212,23 @@ func open(t *testing.T, name string) *engine {
 				_, err := t.Exec(ctx, e.placeholders(stmt), args...)
 				return err
 			}}
+	case dbtest.Citus:
+		// Transaction mode, the archive, fair_by, limits and rate are
+		// refused on a distributed queue (see the README's "Citus"): the
+		// suites of those run on the other engines.
+		pool := poolFor(t, db.Address)
+		task := cjobs.NewTaskQueue(pool)
+		kept := cjobs.NewKeptQueue(pool)
+		e.task, e.kept, e.nowait = task, kept, cjobs.NewNowaitQueue(pool)
+		e.periodic, e.tickTable = []periodicQueue{task, kept}, "kept_queue"
+		e.tickGet = func(ctx context.Context, id int64) (string, error) {
+			j, err := kept.Get(ctx, id)
+			if err != nil {
+				return "", err
+			}
+			return j.Payload.Name, nil
+		}
+		e.noRows = pgx.ErrNoRows
 	case dburl.MySQL:
 		task, tx := myjobs.NewTaskQueue(db.SQL), myjobs.NewTxtaskQueue(db.SQL)
 		e.task, e.kept, e.nowait = task, myjobs.NewKeptQueue(db.SQL), myjobs.NewNowaitQueue(db.SQL)
@@ -233,7 +269,7 @@ func setStd[Q stdTxQueue[Q]](e *engine, tx Q, driver queue.TxDriver[*sql.Tx]) {
 // takes them: numbered $1, $2… for PostgreSQL, @p1, @p2… for SQL Server
 // (go-mssqldb's sqlserver driver); MySQL's stay ?.
 func (e *engine) placeholders(stmt string) string {
-	prefix := map[string]string{dburl.PostgreSQL: "$", dburl.SQLServer: "@p"}[e.name]
+	prefix := map[string]string{dburl.PostgreSQL: "$", dbtest.Citus: "$", dburl.SQLServer: "@p"}[e.name]
 	if prefix == "" {
 		return stmt
 	}
@@ -257,6 +293,19 @@ func (e *engine) exec(t *testing.T, stmt string, args ...any) {
 	if _, err := e.db.SQL.Exec(stmt, args...); err != nil {
 		t.Fatalf("%s: %v", stmt, err)
 	}
+}
+
+// postgres reports whether the engine is PostgreSQL, distributed (Citus)
+// or not.
+func (e *engine) postgres() bool { return e.name == dburl.PostgreSQL || e.name == dbtest.Citus }
+
+// e2eSchema is the migrations' schema option for db: its own schema on
+// Citus, none elsewhere.
+func e2eSchema(db *dbtest.DB) []migrate.Option {
+	if db.Schema == "" {
+		return nil
+	}
+	return []migrate.Option{migrate.Schema(db.Schema)}
 }
 
 // sql picks the statement of the engine's dialect: PostgreSQL's, MySQL's

@@ -44,10 +44,13 @@ func failedAt[P any](t *testing.T, j *queue.Job[P], attempts ...int32) {
 // error. It catches a migration that does not apply to a live table, and
 // a failure statement that mispairs times where errors predate the
 // column (NULL failures).
+//
+// Not on Citus: the failures column predates distribute, so the Citus
+// spec has no migration before it to go back to.
 func TestFailuresAfterUpgrade(t *testing.T) {
-	eachEngine(t, func(t *testing.T, e *engine) {
+	eachEngineOf(t, withoutCitus(), func(t *testing.T, e *engine) {
 		ctx := context.Background()
-		m, err := migrate.Open(e.db.Address, migrations[e.name])
+		m, err := migrate.Open(e.db.Address, migrations[e.name], e2eSchema(e.db)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/queue"
 )
 
@@ -86,7 +85,7 @@ func (e *engine) holdMaintenanceLock(t *testing.T, name, table string) (release 
 		t.Fatal(err)
 	}
 	var locked bool
-	if e.name == dburl.PostgreSQL {
+	if e.postgres() {
 		err = tx.QueryRowContext(ctx, "SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance ' || $1, 0))", table).Scan(&locked)
 	} else { // the queue's registry row
 		var got string

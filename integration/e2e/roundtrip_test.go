@@ -18,8 +18,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/queuegen/queuegen/integration/e2e/citus/cjobs"
 	"github.com/queuegen/queuegen/integration/e2e/jobs"
 	"github.com/queuegen/queuegen/integration/e2e/mysql/myjobs"
+	"github.com/queuegen/queuegen/internal/dbtest"
 	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/queue"
 )
@@ -61,6 +63,13 @@ func TestEveryValueRoundTrips(t *testing.T) {
 			roundTrip(t, jobs.NewTypedQueue(poolFor(t, e.db.Address)), func() jobs.TypedPayload {
 				var p jobs.TypedPayload
 				fill(rng, reflect.ValueOf(&p).Elem(), e.name)
+				p.DCount = new(int32(rng.Int32()))
+				return p
+			})
+		case dbtest.Citus:
+			roundTrip(t, cjobs.NewTypedQueue(poolFor(t, e.db.Address)), func() cjobs.TypedPayload {
+				var p cjobs.TypedPayload
+				fill(rng, reflect.ValueOf(&p).Elem(), dburl.PostgreSQL)
 				p.DCount = new(int32(rng.Int32()))
 				return p
 			})

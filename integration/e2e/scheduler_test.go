@@ -16,7 +16,7 @@ import (
 func TestPeriodicTickPushedOnce(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
-		job := e.periodic[1].PeriodicJobs()[0] // txtask's tick, every second
+		job := e.periodic[1].PeriodicJobs()[0] // the every-second tick
 		base := time.Now().Truncate(time.Second)
 		var pushed atomic.Int64
 		for tick := range 3 {
@@ -37,7 +37,7 @@ func TestPeriodicTickPushedOnce(t *testing.T) {
 		if pushed.Load() != 3 {
 			t.Errorf("%d pushes reported, want one per tick (3)", pushed.Load())
 		}
-		if n := e.count(t, "SELECT count(*) FROM txtask_queue"); n != 3 {
+		if n := e.count(t, "SELECT count(*) FROM "+e.tickTable); n != 3 {
 			t.Errorf("%d jobs, want 3", n)
 		}
 		// An old tick is not pushed again.
@@ -45,16 +45,19 @@ func TestPeriodicTickPushedOnce(t *testing.T) {
 			t.Errorf("re-pushing the first tick = %t, %v", ok, err)
 		}
 		var id int64
-		if err := e.db.SQL.QueryRow("SELECT min(id) FROM txtask_queue").Scan(&id); err != nil {
+		if err := e.db.SQL.QueryRow("SELECT min(id) FROM " + e.tickTable).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
 		var get func(context.Context, int64) (string, error)
-		if e.pg != nil {
+		switch {
+		case e.tickGet != nil:
+			get = e.tickGet
+		case e.pg != nil:
 			get = func(ctx context.Context, id int64) (string, error) {
 				j, err := e.pg.q.Get(ctx, id)
 				return j.Payload.Name, err
 			}
-		} else {
+		default:
 			get = func(ctx context.Context, id int64) (string, error) {
 				j, err := e.std.q.Get(ctx, id)
 				return j.Payload.Name, err
@@ -76,14 +79,14 @@ func TestSchedulersOnThreeNodes(t *testing.T) {
 			s := queue.NewScheduler(e.periodic[1].PeriodicJobs(), quiet)
 			wg.Go(func() { s.Run(ctx) })
 		}
-		eventually(t, 30*time.Second, "three ticks", func() bool { return e.count(t, "SELECT count(*) FROM txtask_queue") >= 3 })
+		eventually(t, 30*time.Second, "three ticks", func() bool { return e.count(t, "SELECT count(*) FROM "+e.tickTable) >= 3 })
 		cancel()
 		wg.Wait()
 		second := e.sql("date_trunc('second', created_at)", "DATE_FORMAT(created_at, '%Y%m%d%H%i%s')", "CONVERT(CHAR(19), created_at, 120)")
-		if n := e.count(t, "SELECT count(*) FROM (SELECT "+second+" AS s FROM txtask_queue GROUP BY "+second+" HAVING count(*) > 1) d"); n != 0 {
+		if n := e.count(t, "SELECT count(*) FROM (SELECT "+second+" AS s FROM "+e.tickTable+" GROUP BY "+second+" HAVING count(*) > 1) d"); n != 0 {
 			t.Errorf("%d ticks were pushed more than once", n)
 		}
-		if n := e.count(t, "SELECT count(*) FROM txtask_queue"); n != e.count(t, "SELECT count(DISTINCT "+second+") FROM txtask_queue") {
+		if n := e.count(t, "SELECT count(*) FROM "+e.tickTable); n != e.count(t, "SELECT count(DISTINCT "+second+") FROM "+e.tickTable) {
 			t.Errorf("%d jobs for fewer ticks", n)
 		}
 	})

@@ -24,9 +24,10 @@ func TestGetMissingIsNotFound(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		gets := map[string]func(context.Context, int64) (*queue.Job[payload.Task], error){"task": e.task.Get}
-		if e.pg != nil {
+		switch {
+		case e.pg != nil:
 			gets["txtask"] = e.pg.q.Get
-		} else {
+		case e.std != nil:
 			gets["txtask"] = e.std.q.Get
 		}
 		for name, get := range gets {
@@ -166,6 +167,7 @@ var keyLimits = map[string]struct {
 	unit string
 }{
 	"postgresql": {key: 2692, unit: "bytes"},
+	"citus":      {key: 2684, unit: "bytes"},
 	"mysql":      {key: 255, node: 255, unit: "characters"},
 	"sqlserver":  {key: 255, node: 255, unit: "UTF-16 code units"},
 }

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/queuegen/queuegen/integration/e2e/payload"
+	"github.com/queuegen/queuegen/internal/dbtest"
 	"github.com/queuegen/queuegen/internal/dburl"
+	"github.com/queuegen/queuegen/internal/spec"
 	"github.com/queuegen/queuegen/queue"
 )
 
@@ -469,12 +471,17 @@ func lockRow(t *testing.T, e *engine, id int64) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tx.Rollback() })
-	lock := "SELECT id FROM task_queue WHERE id = ? FOR UPDATE"
-	if e.name == dburl.SQLServer {
+	lock, args := "SELECT id FROM task_queue WHERE id = ? FOR UPDATE", []any{id}
+	switch e.name {
+	case dburl.SQLServer:
 		lock = "SELECT id FROM task_queue WITH (UPDLOCK, ROWLOCK) WHERE id = ?"
+	case dbtest.Citus:
+		// Citus locks rows of one shard only: the job's bucket names it
+		// (an id carries its bucket, id % spec.MaxBuckets).
+		lock, args = "SELECT id FROM task_queue WHERE bucket = ? AND id = ? FOR UPDATE", []any{id % spec.MaxBuckets, id}
 	}
 	var got int64
-	if err := tx.QueryRow(e.placeholders(lock), id).Scan(&got); err != nil {
+	if err := tx.QueryRow(e.placeholders(lock), args...).Scan(&got); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -51,13 +51,17 @@ type DB struct {
 	Address string
 	// SQL is a database/sql handle on it.
 	SQL *sql.DB
+	// Schema is the schema the test's tables go in, on Citus (the
+	// cluster's database is shared; each test has a schema of its own);
+	// "" elsewhere.
+	Schema string
 }
 
 // New creates a database of engine for t. SQL Server's is created on the
 // server EnvSQLServer names; without it, the test fails.
 func New(t testing.TB, engine string) *DB {
 	t.Helper()
-	var address string
+	var address, schema string
 	switch engine {
 	case dburl.PostgreSQL:
 		address = pgtest.URL(t)
@@ -66,7 +70,7 @@ func New(t testing.TB, engine string) *DB {
 	case dburl.SQLServer:
 		address = sqlServerDatabase(t)
 	case Citus:
-		address, _ = pgtest.CitusURL(t)
+		address, schema = pgtest.CitusURL(t)
 	default:
 		t.Fatalf("dbtest: no engine %q", engine)
 	}
@@ -79,7 +83,7 @@ func New(t testing.TB, engine string) *DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	return &DB{Engine: engine, Address: address, SQL: h}
+	return &DB{Engine: engine, Address: address, SQL: h, Schema: schema}
 }
 
 // Tables counts the tables the migrations made: every table of the

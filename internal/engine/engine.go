@@ -262,6 +262,9 @@ type Driver struct {
 	// queue tables hold (unique_key, locked_by): the generated Push and
 	// Claim refuse longer ones before any statement.
 	KeyLimit, NodeLimit Limit
+	// DistributedKeyLimit is KeyLimit for a distributed queue, whose
+	// unique index leads with the bucket (engines with distribute only).
+	DistributedKeyLimit Limit
 }
 
 // Limit is how long a string a column holds; the zero Limit is none.

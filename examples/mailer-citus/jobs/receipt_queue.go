@@ -343,16 +343,23 @@ func (q *ReceiptQueue) ReleaseNode(ctx context.Context, node string) (int64, err
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *ReceiptQueue) Reap(ctx context.Context, max int) (int64, error) {
-	// Bucket by bucket, each a statement on one shard, until max.
+	// Bucket by bucket, each a statement on one shard, until max, in one
+	// transaction that holds the queue's maintenance lock on the
+	// coordinator: while another node holds it, nothing is done.
+	tx, qq, err := q.maintenance(ctx)
+	if tx == nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx)
 	var reaped int64
 	for b := 0; b < ReceiptBuckets && reaped < int64(max); b++ {
-		n, err := q.q.ReapReceipt(ctx, jobsdb.ReapReceiptParams{Bucket: int16(b), Max: int32(int64(max) - reaped)})
-		reaped += n
+		n, err := qq.ReapReceipt(ctx, jobsdb.ReapReceiptParams{Bucket: int16(b), Max: int32(int64(max) - reaped)})
 		if err != nil {
-			return reaped, err
+			return 0, err
 		}
+		reaped += n
 	}
-	return reaped, nil
+	return reaped, tx.Commit(ctx)
 }
 
 // QueueName is the queue's name, "receipt".
@@ -503,6 +510,24 @@ func newBucketsOfReceipt() *bucketsOfReceipt {
 	b.push.Store(rand.Uint32())
 	b.claim.Store(rand.Uint32())
 	return b
+}
+
+// maintenance begins the transaction of a Reap or Purge and takes the
+// queue's maintenance lock in it, on the coordinator; it returns no
+// transaction when another node holds the lock (or on an error), and the
+// caller then does nothing.
+func (q *ReceiptQueue) maintenance(ctx context.Context) (pgx.Tx, *jobsdb.Queries, error) {
+	tx, err := q.db.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	qq := q.q.WithTx(tx)
+	locked, err := qq.LockMaintenanceReceipt(ctx)
+	if err != nil || !locked {
+		tx.Rollback(ctx)
+		return nil, nil, err
+	}
+	return tx, qq, nil
 }
 
 // bucket is the bucket of the job with this id: ids carry their bucket

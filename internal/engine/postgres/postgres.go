@@ -72,6 +72,11 @@ func (Engine) Driver() engine.Driver {
 		// compresses, so no longer key is taken whatever its content.
 		// locked_by is text with no index: node ids have no limit.
 		KeyLimit: engine.Limit{Max: 2692, Unit: "bytes", Column: "PostgreSQL's unique index on unique_key (a btree entry holds at most 2,704 bytes)"},
+		// A distributed queue's unique index is on (bucket, unique_key):
+		// the smallint and its padding to the text's alignment take 8
+		// bytes of the entry (measured on Citus 13: a 2,692-byte key made
+		// an entry of 2,712 bytes).
+		DistributedKeyLimit: engine.Limit{Max: 2684, Unit: "bytes", Column: "PostgreSQL's unique index on (bucket, unique_key) of a distributed queue (a btree entry holds at most 2,704 bytes)"},
 	}
 }
 

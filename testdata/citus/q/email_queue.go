@@ -341,16 +341,23 @@ func (q *EmailQueue) ReleaseNode(ctx context.Context, node string) (int64, error
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *EmailQueue) Reap(ctx context.Context, max int) (int64, error) {
-	// Bucket by bucket, each a statement on one shard, until max.
+	// Bucket by bucket, each a statement on one shard, until max, in one
+	// transaction that holds the queue's maintenance lock on the
+	// coordinator: while another node holds it, nothing is done.
+	tx, qq, err := q.maintenance(ctx)
+	if tx == nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx)
 	var reaped int64
 	for b := 0; b < EmailBuckets && reaped < int64(max); b++ {
-		n, err := q.q.ReapEmail(ctx, qdb.ReapEmailParams{Bucket: int16(b), Max: int32(int64(max) - reaped)})
-		reaped += n
+		n, err := qq.ReapEmail(ctx, qdb.ReapEmailParams{Bucket: int16(b), Max: int32(int64(max) - reaped)})
 		if err != nil {
-			return reaped, err
+			return 0, err
 		}
+		reaped += n
 	}
-	return reaped, nil
+	return reaped, tx.Commit(ctx)
 }
 
 // QueueName is the queue's name, "email".
@@ -501,6 +508,24 @@ func newBucketsOfEmail() *bucketsOfEmail {
 	b.push.Store(rand.Uint32())
 	b.claim.Store(rand.Uint32())
 	return b
+}
+
+// maintenance begins the transaction of a Reap or Purge and takes the
+// queue's maintenance lock in it, on the coordinator; it returns no
+// transaction when another node holds the lock (or on an error), and the
+// caller then does nothing.
+func (q *EmailQueue) maintenance(ctx context.Context) (pgx.Tx, *qdb.Queries, error) {
+	tx, err := q.db.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	qq := q.q.WithTx(tx)
+	locked, err := qq.LockMaintenanceEmail(ctx)
+	if err != nil || !locked {
+		tx.Rollback(ctx)
+		return nil, nil, err
+	}
+	return tx, qq, nil
 }
 
 // bucket is the bucket of the job with this id: ids carry their bucket

@@ -349,36 +349,49 @@ func (q *ReportQueue) ReleaseNode(ctx context.Context, node string) (int64, erro
 // and returns how many; a Maintainer calls it in batches. Claims re-deliver
 // other expired jobs by themselves.
 func (q *ReportQueue) Reap(ctx context.Context, max int) (int64, error) {
-	// Bucket by bucket, each a statement on one shard, until max.
+	// Bucket by bucket, each a statement on one shard, until max, in one
+	// transaction that holds the queue's maintenance lock on the
+	// coordinator: while another node holds it, nothing is done.
+	tx, qq, err := q.maintenance(ctx)
+	if tx == nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx)
 	var reaped int64
 	for b := 0; b < ReportBuckets && reaped < int64(max); b++ {
-		n, err := q.q.ReapReport(ctx, qdb.ReapReportParams{Bucket: int16(b), Max: int32(int64(max) - reaped)})
-		reaped += n
+		n, err := qq.ReapReport(ctx, qdb.ReapReportParams{Bucket: int16(b), Max: int32(int64(max) - reaped)})
 		if err != nil {
-			return reaped, err
+			return 0, err
 		}
+		reaped += n
 	}
-	return reaped, nil
+	return reaped, tx.Commit(ctx)
 }
 
 // Purge deletes up to max finished jobs past the queue's retention and
 // returns how many; a Maintainer calls it in batches.
 func (q *ReportQueue) Purge(ctx context.Context, max int) (int64, error) {
-	// Bucket by bucket, each a statement on one shard, until max.
+	// Bucket by bucket, each a statement on one shard, until max, in one
+	// transaction that holds the queue's maintenance lock (see Reap).
+	tx, qq, err := q.maintenance(ctx)
+	if tx == nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx)
 	var purged int64
 	for b := 0; b < ReportBuckets && purged < int64(max); b++ {
-		n, err := q.q.PurgeReport(ctx, qdb.PurgeReportParams{
+		n, err := qq.PurgeReport(ctx, qdb.PurgeReportParams{
 			Bucket:             int16(b),
 			SucceededRetention: ReportRetainSucceeded,
 			DeadRetention:      ReportRetainDead,
 			Max:                int32(int64(max) - purged),
 		})
-		purged += n
 		if err != nil {
-			return purged, err
+			return 0, err
 		}
+		purged += n
 	}
-	return purged, nil
+	return purged, tx.Commit(ctx)
 }
 
 // QueueName is the queue's name, "report".
@@ -568,6 +581,24 @@ func newBucketsOfReport() *bucketsOfReport {
 	b.push.Store(rand.Uint32())
 	b.claim.Store(rand.Uint32())
 	return b
+}
+
+// maintenance begins the transaction of a Reap or Purge and takes the
+// queue's maintenance lock in it, on the coordinator; it returns no
+// transaction when another node holds the lock (or on an error), and the
+// caller then does nothing.
+func (q *ReportQueue) maintenance(ctx context.Context) (pgx.Tx, *qdb.Queries, error) {
+	tx, err := q.db.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	qq := q.q.WithTx(tx)
+	locked, err := qq.LockMaintenanceReport(ctx)
+	if err != nil || !locked {
+		tx.Rollback(ctx)
+		return nil, nil, err
+	}
+	return tx, qq, nil
 }
 
 // bucket is the bucket of the job with this id: ids carry their bucket

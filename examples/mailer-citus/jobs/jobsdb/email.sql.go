@@ -633,6 +633,23 @@ func (q *Queries) GetEmail(ctx context.Context, arg GetEmailParams) (EmailRow, e
 	return i, err
 }
 
+const lockMaintenanceEmail = `-- name: LockMaintenanceEmail :one
+SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance email_queue', 0))
+`
+
+// LockMaintenanceEmail tries the queue's maintenance lock for the caller's
+// transaction, on the coordinator (a statement with no table runs there): the
+// accessor's Reap and Purge take it first and walk the buckets in the same
+// transaction, so that one node at a time maintains the queue, as on one
+// node. Taken in a bucket's statement, the lock would be the worker's that
+// holds the shard, not the cluster's.
+func (q *Queries) LockMaintenanceEmail(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, lockMaintenanceEmail)
+	var pg_try_advisory_xact_lock bool
+	err := row.Scan(&pg_try_advisory_xact_lock)
+	return pg_try_advisory_xact_lock, err
+}
+
 const notifyEmail = `-- name: NotifyEmail :exec
 SELECT pg_notify('queuegen_email_queue', '')
 `
@@ -788,13 +805,10 @@ type ReapEmailParams struct {
 // ReapEmail makes dead up to @max running jobs of bucket @bucket whose lease
 // expired on their last attempt (the error kept with its time and attempt, as
 // FailEmail keeps them), which claims no longer take; the accessor walks the
-// buckets. The batch is bounded and SKIP LOCKED, so it neither waits on a
-// worker finishing one of them (whose fenced update then finds it gone) nor
-// holds a long transaction, and two maintainers on the same bucket take
-// different jobs. (A queue on one node also takes a maintenance lock so that
-// one node at a time does this work; on Citus the lock would be the shard's
-// node's, not the cluster's, and SKIP LOCKED already keeps concurrent
-// maintainers correct.)
+// buckets, in one transaction that holds the maintenance lock
+// (LockMaintenanceEmail). The batch is bounded and SKIP LOCKED, so it neither
+// waits on a worker finishing one of them (whose fenced update then finds it
+// gone) nor on a claim.
 func (q *Queries) ReapEmail(ctx context.Context, arg ReapEmailParams) (int64, error) {
 	result, err := q.db.Exec(ctx, reapEmail, arg.Bucket, arg.Max)
 	if err != nil {

@@ -661,6 +661,23 @@ func (q *Queries) GetStatement(ctx context.Context, arg GetStatementParams) (Sta
 	return i, err
 }
 
+const lockMaintenanceStatement = `-- name: LockMaintenanceStatement :one
+SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance statement_queue', 0))
+`
+
+// LockMaintenanceStatement tries the queue's maintenance lock for the
+// caller's transaction, on the coordinator (a statement with no table runs
+// there): the accessor's Reap and Purge take it first and walk the buckets in
+// the same transaction, so that one node at a time maintains the queue, as on
+// one node. Taken in a bucket's statement, the lock would be the worker's
+// that holds the shard, not the cluster's.
+func (q *Queries) LockMaintenanceStatement(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, lockMaintenanceStatement)
+	var pg_try_advisory_xact_lock bool
+	err := row.Scan(&pg_try_advisory_xact_lock)
+	return pg_try_advisory_xact_lock, err
+}
+
 const notifyStatement = `-- name: NotifyStatement :exec
 SELECT pg_notify('queuegen_statement_queue', '')
 `
@@ -715,9 +732,9 @@ type PurgeStatementParams struct {
 }
 
 // PurgeStatement deletes up to @max finished jobs of bucket @bucket past
-// their retention, oldest first; the accessor walks the buckets. SKIP LOCKED
-// and the bounded batch keep it from waiting on workers or holding a long
-// transaction, and keep two maintainers on one bucket apart.
+// their retention, oldest first; the accessor walks the buckets in one
+// transaction that holds the maintenance lock (LockMaintenanceStatement).
+// SKIP LOCKED and the bounded batch keep it from waiting on workers.
 func (q *Queries) PurgeStatement(ctx context.Context, arg PurgeStatementParams) (int64, error) {
 	result, err := q.db.Exec(ctx, purgeStatement,
 		arg.Bucket,
@@ -836,13 +853,10 @@ type ReapStatementParams struct {
 // ReapStatement makes dead up to @max running jobs of bucket @bucket whose
 // lease expired on their last attempt (the error kept with its time and
 // attempt, as FailStatement keeps them), which claims no longer take; the
-// accessor walks the buckets. The batch is bounded and SKIP LOCKED, so it
-// neither waits on a worker finishing one of them (whose fenced update then
-// finds it gone) nor holds a long transaction, and two maintainers on the
-// same bucket take different jobs. (A queue on one node also takes a
-// maintenance lock so that one node at a time does this work; on Citus the
-// lock would be the shard's node's, not the cluster's, and SKIP LOCKED
-// already keeps concurrent maintainers correct.)
+// accessor walks the buckets, in one transaction that holds the maintenance
+// lock (LockMaintenanceStatement). The batch is bounded and SKIP LOCKED, so
+// it neither waits on a worker finishing one of them (whose fenced update
+// then finds it gone) nor on a claim.
 func (q *Queries) ReapStatement(ctx context.Context, arg ReapStatementParams) (int64, error) {
 	result, err := q.db.Exec(ctx, reapStatement, arg.Bucket, arg.Max)
 	if err != nil {

@@ -661,6 +661,23 @@ func (q *Queries) GetReport(ctx context.Context, arg GetReportParams) (ReportRow
 	return i, err
 }
 
+const lockMaintenanceReport = `-- name: LockMaintenanceReport :one
+SELECT pg_try_advisory_xact_lock(hashtextextended('queuegen maintenance report_queue', 0))
+`
+
+// LockMaintenanceReport tries the queue's maintenance lock for the caller's
+// transaction, on the coordinator (a statement with no table runs there): the
+// accessor's Reap and Purge take it first and walk the buckets in the same
+// transaction, so that one node at a time maintains the queue, as on one
+// node. Taken in a bucket's statement, the lock would be the worker's that
+// holds the shard, not the cluster's.
+func (q *Queries) LockMaintenanceReport(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, lockMaintenanceReport)
+	var pg_try_advisory_xact_lock bool
+	err := row.Scan(&pg_try_advisory_xact_lock)
+	return pg_try_advisory_xact_lock, err
+}
+
 const pausedReport = `-- name: PausedReport :one
 SELECT paused FROM queuegen_queues
 WHERE name = 'report'
@@ -700,9 +717,9 @@ type PurgeReportParams struct {
 }
 
 // PurgeReport deletes up to @max finished jobs of bucket @bucket past their
-// retention, oldest first; the accessor walks the buckets. SKIP LOCKED and
-// the bounded batch keep it from waiting on workers or holding a long
-// transaction, and keep two maintainers on one bucket apart.
+// retention, oldest first; the accessor walks the buckets in one transaction
+// that holds the maintenance lock (LockMaintenanceReport). SKIP LOCKED and
+// the bounded batch keep it from waiting on workers.
 func (q *Queries) PurgeReport(ctx context.Context, arg PurgeReportParams) (int64, error) {
 	result, err := q.db.Exec(ctx, purgeReport,
 		arg.Bucket,
@@ -821,13 +838,10 @@ type ReapReportParams struct {
 // ReapReport makes dead up to @max running jobs of bucket @bucket whose lease
 // expired on their last attempt (the error kept with its time and attempt, as
 // FailReport keeps them), which claims no longer take; the accessor walks the
-// buckets. The batch is bounded and SKIP LOCKED, so it neither waits on a
-// worker finishing one of them (whose fenced update then finds it gone) nor
-// holds a long transaction, and two maintainers on the same bucket take
-// different jobs. (A queue on one node also takes a maintenance lock so that
-// one node at a time does this work; on Citus the lock would be the shard's
-// node's, not the cluster's, and SKIP LOCKED already keeps concurrent
-// maintainers correct.)
+// buckets, in one transaction that holds the maintenance lock
+// (LockMaintenanceReport). The batch is bounded and SKIP LOCKED, so it
+// neither waits on a worker finishing one of them (whose fenced update then
+// finds it gone) nor on a claim.
 func (q *Queries) ReapReport(ctx context.Context, arg ReapReportParams) (int64, error) {
 	result, err := q.db.Exec(ctx, reapReport, arg.Bucket, arg.Max)
 	if err != nil {
