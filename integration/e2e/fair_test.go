@@ -329,6 +329,80 @@ func TestFairClaimsConcurrently(t *testing.T) {
 	})
 }
 
+// TestFairClaimsOfFewValuesTakeWholeShares: a few values, each with a
+// large share of the claim (on MySQL the claim then seeks each value's
+// share, a statement a value, where the one statement's walk read s²/2
+// entries for a share of s and, on MariaDB, stopped at
+// max_recursive_iterations, 1,000 turns: a claim of 3,000 from two values
+// came back with 2,002). Each value gives its share, oldest first, at most
+// ⌈batch ÷ values⌉; a value with fewer leaves the claim short; and
+// transaction-mode claims that hold their jobs take disjoint ones.
+func TestFairClaimsOfFewValuesTakeWholeShares(t *testing.T) {
+	eachFairEngine(t, func(t *testing.T, q *fairQueue) {
+		ctx := context.Background()
+		pushTenant(t, q, "a", 1600)
+		pushTenant(t, q, "b", 1600)
+		pushTenant(t, q, "c", 10)
+		got, err := q.claim(ctx, "node", 120)
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := map[string][]int32{}
+		for _, j := range got {
+			per[j.tenant] = append(per[j.tenant], j.n)
+		}
+		for tenant, want := range map[string]int{"a": 40, "b": 40, "c": 10} {
+			ns := per[tenant]
+			slices.Sort(ns)
+			if len(ns) != want || ns[0] != 0 || ns[len(ns)-1] != int32(want-1) {
+				t.Errorf("claim of 120 from three tenants took %v of %s; want its %d oldest", ns, tenant, want)
+			}
+		}
+		// Two values left (c is done), each with 1,560: a claim of 3,000
+		// takes 1,500 of each.
+		got, err = q.claim(ctx, "node", 3000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := map[string]int{}
+		for _, j := range got {
+			count[j.tenant]++
+		}
+		if count["a"] != 1500 || count["b"] != 1500 {
+			t.Errorf("claim of 3,000 from two tenants took %v; want 1,500 of each", count)
+		}
+		// Transaction mode: two tenants of 64 jobs; a claim of 64 takes 32
+		// of each and holds them; a second claim takes none of those (it
+		// may come back short: PostgreSQL's ranks only each value's first
+		// share, which the first holds), and no more than 32 of each.
+		for i := range 64 {
+			for _, tenant := range []string{"x", "y"} {
+				if err := q.txPush(ctx, tenant, int32(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		seen := map[int64]bool{}
+		for i := range 2 {
+			got, err := q.txClaim(t, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := map[string]int{}
+			for _, j := range got {
+				if seen[j.id] {
+					t.Errorf("transaction claim %d took job %s, which another open transaction holds", i, j)
+				}
+				seen[j.id] = true
+				count[j.tenant]++
+			}
+			if i == 0 && (count["x"] != 32 || count["y"] != 32) || count["x"] > 32 || count["y"] > 32 {
+				t.Errorf("transaction claim %d of 64 took %v; want 32 of each tenant (at most, beside another claim's)", i, count)
+			}
+		}
+	})
+}
+
 // TestFairClaimsServeSmallTenantsBehindABurst: one tenant's burst of 2,000
 // jobs, pushed first, does not hold back 20 small tenants' jobs: each
 // small tenant's job is among the first three claims of 10 (a claim takes

@@ -268,6 +268,16 @@ func TestMySQLClaimPlans(t *testing.T) {
 		// value's limit, now, limit.
 		{"fair.sql.go", "ClaimDueFair", []any{10, nil, nil, nil, 10, nil, 10}, "fair_queue_fair_idx"},
 		{"txfair.sql.go", "ClaimTxfair", []any{10, nil, nil, nil, 10, nil, 10}, "txfair_queue_fair_idx"},
+		// The fair claims' seeks (shares of FairSeekShare and more): the
+		// values, a dive into the fair index each; then a value's share,
+		// a range read of the fair index in claim order, locked as it is
+		// read.
+		{"fair.sql.go", "FirstFairKeyFair", nil, "fair_queue_fair_idx"},
+		{"fair.sql.go", "NextFairKeyFair", []any{"t1"}, "fair_queue_fair_idx"},
+		{"fair.sql.go", "ClaimKeyFair", []any{"t1", nil, 10}, "fair_queue_fair_idx"},
+		{"txfair.sql.go", "FirstFairKeyTxfair", nil, "txfair_queue_fair_idx"},
+		{"txfair.sql.go", "NextFairKeyTxfair", []any{"t1"}, "txfair_queue_fair_idx"},
+		{"txfair.sql.go", "ClaimKeyTxfair", []any{"t1", nil, 10}, "txfair_queue_fair_idx"},
 		// The limited claims: the lock (the registry row, by primary
 		// key), the global count, and the claims, whose per-key count
 		// reads the fair index too (every line of the limited claim's
@@ -326,6 +336,11 @@ func TestMySQLClaimPlans(t *testing.T) {
 			// count (held) probes the fair index like the walk.
 			if (c.query == "ClaimDueLimited" || c.query == "ClaimDueThrottled") && line["type"] == "ALL" && !strings.HasPrefix(line["table"], "<") {
 				t.Errorf("%s scans %s: %v", c.query, line["table"], line)
+			}
+			// A value is one dive into the fair index, and a value's share
+			// a range of it, read in its order.
+			if (strings.Contains(c.query, "FairKey") || strings.HasPrefix(c.query, "ClaimKey")) && line["type"] != "range" && line["type"] != "ref" {
+				t.Errorf("%s does not read a range of the fair index: %v", c.query, line)
 			}
 			if testing.Verbose() {
 				t.Logf("%s: %v", c.query, line)

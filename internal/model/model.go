@@ -189,7 +189,7 @@ func Build(s *spec.Spec) (*Model, error) {
 		if q.Archive != nil {
 			m.Renames = append(m.Renames, Rename{m.Schema, q.Archive.Name, q.ArchiveRowType})
 		}
-		for _, name := range GoNames(q.GoName, q.Archive != nil) {
+		for _, name := range GoNames(q.GoName, q.Archive != nil, q.FairBy != "") {
 			prev, taken := owner[name]
 			if !taken {
 				owner[name] = q
@@ -286,8 +286,9 @@ func (m *Model) checkNames(s *spec.Spec) spec.Errors {
 // GoNames are the package-level Go names generated for a queue whose Go
 // name is g: the accessor's types and constants, and sqlc's query methods
 // with their parameter and row types (with an archive, its row type and
-// query too).
-func GoNames(g string, archive bool) []string {
+// query too; with fair_by, the MySQL fair claim's listing of the values
+// and seek of one value's share).
+func GoNames(g string, archive, fair bool) []string {
 	names := []string{g + "Queue", g + "Payload", g + "Row", g + "MaxAttempts", g + "Lease", g + "Backoff", g + "RetainSucceeded", g + "RetainDead", g + "Buckets"}
 	ops := []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "FailManyAt", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth", "DepthAtMost", "Purge", "AdvanceTick", "Defaults",
 		// MySQL's claims, failures and maintenance are several statements.
@@ -297,6 +298,9 @@ func GoNames(g string, archive bool) []string {
 	if archive {
 		names = append(names, g+"ArchiveRow")
 		ops = append(ops, "GetArchived")
+	}
+	if fair {
+		ops = append(ops, "FirstFairKey", "NextFairKey", "ClaimKey")
 	}
 	for _, op := range ops {
 		names = append(names, op+g, op+g+"Params", op+g+"Row")

@@ -150,3 +150,31 @@ queues:
 		t.Errorf("reference tables %v, functions %v (want none: no queue on one node notifies)", m.Catalog.Reference, m.Catalog.Functions)
 	}
 }
+
+// TestFairGoNames: a fair queue's claim reserves the names of its MySQL
+// statements: queues key_mail (transaction mode: its claim is sqlc's
+// ClaimKeyMail) and mail stand side by side until mail takes fair_by, and
+// then mail's seek of one value's share would be ClaimKeyMail too.
+func TestFairGoNames(t *testing.T) {
+	spec := func(fair string) string {
+		return `version: 1
+package: {name: jobs, dir: jobs}
+migrations: m
+queries: q
+queues:
+  - name: mail
+    ` + fair + `
+    payload: {columns: {tenant: varchar(64)}}
+  - name: key_mail
+    mode: transaction
+    payload: {columns: {n: integer}}
+`
+	}
+	if err := build(t, spec("")); err != nil {
+		t.Errorf("mail and key_mail without fair_by: %v", err)
+	}
+	err := build(t, spec("fair_by: tenant"))
+	if err == nil || !strings.Contains(err.Error(), "the generated Go name ClaimKeyMail") {
+		t.Errorf("mail with fair_by beside key_mail: %v", err)
+	}
+}

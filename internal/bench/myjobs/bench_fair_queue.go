@@ -152,12 +152,12 @@ func (q *BenchFairQueue) Claim(ctx context.Context, node string, max int, opts .
 			rows, now = append(rows, r.BenchFairRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueBenchFair(ctx, myjobsdb.ClaimDueBenchFairParams{Now: o.Now, Max: int64(max - len(rows)), Limit: int32(max - len(rows)), Limit_2: int32(max - len(rows))})
+			due, dueNow, err := q.claimFair(ctx, qt, o.Now, max-len(rows))
 			if err != nil {
 				return err
 			}
-			for _, r := range due {
-				rows, now = append(rows, r.BenchFairRow), r.DbNow
+			if len(due) > 0 {
+				rows, now = append(rows, due...), dueNow
 			}
 		}
 		if len(rows) == 0 {
@@ -484,6 +484,44 @@ func (q *BenchFairQueue) jobs(rows []myjobsdb.BenchFairRow) []*queue.Job[BenchFa
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// claimFair takes up to n due jobs in qt's transaction, from each
+// tenant in turn, and returns them with the database's clock at the
+// claim. FirstFairKeyBenchFair and NextFairKeyBenchFair list the values with
+// available jobs (mysqlimpl.FairKeys); when they are few and each one's
+// share of n is large (mysqlimpl.FairSeeks), the claim seeks each value's
+// share with ClaimKeyBenchFair, a range read of the fair index a value
+// (mysqlimpl.FairTake: s entries read for a share of s, where the one
+// statement's walk reads s²/2 and recurses once a job); otherwise it is
+// the one statement, ClaimDueBenchFair.
+func (q *BenchFairQueue) claimFair(ctx context.Context, qt *myjobsdb.Queries, at *time.Time, n int) ([]myjobsdb.BenchFairRow, time.Time, error) {
+	var now time.Time
+	keys, err := mysqlimpl.FairKeys(ctx, n, qt.FirstFairKeyBenchFair, qt.NextFairKeyBenchFair)
+	if err != nil || len(keys) == 0 {
+		return nil, now, err
+	}
+	var rows []myjobsdb.BenchFairRow
+	if !mysqlimpl.FairSeeks(len(keys), n) {
+		due, err := qt.ClaimDueBenchFair(ctx, myjobsdb.ClaimDueBenchFairParams{Now: at, Max: int64(n), Limit: int32(n), Limit_2: int32(n)})
+		if err != nil {
+			return nil, now, err
+		}
+		for _, r := range due {
+			rows, now = append(rows, r.BenchFairRow), r.DbNow
+		}
+		return rows, now, nil
+	}
+	due, err := mysqlimpl.FairTake(ctx, len(keys), n, func(ctx context.Context, v, k int) ([]myjobsdb.ClaimKeyBenchFairRow, error) {
+		return qt.ClaimKeyBenchFair(ctx, myjobsdb.ClaimKeyBenchFairParams{FairKey: keys[v], Now: at, Limit: int32(k)})
+	})
+	if err != nil {
+		return nil, now, err
+	}
+	for _, r := range due {
+		rows, now = append(rows, r.BenchFairRow), r.DbNow
+	}
+	return rows, now, nil
 }
 
 // failMany fails those of jobs the caller still holds, in tx (or a

@@ -134,14 +134,13 @@ func (q *ChargeQueue) Claim(ctx context.Context, tx *sql.Tx, max int, opts ...qu
 		return nil, err
 	}
 	qt := q.q.WithTx(tx)
-	claimed, err := qt.ClaimCharge(ctx, jobsdb.ClaimChargeParams{Now: o.Now, Max: int64(max), Limit: int32(max), Limit_2: int32(max)})
+	rows, now, err := q.claimFair(ctx, qt, o.Now, max)
 	if err != nil {
 		return nil, err
 	}
-	rows, ids := make([]jobsdb.ChargeRow, len(claimed)), make([]int64, len(claimed))
-	var now time.Time
-	for i, r := range claimed {
-		rows[i], ids[i], now = r.ChargeRow, r.ChargeRow.ID, r.DbNow
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
 	}
 	if len(rows) > 0 {
 		if o.Now != nil {
@@ -383,6 +382,44 @@ func (q *ChargeQueue) jobs(rows []jobsdb.ChargeRow) []*queue.Job[ChargePayload] 
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// claimFair takes up to n due jobs in qt's transaction, from each
+// account in turn, and returns them with the database's clock at the
+// claim. FirstFairKeyCharge and NextFairKeyCharge list the values with
+// available jobs (mysqlimpl.FairKeys); when they are few and each one's
+// share of n is large (mysqlimpl.FairSeeks), the claim seeks each value's
+// share with ClaimKeyCharge, a range read of the fair index a value
+// (mysqlimpl.FairTake: s entries read for a share of s, where the one
+// statement's walk reads s²/2 and recurses once a job); otherwise it is
+// the one statement, ClaimCharge.
+func (q *ChargeQueue) claimFair(ctx context.Context, qt *jobsdb.Queries, at *time.Time, n int) ([]jobsdb.ChargeRow, time.Time, error) {
+	var now time.Time
+	keys, err := mysqlimpl.FairKeys(ctx, n, qt.FirstFairKeyCharge, qt.NextFairKeyCharge)
+	if err != nil || len(keys) == 0 {
+		return nil, now, err
+	}
+	var rows []jobsdb.ChargeRow
+	if !mysqlimpl.FairSeeks(len(keys), n) {
+		due, err := qt.ClaimCharge(ctx, jobsdb.ClaimChargeParams{Now: at, Max: int64(n), Limit: int32(n), Limit_2: int32(n)})
+		if err != nil {
+			return nil, now, err
+		}
+		for _, r := range due {
+			rows, now = append(rows, r.ChargeRow), r.DbNow
+		}
+		return rows, now, nil
+	}
+	due, err := mysqlimpl.FairTake(ctx, len(keys), n, func(ctx context.Context, v, k int) ([]jobsdb.ClaimKeyChargeRow, error) {
+		return qt.ClaimKeyCharge(ctx, jobsdb.ClaimKeyChargeParams{FairKey: keys[v], Now: at, Limit: int32(k)})
+	})
+	if err != nil {
+		return nil, now, err
+	}
+	for _, r := range due {
+		rows, now = append(rows, r.ChargeRow), r.DbNow
+	}
+	return rows, now, nil
 }
 
 // failMany fails those of jobs the caller still holds, in tx (or a

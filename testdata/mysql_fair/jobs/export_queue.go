@@ -152,12 +152,12 @@ func (q *ExportQueue) Claim(ctx context.Context, node string, max int, opts ...q
 			rows, now = append(rows, r.ExportRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueExport(ctx, jobsdb.ClaimDueExportParams{Now: o.Now, Max: int64(max - len(rows)), Limit: int32(max - len(rows)), Limit_2: int32(max - len(rows))})
+			due, dueNow, err := q.claimFair(ctx, qt, o.Now, max-len(rows))
 			if err != nil {
 				return err
 			}
-			for _, r := range due {
-				rows, now = append(rows, r.ExportRow), r.DbNow
+			if len(due) > 0 {
+				rows, now = append(rows, due...), dueNow
 			}
 		}
 		if len(rows) == 0 {
@@ -484,6 +484,44 @@ func (q *ExportQueue) jobs(rows []jobsdb.ExportRow) []*queue.Job[ExportPayload] 
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// claimFair takes up to n due jobs in qt's transaction, from each
+// tenant in turn, and returns them with the database's clock at the
+// claim. FirstFairKeyExport and NextFairKeyExport list the values with
+// available jobs (mysqlimpl.FairKeys); when they are few and each one's
+// share of n is large (mysqlimpl.FairSeeks), the claim seeks each value's
+// share with ClaimKeyExport, a range read of the fair index a value
+// (mysqlimpl.FairTake: s entries read for a share of s, where the one
+// statement's walk reads s²/2 and recurses once a job); otherwise it is
+// the one statement, ClaimDueExport.
+func (q *ExportQueue) claimFair(ctx context.Context, qt *jobsdb.Queries, at *time.Time, n int) ([]jobsdb.ExportRow, time.Time, error) {
+	var now time.Time
+	keys, err := mysqlimpl.FairKeys(ctx, n, qt.FirstFairKeyExport, qt.NextFairKeyExport)
+	if err != nil || len(keys) == 0 {
+		return nil, now, err
+	}
+	var rows []jobsdb.ExportRow
+	if !mysqlimpl.FairSeeks(len(keys), n) {
+		due, err := qt.ClaimDueExport(ctx, jobsdb.ClaimDueExportParams{Now: at, Max: int64(n), Limit: int32(n), Limit_2: int32(n)})
+		if err != nil {
+			return nil, now, err
+		}
+		for _, r := range due {
+			rows, now = append(rows, r.ExportRow), r.DbNow
+		}
+		return rows, now, nil
+	}
+	due, err := mysqlimpl.FairTake(ctx, len(keys), n, func(ctx context.Context, v, k int) ([]jobsdb.ClaimKeyExportRow, error) {
+		return qt.ClaimKeyExport(ctx, jobsdb.ClaimKeyExportParams{FairKey: keys[v], Now: at, Limit: int32(k)})
+	})
+	if err != nil {
+		return nil, now, err
+	}
+	for _, r := range due {
+		rows, now = append(rows, r.ExportRow), r.DbNow
+	}
+	return rows, now, nil
 }
 
 // failMany fails those of jobs the caller still holds, in tx (or a

@@ -170,12 +170,12 @@ func (q *MailQueue) Claim(ctx context.Context, node string, max int, opts ...que
 			room = left
 		}
 		if room > 0 {
-			due, err := qt.ClaimDueMail(ctx, jobsdb.ClaimDueMailParams{Now: o.Now, Max: int64(room), Limit: int32(room), Limit_2: int32(room)})
+			due, dueNow, err := q.claimFair(ctx, qt, o.Now, room)
 			if err != nil {
 				return err
 			}
-			for _, r := range due {
-				rows, now = append(rows, r.MailRow), r.DbNow
+			if len(due) > 0 {
+				rows, now = append(rows, due...), dueNow
 			}
 		}
 		if len(rows) == 0 {
@@ -515,6 +515,44 @@ func (q *MailQueue) jobs(rows []jobsdb.MailRow) []*queue.Job[MailPayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// claimFair takes up to n due jobs in qt's transaction, from each
+// tenant in turn, and returns them with the database's clock at the
+// claim. FirstFairKeyMail and NextFairKeyMail list the values with
+// available jobs (mysqlimpl.FairKeys); when they are few and each one's
+// share of n is large (mysqlimpl.FairSeeks), the claim seeks each value's
+// share with ClaimKeyMail, a range read of the fair index a value
+// (mysqlimpl.FairTake: s entries read for a share of s, where the one
+// statement's walk reads s²/2 and recurses once a job); otherwise it is
+// the one statement, ClaimDueMail.
+func (q *MailQueue) claimFair(ctx context.Context, qt *jobsdb.Queries, at *time.Time, n int) ([]jobsdb.MailRow, time.Time, error) {
+	var now time.Time
+	keys, err := mysqlimpl.FairKeys(ctx, n, qt.FirstFairKeyMail, qt.NextFairKeyMail)
+	if err != nil || len(keys) == 0 {
+		return nil, now, err
+	}
+	var rows []jobsdb.MailRow
+	if !mysqlimpl.FairSeeks(len(keys), n) {
+		due, err := qt.ClaimDueMail(ctx, jobsdb.ClaimDueMailParams{Now: at, Max: int64(n), Limit: int32(n), Limit_2: int32(n)})
+		if err != nil {
+			return nil, now, err
+		}
+		for _, r := range due {
+			rows, now = append(rows, r.MailRow), r.DbNow
+		}
+		return rows, now, nil
+	}
+	due, err := mysqlimpl.FairTake(ctx, len(keys), n, func(ctx context.Context, v, k int) ([]jobsdb.ClaimKeyMailRow, error) {
+		return qt.ClaimKeyMail(ctx, jobsdb.ClaimKeyMailParams{FairKey: keys[v], Now: at, Limit: int32(k)})
+	})
+	if err != nil {
+		return nil, now, err
+	}
+	for _, r := range due {
+		rows, now = append(rows, r.MailRow), r.DbNow
+	}
+	return rows, now, nil
 }
 
 // failMany fails those of jobs the caller still holds, in tx (or a

@@ -137,6 +137,48 @@ SET attempt = attempt + 1,
     attempted_at = sqlc.arg(claimed_at)
 WHERE id IN (sqlc.slice(ids));
 
+-- name: FirstFairKeyCharge :one
+-- FirstFairKeyCharge is the least account value with available jobs, and
+-- NextFairKeyCharge the next after @after: one dive into the fair index
+-- (state, account, …) each, whatever the table's statistics (MariaDB takes
+-- the loose index scan of GROUP BY account only once InnoDB's statistics
+-- count the values: on a table just filled, EXPLAIN shows a read of every
+-- available job's entry), locking nothing. The accessor lists the values this
+-- way, one more at most than a claim seeks (mysqlimpl.FairSeeks: a few
+-- values, each with a large share of the claim); then it seeks each value's
+-- jobs with ClaimKeyCharge, a statement a value, instead of walking them in
+-- ClaimCharge (whose walk reads s²/2 entries for a share of s, and recurses
+-- once a job).
+SELECT account
+FROM charge_queue FORCE INDEX (charge_queue_fair_idx)
+WHERE state = 'available'
+ORDER BY account
+LIMIT 1;
+
+-- name: NextFairKeyCharge :one
+SELECT account
+FROM charge_queue FORCE INDEX (charge_queue_fair_idx)
+WHERE state = 'available'
+  AND account > sqlc.arg(after)
+ORDER BY account
+LIMIT 1;
+
+-- name: ClaimKeyCharge :many
+-- ClaimKeyCharge takes one account value's share of a fair claim: its first
+-- @limit due jobs in claim order, one range read of the fair index (state,
+-- account, …), which holds them in that order (no sort: under FOR UPDATE
+-- SKIP LOCKED a sort would lock every row it read), locked FOR UPDATE SKIP
+-- LOCKED, so a job another transaction holds is passed over for the value's
+-- next one.
+SELECT sqlc.embed(charge_queue), UTC_TIMESTAMP(6) AS db_now
+FROM charge_queue FORCE INDEX (charge_queue_fair_idx)
+WHERE state = 'available'
+  AND account = sqlc.arg(fair_key)
+  AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
+ORDER BY run_after, id
+LIMIT ?
+FOR UPDATE SKIP LOCKED;
+
 -- name: CompleteCharge :execrows
 -- CompleteCharge deletes a job, fenced: only while it is still available at
 -- the caller's attempt, so a stale holder whose job was claimed again changes
