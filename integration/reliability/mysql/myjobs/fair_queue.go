@@ -152,12 +152,12 @@ func (q *FairQueue) Claim(ctx context.Context, node string, max int, opts ...que
 			rows, now = append(rows, r.FairRow), r.DbNow
 		}
 		if len(rows) < max {
-			due, err := qt.ClaimDueFair(ctx, myjobsdb.ClaimDueFairParams{Now: o.Now, Max: int64(max - len(rows)), Limit: int32(max - len(rows)), Limit_2: int32(max - len(rows))})
+			due, dueNow, err := q.claimFair(ctx, qt, o.Now, max-len(rows))
 			if err != nil {
 				return err
 			}
-			for _, r := range due {
-				rows, now = append(rows, r.FairRow), r.DbNow
+			if len(due) > 0 {
+				rows, now = append(rows, due...), dueNow
 			}
 		}
 		if len(rows) == 0 {
@@ -484,6 +484,44 @@ func (q *FairQueue) jobs(rows []myjobsdb.FairRow) []*queue.Job[FairPayload] {
 		jobs[i] = q.job(r)
 	}
 	return jobs
+}
+
+// claimFair takes up to n due jobs in qt's transaction, from each
+// tenant in turn, and returns them with the database's clock at the
+// claim. FirstFairKeyFair and NextFairKeyFair list the values with
+// available jobs (mysqlimpl.FairKeys); when they are few and each one's
+// share of n is large (mysqlimpl.FairSeeks), the claim seeks each value's
+// share with ClaimKeyFair, a range read of the fair index a value
+// (mysqlimpl.FairTake: s entries read for a share of s, where the one
+// statement's walk reads s²/2 and recurses once a job); otherwise it is
+// the one statement, ClaimDueFair.
+func (q *FairQueue) claimFair(ctx context.Context, qt *myjobsdb.Queries, at *time.Time, n int) ([]myjobsdb.FairRow, time.Time, error) {
+	var now time.Time
+	keys, err := mysqlimpl.FairKeys(ctx, n, qt.FirstFairKeyFair, qt.NextFairKeyFair)
+	if err != nil || len(keys) == 0 {
+		return nil, now, err
+	}
+	var rows []myjobsdb.FairRow
+	if !mysqlimpl.FairSeeks(len(keys), n) {
+		due, err := qt.ClaimDueFair(ctx, myjobsdb.ClaimDueFairParams{Now: at, Max: int64(n), Limit: int32(n), Limit_2: int32(n)})
+		if err != nil {
+			return nil, now, err
+		}
+		for _, r := range due {
+			rows, now = append(rows, r.FairRow), r.DbNow
+		}
+		return rows, now, nil
+	}
+	due, err := mysqlimpl.FairTake(ctx, len(keys), n, func(ctx context.Context, v, k int) ([]myjobsdb.ClaimKeyFairRow, error) {
+		return qt.ClaimKeyFair(ctx, myjobsdb.ClaimKeyFairParams{FairKey: keys[v], Now: at, Limit: int32(k)})
+	})
+	if err != nil {
+		return nil, now, err
+	}
+	for _, r := range due {
+		rows, now = append(rows, r.FairRow), r.DbNow
+	}
+	return rows, now, nil
 }
 
 // failMany fails those of jobs the caller still holds, in tx (or a

@@ -158,6 +158,47 @@ SET state = 'running',
     locked_until = sqlc.arg(lease_until)
 WHERE id IN (sqlc.slice(ids));
 
+-- name: FirstFairKeyFair :one
+-- FirstFairKeyFair is the least tenant value with available jobs, and
+-- NextFairKeyFair the next after @after: one dive into the fair index (state,
+-- tenant, …) each, whatever the table's statistics (MariaDB takes the loose
+-- index scan of GROUP BY tenant only once InnoDB's statistics count the
+-- values: on a table just filled, EXPLAIN shows a read of every available
+-- job's entry), locking nothing. The accessor lists the values this way, one
+-- more at most than a claim seeks (mysqlimpl.FairSeeks: a few values, each
+-- with a large share of the claim); then it seeks each value's jobs with
+-- ClaimKeyFair, a statement a value, instead of walking them in ClaimDueFair
+-- (whose walk reads s²/2 entries for a share of s, and recurses once a job).
+SELECT tenant
+FROM fair_queue FORCE INDEX (fair_queue_fair_idx)
+WHERE state = 'available'
+ORDER BY tenant
+LIMIT 1;
+
+-- name: NextFairKeyFair :one
+SELECT tenant
+FROM fair_queue FORCE INDEX (fair_queue_fair_idx)
+WHERE state = 'available'
+  AND tenant > sqlc.arg(after)
+ORDER BY tenant
+LIMIT 1;
+
+-- name: ClaimKeyFair :many
+-- ClaimKeyFair takes one tenant value's share of a fair claim: its first
+-- @limit due jobs in claim order, one range read of the fair index (state,
+-- tenant, …), which holds them in that order (no sort: under FOR UPDATE
+-- SKIP LOCKED a sort would lock every row it read), locked FOR UPDATE SKIP
+-- LOCKED, so a job another transaction holds is passed over for the value's
+-- next one.
+SELECT sqlc.embed(fair_queue), UTC_TIMESTAMP(6) AS db_now
+FROM fair_queue FORCE INDEX (fair_queue_fair_idx)
+WHERE state = 'available'
+  AND tenant = sqlc.arg(fair_key)
+  AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
+ORDER BY run_after, id
+LIMIT ?
+FOR UPDATE SKIP LOCKED;
+
 -- name: CompleteFair :execrows
 -- CompleteFair deletes a job, fenced: only while it is still running at the
 -- caller's attempt, so a stale holder whose job was claimed again changes
