@@ -24,6 +24,24 @@
 // limits) or
 // so far run on it only. The run through PgBouncer repeats the
 // PostgreSQL scenarios only.
+//
+// Built with the citus tag (go test -tags citus) and with
+// $QUEUEGEN_CITUS_URL naming a Citus coordinator, workers killed and
+// connections terminated run on the cluster too, with the spec of
+// citus/queuegen.yaml (queues work and event distributed by bucket,
+// generated into package cjobs), in subtests named citus, each in a
+// schema of its own; their lines read "<scenario> (citus)". Citus refuses
+// triggers on a distributed table unless citus.enable_unsafe_triggers is
+// on: with it, the audit's triggers run on every shard and log to tables
+// local to the node holding it, in the statement's transaction, and the
+// tallies gather every node's log on the coordinator (citusAudit;
+// TestCitusAudit checks it sees both worker nodes). TestWorkerNodeRestarted
+// (Citus only) restarts a worker node of the cluster mid-drain with the
+// command of $QUEUEGEN_CITUS_RESTART; it runs before the parallel
+// scenarios, not beside them. The scenarios of limits, fair claims,
+// rates, backlogs, archives and transaction mode, which a distributed
+// queue refuses, do not run there. CI has no cluster and builds without
+// the tag: none of this runs there.
 package reliability
 
 //go:generate go run github.com/queuegen/queuegen/cmd/queuegen generate

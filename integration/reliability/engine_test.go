@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/queuegen/queuegen/integration/reliability/citus/cjobs"
 	"github.com/queuegen/queuegen/integration/reliability/jobs"
 	"github.com/queuegen/queuegen/integration/reliability/mysql/myjobs"
 	"github.com/queuegen/queuegen/internal/dbtest"
@@ -28,18 +30,44 @@ import (
 // queue. Scenarios about PostgreSQL itself (isolation levels, a snapshot
 // holding back vacuum, PgBouncer) use its pool and generated package
 // directly and run on PostgreSQL only.
+//
+// A few scenarios run on a Citus cluster too (eachEngineAndCitus), when
+// the test binary is built with the citus tag: PostgreSQL's engine, with
+// the spec of citus/queuegen.yaml (package cjobs), whose queues work and
+// event are distributed, on a schema of the test's own on the coordinator
+// of $QUEUEGEN_CITUS_URL; their lines read "<scenario> (citus)". Citus
+// refuses limits, fair claims, rates, backlogs, archives and transaction
+// mode on a distributed queue, so the scenarios of those are not among
+// them.
 
 const (
 	postgres = dburl.PostgreSQL
 	mysqlEng = dburl.MySQL
+	citus    = dbtest.Citus
 )
 
 // eachEngine runs test once per engine, in parallel subtests named after
 // the engines.
 func eachEngine(t *testing.T, test func(t *testing.T, engine string)) {
 	t.Helper()
+	eachEngineOf(t, dbtest.ThisRun(), test)
+}
+
+// eachEngineAndCitus is eachEngine on a Citus cluster too, when the test
+// binary is built with the citus tag (dbtest.AndCitus): for the scenarios
+// about what every queue promises whatever runs it (workers killed,
+// connections terminated).
+func eachEngineAndCitus(t *testing.T, test func(t *testing.T, engine string)) {
+	t.Helper()
+	eachEngineOf(t, dbtest.AndCitus(dbtest.ThisRun()), test)
+}
+
+// eachEngineOf runs test once per engine of engines, in parallel subtests
+// named after them.
+func eachEngineOf(t *testing.T, engines []string, test func(t *testing.T, engine string)) {
+	t.Helper()
 	t.Parallel()
-	for _, engine := range dbtest.ThisRun() {
+	for _, engine := range engines {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			test(t, engine)
@@ -70,22 +98,33 @@ type (
 // target is one engine's migrated database with the suite's audit.
 type target struct {
 	engine string
-	// address is its URL (PostgreSQL) or DSN (MySQL): workerproc's -db.
+	// address is its URL (PostgreSQL, Citus) or DSN (MySQL): workerproc's
+	// -db.
 	address string
-	// pool is the PostgreSQL pool; db the MySQL handle.
+	// schema is the test's own schema on the Citus cluster, whose
+	// coordinator's database the tests share, and application the
+	// application_name of every session of the test's there (so that
+	// terminateSessions ends the test's own sessions only); "" elsewhere.
+	schema, application string
+	// pool is the PostgreSQL (and Citus) pool; db the MySQL handle.
 	pool *pgxpool.Pool
 	db   *sql.DB
 	// work and events are the accessors of queues work and event.
 	work   lease[work]
 	events lease[event]
 	// keyed are the accessors of the queues of payload keyed, by queue
-	// name.
+	// name (none on Citus).
 	keyed map[string]lease[keyed]
 }
 
-// on sets tg's accessors on its pool (PostgreSQL) or handle (MySQL).
+// on sets tg's accessors on its pool (PostgreSQL, Citus) or handle (MySQL).
 func (tg *target) on() *target {
 	switch tg.engine {
+	case citus:
+		tg.work = adapt[cjobs.WorkPayload, work](cjobs.NewWorkQueue(tg.pool),
+			func(w work) cjobs.WorkPayload { return cjobs.WorkPayload(w) }, func(p cjobs.WorkPayload) work { return work(p) })
+		tg.events = adapt[cjobs.EventPayload, event](cjobs.NewEventQueue(tg.pool),
+			func(e event) cjobs.EventPayload { return cjobs.EventPayload(e) }, func(p cjobs.EventPayload) event { return event(p) })
 	case postgres:
 		tg.work = adapt[jobs.WorkPayload, work](jobs.NewWorkQueue(tg.pool),
 			func(w work) jobs.WorkPayload { return jobs.WorkPayload(w) }, func(p jobs.WorkPayload) work { return work(p) })
@@ -127,18 +166,34 @@ func (tg *target) label() string {
 	return " (" + tg.engine + ")"
 }
 
+// pg reports whether tg is a PostgreSQL database (Citus's coordinator is
+// one): its handle is the pgx pool, its statements are PostgreSQL's.
+func (tg *target) pg() bool { return tg.engine != mysqlEng }
+
 // migrations is the engine's migrations directory.
 func migrations(engine string) string {
-	if engine == mysqlEng {
+	switch engine {
+	case mysqlEng:
 		return "mysql/db/migrations"
+	case citus:
+		return "citus/db/migrations"
 	}
 	return "db/migrations"
+}
+
+// workerArgs are the arguments of a workerproc on tg besides -db, -node,
+// -instance and -queue: -citus, on Citus, for the Citus spec's package.
+func (tg *target) workerArgs() []string {
+	if tg.engine == citus {
+		return []string{"-citus"}
+	}
+	return nil
 }
 
 // exec runs a statement whose arguments are written ?.
 func (tg *target) exec(ctx context.Context, stmt string, args ...any) error {
 	var err error
-	if tg.engine == postgres {
+	if tg.pg() {
 		_, err = tg.pool.Exec(ctx, dollars(stmt), args...)
 	} else {
 		_, err = tg.db.ExecContext(ctx, stmt, args...)
@@ -150,7 +205,7 @@ func (tg *target) exec(ctx context.Context, stmt string, args ...any) error {
 func (tg *target) queryInt(ctx context.Context, stmt string, args ...any) (int, error) {
 	var n int
 	var err error
-	if tg.engine == postgres {
+	if tg.pg() {
 		err = tg.pool.QueryRow(ctx, dollars(stmt), args...).Scan(&n)
 	} else {
 		err = tg.db.QueryRowContext(ctx, stmt, args...).Scan(&n)
@@ -191,7 +246,7 @@ func (tg *target) rows(t *testing.T, each func(scan func(dest ...any) error) err
 		Scan(dest ...any) error
 		Err() error
 	}
-	if tg.engine == postgres {
+	if tg.pg() {
 		r, err := tg.pool.Query(ctx, dollars(stmt), args...)
 		if err != nil {
 			t.Fatal(err)
@@ -223,7 +278,7 @@ func (tg *target) jobErrors(t *testing.T, table, where string, args ...any) []st
 	ctx := context.Background()
 	stmt := "SELECT errors FROM " + table + " WHERE " + where + " LIMIT 1"
 	var errs []string
-	if tg.engine == postgres {
+	if tg.pg() {
 		if err := tg.pool.QueryRow(ctx, dollars(stmt), args...).Scan(&errs); err != nil {
 			t.Fatal(err)
 		}
@@ -242,12 +297,20 @@ func (tg *target) jobErrors(t *testing.T, table, where string, args ...any) []st
 // terminateSessions kills every session of tg's database but the
 // killer's own, from an admin connection to its server (admin), and
 // returns how many it killed: pg_terminate_backend on PostgreSQL, KILL
-// CONNECTION on MySQL.
+// CONNECTION on MySQL. On Citus, the coordinator's sessions of the test
+// (its application_name), not those of the other tests that share the
+// database nor Citus's own: each ends the distributed transaction it was
+// in, on the worker nodes too.
 func (tg *target) terminateSessions(t *testing.T, admin *sql.DB, pgAdmin *pgxpool.Pool, database string) int {
 	t.Helper()
 	ctx := context.Background()
-	if tg.engine == postgres {
+	switch tg.engine {
+	case postgres:
 		tag, _ := pgAdmin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", database)
+		return int(tag.RowsAffected())
+	case citus:
+		tag, _ := pgAdmin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+WHERE datname = $1 AND application_name = $2 AND pid <> pg_backend_pid()`, database, tg.application)
 		return int(tag.RowsAffected())
 	}
 	rows, err := admin.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND ID <> CONNECTION_ID()", database)
@@ -276,12 +339,12 @@ func (tg *target) terminateSessions(t *testing.T, admin *sql.DB, pgAdmin *pgxpoo
 func (tg *target) database(t *testing.T) string {
 	t.Helper()
 	q := "SELECT DATABASE()"
-	if tg.engine == postgres {
+	if tg.pg() {
 		q = "SELECT current_database()"
 	}
 	var name string
 	var err error
-	if tg.engine == postgres {
+	if tg.pg() {
 		err = tg.pool.QueryRow(context.Background(), q).Scan(&name)
 	} else {
 		err = tg.db.QueryRow(q).Scan(&name)
@@ -293,11 +356,16 @@ func (tg *target) database(t *testing.T) string {
 }
 
 // adminDB is an admin handle on the shared server of engine (MySQL: a
-// *sql.DB; PostgreSQL: a pool), closed when the test ends.
+// *sql.DB; PostgreSQL: a pool; Citus: a pool on the coordinator of
+// $QUEUEGEN_CITUS_URL), closed when the test ends.
 func adminDB(t *testing.T, engine string) (*sql.DB, *pgxpool.Pool) {
 	t.Helper()
-	if engine == postgres {
-		pool, err := pgxpool.New(context.Background(), pgtest.ServerURL(t))
+	if engine != mysqlEng {
+		address := os.Getenv(pgtest.EnvCitusURL)
+		if engine == postgres {
+			address = pgtest.ServerURL(t)
+		}
+		pool, err := pgxpool.New(context.Background(), address)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -118,9 +119,11 @@ WHERE h.queue = ? AND EXISTS (SELECT 1 FROM handled later WHERE later.queue = h.
 // while the test kills one with SIGKILL at random moments and starts it
 // again. Afterwards every job is completed, none twice, and every job
 // handled more than once was first handled by a process that was killed.
-// On every engine.
+// On every engine, and on a Citus cluster (where the triggers of the audit
+// log each completion on the node holding the job's shard; see
+// citusAudit), with queue work distributed over 64 buckets.
 func TestWorkersKilled(t *testing.T) {
-	eachEngine(t, func(t *testing.T, engine string) {
+	eachEngineAndCitus(t, func(t *testing.T, engine string) {
 		tg := prepare(t, engine, "")
 		total := scale(3000, 30000)
 		chaos := time.Duration(scale(4, 40)) * time.Second
@@ -132,7 +135,7 @@ func TestWorkersKilled(t *testing.T) {
 		if err := tg.work.pushMany(context.Background(), ps); err != nil {
 			t.Fatal(err)
 		}
-		w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address}
+		w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: tg.workerArgs()}
 		procs := []*workerProc{w.start("slot0"), w.start("slot1"), w.start("slot2")}
 		killed := map[string]bool{}
 		for end := time.Now().Add(chaos); time.Now().Before(end); {
@@ -331,7 +334,7 @@ func drainKilledWith(t *testing.T, tg *target, name string, args []string, ps []
 			t.Fatal(err)
 		}
 	}
-	w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: append([]string{"-queue", name}, args...)}
+	w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: slices.Concat([]string{"-queue", name}, args, tg.workerArgs())}
 	procs, killed, renamed := w.chaos(3, time.Duration(scale(4, 40))*time.Second)
 	if len(tables) == 0 {
 		tables = []string{name + "_queue"}

@@ -166,7 +166,7 @@ func record(ctx context.Context, tg *target, table string, id int64, attempt int
 	ctx = context.WithoutCancel(ctx)
 	for {
 		var err error
-		if tg.engine == postgres {
+		if tg.pg() {
 			_, err = tg.pool.Exec(ctx, recordSQL, table, id, attempt, instance, run)
 		} else {
 			_, err = tg.db.ExecContext(ctx, mysqlRecordSQL, table, id, attempt, instance, run)
@@ -179,10 +179,13 @@ func record(ctx context.Context, tg *target, table string, id int64, attempt int
 }
 
 // prepare migrates a database of engine (a fresh one on the shared
-// server, or address when given: a private server's) and adds the audit
-// tables.
+// server, or address when given: a private server's; on Citus, a schema
+// of the test's own on the cluster) and adds the audit tables.
 func prepare(t *testing.T, engine, address string) *target {
 	t.Helper()
+	if engine == citus {
+		return prepareCitus(t)
+	}
 	switch {
 	case engine == mysqlEng && address == "":
 		address = mytest.DSN(t)
@@ -250,6 +253,7 @@ func (c counts) lost() int { return c.pushed - c.completed - c.dead - c.left }
 func tally(t *testing.T, tg *target, table string, pushed int) counts {
 	t.Helper()
 	c := counts{pushed: pushed}
+	tg.collectAudit(t)
 	q := func(sql string, args ...any) int { return tg.count(t, sql, args...) }
 	c.completed = q("SELECT count(DISTINCT job_id) FROM completed_log WHERE queue = ?", table)
 	c.double = q("SELECT count(*) - count(DISTINCT job_id) FROM completed_log WHERE queue = ?", table)
@@ -336,6 +340,7 @@ func check(t *testing.T, tg *target, scenario string, c counts, d delivery, deta
 // lease), and how many took one whose lease had not (a double claim).
 func reclaims(t *testing.T, tg *target) string {
 	t.Helper()
+	tg.collectAudit(t)
 	twice := `job_id IN (SELECT job_id FROM handled WHERE queue = 'work_queue' GROUP BY job_id HAVING count(*) > 1)`
 	expired := tg.count(t, "SELECT count(*) FROM reclaimed WHERE queue = 'work_queue' AND lease_until < at AND "+twice)
 	early := tg.count(t, "SELECT count(*) FROM reclaimed WHERE queue = 'work_queue' AND NOT (lease_until < at) AND "+twice)

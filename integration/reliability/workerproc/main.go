@@ -5,7 +5,9 @@
 // handled, with this process's incarnation, so the test can tell which
 // re-deliveries followed a holder's death. Each run that returns success is
 // recorded first. -db is a PostgreSQL URL or a MySQL DSN or URL: the
-// engine decides which generated package works the queue.
+// engine decides which generated package works the queue. With -citus,
+// -db is the URL of a Citus coordinator and the Citus spec's package
+// (cjobs, queues distributed by bucket) works queue work.
 package main
 
 import (
@@ -25,6 +27,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/queuegen/queuegen/integration/reliability/citus/cjobs"
 	"github.com/queuegen/queuegen/integration/reliability/jobs"
 	"github.com/queuegen/queuegen/integration/reliability/mysql/myjobs"
 	"github.com/queuegen/queuegen/internal/dburl"
@@ -38,6 +41,7 @@ func main() {
 	concurrency := flag.Int("concurrency", 8, "handlers at once")
 	flag.DurationVar(&workFor, "work", 20*time.Millisecond, "how long a handler works a job, at most (at random)")
 	name := flag.String("queue", "work", "the queue to work: work, limited, backlogged, fair, rated or archived")
+	distributed := flag.Bool("citus", false, "-db is a Citus coordinator: work the Citus spec's queue (work only)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -49,12 +53,26 @@ func main() {
 		log.Fatal(err)
 	}
 	var w interface{ Run(context.Context) error }
-	switch *name {
-	case "work", "limited", "backlogged", "fair", "rated", "archived":
+	switch {
+	case *distributed && *name != "work":
+		log.Fatalf("no queue %q on Citus", *name)
+	case *name == "work", *name == "limited", *name == "backlogged", *name == "fair", *name == "rated", *name == "archived":
 	default:
 		log.Fatalf("no queue %q on %s", *name, parsed.Engine)
 	}
-	if parsed.Engine == dburl.MySQL {
+	if *distributed {
+		pool, err := pgxpool.New(ctx, *db)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer pool.Close()
+		record := func(ctx context.Context, args ...any) error {
+			_, err := pool.Exec(ctx, "INSERT INTO handled (queue, job_id, attempt, instance, run) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+				append([]any{*name + "_queue"}, args...)...)
+			return err
+		}
+		w = cjobs.NewWorkQueue(pool).Worker(handler[cjobs.WorkPayload](*instance, record), opts...)
+	} else if parsed.Engine == dburl.MySQL {
 		mysql.SetLogger(log.New(io.Discard, "", 0)) // the broken connections of a test's kills
 		h, err := parsed.Open()
 		if err != nil {
