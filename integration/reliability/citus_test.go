@@ -83,7 +83,7 @@ FROM run_command_on_workers($1)`, citusAuditTables(schema)).Scan(&failed, &why);
 // commits with its delete or not at all, as on PostgreSQL, so the audit
 // proves the same: collectAudit gathers every node's rows into the
 // coordinator's completed_log and reclaimed, which the tallies read, with
-// handled, a table of the coordinator's that the handlers write as on
+// handled and lapsed, tables of the coordinator's that the workers write as on
 // PostgreSQL. The triggers write no distributed table and do not notify,
 // so the queue's statements run as they would without them (a COPY
 // inserts and fires none).
@@ -92,6 +92,8 @@ func citusAudit(schema string) []string {
 	return []string{
 		`CREATE TABLE handled (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL, instance text NOT NULL,
     run text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (queue, job_id, attempt, run))`,
+		`CREATE TABLE lapsed (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL, instance text NOT NULL,
+    why text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (queue, job_id, attempt, instance, why))`,
 		`CREATE TABLE completed_log (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL)`,
 		`CREATE TABLE reclaimed (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL, lease_until timestamptz, at timestamptz NOT NULL)`,
 		// The coordinator's own, should it hold shards.

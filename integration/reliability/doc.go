@@ -2,13 +2,23 @@
 // (also while they work a queue with limits, sampled throughout, a
 // backlog, fair claims, a rate, or an archive), the
 // database restarted, connections terminated, claims by many
-// claimers at once, holders stalled past their leases, claims meeting
+// claimers at once, holders stalled past their leases, worker processes
+// frozen (SIGSTOP) past their leases, claims meeting
 // rows another transaction holds locked, handlers that panic or hang, payloads that no longer
 // decode, claims under every isolation level, a transaction holding back
 // vacuum, and clock skew. Each scenario checks its counts and prints one
 // line:
 //
 //	reliability <scenario>: <pushed> pushed, <completed> completed, <dead> dead, <lost> lost, <double> completed twice, ...
+//
+// A job handled twice must have been handled first by a worker process
+// that was killed, or by one that saw the job's lease run out itself
+// before it was done with it: workerproc logs each lapse it sees, by its
+// own clock, in table lapsed, and the SIGKILL scenarios count those
+// re-deliveries apart ("after a lapse of the lease its holder saw
+// itself"), which a process starved of CPU past its lease on a loaded
+// machine causes. Any other re-delivery, of a job whose holder still held
+// a live lease, fails the scenario.
 //
 // Where a push can fail ambiguously (the database restarts under it),
 // the scenario keeps the ids of acknowledged pushes: each must be

@@ -5,11 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -99,20 +101,62 @@ func (w *workerProcs) stop(ps []*workerProc) {
 	}
 }
 
-// redeliveries counts the jobs of table handled again after a run that
-// returned success, failing the test for each whose earlier run was not
-// by a killed instance.
-func redeliveries(t *testing.T, tg *target, table string, killed map[string]bool) int {
-	t.Helper()
-	n := 0
-	for _, instance := range tg.column(t, `SELECT h.instance FROM handled h
-WHERE h.queue = ? AND EXISTS (SELECT 1 FROM handled later WHERE later.queue = h.queue AND later.job_id = h.job_id AND later.attempt > h.attempt)`, table) {
-		n++
-		if !killed[instance] {
-			t.Errorf("a job was handled again after instance %s, which was not killed, handled it", instance)
+// redelivered is what redeliveries counted: the jobs handled again after
+// a run that returned success, those whose earlier run was by a killed
+// instance, and those whose earlier run's instance, not killed, saw its
+// lease run out itself first (the lapses it logged: see workerproc's
+// leases), by where it saw it.
+type redelivered struct {
+	total, afterKill int
+	afterLapse       map[string]int
+}
+
+// String is r for a scenario's line: the re-deliveries after a lapse are
+// named apart, so a run whose workers were starved of CPU past their
+// leases says so.
+func (r redelivered) String() string {
+	s := fmt.Sprintf("%d re-deliveries", r.total)
+	if n := r.total - r.afterKill; n > 0 {
+		whys := slices.Sorted(maps.Keys(r.afterLapse))
+		var parts []string
+		for _, why := range whys {
+			parts = append(parts, fmt.Sprintf("%d at %s", r.afterLapse[why], why))
 		}
+		s += fmt.Sprintf(" (%d after a kill, %d after a lapse of the lease its holder saw itself: %s)", r.afterKill, n, strings.Join(parts, ", "))
 	}
-	return n
+	return s
+}
+
+// redeliveries counts the jobs of table handled again after a run that
+// returned success, failing the test for each whose earlier run was by an
+// instance that was neither killed nor saw the job's lease run out before
+// it was done with it (table lapsed): a re-delivery of a job whose holder
+// still held a live lease, by its own clock.
+func redeliveries(t *testing.T, tg *target, table string, killed map[string]bool) redelivered {
+	t.Helper()
+	r := redelivered{afterLapse: map[string]int{}}
+	tg.rows(t, func(scan func(dest ...any) error) error {
+		var instance, why string
+		var id int64
+		var attempt int32
+		if err := scan(&instance, &id, &attempt, &why); err != nil {
+			return err
+		}
+		r.total++
+		switch {
+		case killed[instance]:
+			r.afterKill++
+		case why != "":
+			r.afterLapse[why]++
+		default:
+			t.Errorf("job %d was handled again after instance %s, which was not killed and saw no lapse of its lease, handled attempt %d", id, instance, attempt)
+		}
+		return nil
+	}, `SELECT h.instance, h.job_id, h.attempt, COALESCE((SELECT l.why FROM lapsed l
+    WHERE l.queue = h.queue AND l.job_id = h.job_id AND l.attempt = h.attempt AND l.instance = h.instance ORDER BY l.at LIMIT 1), '')
+FROM handled h
+WHERE h.queue = ? AND EXISTS (SELECT 1 FROM handled later WHERE later.queue = h.queue AND later.job_id = h.job_id AND later.attempt > h.attempt)`, table)
+	return r
 }
 
 // TestWorkersKilled works thousands of jobs with three worker processes
@@ -147,9 +191,9 @@ func TestWorkersKilled(t *testing.T) {
 		}
 		waitFinished(t, tg, "work_queue", 2*time.Minute)
 		w.stop(procs)
-		redelivered := redeliveries(t, tg, "work_queue", killed)
+		again := redeliveries(t, tg, "work_queue", killed)
 		check(t, tg, "sigkill", tally(t, tg, "work_queue", total), atLeastOnce,
-			fmt.Sprintf("%d kills", len(killed)), fmt.Sprintf("%d re-deliveries", redelivered))
+			fmt.Sprintf("%d kills", len(killed)), again.String())
 		if len(killed) == 0 {
 			t.Error("no worker was killed")
 		}
@@ -304,13 +348,14 @@ func TestBackloggedWorkersKilled(t *testing.T) {
 // it killed, how many restarts took a new node id, and how many jobs were
 // handled again after a run that returned success.
 type killedRun struct {
-	killed               map[string]bool
-	renamed, redelivered int
+	killed      map[string]bool
+	renamed     int
+	redelivered redelivered
 }
 
 // detail is r for the scenario's line.
 func (r killedRun) detail() []string {
-	return []string{fmt.Sprintf("%d kills (%d restarted as a new node)", len(r.killed), r.renamed), fmt.Sprintf("%d re-deliveries", r.redelivered)}
+	return []string{fmt.Sprintf("%d kills (%d restarted as a new node)", len(r.killed), r.renamed), r.redelivered.String()}
 }
 
 // drainKilled is the SIGKILL scenarios' run, on any engine and any queue

@@ -77,7 +77,8 @@ func scale(ci, longer int) int {
 // handled (lease mode: with a retried, idempotent insert just before
 // returning; transaction mode: in the handler's transaction, so it
 // commits with the job), triggers log each completion (the row's
-// delete) with its attempt, each claim of queue work that takes a
+// delete) with its attempt, the workers log each lapse of a lease they
+// see themselves in lapsed (see workerproc's leases), each claim of queue work that takes a
 // running job from its holder (reclaimed: the holder's attempt, its
 // lease's end, and the time of the claim, by the database's clock), and
 // each claim of a job of queues fair and rated (claimed: its tenant, the
@@ -86,6 +87,8 @@ func scale(ci, longer int) int {
 const audit = `
 CREATE TABLE handled (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL, instance text NOT NULL,
     run text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (queue, job_id, attempt, run));
+CREATE TABLE lapsed (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL, instance text NOT NULL,
+    why text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (queue, job_id, attempt, instance, why));
 CREATE TABLE completed_log (queue text NOT NULL, job_id bigint NOT NULL, attempt integer NOT NULL);
 CREATE FUNCTION log_completion() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -125,6 +128,8 @@ CREATE TRIGGER rated_claimed AFTER UPDATE ON rated_queue FOR EACH ROW
 var mysqlAudit = []string{
 	`CREATE TABLE handled (queue VARCHAR(64) NOT NULL, job_id BIGINT NOT NULL, attempt INT NOT NULL, instance VARCHAR(255) NOT NULL,
     run VARCHAR(32) NOT NULL, at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), PRIMARY KEY (queue, job_id, attempt, run)) ENGINE = InnoDB`,
+	`CREATE TABLE lapsed (queue VARCHAR(64) NOT NULL, job_id BIGINT NOT NULL, attempt INT NOT NULL, instance VARCHAR(255) NOT NULL,
+    why VARCHAR(32) NOT NULL, at DATETIME(6) NOT NULL DEFAULT (UTC_TIMESTAMP(6)), PRIMARY KEY (queue, job_id, attempt, instance, why)) ENGINE = InnoDB`,
 	`CREATE TABLE completed_log (queue VARCHAR(64) NOT NULL, job_id BIGINT NOT NULL, attempt INT NOT NULL, KEY (queue, job_id)) ENGINE = InnoDB`,
 	`CREATE TRIGGER work_completed AFTER DELETE ON work_queue FOR EACH ROW INSERT INTO completed_log VALUES ('work_queue', OLD.id, OLD.attempt)`,
 	`CREATE TRIGGER ledger_completed AFTER DELETE ON ledger_queue FOR EACH ROW INSERT INTO completed_log VALUES ('ledger_queue', OLD.id, OLD.attempt)`,

@@ -71,7 +71,12 @@ func main() {
 				append([]any{*name + "_queue"}, args...)...)
 			return err
 		}
-		w = cjobs.NewWorkQueue(pool).Worker(handler[cjobs.WorkPayload](*instance, record), opts...)
+		l := newLeases(func(ctx context.Context, args ...any) error {
+			_, err := pool.Exec(ctx, "INSERT INTO lapsed (queue, job_id, attempt, instance, why) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+				append([]any{*name + "_queue"}, args...)...)
+			return err
+		}, *instance)
+		w = worker[cjobs.WorkPayload](cjobs.NewWorkQueue(pool), *instance, record, l, opts)
 	} else if parsed.Engine == dburl.MySQL {
 		mysql.SetLogger(log.New(io.Discard, "", 0)) // the broken connections of a test's kills
 		h, err := parsed.Open()
@@ -85,19 +90,24 @@ func main() {
 				append([]any{*name + "_queue"}, args...)...)
 			return err
 		}
+		l := newLeases(func(ctx context.Context, args ...any) error {
+			_, err := h.ExecContext(ctx, "INSERT IGNORE INTO lapsed (queue, job_id, attempt, instance, why) VALUES (?, ?, ?, ?, ?)",
+				append([]any{*name + "_queue"}, args...)...)
+			return err
+		}, *instance)
 		switch *name {
 		case "limited":
-			w = myjobs.NewLimitedQueue(h).Worker(handler[myjobs.LimitedPayload](*instance, record), opts...)
+			w = worker[myjobs.LimitedPayload](myjobs.NewLimitedQueue(h), *instance, record, l, opts)
 		case "backlogged":
-			w = myjobs.NewBackloggedQueue(h).Worker(handler[myjobs.BackloggedPayload](*instance, record), opts...)
+			w = worker[myjobs.BackloggedPayload](myjobs.NewBackloggedQueue(h), *instance, record, l, opts)
 		case "fair":
-			w = myjobs.NewFairQueue(h).Worker(handler[myjobs.FairPayload](*instance, record), opts...)
+			w = worker[myjobs.FairPayload](myjobs.NewFairQueue(h), *instance, record, l, opts)
 		case "rated":
-			w = myjobs.NewRatedQueue(h).Worker(handler[myjobs.RatedPayload](*instance, record), opts...)
+			w = worker[myjobs.RatedPayload](myjobs.NewRatedQueue(h), *instance, record, l, opts)
 		case "archived":
-			w = myjobs.NewArchivedQueue(h).Worker(handler[myjobs.ArchivedPayload](*instance, record), opts...)
+			w = worker[myjobs.ArchivedPayload](myjobs.NewArchivedQueue(h), *instance, record, l, opts)
 		default:
-			w = myjobs.NewWorkQueue(h).Worker(handler[myjobs.WorkPayload](*instance, record), opts...)
+			w = worker[myjobs.WorkPayload](myjobs.NewWorkQueue(h), *instance, record, l, opts)
 		}
 	} else {
 		pool, err := pgxpool.New(ctx, *db)
@@ -110,19 +120,24 @@ func main() {
 				append([]any{*name + "_queue"}, args...)...)
 			return err
 		}
+		l := newLeases(func(ctx context.Context, args ...any) error {
+			_, err := pool.Exec(ctx, "INSERT INTO lapsed (queue, job_id, attempt, instance, why) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+				append([]any{*name + "_queue"}, args...)...)
+			return err
+		}, *instance)
 		switch *name {
 		case "limited":
-			w = jobs.NewLimitedQueue(pool).Worker(handler[jobs.LimitedPayload](*instance, record), opts...)
+			w = worker[jobs.LimitedPayload](jobs.NewLimitedQueue(pool), *instance, record, l, opts)
 		case "backlogged":
-			w = jobs.NewBackloggedQueue(pool).Worker(handler[jobs.BackloggedPayload](*instance, record), opts...)
+			w = worker[jobs.BackloggedPayload](jobs.NewBackloggedQueue(pool), *instance, record, l, opts)
 		case "fair":
-			w = jobs.NewFairQueue(pool).Worker(handler[jobs.FairPayload](*instance, record), opts...)
+			w = worker[jobs.FairPayload](jobs.NewFairQueue(pool), *instance, record, l, opts)
 		case "rated":
-			w = jobs.NewRatedQueue(pool).Worker(handler[jobs.RatedPayload](*instance, record), opts...)
+			w = worker[jobs.RatedPayload](jobs.NewRatedQueue(pool), *instance, record, l, opts)
 		case "archived":
-			w = jobs.NewArchivedQueue(pool).Worker(handler[jobs.ArchivedPayload](*instance, record), opts...)
+			w = worker[jobs.ArchivedPayload](jobs.NewArchivedQueue(pool), *instance, record, l, opts)
 		default:
-			w = jobs.NewWorkQueue(pool).Worker(handler[jobs.WorkPayload](*instance, record), opts...)
+			w = worker[jobs.WorkPayload](jobs.NewWorkQueue(pool), *instance, record, l, opts)
 		}
 	}
 	if err := w.Run(ctx); err != nil {
@@ -133,16 +148,34 @@ func main() {
 // workFor is how long a handler works a job, at most (-work).
 var workFor time.Duration
 
+// worker is q's worker, its leases watched by l (see leases), running
+// handler.
+func worker[P any](q queue.LeaseQueue[P], instance string, record func(ctx context.Context, args ...any) error, l *leases, opts []queue.WorkerOption) *queue.Worker[P] {
+	return queue.NewWorker[P](watch[P](q, l), handler[P](instance, record, l), opts...)
+}
+
+// newLeases is a leases that logs each lapse it sees with insert (job id,
+// attempt, instance, why), retrying until the database has it, as handler
+// records its runs.
+func newLeases(insert func(ctx context.Context, args ...any) error, instance string) *leases {
+	return &leases{deadline: map[jobKey]time.Time{}, record: func(ctx context.Context, id int64, attempt int32, why string) {
+		for insert(ctx, id, attempt, instance, why) != nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}}
+}
+
 // handler works a job for a moment (up to workFor), then records the successful run
 // (job id, attempt, instance, run token) with record, retrying until the
-// database has it (the suite's accounting: see audit), and returns
-// success.
-func handler[P any](instance string, record func(ctx context.Context, args ...any) error) queue.Handler[P] {
+// database has it (the suite's accounting: see audit), logs a lapse if
+// its lease ran out meanwhile (see leases), and returns success.
+func handler[P any](instance string, record func(ctx context.Context, args ...any) error, l *leases) queue.Handler[P] {
 	return func(ctx context.Context, job *queue.Job[P]) error {
 		time.Sleep(rand.N(workFor + 1))
 		run := strconv.FormatUint(rand.Uint64(), 36)
 		for {
 			if err := record(context.WithoutCancel(ctx), job.ID, job.Attempt, instance, run); err == nil {
+				l.ended(ctx, job.ID, job.Attempt)
 				return nil
 			}
 			time.Sleep(20 * time.Millisecond)
