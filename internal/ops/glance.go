@@ -163,7 +163,7 @@ func (p *pgBackend) pgWithin(ctx context.Context, budget time.Duration, f func(t
 }
 
 func (p *pgBackend) statsWithin(ctx context.Context, q Queue, budget time.Duration, s *Stats) (bool, error) {
-	timedOut, err := p.pgWithin(ctx, budget, func(tx pgx.Tx) error { return statsOf(ctx, tx, p.table(q), s) })
+	timedOut, err := p.pgWithin(ctx, budget, func(tx pgx.Tx) error { return p.statsOf(ctx, tx, p.table(q), s) })
 	return !timedOut && err == nil, err
 }
 
