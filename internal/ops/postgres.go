@@ -451,6 +451,12 @@ func (b *pgBatch) changeBucket(ctx context.Context, action Action, bucket int, i
     locked_by = NULL, locked_until = NULL, max_attempts = greatest(max_attempts, attempt + 1)
 WHERE bucket = $2 AND id = ANY($1::bigint[]) RETURNING id`
 	case Cancel:
+		if !b.failures { // the failures column's migration not applied yet
+			sql = `UPDATE %s SET state = 'dead', finished_at = now(), locked_by = NULL, locked_until = NULL,
+    errors = array_append(errors, 'cancelled by an operator')
+WHERE bucket = $2 AND id = ANY($1::bigint[]) RETURNING id`
+			break
+		}
 		sql = `WITH src AS (
     SELECT id, jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) AS failure
     FROM %[1]s
