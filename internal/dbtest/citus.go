@@ -50,7 +50,8 @@ var citusInsert = regexp.MustCompile(`^(\s*INSERT\s+INTO\s+)([a-z_][a-z0-9_]*_qu
 // bucket (so that id % 1024 names the bucket, as the operations commands
 // read it). The rows of a VALUES list go to buckets 0 to 7 in turn (every
 // test spec has at least 8), the rows of a SELECT to one of them.
-// Statements of any other shape are returned as they are.
+// Statements of any other shape, or that give a bucket of their own, are
+// returned as they are.
 func CitusInsert(stmt string) string {
 	m := citusInsert.FindStringSubmatchIndex(stmt)
 	if m == nil {
@@ -66,7 +67,7 @@ func CitusInsert(stmt string) string {
 	out.WriteString("id, bucket, ")
 	rest := stmt[m[1]:]
 	end := strings.IndexByte(rest, ')')
-	if end < 0 {
+	if end < 0 || slices.Contains(strings.Fields(strings.ReplaceAll(rest[:end], ",", " ")), "bucket") {
 		return stmt
 	}
 	out.WriteString(rest[:end+1])
