@@ -74,7 +74,7 @@ FROM seq_0_to_9`,
 func newBenchSite(b *testing.B, engine string) *dashboard.Handler {
 	b.Helper()
 	db := dbtest.New(b, engine)
-	migrateExample(b, engine, db.Address)
+	migrateExample(b, db)
 	for _, stmt := range benchSeed[engine] {
 		if _, err := db.SQL.Exec(stmt); err != nil {
 			b.Fatalf("seeding: %v\n%s", err, stmt)

@@ -105,7 +105,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 // database changed; the counts refresh without a reload.
 func TestBrowser(t *testing.T) {
 	t.Parallel()
-	for _, engine := range dbtest.ThisRun() {
+	for _, engine := range dbtest.AndCitus(dbtest.ThisRun()) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			s := newSite(t, engine)
@@ -154,8 +154,8 @@ func TestBrowser(t *testing.T) {
 			// The counts refresh by themselves (htmx, every 3 s).
 			cell := `#queues a[href="/queues/email?state=available"]`
 			before := text(cell)
-			if _, err := s.db.SQL.Exec(`INSERT INTO email_queue (recipient, subject, body, tenant_id, max_attempts, run_after, created_at)
-VALUES ('d@example.com', 'Hi', 'x', 1, 8, ` + now(engine) + `, ` + now(engine) + `)`); err != nil {
+			if _, err := s.db.SQL.Exec(citusRows(engine, `INSERT INTO email_queue (recipient, subject, body, tenant_id, max_attempts, run_after, created_at)
+VALUES ('d@example.com', 'Hi', 'x', 1, 8, `+now(engine)+`, `+now(engine)+`)`)); err != nil {
 				t.Fatal(err)
 			}
 			want := strconv.Itoa(mustAtoi(t, before) + 1)

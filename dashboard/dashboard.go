@@ -71,8 +71,9 @@ type config struct {
 type Option func(*config) error
 
 // Schema is the schema holding the queues (default: the spec's when
-// SpecFile is given, else the engine's: public on PostgreSQL, dbo on SQL
-// Server). MySQL has none: there it is an error.
+// SpecFile is given, else the engine's: on PostgreSQL the connection's
+// current schema, public unless the URL's search_path says otherwise; dbo
+// on SQL Server). MySQL has none: there it is an error.
 func Schema(name string) Option {
 	return func(c *config) error {
 		if name == "" {
@@ -224,7 +225,8 @@ func New(ctx context.Context, address string, opts ...Option) (*Handler, error) 
 	}
 	schema := cfg.schema
 	if db.HasSchemas() && schema == "" {
-		schema = db.DefaultSchema()
+		// Unnamed, PostgreSQL's is the connection's current schema (public
+		// by default), SQL Server's dbo: see ops.Open.
 		if cfg.spec != nil && cfg.spec.Has("schema") {
 			schema = cfg.spec.Schema
 		}

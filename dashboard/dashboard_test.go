@@ -27,7 +27,8 @@ import (
 func TestMain(m *testing.M) { os.Exit(pgtest.RunMain(m)) }
 
 // site is a dashboard on a fresh database of one engine holding the
-// example app's queues (examples/mailer, or examples/mailer-mysql), seeded
+// example app's queues (examples/mailer, examples/mailer-mysql, or on a
+// Citus cluster examples/mailer-citus, every queue distributed), seeded
 // with jobs in every state, among them one whose payload and errors are
 // hostile HTML.
 type site struct {
@@ -44,7 +45,7 @@ const hostile = `<script>alert(1)</script>"'&`
 func newSite(t *testing.T, engine string, opts ...dashboard.Option) *site {
 	t.Helper()
 	db := dbtest.New(t, engine)
-	migrateExample(t, engine, db.Address)
+	migrateExample(t, db)
 	n := now(engine)
 	seed := []string{
 		`INSERT INTO email_queue (recipient, subject, body, tenant_id, max_attempts, run_after, created_at) VALUES ('a@example.com', 'Hi', 'x', 1, 8, ` + n + `, ` + n + `),
@@ -56,7 +57,7 @@ VALUES ('{"account_id": 7, "month": "2026-10-01", "format": "pdf"}', 3, 'succeed
 		`INSERT INTO queuegen_periodic (queue, name, last_tick) VALUES ('statement', 'monthly', '2026-11-01 06:00:00')`,
 	}
 	errs := `["smtp: 550 no such user", "` + strings.ReplaceAll(hostile, `"`, `\"`) + `", "timeout"]`
-	if engine == dburl.PostgreSQL {
+	if engine != dburl.MySQL {
 		errs = `{"smtp: 550 no such user","` + strings.ReplaceAll(hostile, `"`, `\"`) + `","timeout"}`
 	}
 	for i, stmt := range seed {
@@ -65,7 +66,7 @@ VALUES ('{"account_id": 7, "month": "2026-10-01", "format": "pdf"}', 3, 'succeed
 			args = []any{hostile, hostile, hostile, errs}
 			stmt = placeholders(engine, stmt)
 		}
-		if _, err := db.SQL.Exec(stmt, args...); err != nil {
+		if _, err := db.SQL.Exec(citusRows(engine, stmt), args...); err != nil {
 			t.Fatalf("seeding: %v\n%s", err, stmt)
 		}
 	}
@@ -73,10 +74,7 @@ VALUES ('{"account_id": 7, "month": "2026-10-01", "format": "pdf"}', 3, 'succeed
 	if err := db.SQL.QueryRow("SELECT id FROM email_queue WHERE state = 'dead'").Scan(&s.dead); err != nil {
 		t.Fatal(err)
 	}
-	spec := "../examples/mailer/queuegen.yaml"
-	if engine == dburl.MySQL {
-		spec = "../examples/mailer-mysql/queuegen.yaml"
-	}
+	spec := example(engine) + "/queuegen.yaml"
 	// Exact counts, however loaded the machine: the default 50 ms budget
 	// can run out on a busy CI host and show estimates (≈). A test of the
 	// estimates passes a budget of its own, after this one.
@@ -92,14 +90,36 @@ VALUES ('{"account_id": 7, "month": "2026-10-01", "format": "pdf"}', 3, 'succeed
 	return s
 }
 
-// migrateExample applies the example app's migrations for engine.
-func migrateExample(t testing.TB, engine, address string) {
-	t.Helper()
-	example := "../examples/mailer"
-	if engine == dburl.MySQL {
-		example = "../examples/mailer-mysql"
+// example is the example app of engine's: examples/mailer-citus on a
+// Citus cluster.
+func example(engine string) string {
+	switch engine {
+	case dburl.MySQL:
+		return "../examples/mailer-mysql"
+	case dbtest.Citus:
+		return "../examples/mailer-citus"
 	}
-	m, err := migrate.Open(address, example+"/db/migrations")
+	return "../examples/mailer"
+}
+
+// citusRows is stmt, with, on a Citus cluster, the bucket and id of each
+// row an INSERT into a queue table gives (dbtest.CitusInsert): a
+// distributed queue's table takes them from its accessor.
+func citusRows(engine, stmt string) string {
+	if engine != dbtest.Citus {
+		return stmt
+	}
+	return dbtest.CitusInsert(stmt)
+}
+
+// migrateExample applies the example app's migrations for db's engine.
+func migrateExample(t testing.TB, db *dbtest.DB) {
+	t.Helper()
+	var opts []migrate.Option
+	if db.Schema != "" {
+		opts = append(opts, migrate.Schema(db.Schema))
+	}
+	m, err := migrate.Open(db.Address, example(db.Engine)+"/db/migrations", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +213,7 @@ func (s *site) paused(queue string) bool {
 // TestPages: every page renders on every engine, with the seeded jobs.
 func TestPages(t *testing.T) {
 	t.Parallel()
-	for _, engine := range dbtest.ThisRun() {
+	for _, engine := range dbtest.AndCitus(dbtest.ThisRun()) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			s := newSite(t, engine)
@@ -268,7 +288,7 @@ func TestPages(t *testing.T) {
 // the request is not.
 func TestHostileText(t *testing.T) {
 	t.Parallel()
-	for _, engine := range dbtest.ThisRun() {
+	for _, engine := range dbtest.AndCitus(dbtest.ThisRun()) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			s := newSite(t, engine)
@@ -298,7 +318,7 @@ func TestHostileText(t *testing.T) {
 // only with the CSRF token, from this origin, when not read-only.
 func TestActions(t *testing.T) {
 	t.Parallel()
-	for _, engine := range dbtest.ThisRun() {
+	for _, engine := range dbtest.AndCitus(dbtest.ThisRun()) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			s := newSite(t, engine)
@@ -493,7 +513,7 @@ func TestPrefix(t *testing.T) {
 // planner's estimates, marked ≈, near the true counts, on every engine.
 func TestEstimates(t *testing.T) {
 	t.Parallel()
-	for _, engine := range dbtest.ThisRun() {
+	for _, engine := range dbtest.AndCitus(dbtest.ThisRun()) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			s := newSite(t, engine, dashboard.CountBudget(time.Millisecond))
@@ -503,8 +523,8 @@ func TestEstimates(t *testing.T) {
 				rows = `SELECT 1 AS g FROM ` + digits + ` a, ` + digits + ` b, ` + digits + ` c, ` + digits + ` d, ` + digits + ` e, (SELECT 0 UNION ALL SELECT 1) f`
 			}
 			n := now(engine)
-			if _, err := s.db.SQL.Exec(`INSERT INTO email_queue (recipient, subject, body, tenant_id, max_attempts, run_after, created_at)
-SELECT 'bulk', 'Hi', 'x', 1, 8, ` + n + `, ` + n + ` FROM (` + rows + `) AS r`); err != nil {
+			if _, err := s.db.SQL.Exec(citusRows(engine, `INSERT INTO email_queue (recipient, subject, body, tenant_id, max_attempts, run_after, created_at)
+SELECT 'bulk', 'Hi', 'x', 1, 8, `+n+`, `+n+` FROM (`+rows+`) AS r`)); err != nil {
 				t.Fatal(err)
 			}
 			analyze := "ANALYZE email_queue"

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	citusjobs "github.com/queuegen/queuegen/examples/mailer-citus/jobs"
 	"github.com/queuegen/queuegen/examples/mailer-mysql/jobs"
 	pgjobs "github.com/queuegen/queuegen/examples/mailer/jobs"
 	"github.com/queuegen/queuegen/internal/dbtest"
@@ -50,6 +51,24 @@ func failTwice(t *testing.T, engine string, db *dbtest.DB) int64 {
 			}
 			return handle(job.Attempt)
 		}, opts...).Run
+	} else if engine == dbtest.Citus {
+		pool, err := pgxpool.New(ctx, db.Address)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		q := citusjobs.NewEmailQueue(pool)
+		res, err := q.Push(ctx, citusjobs.EmailPayload{TenantID: 4, Recipient: "f@example.com", Subject: "Hi", Body: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id = res.ID
+		run = q.Worker(func(_ context.Context, job *queue.Job[citusjobs.EmailPayload]) error {
+			if job.Payload.Recipient != "f@example.com" {
+				return queue.SnoozeFor(time.Hour)
+			}
+			return handle(job.Attempt)
+		}, opts...).Run
 	} else {
 		pool, err := pgxpool.New(ctx, db.Address)
 		if err != nil {
@@ -73,7 +92,7 @@ func failTwice(t *testing.T, engine string, db *dbtest.DB) int64 {
 	done := make(chan error, 1)
 	go func() { done <- run(workCtx) }()
 	count := "SELECT JSON_LENGTH(errors) FROM email_queue WHERE id = ?"
-	if engine == dburl.PostgreSQL {
+	if engine != dburl.MySQL {
 		count = "SELECT cardinality(errors) FROM email_queue WHERE id = $1"
 	}
 	for n := 0; n < 2; {
@@ -105,7 +124,7 @@ func failTwice(t *testing.T, engine string, db *dbtest.DB) int64 {
 // rate shown where there is nothing to divide by.
 func TestBrowserFailures(t *testing.T) {
 	t.Parallel()
-	for _, engine := range dbtest.ThisRun() {
+	for _, engine := range dbtest.AndCitus(dbtest.ThisRun()) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			s := newSite(t, engine)

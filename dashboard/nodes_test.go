@@ -14,7 +14,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/queuegen/queuegen/internal/dbtest"
-	"github.com/queuegen/queuegen/internal/dburl"
 )
 
 // TestBrowserNodes runs two worker processes of queue email
@@ -36,22 +35,19 @@ func TestBrowserNodes(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "./internal/nodeworker").CombinedOutput(); err != nil {
 		t.Fatalf("building the worker: %v\n%s", err, out)
 	}
-	for _, engine := range dbtest.ThisRun() {
+	for _, engine := range dbtest.AndCitus(dbtest.ThisRun()) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			s := newSite(t, engine)
 			// Six due emails (the seed has three): two for each worker, and
 			// two left over.
-			if _, err := s.db.SQL.Exec(`INSERT INTO email_queue (recipient, subject, body, tenant_id, max_attempts, run_after, created_at)
-VALUES ('d@example.com', 'Hi', 'x', 1, 8, ` + now(engine) + `, ` + now(engine) + `), ('e@example.com', 'Hi', 'x', 1, 8, ` + now(engine) + `, ` + now(engine) + `),
-('f@example.com', 'Hi', 'x', 1, 8, ` + now(engine) + `, ` + now(engine) + `)`); err != nil {
+			if _, err := s.db.SQL.Exec(citusRows(engine, `INSERT INTO email_queue (recipient, subject, body, tenant_id, max_attempts, run_after, created_at)
+VALUES ('d@example.com', 'Hi', 'x', 1, 8, `+now(engine)+`, `+now(engine)+`), ('e@example.com', 'Hi', 'x', 1, 8, `+now(engine)+`, `+now(engine)+`),
+('f@example.com', 'Hi', 'x', 1, 8, `+now(engine)+`, `+now(engine)+`)`)); err != nil {
 				t.Fatal(err)
 			}
 			start := func(node string) *exec.Cmd {
-				app := "mailer"
-				if engine == dburl.MySQL {
-					app = "mailer-mysql"
-				}
+				app := strings.TrimPrefix(example(engine), "../examples/")
 				cmd := exec.Command(bin, "-db", s.db.Address, "-app", app, "-node", node, "-concurrency", "2", "-beat", "200ms")
 				var out strings.Builder
 				cmd.Stdout, cmd.Stderr = &out, &out
@@ -154,7 +150,7 @@ VALUES ('d@example.com', 'Hi', 'x', 1, 8, ` + now(engine) + `, ` + now(engine) +
 // migration.
 func TestNodesPage(t *testing.T) {
 	t.Parallel()
-	for _, engine := range dbtest.ThisRun() {
+	for _, engine := range dbtest.AndCitus(dbtest.ThisRun()) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			s := newSite(t, engine)
@@ -165,7 +161,7 @@ VALUES ('<b>n1</b>', 'email', 7, 3, 'web-1', 4242, ` + n + `, ` + n + `, 60000)`
 				`INSERT INTO email_queue (recipient, subject, body, tenant_id, max_attempts, state, attempt, locked_by, locked_until, attempted_at, run_after, created_at)
 VALUES ('z@example.com', 'Hi', 'x', 1, 8, 'running', 1, 'ghost', ` + n + `, ` + n + `, ` + n + `, ` + n + `)`,
 			} {
-				if _, err := s.db.SQL.Exec(stmt); err != nil {
+				if _, err := s.db.SQL.Exec(citusRows(engine, stmt)); err != nil {
 					t.Fatalf("%v\n%s", err, stmt)
 				}
 			}

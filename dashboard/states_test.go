@@ -19,6 +19,8 @@ import (
 // available again.
 func TestHeldJobIsRunningOnEveryPage(t *testing.T) {
 	t.Parallel()
+	// Not on Citus (dbtest.AndCitus): a distributed queue has no
+	// transaction mode, so no worker holds a job by its transaction there.
 	for _, engine := range dbtest.ThisRun() {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/queuegen/queuegen/internal/dbtest"
-	"github.com/queuegen/queuegen/internal/dburl"
 	"github.com/queuegen/queuegen/internal/pgtest"
 )
 
@@ -67,7 +66,7 @@ func TestVersion(t *testing.T) {
 // through goose's Provider, each saying what it did; nothing to do is
 // said, not silent. On every engine.
 func TestMigrateActions(t *testing.T) {
-	for _, engine := range dbtest.Engines {
+	for _, engine := range dbtest.AndCitus(dbtest.Engines) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			testMigrateActions(t, engine)
@@ -76,11 +75,7 @@ func TestMigrateActions(t *testing.T) {
 }
 
 func testMigrateActions(t *testing.T, engine string) {
-	text := specIn("public")
-	if engine == dburl.MySQL {
-		text = strings.Replace(text, "schema: public\n", "engine: mysql\n", 1)
-	}
-	spec := project(t, text)
+	spec := project(t, engineSpec(engine))
 	// Three migrations: the first, and two changes.
 	data, _ := os.ReadFile(spec)
 	for _, change := range []string{"    payload: {columns: {n: integer, m: {type: text, nullable: true}}}\n", "    payload: {columns: {n: integer, m: {type: text, nullable: true}, k: {type: text, nullable: true}}}\n"} {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queuegen/queuegen/internal/dburl"
 )
 
 // TestFailuresInJobsAndStats: jobs --json returns each error with its
@@ -23,7 +25,7 @@ func TestFailuresInJobsAndStats(t *testing.T) {
 		}
 		panicText := "panic: boom\ngoroutine 9 [running]:\nmain.work()\n\t/app/main.go:7 +0x1d\n"
 		errs := `["from before", "smtp: 451", "` + strings.ReplaceAll(strings.ReplaceAll(panicText, "\n", `\n`), "\t", `\t`) + `"]`
-		if d.engine == "postgresql" {
+		if d.pg() {
 			errs = `{"from before","smtp: 451","` + strings.ReplaceAll(panicText, `"`, `\"`) + `"}`
 		}
 		failures := `[{"at": "` + at(2*time.Hour) + `", "attempt": 2, "error": 1}, {"at": "` + at(10*time.Minute) + `", "attempt": 3, "error": 2}]`
@@ -78,7 +80,7 @@ VALUES ('done', 3, 'succeeded', 1, {now}, {now}, {now}), ('done', 3, 'succeeded'
 
 		// The hour: the panic and the cancel (not the failure of two hours
 		// ago), and the job that succeeded in it (not the one before).
-		code, out, stderr = run(t, "stats", "--db", d.url, "--json")
+		code, out, stderr = d.run(t, "stats", "--db", d.url, "--json")
 		var stats []struct {
 			Queue     string   `json:"queue"`
 			Failures  *int64   `json:"failures_last_hour"`
@@ -96,7 +98,7 @@ VALUES ('done', 3, 'succeeded', 1, {now}, {now}, {now}), ('done', 3, 'succeeded'
 				t.Errorf("email's hour: %s", out)
 			}
 		}
-		code, out, _ = run(t, "stats", "--db", d.url)
+		code, out, _ = d.run(t, "stats", "--db", d.url)
 		if code != 0 || !strings.Contains(out, "67% of 3") {
 			t.Errorf("stats: want email's 67%% of 3:\n%s", out)
 		}
@@ -112,8 +114,8 @@ VALUES ('done', 3, 'succeeded', 1, {now}, {now}, {now}), ('done', 3, 'succeeded'
 func TestFailuresBeforeTheMigration(t *testing.T) {
 	eachOpsEngine(t, func(t *testing.T, d *opsDB) {
 		table := "email_queue"
-		if d.engine == "postgresql" {
-			table = "base_queue" // email_queue inherits the column
+		if d.engine == dburl.PostgreSQL {
+			table = "base_queue" // email_queue inherits the column (a distributed queue, on Citus, has it of its own)
 		}
 		d.exec(t, "ALTER TABLE "+table+" DROP COLUMN failures")
 		bad := d.one(t, "SELECT MIN(id) FROM email_queue WHERE state = 'dead'")
@@ -134,11 +136,11 @@ func TestFailuresBeforeTheMigration(t *testing.T) {
 		if errs := d.errorsOf(t, "email_queue", flaky); len(errs) != 2 || errs[1] != "cancelled by an operator" {
 			t.Errorf("cancelled job's errors %q", errs)
 		}
-		code, out, stderr = run(t, "stats", "--db", d.url, "--json")
+		code, out, stderr = d.run(t, "stats", "--db", d.url, "--json")
 		if code != 0 || !strings.Contains(out, `"failures_last_hour": null`) {
 			t.Errorf("stats --json on a table without failures = %d:\n%s%s", code, out, stderr)
 		}
-		code, out, _ = run(t, "stats", "--db", d.url)
+		code, out, _ = d.run(t, "stats", "--db", d.url)
 		if code != 0 || !regexp.MustCompile(`(?m)^\s*email\s.*\s-\s*$`).MatchString(out) {
 			t.Errorf("stats on a table without failures = %d:\n%s", code, out)
 		}

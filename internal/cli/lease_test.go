@@ -67,12 +67,12 @@ VALUES ('gone', 3, 'running', 1, 'node-gone', {now} - INTERVAL '20' MINUTE, {now
 		}
 		// stats: 2 scheduled (the seeded one and this), 1 running, 1 expired,
 		// in the table and in --json; the list's counts agree.
-		code, out, errs := run(t, "stats", "--db", d.url, "--exact")
+		code, out, errs := d.run(t, "stats", "--db", d.url, "--exact")
 		if code != 0 || !strings.Contains(out, "EXPIRED") || !regexp.MustCompile(`(?m)^\s*email\s+4\s+2\s+0\s+1\s+1\s+0\s+2\s`).MatchString(out) {
 			t.Errorf("stats = %d:\n%s%s", code, out, errs)
 		}
 		var stats []map[string]any
-		code, out, _ = run(t, "stats", "--db", d.url, "--json")
+		code, out, _ = d.run(t, "stats", "--db", d.url, "--json")
 		json.Unmarshal([]byte(out), &stats)
 		i := slices.IndexFunc(stats, func(s map[string]any) bool { return s["queue"] == "email" })
 		if code != 0 || i < 0 || stats[i]["scheduled"] != 2.0 || stats[i]["running"] != 1.0 || stats[i]["expired"] != 1.0 {
@@ -97,10 +97,13 @@ VALUES ('gone', 3, 'running', 1, 'node-gone', {now} - INTERVAL '20' MINUTE, {now
 // MariaDB, whose InnoDB purges for the whole server, a transaction open in
 // any database holds back this one's purge, and stats warns of it.
 func TestSnapshotWarningCountsThisDatabase(t *testing.T) {
-	eachOpsEngine(t, func(t *testing.T, d *opsDB) {
+	// Not on Citus (dbtest.AndCitus): there every test has a schema of
+	// the cluster's one database, not a database of its own, so another
+	// test's snapshot is one of this database's.
+	eachOpsEngineOf(t, dbtest.Engines, func(t *testing.T, d *opsDB) {
 		ctx := context.Background()
-		begin := map[string]string{dburl.PostgreSQL: "BEGIN ISOLATION LEVEL REPEATABLE READ", dburl.MySQL: "START TRANSACTION WITH CONSISTENT SNAPSHOT"}[d.engine]
-		pid := map[string]string{dburl.PostgreSQL: "SELECT pg_backend_pid()", dburl.MySQL: "SELECT CONNECTION_ID()"}[d.engine]
+		begin := map[string]string{dburl.PostgreSQL: "BEGIN ISOLATION LEVEL REPEATABLE READ", dburl.MySQL: "START TRANSACTION WITH CONSISTENT SNAPSHOT"}[d.dialect()]
+		pid := map[string]string{dburl.PostgreSQL: "SELECT pg_backend_pid()", dburl.MySQL: "SELECT CONNECTION_ID()"}[d.dialect()]
 		other := dbtest.New(t, d.engine)
 		elsewhere, err := other.SQL.Conn(ctx)
 		if err != nil {
@@ -118,9 +121,9 @@ func TestSnapshotWarningCountsThisDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(1100 * time.Millisecond) // InnoDB times a transaction's start to the second
-		code, _, errs := run(t, "stats", "--db", d.url, "--warn-snapshot", "500ms")
+		code, _, errs := d.run(t, "stats", "--db", d.url, "--warn-snapshot", "500ms")
 		named := strings.Contains(errs, "session "+itoa(otherPID)+" ")
-		if d.engine == dburl.PostgreSQL && (code != 0 || named) {
+		if d.pg() && (code != 0 || named) {
 			t.Errorf("stats beside a snapshot held in another database = %d, stderr:\n%s", code, errs)
 		}
 		if d.engine == dburl.MySQL && (code != 0 || !strings.Contains(errs, "has held a snapshot open for")) {
@@ -143,9 +146,9 @@ func TestSnapshotWarningCountsThisDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(1100 * time.Millisecond)
-		code, _, errs = run(t, "stats", "--db", d.url, "--warn-snapshot", "500ms")
+		code, _, errs = d.run(t, "stats", "--db", d.url, "--warn-snapshot", "500ms")
 		if code != 0 || !strings.Contains(errs, "has held a snapshot open for") ||
-			(d.engine == dburl.PostgreSQL && !strings.Contains(errs, "session "+itoa(herePID)+" ")) {
+			(d.pg() && !strings.Contains(errs, "session "+itoa(herePID)+" ")) {
 			t.Errorf("stats beside a snapshot held in its own database = %d, stderr:\n%s", code, errs)
 		}
 		here.ExecContext(ctx, "ROLLBACK")

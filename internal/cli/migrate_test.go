@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +17,28 @@ import (
 )
 
 // engineSpec is specIn("public") for engine: its engine key, and no
-// schema on MySQL.
+// schema on MySQL; on Citus no schema (the test's schema is the URL's
+// search_path) and queue ping distributed.
 func engineSpec(engine string) string {
 	text := specIn("public")
-	if engine == dburl.MySQL {
+	switch engine {
+	case dburl.MySQL:
 		text = strings.Replace(text, "schema: public\n", "engine: mysql\n", 1)
+	case dbtest.Citus:
+		text = strings.Replace(strings.Replace(text, "schema: public\n", "", 1), "  - name: ping\n", "  - name: ping\n"+citusQueue, 1)
+	}
+	return text
+}
+
+// citusQueue are the keys that distribute a queue of a test's spec.
+const citusQueue = "    inherits: false\n    distribute: {buckets: 8}\n"
+
+// queueSpec is the spec of one more queue name with a column n, for
+// engine: distributed on Citus.
+func queueSpec(engine, name string) string {
+	text := "  - name: " + name + "\n    payload: {columns: {n: integer}}\n"
+	if engine == dbtest.Citus {
+		text += citusQueue
 	}
 	return text
 }
@@ -36,10 +54,14 @@ func respec(t *testing.T, path, text string, flags ...string) {
 	}
 }
 
-// pushSQL inserts a job into a queue table, as a push does, on either
-// engine.
-func pushSQL(table string) string {
-	return "INSERT INTO " + table + " (max_attempts, run_after, created_at, n) VALUES (3, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1)"
+// pushSQL inserts a job into a queue table, as a push does, on any
+// engine (on Citus with its bucket and id, see dbtest.CitusInsert).
+func pushSQL(engine, table string) string {
+	stmt := "INSERT INTO " + table + " (max_attempts, run_after, created_at, n) VALUES (3, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1)"
+	if engine == dbtest.Citus {
+		stmt = dbtest.CitusInsert(stmt)
+	}
+	return stmt
 }
 
 func count(t *testing.T, db *sql.DB, query string) int {
@@ -56,20 +78,20 @@ func count(t *testing.T, db *sql.DB, query string) int {
 // holding jobs, naming each table and its count, and change nothing;
 // empty tables need no consent; --yes goes ahead. On every engine.
 func TestMigrateDownAsksBeforeDroppingJobs(t *testing.T) {
-	for _, engine := range dbtest.Engines {
+	for _, engine := range dbtest.AndCitus(dbtest.Engines) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			spec := project(t, engineSpec(engine))
-			respec(t, spec, engineSpec(engine)+"  - name: webhook\n    payload: {columns: {n: integer}}\n")
+			respec(t, spec, engineSpec(engine)+queueSpec(engine, "webhook"))
 			d := dbtest.New(t, engine)
 			if code, out, errs := run(t, "migrate", "up", "--db", d.Address, "-f", spec); code != 0 {
 				t.Fatalf("migrate up = %d:\n%s%s", code, out, errs)
 			}
 			for range 2 {
-				d.SQL.Exec(pushSQL("webhook_queue"))
+				d.SQL.Exec(pushSQL(engine, "webhook_queue"))
 			}
 			for range 3 {
-				d.SQL.Exec(pushSQL("ping_queue"))
+				d.SQL.Exec(pushSQL(engine, "ping_queue"))
 			}
 			for _, s := range []struct {
 				args []string
@@ -114,6 +136,8 @@ func TestMigrateDownAsksBeforeDroppingJobs(t *testing.T) {
 func TestSpecAndDatabaseEnginesMustMatch(t *testing.T) {
 	other := map[string]string{dburl.PostgreSQL: dburl.MySQL, dburl.MySQL: dburl.PostgreSQL}
 	title := map[string]string{dburl.PostgreSQL: "PostgreSQL", dburl.MySQL: "MySQL/MariaDB"}
+	// Not on Citus (dbtest.AndCitus): a Citus cluster is a PostgreSQL
+	// database, whose engine matches a PostgreSQL spec's.
 	for _, engine := range dbtest.Engines {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
@@ -147,7 +171,7 @@ func TestSpecAndDatabaseEnginesMustMatch(t *testing.T) {
 // to write; it does not tell the user to run --manual again; filled in,
 // it applies.
 func TestUnfilledManualMigrationIsRefused(t *testing.T) {
-	for _, engine := range dbtest.Engines {
+	for _, engine := range dbtest.AndCitus(dbtest.Engines) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			spec := project(t, engineSpec(engine))
@@ -202,12 +226,12 @@ func TestUnfilledManualMigrationIsRefused(t *testing.T) {
 // TestMigrateStatusAlignsLongNames: migrate status's columns line up
 // whatever the migrations' and queues' name lengths.
 func TestMigrateStatusAlignsLongNames(t *testing.T) {
-	for _, engine := range dbtest.Engines {
+	for _, engine := range dbtest.AndCitus(dbtest.Engines) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			spec := project(t, engineSpec(engine))
 			long := "a_queue_named_longer_than_columns_were"
-			respec(t, spec, engineSpec(engine)+"  - name: "+long+"\n    payload: {columns: {n: integer}}\n")
+			respec(t, spec, engineSpec(engine)+queueSpec(engine, long))
 			d := dbtest.New(t, engine)
 			run(t, "migrate", "up-to", "1", "--db", d.Address, "-f", spec)
 			code, out, errs := run(t, "migrate", "status", "--db", d.Address, "-f", spec)
@@ -253,7 +277,7 @@ func TestMigrateStatusAlignsLongNames(t *testing.T) {
 // the holder ends during the retries, the migration applies. On every
 // engine.
 func TestMigrateLockTimeout(t *testing.T) {
-	for _, engine := range dbtest.Engines {
+	for _, engine := range dbtest.AndCitus(dbtest.Engines) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -263,7 +287,7 @@ func TestMigrateLockTimeout(t *testing.T) {
 				t.Fatalf("migrate up = %d:\n%s%s", code, out, errs)
 			}
 			respec(t, spec, strings.Replace(engineSpec(engine), "n: integer", "n: integer, note: {type: text, nullable: true}", 1))
-			if _, err := d.SQL.Exec(pushSQL("ping_queue")); err != nil {
+			if _, err := d.SQL.Exec(pushSQL(engine, "ping_queue")); err != nil {
 				t.Fatal(err)
 			}
 			// hold locks a row of the queue in a transaction until release.
@@ -285,7 +309,16 @@ func TestMigrateLockTimeout(t *testing.T) {
 					t.Fatal(err)
 				}
 				var job int64
-				if err := tx.QueryRowContext(ctx, "SELECT id FROM ping_queue ORDER BY id LIMIT 1 FOR UPDATE").Scan(&job); err != nil {
+				lock := "SELECT id FROM ping_queue ORDER BY id LIMIT 1 FOR UPDATE"
+				if engine == dbtest.Citus {
+					// Citus locks rows of one shard only: the first job's bucket.
+					var bucket int
+					if err := tx.QueryRowContext(ctx, "SELECT bucket FROM ping_queue ORDER BY id LIMIT 1").Scan(&bucket); err != nil {
+						t.Fatal(err)
+					}
+					lock = "SELECT id FROM ping_queue WHERE bucket = " + strconv.Itoa(bucket) + " ORDER BY id LIMIT 1 FOR UPDATE"
+				}
+				if err := tx.QueryRowContext(ctx, lock).Scan(&job); err != nil {
 					t.Fatal(err)
 				}
 				done := make(chan struct{})
@@ -323,7 +356,7 @@ func TestMigrateLockTimeout(t *testing.T) {
 			}()
 			time.Sleep(300 * time.Millisecond) // the ALTER TABLE is waiting now
 			pushStart := time.Now()
-			if _, err := d.SQL.ExecContext(ctx, pushSQL("ping_queue")); err != nil {
+			if _, err := d.SQL.ExecContext(ctx, pushSQL(engine, "ping_queue")); err != nil {
 				t.Errorf("a push while the migration waits: %v", err)
 			}
 			pushTook := time.Since(pushStart)
@@ -381,6 +414,8 @@ func TestMigrateConnectTimeout(t *testing.T) {
 	}()
 	addr := ln.Addr().String()
 	urls := map[string]string{dburl.PostgreSQL: "postgres://postgres@" + addr + "/x?sslmode=disable", dburl.MySQL: "root@tcp(" + addr + ")/x"}
+	// Not on Citus (dbtest.AndCitus): the server here is a silent socket,
+	// and a Citus coordinator's URL is a PostgreSQL one.
 	for _, engine := range dbtest.Engines {
 		for _, action := range []string{"status", "version", "up"} {
 			t.Run(engine+"/"+action, func(t *testing.T) {

@@ -33,7 +33,7 @@ type opsFlags struct {
 
 func newOpsFlags(c *invocation, needQueue bool) *opsFlags {
 	o := &opsFlags{c: c, file: c.specFlag(), db: c.dbFlag(), json: c.jsonFlag(),
-		schema: c.fs.String("schema", "", "the queues' schema (default: the spec's, else public on PostgreSQL, dbo on SQL Server; MySQL has none)")}
+		schema: c.fs.String("schema", "", "the queues' schema (default: the spec's, else on PostgreSQL the first of the connection's search_path, public by default, and dbo on SQL Server; MySQL has none)")}
 	if needQueue {
 		o.queue = c.fs.String("queue", "", "the queue")
 	}
@@ -41,8 +41,9 @@ func newOpsFlags(c *invocation, needQueue bool) *opsFlags {
 }
 
 // open parses the flags and connects. The schema is --schema, else the
-// spec's (-f), else the engine's default (public on PostgreSQL, dbo on SQL
-// Server); MySQL has no schemas (the
+// spec's (-f), else the engine's default (on PostgreSQL the connection's
+// current schema, public unless the URL's search_path says otherwise; dbo
+// on SQL Server); MySQL has no schemas (the
 // database --db names holds the queues), and there --schema is refused.
 func (o *opsFlags) open(ctx context.Context) (*ops.Conn, error) {
 	if err := o.c.parse(); err != nil {
@@ -74,7 +75,8 @@ func (o *opsFlags) open(ctx context.Context) (*ops.Conn, error) {
 			return nil, noSchemaOnMySQL(schema)
 		}
 	case schema == "":
-		schema = url.DefaultSchema()
+		// Unnamed, PostgreSQL's is the connection's current schema (public
+		// by default), SQL Server's dbo: see ops.Open.
 		if loaded != nil {
 			o.spec = loaded
 			if loaded.Has("schema") {

@@ -48,10 +48,13 @@ type Migrator struct {
 	fsys     fs.FS
 	dir      string
 	schema   string
-	table    string
-	name     string // the locked sessions' application_name
-	opts     options
-	prepared bool
+	// resolvedSchema is the schema the tables are in (see tablesSchema),
+	// once asked.
+	resolvedSchema string
+	table          string
+	name           string // the locked sessions' application_name
+	opts           options
+	prepared       bool
 	// Notify, when set, is told of each lock wait given up on and tried
 	// again.
 	Notify func(string)
@@ -220,20 +223,53 @@ func (m *Migrator) prepare(ctx context.Context) error {
 	if err := m.host.PrepareMigrations(ctx, m.db, m.schema); err != nil {
 		return err
 	}
+	schema, err := m.tablesSchema(ctx)
+	if err != nil {
+		return err
+	}
 	var registry, versions bool
-	query, args := m.host.MigrationTables(m.schema, m.table)
+	query, args := m.host.MigrationTables(schema, m.table)
 	if err := m.db.QueryRowContext(ctx, query, args...).Scan(&registry, &versions); err != nil {
 		return err
 	}
 	if registry && !versions {
-		where := "schema " + m.schema
-		if m.schema == "" { // an engine without schemas
+		where := "schema " + schema
+		if schema == "" { // an engine without schemas
 			where = "the database"
 		}
 		return fmt.Errorf("%s already holds queuegen's queues, but not their version table %s: they were migrated with another version table (queuegen used goose_db_version before specs had one of their own); name it in the spec, e.g. migrations_table: goose_db_version", where, m.table)
 	}
 	m.prepared = true
 	return nil
+}
+
+// currentSchemaHost is a MigrationHost that can say which schema the
+// connection creates unqualified tables in (PostgreSQL's current_schema()).
+type currentSchemaHost interface {
+	CurrentSchema(ctx context.Context, db *sql.DB) (string, error)
+}
+
+// tablesSchema is the schema the migrations' tables are in: the spec's when
+// it names one; when it names none they and goose's version table are
+// created unqualified, in the connection's current schema (public by
+// default; the URL's search_path when it sets one, as a test's schema on a
+// shared Citus cluster does), which the engine says where it can.
+func (m *Migrator) tablesSchema(ctx context.Context) (string, error) {
+	if m.resolvedSchema != "" {
+		return m.resolvedSchema, nil
+	}
+	schema := m.schema
+	if h, ok := m.host.(currentSchemaHost); ok && schema != "" && schema == m.url.DefaultSchema() {
+		current, err := h.CurrentSchema(ctx, m.db)
+		if err != nil {
+			return "", err
+		}
+		if current != "" {
+			schema = current
+		}
+	}
+	m.resolvedSchema = schema
+	return schema, nil
 }
 
 // DB is the database handle, for status queries beside goose's.
@@ -773,7 +809,11 @@ type Queue struct {
 // Queues reads the queue registry in the Migrator's schema, by name; nil
 // when there is none yet.
 func (m *Migrator) Queues(ctx context.Context) ([]Queue, error) {
-	rows, err := m.db.QueryContext(ctx, "SELECT name, table_name, mode, paused FROM "+m.host.RegistryTable(m.schema)+" ORDER BY name")
+	schema, err := m.tablesSchema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := m.db.QueryContext(ctx, "SELECT name, table_name, mode, paused FROM "+m.host.RegistryTable(schema)+" ORDER BY name")
 	if err != nil && m.host.NoTable(err) {
 		return nil, nil
 	}

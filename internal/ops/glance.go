@@ -163,7 +163,7 @@ func (p *pgBackend) pgWithin(ctx context.Context, budget time.Duration, f func(t
 }
 
 func (p *pgBackend) statsWithin(ctx context.Context, q Queue, budget time.Duration, s *Stats) (bool, error) {
-	timedOut, err := p.pgWithin(ctx, budget, func(tx pgx.Tx) error { return statsOf(ctx, tx, p.table(q), s) })
+	timedOut, err := p.pgWithin(ctx, budget, func(tx pgx.Tx) error { return p.statsOf(ctx, tx, p.table(q), s) })
 	return !timedOut && err == nil, err
 }
 
@@ -192,8 +192,10 @@ WHERE oid = $1::regclass OR oid IN (SELECT inhrelid FROM pg_inherits WHERE inhpa
 // estimate is the planner's estimate of the rows of q in state, from
 // EXPLAIN, which plans the count without running it. On a Citus
 // distributed table the coordinator's own estimate is a placeholder
-// (100,000): the estimate is then the plan of the one shard EXPLAIN shows
-// times the number of shards.
+// (100,000): the estimate is then the sum of every shard's plan
+// (citus.explain_all_tasks; EXPLAIN otherwise plans one shard, and one
+// shard times the shard count said 32 for 3,000 jobs of one bucket whose
+// shard it did not show).
 func (p *pgBackend) estimate(ctx context.Context, q Queue, state string) (int64, error) {
 	type rows struct {
 		Rows float64 `json:"Plan Rows"`
@@ -215,6 +217,13 @@ func (p *pgBackend) estimate(ctx context.Context, q Queue, state string) (int64,
 	}
 	var doc []byte
 	if err := p.bounded(ctx, func(tx pgx.Tx) error {
+		if d, err := p.distributed(ctx, tx, p.table(q)); err != nil {
+			return err
+		} else if d {
+			if _, err := tx.Exec(ctx, "SET LOCAL citus.explain_all_tasks = on"); err != nil {
+				return err
+			}
+		}
 		return tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM "+p.table(q)+" WHERE "+withHeld(predicates[state].pg, "false")).Scan(&doc)
 	}); err != nil {
 		return 0, err
@@ -222,8 +231,19 @@ func (p *pgBackend) estimate(ctx context.Context, q Queue, state string) (int64,
 	if err := json.Unmarshal(doc, &plan); err != nil || len(plan) == 0 {
 		return 0, fmt.Errorf("reading the plan %s: %v", doc, err)
 	}
-	if d := plan[0].Plan.Distributed; d != nil && len(d.Job.Tasks) > 0 && len(d.Job.Tasks[0].RemotePlan) > 0 && len(d.Job.Tasks[0].RemotePlan[0]) > 0 {
-		return int64(d.Job.Tasks[0].RemotePlan[0][0].Plan.Rows * float64(d.Job.TaskCount)), nil
+	if d := plan[0].Plan.Distributed; d != nil && len(d.Job.Tasks) > 0 {
+		sum, planned := 0.0, 0
+		for _, task := range d.Job.Tasks {
+			if len(task.RemotePlan) > 0 && len(task.RemotePlan[0]) > 0 {
+				sum += task.RemotePlan[0][0].Plan.Rows
+				planned++
+			}
+		}
+		if planned > 0 {
+			// Every task shown (planned == TaskCount), unless Citus showed
+			// fewer: then scaled to them all.
+			return int64(sum * float64(max(d.Job.TaskCount, planned)) / float64(planned)), nil
+		}
 	}
 	return int64(plan[0].Plan.Rows), nil
 }

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.RunMain(m)) }
 // ErrNoNodesTable.
 func TestNodes(t *testing.T) {
 	t.Parallel()
-	for _, engine := range dbtest.ThisRun() {
+	for _, engine := range dbtest.AndCitus(dbtest.ThisRun()) {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
 			db := dbtest.New(t, engine)
@@ -40,7 +40,14 @@ func TestNodes(t *testing.T) {
 				example += "-mysql"
 				now, ago, later = "UTC_TIMESTAMP(6)", "UTC_TIMESTAMP(6) - INTERVAL 10 SECOND", "UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE"
 			}
-			m, err := migrate.Open(db.Address, example+"/db/migrations")
+			var opts []migrate.Option
+			if engine == dbtest.Citus {
+				// examples/mailer-citus: every queue distributed, in lease
+				// mode (statement too), in the test's own schema.
+				example += "-citus"
+				opts = append(opts, migrate.Schema(db.Schema))
+			}
+			m, err := migrate.Open(db.Address, example+"/db/migrations", opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,6 +68,9 @@ VALUES ('%s@example.com', 'Hi', 'x', 1, 8, 'running', 1, '%s', %s, %s, %s, %s)`,
 				node("alive", "email", now), node("gone", "email", ago), node("tx", "statement", now),
 				job("alive", later), job("alive", later), job("gone", later), job("ghost", ago),
 			} {
+				if engine == dbtest.Citus {
+					stmt = dbtest.CitusInsert(stmt)
+				}
 				if _, err := db.SQL.Exec(stmt); err != nil {
 					t.Fatalf("%v\n%s", err, stmt)
 				}
@@ -72,6 +82,9 @@ VALUES ('%s@example.com', 'Hi', 'x', 1, 8, 'running', 1, '%s', %s, %s, %s, %s)`,
 			schema := ""
 			if parsed.HasSchemas() {
 				schema = "public"
+			}
+			if db.Schema != "" {
+				schema = db.Schema
 			}
 			c, err := ops.Open(ctx, parsed, schema)
 			if err != nil {
@@ -90,6 +103,9 @@ VALUES ('%s@example.com', 'Hi', 'x', 1, 8, 'running', 1, '%s', %s, %s, %s, %s)`,
 				"alive email lease held=2 stale=false every=1s running=1/4",
 				"gone email lease held=1 stale=true every=1s running=1/4",
 				"tx statement transaction held=0 stale=false every=1s running=1/4",
+			}
+			if engine == dbtest.Citus {
+				want[2] = "tx statement lease held=0 stale=false every=1s running=1/4"
 			}
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Errorf("nodes:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -41,7 +41,10 @@ func Serves(name string) bool {
 }
 
 // Open opens a pool on db. schema is the PostgreSQL or SQL Server schema
-// holding the queues (the spec's; public and dbo by default); MySQL has no
+// holding the queues (the spec's; empty: on PostgreSQL the connection's
+// current schema, the first of its search_path that exists, public by
+// default, resolved by Ping or the first operation; dbo on SQL Server);
+// MySQL has no
 // schemas (the database db names holds the queues), and there schema must
 // be empty.
 // Open does not connect: Ping does, as does any operation.

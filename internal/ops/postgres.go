@@ -30,9 +30,9 @@ type pgBackend struct {
 
 func init() {
 	backends[postgres.Name] = func(ctx context.Context, db dburl.DB, schema string) (backend, error) {
-		if schema == "" {
-			return nil, errors.New("ops: no schema: PostgreSQL's queues live in a schema (public by default)")
-		}
+		// No schema: the one the connection's search_path puts first
+		// (current_schema(), public by default), where queuegen migrate
+		// made the tables; resolved when the backend first connects.
 		b, err := openPostgres(ctx, db, schema)
 		if err != nil {
 			return nil, err
@@ -94,16 +94,49 @@ func boundedRows[T any](ctx context.Context, p *pgBackend, to pgx.RowToFunc[T], 
 	return out, err
 }
 
-// pgLockTimeout sets lockTimeout as the transaction's lock_timeout.
-var pgLockTimeout = fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", lockTimeout.Milliseconds())
+// pgLockTimeout sets lockTimeout as the transaction's lock_timeout, on
+// Citus on the worker nodes too: their row locks are where a statement on
+// a distributed or reference table waits (a pause behind a transaction
+// that updated the registry waited without end), and Citus sends a SET
+// LOCAL to them only with citus.propagate_set_commands = 'local'. Without
+// Citus that setting is an unused placeholder.
+var pgLockTimeout = fmt.Sprintf("SET LOCAL citus.propagate_set_commands = 'local'; SET LOCAL lock_timeout = '%dms'", lockTimeout.Milliseconds())
 
-func (p *pgBackend) ping(ctx context.Context) error { return p.pool.Ping(ctx) }
+// ping connects, and resolves the schema when none was named.
+func (p *pgBackend) ping(ctx context.Context) error {
+	if p.schema == "" {
+		return p.resolveSchema(ctx)
+	}
+	return p.pool.Ping(ctx)
+}
+
+// resolveSchema takes the connection's current schema, the first of its
+// search_path that exists (public by default; the URL's search_path when
+// it sets one, as a test's schema on a shared Citus cluster does), for the
+// schema the queues are in when none was named: queuegen migrate creates
+// the tables there too.
+func (p *pgBackend) resolveSchema(ctx context.Context) error {
+	var schema *string
+	if err := p.pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return err
+	}
+	if schema == nil {
+		return errors.New("ops: no schema: the connection's search_path names no schema that exists; name one with --schema or in the spec")
+	}
+	p.schema = *schema
+	return nil
+}
 
 func (p *pgBackend) product(context.Context) (string, error) { return "PostgreSQL", nil }
 
 func (p *pgBackend) close() { p.pool.Close() }
 
 func (p *pgBackend) queues(ctx context.Context) ([]Queue, error) {
+	if p.schema == "" {
+		if err := p.resolveSchema(ctx); err != nil {
+			return nil, err
+		}
+	}
 	qs, err := boundedRows(ctx, p, func(r pgx.CollectableRow) (Queue, error) {
 		var q Queue
 		err := r.Scan(&q.Name, &q.Table, &q.Mode, &q.Paused)
@@ -116,19 +149,30 @@ func (p *pgBackend) queues(ctx context.Context) ([]Queue, error) {
 }
 
 func (p *pgBackend) stats(ctx context.Context, q Queue, s *Stats) error {
-	return p.bounded(ctx, func(tx pgx.Tx) error { return statsOf(ctx, tx, p.table(q), s) })
+	return p.bounded(ctx, func(tx pgx.Tx) error { return p.statsOf(ctx, tx, p.table(q), s) })
 }
 
 func (p *pgBackend) baseStats(ctx context.Context, base string, s *Stats) error {
-	return p.bounded(ctx, func(tx pgx.Tx) error { return statsOf(ctx, tx, pgx.Identifier{p.schema, base}.Sanitize(), s) })
+	return p.bounded(ctx, func(tx pgx.Tx) error { return p.statsOf(ctx, tx, pgx.Identifier{p.schema, base}.Sanitize(), s) })
 }
 
 // statsOf counts in one statement, so every count and age describes one
-// snapshot.
-func statsOf(ctx context.Context, db pgQuerier, from string, s *Stats) error {
+// snapshot. A job a transaction in progress holds counts as running
+// (postgres.Held, which reads xmax), but on a Citus distributed table:
+// Citus plans no system column of a distributed table in every statement
+// (a count cancelled by its budget answered "invalid attnum -4", xmax's),
+// and a distributed queue has no transaction mode, whose claims are the
+// held jobs that matter.
+func (p *pgBackend) statsOf(ctx context.Context, db pgQuerier, from string, s *Stats) error {
+	held := postgres.Held
+	if d, err := p.distributed(ctx, db, from); err != nil {
+		return err
+	} else if d {
+		held = "false"
+	}
 	return db.QueryRow(ctx, `WITH jobs AS (
     SELECT state, run_after, attempted_at, locked_until, cardinality(errors) > 0 AS failed,
-           state = 'available' AND `+postgres.Held+` AS held
+           state = 'available' AND `+held+` AS held
     FROM `+from+`
 )
 SELECT
@@ -407,6 +451,12 @@ func (b *pgBatch) changeBucket(ctx context.Context, action Action, bucket int, i
     locked_by = NULL, locked_until = NULL, max_attempts = greatest(max_attempts, attempt + 1)
 WHERE bucket = $2 AND id = ANY($1::bigint[]) RETURNING id`
 	case Cancel:
+		if !b.failures { // the failures column's migration not applied yet
+			sql = `UPDATE %s SET state = 'dead', finished_at = now(), locked_by = NULL, locked_until = NULL,
+    errors = array_append(errors, 'cancelled by an operator')
+WHERE bucket = $2 AND id = ANY($1::bigint[]) RETURNING id`
+			break
+		}
 		sql = `WITH src AS (
     SELECT id, jsonb_build_array(jsonb_build_object('at', now(), 'attempt', attempt, 'error', cardinality(errors))) AS failure
     FROM %[1]s

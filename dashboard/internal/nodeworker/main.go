@@ -1,6 +1,7 @@
 // Command nodeworker is a worker process of the dashboard's nodes test: it
 // works queue email of the example app (examples/mailer on PostgreSQL,
-// examples/mailer-mysql on MySQL or MariaDB, as -app says) as node -node, with a handler
+// examples/mailer-mysql on MySQL or MariaDB, examples/mailer-citus on a
+// Citus cluster, as -app says) as node -node, with a handler
 // that holds each job until the worker shuts down, so that the jobs it
 // claimed stay leased to it. SIGTERM shuts it down gracefully; the test
 // SIGKILLs one to leave its node stale and its leases held.
@@ -19,6 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	citusjobs "github.com/queuegen/queuegen/examples/mailer-citus/jobs"
 	"github.com/queuegen/queuegen/examples/mailer-mysql/jobs"
 	pgjobs "github.com/queuegen/queuegen/examples/mailer/jobs"
 	"github.com/queuegen/queuegen/internal/dburl"
@@ -27,7 +29,7 @@ import (
 
 func main() {
 	db := flag.String("db", "", "database URL (PostgreSQL) or DSN (MySQL)")
-	app := flag.String("app", "mailer", "the example whose generated package works the queue: mailer (PostgreSQL) or mailer-mysql")
+	app := flag.String("app", "mailer", "the example whose generated package works the queue: mailer (PostgreSQL), mailer-mysql or mailer-citus")
 	node := flag.String("node", "", "node id")
 	concurrency := flag.Int("concurrency", 2, "handlers at once")
 	beat := flag.Duration("beat", 200*time.Millisecond, "node heartbeat interval")
@@ -57,8 +59,15 @@ func main() {
 		}
 		defer pool.Close()
 		w = pgjobs.NewEmailQueue(pool).Worker(hold[pgjobs.EmailPayload], opts...)
+	case "mailer-citus":
+		pool, err := pgxpool.New(ctx, *db)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer pool.Close()
+		w = citusjobs.NewEmailQueue(pool).Worker(hold[citusjobs.EmailPayload], opts...)
 	default:
-		log.Fatalf("no example %q (mailer or mailer-mysql)", *app)
+		log.Fatalf("no example %q (mailer, mailer-mysql or mailer-citus)", *app)
 	}
 	if err := w.Run(ctx); err != nil {
 		log.Fatal(err)

@@ -21,6 +21,14 @@ func (Engine) PrepareMigrations(ctx context.Context, db *sql.DB, schema string) 
 	return err
 }
 
+// CurrentSchema is the schema unqualified tables are created in: the
+// first of the connection's search_path that exists; "" when none does.
+func (Engine) CurrentSchema(ctx context.Context, db *sql.DB) (string, error) {
+	var schema sql.NullString
+	err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema)
+	return schema.String, err
+}
+
 // MigrationTables asks to_regclass in schema.
 func (Engine) MigrationTables(schema, table string) (string, []any) {
 	return `SELECT
