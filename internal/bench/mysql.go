@@ -77,24 +77,10 @@ func myPayload(n int64) myjobs.BenchPayload {
 }
 
 func (t *myTarget) pushers(ctx context.Context, n int) ([]func(context.Context, int64) error, func(), error) {
-	var conns []*sql.Conn
-	release := func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}
-	push := make([]func(context.Context, int64) error, n)
-	for i := range push {
-		c, err := t.db.Conn(ctx)
-		if err != nil {
-			release()
-			return nil, nil, err
-		}
-		conns = append(conns, c)
+	return connPushers(ctx, t.db, n, func(c *sql.Conn) func(context.Context, int64) error {
 		q := myjobs.NewBenchQueue(c)
-		push[i] = func(ctx context.Context, n int64) error { _, err := q.Push(ctx, myPayload(n)); return err }
-	}
-	return push, release, nil
+		return func(ctx context.Context, n int64) error { _, err := q.Push(ctx, myPayload(n)); return err }
+	})
 }
 
 func (t *myTarget) pushMany(ctx context.Context, from, to int64) (int64, error) {

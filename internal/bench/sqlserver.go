@@ -183,24 +183,10 @@ func msPayload(n int64) msjobs.BenchPayload {
 }
 
 func (t *msTarget) pushers(ctx context.Context, n int) ([]func(context.Context, int64) error, func(), error) {
-	var conns []*sql.Conn
-	release := func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}
-	push := make([]func(context.Context, int64) error, n)
-	for i := range push {
-		c, err := t.db.Conn(ctx)
-		if err != nil {
-			release()
-			return nil, nil, err
-		}
-		conns = append(conns, c)
+	return connPushers(ctx, t.db, n, func(c *sql.Conn) func(context.Context, int64) error {
 		q := msjobs.NewBenchQueue(c)
-		push[i] = func(ctx context.Context, n int64) error { _, err := q.Push(ctx, msPayload(n)); return err }
-	}
-	return push, release, nil
+		return func(ctx context.Context, n int64) error { _, err := q.Push(ctx, msPayload(n)); return err }
+	})
 }
 
 func (t *msTarget) pushMany(ctx context.Context, from, to int64) (int64, error) {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/queuegen/queuegen/queue"
 )
@@ -72,3 +73,26 @@ var (
 	_ rateTarget   = (*msTarget)(nil)
 	_ target       = (*msTarget)(nil)
 )
+
+// connPushers is pushers on database/sql (MySQL, SQL Server): n push
+// functions, each made by pusher on a connection of its own of db, and the
+// release of those connections.
+func connPushers(ctx context.Context, db *sql.DB, n int, pusher func(c *sql.Conn) func(context.Context, int64) error) ([]func(context.Context, int64) error, func(), error) {
+	var conns []*sql.Conn
+	release := func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	push := make([]func(context.Context, int64) error, n)
+	for i := range push {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		conns = append(conns, c)
+		push[i] = pusher(c)
+	}
+	return push, release, nil
+}
