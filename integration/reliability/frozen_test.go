@@ -9,8 +9,10 @@ import (
 )
 
 // TestWorkersFrozen works queue work (2 s leases) with three worker
-// processes while the test freezes one at a time with SIGSTOP for 3 s,
-// past the lease, and thaws it with SIGCONT: a process starved of CPU on a
+// processes (handlers of up to 100 ms, so that the drain outlasts the
+// freezes) while the test freezes one at a time with SIGSTOP for 5 s, once
+// it holds jobs, past the lease by more than the others' poll interval,
+// and thaws it with SIGCONT: a process starved of CPU on a
 // loaded machine, but every time and for certain. The others take the
 // frozen one's jobs as its leases run out, and the frozen one, thawed,
 // finds it was too late: each of its handlers that returns, each
@@ -34,12 +36,22 @@ func TestWorkersFrozen(t *testing.T) {
 		if err := tg.work.pushMany(context.Background(), ps); err != nil {
 			t.Fatal(err)
 		}
-		w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: tg.workerArgs()}
-		procs := []*workerProc{w.start("slot0"), w.start("slot1"), w.start("slot2")}
-		const stall = 3 * time.Second // past the 2 s lease
+		w := &workerProcs{t: t, bin: buildWorker(t), db: tg.address, args: append(tg.workerArgs(), "-work", "100ms")}
+		nodes := []string{"slot0", "slot1", "slot2"}
+		procs := []*workerProc{w.start(nodes[0]), w.start(nodes[1]), w.start(nodes[2])}
+		// Past the 2 s lease by more than the others' poll interval (1 s),
+		// so that they claim the frozen one's jobs again before it thaws.
+		const stall = 5 * time.Second
 		freezes := 0
 		for i := range 2 {
-			time.Sleep(500 * time.Millisecond)
+			// Freeze a process that holds jobs: one frozen between claims
+			// would leave nothing to take again.
+			for deadline := time.Now().Add(30 * time.Second); tg.count(t, `SELECT count(*) FROM work_queue WHERE locked_by = ? AND state = 'running'`, nodes[i]) == 0; {
+				if time.Now().After(deadline) {
+					t.Fatalf("worker %s held no job for 30 s", nodes[i])
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 			p := procs[i]
 			if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
