@@ -216,11 +216,12 @@ func TestFairClaimTakesEachKeyInTurn(t *testing.T) {
 }
 
 // TestFairClaimsOfOneServeEveryKey: values tie in a turn, and the tie is
-// drawn at random rather than given to the oldest job, so that a worker
-// claiming one freed slot at a time does not serve tenants in the order of
-// their oldest jobs: with all of a's jobs older than b's, 40 claims of one
-// take b's about half the time (fewer than 5 has odds under 1 in 10^6),
-// where they took a's every time.
+// not given to the oldest job (MySQL draws it at random; PostgreSQL's
+// claims rotate, see TestFairClaimsRotate), so that a worker claiming one
+// freed slot at a time does not serve tenants in the order of their
+// oldest jobs: with all of a's jobs older than b's, 40 claims of one take
+// b's about half the time (fewer than 5 has odds under 1 in 10^6 where
+// the draw is random), where they took a's every time.
 func TestFairClaimsOfOneServeEveryKey(t *testing.T) {
 	eachFairEngine(t, func(t *testing.T, q *fairQueue) {
 		ctx := context.Background()
@@ -238,6 +239,85 @@ func TestFairClaimsOfOneServeEveryKey(t *testing.T) {
 			t.Errorf("40 claims of one took %v; want both tenants served", per)
 		}
 	})
+}
+
+// TestFairClaimsRotate (PostgreSQL, whose fair claim rotates): each claim
+// starts after the tenant at which the accessor's previous claim stopped,
+// so claims of one take the tenants in turn, a b c a b c, whatever their
+// jobs' ages, and a claim of more than one turn gives its extra jobs to
+// the tenants after those of the claim before. Queues fair (priority:
+// each tenant's turn reads its jobs from the start of its index range)
+// and fairfifo (claim order: from the first job the walk found). An
+// accessor that forgot where its last claim stopped, a walk that did not
+// wrap around to the first tenant, or a claim that returned its jobs in
+// another order than it took them would fail it.
+func TestFairClaimsRotate(t *testing.T) {
+	t.Parallel()
+	pool := migrated(t)
+	for _, c := range []struct {
+		name  string
+		claim func(ctx context.Context, max int) ([]string, error)
+		push  func(ctx context.Context, tenant string, n int) error
+	}{
+		{"fair", rotationOf(jobs.NewFairQueue(pool), func(p jobs.FairPayload) string { return p.Tenant }),
+			func(ctx context.Context, tenant string, n int) error {
+				_, err := jobs.NewFairQueue(pool).PushMany(ctx, slices.Repeat([]jobs.FairPayload{{Tenant: tenant}}, n))
+				return err
+			}},
+		{"fairfifo", rotationOf(jobs.NewFairfifoQueue(pool), func(p jobs.FairfifoPayload) string { return p.Tenant }),
+			func(ctx context.Context, tenant string, n int) error {
+				_, err := jobs.NewFairfifoQueue(pool).PushMany(ctx, slices.Repeat([]jobs.FairfifoPayload{{Tenant: tenant}}, n))
+				return err
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			// c's jobs are older than b's, and b's than a's: claims in age
+			// order would take c's first.
+			for _, tenant := range []string{"c", "b", "a"} {
+				if err := c.push(ctx, tenant, 10); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var ones []string
+			for range 7 {
+				got, err := c.claim(ctx, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ones = append(ones, got...)
+			}
+			if want := "a b c a b c a"; strings.Join(ones, " ") != want {
+				t.Errorf("claims of one took %s, want %s", strings.Join(ones, " "), want)
+			}
+			// The last claim stopped at a: claims of four take a turn of
+			// b c a, then the extra job of b, then of c, then of a.
+			var fours []string
+			for range 3 {
+				got, err := c.claim(ctx, 4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fours = append(fours, strings.Join(got, ""))
+			}
+			if want := "bcab cabc abca"; strings.Join(fours, " ") != want {
+				t.Errorf("claims of four took %s, want %s", strings.Join(fours, " "), want)
+			}
+		})
+	}
+}
+
+// rotationOf claims from a fair accessor, as the tenants of the jobs it
+// returns, in the order it returns them.
+func rotationOf[P any](q fairAccessor[P], tenant func(P) string) func(ctx context.Context, max int) ([]string, error) {
+	return func(ctx context.Context, max int) ([]string, error) {
+		got, err := q.Claim(ctx, "node", max)
+		out := make([]string, len(got))
+		for i, j := range got {
+			out[i] = tenant(j.Payload)
+		}
+		return out, err
+	}
 }
 
 // TestFairClaimTakesEachKeysHighestPriorityFirst: with priority (queue
@@ -446,18 +526,28 @@ func TestFairClaimsServeSmallTenantsBehindABurst(t *testing.T) {
 func TestFairAndLimitedClaimsUseIndexes(t *testing.T) {
 	t.Parallel()
 	db := migrated(t)
+	// Each claim's parameters in sqlc's order (that of its Claim…Params).
+	limited := []any{nil, 500, []string(nil), "node", 30 * time.Second}
 	for _, c := range []struct {
-		table, goFile, query, fill, index string
+		name, table, goFile, query, fill, index string
+		args                                    []any
 	}{
-		{"fair_queue", "jobs/jobsdb/fair.sql.go", "claimFair", "tenant, n", "fair_queue_fair_idx"},
-		{"limited_queue", "jobs/jobsdb/limited.sql.go", "claimLimited", "tenant, n", "limited_queue_fair_idx"},
-		{"capped_queue", "jobs/jobsdb/capped.sql.go", "claimCapped", "n", "capped_queue_claim_idx"},
+		// The fair claim rotates: before its first claim (after is
+		// empty) and from a value on, wrapping around.
+		{"fair_queue", "fair_queue", "jobs/jobsdb/fair.sql.go", "claimFair", "tenant, n", "fair_queue_fair_idx", []any{nil, 500, []string(nil), "node", 30 * time.Second}},
+		{"fair_queue_after", "fair_queue", "jobs/jobsdb/fair.sql.go", "claimFair", "tenant, n", "fair_queue_fair_idx", []any{nil, 500, []string{"t50"}, "node", 30 * time.Second}},
+		{"limited_queue", "limited_queue", "jobs/jobsdb/limited.sql.go", "claimLimited", "tenant, n", "limited_queue_fair_idx", limited},
+		{"limited_queue_after", "limited_queue", "jobs/jobsdb/limited.sql.go", "claimLimited", "tenant, n", "limited_queue_fair_idx", []any{nil, 500, []string{"t50"}, "node", 30 * time.Second}},
+		{"capped_queue", "capped_queue", "jobs/jobsdb/capped.sql.go", "claimCapped", "n", "capped_queue_claim_idx", []any{nil, "node", 30 * time.Second, 500}},
 	} {
-		t.Run(c.table, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			values := "'t' || (g % 100), g"
 			if c.fill == "n" {
 				values = "g"
+			}
+			if _, err := db.Exec(ctx, `TRUNCATE `+c.table); err != nil {
+				t.Fatal(err)
 			}
 			for _, sql := range []string{
 				`INSERT INTO ` + c.table + ` (` + c.fill + `, max_attempts) SELECT ` + values + `, 3 FROM generate_series(1, 50000) AS g`,
@@ -468,9 +558,8 @@ func TestFairAndLimitedClaimsUseIndexes(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// The claim as sqlc compiled it; parameters in sqlc's order
-			// (that of the Claim…Params): now, node, lease, max.
-			rows, err := db.Query(ctx, "EXPLAIN "+querySQL(t, c.goFile, c.query), nil, "node", 30*time.Second, 500)
+			// The claim as sqlc compiled it.
+			rows, err := db.Query(ctx, "EXPLAIN "+querySQL(t, c.goFile, c.query), c.args...)
 			if err != nil {
 				t.Fatal(err)
 			}

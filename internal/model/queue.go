@@ -51,6 +51,12 @@ type Queue struct {
 	// QClaim is the queue table as claims name it: ONLY QName with a
 	// backlog that inherits from it, else QName.
 	QClaim string
+	// Rotates is true when the claim rotates through FairBy's values
+	// (engine.FairRotator): a lease-mode fair claim, with or without
+	// limits, on an engine that rotates. FairKey is FairBy's payload field, with a
+	// fair_by.
+	Rotates bool
+	FairKey *Field
 	// Columns are every column of the queue's rows, in table order (the
 	// base table's first).
 	Columns []string
@@ -172,6 +178,9 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 	q.Payload = m.payload(s, sq, q.GoName)
 	q.FairBy = sq.FairBy
 	q.PerKey, q.Global = sq.Limits.PerKey, sq.Limits.Global
+	if q.FairBy != "" {
+		q.FairKey = q.Payload.Input(q.FairBy)
+	}
 
 	mode := "lease mode: a claim is committed at once and holds the job until its lease expires"
 	if !q.Lease {
@@ -233,6 +242,9 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		}
 		q.RateLog = r.RateLog(q.Table, key)
 		q.QRateLog = eng.Qualify(m.Schema, q.RateLog.Name)
+	}
+	if _, ok := eng.(engine.FairRotator); ok {
+		q.Rotates = q.FairClaim() && q.Lease
 	}
 	if sq.Unique {
 		for _, i := range q.Table.Indexes {

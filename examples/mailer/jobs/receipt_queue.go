@@ -46,6 +46,10 @@ var ReceiptLimits = queue.Limits{PerKey: 2, Global: 10}
 type ReceiptQueue struct {
 	db DB
 	q  *jobsdb.Queries
+	// fair is where this accessor's next claim starts: after the
+	// account_id its previous claim stopped at. The copies WithTx
+	// makes share it.
+	fair *queueimpl.Rotation[int64]
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; ReceiptBackoff unless
@@ -55,13 +59,13 @@ type ReceiptQueue struct {
 
 // NewReceiptQueue returns the accessor of queue receipt over db.
 func NewReceiptQueue(db DB) *ReceiptQueue {
-	return &ReceiptQueue{db: db, q: jobsdb.New(db), Backoff: ReceiptBackoff}
+	return &ReceiptQueue{db: db, q: jobsdb.New(db), Backoff: ReceiptBackoff, fair: new(queueimpl.Rotation[int64])}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *ReceiptQueue) WithTx(tx pgx.Tx) *ReceiptQueue {
-	return &ReceiptQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff, inTx: true}
+	return &ReceiptQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff, fair: q.fair, inTx: true}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -142,11 +146,19 @@ func (q *ReceiptQueue) Claim(ctx context.Context, node string, max int, opts ...
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, jobsdb.ClaimReceiptParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimReceiptParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease, After: q.fair.After()})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(rows), nil
+	if len(rows) > 0 {
+		q.fair.Stopped(rows[len(rows)-1].AccountID)
+	}
+	// The claim's rows are the table's, read from the UPDATE's RETURNING.
+	jobs := make([]*queue.Job[ReceiptPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(jobsdb.ReceiptRow(r))
+	}
+	return jobs, nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -437,17 +449,17 @@ func (q *ReceiptQueue) jobs(rows []jobsdb.ReceiptRow) []*queue.Job[ReceiptPayloa
 // claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *ReceiptQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimReceiptParams) ([]jobsdb.ReceiptRow, error) {
+func (q *ReceiptQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimReceiptParams) ([]jobsdb.ClaimReceiptRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.ReceiptRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.ClaimReceiptRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *ReceiptQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimReceiptParams) ([]jobsdb.ReceiptRow, error) {
+func (q *ReceiptQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimReceiptParams) ([]jobsdb.ClaimReceiptRow, error) {
 	if err := qq.LockClaimsReceipt(ctx, !q.inTx); err != nil {
 		return nil, err
 	}

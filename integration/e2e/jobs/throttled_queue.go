@@ -45,6 +45,10 @@ var ThrottledLimits = queue.Limits{PerKey: 0, Global: 0, Rate: 3, Per: time.Seco
 type ThrottledQueue struct {
 	db DB
 	q  *jobsdb.Queries
+	// fair is where this accessor's next claim starts: after the
+	// tenant its previous claim stopped at. The copies WithTx
+	// makes share it.
+	fair *queueimpl.Rotation[string]
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; ThrottledBackoff unless
@@ -54,13 +58,13 @@ type ThrottledQueue struct {
 
 // NewThrottledQueue returns the accessor of queue throttled over db.
 func NewThrottledQueue(db DB) *ThrottledQueue {
-	return &ThrottledQueue{db: db, q: jobsdb.New(db), Backoff: ThrottledBackoff}
+	return &ThrottledQueue{db: db, q: jobsdb.New(db), Backoff: ThrottledBackoff, fair: new(queueimpl.Rotation[string])}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *ThrottledQueue) WithTx(tx pgx.Tx) *ThrottledQueue {
-	return &ThrottledQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff, inTx: true}
+	return &ThrottledQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff, fair: q.fair, inTx: true}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -138,11 +142,19 @@ func (q *ThrottledQueue) Claim(ctx context.Context, node string, max int, opts .
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, jobsdb.ClaimThrottledParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimThrottledParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease, After: q.fair.After()})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(rows), nil
+	if len(rows) > 0 {
+		q.fair.Stopped(rows[len(rows)-1].Tenant)
+	}
+	// The claim's rows are the table's, read from the UPDATE's RETURNING.
+	jobs := make([]*queue.Job[ThrottledPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(jobsdb.ThrottledRow(r))
+	}
+	return jobs, nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -433,17 +445,17 @@ func (q *ThrottledQueue) jobs(rows []jobsdb.ThrottledRow) []*queue.Job[Throttled
 // claim for the rate limit, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *ThrottledQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimThrottledParams) ([]jobsdb.ThrottledRow, error) {
+func (q *ThrottledQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimThrottledParams) ([]jobsdb.ClaimThrottledRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.ThrottledRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.ClaimThrottledRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *ThrottledQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimThrottledParams) ([]jobsdb.ThrottledRow, error) {
+func (q *ThrottledQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimThrottledParams) ([]jobsdb.ClaimThrottledRow, error) {
 	if err := qq.LockClaimsThrottled(ctx, !q.inTx); err != nil {
 		return nil, err
 	}

@@ -41,6 +41,10 @@ var FairBackoff = queue.Backoff{Min: 10 * time.Millisecond, Max: 100 * time.Mill
 type FairQueue struct {
 	db DB
 	q  *jobsdb.Queries
+	// fair is where this accessor's next claim starts: after the
+	// tenant its previous claim stopped at. The copies WithTx
+	// makes share it.
+	fair *queueimpl.Rotation[string]
 	// Backoff decides the retry delay after Fail; FairBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -48,13 +52,13 @@ type FairQueue struct {
 
 // NewFairQueue returns the accessor of queue fair over db.
 func NewFairQueue(db DB) *FairQueue {
-	return &FairQueue{db: db, q: jobsdb.New(db), Backoff: FairBackoff}
+	return &FairQueue{db: db, q: jobsdb.New(db), Backoff: FairBackoff, fair: new(queueimpl.Rotation[string])}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *FairQueue) WithTx(tx pgx.Tx) *FairQueue {
-	return &FairQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &FairQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff, fair: q.fair}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -132,11 +136,19 @@ func (q *FairQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimFair(ctx, jobsdb.ClaimFairParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimFair(ctx, jobsdb.ClaimFairParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease, After: q.fair.After()})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(rows), nil
+	if len(rows) > 0 {
+		q.fair.Stopped(rows[len(rows)-1].Tenant)
+	}
+	// The claim's rows are the table's, read from the UPDATE's RETURNING.
+	jobs := make([]*queue.Job[FairPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(jobsdb.FairRow(r))
+	}
+	return jobs, nil
 }
 
 // Complete finishes a job successfully and deletes it.

@@ -45,6 +45,10 @@ var RatedLimits = queue.Limits{PerKey: 0, Global: 0, Rate: 10, Per: time.Second,
 type RatedQueue struct {
 	db DB
 	q  *jobsdb.Queries
+	// fair is where this accessor's next claim starts: after the
+	// tenant its previous claim stopped at. The copies WithTx
+	// makes share it.
+	fair *queueimpl.Rotation[string]
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; RatedBackoff unless
@@ -54,13 +58,13 @@ type RatedQueue struct {
 
 // NewRatedQueue returns the accessor of queue rated over db.
 func NewRatedQueue(db DB) *RatedQueue {
-	return &RatedQueue{db: db, q: jobsdb.New(db), Backoff: RatedBackoff}
+	return &RatedQueue{db: db, q: jobsdb.New(db), Backoff: RatedBackoff, fair: new(queueimpl.Rotation[string])}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *RatedQueue) WithTx(tx pgx.Tx) *RatedQueue {
-	return &RatedQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff, inTx: true}
+	return &RatedQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff, fair: q.fair, inTx: true}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -138,11 +142,19 @@ func (q *RatedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, jobsdb.ClaimRatedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimRatedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease, After: q.fair.After()})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(rows), nil
+	if len(rows) > 0 {
+		q.fair.Stopped(rows[len(rows)-1].Tenant)
+	}
+	// The claim's rows are the table's, read from the UPDATE's RETURNING.
+	jobs := make([]*queue.Job[RatedPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(jobsdb.RatedRow(r))
+	}
+	return jobs, nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -433,17 +445,17 @@ func (q *RatedQueue) jobs(rows []jobsdb.RatedRow) []*queue.Job[RatedPayload] {
 // claim for the rate limit, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *RatedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimRatedParams) ([]jobsdb.RatedRow, error) {
+func (q *RatedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimRatedParams) ([]jobsdb.ClaimRatedRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.RatedRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.ClaimRatedRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *RatedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimRatedParams) ([]jobsdb.RatedRow, error) {
+func (q *RatedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimRatedParams) ([]jobsdb.ClaimRatedRow, error) {
 	if err := qq.LockClaimsRated(ctx, !q.inTx); err != nil {
 		return nil, err
 	}

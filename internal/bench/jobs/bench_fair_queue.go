@@ -41,6 +41,10 @@ var BenchFairBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2
 type BenchFairQueue struct {
 	db DB
 	q  *jobsdb.Queries
+	// fair is where this accessor's next claim starts: after the
+	// tenant its previous claim stopped at. The copies WithTx
+	// makes share it.
+	fair *queueimpl.Rotation[string]
 	// Backoff decides the retry delay after Fail; BenchFairBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -48,13 +52,13 @@ type BenchFairQueue struct {
 
 // NewBenchFairQueue returns the accessor of queue bench_fair over db.
 func NewBenchFairQueue(db DB) *BenchFairQueue {
-	return &BenchFairQueue{db: db, q: jobsdb.New(db), Backoff: BenchFairBackoff}
+	return &BenchFairQueue{db: db, q: jobsdb.New(db), Backoff: BenchFairBackoff, fair: new(queueimpl.Rotation[string])}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *BenchFairQueue) WithTx(tx pgx.Tx) *BenchFairQueue {
-	return &BenchFairQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &BenchFairQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff, fair: q.fair}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -132,11 +136,19 @@ func (q *BenchFairQueue) Claim(ctx context.Context, node string, max int, opts .
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimBenchFair(ctx, jobsdb.ClaimBenchFairParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimBenchFair(ctx, jobsdb.ClaimBenchFairParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease, After: q.fair.After()})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(rows), nil
+	if len(rows) > 0 {
+		q.fair.Stopped(rows[len(rows)-1].Tenant)
+	}
+	// The claim's rows are the table's, read from the UPDATE's RETURNING.
+	jobs := make([]*queue.Job[BenchFairPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(jobsdb.BenchFairRow(r))
+	}
+	return jobs, nil
 }
 
 // Complete finishes a job successfully and deletes it.

@@ -45,6 +45,10 @@ var BenchLimitedLimits = queue.Limits{PerKey: 3, Global: 20}
 type BenchLimitedQueue struct {
 	db DB
 	q  *jobsdb.Queries
+	// fair is where this accessor's next claim starts: after the
+	// tenant its previous claim stopped at. The copies WithTx
+	// makes share it.
+	fair *queueimpl.Rotation[string]
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; BenchLimitedBackoff unless
@@ -54,13 +58,13 @@ type BenchLimitedQueue struct {
 
 // NewBenchLimitedQueue returns the accessor of queue bench_limited over db.
 func NewBenchLimitedQueue(db DB) *BenchLimitedQueue {
-	return &BenchLimitedQueue{db: db, q: jobsdb.New(db), Backoff: BenchLimitedBackoff}
+	return &BenchLimitedQueue{db: db, q: jobsdb.New(db), Backoff: BenchLimitedBackoff, fair: new(queueimpl.Rotation[string])}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *BenchLimitedQueue) WithTx(tx pgx.Tx) *BenchLimitedQueue {
-	return &BenchLimitedQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff, inTx: true}
+	return &BenchLimitedQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff, fair: q.fair, inTx: true}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -138,11 +142,19 @@ func (q *BenchLimitedQueue) Claim(ctx context.Context, node string, max int, opt
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, jobsdb.ClaimBenchLimitedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimBenchLimitedParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease, After: q.fair.After()})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(rows), nil
+	if len(rows) > 0 {
+		q.fair.Stopped(rows[len(rows)-1].Tenant)
+	}
+	// The claim's rows are the table's, read from the UPDATE's RETURNING.
+	jobs := make([]*queue.Job[BenchLimitedPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(jobsdb.BenchLimitedRow(r))
+	}
+	return jobs, nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -432,17 +444,17 @@ func (q *BenchLimitedQueue) jobs(rows []jobsdb.BenchLimitedRow) []*queue.Job[Ben
 // claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *BenchLimitedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimBenchLimitedParams) ([]jobsdb.BenchLimitedRow, error) {
+func (q *BenchLimitedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimBenchLimitedParams) ([]jobsdb.ClaimBenchLimitedRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.BenchLimitedRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.ClaimBenchLimitedRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *BenchLimitedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimBenchLimitedParams) ([]jobsdb.BenchLimitedRow, error) {
+func (q *BenchLimitedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimBenchLimitedParams) ([]jobsdb.ClaimBenchLimitedRow, error) {
 	if err := qq.LockClaimsBenchLimited(ctx, !q.inTx); err != nil {
 		return nil, err
 	}

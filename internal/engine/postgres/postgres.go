@@ -27,6 +27,12 @@ type Engine struct{}
 // Name is "postgresql".
 func (Engine) Name() string { return Name }
 
+// RotatesFairClaims marks PostgreSQL's fair claim as rotating
+// (engine.FairRotator): its walk through the fair index starts after the
+// value the accessor's previous claim stopped at and stops at a batch's
+// worth of values.
+func (Engine) RotatesFairClaims() {}
+
 // Check accepts every valid spec: the spec format was designed on
 // PostgreSQL.
 func (Engine) Check(*spec.Spec) spec.Errors { return nil }

@@ -41,6 +41,10 @@ var ExportBackoff = queue.Backoff{Min: time.Second, Max: time.Hour, Factor: 2, J
 type ExportQueue struct {
 	db DB
 	q  *jobsdb.Queries
+	// fair is where this accessor's next claim starts: after the
+	// tenant its previous claim stopped at. The copies WithTx
+	// makes share it.
+	fair *queueimpl.Rotation[string]
 	// Backoff decides the retry delay after Fail; ExportBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -48,13 +52,13 @@ type ExportQueue struct {
 
 // NewExportQueue returns the accessor of queue export over db.
 func NewExportQueue(db DB) *ExportQueue {
-	return &ExportQueue{db: db, q: jobsdb.New(db), Backoff: ExportBackoff}
+	return &ExportQueue{db: db, q: jobsdb.New(db), Backoff: ExportBackoff, fair: new(queueimpl.Rotation[string])}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *ExportQueue) WithTx(tx pgx.Tx) *ExportQueue {
-	return &ExportQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff}
+	return &ExportQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff, fair: q.fair}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -132,11 +136,19 @@ func (q *ExportQueue) Claim(ctx context.Context, node string, max int, opts ...q
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.q.ClaimExport(ctx, jobsdb.ClaimExportParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.q.ClaimExport(ctx, jobsdb.ClaimExportParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease, After: q.fair.After()})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(rows), nil
+	if len(rows) > 0 {
+		q.fair.Stopped(rows[len(rows)-1].Tenant)
+	}
+	// The claim's rows are the table's, read from the UPDATE's RETURNING.
+	jobs := make([]*queue.Job[ExportPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(jobsdb.ExportRow(r))
+	}
+	return jobs, nil
 }
 
 // Complete finishes a job successfully and deletes it.

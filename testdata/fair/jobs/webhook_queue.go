@@ -45,6 +45,10 @@ var WebhookLimits = queue.Limits{PerKey: 3, Global: 20}
 type WebhookQueue struct {
 	db DB
 	q  *jobsdb.Queries
+	// fair is where this accessor's next claim starts: after the
+	// shop its previous claim stopped at. The copies WithTx
+	// makes share it.
+	fair *queueimpl.Rotation[int64]
 	// inTx is true in a copy made by WithTx, whose claims run in that transaction.
 	inTx bool
 	// Backoff decides the retry delay after Fail; WebhookBackoff unless
@@ -54,13 +58,13 @@ type WebhookQueue struct {
 
 // NewWebhookQueue returns the accessor of queue webhook over db.
 func NewWebhookQueue(db DB) *WebhookQueue {
-	return &WebhookQueue{db: db, q: jobsdb.New(db), Backoff: WebhookBackoff}
+	return &WebhookQueue{db: db, q: jobsdb.New(db), Backoff: WebhookBackoff, fair: new(queueimpl.Rotation[int64])}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *WebhookQueue) WithTx(tx pgx.Tx) *WebhookQueue {
-	return &WebhookQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff, inTx: true}
+	return &WebhookQueue{db: q.db, q: q.q.WithTx(tx), Backoff: q.Backoff, fair: q.fair, inTx: true}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -138,11 +142,19 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.claimLimited(ctx, jobsdb.ClaimWebhookParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease})
+	rows, err := q.claimLimited(ctx, jobsdb.ClaimWebhookParams{Now: o.Now, Max: int32(max), Node: node, Lease: o.Lease, After: q.fair.After()})
 	if err != nil {
 		return nil, err
 	}
-	return q.jobs(rows), nil
+	if len(rows) > 0 {
+		q.fair.Stopped(rows[len(rows)-1].Shop)
+	}
+	// The claim's rows are the table's, read from the UPDATE's RETURNING.
+	jobs := make([]*queue.Job[WebhookPayload], len(rows))
+	for i, r := range rows {
+		jobs[i] = q.job(jobsdb.WebhookRow(r))
+	}
+	return jobs, nil
 }
 
 // Complete finishes a job successfully and deletes it.
@@ -432,17 +444,17 @@ func (q *WebhookQueue) jobs(rows []jobsdb.WebhookRow) []*queue.Job[WebhookPayloa
 // claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.
-func (q *WebhookQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimWebhookParams) ([]jobsdb.WebhookRow, error) {
+func (q *WebhookQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimWebhookParams) ([]jobsdb.ClaimWebhookRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
 	}
-	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.WebhookRow, error) {
+	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.ClaimWebhookRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
 	})
 }
 
 // claimLocked is claimLimited's transaction, run through qq.
-func (q *WebhookQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimWebhookParams) ([]jobsdb.WebhookRow, error) {
+func (q *WebhookQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimWebhookParams) ([]jobsdb.ClaimWebhookRow, error) {
 	if err := qq.LockClaimsWebhook(ctx, !q.inTx); err != nil {
 		return nil, err
 	}

@@ -883,6 +883,61 @@ CREATE INDEX fair_queue_lease_idx ON fair_queue (locked_until)
 CREATE INDEX fair_queue_finished_idx ON fair_queue (finished_at)
     WHERE state IN ('succeeded', 'dead');
 
+-- Queue fairfifo: one row per job; lease mode: a claim is committed at once
+-- and holds the job until its lease expires.
+CREATE TABLE fairfifo_queue (
+    id           bigserial   NOT NULL,                     -- job id
+    state        text        NOT NULL DEFAULT 'available', -- available, running (leased), succeeded or dead
+    attempt      integer     NOT NULL DEFAULT 0,           -- claims so far; with id, the fencing token
+    max_attempts integer     NOT NULL,                     -- dead after this many failed attempts
+    priority     smallint    NOT NULL DEFAULT 0,           -- higher first, where the queue orders by it
+    run_after    timestamptz NOT NULL DEFAULT now(),       -- not claimed before this time
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    attempted_at timestamptz,                              -- when the current attempt was claimed
+    finished_at  timestamptz,                              -- when it succeeded or died; retention counts from here
+    locked_by    text,                                     -- lease mode: the node holding the job
+    locked_until timestamptz,                              -- lease mode: when the lease expires
+    errors       text[]      NOT NULL DEFAULT '{}',        -- one entry per failed attempt, oldest first
+    failures     jsonb,                                    -- when and at which attempt each error was recorded: {at, attempt, error (its index in errors)}; NULL before the first, and errors recorded before the column existed have none
+    unique_key   text,                                     -- dedupe key among unfinished jobs
+    tenant       text        NOT NULL,
+    n            integer     NOT NULL,
+    CONSTRAINT fairfifo_queue_pkey PRIMARY KEY (id),
+    CONSTRAINT fairfifo_queue_state_check CHECK (state IN ('available', 'running', 'succeeded', 'dead'))
+)
+-- Storage for a table that churns: vacuum after a fixed number of dead
+-- tuples, unthrottled, and analyze as often; no fillfactor slack, as no job
+-- update can be HOT (each changes an indexed column).
+WITH (
+    fillfactor = 100,
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 1000,
+    autovacuum_vacuum_cost_delay = 0,
+    autovacuum_analyze_scale_factor = 0,
+    autovacuum_analyze_threshold = 1000
+);
+
+-- Serves the claim: its predicate and key are the claim's WHERE and ORDER BY,
+-- so a claim reads the first entries of this index and stops.
+CREATE INDEX fairfifo_queue_claim_idx ON fairfifo_queue (run_after, id)
+    WHERE state = 'available';
+
+-- Serves the fair claim: it skips from one tenant to the next (one probe a
+-- value) and reads each value's first due jobs.
+CREATE INDEX fairfifo_queue_fair_idx ON fairfifo_queue (tenant, run_after, id)
+    WHERE state = 'available';
+
+-- Finds leased jobs: those whose lease expired (claimed again, or reaped on
+-- their last attempt), and those a restarting node held. There is no index on
+-- locked_by: every claim would pay for it, and the leased jobs are only those
+-- in flight.
+CREATE INDEX fairfifo_queue_lease_idx ON fairfifo_queue (locked_until)
+    WHERE locked_until IS NOT NULL;
+
+-- Finds finished jobs for retention and for listing dead jobs.
+CREATE INDEX fairfifo_queue_finished_idx ON fairfifo_queue (finished_at)
+    WHERE state IN ('succeeded', 'dead');
+
 -- Queue txfair: one row per job; transaction mode: a claim holds the job by
 -- row lock until the caller's transaction ends.
 CREATE TABLE txfair_queue (

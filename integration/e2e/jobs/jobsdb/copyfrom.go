@@ -461,6 +461,81 @@ func (q *Queries) PushManyFairAt(ctx context.Context, arg []PushManyFairAtParams
 	return q.db.CopyFrom(ctx, []string{"fair_queue"}, []string{"tenant", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyFairAt{rows: arg})
 }
 
+// iteratorForPushManyFairfifo implements pgx.CopyFromSource.
+type iteratorForPushManyFairfifo struct {
+	rows                 []PushManyFairfifoParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyFairfifo) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyFairfifo) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+	}, nil
+}
+
+func (r iteratorForPushManyFairfifo) Err() error {
+	return nil
+}
+
+// PushManyFairfifo inserts many jobs in one COPY; created_at and run_after
+// take their defaults (the database's now()); COPY takes no locks that claims
+// wait for.
+func (q *Queries) PushManyFairfifo(ctx context.Context, arg []PushManyFairfifoParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"fairfifo_queue"}, []string{"tenant", "n", "priority", "max_attempts"}, &iteratorForPushManyFairfifo{rows: arg})
+}
+
+// iteratorForPushManyFairfifoAt implements pgx.CopyFromSource.
+type iteratorForPushManyFairfifoAt struct {
+	rows                 []PushManyFairfifoAtParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForPushManyFairfifoAt) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForPushManyFairfifoAt) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].Tenant,
+		r.rows[0].N,
+		r.rows[0].Priority,
+		r.rows[0].MaxAttempts,
+		r.rows[0].RunAfter,
+	}, nil
+}
+
+func (r iteratorForPushManyFairfifoAt) Err() error {
+	return nil
+}
+
+// PushManyFairfifoAt is PushManyFairfifo with run_after given by the caller.
+func (q *Queries) PushManyFairfifoAt(ctx context.Context, arg []PushManyFairfifoAtParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"fairfifo_queue"}, []string{"tenant", "n", "priority", "max_attempts", "run_after"}, &iteratorForPushManyFairfifoAt{rows: arg})
+}
+
 // iteratorForPushManyImage implements pgx.CopyFromSource.
 type iteratorForPushManyImage struct {
 	rows                 []PushManyImageParams

@@ -8,6 +8,7 @@ package jobsdb
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -65,7 +66,7 @@ WITH RECURSIVE busy AS (
 ), room AS (
     -- How many due jobs the claim may take: at most @max, and the queue's
     -- free slots.
-    SELECT least($4::integer,
+    SELECT least($2::integer,
                  greatest(5 - (SELECT coalesce(sum(n), 0) FROM busy), 0))::integer AS n
 ), expired AS (
     SELECT id
@@ -74,60 +75,100 @@ WITH RECURSIVE busy AS (
       AND locked_until < coalesce($1::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
-    LIMIT $4::integer
+    LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
-), keys AS (
-    -- Each tenant with due jobs, one index probe a value: the first
-    -- value, then the next one above it, until none is left.
+), above AS (
+    -- The tenant values with due jobs above @after, the value the
+    -- accessor's previous claim stopped at (an array of that value; none
+    -- before its first claim), in order, each with its first due job and
+    -- how many it may take (free: its free slots): one
+    -- probe of the fair index a value, stopping once the values that
+    -- may take a job (opened) are as many as the claim may take.
     -- None when the claim may take no job.
-    (SELECT tenant AS key
-     FROM limited_queue
-     WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp())
-       AND (SELECT n FROM room) > 0
-     ORDER BY tenant
-     LIMIT 1)
+    SELECT first.key, first.run_after, first.id, 1 AS pos, 2 - coalesce(busy.n, 0) AS free,
+           (2 - coalesce(busy.n, 0) > 0)::integer AS opened
+    FROM (SELECT tenant AS key, run_after, id
+          FROM limited_queue
+          WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp())
+            AND tenant > ($3::text[])[1]
+          ORDER BY tenant, run_after, id
+          LIMIT 1) AS first
+    LEFT JOIN busy ON busy.key = first.key
+    WHERE (SELECT n FROM room) > 0
     UNION ALL
-    SELECT (SELECT next.tenant
-            FROM limited_queue AS next
-            WHERE next.state = 'available' AND next.run_after <= coalesce($1::timestamptz, statement_timestamp()) AND next.tenant > keys.key
-            ORDER BY next.tenant
-            LIMIT 1)
-    FROM keys
-    WHERE keys.key IS NOT NULL
+    SELECT next.key, next.run_after, next.id, above.pos + 1, 2 - coalesce(busy.n, 0),
+           above.opened + (2 - coalesce(busy.n, 0) > 0)::integer
+    FROM above
+    CROSS JOIN LATERAL (
+        SELECT tenant AS key, run_after, id
+        FROM limited_queue
+        WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp()) AND tenant > above.key
+        ORDER BY tenant, run_after, id
+        LIMIT 1
+    ) AS next
+    LEFT JOIN busy ON busy.key = next.key
+    WHERE above.opened < (SELECT n FROM room)
+), below AS (
+    -- Then, while too few were found above, the values from the first one
+    -- up to @after: the rotation wraps around.
+    SELECT first.key, first.run_after, first.id, (SELECT count(*) FROM above)::integer + 1 AS pos, 2 - coalesce(busy.n, 0) AS free,
+           (SELECT coalesce(max(opened), 0) FROM above)::integer + (2 - coalesce(busy.n, 0) > 0)::integer AS opened
+    FROM (SELECT tenant AS key, run_after, id
+          FROM limited_queue
+          WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp())
+          ORDER BY tenant, run_after, id
+          LIMIT 1) AS first
+    LEFT JOIN busy ON busy.key = first.key
+    WHERE (SELECT coalesce(max(opened), 0) FROM above) < (SELECT n FROM room)
+    UNION ALL
+    SELECT next.key, next.run_after, next.id, below.pos + 1, 2 - coalesce(busy.n, 0),
+           below.opened + (2 - coalesce(busy.n, 0) > 0)::integer
+    FROM below
+    CROSS JOIN LATERAL (
+        SELECT tenant AS key, run_after, id
+        FROM limited_queue
+        WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp()) AND tenant > below.key
+        ORDER BY tenant, run_after, id
+        LIMIT 1
+    ) AS next
+    LEFT JOIN busy ON busy.key = next.key
+    WHERE below.opened < (SELECT n FROM room)
+      AND (($3::text[])[1] IS NULL OR below.key < ($3::text[])[1])
+), keys AS (
+    SELECT key, run_after, id, pos, free FROM above
+    UNION ALL
+    SELECT key, run_after, id, pos, free FROM below
+    WHERE ($3::text[])[1] IS NULL OR key <= ($3::text[])[1]
 ), open AS (
-    -- Each value with due jobs that may take more, and how many: its
-    -- free slots.
-    SELECT keys.key, 2 - coalesce(busy.n, 0) AS free
-    FROM keys
-    LEFT JOIN busy ON busy.key = keys.key
-    WHERE keys.key IS NOT NULL
-      AND coalesce(busy.n, 0) < 2
+    -- The values that may take a job.
+    SELECT key, run_after, id, pos, free FROM keys WHERE free > 0
 ), share AS (
     -- Each value's share of the batch, rounded up.
     SELECT (((SELECT n FROM room) + count(*) - 1) / greatest(count(*), 1))::integer AS n
     FROM open
 ), fair AS (
-    -- Up to a share of each value's first due jobs; ranked
-    -- within their value, so that the batch takes every value's first
-    -- job, then every value's second, and so on.
-    -- Values tie in a turn: the one with the most room goes first, then
-    -- the oldest job.
+    -- Up to a share of each value's first due jobs, read from
+    -- the first one the walk found on (the index entries before it are of
+    -- jobs no longer available); ranked within their value, so that
+    -- the batch takes every value's first job, then every value's second,
+    -- and so on, the values of a turn in the walk's order.
     -- A value takes no more jobs than it may (free, above).
-    SELECT job.id
+    SELECT job.id, row_number() OVER (ORDER BY job.turn, open.pos) AS rank
     FROM open
     CROSS JOIN share
     CROSS JOIN LATERAL (
-        SELECT id, run_after,
+        SELECT id,
                row_number() OVER (ORDER BY run_after, id) AS turn
         FROM (SELECT id, run_after
               FROM limited_queue
               WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp()) AND tenant = open.key
+                AND (run_after, id) >= (open.run_after, open.id)
               ORDER BY run_after, id
               LIMIT least(share.n, open.free)) AS first
     ) AS job
-    ORDER BY job.turn, open.free DESC, job.run_after, job.id
+    ORDER BY job.turn, open.pos
     LIMIT (SELECT n FROM room)
-), due AS (
+), locked AS (
     -- The jobs picked, locked. Claims take turns under the claim lock, so
     -- the fair part need not lock what it reads (it would lock a job of
     -- every value to keep a few); a job another statement holds is
@@ -137,27 +178,58 @@ WITH RECURSIVE busy AS (
     WHERE id = ANY(ARRAY(SELECT id FROM fair))
       AND state = 'available'
     FOR UPDATE SKIP LOCKED
+), due AS (
+    SELECT fair.id, fair.rank
+    FROM fair
+    JOIN locked ON locked.id = fair.id
 ), picked AS (
-    SELECT id FROM expired
+    SELECT id, 0 AS rank FROM expired
     UNION ALL
-    SELECT id FROM due
-    LIMIT $4::integer
+    SELECT id, rank FROM due
+    LIMIT $2::integer
+), claimed AS (
+    UPDATE limited_queue AS job
+    SET state = 'running',
+        attempt = job.attempt + 1,
+        attempted_at = coalesce($1::timestamptz, statement_timestamp()),
+        locked_by = $4::text,
+        locked_until = coalesce($1::timestamptz, statement_timestamp()) + $5::interval
+    -- By primary key: the planner cannot tell how few rows the fair part
+    -- picks, and might otherwise join them to the whole table.
+    WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
+    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant, job.n
 )
-UPDATE limited_queue AS job
-SET state = 'running',
-    attempt = job.attempt + 1,
-    attempted_at = coalesce($1::timestamptz, statement_timestamp()),
-    locked_by = $2::text,
-    locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
-WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant, job.n
+SELECT claimed.id, claimed.state, claimed.attempt, claimed.max_attempts, claimed.priority, claimed.run_after, claimed.created_at, claimed.attempted_at, claimed.finished_at, claimed.locked_by, claimed.locked_until, claimed.errors, claimed.failures, claimed.unique_key, claimed.tenant, claimed.n
+FROM claimed
+JOIN picked ON picked.id = claimed.id
+ORDER BY picked.rank
 `
 
 type ClaimLimitedParams struct {
 	Now   *time.Time
+	Max   int32
+	After []string
 	Node  string
 	Lease time.Duration
-	Max   int32
+}
+
+type ClaimLimitedRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	Failures    json.RawMessage
+	UniqueKey   *string
+	Tenant      string
+	N           int32
 }
 
 // ClaimLimited leases up to @max jobs to @node: first running jobs whose
@@ -175,22 +247,23 @@ type ClaimLimitedParams struct {
 // fails, snoozes, is released or discarded, or its node is released; a job
 // whose lease expired keeps its slot until a claim takes it again (first, as
 // expired jobs come first) or, on its last attempt, at once.
-// By primary key: the planner cannot tell how few rows the fair part
-// picks, and might otherwise join them to the whole table.
-func (q *Queries) ClaimLimited(ctx context.Context, arg ClaimLimitedParams) ([]LimitedRow, error) {
+// The jobs in the order they were picked, expired ones first: the last
+// one's tenant is where the accessor's next claim starts.
+func (q *Queries) ClaimLimited(ctx context.Context, arg ClaimLimitedParams) ([]ClaimLimitedRow, error) {
 	rows, err := q.db.Query(ctx, claimLimited,
 		arg.Now,
+		arg.Max,
+		arg.After,
 		arg.Node,
 		arg.Lease,
-		arg.Max,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []LimitedRow
+	var items []ClaimLimitedRow
 	for rows.Next() {
-		var i LimitedRow
+		var i ClaimLimitedRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.State,

@@ -201,6 +201,25 @@ type FairRow struct {
 	N           int32
 }
 
+type FairfifoRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	Failures    json.RawMessage
+	UniqueKey   *string
+	Tenant      string
+	N           int32
+}
+
 type ImageRow struct {
 	ID          int64
 	State       string

@@ -44,67 +44,107 @@ WITH RECURSIVE expired AS (
     ORDER BY locked_until
     LIMIT sqlc.arg('max')::integer
     FOR UPDATE SKIP LOCKED
-), keys AS (
-    -- Each tenant with due jobs, one index probe a value: the first
-    -- value, then the next one above it, until none is left.
-    (SELECT tenant AS key
-     FROM fair_queue
-     WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
-     ORDER BY tenant
-     LIMIT 1)
+), above AS (
+    -- The tenant values with due jobs above @after, the value the
+    -- accessor's previous claim stopped at (an array of that value; none
+    -- before its first claim), in order, each with its first due job: one
+    -- probe of the fair index a value, stopping once the values (opened) are
+    -- as many as the batch has.
+    SELECT first.key, first.run_after, first.id, 1 AS pos, 1 AS opened
+    FROM (SELECT tenant AS key, run_after, id
+          FROM fair_queue
+          WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+            AND tenant > (sqlc.arg('after')::text[])[1]
+          ORDER BY tenant, run_after, id
+          LIMIT 1) AS first
     UNION ALL
-    SELECT (SELECT next.tenant
-            FROM fair_queue AS next
-            WHERE next.state = 'available' AND next.run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND next.tenant > keys.key
-            ORDER BY next.tenant
-            LIMIT 1)
-    FROM keys
-    WHERE keys.key IS NOT NULL
+    SELECT next.key, next.run_after, next.id, above.pos + 1, above.opened + 1
+    FROM above
+    CROSS JOIN LATERAL (
+        SELECT tenant AS key, run_after, id
+        FROM fair_queue
+        WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND tenant > above.key
+        ORDER BY tenant, run_after, id
+        LIMIT 1
+    ) AS next
+    WHERE above.opened < sqlc.arg('max')::integer
+), below AS (
+    -- Then, while too few were found above, the values from the first one
+    -- up to @after: the rotation wraps around.
+    SELECT first.key, first.run_after, first.id, (SELECT count(*) FROM above)::integer + 1 AS pos,
+           (SELECT count(*) FROM above)::integer + 1 AS opened
+    FROM (SELECT tenant AS key, run_after, id
+          FROM fair_queue
+          WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp())
+          ORDER BY tenant, run_after, id
+          LIMIT 1) AS first
+    WHERE (SELECT coalesce(max(opened), 0) FROM above) < sqlc.arg('max')::integer
+    UNION ALL
+    SELECT next.key, next.run_after, next.id, below.pos + 1, below.opened + 1
+    FROM below
+    CROSS JOIN LATERAL (
+        SELECT tenant AS key, run_after, id
+        FROM fair_queue
+        WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND tenant > below.key
+        ORDER BY tenant, run_after, id
+        LIMIT 1
+    ) AS next
+    WHERE below.opened < sqlc.arg('max')::integer
+      AND ((sqlc.arg('after')::text[])[1] IS NULL OR below.key < (sqlc.arg('after')::text[])[1])
+), keys AS (
+    SELECT key, run_after, id, pos FROM above
+    UNION ALL
+    SELECT key, run_after, id, pos FROM below
+    WHERE (sqlc.arg('after')::text[])[1] IS NULL OR key <= (sqlc.arg('after')::text[])[1]
 ), share AS (
     -- Each value's share of the batch, rounded up.
     SELECT ((sqlc.arg('max')::integer + count(*) - 1) / greatest(count(*), 1))::integer AS n
     FROM keys
-    WHERE key IS NOT NULL
 ), due AS (
-    -- Up to a share of each value's first due jobs, locked; ranked
-    -- within their value, so that the batch takes every value's first
-    -- job, then every value's second, and so on.
-    -- Values tie in a turn: the order among them is drawn at random, so
-    -- that a claim of fewer jobs than there are values (one, when a
-    -- worker claims each slot as it frees) serves every value alike
-    -- rather than the one with the oldest jobs.
-    SELECT job.id
+    -- Up to a share of each value's first due jobs, locked, read from
+    -- the first one the walk found on (the index entries before it are of
+    -- jobs no longer available); ranked within their value, so that
+    -- the batch takes every value's first job, then every value's second,
+    -- and so on, the values of a turn in the walk's order.
+    SELECT job.id, row_number() OVER (ORDER BY job.turn, keys.pos) AS rank
     FROM keys
     CROSS JOIN share
     CROSS JOIN LATERAL (
-        SELECT id, run_after,
+        SELECT id,
                row_number() OVER (ORDER BY run_after, id) AS turn
         FROM (SELECT id, run_after
               FROM fair_queue
               WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND tenant = keys.key
+                AND (run_after, id) >= (keys.run_after, keys.id)
               ORDER BY run_after, id
               LIMIT share.n
               FOR UPDATE SKIP LOCKED) AS first
     ) AS job
-    WHERE keys.key IS NOT NULL
-    ORDER BY job.turn, random(), job.run_after, job.id
+    ORDER BY job.turn, keys.pos
     LIMIT sqlc.arg('max')::integer
 ), picked AS (
-    SELECT id FROM expired
+    SELECT id, 0 AS rank FROM expired
     UNION ALL
-    SELECT id FROM due
+    SELECT id, rank FROM due
     LIMIT sqlc.arg('max')::integer
+), claimed AS (
+    UPDATE fair_queue AS job
+    SET state = 'running',
+        attempt = job.attempt + 1,
+        attempted_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()),
+        locked_by = sqlc.arg('node')::text,
+        locked_until = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) + sqlc.arg('lease')::interval
+    -- By primary key: the planner cannot tell how few rows the fair part
+    -- picks, and might otherwise join them to the whole table.
+    WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
+    RETURNING job.*
 )
-UPDATE fair_queue AS job
-SET state = 'running',
-    attempt = job.attempt + 1,
-    attempted_at = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()),
-    locked_by = sqlc.arg('node')::text,
-    locked_until = coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) + sqlc.arg('lease')::interval
--- By primary key: the planner cannot tell how few rows the fair part
--- picks, and might otherwise join them to the whole table.
-WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.*;
+-- The jobs in the order they were picked, expired ones first: the last
+-- one's tenant is where the accessor's next claim starts.
+SELECT claimed.*
+FROM claimed
+JOIN picked ON picked.id = claimed.id
+ORDER BY picked.rank;
 
 -- name: CompleteFair :execrows
 -- CompleteFair deletes a job, fenced: only while it is still running at the

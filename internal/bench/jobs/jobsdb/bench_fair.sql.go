@@ -8,6 +8,7 @@ package jobsdb
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -61,74 +62,134 @@ WITH RECURSIVE expired AS (
       AND locked_until < coalesce($1::timestamptz, statement_timestamp())
       AND attempt < max_attempts
     ORDER BY locked_until
-    LIMIT $4::integer
+    LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
-), keys AS (
-    -- Each tenant with due jobs, one index probe a value: the first
-    -- value, then the next one above it, until none is left.
-    (SELECT tenant AS key
-     FROM queuegen_bench.bench_fair_queue
-     WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp())
-     ORDER BY tenant
-     LIMIT 1)
+), above AS (
+    -- The tenant values with due jobs above @after, the value the
+    -- accessor's previous claim stopped at (an array of that value; none
+    -- before its first claim), in order, each with its first due job: one
+    -- probe of the fair index a value, stopping once the values (opened) are
+    -- as many as the batch has.
+    SELECT first.key, first.run_after, first.id, 1 AS pos, 1 AS opened
+    FROM (SELECT tenant AS key, run_after, id
+          FROM queuegen_bench.bench_fair_queue
+          WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp())
+            AND tenant > ($3::text[])[1]
+          ORDER BY tenant, run_after, id
+          LIMIT 1) AS first
     UNION ALL
-    SELECT (SELECT next.tenant
-            FROM queuegen_bench.bench_fair_queue AS next
-            WHERE next.state = 'available' AND next.run_after <= coalesce($1::timestamptz, statement_timestamp()) AND next.tenant > keys.key
-            ORDER BY next.tenant
-            LIMIT 1)
-    FROM keys
-    WHERE keys.key IS NOT NULL
+    SELECT next.key, next.run_after, next.id, above.pos + 1, above.opened + 1
+    FROM above
+    CROSS JOIN LATERAL (
+        SELECT tenant AS key, run_after, id
+        FROM queuegen_bench.bench_fair_queue
+        WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp()) AND tenant > above.key
+        ORDER BY tenant, run_after, id
+        LIMIT 1
+    ) AS next
+    WHERE above.opened < $2::integer
+), below AS (
+    -- Then, while too few were found above, the values from the first one
+    -- up to @after: the rotation wraps around.
+    SELECT first.key, first.run_after, first.id, (SELECT count(*) FROM above)::integer + 1 AS pos,
+           (SELECT count(*) FROM above)::integer + 1 AS opened
+    FROM (SELECT tenant AS key, run_after, id
+          FROM queuegen_bench.bench_fair_queue
+          WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp())
+          ORDER BY tenant, run_after, id
+          LIMIT 1) AS first
+    WHERE (SELECT coalesce(max(opened), 0) FROM above) < $2::integer
+    UNION ALL
+    SELECT next.key, next.run_after, next.id, below.pos + 1, below.opened + 1
+    FROM below
+    CROSS JOIN LATERAL (
+        SELECT tenant AS key, run_after, id
+        FROM queuegen_bench.bench_fair_queue
+        WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp()) AND tenant > below.key
+        ORDER BY tenant, run_after, id
+        LIMIT 1
+    ) AS next
+    WHERE below.opened < $2::integer
+      AND (($3::text[])[1] IS NULL OR below.key < ($3::text[])[1])
+), keys AS (
+    SELECT key, run_after, id, pos FROM above
+    UNION ALL
+    SELECT key, run_after, id, pos FROM below
+    WHERE ($3::text[])[1] IS NULL OR key <= ($3::text[])[1]
 ), share AS (
     -- Each value's share of the batch, rounded up.
-    SELECT (($4::integer + count(*) - 1) / greatest(count(*), 1))::integer AS n
+    SELECT (($2::integer + count(*) - 1) / greatest(count(*), 1))::integer AS n
     FROM keys
-    WHERE key IS NOT NULL
 ), due AS (
-    -- Up to a share of each value's first due jobs, locked; ranked
-    -- within their value, so that the batch takes every value's first
-    -- job, then every value's second, and so on.
-    -- Values tie in a turn: the order among them is drawn at random, so
-    -- that a claim of fewer jobs than there are values (one, when a
-    -- worker claims each slot as it frees) serves every value alike
-    -- rather than the one with the oldest jobs.
-    SELECT job.id
+    -- Up to a share of each value's first due jobs, locked, read from
+    -- the first one the walk found on (the index entries before it are of
+    -- jobs no longer available); ranked within their value, so that
+    -- the batch takes every value's first job, then every value's second,
+    -- and so on, the values of a turn in the walk's order.
+    SELECT job.id, row_number() OVER (ORDER BY job.turn, keys.pos) AS rank
     FROM keys
     CROSS JOIN share
     CROSS JOIN LATERAL (
-        SELECT id, run_after,
+        SELECT id,
                row_number() OVER (ORDER BY run_after, id) AS turn
         FROM (SELECT id, run_after
               FROM queuegen_bench.bench_fair_queue
               WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp()) AND tenant = keys.key
+                AND (run_after, id) >= (keys.run_after, keys.id)
               ORDER BY run_after, id
               LIMIT share.n
               FOR UPDATE SKIP LOCKED) AS first
     ) AS job
-    WHERE keys.key IS NOT NULL
-    ORDER BY job.turn, random(), job.run_after, job.id
-    LIMIT $4::integer
+    ORDER BY job.turn, keys.pos
+    LIMIT $2::integer
 ), picked AS (
-    SELECT id FROM expired
+    SELECT id, 0 AS rank FROM expired
     UNION ALL
-    SELECT id FROM due
-    LIMIT $4::integer
+    SELECT id, rank FROM due
+    LIMIT $2::integer
+), claimed AS (
+    UPDATE queuegen_bench.bench_fair_queue AS job
+    SET state = 'running',
+        attempt = job.attempt + 1,
+        attempted_at = coalesce($1::timestamptz, statement_timestamp()),
+        locked_by = $4::text,
+        locked_until = coalesce($1::timestamptz, statement_timestamp()) + $5::interval
+    -- By primary key: the planner cannot tell how few rows the fair part
+    -- picks, and might otherwise join them to the whole table.
+    WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
+    RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant, job.n
 )
-UPDATE queuegen_bench.bench_fair_queue AS job
-SET state = 'running',
-    attempt = job.attempt + 1,
-    attempted_at = coalesce($1::timestamptz, statement_timestamp()),
-    locked_by = $2::text,
-    locked_until = coalesce($1::timestamptz, statement_timestamp()) + $3::interval
-WHERE job.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING job.id, job.state, job.attempt, job.max_attempts, job.priority, job.run_after, job.created_at, job.attempted_at, job.finished_at, job.locked_by, job.locked_until, job.errors, job.failures, job.unique_key, job.tenant, job.n
+SELECT claimed.id, claimed.state, claimed.attempt, claimed.max_attempts, claimed.priority, claimed.run_after, claimed.created_at, claimed.attempted_at, claimed.finished_at, claimed.locked_by, claimed.locked_until, claimed.errors, claimed.failures, claimed.unique_key, claimed.tenant, claimed.n
+FROM claimed
+JOIN picked ON picked.id = claimed.id
+ORDER BY picked.rank
 `
 
 type ClaimBenchFairParams struct {
 	Now   *time.Time
+	Max   int32
+	After []string
 	Node  string
 	Lease time.Duration
-	Max   int32
+}
+
+type ClaimBenchFairRow struct {
+	ID          int64
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	Priority    int16
+	RunAfter    time.Time
+	CreatedAt   time.Time
+	AttemptedAt *time.Time
+	FinishedAt  *time.Time
+	LockedBy    *string
+	LockedUntil *time.Time
+	Errors      []string
+	Failures    json.RawMessage
+	UniqueKey   *string
+	Tenant      string
+	N           int32
 }
 
 // ClaimBenchFair leases up to @max jobs to @node: first running jobs whose
@@ -138,22 +199,23 @@ type ClaimBenchFairParams struct {
 // goes to one claimer; selecting and updating in one statement leaves no
 // window for a lost update, and the UPDATE commits with the statement, so the
 // lease, not an open transaction, then holds the job.
-// By primary key: the planner cannot tell how few rows the fair part
-// picks, and might otherwise join them to the whole table.
-func (q *Queries) ClaimBenchFair(ctx context.Context, arg ClaimBenchFairParams) ([]BenchFairRow, error) {
+// The jobs in the order they were picked, expired ones first: the last
+// one's tenant is where the accessor's next claim starts.
+func (q *Queries) ClaimBenchFair(ctx context.Context, arg ClaimBenchFairParams) ([]ClaimBenchFairRow, error) {
 	rows, err := q.db.Query(ctx, claimBenchFair,
 		arg.Now,
+		arg.Max,
+		arg.After,
 		arg.Node,
 		arg.Lease,
-		arg.Max,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []BenchFairRow
+	var items []ClaimBenchFairRow
 	for rows.Next() {
-		var i BenchFairRow
+		var i ClaimBenchFairRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.State,
