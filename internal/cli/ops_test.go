@@ -23,6 +23,7 @@ import (
 	"github.com/queuegen/queuegen/internal/engine/postgres"
 	"github.com/queuegen/queuegen/internal/migrate"
 	"github.com/queuegen/queuegen/internal/pgtest"
+	"github.com/queuegen/queuegen/internal/spec"
 )
 
 // seeded migrates the e2e spec's queues into a fresh PostgreSQL database
@@ -134,7 +135,12 @@ func seededOn(t *testing.T, engine string) *opsDB {
 	}
 	if engine == dburl.PostgreSQL {
 		url, _ := seeded(t)
-		return &opsDB{engine: engine, url: url, db: opsOpen(t, url), spec: "../../integration/e2e/queuegen.yaml", queues: 22, txQueue: "report"}
+		const e2e = "../../integration/e2e/queuegen.yaml"
+		s, err := spec.Load(e2e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &opsDB{engine: engine, url: url, db: opsOpen(t, url), spec: e2e, queues: len(s.Queues), txQueue: "report"}
 	}
 	d := &opsDB{engine: engine, url: opsMigrated(t, "../../testdata/mysql/db/migrations"), spec: "../../testdata/mysql/queuegen.yaml", queues: 2, txQueue: "statement"}
 	d.db = opsOpen(t, d.url)
