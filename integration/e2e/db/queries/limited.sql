@@ -66,9 +66,14 @@ SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims limited_queue', 0
 WITH RECURSIVE busy AS (
     -- The slots in use, per tenant: the leased jobs, less those whose
     -- lease expired on their last attempt (no claim takes them again).
+    -- The leased jobs as a closed range of the lease index rather than
+    -- "locked_until IS NOT NULL": without statistics (a table never
+    -- analyzed, as under autovacuum = off) the planner takes IS NOT NULL
+    -- for nearly every row and scans the whole table, where it reads a
+    -- closed range through the index.
     SELECT tenant AS key, count(*)::integer AS n
     FROM limited_queue
-    WHERE locked_until IS NOT NULL
+    WHERE locked_until BETWEEN '-infinity' AND 'infinity'
       AND (locked_until >= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) OR attempt < max_attempts)
     GROUP BY tenant
 ), room AS (

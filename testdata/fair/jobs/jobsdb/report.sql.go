@@ -57,9 +57,14 @@ const claimReport = `-- name: ClaimReport :many
 WITH busy AS (
     -- The slots in use: the leased jobs, less those whose
     -- lease expired on their last attempt (no claim takes them again).
+    -- The leased jobs as a closed range of the lease index rather than
+    -- "locked_until IS NOT NULL": without statistics (a table never
+    -- analyzed, as under autovacuum = off) the planner takes IS NOT NULL
+    -- for nearly every row and scans the whole table, where it reads a
+    -- closed range through the index.
     SELECT count(*)::integer AS n
     FROM report_queue
-    WHERE locked_until IS NOT NULL
+    WHERE locked_until BETWEEN '-infinity' AND 'infinity'
       AND (locked_until >= coalesce($1::timestamptz, statement_timestamp()) OR attempt < max_attempts)
 ), room AS (
     -- How many due jobs the claim may take: at most @max, and the queue's
