@@ -106,6 +106,17 @@ type nodeChecker interface {
 	CheckNode(node string) error
 }
 
+// resultsWithin is a queue that says how soon a worker writes its results
+// unless FlushInterval says otherwise: the generated accessors of queues
+// with concurrency limits (per_key or global), where a result not yet
+// written holds its slot. PostgreSQL's write each at once (0: a write per
+// result costs less than the slot's idle time), MySQL's within 1 ms (at
+// once measured slower on MariaDB; BENCHMARKS.md). SQL Server's, never
+// measured, keep the default.
+type resultsWithin interface {
+	ResultsWithin() time.Duration
+}
+
 // NewWorker returns a worker for q. Generated accessors call it from their
 // Worker method, which fixes P to the queue's payload type.
 func NewWorker[P any](q LeaseQueue[P], handler Handler[P], opts ...WorkerOption) *Worker[P] {
@@ -120,6 +131,11 @@ func NewWorker[P any](q LeaseQueue[P], handler Handler[P], opts ...WorkerOption)
 		lease = q.LeaseDuration()
 	}
 	limited, _ := q.(limitedQueue)
+	if r, ok := q.(resultsWithin); ok && !cfg.flushSet {
+		// A result not yet written is a slot of the limits held: the
+		// accessor says how soon its engine writes them best.
+		cfg.flushInterval = r.ResultsWithin()
+	}
 	return &Worker[P]{
 		q: q, handler: handler, cfg: cfg, lease: lease, name: q.QueueName(), limited: limited, bad: bad,
 		room:    claimRoom{freed: make(chan struct{}, 1)},

@@ -109,6 +109,38 @@ func TestWorkerOptions(t *testing.T) {
 	}
 }
 
+// within is untouched with ResultsWithin.
+type within struct {
+	untouched[struct{}]
+	d time.Duration
+}
+
+func (u *within) ResultsWithin() time.Duration { return u.d }
+
+// TestResultsWithin: a worker of a queue whose accessor says
+// ResultsWithin (those with concurrency limits) writes its results within
+// that, unless FlushInterval is given; other queues keep the default 5 ms.
+// Ignoring the accessor would fail it; so would overriding a FlushInterval
+// the caller gave.
+func TestResultsWithin(t *testing.T) {
+	h := func(context.Context, *Job[int]) error { return nil }
+	for _, c := range []struct {
+		name   string
+		q      LeaseQueue[int]
+		opts   []WorkerOption
+		expect time.Duration
+	}{
+		{"at once", &within{}, nil, 0},
+		{"within 1ms", &within{d: time.Millisecond}, nil, time.Millisecond},
+		{"at once, FlushInterval given", &within{}, []WorkerOption{FlushInterval(2 * time.Millisecond)}, 2 * time.Millisecond},
+		{"no such method", &untouched[struct{}]{}, nil, 5 * time.Millisecond},
+	} {
+		if got := NewWorker(c.q, h, c.opts...).cfg.flushInterval; got != c.expect {
+			t.Errorf("%s: flush interval %v, want %v", c.name, got, c.expect)
+		}
+	}
+}
+
 type listenerFunc func(string, chan<- struct{}) func()
 
 func (f listenerFunc) Subscribe(ch string, wake chan<- struct{}) func() { return f(ch, wake) }

@@ -28,8 +28,9 @@ const Limits = "limits"
 // limitsProcs, limitsTenants and limitsWork shape the limits workload:
 // 4 worker processes of 20 handlers each drain jobs of 100 tenants, each
 // job a 20 ms wait (a call to another service), from queue bench_limited
-// (per_key: 3, global: 20). The workers flush results within 1 ms rather
-// than 5: a result held back is a slot held back.
+// (per_key: 3, global: 20). The workers write results as a worker of a
+// queue with limits does by default, at once: a result held back is a slot
+// held back.
 const (
 	limitsProcs   = 4
 	limitsTenants = 100
@@ -103,10 +104,10 @@ func ChildMain() (code int, ran bool) {
 }
 
 // childOptions are the options of c's worker: bench_limited's jobs wait
-// limitsWork, with as many handlers as the global limit and results
-// flushed within 1 ms; bench_rated's do nothing but their own node's.
+// limitsWork, with as many handlers as the global limit; bench_rated's do
+// nothing but their own node's.
 func childOptions(c child) (limited, rated []queue.WorkerOption) {
-	limited = []queue.WorkerOption{queue.Node(c.Node), queue.Concurrency(limitsGlobal), queue.Logger(quiet), queue.FlushInterval(time.Millisecond)}
+	limited = []queue.WorkerOption{queue.Node(c.Node), queue.Concurrency(limitsGlobal), queue.Logger(quiet)}
 	rated = []queue.WorkerOption{queue.Node(c.Node), queue.Logger(quiet)}
 	return limited, rated
 }

@@ -424,6 +424,12 @@ func (q *PacedQueue) jobs(rows []jobsdb.PacedRow) []*queue.Job[PacedPayload] {
 	return jobs
 }
 
+// ResultsWithin tells a Worker how soon to write this queue's results
+// unless its FlushInterval says otherwise: at once, as a result not yet
+// written holds its slot of the limits, and on PostgreSQL a write per
+// result costs less than the slot's idle time.
+func (q *PacedQueue) ResultsWithin() time.Duration { return 0 }
+
 // claimLimited takes the queue's claim lock, then claims and logs the
 // claim for the rate limit, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is

@@ -441,6 +441,12 @@ func (q *WebhookQueue) jobs(rows []jobsdb.WebhookRow) []*queue.Job[WebhookPayloa
 	return jobs
 }
 
+// ResultsWithin tells a Worker how soon to write this queue's results
+// unless its FlushInterval says otherwise: at once, as a result not yet
+// written holds its slot of the limits, and on PostgreSQL a write per
+// result costs less than the slot's idle time.
+func (q *WebhookQueue) ResultsWithin() time.Duration { return 0 }
+
 // claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
 // held for the claim alone.

@@ -507,6 +507,12 @@ func (q *LimitedQueue) jobs(rows []myjobsdb.LimitedRow) []*queue.Job[LimitedPayl
 	return jobs
 }
 
+// ResultsWithin tells a Worker how soon to write this queue's results
+// unless its FlushInterval says otherwise: within 1ms, as a result not yet
+// written holds its slot of the limits (on MariaDB a write per result, at
+// once, measured slower than batching for 1ms).
+func (q *LimitedQueue) ResultsWithin() time.Duration { return time.Millisecond }
+
 // failMany fails those of jobs the caller still holds, in tx (or a
 // transaction of its own when tx is nil): HeldLimited locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
