@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/queuegen/queuegen/integration/e2e/jobs"
 	"github.com/queuegen/queuegen/integration/e2e/mysql/myjobs"
 	"github.com/queuegen/queuegen/internal/dbtest"
@@ -304,6 +306,50 @@ func TestFairClaimsRotate(t *testing.T) {
 				t.Errorf("claims of four took %s, want %s", strings.Join(fours, " "), want)
 			}
 		})
+	}
+}
+
+// TestFairClaimsOfManyValuesTakeAQuantumOfEach: on PostgreSQL a rotating
+// claim of many jobs takes from at most 32 values, up to a quantum of each
+// (the batch over 32, rounded up), instead of one job of as many values as
+// it has jobs, which costs a probe of the fair index a job; the values it
+// took fewer from come first in the next claim. Fails if the walk goes on
+// past the values the batch needs, or the cursor skips the value it cut
+// short.
+func TestFairClaimsOfManyValuesTakeAQuantumOfEach(t *testing.T) {
+	t.Parallel()
+	pool := migrated(t)
+	ctx := context.Background()
+	q := jobs.NewFairfifoQueue(pool)
+	for i := range 100 {
+		if _, err := q.PushMany(ctx, slices.Repeat([]jobs.FairfifoPayload{{Tenant: fmt.Sprintf("t%03d", i)}}, 20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := rotationOf(q, func(p jobs.FairfifoPayload) string { return p.Tenant })
+	got, err := claim(ctx, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, tenant := range got {
+		count[tenant]++
+	}
+	// A quantum of 16: t000 to t030 give 16 each (496), t031 the last 4.
+	want := map[string]int{"t031": 4}
+	for i := range 31 {
+		want[fmt.Sprintf("t%03d", i)] = 16
+	}
+	if diff := cmp.Diff(want, count); diff != "" {
+		t.Errorf("a claim of 500 from 100 tenants of 20 jobs took (-want +got):\n%s", diff)
+	}
+	// Its last job is t030's sixteenth: the next claim starts at t031.
+	got, err = claim(ctx, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 500 || got[0] != "t031" {
+		t.Errorf("the next claim took %d jobs, the first of %q; want 500, the first of t031", len(got), got[:min(len(got), 1)])
 	}
 }
 

@@ -97,29 +97,63 @@ WITH RECURSIVE expired AS (
     UNION ALL
     SELECT key, pos FROM below
     WHERE (sqlc.arg('after')::text[])[1] IS NULL OR key <= (sqlc.arg('after')::text[])[1]
-), share AS (
-    -- Each value's share of the batch, rounded up.
-    SELECT ((sqlc.arg('max')::integer + count(*) - 1) / greatest(count(*), 1))::integer AS n
+), quantum AS (
+    -- The most jobs the walk takes from one value: a batch's worth from at
+    -- most 32 values, so that a claim of many jobs probes the fair index
+    -- for 32 values, not for one value a job.
+    SELECT ((sqlc.arg('max')::integer + 31) / 32)::integer AS n
+), gathered AS (
+    -- Up to a quantum of each value's first due jobs, locked, value after
+    -- value in the walk's
+    -- order until the batch is full: the walk probes no value past the
+    -- last one taken from.
+    SELECT keys.key, keys.pos, job.*
     FROM keys
-), due AS (
-    -- Up to a share of each value's first due jobs, locked; ranked within
-    -- their value, so that
-    -- the batch takes every value's first job, then every value's second,
-    -- and so on, the values of a turn in the walk's order.
-    SELECT job.id, row_number() OVER (ORDER BY job.turn, keys.pos) AS rank
-    FROM keys
-    CROSS JOIN share
+    CROSS JOIN quantum
     CROSS JOIN LATERAL (
-        SELECT id,
-               row_number() OVER (ORDER BY priority DESC, run_after, id) AS turn
-        FROM (SELECT id, priority, run_after
-              FROM fair_queue
-              WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND tenant = keys.key
-              ORDER BY priority DESC, run_after, id
-              LIMIT share.n
-              FOR UPDATE SKIP LOCKED) AS first
+        SELECT id, priority, run_after
+        FROM fair_queue
+        WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND tenant = keys.key
+        ORDER BY priority DESC, run_after, id
+        LIMIT quantum.n
+        FOR UPDATE SKIP LOCKED
     ) AS job
-    ORDER BY job.turn, keys.pos
+    LIMIT sqlc.arg('max')::integer
+), took AS (
+    -- How many jobs each value gave, and the batch's total.
+    SELECT key, pos, count(*)::integer AS n,
+           (sum(count(*)) OVER ())::integer AS total
+    FROM gathered
+    GROUP BY key, pos
+), more AS (
+    -- When the walk ran out of values before the batch was full, more jobs
+    -- from each value that gave a whole quantum, an equal part of what
+    -- the batch lacks (the jobs it already took passed over).
+    SELECT took.key, took.pos, job.*
+    FROM took
+    CROSS JOIN quantum
+    CROSS JOIN (
+        -- The values that gave a whole quantum and may give more.
+        SELECT count(*)::integer AS n FROM took AS whole CROSS JOIN quantum WHERE whole.n >= quantum.n
+    ) AS spare
+    CROSS JOIN LATERAL (
+        SELECT id, priority, run_after
+        FROM fair_queue
+        WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND tenant = took.key
+          AND id <> ALL(ARRAY(SELECT id FROM gathered WHERE gathered.pos = took.pos))
+        ORDER BY priority DESC, run_after, id
+        LIMIT (sqlc.arg('max')::integer - took.total + spare.n - 1) / greatest(spare.n, 1)
+        FOR UPDATE SKIP LOCKED
+    ) AS job
+    WHERE took.total < sqlc.arg('max')::integer AND took.n >= quantum.n
+), due AS (
+    -- The jobs taken, ranked within their value, so that the batch takes
+    -- every value's first job, then every value's second, and so on, the
+    -- values of a turn in the walk's order.
+    SELECT id, row_number() OVER (ORDER BY turn, pos) AS rank
+    FROM (SELECT id, pos, row_number() OVER (PARTITION BY pos ORDER BY priority DESC, run_after, id) AS turn
+          FROM (SELECT * FROM gathered UNION ALL SELECT * FROM more) AS job) AS job
+    ORDER BY turn, pos
     LIMIT sqlc.arg('max')::integer
 ), picked AS (
     SELECT id, 0 AS rank FROM expired

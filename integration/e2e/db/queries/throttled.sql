@@ -142,31 +142,66 @@ WITH RECURSIVE recent AS (
 ), open AS (
     -- The values that may take a job.
     SELECT * FROM keys WHERE free > 0
-), share AS (
-    -- Each value's share of the batch, rounded up.
-    SELECT ((sqlc.arg('max')::integer + count(*) - 1) / greatest(count(*), 1))::integer AS n
-    FROM open
-), fair AS (
-    -- Up to a share of each value's first due jobs, read from
+), quantum AS (
+    -- The most jobs the walk takes from one value: a batch's worth from at
+    -- most 32 values, so that a claim of many jobs probes the fair index
+    -- for 32 values, not for one value a job.
+    SELECT ((sqlc.arg('max')::integer + 31) / 32)::integer AS n
+), gathered AS (
+    -- Up to a quantum of each value's first due jobs, read from
     -- the first one the walk found on (the index entries before it are of
-    -- jobs no longer available); ranked within their value, so that
-    -- the batch takes every value's first job, then every value's second,
-    -- and so on, the values of a turn in the walk's order.
+    -- jobs no longer available), value after value in the walk's
+    -- order until the batch is full: the walk probes no value past the
+    -- last one taken from.
     -- A value takes no more jobs than it may (free, above).
-    SELECT job.id, row_number() OVER (ORDER BY job.turn, open.pos) AS rank
+    SELECT open.key, open.pos, open.run_after AS from_run_after, open.id AS from_id, open.free, job.*
     FROM open
-    CROSS JOIN share
+    CROSS JOIN quantum
     CROSS JOIN LATERAL (
-        SELECT id,
-               row_number() OVER (ORDER BY run_after, id) AS turn
-        FROM (SELECT id, run_after
-              FROM throttled_queue
-              WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND tenant = open.key
-                AND (run_after, id) >= (open.run_after, open.id)
-              ORDER BY run_after, id
-              LIMIT least(share.n, open.free)) AS first
+        SELECT id, run_after
+        FROM throttled_queue
+        WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND tenant = open.key
+          AND (run_after, id) >= (open.run_after, open.id)
+        ORDER BY run_after, id
+        LIMIT least(quantum.n, open.free)
     ) AS job
-    ORDER BY job.turn, open.pos
+    LIMIT sqlc.arg('max')::integer
+), took AS (
+    -- How many jobs each value gave, and the batch's total.
+    SELECT key, pos, from_run_after, from_id, free, count(*)::integer AS n,
+           (sum(count(*)) OVER ())::integer AS total
+    FROM gathered
+    GROUP BY key, pos, from_run_after, from_id, free
+), more AS (
+    -- When the walk ran out of values before the batch was full, more jobs
+    -- from each value that gave a whole quantum and may take more, an equal
+    -- part of what
+    -- the batch lacks (the jobs it already took passed over).
+    SELECT took.key, took.pos, took.from_run_after, took.from_id, took.free, job.*
+    FROM took
+    CROSS JOIN quantum
+    CROSS JOIN (
+        -- The values that gave a whole quantum and may give more.
+        SELECT count(*)::integer AS n FROM took AS whole CROSS JOIN quantum WHERE whole.n >= quantum.n AND whole.free > whole.n
+    ) AS spare
+    CROSS JOIN LATERAL (
+        SELECT id, run_after
+        FROM throttled_queue
+        WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND tenant = took.key
+          AND (run_after, id) >= (took.from_run_after, took.from_id)
+          AND id <> ALL(ARRAY(SELECT id FROM gathered WHERE gathered.pos = took.pos))
+        ORDER BY run_after, id
+        LIMIT least((sqlc.arg('max')::integer - took.total + spare.n - 1) / greatest(spare.n, 1), took.free - took.n)
+    ) AS job
+    WHERE took.total < sqlc.arg('max')::integer AND took.n >= quantum.n AND took.free > took.n
+), fair AS (
+    -- The jobs taken, ranked within their value, so that the batch takes
+    -- every value's first job, then every value's second, and so on, the
+    -- values of a turn in the walk's order.
+    SELECT id, row_number() OVER (ORDER BY turn, pos) AS rank
+    FROM (SELECT id, pos, row_number() OVER (PARTITION BY pos ORDER BY run_after, id) AS turn
+          FROM (SELECT * FROM gathered UNION ALL SELECT * FROM more) AS job) AS job
+    ORDER BY turn, pos
     LIMIT sqlc.arg('max')::integer
 ), locked AS (
     -- The jobs picked, locked. Claims take turns under the claim lock, so
