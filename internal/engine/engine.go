@@ -100,13 +100,14 @@ type Archiver interface {
 	ArchiveTable(queue, parent *catalog.Table) *catalog.Table
 }
 
-// FairRotator is an Engine whose lease-mode fair claim (fair_by, without
-// limits) rotates: it takes the values with due jobs from the one after
-// where the accessor's previous claim stopped (the claim's after argument,
-// an array of that value or of none), visits at most a batch's worth of
-// values, and returns its jobs in the order it took them, so that the last
-// one's value is where the next claim starts. An engine without it walks
-// every value with due jobs on every claim.
+// FairRotator is an Engine whose lease-mode fair claim (fair_by, with or
+// without limits) rotates: it takes the values with due jobs from the one
+// after where the accessor's previous claim stopped (the claim's after
+// argument, an array of that value or of none), up to a quantum of each
+// until the batch is full, visits at most a batch's worth of values, and
+// returns its jobs in the order it took them, so that the last one's value
+// is where the next claim starts. An engine without it walks every value
+// with due jobs on every claim.
 type FairRotator interface {
 	RotatesFairClaims()
 }

@@ -53,9 +53,9 @@ type Queue struct {
 	QClaim string
 	// Rotates is true when the claim rotates through FairBy's values
 	// (engine.FairRotator): a lease-mode fair claim, with or without
-	// limits, on an engine that rotates. FairKey is FairBy's payload field, with a
-	// fair_by.
+	// limits, on an engine that rotates.
 	Rotates bool
+	// FairKey is FairBy's payload field (nil without fair_by).
 	FairKey *Field
 	// Columns are every column of the queue's rows, in table order (the
 	// base table's first).

@@ -29,8 +29,9 @@ func (Engine) Name() string { return Name }
 
 // RotatesFairClaims marks PostgreSQL's fair claim as rotating
 // (engine.FairRotator): its walk through the fair index starts after the
-// value the accessor's previous claim stopped at and stops at a batch's
-// worth of values.
+// value the accessor's previous claim stopped at and stops once the batch
+// is full, having taken up to a quantum of each value (the batch over 32,
+// rounded up).
 func (Engine) RotatesFairClaims() {}
 
 // Check accepts every valid spec: the spec format was designed on

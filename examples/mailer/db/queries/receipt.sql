@@ -181,8 +181,8 @@ WITH RECURSIVE busy AS (
     ) AS job
     LIMIT (SELECT n FROM room)
 ), took AS (
-    -- How many jobs each value gave, and the batch's total.
-    SELECT key, pos, from_run_after, from_id, free, count(*)::integer AS n,
+    -- Which jobs each value gave, how many, and the batch's total.
+    SELECT key, pos, from_run_after, from_id, free, array_agg(id) AS taken, count(*)::integer AS n,
            (sum(count(*)) OVER ())::integer AS total
     FROM gathered
     GROUP BY key, pos, from_run_after, from_id, free
@@ -203,7 +203,7 @@ WITH RECURSIVE busy AS (
         FROM receipt_queue
         WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND account_id = took.key
           AND (run_after, id) >= (took.from_run_after, took.from_id)
-          AND id <> ALL(ARRAY(SELECT id FROM gathered WHERE gathered.pos = took.pos))
+          AND id <> ALL(took.taken)
         ORDER BY run_after, id
         LIMIT least(((SELECT n FROM room) - took.total + spare.n - 1) / greatest(spare.n, 1), took.free - took.n)
     ) AS job

@@ -120,8 +120,8 @@ WITH RECURSIVE expired AS (
     ) AS job
     LIMIT sqlc.arg('max')::integer
 ), took AS (
-    -- How many jobs each value gave, and the batch's total.
-    SELECT key, pos, count(*)::integer AS n,
+    -- Which jobs each value gave, how many, and the batch's total.
+    SELECT key, pos, array_agg(id) AS taken, count(*)::integer AS n,
            (sum(count(*)) OVER ())::integer AS total
     FROM gathered
     GROUP BY key, pos
@@ -140,7 +140,7 @@ WITH RECURSIVE expired AS (
         SELECT id, priority, run_after
         FROM fair_queue
         WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND tenant = took.key
-          AND id <> ALL(ARRAY(SELECT id FROM gathered WHERE gathered.pos = took.pos))
+          AND id <> ALL(took.taken)
         ORDER BY priority DESC, run_after, id
         LIMIT (sqlc.arg('max')::integer - took.total + spare.n - 1) / greatest(spare.n, 1)
         FOR UPDATE SKIP LOCKED

@@ -140,8 +140,8 @@ WITH RECURSIVE expired AS (
     ) AS job
     LIMIT $2::integer
 ), took AS (
-    -- How many jobs each value gave, and the batch's total.
-    SELECT key, pos, count(*)::integer AS n,
+    -- Which jobs each value gave, how many, and the batch's total.
+    SELECT key, pos, array_agg(id) AS taken, count(*)::integer AS n,
            (sum(count(*)) OVER ())::integer AS total
     FROM gathered
     GROUP BY key, pos
@@ -160,7 +160,7 @@ WITH RECURSIVE expired AS (
         SELECT id, priority, run_after
         FROM fair_queue
         WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp()) AND tenant = took.key
-          AND id <> ALL(ARRAY(SELECT id FROM gathered WHERE gathered.pos = took.pos))
+          AND id <> ALL(took.taken)
         ORDER BY priority DESC, run_after, id
         LIMIT ($2::integer - took.total + spare.n - 1) / greatest(spare.n, 1)
         FOR UPDATE SKIP LOCKED

@@ -121,8 +121,8 @@ WITH RECURSIVE expired AS (
     ) AS job
     LIMIT sqlc.arg('max')::integer
 ), took AS (
-    -- How many jobs each value gave, and the batch's total.
-    SELECT key, pos, from_run_after, from_id, count(*)::integer AS n,
+    -- Which jobs each value gave, how many, and the batch's total.
+    SELECT key, pos, from_run_after, from_id, array_agg(id) AS taken, count(*)::integer AS n,
            (sum(count(*)) OVER ())::integer AS total
     FROM gathered
     GROUP BY key, pos, from_run_after, from_id
@@ -142,7 +142,7 @@ WITH RECURSIVE expired AS (
         FROM fair_queue
         WHERE state = 'available' AND run_after <= coalesce(sqlc.narg('now')::timestamptz, statement_timestamp()) AND tenant = took.key
           AND (run_after, id) >= (took.from_run_after, took.from_id)
-          AND id <> ALL(ARRAY(SELECT id FROM gathered WHERE gathered.pos = took.pos))
+          AND id <> ALL(took.taken)
         ORDER BY run_after, id
         LIMIT (sqlc.arg('max')::integer - took.total + spare.n - 1) / greatest(spare.n, 1)
         FOR UPDATE SKIP LOCKED

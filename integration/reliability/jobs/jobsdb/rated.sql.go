@@ -158,8 +158,8 @@ WITH RECURSIVE recent AS (
     ) AS job
     LIMIT $2::integer
 ), took AS (
-    -- How many jobs each value gave, and the batch's total.
-    SELECT key, pos, from_run_after, from_id, free, count(*)::integer AS n,
+    -- Which jobs each value gave, how many, and the batch's total.
+    SELECT key, pos, from_run_after, from_id, free, array_agg(id) AS taken, count(*)::integer AS n,
            (sum(count(*)) OVER ())::integer AS total
     FROM gathered
     GROUP BY key, pos, from_run_after, from_id, free
@@ -180,7 +180,7 @@ WITH RECURSIVE recent AS (
         FROM rated_queue
         WHERE state = 'available' AND run_after <= coalesce($1::timestamptz, statement_timestamp()) AND tenant = took.key
           AND (run_after, id) >= (took.from_run_after, took.from_id)
-          AND id <> ALL(ARRAY(SELECT id FROM gathered WHERE gathered.pos = took.pos))
+          AND id <> ALL(took.taken)
         ORDER BY run_after, id
         LIMIT least(($2::integer - took.total + spare.n - 1) / greatest(spare.n, 1), took.free - took.n)
     ) AS job
