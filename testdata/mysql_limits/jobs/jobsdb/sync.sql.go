@@ -90,11 +90,15 @@ WITH RECURSIVE batch AS (
             WHERE first.state = 'available' AND first.account = fair_keys.fair_key AND first.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
             ORDER BY first.priority DESC, first.run_after, first.id
             LIMIT 1) AS id,
-           2 - (SELECT COUNT(*)
-                FROM sync_queue AS held
-                WHERE held.state = 'running' AND held.account = fair_keys.fair_key
-                  AND (held.locked_until >= COALESCE(?, UTC_TIMESTAMP(6)) OR held.attempt < held.max_attempts)) AS free
+           2 - COALESCE(held.n, 0) AS free
     FROM fair_keys
+    LEFT JOIN (
+        SELECT held.account AS fair_key, COUNT(*) AS n
+        FROM sync_queue AS held FORCE INDEX (sync_queue_fair_idx)
+        WHERE held.state = 'running'
+          AND (held.locked_until >= COALESCE(?, UTC_TIMESTAMP(6)) OR held.attempt < held.max_attempts)
+        GROUP BY held.account
+    ) AS held ON held.fair_key = fair_keys.fair_key
 ), fair_jobs AS (
     SELECT firsts.fair_key, firsts.id, 1 AS turn, firsts.free, COUNT(*) OVER () AS due_keys
     FROM firsts
@@ -171,12 +175,14 @@ type ClaimDueSyncRow struct {
 // never holds a job of every value. No step sorts the queue table's rows: a
 // sort under FOR UPDATE SKIP LOCKED would lock every row it read. Limits (2
 // running jobs per account, 10 running in the queue): it runs after
-// LockClaimsSync, in its transaction, so no two claims count at once. firsts
-// counts each value's slots in use, through the fair index (state, account,
-// …): its leased jobs, less those whose lease expired on their last
-// attempt; free is what is left of 2, a value with none drops out, and the
-// walk takes no more than free of a value's jobs; values that tie in a turn
-// go most free first (as on PostgreSQL), then in the drawn order. The caller
+// LockClaimsSync, in its transaction, so no two claims count at once. held
+// counts each value's slots in use (its leased jobs, less those whose lease
+// expired on their last attempt) in one read of the running jobs' entries of
+// the fair index (state, account, …), grouped by value: it reads the jobs
+// in flight once, where a count per value would dive into the index once a
+// value; free is what is left of 2, a value with none drops out, and the walk
+// takes no more than free of a value's jobs; values that tie in a turn go
+// most free first (as on PostgreSQL), then in the drawn order. The caller
 // passes as the batch no more than the queue's free slots, 10 less BusySync's
 // count.
 func (q *Queries) ClaimDueSync(ctx context.Context, arg ClaimDueSyncParams) ([]ClaimDueSyncRow, error) {

@@ -112,12 +112,14 @@ FOR UPDATE SKIP LOCKED;
 -- sort under FOR UPDATE SKIP LOCKED would lock every row it read. Limits (3
 -- running jobs per tenant, 20 running in the queue): it runs after
 -- LockClaimsBenchLimited, in its transaction, so no two claims count at once.
--- firsts counts each value's slots in use, through the fair index (state,
--- tenant, …): its leased jobs, less those whose lease expired on their last
--- attempt; free is what is left of 3, a value with none drops out, and the
--- walk takes no more than free of a value's jobs; values that tie in a turn
--- go most free first (as on PostgreSQL), then in the drawn order. The caller
--- passes as the batch no more than the queue's free slots, 20 less
+-- held counts each value's slots in use (its leased jobs, less those whose
+-- lease expired on their last attempt) in one read of the running jobs'
+-- entries of the fair index (state, tenant, …), grouped by value: it reads
+-- the jobs in flight once, where a count per value would dive into the index
+-- once a value; free is what is left of 3, a value with none drops out, and
+-- the walk takes no more than free of a value's jobs; values that tie in a
+-- turn go most free first (as on PostgreSQL), then in the drawn order. The
+-- caller passes as the batch no more than the queue's free slots, 20 less
 -- BusyBenchLimited's count.
 WITH RECURSIVE batch AS (
     SELECT CAST(sqlc.arg(max) AS SIGNED) AS n
@@ -133,11 +135,15 @@ WITH RECURSIVE batch AS (
             WHERE first.state = 'available' AND first.tenant = fair_keys.fair_key AND first.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
             ORDER BY first.run_after, first.id
             LIMIT 1) AS id,
-           3 - (SELECT COUNT(*)
-                FROM bench_limited_queue AS held
-                WHERE held.state = 'running' AND held.tenant = fair_keys.fair_key
-                  AND (held.locked_until >= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) OR held.attempt < held.max_attempts)) AS free
+           3 - COALESCE(held.n, 0) AS free
     FROM fair_keys
+    LEFT JOIN (
+        SELECT held.tenant AS fair_key, COUNT(*) AS n
+        FROM bench_limited_queue AS held FORCE INDEX (bench_limited_queue_fair_idx)
+        WHERE held.state = 'running'
+          AND (held.locked_until >= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) OR held.attempt < held.max_attempts)
+        GROUP BY held.tenant
+    ) AS held ON held.fair_key = fair_keys.fair_key
 ), fair_jobs AS (
     SELECT firsts.fair_key, firsts.id, 1 AS turn, firsts.free, COUNT(*) OVER () AS due_keys
     FROM firsts
