@@ -99,7 +99,7 @@ func (w *Worker[P]) finish(res result[P]) { w.results.add(res) }
 
 // completer writes results in batches: one CompleteMany and one FailMany
 // statement for everything finished within FlushInterval (or FlushSize
-// jobs). A batch the database refuses is kept and retried with backoff,
+// jobs, or once no handler is left running). A batch the database refuses is kept and retried with backoff,
 // never dropped, until ctx ends; meanwhile handlers keep handing over
 // results and the claim loop pauses claiming once the backlog is large.
 // After stop is closed it writes what is left, until ctx ends, and
@@ -138,7 +138,10 @@ func (w *Worker[P]) completer(ctx context.Context, stop <-chan struct{}) (unwrit
 				timer.Reset(w.cfg.flushInterval)
 				armed = true
 			}
-			if w.results.backlog() >= w.cfg.flushSize {
+			// A full batch is written now; so is one that no running
+			// handler could add to (none is running: waiting would only
+			// hold the results, and on a queue with limits their slots).
+			if w.results.backlog() >= w.cfg.flushSize || w.runningCount() == 0 {
 				armed = false
 				timer.Stop()
 				if !flush() {

@@ -173,7 +173,9 @@ func FetchCooldown(d time.Duration) WorkerOption {
 // FlushInterval bounds how long a finished job waits to be completed or
 // failed in a batch (default 5ms; for a queue with concurrency limits,
 // its accessor's ResultsWithin: 0 on PostgreSQL, 1ms on MySQL). 0 writes results as soon as they arrive, those that arrive
-// while a write is under way in the next one.
+// while a write is under way in the next one. Results are written sooner
+// once none of the worker's handlers is running: no other result would
+// join them.
 func FlushInterval(d time.Duration) WorkerOption {
 	return durationOption("FlushInterval", notNegative, d, func(c *workerConfig) { c.flushInterval, c.flushSet = d, true })
 }

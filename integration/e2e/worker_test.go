@@ -93,6 +93,24 @@ func TestWorkerWorksEveryJobWithinItsConcurrency(t *testing.T) {
 }
 
 // TestWorkerRunsHandlersAtOnce: handlers that block all run at once, up to
+// TestWorkerWritesResultsOnceItsHandlersAreIdle: a result waits up to
+// FlushInterval for others to share its write, but once none of the
+// worker's handlers is running no other will come, and it is written at
+// once. With FlushInterval a minute, the job's completion must reach the
+// database well within it (a completer that waits out the interval fails).
+func TestWorkerWritesResultsOnceItsHandlersAreIdle(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		q := e.task
+		pushTasks(t, q, 1)
+		w := q.Worker(func(ctx context.Context, job *queue.Job[payload.Task]) error { return nil },
+			queue.FlushInterval(time.Minute), queue.Logger(quiet))
+		runWorker(t, w)
+		eventually(t, 30*time.Second, "the job's completion written before its FlushInterval", func() bool {
+			return e.count(t, "SELECT count(*) FROM task_queue") == 0
+		})
+	})
+}
+
 // the worker's concurrency: each of these waits until all ten are running.
 func TestWorkerRunsHandlersAtOnce(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e *engine) {
