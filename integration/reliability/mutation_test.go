@@ -3,11 +3,15 @@ package reliability_test
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,15 +82,62 @@ var mutations = []mutation{
 	}},
 	// the limits claim ignores per_key (only global binds)
 	{name: "per-key-ignored", scenarios: "TestLimitedWorkersKilled", sign: "leased jobs of one tenant", sql: []sqlEdit{
-		{"ClaimLimited", "2 - coalesce(busy.n, 0) AS free", "6 - coalesce(busy.n, 0) AS free"},
-		{"ClaimLimited", "coalesce(busy.n, 0) < 2", "coalesce(busy.n, 0) < 6"},
-		{"ClaimDueLimited", "2 - (SELECT COUNT(*)", "6 - (SELECT COUNT(*)"},
+		{"ClaimLimited", "2 - coalesce(busy.n, 0)", "6 - coalesce(busy.n, 0)"},
+		{"ClaimDueLimited", "2 - COALESCE(held.n, 0)", "6 - COALESCE(held.n, 0)"},
 	}},
 	// limited claims do not take turns: MySQL's claim lock (the registry
 	// row) is shared, so two claims fill one free slot
 	{name: "claim-lock-shared", scenarios: "TestLimitedWorkersKilled", sign: "the limits are 2 and 6", engines: []string{mysqlEng}, sql: []sqlEdit{
 		{"LockClaimsLimited", "FOR UPDATE", "LOCK IN SHARE MODE"},
 	}},
+}
+
+// TestMutationEditsMatchTheGeneratedSQL: every edit of a mutation's SQL
+// finds its text in a query of the generated packages (PostgreSQL's or
+// MySQL's; an edit may be for one engine alone). The edits are made at
+// run time and one that matches nothing changes nothing, so without this a
+// change of the generated SQL would leave a mutation that no longer
+// mutates, and TestSuiteCatchesMutations would fail far from the cause.
+func TestMutationEditsMatchTheGeneratedSQL(t *testing.T) {
+	queries := map[string][]string{} // query name: its SQL, per engine
+	for _, dir := range []string{"jobs/jobsdb", "mysql/myjobs/myjobsdb"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.sql.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no generated queries in %s: %v", dir, err)
+		}
+		for _, file := range files {
+			f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				lit, ok := n.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					return true
+				}
+				sql, err := strconv.Unquote(lit.Value)
+				if err != nil || !strings.HasPrefix(sql, "-- name: ") {
+					return true
+				}
+				name, _, _ := strings.Cut(strings.TrimPrefix(sql, "-- name: "), " ")
+				queries[name] = append(queries[name], sql)
+				return true
+			})
+		}
+	}
+	for _, m := range mutations {
+		for _, e := range m.sql {
+			found := false
+			for name, sqls := range queries {
+				for _, sql := range sqls {
+					found = found || strings.HasPrefix(name, e.Query) && strings.Contains(sql, e.Old)
+				}
+			}
+			if !found {
+				t.Errorf("mutation %s: no generated query named %s… holds %q: the edit would change nothing", m.name, e.Query, e.Old)
+			}
+		}
+	}
 }
 
 // TestSuiteCatchesMutations proves the suite can fail: it builds this
