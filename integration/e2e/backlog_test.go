@@ -324,6 +324,26 @@ func TestBacklogJobNotDueStays(t *testing.T) {
 func TestBacklogStepAndClaimUseIndexes(t *testing.T) {
 	eachBacklogEngine(t, func(t *testing.T, q *backlogQueue) {
 		e := q.e
+		explain := func(query string, args ...any) string {
+			return strings.Join(explainPG(t, e.db.SQL, querySQL(t, "jobs/jobsdb/backlogged.sql.go", query), args...), "\n")
+		}
+		if e.name == dburl.PostgreSQL {
+			// One tenant's backlog of 20,000 and 50 tenants' 20, never
+			// analyzed (as with autovacuum off), the queue table empty:
+			// the step's DELETE finds the jobs it moves by the backlog's
+			// primary key. (It read the whole fair index for them,
+			// id = ANY(…) as a filter of a partial index's scan, 0.3-1 s
+			// a step.)
+			e.exec(t, `INSERT INTO backlogged_queue_backlog (tenant, n, max_attempts)
+SELECT CASE WHEN g <= 20000 THEN 'a' ELSE 'b' || (g % 50) END, g, 3 FROM generate_series(1, 21000) AS g`)
+			lines := strings.Split(explain("scheduleBacklogged", nil), "\n")
+			for i, line := range lines {
+				if strings.Contains(line, "Index Cond: (id = ANY") && !strings.Contains(lines[i-1], "_pkey") {
+					t.Errorf("on a backlog never analyzed, the step looks its jobs up by another index than the primary key:\n%s", strings.Join(lines, "\n"))
+				}
+			}
+			e.exec(t, `DELETE FROM backlogged_queue_backlog`)
+		}
 		for _, stmt := range []string{
 			e.sql(`INSERT INTO backlogged_queue_backlog (tenant, n, max_attempts) SELECT 't' || (g % 100), g, 3 FROM generate_series(1, 50000) AS g`,
 				`INSERT INTO backlogged_queue_backlog (tenant, n, max_attempts, run_after, created_at)
@@ -339,9 +359,6 @@ func TestBacklogStepAndClaimUseIndexes(t *testing.T) {
 		}
 		switch e.name {
 		case dburl.PostgreSQL:
-			explain := func(query string, args ...any) string {
-				return strings.Join(explainPG(t, e.db.SQL, querySQL(t, "jobs/jobsdb/backlogged.sql.go", query), args...), "\n")
-			}
 			// The step's one parameter is now; the claim's now, node, lease, max.
 			if plan := explain("scheduleBacklogged", nil); strings.Contains(plan, "Seq Scan") || !strings.Contains(plan, "backlogged_queue_backlog_fair_idx") {
 				t.Errorf("the step reads a whole table, or not the backlog's fair index:\n%s", plan)

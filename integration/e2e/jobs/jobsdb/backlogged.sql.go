@@ -789,9 +789,13 @@ WITH RECURSIVE room AS (
     ORDER BY job.turn, job.run_after, job.id
     LIMIT (SELECT n FROM room)
 ), moved AS (
+    -- By primary key: the state is checked as an expression (state || ''),
+    -- which no partial index's predicate (state = 'available') matches, so
+    -- the planner cannot read a partial index whole to find the ids (as it
+    -- did on a backlog never analyzed).
     DELETE FROM backlogged_queue_backlog
     WHERE id = ANY(ARRAY(SELECT id FROM due))
-      AND state = 'available'
+      AND state || '' = 'available'
     RETURNING
         id, state, attempt, max_attempts, priority, run_after, created_at,
         attempted_at, finished_at, locked_by, locked_until, errors, failures,
