@@ -221,10 +221,14 @@ WITH RECURSIVE busy AS (
     -- the fair part need not lock what it reads (it would lock a job of
     -- every value to keep a few); a job another statement holds is
     -- skipped, and one changed since is taken only if still available.
+    -- By primary key: the state is checked as an expression (state || ''),
+    -- which no partial index's predicate (state = 'available') matches, so
+    -- the planner cannot read a partial index whole to find the ids (as it
+    -- did on a table never analyzed).
     SELECT id
     FROM webhook_queue
     WHERE id = ANY(ARRAY(SELECT id FROM fair))
-      AND state = 'available'
+      AND state || '' = 'available'
     FOR UPDATE SKIP LOCKED
 ), due AS (
     SELECT fair.id, fair.rank
