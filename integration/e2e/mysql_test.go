@@ -283,9 +283,9 @@ func TestMySQLClaimPlans(t *testing.T) {
 		// reads the fair index too (every line of the limited claim's
 		// plan is checked below).
 		{"limited.sql.go", "LockClaimsLimited", nil, "PRIMARY"},
-		{"limited.sql.go", "BusyLimited", []any{nil}, "limited_queue_lease_idx"},
+		{"limited.sql.go", "BusyLimited", []any{nil, nil}, "limited_queue_lease_idx"},
 		{"limited.sql.go", "ClaimDueLimited", []any{10, nil, nil, nil, nil, 10}, "limited_queue_fair_idx"},
-		{"capped.sql.go", "BusyCapped", []any{nil}, "capped_queue_lease_idx"},
+		{"capped.sql.go", "BusyCapped", []any{nil, nil}, "capped_queue_lease_idx"},
 		{"capped.sql.go", "ClaimDueCapped", []any{nil, 10}, "capped_queue_claim_idx"},
 		// The rate-limited claims: the window's count, for the queue
 		// (paced) or per value in the fair walk (throttled, whose plan

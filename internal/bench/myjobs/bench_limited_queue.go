@@ -151,21 +151,26 @@ func (q *BenchLimitedQueue) Claim(ctx context.Context, node string, max int, opt
 		if _, err := qt.LockClaimsBenchLimited(ctx); err != nil {
 			return err
 		}
-		expired, err := qt.ClaimExpiredBenchLimited(ctx, myjobsdb.ClaimExpiredBenchLimitedParams{Now: o.Now, Limit: int32(max)})
+		// The queue's slots in use, and how many of them hold an expired
+		// lease that a claim takes again: while none does (nearly always),
+		// the claim lock is not held through a read for them.
+		busy, err := qt.BusyBenchLimited(ctx, myjobsdb.BusyBenchLimitedParams{Now: o.Now})
 		if err != nil {
 			return err
 		}
 		var now time.Time
-		for _, r := range expired {
-			rows, now = append(rows, r.BenchLimitedRow), r.DbNow
+		if busy.Expired > 0 {
+			expired, err := qt.ClaimExpiredBenchLimited(ctx, myjobsdb.ClaimExpiredBenchLimitedParams{Now: o.Now, Limit: int32(max)})
+			if err != nil {
+				return err
+			}
+			for _, r := range expired {
+				rows, now = append(rows, r.BenchLimitedRow), r.DbNow
+			}
 		}
 		room := max - len(rows)
 		// The queue's free slots (expired jobs just taken already hold theirs).
-		busy, err := qt.BusyBenchLimited(ctx, o.Now)
-		if err != nil {
-			return err
-		}
-		if free := 20 - int(busy); free < room {
+		if free := 20 - int(busy.Busy); free < room {
 			room = free
 		}
 		if room > 0 {

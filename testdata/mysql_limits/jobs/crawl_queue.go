@@ -148,21 +148,26 @@ func (q *CrawlQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 		if _, err := qt.LockClaimsCrawl(ctx); err != nil {
 			return err
 		}
-		expired, err := qt.ClaimExpiredCrawl(ctx, jobsdb.ClaimExpiredCrawlParams{Now: o.Now, Limit: int32(max)})
+		// The queue's slots in use, and how many of them hold an expired
+		// lease that a claim takes again: while none does (nearly always),
+		// the claim lock is not held through a read for them.
+		busy, err := qt.BusyCrawl(ctx, jobsdb.BusyCrawlParams{Now: o.Now})
 		if err != nil {
 			return err
 		}
 		var now time.Time
-		for _, r := range expired {
-			rows, now = append(rows, r.CrawlRow), r.DbNow
+		if busy.Expired > 0 {
+			expired, err := qt.ClaimExpiredCrawl(ctx, jobsdb.ClaimExpiredCrawlParams{Now: o.Now, Limit: int32(max)})
+			if err != nil {
+				return err
+			}
+			for _, r := range expired {
+				rows, now = append(rows, r.CrawlRow), r.DbNow
+			}
 		}
 		room := max - len(rows)
 		// The queue's free slots (expired jobs just taken already hold theirs).
-		busy, err := qt.BusyCrawl(ctx, o.Now)
-		if err != nil {
-			return err
-		}
-		if free := 4 - int(busy); free < room {
+		if free := 4 - int(busy.Busy); free < room {
 			room = free
 		}
 		if room > 0 {

@@ -54,25 +54,28 @@ WHERE name = 'receipt'
 FOR UPDATE;
 
 -- name: BusyReceipt :one
--- BusyReceipt counts the slots in use, under the claim lock: the leased jobs,
--- less those whose lease expired on their last attempt (no claim takes them
--- again). A job whose lease expired keeps its slot until a claim takes it
--- again (ClaimExpiredReceipt, first) or, on its last attempt, at once. It
--- reads the running jobs through the lease index (state, locked_until), so it
--- reads no more rows than there are jobs in flight, and locks nothing.
-SELECT COUNT(*)
+-- BusyReceipt is the second statement of a limited claim's transaction: it
+-- counts the slots in use, under the claim lock: the leased jobs, less those
+-- whose lease expired on their last attempt (no claim takes them again). A
+-- job whose lease expired keeps its slot until a claim takes it again or, on
+-- its last attempt, at once; expired counts the jobs of the first kind, and
+-- the claim runs ClaimExpiredReceipt only when there are some. It reads the
+-- running jobs through the lease index (state, locked_until), so it reads no
+-- more rows than there are jobs in flight, and locks nothing.
+SELECT COUNT(*) AS busy,
+       COUNT(CASE WHEN locked_until < COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) AND attempt < max_attempts THEN 1 END) AS expired
 FROM receipt_queue
 WHERE state = 'running'
   AND (locked_until >= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) OR attempt < max_attempts);
 
 -- name: ClaimExpiredReceipt :many
--- ClaimExpiredReceipt is the first statement of a claim's transaction (READ
--- COMMITTED): running jobs whose lease expired, their holder presumed dead,
--- oldest lease first. The lease index (state, locked_until) returns them in
--- that order, so no sort reads (and, under FOR UPDATE SKIP LOCKED, locks)
--- rows the claim does not take; FOR UPDATE SKIP LOCKED makes concurrent
--- claims pass over each other's rows. db_now is the clock the lease is
--- computed from.
+-- ClaimExpiredReceipt is a statement of a limited claim's transaction (READ
+-- COMMITTED), run when BusyReceipt counts expired leases: running jobs whose
+-- lease expired, their holder presumed dead, oldest lease first. The lease
+-- index (state, locked_until) returns them in that order, so no sort reads
+-- (and, under FOR UPDATE SKIP LOCKED, locks) rows the claim does not take;
+-- FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows.
+-- db_now is the clock the lease is computed from.
 SELECT sqlc.embed(receipt_queue), UTC_TIMESTAMP(6) AS db_now
 FROM receipt_queue
 WHERE state = 'running'

@@ -56,23 +56,35 @@ func (q *Queries) BeatNodeReceipt(ctx context.Context, arg BeatNodeReceiptParams
 }
 
 const BusyReceipt = `-- name: BusyReceipt :one
-SELECT COUNT(*)
+SELECT COUNT(*) AS busy,
+       COUNT(CASE WHEN locked_until < COALESCE(?, UTC_TIMESTAMP(6)) AND attempt < max_attempts THEN 1 END) AS expired
 FROM receipt_queue
 WHERE state = 'running'
   AND (locked_until >= COALESCE(?, UTC_TIMESTAMP(6)) OR attempt < max_attempts)
 `
 
-// BusyReceipt counts the slots in use, under the claim lock: the leased jobs,
-// less those whose lease expired on their last attempt (no claim takes them
-// again). A job whose lease expired keeps its slot until a claim takes it
-// again (ClaimExpiredReceipt, first) or, on its last attempt, at once. It
-// reads the running jobs through the lease index (state, locked_until), so it
-// reads no more rows than there are jobs in flight, and locks nothing.
-func (q *Queries) BusyReceipt(ctx context.Context, now *time.Time) (int64, error) {
-	row := q.db.QueryRowContext(ctx, BusyReceipt, now)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+type BusyReceiptParams struct {
+	Now *time.Time
+}
+
+type BusyReceiptRow struct {
+	Busy    int64
+	Expired int64
+}
+
+// BusyReceipt is the second statement of a limited claim's transaction: it
+// counts the slots in use, under the claim lock: the leased jobs, less those
+// whose lease expired on their last attempt (no claim takes them again). A
+// job whose lease expired keeps its slot until a claim takes it again or, on
+// its last attempt, at once; expired counts the jobs of the first kind, and
+// the claim runs ClaimExpiredReceipt only when there are some. It reads the
+// running jobs through the lease index (state, locked_until), so it reads no
+// more rows than there are jobs in flight, and locks nothing.
+func (q *Queries) BusyReceipt(ctx context.Context, arg BusyReceiptParams) (BusyReceiptRow, error) {
+	row := q.db.QueryRowContext(ctx, BusyReceipt, arg.Now, arg.Now)
+	var i BusyReceiptRow
+	err := row.Scan(&i.Busy, &i.Expired)
+	return i, err
 }
 
 const ClaimDueReceipt = `-- name: ClaimDueReceipt :many
@@ -253,13 +265,13 @@ type ClaimExpiredReceiptRow struct {
 	DbNow      time.Time
 }
 
-// ClaimExpiredReceipt is the first statement of a claim's transaction (READ
-// COMMITTED): running jobs whose lease expired, their holder presumed dead,
-// oldest lease first. The lease index (state, locked_until) returns them in
-// that order, so no sort reads (and, under FOR UPDATE SKIP LOCKED, locks)
-// rows the claim does not take; FOR UPDATE SKIP LOCKED makes concurrent
-// claims pass over each other's rows. db_now is the clock the lease is
-// computed from.
+// ClaimExpiredReceipt is a statement of a limited claim's transaction (READ
+// COMMITTED), run when BusyReceipt counts expired leases: running jobs whose
+// lease expired, their holder presumed dead, oldest lease first. The lease
+// index (state, locked_until) returns them in that order, so no sort reads
+// (and, under FOR UPDATE SKIP LOCKED, locks) rows the claim does not take;
+// FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows.
+// db_now is the clock the lease is computed from.
 func (q *Queries) ClaimExpiredReceipt(ctx context.Context, arg ClaimExpiredReceiptParams) ([]ClaimExpiredReceiptRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimExpiredReceipt, arg.Now, arg.Limit)
 	if err != nil {

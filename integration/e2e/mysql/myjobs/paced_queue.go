@@ -148,21 +148,26 @@ func (q *PacedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 		if _, err := qt.LockClaimsPaced(ctx); err != nil {
 			return err
 		}
-		expired, err := qt.ClaimExpiredPaced(ctx, myjobsdb.ClaimExpiredPacedParams{Now: o.Now, Limit: int32(max)})
+		// The queue's slots in use, and how many of them hold an expired
+		// lease that a claim takes again: while none does (nearly always),
+		// the claim lock is not held through a read for them.
+		busy, err := qt.BusyPaced(ctx, myjobsdb.BusyPacedParams{Now: o.Now})
 		if err != nil {
 			return err
 		}
 		var now time.Time
-		for _, r := range expired {
-			rows, now = append(rows, r.PacedRow), r.DbNow
+		if busy.Expired > 0 {
+			expired, err := qt.ClaimExpiredPaced(ctx, myjobsdb.ClaimExpiredPacedParams{Now: o.Now, Limit: int32(max)})
+			if err != nil {
+				return err
+			}
+			for _, r := range expired {
+				rows, now = append(rows, r.PacedRow), r.DbNow
+			}
 		}
 		room := max - len(rows)
 		// The queue's free slots (expired jobs just taken already hold theirs).
-		busy, err := qt.BusyPaced(ctx, o.Now)
-		if err != nil {
-			return err
-		}
-		if free := 3 - int(busy); free < room {
+		if free := 3 - int(busy.Busy); free < room {
 			room = free
 		}
 		// What the rate leaves in the window (expired jobs just taken are

@@ -57,24 +57,36 @@ func (q *Queries) BeatNodeBenchLimited(ctx context.Context, arg BeatNodeBenchLim
 }
 
 const BusyBenchLimited = `-- name: BusyBenchLimited :one
-SELECT COUNT(*)
+SELECT COUNT(*) AS busy,
+       COUNT(CASE WHEN locked_until < COALESCE(?, UTC_TIMESTAMP(6)) AND attempt < max_attempts THEN 1 END) AS expired
 FROM bench_limited_queue
 WHERE state = 'running'
   AND (locked_until >= COALESCE(?, UTC_TIMESTAMP(6)) OR attempt < max_attempts)
 `
 
-// BusyBenchLimited counts the slots in use, under the claim lock: the leased
-// jobs, less those whose lease expired on their last attempt (no claim takes
-// them again). A job whose lease expired keeps its slot until a claim takes
-// it again (ClaimExpiredBenchLimited, first) or, on its last attempt, at
-// once. It reads the running jobs through the lease index (state,
+type BusyBenchLimitedParams struct {
+	Now *time.Time
+}
+
+type BusyBenchLimitedRow struct {
+	Busy    int64
+	Expired int64
+}
+
+// BusyBenchLimited is the second statement of a limited claim's transaction:
+// it counts the slots in use, under the claim lock: the leased jobs, less
+// those whose lease expired on their last attempt (no claim takes them
+// again). A job whose lease expired keeps its slot until a claim takes it
+// again or, on its last attempt, at once; expired counts the jobs of the
+// first kind, and the claim runs ClaimExpiredBenchLimited only when there are
+// some. It reads the running jobs through the lease index (state,
 // locked_until), so it reads no more rows than there are jobs in flight, and
 // locks nothing.
-func (q *Queries) BusyBenchLimited(ctx context.Context, now *time.Time) (int64, error) {
-	row := q.db.QueryRowContext(ctx, BusyBenchLimited, now)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+func (q *Queries) BusyBenchLimited(ctx context.Context, arg BusyBenchLimitedParams) (BusyBenchLimitedRow, error) {
+	row := q.db.QueryRowContext(ctx, BusyBenchLimited, arg.Now, arg.Now)
+	var i BusyBenchLimitedRow
+	err := row.Scan(&i.Busy, &i.Expired)
+	return i, err
 }
 
 const ClaimDueBenchLimited = `-- name: ClaimDueBenchLimited :many
@@ -254,13 +266,13 @@ type ClaimExpiredBenchLimitedRow struct {
 	DbNow           time.Time
 }
 
-// ClaimExpiredBenchLimited is the first statement of a claim's transaction
-// (READ COMMITTED): running jobs whose lease expired, their holder presumed
-// dead, oldest lease first. The lease index (state, locked_until) returns
-// them in that order, so no sort reads (and, under FOR UPDATE SKIP LOCKED,
-// locks) rows the claim does not take; FOR UPDATE SKIP LOCKED makes
-// concurrent claims pass over each other's rows. db_now is the clock the
-// lease is computed from.
+// ClaimExpiredBenchLimited is a statement of a limited claim's transaction
+// (READ COMMITTED), run when BusyBenchLimited counts expired leases: running
+// jobs whose lease expired, their holder presumed dead, oldest lease first.
+// The lease index (state, locked_until) returns them in that order, so no
+// sort reads (and, under FOR UPDATE SKIP LOCKED, locks) rows the claim does
+// not take; FOR UPDATE SKIP LOCKED makes concurrent claims pass over each
+// other's rows. db_now is the clock the lease is computed from.
 func (q *Queries) ClaimExpiredBenchLimited(ctx context.Context, arg ClaimExpiredBenchLimitedParams) ([]ClaimExpiredBenchLimitedRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimExpiredBenchLimited, arg.Now, arg.Limit)
 	if err != nil {

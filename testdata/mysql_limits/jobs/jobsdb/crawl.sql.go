@@ -56,23 +56,35 @@ func (q *Queries) BeatNodeCrawl(ctx context.Context, arg BeatNodeCrawlParams) er
 }
 
 const BusyCrawl = `-- name: BusyCrawl :one
-SELECT COUNT(*)
+SELECT COUNT(*) AS busy,
+       COUNT(CASE WHEN locked_until < COALESCE(?, UTC_TIMESTAMP(6)) AND attempt < max_attempts THEN 1 END) AS expired
 FROM crawl_queue
 WHERE state = 'running'
   AND (locked_until >= COALESCE(?, UTC_TIMESTAMP(6)) OR attempt < max_attempts)
 `
 
-// BusyCrawl counts the slots in use, under the claim lock: the leased jobs,
-// less those whose lease expired on their last attempt (no claim takes them
-// again). A job whose lease expired keeps its slot until a claim takes it
-// again (ClaimExpiredCrawl, first) or, on its last attempt, at once. It reads
-// the running jobs through the lease index (state, locked_until), so it reads
-// no more rows than there are jobs in flight, and locks nothing.
-func (q *Queries) BusyCrawl(ctx context.Context, now *time.Time) (int64, error) {
-	row := q.db.QueryRowContext(ctx, BusyCrawl, now)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+type BusyCrawlParams struct {
+	Now *time.Time
+}
+
+type BusyCrawlRow struct {
+	Busy    int64
+	Expired int64
+}
+
+// BusyCrawl is the second statement of a limited claim's transaction: it
+// counts the slots in use, under the claim lock: the leased jobs, less those
+// whose lease expired on their last attempt (no claim takes them again). A
+// job whose lease expired keeps its slot until a claim takes it again or, on
+// its last attempt, at once; expired counts the jobs of the first kind, and
+// the claim runs ClaimExpiredCrawl only when there are some. It reads the
+// running jobs through the lease index (state, locked_until), so it reads no
+// more rows than there are jobs in flight, and locks nothing.
+func (q *Queries) BusyCrawl(ctx context.Context, arg BusyCrawlParams) (BusyCrawlRow, error) {
+	row := q.db.QueryRowContext(ctx, BusyCrawl, arg.Now, arg.Now)
+	var i BusyCrawlRow
+	err := row.Scan(&i.Busy, &i.Expired)
+	return i, err
 }
 
 const ClaimDueCrawl = `-- name: ClaimDueCrawl :many
@@ -163,13 +175,13 @@ type ClaimExpiredCrawlRow struct {
 	DbNow    time.Time
 }
 
-// ClaimExpiredCrawl is the first statement of a claim's transaction (READ
-// COMMITTED): running jobs whose lease expired, their holder presumed dead,
-// oldest lease first. The lease index (state, locked_until) returns them in
-// that order, so no sort reads (and, under FOR UPDATE SKIP LOCKED, locks)
-// rows the claim does not take; FOR UPDATE SKIP LOCKED makes concurrent
-// claims pass over each other's rows. db_now is the clock the lease is
-// computed from.
+// ClaimExpiredCrawl is a statement of a limited claim's transaction (READ
+// COMMITTED), run when BusyCrawl counts expired leases: running jobs whose
+// lease expired, their holder presumed dead, oldest lease first. The lease
+// index (state, locked_until) returns them in that order, so no sort reads
+// (and, under FOR UPDATE SKIP LOCKED, locks) rows the claim does not take;
+// FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows.
+// db_now is the clock the lease is computed from.
 func (q *Queries) ClaimExpiredCrawl(ctx context.Context, arg ClaimExpiredCrawlParams) ([]ClaimExpiredCrawlRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimExpiredCrawl, arg.Now, arg.Limit)
 	if err != nil {

@@ -56,23 +56,35 @@ func (q *Queries) BeatNodeSync(ctx context.Context, arg BeatNodeSyncParams) erro
 }
 
 const BusySync = `-- name: BusySync :one
-SELECT COUNT(*)
+SELECT COUNT(*) AS busy,
+       COUNT(CASE WHEN locked_until < COALESCE(?, UTC_TIMESTAMP(6)) AND attempt < max_attempts THEN 1 END) AS expired
 FROM sync_queue
 WHERE state = 'running'
   AND (locked_until >= COALESCE(?, UTC_TIMESTAMP(6)) OR attempt < max_attempts)
 `
 
-// BusySync counts the slots in use, under the claim lock: the leased jobs,
-// less those whose lease expired on their last attempt (no claim takes them
-// again). A job whose lease expired keeps its slot until a claim takes it
-// again (ClaimExpiredSync, first) or, on its last attempt, at once. It reads
-// the running jobs through the lease index (state, locked_until), so it reads
-// no more rows than there are jobs in flight, and locks nothing.
-func (q *Queries) BusySync(ctx context.Context, now *time.Time) (int64, error) {
-	row := q.db.QueryRowContext(ctx, BusySync, now)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+type BusySyncParams struct {
+	Now *time.Time
+}
+
+type BusySyncRow struct {
+	Busy    int64
+	Expired int64
+}
+
+// BusySync is the second statement of a limited claim's transaction: it
+// counts the slots in use, under the claim lock: the leased jobs, less those
+// whose lease expired on their last attempt (no claim takes them again). A
+// job whose lease expired keeps its slot until a claim takes it again or, on
+// its last attempt, at once; expired counts the jobs of the first kind, and
+// the claim runs ClaimExpiredSync only when there are some. It reads the
+// running jobs through the lease index (state, locked_until), so it reads no
+// more rows than there are jobs in flight, and locks nothing.
+func (q *Queries) BusySync(ctx context.Context, arg BusySyncParams) (BusySyncRow, error) {
+	row := q.db.QueryRowContext(ctx, BusySync, arg.Now, arg.Now)
+	var i BusySyncRow
+	err := row.Scan(&i.Busy, &i.Expired)
+	return i, err
 }
 
 const ClaimDueSync = `-- name: ClaimDueSync :many
@@ -254,13 +266,13 @@ type ClaimExpiredSyncRow struct {
 	DbNow   time.Time
 }
 
-// ClaimExpiredSync is the first statement of a claim's transaction (READ
-// COMMITTED): running jobs whose lease expired, their holder presumed dead,
-// oldest lease first. The lease index (state, locked_until) returns them in
-// that order, so no sort reads (and, under FOR UPDATE SKIP LOCKED, locks)
-// rows the claim does not take; FOR UPDATE SKIP LOCKED makes concurrent
-// claims pass over each other's rows. db_now is the clock the lease is
-// computed from.
+// ClaimExpiredSync is a statement of a limited claim's transaction (READ
+// COMMITTED), run when BusySync counts expired leases: running jobs whose
+// lease expired, their holder presumed dead, oldest lease first. The lease
+// index (state, locked_until) returns them in that order, so no sort reads
+// (and, under FOR UPDATE SKIP LOCKED, locks) rows the claim does not take;
+// FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows.
+// db_now is the clock the lease is computed from.
 func (q *Queries) ClaimExpiredSync(ctx context.Context, arg ClaimExpiredSyncParams) ([]ClaimExpiredSyncRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimExpiredSync, arg.Now, arg.Limit)
 	if err != nil {

@@ -66,12 +66,12 @@ WHERE claimed_at > COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) - INTERVAL 6000000
 
 -- name: ClaimExpiredMail :many
 -- ClaimExpiredMail is the first statement of a claim's transaction (READ
--- COMMITTED): running jobs whose lease expired, their holder presumed dead,
--- oldest lease first. The lease index (state, locked_until) returns them in
--- that order, so no sort reads (and, under FOR UPDATE SKIP LOCKED, locks)
--- rows the claim does not take; FOR UPDATE SKIP LOCKED makes concurrent
--- claims pass over each other's rows. db_now is the clock the lease is
--- computed from.
+-- COMMITTED) after the claim lock: running jobs whose lease expired, their
+-- holder presumed dead, oldest lease first. The lease index (state,
+-- locked_until) returns them in that order, so no sort reads (and, under FOR
+-- UPDATE SKIP LOCKED, locks) rows the claim does not take; FOR UPDATE SKIP
+-- LOCKED makes concurrent claims pass over each other's rows. db_now is the
+-- clock the lease is computed from.
 SELECT sqlc.embed(mail_queue), UTC_TIMESTAMP(6) AS db_now
 FROM mail_queue
 WHERE state = 'running'

@@ -64,12 +64,12 @@ WHERE claimed_at > COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) - INTERVAL 1000000
 
 -- name: ClaimExpiredWebhook :many
 -- ClaimExpiredWebhook is the first statement of a claim's transaction (READ
--- COMMITTED): running jobs whose lease expired, their holder presumed dead,
--- oldest lease first. The lease index (state, locked_until) returns them in
--- that order, so no sort reads (and, under FOR UPDATE SKIP LOCKED, locks)
--- rows the claim does not take; FOR UPDATE SKIP LOCKED makes concurrent
--- claims pass over each other's rows. db_now is the clock the lease is
--- computed from.
+-- COMMITTED) after the claim lock: running jobs whose lease expired, their
+-- holder presumed dead, oldest lease first. The lease index (state,
+-- locked_until) returns them in that order, so no sort reads (and, under FOR
+-- UPDATE SKIP LOCKED, locks) rows the claim does not take; FOR UPDATE SKIP
+-- LOCKED makes concurrent claims pass over each other's rows. db_now is the
+-- clock the lease is computed from.
 SELECT sqlc.embed(webhook_queue), UTC_TIMESTAMP(6) AS db_now
 FROM webhook_queue
 WHERE state = 'running'

@@ -56,23 +56,35 @@ func (q *Queries) BeatNodeCapped(ctx context.Context, arg BeatNodeCappedParams) 
 }
 
 const BusyCapped = `-- name: BusyCapped :one
-SELECT COUNT(*)
+SELECT COUNT(*) AS busy,
+       COUNT(CASE WHEN locked_until < COALESCE(?, UTC_TIMESTAMP(6)) AND attempt < max_attempts THEN 1 END) AS expired
 FROM capped_queue
 WHERE state = 'running'
   AND (locked_until >= COALESCE(?, UTC_TIMESTAMP(6)) OR attempt < max_attempts)
 `
 
-// BusyCapped counts the slots in use, under the claim lock: the leased jobs,
-// less those whose lease expired on their last attempt (no claim takes them
-// again). A job whose lease expired keeps its slot until a claim takes it
-// again (ClaimExpiredCapped, first) or, on its last attempt, at once. It
-// reads the running jobs through the lease index (state, locked_until), so it
-// reads no more rows than there are jobs in flight, and locks nothing.
-func (q *Queries) BusyCapped(ctx context.Context, now *time.Time) (int64, error) {
-	row := q.db.QueryRowContext(ctx, BusyCapped, now)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+type BusyCappedParams struct {
+	Now *time.Time
+}
+
+type BusyCappedRow struct {
+	Busy    int64
+	Expired int64
+}
+
+// BusyCapped is the second statement of a limited claim's transaction: it
+// counts the slots in use, under the claim lock: the leased jobs, less those
+// whose lease expired on their last attempt (no claim takes them again). A
+// job whose lease expired keeps its slot until a claim takes it again or, on
+// its last attempt, at once; expired counts the jobs of the first kind, and
+// the claim runs ClaimExpiredCapped only when there are some. It reads the
+// running jobs through the lease index (state, locked_until), so it reads no
+// more rows than there are jobs in flight, and locks nothing.
+func (q *Queries) BusyCapped(ctx context.Context, arg BusyCappedParams) (BusyCappedRow, error) {
+	row := q.db.QueryRowContext(ctx, BusyCapped, arg.Now, arg.Now)
+	var i BusyCappedRow
+	err := row.Scan(&i.Busy, &i.Expired)
+	return i, err
 }
 
 const ClaimDueCapped = `-- name: ClaimDueCapped :many
@@ -163,13 +175,13 @@ type ClaimExpiredCappedRow struct {
 	DbNow     time.Time
 }
 
-// ClaimExpiredCapped is the first statement of a claim's transaction (READ
-// COMMITTED): running jobs whose lease expired, their holder presumed dead,
-// oldest lease first. The lease index (state, locked_until) returns them in
-// that order, so no sort reads (and, under FOR UPDATE SKIP LOCKED, locks)
-// rows the claim does not take; FOR UPDATE SKIP LOCKED makes concurrent
-// claims pass over each other's rows. db_now is the clock the lease is
-// computed from.
+// ClaimExpiredCapped is a statement of a limited claim's transaction (READ
+// COMMITTED), run when BusyCapped counts expired leases: running jobs whose
+// lease expired, their holder presumed dead, oldest lease first. The lease
+// index (state, locked_until) returns them in that order, so no sort reads
+// (and, under FOR UPDATE SKIP LOCKED, locks) rows the claim does not take;
+// FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows.
+// db_now is the clock the lease is computed from.
 func (q *Queries) ClaimExpiredCapped(ctx context.Context, arg ClaimExpiredCappedParams) ([]ClaimExpiredCappedRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimExpiredCapped, arg.Now, arg.Limit)
 	if err != nil {

@@ -145,12 +145,12 @@ type ClaimExpiredMeteredRow struct {
 }
 
 // ClaimExpiredMetered is the first statement of a claim's transaction (READ
-// COMMITTED): running jobs whose lease expired, their holder presumed dead,
-// oldest lease first. The lease index (state, locked_until) returns them in
-// that order, so no sort reads (and, under FOR UPDATE SKIP LOCKED, locks)
-// rows the claim does not take; FOR UPDATE SKIP LOCKED makes concurrent
-// claims pass over each other's rows. db_now is the clock the lease is
-// computed from.
+// COMMITTED) after the claim lock: running jobs whose lease expired, their
+// holder presumed dead, oldest lease first. The lease index (state,
+// locked_until) returns them in that order, so no sort reads (and, under FOR
+// UPDATE SKIP LOCKED, locks) rows the claim does not take; FOR UPDATE SKIP
+// LOCKED makes concurrent claims pass over each other's rows. db_now is the
+// clock the lease is computed from.
 func (q *Queries) ClaimExpiredMetered(ctx context.Context, arg ClaimExpiredMeteredParams) ([]ClaimExpiredMeteredRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimExpiredMetered, arg.Now, arg.Limit)
 	if err != nil {

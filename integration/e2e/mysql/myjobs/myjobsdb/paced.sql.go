@@ -56,23 +56,35 @@ func (q *Queries) BeatNodePaced(ctx context.Context, arg BeatNodePacedParams) er
 }
 
 const BusyPaced = `-- name: BusyPaced :one
-SELECT COUNT(*)
+SELECT COUNT(*) AS busy,
+       COUNT(CASE WHEN locked_until < COALESCE(?, UTC_TIMESTAMP(6)) AND attempt < max_attempts THEN 1 END) AS expired
 FROM paced_queue
 WHERE state = 'running'
   AND (locked_until >= COALESCE(?, UTC_TIMESTAMP(6)) OR attempt < max_attempts)
 `
 
-// BusyPaced counts the slots in use, under the claim lock: the leased jobs,
-// less those whose lease expired on their last attempt (no claim takes them
-// again). A job whose lease expired keeps its slot until a claim takes it
-// again (ClaimExpiredPaced, first) or, on its last attempt, at once. It reads
-// the running jobs through the lease index (state, locked_until), so it reads
-// no more rows than there are jobs in flight, and locks nothing.
-func (q *Queries) BusyPaced(ctx context.Context, now *time.Time) (int64, error) {
-	row := q.db.QueryRowContext(ctx, BusyPaced, now)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+type BusyPacedParams struct {
+	Now *time.Time
+}
+
+type BusyPacedRow struct {
+	Busy    int64
+	Expired int64
+}
+
+// BusyPaced is the second statement of a limited claim's transaction: it
+// counts the slots in use, under the claim lock: the leased jobs, less those
+// whose lease expired on their last attempt (no claim takes them again). A
+// job whose lease expired keeps its slot until a claim takes it again or, on
+// its last attempt, at once; expired counts the jobs of the first kind, and
+// the claim runs ClaimExpiredPaced only when there are some. It reads the
+// running jobs through the lease index (state, locked_until), so it reads no
+// more rows than there are jobs in flight, and locks nothing.
+func (q *Queries) BusyPaced(ctx context.Context, arg BusyPacedParams) (BusyPacedRow, error) {
+	row := q.db.QueryRowContext(ctx, BusyPaced, arg.Now, arg.Now)
+	var i BusyPacedRow
+	err := row.Scan(&i.Busy, &i.Expired)
+	return i, err
 }
 
 const ClaimDuePaced = `-- name: ClaimDuePaced :many
@@ -167,13 +179,13 @@ type ClaimExpiredPacedRow struct {
 	DbNow    time.Time
 }
 
-// ClaimExpiredPaced is the first statement of a claim's transaction (READ
-// COMMITTED): running jobs whose lease expired, their holder presumed dead,
-// oldest lease first. The lease index (state, locked_until) returns them in
-// that order, so no sort reads (and, under FOR UPDATE SKIP LOCKED, locks)
-// rows the claim does not take; FOR UPDATE SKIP LOCKED makes concurrent
-// claims pass over each other's rows. db_now is the clock the lease is
-// computed from.
+// ClaimExpiredPaced is a statement of a limited claim's transaction (READ
+// COMMITTED), run when BusyPaced counts expired leases: running jobs whose
+// lease expired, their holder presumed dead, oldest lease first. The lease
+// index (state, locked_until) returns them in that order, so no sort reads
+// (and, under FOR UPDATE SKIP LOCKED, locks) rows the claim does not take;
+// FOR UPDATE SKIP LOCKED makes concurrent claims pass over each other's rows.
+// db_now is the clock the lease is computed from.
 func (q *Queries) ClaimExpiredPaced(ctx context.Context, arg ClaimExpiredPacedParams) ([]ClaimExpiredPacedRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimExpiredPaced, arg.Now, arg.Limit)
 	if err != nil {
