@@ -50,7 +50,7 @@ type Config struct {
 	Backlogs []int
 	Kept     int
 	Hold     time.Duration
-	// Tenants is how many tenants spread's jobs are spread over.
+	// Tenants is how many tenants spread's and limits' jobs are spread over.
 	Tenants int
 	// Chart, when set, is the PNG file drain-scale draws its rates in.
 	Chart string

@@ -25,18 +25,17 @@ import (
 // SQL Server; not part of "all".
 const Limits = "limits"
 
-// limitsProcs, limitsTenants and limitsWork shape the limits workload:
-// 4 worker processes of 20 handlers each drain jobs of 100 tenants, each
-// job a 20 ms wait (a call to another service), from queue bench_limited
-// (per_key: 3, global: 20). The workers write results as a worker of a
-// queue with limits does by default, at once: a result held back is a slot
-// held back.
+// limitsProcs and limitsWork shape the limits workload: 4 worker
+// processes of 20 handlers each drain jobs of --tenants tenants (100 by
+// default), each job a 20 ms wait (a call to another service), from queue
+// bench_limited (per_key: 3, global: 20). The workers write results as a
+// worker of a queue with limits does by default, at once: a result held
+// back is a slot held back.
 const (
-	limitsProcs   = 4
-	limitsTenants = 100
-	limitsWork    = 20 * time.Millisecond
-	limitsPerKey  = 3
-	limitsGlobal  = 20
+	limitsProcs  = 4
+	limitsWork   = 20 * time.Millisecond
+	limitsPerKey = 3
+	limitsGlobal = 20
 )
 
 // limitsTarget is a target whose engine has limits: PostgreSQL, MySQL,
@@ -113,7 +112,7 @@ func childOptions(c child) (limited, rated []queue.WorkerOption) {
 }
 
 // runLimits measures queue bench_limited (per_key: 3, global: 20): it
-// pushes Jobs jobs over 100 tenants, starts 4 worker processes (this
+// pushes Jobs jobs over Tenants tenants (100 by default), starts 4 worker processes (this
 // executable again, see ChildMain) of 20 handlers each, whose jobs take
 // 20 ms, and samples the running jobs every 2 ms from a connection of its
 // own until the queue is drained. Its summary line is the drain's; a
@@ -125,7 +124,7 @@ func runLimits(ctx context.Context, t target, cfg Config) error {
 	if !ok { // Run refuses it first
 		return errors.New("the limits workload measures limits, which this engine lacks")
 	}
-	if err := lt.pushLimited(ctx, func(i int) string { return fmt.Sprintf("t%03d", i%limitsTenants) }, cfg.Jobs); err != nil {
+	if err := lt.pushLimited(ctx, func(i int) string { return fmt.Sprintf("t%04d", i%cfg.Tenants) }, cfg.Jobs); err != nil {
 		return err
 	}
 	start := time.Now()

@@ -26,7 +26,7 @@ func runBench(c *invocation) error {
 	backlogs := c.fs.String("backlogs", "1000000,10000000", "drain-scale: the backlogs to drain --jobs from, comma-separated (each at least --jobs)")
 	c.fs.IntVar(&cfg.Kept, "kept", 5000000, "drain-scale: finished jobs kept in the table of its kept case")
 	c.fs.DurationVar(&cfg.Hold, "hold", time.Minute, "drain-scale: how long its snapshot case holds a snapshot open")
-	c.fs.IntVar(&cfg.Tenants, "tenants", 100, "spread: how many tenants its jobs are spread over")
+	c.fs.IntVar(&cfg.Tenants, "tenants", 100, "spread and limits: how many tenants their jobs are spread over")
 	c.fs.StringVar(&cfg.Chart, "chart", "", "drain-scale: draw the cases' rates as a bar chart in this PNG file")
 	cpuProfile := c.fs.String("cpuprofile", "", "write a CPU profile of the bench process to this file")
 	memProfile := c.fs.String("memprofile", "", "write an allocation profile of the bench process to this file at the end (go tool pprof -sample_index=alloc_space)")
