@@ -95,13 +95,9 @@ WITH RECURSIVE batch AS (
     FROM receipt_queue FORCE INDEX (receipt_queue_fair_idx)
     WHERE state >= 'available' AND state <= 'available'
     GROUP BY state, account_id
-), firsts AS (
+    HAVING MIN(receipt_queue.run_after) <= COALESCE(?, UTC_TIMESTAMP(6))
+), open_keys AS (
     SELECT fair_keys.fair_key,
-           (SELECT first.id
-            FROM receipt_queue AS first FORCE INDEX (receipt_queue_fair_idx)
-            WHERE first.state = 'available' AND first.account_id = fair_keys.fair_key AND first.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
-            ORDER BY first.run_after, first.id
-            LIMIT 1) AS id,
            2 - COALESCE(held.n, 0) AS free
     FROM fair_keys
     LEFT JOIN (
@@ -111,11 +107,22 @@ WITH RECURSIVE batch AS (
           AND (held.locked_until >= COALESCE(?, UTC_TIMESTAMP(6)) OR held.attempt < held.max_attempts)
         GROUP BY held.account_id
     ) AS held ON held.fair_key = fair_keys.fair_key
+), ranked AS (
+    SELECT open_keys.fair_key, open_keys.free,
+           COUNT(*) OVER () AS due_keys,
+           ROW_NUMBER() OVER (ORDER BY open_keys.free DESC, RAND()) AS place
+    FROM open_keys
+    WHERE open_keys.free > 0
 ), fair_jobs AS (
-    SELECT firsts.fair_key, firsts.id, 1 AS turn, firsts.free, COUNT(*) OVER () AS due_keys
-    FROM firsts
-    WHERE firsts.id IS NOT NULL
-      AND firsts.free > 0
+    SELECT ranked.fair_key,
+           (SELECT first.id
+            FROM receipt_queue AS first FORCE INDEX (receipt_queue_fair_idx)
+            WHERE first.state = 'available' AND first.account_id = ranked.fair_key AND first.run_after <= COALESCE(?, UTC_TIMESTAMP(6))
+            ORDER BY first.run_after, first.id
+            LIMIT 1) AS id,
+           1 AS turn, ranked.free, ranked.due_keys, ranked.place
+    FROM ranked
+    WHERE ranked.place <= (SELECT batch.n FROM batch)
     UNION ALL
     SELECT fair_jobs.fair_key,
            (SELECT next.id
@@ -126,13 +133,14 @@ WITH RECURSIVE batch AS (
             LIMIT 1),
            fair_jobs.turn + 1,
            fair_jobs.free,
-           fair_jobs.due_keys
+           fair_jobs.due_keys,
+           fair_jobs.place
     FROM fair_jobs
     STRAIGHT_JOIN receipt_queue AS prev FORCE INDEX (PRIMARY) ON prev.id = fair_jobs.id
     WHERE fair_jobs.turn * fair_jobs.due_keys < (SELECT batch.n FROM batch)
       AND fair_jobs.turn < fair_jobs.free
 ), picked AS (
-    SELECT fair_jobs.id, fair_jobs.turn, fair_jobs.free, RAND() AS draw
+    SELECT fair_jobs.id, fair_jobs.turn, fair_jobs.free, fair_jobs.place AS draw
     FROM fair_jobs
     WHERE fair_jobs.id IS NOT NULL
 )
@@ -162,42 +170,48 @@ type ClaimDueReceiptRow struct {
 // ClaimExpiredReceipt. The fair part (MariaDB has no LATERAL, so a recursive
 // CTE walks each value's jobs a probe at a time): fair_keys reads the
 // account_id values of the available jobs off the fair index (state,
-// account_id, …) by a loose index scan, one index dive per value however
-// many jobs each holds (the range on state, written as two bounds, is what
-// lets MariaDB use it: with state = 'available' it reads every available
-// entry), locking nothing; firsts probes the index once a value for its first
-// due job in claim order (values with none drop out); every probe forces the
-// fair index (on the claim index, a value's probe would read through the
-// other values' jobs), and fair_jobs counts the values left (due_keys); it
-// walks each value's next jobs in claim order, one probe a job (after the job
-// before it, read by primary key), up to its share of the batch (⌈@max ÷
-// values⌉); picked ranks them, every value's first job, then every value's
-// second, and so on, values that tie in a turn in an order drawn at random
-// (so a claim smaller than the number of values serves every value alike
-// rather than the one with the oldest jobs). The CTEs read without locking.
-// The final SELECT sorts picked's few rows (ids, not the queue table's rows),
-// then, STRAIGHT_JOIN keeping that order, finds each job by primary key
-// (FORCE INDEX: on a small table the optimizer would rather scan the state's
-// entries, locking what it read) and locks it, FOR UPDATE SKIP LOCKED, taking
-// it only if still due, until it has @max: it locks only the jobs it takes,
-// and a job another transaction holds is passed over for the next in rank, so
-// a transaction-mode claim, which keeps its locks while the handler works,
-// never holds a job of every value. No step sorts the queue table's rows: a
-// sort under FOR UPDATE SKIP LOCKED would lock every row it read. Limits (2
-// running jobs per account_id, 10 running in the queue): it runs after
-// LockClaimsReceipt, in its transaction, so no two claims count at once. held
-// counts each value's slots in use (its leased jobs, less those whose lease
-// expired on their last attempt) in one read of the running jobs' entries of
-// the fair index (state, account_id, …), grouped by value: it reads the
-// jobs in flight once, where a count per value would dive into the index once
-// a value; free is what is left of 2, a value with none drops out, and the
-// walk takes no more than free of a value's jobs; values that tie in a turn
-// go most free first (as on PostgreSQL), then in the drawn order. The caller
-// passes as the batch no more than the queue's free slots, 10 less
+// account_id, run_after, …) by a loose index scan, one index dive per value
+// however many jobs each holds (the range on state, written as two bounds, is
+// what lets MariaDB use it: with state = 'available' it reads every available
+// entry), and keeps those whose earliest run_after, read in the same dive, is
+// due, locking nothing; open_keys gives each value what its limits leave it
+// (free), and ranked keeps those with some, counts them (due_keys) and
+// numbers them most free first, then in an order drawn at random (place);
+// fair_jobs probes the index for the first due job in claim order of no more
+// values than the batch has jobs, the first in that order (so a claim of a
+// few jobs among many values reads a few values' jobs, not every value's;
+// under the claim lock no other claim holds their jobs), every probe forcing
+// the fair index (on the claim index, a value's probe would read through the
+// other values' jobs); it walks each value's next jobs in claim order, one
+// probe a job (after the job before it, read by primary key), up to its share
+// of the batch (⌈@max ÷ values⌉); picked ranks them, every value's first
+// job, then every value's second, and so on, the values of a turn in their
+// place (so a claim smaller than the number of values serves every value
+// alike rather than the one with the oldest jobs). The CTEs read without
+// locking. The final SELECT sorts picked's few rows (ids, not the queue
+// table's rows), then, STRAIGHT_JOIN keeping that order, finds each job by
+// primary key (FORCE INDEX: on a small table the optimizer would rather scan
+// the state's entries, locking what it read) and locks it, FOR UPDATE SKIP
+// LOCKED, taking it only if still due, until it has @max: it locks only the
+// jobs it takes, and a job another transaction holds is passed over for the
+// next in rank, so a transaction-mode claim, which keeps its locks while the
+// handler works, never holds a job of every value. No step sorts the queue
+// table's rows: a sort under FOR UPDATE SKIP LOCKED would lock every row it
+// read. Limits (2 running jobs per account_id, 10 running in the queue): it
+// runs after LockClaimsReceipt, in its transaction, so no two claims count at
+// once. held counts each value's slots in use (its leased jobs, less those
+// whose lease expired on their last attempt) in one read of the running jobs'
+// entries of the fair index (state, account_id, …), grouped by value: it
+// reads the jobs in flight once, where a count per value would dive into the
+// index once a value; free is what is left of 2, a value with none drops out,
+// and the walk takes no more than free of a value's jobs; values that tie in
+// a turn go most free first (as on PostgreSQL), then in the drawn order. The
+// caller passes as the batch no more than the queue's free slots, 10 less
 // BusyReceipt's count.
 func (q *Queries) ClaimDueReceipt(ctx context.Context, arg ClaimDueReceiptParams) ([]ClaimDueReceiptRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimDueReceipt,
 		arg.Max,
+		arg.Now,
 		arg.Now,
 		arg.Now,
 		arg.Now,

@@ -73,18 +73,23 @@ FOR UPDATE SKIP LOCKED;
 -- taken from each tenant in turn (see the fair part), locked like
 -- ClaimExpiredRated. The fair part (MariaDB has no LATERAL, so a recursive
 -- CTE walks each value's jobs a probe at a time): fair_keys reads the tenant
--- values of the available jobs off the fair index (state, tenant, …) by a
--- loose index scan, one index dive per value however many jobs each holds
--- (the range on state, written as two bounds, is what lets MariaDB use it:
--- with state = 'available' it reads every available entry), locking nothing;
--- firsts probes the index once a value for its first due job in claim order
--- (values with none drop out); every probe forces the fair index (on the
--- claim index, a value's probe would read through the other values' jobs),
--- and fair_jobs counts the values left (due_keys); it walks each value's next
--- jobs in claim order, one probe a job (after the job before it, read by
--- primary key), up to its share of the batch (⌈@max ÷ values⌉); picked
--- ranks them, every value's first job, then every value's second, and so on,
--- values that tie in a turn in an order drawn at random (so a claim smaller
+-- values of the available jobs off the fair index (state, tenant, run_after,
+-- …) by a loose index scan, one index dive per value however many jobs each
+-- holds (the range on state, written as two bounds, is what lets MariaDB use
+-- it: with state = 'available' it reads every available entry), and keeps
+-- those whose earliest run_after, read in the same dive, is due, locking
+-- nothing; open_keys gives each value what its limits leave it (free), and
+-- ranked keeps those with some, counts them (due_keys) and numbers them most
+-- free first, then in an order drawn at random (place); fair_jobs probes the
+-- index for the first due job in claim order of no more values than the batch
+-- has jobs, the first in that order (so a claim of a few jobs among many
+-- values reads a few values' jobs, not every value's; under the claim lock no
+-- other claim holds their jobs), every probe forcing the fair index (on the
+-- claim index, a value's probe would read through the other values' jobs); it
+-- walks each value's next jobs in claim order, one probe a job (after the job
+-- before it, read by primary key), up to its share of the batch (⌈@max ÷
+-- values⌉); picked ranks them, every value's first job, then every value's
+-- second, and so on, the values of a turn in their place (so a claim smaller
 -- than the number of values serves every value alike rather than the one with
 -- the oldest jobs). The CTEs read without locking. The final SELECT sorts
 -- picked's few rows (ids, not the queue table's rows), then, STRAIGHT_JOIN
@@ -112,23 +117,30 @@ WITH RECURSIVE batch AS (
     FROM rated_queue FORCE INDEX (rated_queue_fair_idx)
     WHERE state >= 'available' AND state <= 'available'
     GROUP BY state, tenant
-), firsts AS (
+    HAVING MIN(rated_queue.run_after) <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
+), open_keys AS (
     SELECT fair_keys.fair_key,
-           (SELECT first.id
-            FROM rated_queue AS first FORCE INDEX (rated_queue_fair_idx)
-            WHERE first.state = 'available' AND first.tenant = fair_keys.fair_key AND first.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
-            ORDER BY first.run_after, first.id
-            LIMIT 1) AS id,
            10 - (SELECT CAST(COALESCE(SUM(claimed.jobs), 0) AS SIGNED)
                 FROM rated_queue_rate AS claimed FORCE INDEX (rated_queue_rate_tenant_idx)
                 WHERE claimed.tenant = fair_keys.fair_key
                   AND claimed.claimed_at > COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) - INTERVAL 1000000 MICROSECOND) AS free
     FROM fair_keys
+), ranked AS (
+    SELECT open_keys.fair_key, open_keys.free,
+           COUNT(*) OVER () AS due_keys,
+           ROW_NUMBER() OVER (ORDER BY open_keys.free DESC, RAND()) AS place
+    FROM open_keys
+    WHERE open_keys.free > 0
 ), fair_jobs AS (
-    SELECT firsts.fair_key, firsts.id, 1 AS turn, firsts.free, COUNT(*) OVER () AS due_keys
-    FROM firsts
-    WHERE firsts.id IS NOT NULL
-      AND firsts.free > 0
+    SELECT ranked.fair_key,
+           (SELECT first.id
+            FROM rated_queue AS first FORCE INDEX (rated_queue_fair_idx)
+            WHERE first.state = 'available' AND first.tenant = ranked.fair_key AND first.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
+            ORDER BY first.run_after, first.id
+            LIMIT 1) AS id,
+           1 AS turn, ranked.free, ranked.due_keys, ranked.place
+    FROM ranked
+    WHERE ranked.place <= (SELECT batch.n FROM batch)
     UNION ALL
     SELECT fair_jobs.fair_key,
            (SELECT next.id
@@ -139,13 +151,14 @@ WITH RECURSIVE batch AS (
             LIMIT 1),
            fair_jobs.turn + 1,
            fair_jobs.free,
-           fair_jobs.due_keys
+           fair_jobs.due_keys,
+           fair_jobs.place
     FROM fair_jobs
     STRAIGHT_JOIN rated_queue AS prev FORCE INDEX (PRIMARY) ON prev.id = fair_jobs.id
     WHERE fair_jobs.turn * fair_jobs.due_keys < (SELECT batch.n FROM batch)
       AND fair_jobs.turn < fair_jobs.free
 ), picked AS (
-    SELECT fair_jobs.id, fair_jobs.turn, fair_jobs.free, RAND() AS draw
+    SELECT fair_jobs.id, fair_jobs.turn, fair_jobs.free, fair_jobs.place AS draw
     FROM fair_jobs
     WHERE fair_jobs.id IS NOT NULL
 )
