@@ -78,38 +78,38 @@ FOR UPDATE SKIP LOCKED;
 -- holds (the range on state, written as two bounds, is what lets MariaDB use
 -- it: with state = 'available' it reads every available entry), and keeps
 -- those whose earliest run_after, read in the same dive, is due, locking
--- nothing; open_keys gives each value what its limits leave it (free), and
--- ranked keeps those with some, counts them (due_keys) and numbers them most
--- free first, then in an order drawn at random (place); fair_jobs probes the
--- index for the first due job in claim order of no more values than the batch
--- has jobs, the first in that order (so a claim of a few jobs among many
--- values reads a few values' jobs, not every value's; under the claim lock no
--- other claim holds their jobs), every probe forcing the fair index (on the
--- claim index, a value's probe would read through the other values' jobs); it
--- walks each value's next jobs in claim order, one probe a job (after the job
--- before it, read by primary key), up to its share of the batch (⌈@max ÷
--- values⌉); picked ranks them, every value's first job, then every value's
--- second, and so on, the values of a turn in their place (so a claim smaller
--- than the number of values serves every value alike rather than the one with
--- the oldest jobs). The CTEs read without locking. The final SELECT sorts
--- picked's few rows (ids, not the queue table's rows), then, STRAIGHT_JOIN
--- keeping that order, finds each job by primary key (FORCE INDEX: on a small
--- table the optimizer would rather scan the state's entries, locking what it
--- read) and locks it, FOR UPDATE SKIP LOCKED, taking it only if still due,
--- until it has @max: it locks only the jobs it takes, and a job another
--- transaction holds is passed over for the next in rank, so a
--- transaction-mode claim, which keeps its locks while the handler works,
--- never holds a job of every value. No step sorts the queue table's rows: a
--- sort under FOR UPDATE SKIP LOCKED would lock every row it read. Rate (10
--- claimed jobs per 1s per tenant): it runs after LockClaimsRated, in its
--- transaction, and before LogClaimsRated, so no two claims count at once.
--- firsts counts each value's jobs claimed in the window from the rate log
--- rated_queue_rate, a covering range read of its index (tenant, claimed_at,
--- jobs) per value (forced: the log's statistics lag its churn, and its
--- claimed_at index would read every value's claims of the window); a value
--- with none left drops out, and the walk takes no more than what is left of
--- 10. A job claimed again after its lease expired is counted in the window
--- but not held back by it.
+-- nothing; open_keys gives each value what its limits leave it (free) and a
+-- number drawn at random (draw), and ranked keeps those with some free,
+-- counts them (due_keys) and numbers them most free first, then by draw
+-- (place); fair_jobs probes the index for the first due job in claim order of
+-- no more values than the batch has jobs, the first in that order (so a claim
+-- of a few jobs among many values reads a few values' jobs, not every
+-- value's; under the claim lock no other claim holds their jobs), every probe
+-- forcing the fair index (on the claim index, a value's probe would read
+-- through the other values' jobs); it walks each value's next jobs in claim
+-- order, one probe a job (after the job before it, read by primary key), up
+-- to its share of the batch (⌈@max ÷ values⌉); picked ranks them, every
+-- value's first job, then every value's second, and so on, the values of a
+-- turn in their place (so a claim smaller than the number of values serves
+-- every value alike rather than the one with the oldest jobs). The CTEs read
+-- without locking. The final SELECT sorts picked's few rows (ids, not the
+-- queue table's rows), then, STRAIGHT_JOIN keeping that order, finds each job
+-- by primary key (FORCE INDEX: on a small table the optimizer would rather
+-- scan the state's entries, locking what it read) and locks it, FOR UPDATE
+-- SKIP LOCKED, taking it only if still due, until it has @max: it locks only
+-- the jobs it takes, and a job another transaction holds is passed over for
+-- the next in rank, so a transaction-mode claim, which keeps its locks while
+-- the handler works, never holds a job of every value. No step sorts the
+-- queue table's rows: a sort under FOR UPDATE SKIP LOCKED would lock every
+-- row it read. Rate (10 claimed jobs per 1s per tenant): it runs after
+-- LockClaimsRated, in its transaction, and before LogClaimsRated, so no two
+-- claims count at once. firsts counts each value's jobs claimed in the window
+-- from the rate log rated_queue_rate, a covering range read of its index
+-- (tenant, claimed_at, jobs) per value (forced: the log's statistics lag its
+-- churn, and its claimed_at index would read every value's claims of the
+-- window); a value with none left drops out, and the walk takes no more than
+-- what is left of 10. A job claimed again after its lease expired is counted
+-- in the window but not held back by it.
 WITH RECURSIVE batch AS (
     SELECT CAST(sqlc.arg(max) AS SIGNED) AS n
 ), fair_keys AS (
@@ -123,12 +123,13 @@ WITH RECURSIVE batch AS (
            10 - (SELECT CAST(COALESCE(SUM(claimed.jobs), 0) AS SIGNED)
                 FROM rated_queue_rate AS claimed FORCE INDEX (rated_queue_rate_tenant_idx)
                 WHERE claimed.tenant = fair_keys.fair_key
-                  AND claimed.claimed_at > COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) - INTERVAL 1000000 MICROSECOND) AS free
+                  AND claimed.claimed_at > COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6)) - INTERVAL 1000000 MICROSECOND) AS free,
+           RAND() AS draw
     FROM fair_keys
 ), ranked AS (
     SELECT open_keys.fair_key, open_keys.free,
            COUNT(*) OVER () AS due_keys,
-           ROW_NUMBER() OVER (ORDER BY open_keys.free DESC, RAND()) AS place
+           ROW_NUMBER() OVER (ORDER BY open_keys.free DESC, open_keys.draw) AS place
     FROM open_keys
     WHERE open_keys.free > 0
 ), fair_jobs AS (

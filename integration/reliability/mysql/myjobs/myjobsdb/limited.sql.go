@@ -98,7 +98,8 @@ WITH RECURSIVE batch AS (
     HAVING MIN(limited_queue.run_after) <= COALESCE(?, UTC_TIMESTAMP(6))
 ), open_keys AS (
     SELECT fair_keys.fair_key,
-           2 - COALESCE(held.n, 0) AS free
+           2 - COALESCE(held.n, 0) AS free,
+           RAND() AS draw
     FROM fair_keys
     LEFT JOIN (
         SELECT held.tenant AS fair_key, COUNT(*) AS n
@@ -110,7 +111,7 @@ WITH RECURSIVE batch AS (
 ), ranked AS (
     SELECT open_keys.fair_key, open_keys.free,
            COUNT(*) OVER () AS due_keys,
-           ROW_NUMBER() OVER (ORDER BY open_keys.free DESC, RAND()) AS place
+           ROW_NUMBER() OVER (ORDER BY open_keys.free DESC, open_keys.draw) AS place
     FROM open_keys
     WHERE open_keys.free > 0
 ), fair_jobs AS (
@@ -174,39 +175,39 @@ type ClaimDueLimitedRow struct {
 // holds (the range on state, written as two bounds, is what lets MariaDB use
 // it: with state = 'available' it reads every available entry), and keeps
 // those whose earliest run_after, read in the same dive, is due, locking
-// nothing; open_keys gives each value what its limits leave it (free), and
-// ranked keeps those with some, counts them (due_keys) and numbers them most
-// free first, then in an order drawn at random (place); fair_jobs probes the
-// index for the first due job in claim order of no more values than the batch
-// has jobs, the first in that order (so a claim of a few jobs among many
-// values reads a few values' jobs, not every value's; under the claim lock no
-// other claim holds their jobs), every probe forcing the fair index (on the
-// claim index, a value's probe would read through the other values' jobs); it
-// walks each value's next jobs in claim order, one probe a job (after the job
-// before it, read by primary key), up to its share of the batch (⌈@max ÷
-// values⌉); picked ranks them, every value's first job, then every value's
-// second, and so on, the values of a turn in their place (so a claim smaller
-// than the number of values serves every value alike rather than the one with
-// the oldest jobs). The CTEs read without locking. The final SELECT sorts
-// picked's few rows (ids, not the queue table's rows), then, STRAIGHT_JOIN
-// keeping that order, finds each job by primary key (FORCE INDEX: on a small
-// table the optimizer would rather scan the state's entries, locking what it
-// read) and locks it, FOR UPDATE SKIP LOCKED, taking it only if still due,
-// until it has @max: it locks only the jobs it takes, and a job another
-// transaction holds is passed over for the next in rank, so a
-// transaction-mode claim, which keeps its locks while the handler works,
-// never holds a job of every value. No step sorts the queue table's rows: a
-// sort under FOR UPDATE SKIP LOCKED would lock every row it read. Limits (2
-// running jobs per tenant, 6 running in the queue): it runs after
-// LockClaimsLimited, in its transaction, so no two claims count at once. held
-// counts each value's slots in use (its leased jobs, less those whose lease
-// expired on their last attempt) in one read of the running jobs' entries of
-// the fair index (state, tenant, …), grouped by value: it reads the jobs in
-// flight once, where a count per value would dive into the index once a
-// value; free is what is left of 2, a value with none drops out, and the walk
-// takes no more than free of a value's jobs; values that tie in a turn go
-// most free first (as on PostgreSQL), then in the drawn order. The caller
-// passes as the batch no more than the queue's free slots, 6 less
+// nothing; open_keys gives each value what its limits leave it (free) and a
+// number drawn at random (draw), and ranked keeps those with some free,
+// counts them (due_keys) and numbers them most free first, then by draw
+// (place); fair_jobs probes the index for the first due job in claim order of
+// no more values than the batch has jobs, the first in that order (so a claim
+// of a few jobs among many values reads a few values' jobs, not every
+// value's; under the claim lock no other claim holds their jobs), every probe
+// forcing the fair index (on the claim index, a value's probe would read
+// through the other values' jobs); it walks each value's next jobs in claim
+// order, one probe a job (after the job before it, read by primary key), up
+// to its share of the batch (⌈@max ÷ values⌉); picked ranks them, every
+// value's first job, then every value's second, and so on, the values of a
+// turn in their place (so a claim smaller than the number of values serves
+// every value alike rather than the one with the oldest jobs). The CTEs read
+// without locking. The final SELECT sorts picked's few rows (ids, not the
+// queue table's rows), then, STRAIGHT_JOIN keeping that order, finds each job
+// by primary key (FORCE INDEX: on a small table the optimizer would rather
+// scan the state's entries, locking what it read) and locks it, FOR UPDATE
+// SKIP LOCKED, taking it only if still due, until it has @max: it locks only
+// the jobs it takes, and a job another transaction holds is passed over for
+// the next in rank, so a transaction-mode claim, which keeps its locks while
+// the handler works, never holds a job of every value. No step sorts the
+// queue table's rows: a sort under FOR UPDATE SKIP LOCKED would lock every
+// row it read. Limits (2 running jobs per tenant, 6 running in the queue): it
+// runs after LockClaimsLimited, in its transaction, so no two claims count at
+// once. held counts each value's slots in use (its leased jobs, less those
+// whose lease expired on their last attempt) in one read of the running jobs'
+// entries of the fair index (state, tenant, …), grouped by value: it reads
+// the jobs in flight once, where a count per value would dive into the index
+// once a value; free is what is left of 2, a value with none drops out, and
+// the walk takes no more than free of a value's jobs; values that tie in a
+// turn go most free first (as on PostgreSQL), then in the drawn order. The
+// caller passes as the batch no more than the queue's free slots, 6 less
 // BusyLimited's count.
 func (q *Queries) ClaimDueLimited(ctx context.Context, arg ClaimDueLimitedParams) ([]ClaimDueLimitedRow, error) {
 	rows, err := q.db.QueryContext(ctx, ClaimDueLimited,
