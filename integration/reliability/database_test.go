@@ -86,7 +86,14 @@ func TestConnectionsTerminated(t *testing.T) {
 		admin, pgAdmin := adminDB(t, engine)
 		db := tg.database(t)
 
-		stop := runWorkers(t, tg, 2, 5*time.Millisecond, queue.Lease(10*time.Minute))
+		// The graceful stop below must write every result (no job may run
+		// twice here): it may take longer than the default 30 s. Once, on
+		// a loaded CI machine, MariaDB held a write of 672 results past
+		// 30 s after the terminations (cause not found; a row lock wait,
+		// which InnoDB ends after innodb_lock_wait_timeout, 50 s, is the
+		// likeliest), and those jobs ran again.
+		stopAfter := queue.ShutdownTimeout(3 * time.Minute)
+		stop := runWorkers(t, tg, 2, 5*time.Millisecond, queue.Lease(10*time.Minute), stopAfter)
 		kills, sessions := 0, 0
 		chaos := time.Now().Add(time.Duration(scale(5, 50)) * time.Second)
 		for time.Now().Before(chaos) && unfinished(t, tg) > 0 {
@@ -110,7 +117,7 @@ func TestConnectionsTerminated(t *testing.T) {
 		// connection first.
 		tg.freshConnections()
 		orphans := countThroughFaults(t, tg, "SELECT count(*) FROM work_queue WHERE state = 'running'")
-		stop = runWorkers(t, tg, 2, 5*time.Millisecond, queue.Lease(10*time.Minute))
+		stop = runWorkers(t, tg, 2, 5*time.Millisecond, queue.Lease(10*time.Minute), stopAfter)
 		waitFinished(t, tg, "work_queue", 2*time.Minute)
 		stop()
 		t.Logf("terminated every connection %d times (%d sessions); %d jobs of claims whose replies were lost, released at restart", kills, sessions, orphans)
