@@ -127,6 +127,11 @@ func (q *Queue) RateBy() bool { return q.RateKey != nil }
 // concurrency limit, or a rate limit per value.
 func (q *Queue) Keyed() bool { return q.PerKey > 0 || q.RateBy() }
 
+// RunAfterFirst reports whether the claim order starts with run_after (no
+// priority), so that a value's earliest run_after says whether its first
+// job in claim order is due.
+func (q *Queue) RunAfterFirst() bool { return q.ClaimOrder[0] == "run_after" }
+
 // Capped reports whether the claim caps the queue's whole batch: a global
 // concurrency limit, or a rate limit for the queue.
 func (q *Queue) Capped() bool { return q.Global > 0 || (q.RateLimit > 0 && !q.RateBy()) }
