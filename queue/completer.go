@@ -248,10 +248,17 @@ func (f *failures[P]) add(r result[P]) {
 // writes resume soon after the database comes back.
 const maxWriteBackoff = 500 * time.Millisecond
 
-// retry runs one batch statement until it succeeds or ctx ends.
+// retry runs one batch statement until it succeeds or ctx ends. When ctx
+// ends after the database has refused the statement, it returns the
+// database's last refusal, not the context's end: that is what kept the
+// batch from being written, and what a ShutdownError should name.
 func (w *Worker[P]) retry(ctx context.Context, kind string, size int, stmt func() error) error {
 	backoff := 10 * time.Millisecond
+	var refused error // the database's last refusal, while ctx lasted
 	for attempt := 1; ; attempt++ {
+		if refused != nil && ctx.Err() != nil {
+			return refused
+		}
 		err := stmt()
 		if err == nil {
 			if h := w.cfg.hooks.Batch; h != nil {
@@ -260,8 +267,9 @@ func (w *Worker[P]) retry(ctx context.Context, kind string, size int, stmt func(
 			return nil
 		}
 		if ctx.Err() != nil {
-			return err
+			return cmp.Or(refused, err)
 		}
+		refused = err
 		if mutant("drop-refused") {
 			return nil
 		}

@@ -63,6 +63,9 @@ type refusingQueue struct {
 var errRefused = errors.New("the database refused the write (simulated)")
 
 func (q *refusingQueue) CompleteMany(ctx context.Context, js []*queue.Job[jobs.WorkPayload]) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err // as a driver refuses a statement whose context has ended
+	}
 	if q.refusing.Load() {
 		return 0, errRefused
 	}
