@@ -335,6 +335,47 @@ WHERE datname = $1 AND application_name = $2 AND pid <> pg_backend_pid()`, datab
 	return killed
 }
 
+// forgetBrokenTriggers, on MySQL, closes the cached tables of database
+// that have triggers (the suite's audit), once terminateSessions is done:
+// MariaDB parses a table's triggers when a session opens it, and a
+// session killed meanwhile leaves the table in the table cache with its
+// triggers unparseable, so that every later statement of any session that
+// fires them fails ("Unknown trigger has an error in its body: 'Query was
+// empty'", 1064) until the table leaves the cache. It first waits for the
+// killed sessions to end, so that none opens a table after the flush.
+func (tg *target) forgetBrokenTriggers(t *testing.T, admin *sql.DB, database string) {
+	t.Helper()
+	if tg.engine != mysqlEng {
+		return
+	}
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var killed int
+		if err := admin.QueryRowContext(ctx, "SELECT count(*) FROM information_schema.PROCESSLIST WHERE DB = ? AND COMMAND = 'Killed'", database).Scan(&killed); err == nil && killed == 0 {
+			break
+		}
+	}
+	rows, err := admin.QueryContext(ctx, "SELECT DISTINCT EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ?", database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, "`"+database+"`.`"+name+"`")
+	}
+	rows.Close()
+	if len(tables) == 0 {
+		return
+	}
+	if _, err := admin.ExecContext(ctx, "FLUSH TABLES "+strings.Join(tables, ", ")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // database is the name of tg's database.
 func (tg *target) database(t *testing.T) string {
 	t.Helper()
