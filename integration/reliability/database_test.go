@@ -63,7 +63,7 @@ func pushWork(t *testing.T, tg *target, total int) {
 // runtime; TestStaleHolders and TestWorkersKilled cover expiry.) A claim
 // whose COMMIT reached the database but whose reply was lost leaves its
 // jobs leased to a node that never got them (tens of jobs a run on
-// MariaDB, whose claim is five round trips); after the killing, the
+// MariaDB, whose claim is six round trips); after the killing, the
 // workers are stopped and started again under the same node ids, as a
 // node restarts, and each start gives back what its node held
 // (ReleaseNode), so those jobs run once, then.
