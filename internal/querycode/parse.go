@@ -105,6 +105,29 @@ func lastStatement(sql string) string {
 	return sql
 }
 
+// topLevel splits a column list at its commas outside parentheses and
+// string literals, so that an expression's own commas (COALESCE's,
+// CASE's) stay in its item.
+func topLevel(list string) []string {
+	var items []string
+	depth, quoted, start := 0, false, 0
+	for i := 0; i < len(list); i++ {
+		switch c := list[i]; {
+		case c == '\'':
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			items = append(items, list[start:i])
+			start = i + 1
+		}
+	}
+	return append(items, list[start:])
+}
+
 func isIdent(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
@@ -130,10 +153,12 @@ func resultColumns(sql string) ([]string, error) {
 		return nil, nil
 	}
 	var cols []string
-	for _, item := range strings.Split(list, ",") {
+	for _, item := range topLevel(list) {
 		item = strings.TrimSpace(item)
-		if _, alias, ok := strings.Cut(item, " AS "); ok {
-			item = alias
+		// The alias is what follows the item's last AS outside parentheses
+		// (an AS inside, as CAST's, names a type).
+		if i := strings.LastIndex(item, " AS "); i >= 0 && !strings.Contains(item[i:], ")") {
+			item = item[i+len(" AS "):]
 		}
 		if i := strings.LastIndexByte(item, '.'); i >= 0 {
 			item = item[i+1:]

@@ -38,6 +38,9 @@ func TestResultColumns(t *testing.T) {
 		{"DELETE FROM t WHERE id = @id;", nil, false},
 		{"DECLARE @claimed TABLE (id BIGINT);\nUPDATE t\nSET a = 1\nOUTPUT inserted.* INTO @claimed;\nSELECT * FROM @claimed;", []string{"*"}, false},
 		{"DECLARE @pushed TABLE (id BIGINT, run_after DATETIME2(6));\nINSERT INTO t (a)\nOUTPUT inserted.id, inserted.run_after INTO @pushed\nVALUES (1);\nSELECT id, run_after FROM @pushed;", []string{"id", "run_after"}, false},
+		{"SELECT COUNT_BIG(*) AS busy,\n       COUNT_BIG(CASE WHEN locked_until < COALESCE(@now, SYSUTCDATETIME()) AND attempt < max_attempts THEN 1 END) AS expired\nFROM t;", []string{"busy", "expired"}, false},
+		{"SELECT COALESCE(SUM(CAST(jobs AS BIGINT)), 0) AS jobs, N'a,b' AS label\nFROM t;", []string{"jobs", "label"}, false},
+		{"SELECT COALESCE(a, b)\nFROM t;", nil, true},
 		{"SELECT COUNT(*)\nFROM t;", nil, true},
 	}
 	for _, c := range cases {

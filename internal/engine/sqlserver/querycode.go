@@ -69,6 +69,7 @@ var columns = map[string]gocode.Type{
 	"paused":       gocode.Bool,
 	"depth":        int64Type,
 	"busy":         int64Type,
+	"expired":      int64Type,
 	"recent":       int64Type,
 	"moved":        int64Type,
 }

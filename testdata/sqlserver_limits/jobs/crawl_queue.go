@@ -155,18 +155,23 @@ func (q *CrawlQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 			return err
 		}
 		arg := jobsdb.ClaimExpiredCrawlParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
-		expired, err := qt.ClaimExpiredCrawl(ctx, arg)
-		if err != nil {
-			return err
-		}
-		rows = append(rows, expired...)
-		room := max - len(rows)
-		// The queue's free slots (expired jobs just taken already hold theirs).
+		// The queue's slots in use, and how many of them hold an expired
+		// lease that a claim takes again: while none does (nearly always),
+		// the claim lock is not held through a read for them.
 		busy, err := qt.BusyCrawl(ctx, o.Now)
 		if err != nil {
 			return err
 		}
-		if free := 4 - int(busy); free < room {
+		if busy.Expired > 0 {
+			expired, err := qt.ClaimExpiredCrawl(ctx, arg)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, expired...)
+		}
+		room := max - len(rows)
+		// The queue's free slots (expired jobs just taken already hold theirs).
+		if free := 4 - int(busy.Busy); free < room {
 			room = free
 		}
 		if room > 0 {

@@ -158,18 +158,23 @@ func (q *SyncQueue) Claim(ctx context.Context, node string, max int, opts ...que
 			return err
 		}
 		arg := jobsdb.ClaimExpiredSyncParams{Limit: int32(max), Now: o.Now, Node: node, LeaseUs: o.Lease.Microseconds()}
-		expired, err := qt.ClaimExpiredSync(ctx, arg)
-		if err != nil {
-			return err
-		}
-		rows = append(rows, expired...)
-		room := max - len(rows)
-		// The queue's free slots (expired jobs just taken already hold theirs).
+		// The queue's slots in use, and how many of them hold an expired
+		// lease that a claim takes again: while none does (nearly always),
+		// the claim lock is not held through a read for them.
 		busy, err := qt.BusySync(ctx, o.Now)
 		if err != nil {
 			return err
 		}
-		if free := 10 - int(busy); free < room {
+		if busy.Expired > 0 {
+			expired, err := qt.ClaimExpiredSync(ctx, arg)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, expired...)
+		}
+		room := max - len(rows)
+		// The queue's free slots (expired jobs just taken already hold theirs).
+		if free := 10 - int(busy.Busy); free < room {
 			room = free
 		}
 		if room > 0 {

@@ -66,15 +66,19 @@ IF @locked < 0
     THROW 50000, N'queuegen: the claim lock of queue sync was not granted', 1;
 
 -- name: BusySync :one
--- BusySync counts the slots in use, under the claim lock (LockClaimsSync):
--- the leased jobs, less those whose lease expired on their last attempt (no
--- claim takes them again). A job whose lease expired keeps its slot until a
--- claim takes it again (ClaimExpiredSync, first) or, on its last attempt, at
--- once. It reads the running jobs through the lease index, so it reads no
--- more rows than there are jobs in flight; READCOMMITTEDLOCK makes it read
--- committed rows (not a snapshot) where READ_COMMITTED_SNAPSHOT is on, and it
--- takes no lock that lasts.
-SELECT COUNT_BIG(*) AS busy
+-- BusySync is the first statement under the claim lock (LockClaimsSync): it
+-- counts the slots in use, the leased jobs, less those whose lease expired on
+-- their last attempt (no claim takes them again). A job whose lease expired
+-- keeps its slot until a claim takes it again (ClaimExpiredSync, first) or,
+-- on its last attempt, at once; expired counts the jobs of the first kind,
+-- and the claim runs ClaimExpiredSync only when there are some, so that the
+-- lock is not held through a read for them on nearly every claim. It reads
+-- the running jobs through the lease index, so it reads no more rows than
+-- there are jobs in flight; READCOMMITTEDLOCK makes it read committed rows
+-- (not a snapshot) where READ_COMMITTED_SNAPSHOT is on, and it takes no lock
+-- that lasts.
+SELECT COUNT_BIG(*) AS busy,
+       COUNT_BIG(CASE WHEN locked_until < COALESCE(@now, SYSUTCDATETIME()) AND attempt < max_attempts THEN 1 END) AS expired
 FROM sync_queue WITH (READCOMMITTEDLOCK)
 WHERE state = 'running'
   AND (locked_until >= COALESCE(@now, SYSUTCDATETIME()) OR attempt < max_attempts);

@@ -131,27 +131,37 @@ func (q *Queries) LockClaimsMail(ctx context.Context) error {
 }
 
 const busyMail = `-- name: BusyMail :one
-SELECT COUNT_BIG(*) AS busy
+SELECT COUNT_BIG(*) AS busy,
+       COUNT_BIG(CASE WHEN locked_until < COALESCE(@now, SYSUTCDATETIME()) AND attempt < max_attempts THEN 1 END) AS expired
 FROM mail_queue WITH (READCOMMITTEDLOCK)
 WHERE state = 'running'
   AND (locked_until >= COALESCE(@now, SYSUTCDATETIME()) OR attempt < max_attempts);
 `
 
-// BusyMail counts the slots in use, under the claim lock (LockClaimsMail):
-// the leased jobs, less those whose lease expired on their last attempt (no
-// claim takes them again). A job whose lease expired keeps its slot until a
-// claim takes it again (ClaimExpiredMail, first) or, on its last attempt, at
-// once. It reads the running jobs through the lease index, so it reads no
-// more rows than there are jobs in flight; READCOMMITTEDLOCK makes it read
-// committed rows (not a snapshot) where READ_COMMITTED_SNAPSHOT is on, and it
-// takes no lock that lasts.
-func (q *Queries) BusyMail(ctx context.Context, now *time.Time) (int64, error) {
+type BusyMailRow struct {
+	Busy    int64
+	Expired int64
+}
+
+// BusyMail is the first statement under the claim lock (LockClaimsMail): it
+// counts the slots in use, the leased jobs, less those whose lease expired on
+// their last attempt (no claim takes them again). A job whose lease expired
+// keeps its slot until a claim takes it again (ClaimExpiredMail, first) or,
+// on its last attempt, at once; expired counts the jobs of the first kind,
+// and the claim runs ClaimExpiredMail only when there are some, so that the
+// lock is not held through a read for them on nearly every claim. It reads
+// the running jobs through the lease index, so it reads no more rows than
+// there are jobs in flight; READCOMMITTEDLOCK makes it read committed rows
+// (not a snapshot) where READ_COMMITTED_SNAPSHOT is on, and it takes no lock
+// that lasts.
+func (q *Queries) BusyMail(ctx context.Context, now *time.Time) (BusyMailRow, error) {
 	row := q.db.QueryRowContext(ctx, busyMail,
 		sql.Named("now", mssqlimpl.NullDateTime2(now)),
 	)
-	var i int64
+	var i BusyMailRow
 	err := row.Scan(
-		&i,
+		&i.Busy,
+		&i.Expired,
 	)
 	return i, err
 }
