@@ -143,11 +143,11 @@ func (q *BenchKeptQueue) Claim(ctx context.Context, node string, max int, opts .
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
+		var now time.Time
 		expired, err := qt.ClaimExpiredBenchKept(ctx, myjobsdb.ClaimExpiredBenchKeptParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
-		var now time.Time
 		for _, r := range expired {
 			rows, now = append(rows, r.BenchKeptRow), r.DbNow
 		}

@@ -148,11 +148,11 @@ func (q *BenchRatedQueue) Claim(ctx context.Context, node string, max int, opts 
 		if _, err := qt.LockClaimsBenchRated(ctx); err != nil {
 			return err
 		}
+		var now time.Time
 		expired, err := qt.ClaimExpiredBenchRated(ctx, myjobsdb.ClaimExpiredBenchRatedParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
-		var now time.Time
 		for _, r := range expired {
 			rows, now = append(rows, r.BenchRatedRow), r.DbNow
 		}

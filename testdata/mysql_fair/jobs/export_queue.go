@@ -143,11 +143,11 @@ func (q *ExportQueue) Claim(ctx context.Context, node string, max int, opts ...q
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
+		var now time.Time
 		expired, err := qt.ClaimExpiredExport(ctx, jobsdb.ClaimExpiredExportParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
-		var now time.Time
 		for _, r := range expired {
 			rows, now = append(rows, r.ExportRow), r.DbNow
 		}

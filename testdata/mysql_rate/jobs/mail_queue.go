@@ -151,11 +151,11 @@ func (q *MailQueue) Claim(ctx context.Context, node string, max int, opts ...que
 		if _, err := qt.LockClaimsMail(ctx); err != nil {
 			return err
 		}
+		var now time.Time
 		expired, err := qt.ClaimExpiredMail(ctx, jobsdb.ClaimExpiredMailParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
-		var now time.Time
 		for _, r := range expired {
 			rows, now = append(rows, r.MailRow), r.DbNow
 		}

@@ -148,11 +148,11 @@ func (q *WebhookQueue) Claim(ctx context.Context, node string, max int, opts ...
 		if _, err := qt.LockClaimsWebhook(ctx); err != nil {
 			return err
 		}
+		var now time.Time
 		expired, err := qt.ClaimExpiredWebhook(ctx, jobsdb.ClaimExpiredWebhookParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
-		var now time.Time
 		for _, r := range expired {
 			rows, now = append(rows, r.WebhookRow), r.DbNow
 		}

@@ -145,11 +145,11 @@ func (q *KeptQueue) Claim(ctx context.Context, node string, max int, opts ...que
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
+		var now time.Time
 		expired, err := qt.ClaimExpiredKept(ctx, myjobsdb.ClaimExpiredKeptParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
-		var now time.Time
 		for _, r := range expired {
 			rows, now = append(rows, r.KeptRow), r.DbNow
 		}

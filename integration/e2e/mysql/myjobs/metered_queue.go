@@ -148,11 +148,11 @@ func (q *MeteredQueue) Claim(ctx context.Context, node string, max int, opts ...
 		if _, err := qt.LockClaimsMetered(ctx); err != nil {
 			return err
 		}
+		var now time.Time
 		expired, err := qt.ClaimExpiredMetered(ctx, myjobsdb.ClaimExpiredMeteredParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
-		var now time.Time
 		for _, r := range expired {
 			rows, now = append(rows, r.MeteredRow), r.DbNow
 		}

@@ -151,11 +151,11 @@ func (q *ThrottledQueue) Claim(ctx context.Context, node string, max int, opts .
 		if _, err := qt.LockClaimsThrottled(ctx); err != nil {
 			return err
 		}
+		var now time.Time
 		expired, err := qt.ClaimExpiredThrottled(ctx, myjobsdb.ClaimExpiredThrottledParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
-		var now time.Time
 		for _, r := range expired {
 			rows, now = append(rows, r.ThrottledRow), r.DbNow
 		}

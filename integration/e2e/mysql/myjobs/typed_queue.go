@@ -237,11 +237,11 @@ func (q *TypedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 	err = mysqlimpl.InTx(ctx, q.db, q.tx, func(tx *sql.Tx) error {
 		rows = rows[:0]
 		qt := q.q.WithTx(tx)
+		var now time.Time
 		expired, err := qt.ClaimExpiredTyped(ctx, myjobsdb.ClaimExpiredTypedParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
-		var now time.Time
 		for _, r := range expired {
 			rows, now = append(rows, withTypedExact(r.TypedRow, r.ExactCReal, r.ExactNReal)), r.DbNow
 		}

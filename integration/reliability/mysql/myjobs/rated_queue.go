@@ -151,11 +151,11 @@ func (q *RatedQueue) Claim(ctx context.Context, node string, max int, opts ...qu
 		if _, err := qt.LockClaimsRated(ctx); err != nil {
 			return err
 		}
+		var now time.Time
 		expired, err := qt.ClaimExpiredRated(ctx, myjobsdb.ClaimExpiredRatedParams{Now: o.Now, Limit: int32(max)})
 		if err != nil {
 			return err
 		}
-		var now time.Time
 		for _, r := range expired {
 			rows, now = append(rows, r.RatedRow), r.DbNow
 		}
