@@ -27,7 +27,7 @@ import (
 type claimRoom struct {
 	mu    sync.Mutex
 	held  int           // jobs claimed (or being claimed) whose handlers have not returned
-	ahead int           // how many jobs may be held beyond the concurrency
+	most  int           // the most jobs held ahead (Claimers × MaxClaim); 0 until a claim is recorded
 	freed chan struct{} // capacity 1: a handler returned, or a claim came back short
 
 	handlerTime atomic.Int64 // moving average of a handler's run, in ns
@@ -68,20 +68,29 @@ func (r *claimRoom) release(n int) {
 	}
 }
 
-// claimed records a claim's round trip d and sets how many jobs the
-// worker may hold ahead of its handlers.
-func (r *claimRoom) claimed(d time.Duration, concurrency, most int) {
+// claimed records a claim's round trip d and the most jobs the worker may
+// hold ahead of its handlers. A queue with limits records none: it never
+// claims ahead.
+func (r *claimRoom) claimed(d time.Duration, most int) {
 	average(&r.claimTime, d)
-	// Until a handler has returned, the handlers' time is unknown: hold
-	// nothing ahead, so that a worker starting beside others, or whose
-	// handlers run for minutes, takes no more than its handlers run.
-	var ahead int64
-	if h := r.handlerTime.Load(); h > 0 {
-		ahead = min(int64(most), 2*int64(concurrency)*r.claimTime.Load()/h)
-	}
 	r.mu.Lock()
-	r.ahead = int(ahead)
+	r.most = most
 	r.mu.Unlock()
+}
+
+// ahead is how many jobs may be held beyond the concurrency, from the
+// averages as they are now: a handler's return counts at once, not at
+// the next claim's end, so the claim after a worker's first one is already
+// sized for quick handlers. Until a handler has returned, the handlers'
+// time is unknown: nothing is held ahead, so that a worker starting
+// beside others, or whose handlers run for minutes, takes no more than its
+// handlers run. Called with mu held.
+func (r *claimRoom) ahead(concurrency int) int {
+	h, c := r.handlerTime.Load(), r.claimTime.Load()
+	if h <= 0 || c <= 0 || r.most == 0 {
+		return 0
+	}
+	return int(min(int64(r.most), 2*int64(concurrency)*c/h))
 }
 
 // reserve returns how many jobs the next claim may take, counting them
@@ -90,7 +99,7 @@ func (r *claimRoom) claimed(d time.Duration, concurrency, most int) {
 func (r *claimRoom) reserve(concurrency, maxClaim int) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	free := concurrency + r.ahead - r.held
+	free := concurrency + r.ahead(concurrency) - r.held
 	if free <= 0 || r.held >= concurrency && free < maxClaim {
 		return 0
 	}

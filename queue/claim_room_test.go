@@ -19,16 +19,15 @@ func TestClaimRoomHoldsAheadOnlyOfQuickHandlers(t *testing.T) {
 	}
 	// Before any handler returns, nothing is held ahead: a worker starting
 	// beside others, or whose handlers run long, takes what its handlers run.
-	slow.claimed(5*time.Millisecond, concurrency, most)
-	if slow.ahead != 0 {
-		t.Fatalf("no handler returned yet: %d held ahead, want 0", slow.ahead)
+	slow.claimed(5*time.Millisecond, most)
+	if a := slow.ahead(concurrency); a != 0 {
+		t.Fatalf("no handler returned yet: %d held ahead, want 0", a)
 	}
 	for range 50 {
 		slow.finish(time.Second)
 	}
-	slow.claimed(5*time.Millisecond, concurrency, most)
-	if slow.ahead != 1 {
-		t.Errorf("1 s handlers, 5 ms claims: %d held ahead, want 1 (100 × 2 × 5 ms ÷ 1 s)", slow.ahead)
+	if a := slow.ahead(concurrency); a != 1 {
+		t.Errorf("1 s handlers, 5 ms claims: %d held ahead, want 1 (100 × 2 × 5 ms ÷ 1 s)", a)
 	}
 	if n := slow.reserve(concurrency, maxClaim); n != 51 {
 		t.Errorf("after 50 handlers returned the claim takes %d, want 51", n)
@@ -39,9 +38,9 @@ func TestClaimRoomHoldsAheadOnlyOfQuickHandlers(t *testing.T) {
 	for range concurrency {
 		quick.finish(10 * time.Microsecond)
 	}
-	quick.claimed(5*time.Millisecond, concurrency, most)
-	if quick.ahead != most {
-		t.Fatalf("10 µs handlers, 5 ms claims: %d held ahead, want the cap %d", quick.ahead, most)
+	quick.claimed(5*time.Millisecond, most)
+	if a := quick.ahead(concurrency); a != most {
+		t.Fatalf("10 µs handlers, 5 ms claims: %d held ahead, want the cap %d", a, most)
 	}
 	if a, b := quick.reserve(concurrency, maxClaim), quick.reserve(concurrency, maxClaim); a != maxClaim || b != maxClaim {
 		t.Errorf("two claims take %d and %d, want %d each", a, b, maxClaim)
@@ -58,6 +57,45 @@ func TestClaimRoomHoldsAheadOnlyOfQuickHandlers(t *testing.T) {
 	quick.release(1)
 	if n := quick.reserve(concurrency, maxClaim); n != maxClaim {
 		t.Errorf("500 free: the claim takes %d, want %d", n, maxClaim)
+	}
+}
+
+// TestClaimRoomCountsAHandlersReturnAtOnce: a worker's first claim
+// takes what its handlers run, since their time is unknown; once one of
+// them returns quickly, the next claim is sized for quick handlers at
+// once, not only after another claim has come back. (Sizing the room only
+// when a claim ends made a worker's second claim as small as the handlers
+// freed, and put a claim's round trip into the waits of the jobs behind
+// it.)
+func TestClaimRoomCountsAHandlersReturnAtOnce(t *testing.T) {
+	const concurrency, maxClaim, most = 100, 500, 1000
+	r := claimRoom{freed: make(chan struct{}, 1)}
+	if n := r.reserve(concurrency, maxClaim); n != concurrency {
+		t.Fatalf("first claim takes %d, want the %d handlers", n, concurrency)
+	}
+	r.claimed(5*time.Millisecond, most)
+	if n := r.reserve(concurrency, maxClaim); n != 0 {
+		t.Fatalf("every handler busy, none returned: a second claim takes %d, want it to wait", n)
+	}
+	r.finish(10 * time.Microsecond)
+	if n := r.reserve(concurrency, maxClaim); n != maxClaim {
+		t.Errorf("one 10 µs handler returned after a 5 ms claim: the next claim takes %d, want %d", n, maxClaim)
+	}
+}
+
+// A queue with limits records no claim: it holds nothing ahead, however
+// quick its handlers.
+func TestClaimRoomWithoutClaimsHoldsNothingAhead(t *testing.T) {
+	const concurrency, maxClaim = 10, 500
+	r := claimRoom{freed: make(chan struct{}, 1)}
+	if n := r.reserve(concurrency, maxClaim); n != concurrency {
+		t.Fatalf("first claim takes %d, want the %d handlers", n, concurrency)
+	}
+	for range concurrency {
+		r.finish(10 * time.Microsecond)
+	}
+	if n := r.reserve(concurrency, maxClaim); n != concurrency {
+		t.Errorf("no claim recorded: the claim takes %d, want the %d handlers", n, concurrency)
 	}
 }
 

@@ -330,7 +330,7 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 		cancel()
 		w.room.release(n - len(jobs))
 		if err == nil && w.limited == nil {
-			w.room.claimed(time.Since(asked), w.cfg.concurrency, w.cfg.claimers*w.cfg.maxClaim)
+			w.room.claimed(time.Since(asked), w.cfg.claimers*w.cfg.maxClaim)
 		}
 		if err != nil {
 			failures++
