@@ -39,7 +39,7 @@ func (t *fairTable) push(key string, n int) {
 }
 
 // claim runs FairClaim from after as a claim's transaction that commits:
-// the jobs it returns leave the table.
+// the jobs it returns leave the table. A job returned twice panics.
 func (t *fairTable) claim(after *string, n int) []fairRow {
 	t.locked = map[int64]bool{}
 	list := func(_ context.Context, from, through *string, limit int) ([]string, error) {
@@ -78,6 +78,13 @@ func (t *fairTable) claim(after *string, n int) []fairRow {
 		func(r fairRow) int { return r.pos }, func(r fairRow) int64 { return r.id })
 	if err != nil {
 		panic(err)
+	}
+	seen := map[int64]bool{}
+	for _, r := range rows {
+		if seen[r.id] {
+			panic(fmt.Sprintf("job %s/%d returned twice by a claim of %d", r.key, r.id, n))
+		}
+		seen[r.id] = true
 	}
 	for _, r := range rows {
 		t.jobs[r.key] = slices.DeleteFunc(t.jobs[r.key], func(id int64) bool { return id == r.id })
