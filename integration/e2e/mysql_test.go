@@ -271,11 +271,13 @@ func TestMySQLClaimPlans(t *testing.T) {
 		// the queue with priority); then the
 		// values' jobs, a range read of the fair index a value in claim
 		// order, locked as it is read (parameters key, now and limit a
-		// branch, a branch a value).
+		// branch, a branch a value; ClaimKey, one value's).
 		{"fair.sql.go", "FairKeysFair", []any{"t1", "t1", nil, nil, 32}, "fair_queue_fair_idx"},
 		{"fair.sql.go", "ClaimKeysFair", claimKeysArgs("t1", "t2"), "fair_queue_fair_idx"},
+		{"fair.sql.go", "ClaimKeyFair", []any{"t1", nil, 10}, "fair_queue_fair_idx"},
 		{"txfair.sql.go", "FairKeysTxfair", []any{nil, nil, "t9", "t9", 32}, "txfair_queue_fair_idx"},
 		{"txfair.sql.go", "ClaimKeysTxfair", claimKeysArgs("t1"), "txfair_queue_fair_idx"},
+		{"txfair.sql.go", "ClaimKeyTxfair", []any{"t1", nil, 10}, "txfair_queue_fair_idx"},
 		// The limited claims: the lock (the registry row, by primary
 		// key), the global count, and the claims, whose per-key count
 		// reads the fair index too (every line of the limited claim's
@@ -347,7 +349,7 @@ func TestMySQLClaimPlans(t *testing.T) {
 			// A value is one dive into the fair index, and a value's share
 			// a range of it, read in its order (the branches without a
 			// value read nothing).
-			if (c.query == "FairKeysTxfair" || strings.HasPrefix(c.query, "ClaimKeys")) && !strings.HasPrefix(line["table"], "<") &&
+			if (c.query == "FairKeysTxfair" || strings.HasPrefix(c.query, "ClaimKey")) && !strings.HasPrefix(line["table"], "<") &&
 				!strings.Contains(line["Extra"], "Impossible WHERE") && !strings.Contains(line["Extra"], "Zero limit") &&
 				line["type"] != "range" && line["type"] != "ref" {
 				t.Errorf("%s does not read a range of the fair index: %v", c.query, line)
