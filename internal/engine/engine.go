@@ -100,19 +100,16 @@ type Archiver interface {
 	ArchiveTable(queue, parent *catalog.Table) *catalog.Table
 }
 
-// FairRotator is an Engine whose fair claims (fair_by) rotate, some or all
-// of them: such a claim takes the values with due jobs from the one after
-// where the accessor's previous claim stopped (the value of the last job
-// it returned), wrapping around to the first, up to a quantum of each (the
-// batch over 32, rounded up) until the batch is full, and returns its jobs
-// in the order it took them, so that the last one's value is where the
-// next claim starts. A claim that does not rotate walks every value with
-// due jobs on every claim.
+// FairRotator is an Engine whose lease-mode fair claim (fair_by, with or
+// without limits) rotates: it takes the values with due jobs from the one
+// after where the accessor's previous claim stopped (the claim's after
+// argument, an array of that value or of none), up to a quantum of each
+// until the batch is full, visits at most a batch's worth of values, and
+// returns its jobs in the order it took them, so that the last one's value
+// is where the next claim starts. An engine without it walks every value
+// with due jobs on every claim.
 type FairRotator interface {
-	// RotatesFairClaim reports whether the fair claim of a queue rotates:
-	// in lease mode or not (lease), with a per-key limit or rate (keyed)
-	// or not.
-	RotatesFairClaim(lease, keyed bool) bool
+	RotatesFairClaims()
 }
 
 // RateLogger is an Engine that keeps rate limits: a log of the claims of a

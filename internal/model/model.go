@@ -287,7 +287,7 @@ func (m *Model) checkNames(s *spec.Spec) spec.Errors {
 // name is g: the accessor's types and constants, and sqlc's query methods
 // with their parameter and row types (with an archive, its row type and
 // query too; with fair_by, the MySQL fair claim's listing of the values
-// and its reads of their jobs).
+// and seek of one value's share).
 func GoNames(g string, archive, fair bool) []string {
 	names := []string{g + "Queue", g + "Payload", g + "Row", g + "MaxAttempts", g + "Lease", g + "Backoff", g + "RetainSucceeded", g + "RetainDead", g + "Buckets"}
 	ops := []string{"Push", "PushMany", "Claim", "Complete", "CompleteMany", "Fail", "FailMany", "FailManyAt", "Snooze", "Discard", "Extend", "Release", "ReleaseNode", "Reap", "Get", "Paused", "SetPaused", "Depth", "DepthAtMost", "Purge", "AdvanceTick", "Defaults",
@@ -300,7 +300,7 @@ func GoNames(g string, archive, fair bool) []string {
 		ops = append(ops, "GetArchived")
 	}
 	if fair {
-		ops = append(ops, "FairKeys", "ClaimKey", "ClaimKeys")
+		ops = append(ops, "FirstFairKey", "NextFairKey", "ClaimKey")
 	}
 	for _, op := range ops {
 		names = append(names, op+g, op+g+"Params", op+g+"Row")

@@ -52,9 +52,8 @@ type Queue struct {
 	// backlog that inherits from it, else QName.
 	QClaim string
 	// Rotates is true when the claim rotates through FairBy's values
-	// (engine.FairRotator): on PostgreSQL a lease-mode fair claim, with or
-	// without limits; on MySQL a fair claim without per-key limits or
-	// rate, in either mode.
+	// (engine.FairRotator): a lease-mode fair claim, with or without
+	// limits, on an engine that rotates.
 	Rotates bool
 	// FairKey is FairBy's payload field (nil without fair_by).
 	FairKey *Field
@@ -249,8 +248,8 @@ func (m *Model) queue(s *spec.Spec, sq *spec.Queue) *Queue {
 		q.RateLog = r.RateLog(q.Table, key)
 		q.QRateLog = eng.Qualify(m.Schema, q.RateLog.Name)
 	}
-	if r, ok := eng.(engine.FairRotator); ok {
-		q.Rotates = q.FairClaim() && r.RotatesFairClaim(q.Lease, q.Keyed())
+	if _, ok := eng.(engine.FairRotator); ok {
+		q.Rotates = q.FairClaim() && q.Lease
 	}
 	if sq.Unique {
 		for _, i := range q.Table.Indexes {

@@ -21,7 +21,6 @@ import (
 	"github.com/queuegen/queuegen/internal/engine"
 	"github.com/queuegen/queuegen/internal/gocode"
 	"github.com/queuegen/queuegen/internal/model"
-	"github.com/queuegen/queuegen/queue/queueimpl/mysqlimpl"
 	"github.com/queuegen/queuegen/templates"
 )
 
@@ -152,10 +151,6 @@ var sqlFuncs = template.FuncMap{
 	"archivedFrom": archived,
 	// goName is the Go name sqlc gives a snake_case SQL name.
 	"goName": gocode.Name,
-	// fairValues is how many fair_by values a MySQL fair claim's ClaimKeys
-	// statement takes jobs from: a branch each, as many as the runtime's
-	// mysqlimpl.FairClaim gives it.
-	"fairValues": func() int { return mysqlimpl.FairValues },
 	// qualified is the claim order's terms with prefix before each column:
 	// "job.priority DESC, job.run_after, job.id".
 	"qualified": func(prefix string, order []string) string {

@@ -29,14 +29,6 @@ type Engine struct{}
 // Name is "mysql".
 func (Engine) Name() string { return Name }
 
-// RotatesFairClaim (engine.FairRotator): MySQL's fair claim without a
-// per-key limit or rate rotates, in either mode: the accessor lists the
-// next values (FairKeys<Queue>) and takes each one's quantum in one
-// statement of a branch a value (ClaimKeys<Queue>), mysqlimpl.FairClaim
-// driving both. A claim with per-key limits or a per-key rate walks every
-// value with a due job in one statement, under the claim lock.
-func (Engine) RotatesFairClaim(_, keyed bool) bool { return !keyed }
-
 // Qualify writes name alone: MySQL has no schemas inside a database, and
 // the engine refuses the spec's schema key.
 func (Engine) Qualify(_, name string) string { return name }

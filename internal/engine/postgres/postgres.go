@@ -27,11 +27,12 @@ type Engine struct{}
 // Name is "postgresql".
 func (Engine) Name() string { return Name }
 
-// RotatesFairClaim (engine.FairRotator): PostgreSQL's lease-mode fair
-// claim, with or without limits, rotates; its walk through the fair index
-// starts after the value the accessor's previous claim stopped at and
-// stops once the batch is full.
-func (Engine) RotatesFairClaim(lease, _ bool) bool { return lease }
+// RotatesFairClaims marks PostgreSQL's fair claim as rotating
+// (engine.FairRotator): its walk through the fair index starts after the
+// value the accessor's previous claim stopped at and stops once the batch
+// is full, having taken up to a quantum of each value (the batch over 32,
+// rounded up).
+func (Engine) RotatesFairClaims() {}
 
 // Check accepts every valid spec: the spec format was designed on
 // PostgreSQL.

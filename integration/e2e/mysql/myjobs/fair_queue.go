@@ -43,10 +43,6 @@ type FairQueue struct {
 	q  *myjobsdb.Queries
 	// tx is the transaction WithTx bound the accessor to, or nil.
 	tx *sql.Tx
-	// fair is where this accessor's next claim starts: after the
-	// tenant its previous claim stopped at. The copies WithTx
-	// makes share it.
-	fair *queueimpl.Rotation[string]
 	// Backoff decides the retry delay after Fail; FairBackoff unless
 	// replaced.
 	Backoff queue.Backoff
@@ -54,13 +50,13 @@ type FairQueue struct {
 
 // NewFairQueue returns the accessor of queue fair over db.
 func NewFairQueue(db DB) *FairQueue {
-	return &FairQueue{db: db, q: myjobsdb.New(db), Backoff: FairBackoff, fair: new(queueimpl.Rotation[string])}
+	return &FairQueue{db: db, q: myjobsdb.New(db), Backoff: FairBackoff}
 }
 
 // WithTx returns a copy of the accessor whose statements run in tx, so a
 // job can be pushed in the same transaction as the change that caused it.
 func (q *FairQueue) WithTx(tx *sql.Tx) *FairQueue {
-	return &FairQueue{db: q.db, q: q.q.WithTx(tx), tx: tx, Backoff: q.Backoff, fair: q.fair}
+	return &FairQueue{db: q.db, q: q.q.WithTx(tx), tx: tx, Backoff: q.Backoff}
 }
 
 // Push adds one job. With the UniqueKey option (queues with unique: true)
@@ -491,91 +487,41 @@ func (q *FairQueue) jobs(rows []myjobsdb.FairRow) []*queue.Job[FairPayload] {
 }
 
 // claimFair takes up to n due jobs in qt's transaction, from each
-// tenant in turn from the one after where the accessor's previous
-// claim stopped (mysqlimpl.FairClaim): FairKeysFair lists the values it
-// walks, and ClaimKeysFair (ClaimKeyFair for one value) takes up to a
-// quantum of each (n over mysqlimpl.FairValues, rounded up) until the
-// batch is full, a range read of the fair index a value. It returns them ranked (every value's first job, then
-// every value's second…) with the database's clock at the claim, and
-// records the value of the last one as where the next claim starts.
+// tenant in turn, and returns them with the database's clock at the
+// claim. FirstFairKeyFair and NextFairKeyFair list the values with
+// available jobs (mysqlimpl.FairKeys); when they are few and each one's
+// share of n is large (mysqlimpl.FairSeeks), the claim seeks each value's
+// share with ClaimKeyFair, a range read of the fair index a value
+// (mysqlimpl.FairTake: s entries read for a share of s, where the one
+// statement's walk reads s²/2 and recurses once a job); otherwise it is
+// the one statement, ClaimDueFair.
 func (q *FairQueue) claimFair(ctx context.Context, qt *myjobsdb.Queries, at *time.Time, n int) ([]myjobsdb.FairRow, time.Time, error) {
 	var now time.Time
-	var after *string
-	if a := q.fair.After(); len(a) > 0 {
-		after = &a[0]
-	}
-	due, err := mysqlimpl.FairClaim(ctx, n, after,
-		func(ctx context.Context, from, through *string, limit int) ([]string, error) {
-			return qt.FairKeysFair(ctx, myjobsdb.FairKeysFairParams{After: from, Through: through, Limit: int32(limit)})
-		},
-		func(ctx context.Context, keys []string, limits []int) ([]myjobsdb.ClaimKeysFairRow, error) {
-			if len(keys) > 1 {
-				return qt.ClaimKeysFair(ctx, claimKeysFair(at, keys, limits))
-			}
-			one, err := qt.ClaimKeyFair(ctx, myjobsdb.ClaimKeyFairParams{Key1: &keys[0], Now: at, Limit: int32(limits[0])})
-			rows := make([]myjobsdb.ClaimKeysFairRow, len(one))
-			for i, r := range one {
-				rows[i] = myjobsdb.ClaimKeysFairRow(r)
-			}
-			return rows, err
-		},
-		func(r myjobsdb.ClaimKeysFairRow) int { return int(r.Pos) },
-		func(r myjobsdb.ClaimKeysFairRow) int64 { return r.FairRow.ID })
-	if err != nil || len(due) == 0 {
+	keys, err := mysqlimpl.FairKeys(ctx, n, qt.FirstFairKeyFair, qt.NextFairKeyFair)
+	if err != nil || len(keys) == 0 {
 		return nil, now, err
 	}
-	rows := make([]myjobsdb.FairRow, len(due))
-	for i, r := range due {
-		rows[i], now = r.FairRow, r.DbNow
-	}
-	q.fair.Stopped(rows[len(rows)-1].Tenant)
-	return rows, now, nil
-}
-
-// claimKeysFair is ClaimKeysFair's parameters: keys[i] and
-// limits[i] in its branch i+1, the branches past the keys left out (a NULL
-// key, a LIMIT of 0).
-func claimKeysFair(at *time.Time, keys []string, limits []int) myjobsdb.ClaimKeysFairParams {
-	branch := func(i int) (*string, int32) {
-		if i >= len(keys) {
-			return nil, 0
+	var rows []myjobsdb.FairRow
+	if !mysqlimpl.FairSeeks(len(keys), n) {
+		due, err := qt.ClaimDueFair(ctx, myjobsdb.ClaimDueFairParams{Now: at, Max: int64(n), Limit: int32(n), Limit_2: int32(n)})
+		if err != nil {
+			return nil, now, err
 		}
-		return &keys[i], int32(limits[i])
+		for _, r := range due {
+			rows, now = append(rows, r.FairRow), r.DbNow
+		}
+		return rows, now, nil
 	}
-	p := myjobsdb.ClaimKeysFairParams{Now: at}
-	p.Key1, p.Limit = branch(0)
-	p.Key2, p.Limit_2 = branch(1)
-	p.Key3, p.Limit_3 = branch(2)
-	p.Key4, p.Limit_4 = branch(3)
-	p.Key5, p.Limit_5 = branch(4)
-	p.Key6, p.Limit_6 = branch(5)
-	p.Key7, p.Limit_7 = branch(6)
-	p.Key8, p.Limit_8 = branch(7)
-	p.Key9, p.Limit_9 = branch(8)
-	p.Key10, p.Limit_10 = branch(9)
-	p.Key11, p.Limit_11 = branch(10)
-	p.Key12, p.Limit_12 = branch(11)
-	p.Key13, p.Limit_13 = branch(12)
-	p.Key14, p.Limit_14 = branch(13)
-	p.Key15, p.Limit_15 = branch(14)
-	p.Key16, p.Limit_16 = branch(15)
-	p.Key17, p.Limit_17 = branch(16)
-	p.Key18, p.Limit_18 = branch(17)
-	p.Key19, p.Limit_19 = branch(18)
-	p.Key20, p.Limit_20 = branch(19)
-	p.Key21, p.Limit_21 = branch(20)
-	p.Key22, p.Limit_22 = branch(21)
-	p.Key23, p.Limit_23 = branch(22)
-	p.Key24, p.Limit_24 = branch(23)
-	p.Key25, p.Limit_25 = branch(24)
-	p.Key26, p.Limit_26 = branch(25)
-	p.Key27, p.Limit_27 = branch(26)
-	p.Key28, p.Limit_28 = branch(27)
-	p.Key29, p.Limit_29 = branch(28)
-	p.Key30, p.Limit_30 = branch(29)
-	p.Key31, p.Limit_31 = branch(30)
-	p.Key32, p.Limit_32 = branch(31)
-	return p
+	due, err := mysqlimpl.FairTake(ctx, len(keys), n, func(ctx context.Context, v, k int) ([]myjobsdb.ClaimKeyFairRow, error) {
+		return qt.ClaimKeyFair(ctx, myjobsdb.ClaimKeyFairParams{FairKey: keys[v], Now: at, Limit: int32(k)})
+	})
+	if err != nil {
+		return nil, now, err
+	}
+	for _, r := range due {
+		rows, now = append(rows, r.FairRow), r.DbNow
+	}
+	return rows, now, nil
 }
 
 // failMany fails those of jobs the caller still holds, in tx (or a

@@ -35,285 +35,148 @@ VALUES (
     COALESCE(sqlc.narg(run_after), UTC_TIMESTAMP(6))
 );
 
+-- name: ClaimTxfair :many
+-- ClaimTxfair takes up to @max due jobs, from each tenant in turn (see the
+-- fair part), for the caller's transaction: FOR UPDATE SKIP LOCKED locks them
+-- until that transaction ends, so concurrent claims pass over them, and a
+-- rollback returns them. The fair part (MariaDB has no LATERAL, so a
+-- recursive CTE walks each value's jobs a probe at a time): fair_keys reads
+-- the tenant values of the available jobs off the fair index (state, tenant,
+-- …) by a loose index scan, one index dive per value however many jobs each
+-- holds (the range on state, written as two bounds, is what lets MariaDB use
+-- it: with state = 'available' it reads every available entry), locking
+-- nothing; firsts probes the index once a value for its first due job in
+-- claim order (values with none drop out); every probe forces the fair index
+-- (on the claim index, a value's probe would read through the other values'
+-- jobs), and fair_jobs counts the values left (due_keys); it walks each
+-- value's next jobs in claim order, one probe a job (after the job before it,
+-- read by primary key), up to its share of the batch (⌈@max ÷ values⌉);
+-- picked ranks them, every value's first job, then every value's second, and
+-- so on, values that tie in a turn in an order drawn at random (so a claim
+-- smaller than the number of values serves every value alike rather than the
+-- one with the oldest jobs). When one value alone has due jobs, fairness asks
+-- nothing of the order, and the walk, whose every probe reads the value's
+-- entries from its first (MariaDB cannot seek from the job before inside a
+-- dependent subquery, so a walk of n jobs reads n²/2 entries), stops at that
+-- value's first job: sole takes its first @max due jobs in claim order
+-- instead, one range read of the fair index, numbered in that order (draw)
+-- for the final SELECT. The CTEs read without locking. The final SELECT sorts
+-- picked's few rows (ids, not the queue table's rows), then, STRAIGHT_JOIN
+-- keeping that order, finds each job by primary key (FORCE INDEX: on a small
+-- table the optimizer would rather scan the state's entries, locking what it
+-- read) and locks it, FOR UPDATE SKIP LOCKED, taking it only if still due,
+-- until it has @max: it locks only the jobs it takes, and a job another
+-- transaction holds is passed over for the next in rank, so a
+-- transaction-mode claim, which keeps its locks while the handler works,
+-- never holds a job of every value. No step sorts the queue table's rows: a
+-- sort under FOR UPDATE SKIP LOCKED would lock every row it read.
+WITH RECURSIVE batch AS (
+    SELECT CAST(sqlc.arg(max) AS SIGNED) AS n
+), fair_keys AS (
+    SELECT tenant AS fair_key
+    FROM txfair_queue FORCE INDEX (txfair_queue_fair_idx)
+    WHERE state >= 'available' AND state <= 'available'
+    GROUP BY state, tenant
+), firsts AS (
+    SELECT fair_keys.fair_key,
+           (SELECT first.id
+            FROM txfair_queue AS first FORCE INDEX (txfair_queue_fair_idx)
+            WHERE first.state = 'available' AND first.tenant = fair_keys.fair_key AND first.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
+            ORDER BY first.run_after, first.id
+            LIMIT 1) AS id
+    FROM fair_keys
+), fair_jobs AS (
+    SELECT firsts.fair_key, firsts.id, 1 AS turn, COUNT(*) OVER () AS due_keys
+    FROM firsts
+    WHERE firsts.id IS NOT NULL
+    UNION ALL
+    SELECT fair_jobs.fair_key,
+           (SELECT next.id
+            FROM txfair_queue AS next FORCE INDEX (txfair_queue_fair_idx)
+            WHERE next.state = 'available' AND next.tenant = fair_jobs.fair_key AND next.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
+              AND (next.run_after > prev.run_after OR next.run_after = prev.run_after AND next.id > prev.id)
+            ORDER BY next.run_after, next.id
+            LIMIT 1),
+           fair_jobs.turn + 1,
+           fair_jobs.due_keys
+    FROM fair_jobs
+    STRAIGHT_JOIN txfair_queue AS prev FORCE INDEX (PRIMARY) ON prev.id = fair_jobs.id
+    WHERE fair_jobs.turn * fair_jobs.due_keys < (SELECT batch.n FROM batch)
+      AND fair_jobs.due_keys > 1
+), picked AS (
+    SELECT fair_jobs.id, fair_jobs.turn, RAND() AS draw
+    FROM fair_jobs
+    WHERE fair_jobs.id IS NOT NULL
+      AND fair_jobs.due_keys > 1
+    UNION ALL
+    SELECT sole.id, 1, ROW_NUMBER() OVER (ORDER BY sole.run_after, sole.id)
+    FROM (
+        SELECT alone.run_after, alone.id
+        FROM txfair_queue AS alone FORCE INDEX (txfair_queue_fair_idx)
+        WHERE alone.state = 'available'
+          AND alone.tenant = (SELECT fair_jobs.fair_key FROM fair_jobs WHERE fair_jobs.due_keys = 1)
+          AND alone.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
+        ORDER BY alone.run_after, alone.id
+        LIMIT ?
+    ) AS sole
+)
+SELECT sqlc.embed(txfair_queue), UTC_TIMESTAMP(6) AS db_now
+FROM picked
+STRAIGHT_JOIN txfair_queue FORCE INDEX (PRIMARY) ON txfair_queue.id = picked.id
+WHERE txfair_queue.state = 'available'
+  AND txfair_queue.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
+ORDER BY picked.turn, picked.draw
+LIMIT ?
+FOR UPDATE SKIP LOCKED;
+
 -- name: AttemptTxfair :execrows
--- AttemptTxfair counts the attempt of jobs ClaimKeysTxfair just locked, in
--- the same transaction: a rollback undoes it with the claim.
+-- AttemptTxfair counts the attempt of jobs ClaimTxfair just locked, in the
+-- same transaction: a rollback undoes it with the claim.
 UPDATE txfair_queue
 SET attempt = attempt + 1,
     attempted_at = sqlc.arg(claimed_at)
 WHERE id IN (sqlc.slice(ids));
 
--- name: FairKeysTxfair :many
--- FairKeysTxfair lists the tenant values a fair claim walks next
--- (mysqlimpl.FairClaim): up to LIMIT values with available jobs, in order,
--- after @after and up to @through (a NULL bound: from the first value, or to
--- the last), locking nothing. It reads them by a loose index scan of the fair
--- index (state, tenant, …), one dive a value however many jobs each holds;
--- the range on state, written as two bounds, is what lets MariaDB use it
--- (with state = 'available' it reads every available entry). MariaDB chooses
--- the loose scan from InnoDB's statistics: on a table just filled, before
--- they count its values (InnoDB counts them again in the background once a
--- tenth of the rows changed), it reads the listed values' entries instead.
+-- name: FirstFairKeyTxfair :one
+-- FirstFairKeyTxfair is the least tenant value with available jobs, and
+-- NextFairKeyTxfair the next after @after: one dive into the fair index
+-- (state, tenant, …) each, whatever the table's statistics (MariaDB takes
+-- the loose index scan of GROUP BY tenant only once InnoDB's statistics count
+-- the values: on a table just filled, EXPLAIN shows a read of every available
+-- job's entry), locking nothing. The accessor lists the values this way, one
+-- more at most than a claim seeks (mysqlimpl.FairSeeks: a few values, each
+-- with a large share of the claim); then it seeks each value's jobs with
+-- ClaimKeyTxfair, a statement a value, instead of walking them in ClaimTxfair
+-- (whose walk reads s²/2 entries for a share of s, and recurses once a job).
 SELECT tenant
 FROM txfair_queue FORCE INDEX (txfair_queue_fair_idx)
-WHERE state >= 'available' AND state <= 'available'
-  AND (sqlc.narg(after) IS NULL OR tenant > sqlc.narg(after))
-  AND (sqlc.narg(through) IS NULL OR tenant <= sqlc.narg(through))
-GROUP BY state, tenant
-ORDER BY state, tenant
-LIMIT ?;
+WHERE state = 'available'
+ORDER BY tenant
+LIMIT 1;
+
+-- name: NextFairKeyTxfair :one
+SELECT tenant
+FROM txfair_queue FORCE INDEX (txfair_queue_fair_idx)
+WHERE state = 'available'
+  AND tenant > sqlc.arg(after)
+ORDER BY tenant
+LIMIT 1;
 
 -- name: ClaimKeyTxfair :many
--- ClaimKeyTxfair is ClaimKeysTxfair of one value, @key1: a fair claim's jobs
--- when it takes from one value alone (one tenant with due jobs, as at the end
--- of a backlog), its first due jobs in claim order, one range read of the
--- fair index (state, tenant, …), locked FOR UPDATE SKIP LOCKED as they are
--- read, without the other branches' parsing and planning.
-SELECT sqlc.embed(k1), 1 AS pos, UTC_TIMESTAMP(6) AS db_now
-FROM txfair_queue AS k1 FORCE INDEX (txfair_queue_fair_idx)
-WHERE k1.state = 'available' AND k1.tenant = sqlc.narg(key1) AND k1.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
-ORDER BY k1.run_after, k1.id
+-- ClaimKeyTxfair takes one tenant value's share of a fair claim: its first
+-- @limit due jobs in claim order, one range read of the fair index (state,
+-- tenant, …), which holds them in that order (no sort: under FOR UPDATE
+-- SKIP LOCKED a sort would lock every row it read), locked FOR UPDATE SKIP
+-- LOCKED, so a job another transaction holds is passed over for the value's
+-- next one.
+SELECT sqlc.embed(txfair_queue), UTC_TIMESTAMP(6) AS db_now
+FROM txfair_queue FORCE INDEX (txfair_queue_fair_idx)
+WHERE state = 'available'
+  AND tenant = sqlc.arg(fair_key)
+  AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
+ORDER BY run_after, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED;
-
--- name: ClaimKeysTxfair :many
--- ClaimKeysTxfair takes a fair claim's jobs (mysqlimpl.FairClaim) from up to
--- 32 tenant values, in the claim's transaction: the first LIMIT's count of
--- @key1's due jobs, the second's of @key2's, and so on (a NULL key and a
--- LIMIT of 0 leave a branch out), each value's first due jobs in claim order,
--- one range read of the fair index (state, tenant, …) a value, which holds
--- them in that order, locked FOR UPDATE SKIP LOCKED as they are read, so a
--- job another transaction holds is passed over for the value's next one. A
--- branch a value, because neither engine reads each value's jobs of a list of
--- values by the index: MariaDB has no LATERAL join (MySQL has one from
--- 8.0.14), and inside a dependent subquery MariaDB cannot seek from a value's
--- job before. It locks only the jobs it returns (no branch sorts: under FOR
--- UPDATE SKIP LOCKED a sort would lock every row it read); the final ORDER BY
--- sorts those, already locked, by value (pos) and claim order.
-(SELECT sqlc.embed(k1), 1 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k1 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k1.state = 'available' AND k1.tenant = sqlc.narg(key1) AND k1.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k1.run_after, k1.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k2), 2 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k2 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k2.state = 'available' AND k2.tenant = sqlc.narg(key2) AND k2.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k2.run_after, k2.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k3), 3 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k3 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k3.state = 'available' AND k3.tenant = sqlc.narg(key3) AND k3.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k3.run_after, k3.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k4), 4 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k4 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k4.state = 'available' AND k4.tenant = sqlc.narg(key4) AND k4.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k4.run_after, k4.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k5), 5 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k5 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k5.state = 'available' AND k5.tenant = sqlc.narg(key5) AND k5.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k5.run_after, k5.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k6), 6 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k6 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k6.state = 'available' AND k6.tenant = sqlc.narg(key6) AND k6.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k6.run_after, k6.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k7), 7 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k7 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k7.state = 'available' AND k7.tenant = sqlc.narg(key7) AND k7.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k7.run_after, k7.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k8), 8 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k8 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k8.state = 'available' AND k8.tenant = sqlc.narg(key8) AND k8.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k8.run_after, k8.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k9), 9 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k9 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k9.state = 'available' AND k9.tenant = sqlc.narg(key9) AND k9.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k9.run_after, k9.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k10), 10 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k10 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k10.state = 'available' AND k10.tenant = sqlc.narg(key10) AND k10.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k10.run_after, k10.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k11), 11 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k11 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k11.state = 'available' AND k11.tenant = sqlc.narg(key11) AND k11.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k11.run_after, k11.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k12), 12 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k12 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k12.state = 'available' AND k12.tenant = sqlc.narg(key12) AND k12.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k12.run_after, k12.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k13), 13 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k13 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k13.state = 'available' AND k13.tenant = sqlc.narg(key13) AND k13.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k13.run_after, k13.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k14), 14 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k14 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k14.state = 'available' AND k14.tenant = sqlc.narg(key14) AND k14.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k14.run_after, k14.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k15), 15 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k15 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k15.state = 'available' AND k15.tenant = sqlc.narg(key15) AND k15.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k15.run_after, k15.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k16), 16 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k16 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k16.state = 'available' AND k16.tenant = sqlc.narg(key16) AND k16.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k16.run_after, k16.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k17), 17 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k17 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k17.state = 'available' AND k17.tenant = sqlc.narg(key17) AND k17.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k17.run_after, k17.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k18), 18 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k18 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k18.state = 'available' AND k18.tenant = sqlc.narg(key18) AND k18.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k18.run_after, k18.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k19), 19 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k19 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k19.state = 'available' AND k19.tenant = sqlc.narg(key19) AND k19.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k19.run_after, k19.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k20), 20 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k20 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k20.state = 'available' AND k20.tenant = sqlc.narg(key20) AND k20.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k20.run_after, k20.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k21), 21 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k21 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k21.state = 'available' AND k21.tenant = sqlc.narg(key21) AND k21.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k21.run_after, k21.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k22), 22 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k22 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k22.state = 'available' AND k22.tenant = sqlc.narg(key22) AND k22.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k22.run_after, k22.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k23), 23 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k23 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k23.state = 'available' AND k23.tenant = sqlc.narg(key23) AND k23.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k23.run_after, k23.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k24), 24 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k24 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k24.state = 'available' AND k24.tenant = sqlc.narg(key24) AND k24.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k24.run_after, k24.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k25), 25 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k25 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k25.state = 'available' AND k25.tenant = sqlc.narg(key25) AND k25.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k25.run_after, k25.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k26), 26 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k26 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k26.state = 'available' AND k26.tenant = sqlc.narg(key26) AND k26.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k26.run_after, k26.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k27), 27 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k27 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k27.state = 'available' AND k27.tenant = sqlc.narg(key27) AND k27.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k27.run_after, k27.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k28), 28 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k28 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k28.state = 'available' AND k28.tenant = sqlc.narg(key28) AND k28.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k28.run_after, k28.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k29), 29 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k29 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k29.state = 'available' AND k29.tenant = sqlc.narg(key29) AND k29.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k29.run_after, k29.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k30), 30 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k30 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k30.state = 'available' AND k30.tenant = sqlc.narg(key30) AND k30.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k30.run_after, k30.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k31), 31 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k31 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k31.state = 'available' AND k31.tenant = sqlc.narg(key31) AND k31.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k31.run_after, k31.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-UNION ALL
-(SELECT sqlc.embed(k32), 32 AS pos, UTC_TIMESTAMP(6) AS db_now
- FROM txfair_queue AS k32 FORCE INDEX (txfair_queue_fair_idx)
- WHERE k32.state = 'available' AND k32.tenant = sqlc.narg(key32) AND k32.run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
- ORDER BY k32.run_after, k32.id
- LIMIT ?
- FOR UPDATE SKIP LOCKED)
-ORDER BY pos, run_after, id;
 
 -- name: CompleteTxfair :execrows
 -- CompleteTxfair deletes a job, fenced: only while it is still available at
