@@ -412,6 +412,38 @@ func TestFairClaimTakesEachKeysHighestPriorityFirst(t *testing.T) {
 	})
 }
 
+// TestFairClaimsPassOverValuesWithNothingDue: values whose jobs are all
+// scheduled later take no share of a claim: with b's jobs due and one job
+// each of a and c an hour away, a claim of 20 (one statement on MySQL)
+// and a claim of 120 (a seek of each value's share on MySQL) take b's
+// only, as many as asked. (A claim that shared the batch among the values
+// with available jobs, due or not, came back with a third.)
+func TestFairClaimsPassOverValuesWithNothingDue(t *testing.T) {
+	eachFairEngine(t, func(t *testing.T, q *fairQueue) {
+		ctx := context.Background()
+		pushTenant(t, q, "b", 300)
+		for _, tenant := range []string{"a", "c"} {
+			if err := q.push(ctx, tenant, 0, queue.Delay(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, n := range []int{20, 120} {
+			got, err := q.claim(ctx, "node", n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != n {
+				t.Errorf("claim of %d took %d jobs", n, len(got))
+			}
+			for _, j := range got {
+				if j.tenant != "b" {
+					t.Errorf("claim of %d took %s, which is not due", n, j)
+				}
+			}
+		}
+	})
+}
+
 // TestFairClaimsConcurrently: four claimers draining many tenants at once
 // take every job exactly once.
 func TestFairClaimsConcurrently(t *testing.T) {

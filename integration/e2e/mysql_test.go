@@ -272,11 +272,11 @@ func TestMySQLClaimPlans(t *testing.T) {
 		// values, a dive into the fair index each; then a value's share,
 		// a range read of the fair index in claim order, locked as it is
 		// read.
-		{"fair.sql.go", "FirstFairKeyFair", nil, "fair_queue_fair_idx"},
-		{"fair.sql.go", "NextFairKeyFair", []any{"t1"}, "fair_queue_fair_idx"},
+		{"fair.sql.go", "FirstFairKeyFair", []any{nil}, "fair_queue_fair_idx"},
+		{"fair.sql.go", "NextFairKeyFair", []any{"t1", nil}, "fair_queue_fair_idx"},
 		{"fair.sql.go", "ClaimKeyFair", []any{"t1", nil, 10}, "fair_queue_fair_idx"},
-		{"txfair.sql.go", "FirstFairKeyTxfair", nil, "txfair_queue_fair_idx"},
-		{"txfair.sql.go", "NextFairKeyTxfair", []any{"t1"}, "txfair_queue_fair_idx"},
+		{"txfair.sql.go", "FirstFairKeyTxfair", []any{nil}, "txfair_queue_fair_idx"},
+		{"txfair.sql.go", "NextFairKeyTxfair", []any{"t1", nil}, "txfair_queue_fair_idx"},
 		{"txfair.sql.go", "ClaimKeyTxfair", []any{"t1", nil, 10}, "txfair_queue_fair_idx"},
 		// The limited claims: the lock (the registry row, by primary
 		// key), the global count, and the claims, whose per-key count

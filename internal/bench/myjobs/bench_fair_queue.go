@@ -489,7 +489,7 @@ func (q *BenchFairQueue) jobs(rows []myjobsdb.BenchFairRow) []*queue.Job[BenchFa
 // claimFair takes up to n due jobs in qt's transaction, from each
 // tenant in turn, and returns them with the database's clock at the
 // claim. FirstFairKeyBenchFair and NextFairKeyBenchFair list the values with
-// available jobs (mysqlimpl.FairKeys); when they are few and each one's
+// due jobs (mysqlimpl.FairKeys); when they are few and each one's
 // share of n is large (mysqlimpl.FairSeeks), the claim seeks each value's
 // share with ClaimKeyBenchFair, a range read of the fair index a value
 // (mysqlimpl.FairTake: s entries read for a share of s, where the one
@@ -497,7 +497,11 @@ func (q *BenchFairQueue) jobs(rows []myjobsdb.BenchFairRow) []*queue.Job[BenchFa
 // the one statement, ClaimDueBenchFair.
 func (q *BenchFairQueue) claimFair(ctx context.Context, qt *myjobsdb.Queries, at *time.Time, n int) ([]myjobsdb.BenchFairRow, time.Time, error) {
 	var now time.Time
-	keys, err := mysqlimpl.FairKeys(ctx, n, qt.FirstFairKeyBenchFair, qt.NextFairKeyBenchFair)
+	keys, err := mysqlimpl.FairKeys(ctx, n,
+		func(ctx context.Context) (string, error) { return qt.FirstFairKeyBenchFair(ctx, at) },
+		func(ctx context.Context, after string) (string, error) {
+			return qt.NextFairKeyBenchFair(ctx, myjobsdb.NextFairKeyBenchFairParams{After: after, Now: at})
+		})
 	if err != nil || len(keys) == 0 {
 		return nil, now, err
 	}

@@ -387,7 +387,7 @@ func (q *ChargeQueue) jobs(rows []jobsdb.ChargeRow) []*queue.Job[ChargePayload] 
 // claimFair takes up to n due jobs in qt's transaction, from each
 // account in turn, and returns them with the database's clock at the
 // claim. FirstFairKeyCharge and NextFairKeyCharge list the values with
-// available jobs (mysqlimpl.FairKeys); when they are few and each one's
+// due jobs (mysqlimpl.FairKeys); when they are few and each one's
 // share of n is large (mysqlimpl.FairSeeks), the claim seeks each value's
 // share with ClaimKeyCharge, a range read of the fair index a value
 // (mysqlimpl.FairTake: s entries read for a share of s, where the one
@@ -395,7 +395,11 @@ func (q *ChargeQueue) jobs(rows []jobsdb.ChargeRow) []*queue.Job[ChargePayload] 
 // the one statement, ClaimCharge.
 func (q *ChargeQueue) claimFair(ctx context.Context, qt *jobsdb.Queries, at *time.Time, n int) ([]jobsdb.ChargeRow, time.Time, error) {
 	var now time.Time
-	keys, err := mysqlimpl.FairKeys(ctx, n, qt.FirstFairKeyCharge, qt.NextFairKeyCharge)
+	keys, err := mysqlimpl.FairKeys(ctx, n,
+		func(ctx context.Context) (int64, error) { return qt.FirstFairKeyCharge(ctx, at) },
+		func(ctx context.Context, after int64) (int64, error) {
+			return qt.NextFairKeyCharge(ctx, jobsdb.NextFairKeyChargeParams{After: after, Now: at})
+		})
 	if err != nil || len(keys) == 0 {
 		return nil, now, err
 	}

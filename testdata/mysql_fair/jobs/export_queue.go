@@ -489,7 +489,7 @@ func (q *ExportQueue) jobs(rows []jobsdb.ExportRow) []*queue.Job[ExportPayload] 
 // claimFair takes up to n due jobs in qt's transaction, from each
 // tenant in turn, and returns them with the database's clock at the
 // claim. FirstFairKeyExport and NextFairKeyExport list the values with
-// available jobs (mysqlimpl.FairKeys); when they are few and each one's
+// due jobs (mysqlimpl.FairKeys); when they are few and each one's
 // share of n is large (mysqlimpl.FairSeeks), the claim seeks each value's
 // share with ClaimKeyExport, a range read of the fair index a value
 // (mysqlimpl.FairTake: s entries read for a share of s, where the one
@@ -497,7 +497,11 @@ func (q *ExportQueue) jobs(rows []jobsdb.ExportRow) []*queue.Job[ExportPayload] 
 // the one statement, ClaimDueExport.
 func (q *ExportQueue) claimFair(ctx context.Context, qt *jobsdb.Queries, at *time.Time, n int) ([]jobsdb.ExportRow, time.Time, error) {
 	var now time.Time
-	keys, err := mysqlimpl.FairKeys(ctx, n, qt.FirstFairKeyExport, qt.NextFairKeyExport)
+	keys, err := mysqlimpl.FairKeys(ctx, n,
+		func(ctx context.Context) (string, error) { return qt.FirstFairKeyExport(ctx, at) },
+		func(ctx context.Context, after string) (string, error) {
+			return qt.NextFairKeyExport(ctx, jobsdb.NextFairKeyExportParams{After: after, Now: at})
+		})
 	if err != nil || len(keys) == 0 {
 		return nil, now, err
 	}

@@ -520,7 +520,7 @@ func (q *MailQueue) jobs(rows []jobsdb.MailRow) []*queue.Job[MailPayload] {
 // claimFair takes up to n due jobs in qt's transaction, from each
 // tenant in turn, and returns them with the database's clock at the
 // claim. FirstFairKeyMail and NextFairKeyMail list the values with
-// available jobs (mysqlimpl.FairKeys); when they are few and each one's
+// due jobs (mysqlimpl.FairKeys); when they are few and each one's
 // share of n is large (mysqlimpl.FairSeeks), the claim seeks each value's
 // share with ClaimKeyMail, a range read of the fair index a value
 // (mysqlimpl.FairTake: s entries read for a share of s, where the one
@@ -528,7 +528,11 @@ func (q *MailQueue) jobs(rows []jobsdb.MailRow) []*queue.Job[MailPayload] {
 // the one statement, ClaimDueMail.
 func (q *MailQueue) claimFair(ctx context.Context, qt *jobsdb.Queries, at *time.Time, n int) ([]jobsdb.MailRow, time.Time, error) {
 	var now time.Time
-	keys, err := mysqlimpl.FairKeys(ctx, n, qt.FirstFairKeyMail, qt.NextFairKeyMail)
+	keys, err := mysqlimpl.FairKeys(ctx, n,
+		func(ctx context.Context) (string, error) { return qt.FirstFairKeyMail(ctx, at) },
+		func(ctx context.Context, after string) (string, error) {
+			return qt.NextFairKeyMail(ctx, jobsdb.NextFairKeyMailParams{After: after, Now: at})
+		})
 	if err != nil || len(keys) == 0 {
 		return nil, now, err
 	}

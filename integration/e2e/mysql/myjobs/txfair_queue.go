@@ -387,7 +387,7 @@ func (q *TxfairQueue) jobs(rows []myjobsdb.TxfairRow) []*queue.Job[TxfairPayload
 // claimFair takes up to n due jobs in qt's transaction, from each
 // tenant in turn, and returns them with the database's clock at the
 // claim. FirstFairKeyTxfair and NextFairKeyTxfair list the values with
-// available jobs (mysqlimpl.FairKeys); when they are few and each one's
+// due jobs (mysqlimpl.FairKeys); when they are few and each one's
 // share of n is large (mysqlimpl.FairSeeks), the claim seeks each value's
 // share with ClaimKeyTxfair, a range read of the fair index a value
 // (mysqlimpl.FairTake: s entries read for a share of s, where the one
@@ -395,7 +395,11 @@ func (q *TxfairQueue) jobs(rows []myjobsdb.TxfairRow) []*queue.Job[TxfairPayload
 // the one statement, ClaimTxfair.
 func (q *TxfairQueue) claimFair(ctx context.Context, qt *myjobsdb.Queries, at *time.Time, n int) ([]myjobsdb.TxfairRow, time.Time, error) {
 	var now time.Time
-	keys, err := mysqlimpl.FairKeys(ctx, n, qt.FirstFairKeyTxfair, qt.NextFairKeyTxfair)
+	keys, err := mysqlimpl.FairKeys(ctx, n,
+		func(ctx context.Context) (string, error) { return qt.FirstFairKeyTxfair(ctx, at) },
+		func(ctx context.Context, after string) (string, error) {
+			return qt.NextFairKeyTxfair(ctx, myjobsdb.NextFairKeyTxfairParams{After: after, Now: at})
+		})
 	if err != nil || len(keys) == 0 {
 		return nil, now, err
 	}

@@ -489,7 +489,7 @@ func (q *FairQueue) jobs(rows []myjobsdb.FairRow) []*queue.Job[FairPayload] {
 // claimFair takes up to n due jobs in qt's transaction, from each
 // tenant in turn, and returns them with the database's clock at the
 // claim. FirstFairKeyFair and NextFairKeyFair list the values with
-// available jobs (mysqlimpl.FairKeys); when they are few and each one's
+// due jobs (mysqlimpl.FairKeys); when they are few and each one's
 // share of n is large (mysqlimpl.FairSeeks), the claim seeks each value's
 // share with ClaimKeyFair, a range read of the fair index a value
 // (mysqlimpl.FairTake: s entries read for a share of s, where the one
@@ -497,7 +497,11 @@ func (q *FairQueue) jobs(rows []myjobsdb.FairRow) []*queue.Job[FairPayload] {
 // the one statement, ClaimDueFair.
 func (q *FairQueue) claimFair(ctx context.Context, qt *myjobsdb.Queries, at *time.Time, n int) ([]myjobsdb.FairRow, time.Time, error) {
 	var now time.Time
-	keys, err := mysqlimpl.FairKeys(ctx, n, qt.FirstFairKeyFair, qt.NextFairKeyFair)
+	keys, err := mysqlimpl.FairKeys(ctx, n,
+		func(ctx context.Context) (string, error) { return qt.FirstFairKeyFair(ctx, at) },
+		func(ctx context.Context, after string) (string, error) {
+			return qt.NextFairKeyFair(ctx, myjobsdb.NextFairKeyFairParams{After: after, Now: at})
+		})
 	if err != nil || len(keys) == 0 {
 		return nil, now, err
 	}

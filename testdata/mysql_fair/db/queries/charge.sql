@@ -138,20 +138,23 @@ SET attempt = attempt + 1,
 WHERE id IN (sqlc.slice(ids));
 
 -- name: FirstFairKeyCharge :one
--- FirstFairKeyCharge is the least account value with available jobs, and
--- NextFairKeyCharge the next after @after: one dive into the fair index
--- (state, account, …) each, whatever the table's statistics (MariaDB takes
--- the loose index scan of GROUP BY account only once InnoDB's statistics
--- count the values: on a table just filled, EXPLAIN shows a read of every
--- available job's entry), locking nothing. The accessor lists the values this
--- way, one more at most than a claim seeks (mysqlimpl.FairSeeks: a few
--- values, each with a large share of the claim); then it seeks each value's
--- jobs with ClaimKeyCharge, a statement a value, instead of walking them in
--- ClaimCharge (whose walk reads s²/2 entries for a share of s, and recurses
--- once a job).
+-- FirstFairKeyCharge is the least account value with a due job, and
+-- NextFairKeyCharge the next after @after (a value whose jobs are all
+-- scheduled later takes no share of the claim): one dive into the fair index
+-- (state, account, …) each, whatever the table's statistics, and a read of
+-- the entries of the values it passes over, those with no due job (MariaDB
+-- takes the loose index scan of GROUP BY account only once InnoDB's
+-- statistics count the values: on a table just filled, EXPLAIN shows a read
+-- of every available job's entry), locking nothing. The accessor lists the
+-- values this way, one more at most than a claim seeks (mysqlimpl.FairSeeks:
+-- a few values, each with a large share of the claim); then it seeks each
+-- value's jobs with ClaimKeyCharge, a statement a value, instead of walking
+-- them in ClaimCharge (whose walk reads s²/2 entries for a share of s, and
+-- recurses once a job).
 SELECT account
 FROM charge_queue FORCE INDEX (charge_queue_fair_idx)
 WHERE state = 'available'
+  AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
 ORDER BY account
 LIMIT 1;
 
@@ -160,6 +163,7 @@ SELECT account
 FROM charge_queue FORCE INDEX (charge_queue_fair_idx)
 WHERE state = 'available'
   AND account > sqlc.arg(after)
+  AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
 ORDER BY account
 LIMIT 1;
 

@@ -161,20 +161,23 @@ SET state = 'running',
 WHERE id IN (sqlc.slice(ids));
 
 -- name: FirstFairKeyExport :one
--- FirstFairKeyExport is the least tenant value with available jobs, and
--- NextFairKeyExport the next after @after: one dive into the fair index
--- (state, tenant, …) each, whatever the table's statistics (MariaDB takes
--- the loose index scan of GROUP BY tenant only once InnoDB's statistics count
--- the values: on a table just filled, EXPLAIN shows a read of every available
--- job's entry), locking nothing. The accessor lists the values this way, one
--- more at most than a claim seeks (mysqlimpl.FairSeeks: a few values, each
--- with a large share of the claim); then it seeks each value's jobs with
--- ClaimKeyExport, a statement a value, instead of walking them in
+-- FirstFairKeyExport is the least tenant value with a due job, and
+-- NextFairKeyExport the next after @after (a value whose jobs are all
+-- scheduled later takes no share of the claim): one dive into the fair index
+-- (state, tenant, …) each, whatever the table's statistics, and a read of
+-- the entries of the values it passes over, those with no due job (MariaDB
+-- takes the loose index scan of GROUP BY tenant only once InnoDB's statistics
+-- count the values: on a table just filled, EXPLAIN shows a read of every
+-- available job's entry), locking nothing. The accessor lists the values this
+-- way, one more at most than a claim seeks (mysqlimpl.FairSeeks: a few
+-- values, each with a large share of the claim); then it seeks each value's
+-- jobs with ClaimKeyExport, a statement a value, instead of walking them in
 -- ClaimDueExport (whose walk reads s²/2 entries for a share of s, and
 -- recurses once a job).
 SELECT tenant
 FROM export_queue FORCE INDEX (export_queue_fair_idx)
 WHERE state = 'available'
+  AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
 ORDER BY tenant
 LIMIT 1;
 
@@ -183,6 +186,7 @@ SELECT tenant
 FROM export_queue FORCE INDEX (export_queue_fair_idx)
 WHERE state = 'available'
   AND tenant > sqlc.arg(after)
+  AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
 ORDER BY tenant
 LIMIT 1;
 

@@ -547,23 +547,26 @@ const FirstFairKeyCharge = `-- name: FirstFairKeyCharge :one
 SELECT account
 FROM charge_queue FORCE INDEX (charge_queue_fair_idx)
 WHERE state = 'available'
+  AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
 ORDER BY account
 LIMIT 1
 `
 
-// FirstFairKeyCharge is the least account value with available jobs, and
-// NextFairKeyCharge the next after @after: one dive into the fair index
-// (state, account, …) each, whatever the table's statistics (MariaDB takes
-// the loose index scan of GROUP BY account only once InnoDB's statistics
-// count the values: on a table just filled, EXPLAIN shows a read of every
-// available job's entry), locking nothing. The accessor lists the values this
-// way, one more at most than a claim seeks (mysqlimpl.FairSeeks: a few
-// values, each with a large share of the claim); then it seeks each value's
-// jobs with ClaimKeyCharge, a statement a value, instead of walking them in
-// ClaimCharge (whose walk reads s²/2 entries for a share of s, and recurses
-// once a job).
-func (q *Queries) FirstFairKeyCharge(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, FirstFairKeyCharge)
+// FirstFairKeyCharge is the least account value with a due job, and
+// NextFairKeyCharge the next after @after (a value whose jobs are all
+// scheduled later takes no share of the claim): one dive into the fair index
+// (state, account, …) each, whatever the table's statistics, and a read of
+// the entries of the values it passes over, those with no due job (MariaDB
+// takes the loose index scan of GROUP BY account only once InnoDB's
+// statistics count the values: on a table just filled, EXPLAIN shows a read
+// of every available job's entry), locking nothing. The accessor lists the
+// values this way, one more at most than a claim seeks (mysqlimpl.FairSeeks:
+// a few values, each with a large share of the claim); then it seeks each
+// value's jobs with ClaimKeyCharge, a statement a value, instead of walking
+// them in ClaimCharge (whose walk reads s²/2 entries for a share of s, and
+// recurses once a job).
+func (q *Queries) FirstFairKeyCharge(ctx context.Context, now *time.Time) (int64, error) {
+	row := q.db.QueryRowContext(ctx, FirstFairKeyCharge, now)
 	var account int64
 	err := row.Scan(&account)
 	return account, err
@@ -700,12 +703,18 @@ SELECT account
 FROM charge_queue FORCE INDEX (charge_queue_fair_idx)
 WHERE state = 'available'
   AND account > ?
+  AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
 ORDER BY account
 LIMIT 1
 `
 
-func (q *Queries) NextFairKeyCharge(ctx context.Context, after int64) (int64, error) {
-	row := q.db.QueryRowContext(ctx, NextFairKeyCharge, after)
+type NextFairKeyChargeParams struct {
+	After int64
+	Now   *time.Time
+}
+
+func (q *Queries) NextFairKeyCharge(ctx context.Context, arg NextFairKeyChargeParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, NextFairKeyCharge, arg.After, arg.Now)
 	var account int64
 	err := row.Scan(&account)
 	return account, err

@@ -209,11 +209,13 @@ INSERT INTO mail_queue_rate (claimed_at, jobs)
 VALUES (sqlc.arg(claimed_at), sqlc.arg(jobs));
 
 -- name: FirstFairKeyMail :one
--- FirstFairKeyMail is the least tenant value with available jobs, and
--- NextFairKeyMail the next after @after: one dive into the fair index (state,
--- tenant, …) each, whatever the table's statistics (MariaDB takes the loose
--- index scan of GROUP BY tenant only once InnoDB's statistics count the
--- values: on a table just filled, EXPLAIN shows a read of every available
+-- FirstFairKeyMail is the least tenant value with a due job, and
+-- NextFairKeyMail the next after @after (a value whose jobs are all scheduled
+-- later takes no share of the claim): one dive into the fair index (state,
+-- tenant, …) each, whatever the table's statistics, and a read of the
+-- entries of the values it passes over, those with no due job (MariaDB takes
+-- the loose index scan of GROUP BY tenant only once InnoDB's statistics count
+-- the values: on a table just filled, EXPLAIN shows a read of every available
 -- job's entry), locking nothing. The accessor lists the values this way, one
 -- more at most than a claim seeks (mysqlimpl.FairSeeks: a few values, each
 -- with a large share of the claim); then it seeks each value's jobs with
@@ -222,6 +224,7 @@ VALUES (sqlc.arg(claimed_at), sqlc.arg(jobs));
 SELECT tenant
 FROM mail_queue FORCE INDEX (mail_queue_fair_idx)
 WHERE state = 'available'
+  AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
 ORDER BY tenant
 LIMIT 1;
 
@@ -230,6 +233,7 @@ SELECT tenant
 FROM mail_queue FORCE INDEX (mail_queue_fair_idx)
 WHERE state = 'available'
   AND tenant > sqlc.arg(after)
+  AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
 ORDER BY tenant
 LIMIT 1;
 

@@ -747,22 +747,25 @@ const FirstFairKeyMail = `-- name: FirstFairKeyMail :one
 SELECT tenant
 FROM mail_queue FORCE INDEX (mail_queue_fair_idx)
 WHERE state = 'available'
+  AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
 ORDER BY tenant
 LIMIT 1
 `
 
-// FirstFairKeyMail is the least tenant value with available jobs, and
-// NextFairKeyMail the next after @after: one dive into the fair index (state,
-// tenant, …) each, whatever the table's statistics (MariaDB takes the loose
-// index scan of GROUP BY tenant only once InnoDB's statistics count the
-// values: on a table just filled, EXPLAIN shows a read of every available
+// FirstFairKeyMail is the least tenant value with a due job, and
+// NextFairKeyMail the next after @after (a value whose jobs are all scheduled
+// later takes no share of the claim): one dive into the fair index (state,
+// tenant, …) each, whatever the table's statistics, and a read of the
+// entries of the values it passes over, those with no due job (MariaDB takes
+// the loose index scan of GROUP BY tenant only once InnoDB's statistics count
+// the values: on a table just filled, EXPLAIN shows a read of every available
 // job's entry), locking nothing. The accessor lists the values this way, one
 // more at most than a claim seeks (mysqlimpl.FairSeeks: a few values, each
 // with a large share of the claim); then it seeks each value's jobs with
 // ClaimKeyMail, a statement a value, instead of walking them in ClaimDueMail
 // (whose walk reads s²/2 entries for a share of s, and recurses once a job).
-func (q *Queries) FirstFairKeyMail(ctx context.Context) (string, error) {
-	row := q.db.QueryRowContext(ctx, FirstFairKeyMail)
+func (q *Queries) FirstFairKeyMail(ctx context.Context, now *time.Time) (string, error) {
+	row := q.db.QueryRowContext(ctx, FirstFairKeyMail, now)
 	var tenant string
 	err := row.Scan(&tenant)
 	return tenant, err
@@ -1019,12 +1022,18 @@ SELECT tenant
 FROM mail_queue FORCE INDEX (mail_queue_fair_idx)
 WHERE state = 'available'
   AND tenant > ?
+  AND run_after <= COALESCE(?, UTC_TIMESTAMP(6))
 ORDER BY tenant
 LIMIT 1
 `
 
-func (q *Queries) NextFairKeyMail(ctx context.Context, after string) (string, error) {
-	row := q.db.QueryRowContext(ctx, NextFairKeyMail, after)
+type NextFairKeyMailParams struct {
+	After string
+	Now   *time.Time
+}
+
+func (q *Queries) NextFairKeyMail(ctx context.Context, arg NextFairKeyMailParams) (string, error) {
+	row := q.db.QueryRowContext(ctx, NextFairKeyMail, arg.After, arg.Now)
 	var tenant string
 	err := row.Scan(&tenant)
 	return tenant, err

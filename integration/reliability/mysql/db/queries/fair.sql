@@ -159,11 +159,13 @@ SET state = 'running',
 WHERE id IN (sqlc.slice(ids));
 
 -- name: FirstFairKeyFair :one
--- FirstFairKeyFair is the least tenant value with available jobs, and
--- NextFairKeyFair the next after @after: one dive into the fair index (state,
--- tenant, …) each, whatever the table's statistics (MariaDB takes the loose
--- index scan of GROUP BY tenant only once InnoDB's statistics count the
--- values: on a table just filled, EXPLAIN shows a read of every available
+-- FirstFairKeyFair is the least tenant value with a due job, and
+-- NextFairKeyFair the next after @after (a value whose jobs are all scheduled
+-- later takes no share of the claim): one dive into the fair index (state,
+-- tenant, …) each, whatever the table's statistics, and a read of the
+-- entries of the values it passes over, those with no due job (MariaDB takes
+-- the loose index scan of GROUP BY tenant only once InnoDB's statistics count
+-- the values: on a table just filled, EXPLAIN shows a read of every available
 -- job's entry), locking nothing. The accessor lists the values this way, one
 -- more at most than a claim seeks (mysqlimpl.FairSeeks: a few values, each
 -- with a large share of the claim); then it seeks each value's jobs with
@@ -172,6 +174,7 @@ WHERE id IN (sqlc.slice(ids));
 SELECT tenant
 FROM fair_queue FORCE INDEX (fair_queue_fair_idx)
 WHERE state = 'available'
+  AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
 ORDER BY tenant
 LIMIT 1;
 
@@ -180,6 +183,7 @@ SELECT tenant
 FROM fair_queue FORCE INDEX (fair_queue_fair_idx)
 WHERE state = 'available'
   AND tenant > sqlc.arg(after)
+  AND run_after <= COALESCE(sqlc.narg(now), UTC_TIMESTAMP(6))
 ORDER BY tenant
 LIMIT 1;
 
