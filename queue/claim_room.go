@@ -27,7 +27,7 @@ import (
 type claimRoom struct {
 	mu    sync.Mutex
 	held  int           // jobs claimed (or being claimed) whose handlers have not returned
-	most  int           // the most jobs held ahead (Claimers × MaxClaim); 0 until a claim is recorded
+	most  int           // the most jobs held ahead: Claimers × MaxClaim
 	freed chan struct{} // capacity 1: a handler returned, or a claim came back short
 
 	handlerTime atomic.Int64 // moving average of a handler's run, in ns
@@ -68,14 +68,10 @@ func (r *claimRoom) release(n int) {
 	}
 }
 
-// claimed records a claim's round trip d and the most jobs the worker may
-// hold ahead of its handlers. A queue with limits records none: it never
-// claims ahead.
-func (r *claimRoom) claimed(d time.Duration, most int) {
+// claimed records a claim's round trip d. A queue with limits records
+// none: it never claims ahead.
+func (r *claimRoom) claimed(d time.Duration) {
 	average(&r.claimTime, d)
-	r.mu.Lock()
-	r.most = most
-	r.mu.Unlock()
 }
 
 // ahead is how many jobs may be held beyond the concurrency, from the
@@ -84,13 +80,14 @@ func (r *claimRoom) claimed(d time.Duration, most int) {
 // sized for quick handlers. Until a handler has returned, the handlers'
 // time is unknown: nothing is held ahead, so that a worker starting
 // beside others, or whose handlers run for minutes, takes no more than its
-// handlers run. Called with mu held.
+// handlers run (and until a claim is recorded, its time is 0: a queue
+// with limits holds nothing ahead). Called with mu held.
 func (r *claimRoom) ahead(concurrency int) int {
-	h, c := r.handlerTime.Load(), r.claimTime.Load()
-	if h <= 0 || c <= 0 || r.most == 0 {
+	h := r.handlerTime.Load()
+	if h <= 0 {
 		return 0
 	}
-	return int(min(int64(r.most), 2*int64(concurrency)*c/h))
+	return int(min(int64(r.most), 2*int64(concurrency)*r.claimTime.Load()/h))
 }
 
 // reserve returns how many jobs the next claim may take, counting them

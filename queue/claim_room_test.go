@@ -13,13 +13,13 @@ import (
 // then wait for a full claim's room while jobs are still queued.
 func TestClaimRoomHoldsAheadOnlyOfQuickHandlers(t *testing.T) {
 	const concurrency, maxClaim, most = 100, 500, 1000
-	slow := claimRoom{freed: make(chan struct{}, 1)}
+	slow := claimRoom{freed: make(chan struct{}, 1), most: most}
 	if n := slow.reserve(concurrency, maxClaim); n != concurrency {
 		t.Fatalf("first claim takes %d, want the %d handlers", n, concurrency)
 	}
 	// Before any handler returns, nothing is held ahead: a worker starting
 	// beside others, or whose handlers run long, takes what its handlers run.
-	slow.claimed(5*time.Millisecond, most)
+	slow.claimed(5 * time.Millisecond)
 	if a := slow.ahead(concurrency); a != 0 {
 		t.Fatalf("no handler returned yet: %d held ahead, want 0", a)
 	}
@@ -33,12 +33,12 @@ func TestClaimRoomHoldsAheadOnlyOfQuickHandlers(t *testing.T) {
 		t.Errorf("after 50 handlers returned the claim takes %d, want 51", n)
 	}
 
-	quick := claimRoom{freed: make(chan struct{}, 1)}
+	quick := claimRoom{freed: make(chan struct{}, 1), most: most}
 	quick.reserve(concurrency, maxClaim)
 	for range concurrency {
 		quick.finish(10 * time.Microsecond)
 	}
-	quick.claimed(5*time.Millisecond, most)
+	quick.claimed(5 * time.Millisecond)
 	if a := quick.ahead(concurrency); a != most {
 		t.Fatalf("10 µs handlers, 5 ms claims: %d held ahead, want the cap %d", a, most)
 	}
@@ -69,11 +69,11 @@ func TestClaimRoomHoldsAheadOnlyOfQuickHandlers(t *testing.T) {
 // it.)
 func TestClaimRoomCountsAHandlersReturnAtOnce(t *testing.T) {
 	const concurrency, maxClaim, most = 100, 500, 1000
-	r := claimRoom{freed: make(chan struct{}, 1)}
+	r := claimRoom{freed: make(chan struct{}, 1), most: most}
 	if n := r.reserve(concurrency, maxClaim); n != concurrency {
 		t.Fatalf("first claim takes %d, want the %d handlers", n, concurrency)
 	}
-	r.claimed(5*time.Millisecond, most)
+	r.claimed(5 * time.Millisecond)
 	if n := r.reserve(concurrency, maxClaim); n != 0 {
 		t.Fatalf("every handler busy, none returned: a second claim takes %d, want it to wait", n)
 	}
@@ -86,8 +86,8 @@ func TestClaimRoomCountsAHandlersReturnAtOnce(t *testing.T) {
 // A queue with limits records no claim: it holds nothing ahead, however
 // quick its handlers.
 func TestClaimRoomWithoutClaimsHoldsNothingAhead(t *testing.T) {
-	const concurrency, maxClaim = 10, 500
-	r := claimRoom{freed: make(chan struct{}, 1)}
+	const concurrency, maxClaim, most = 10, 500, 1000
+	r := claimRoom{freed: make(chan struct{}, 1), most: most}
 	if n := r.reserve(concurrency, maxClaim); n != concurrency {
 		t.Fatalf("first claim takes %d, want the %d handlers", n, concurrency)
 	}

@@ -138,7 +138,7 @@ func NewWorker[P any](q LeaseQueue[P], handler Handler[P], opts ...WorkerOption)
 	}
 	return &Worker[P]{
 		q: q, handler: handler, cfg: cfg, lease: lease, name: q.QueueName(), limited: limited, bad: bad,
-		room:    claimRoom{freed: make(chan struct{}, 1)},
+		room:    claimRoom{freed: make(chan struct{}, 1), most: cfg.claimers * cfg.maxClaim},
 		wake:    make(chan struct{}, 1),
 		running: map[int64]*runningJob[P]{},
 		results: newResults[P](),
@@ -330,7 +330,7 @@ func (w *Worker[P]) claimLoop(ctx, jobsCtx context.Context, log *slog.Logger) {
 		cancel()
 		w.room.release(n - len(jobs))
 		if err == nil && w.limited == nil {
-			w.room.claimed(time.Since(asked), w.cfg.claimers*w.cfg.maxClaim)
+			w.room.claimed(time.Since(asked))
 		}
 		if err != nil {
 			failures++
