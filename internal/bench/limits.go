@@ -114,8 +114,8 @@ func childOptions(c child) (limited, rated []queue.WorkerOption) {
 // runLimits measures queue bench_limited (per_key: 3, global: 20): it
 // pushes Jobs jobs over Tenants tenants (100 by default), starts 4 worker
 // processes (this executable again, see ChildMain) of 20 handlers each,
-// whose jobs take 20 ms, and samples the running jobs every 2 ms from a connection of its
-// own until the queue is drained. Its summary line is the drain's; a
+// whose jobs take 20 ms, and samples the running jobs every 2 ms from a
+// connection of its own until the queue is drained. Its summary line is the drain's; a
 // second line gives the samples' maxima, which must be within the limits
 // (the workload fails otherwise), and the rate as a fraction of what the
 // global limit allows (20 slots of 20 ms jobs: 1,000 jobs/s).
