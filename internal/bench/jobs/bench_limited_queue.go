@@ -449,17 +449,10 @@ func (q *BenchLimitedQueue) ResultsWithin() time.Duration { return 0 }
 
 // claimLimited takes the queue's claim lock, then claims, in one transaction: the caller's in a copy made by
 // WithTx, else one of its own, committed before it returns, so the lock is
-// held for the claim alone. Over a pool or a connection, which send batches,
-// its own transaction is a batch: the lock and the claim in one round trip
-// instead of four (BEGIN, each statement, COMMIT), the server running them as
-// one implicit transaction, each statement with a snapshot taken when it
-// starts, so the claim still counts after the lock (pgximpl.Pipeline).
+// held for the claim alone.
 func (q *BenchLimitedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimBenchLimitedParams) ([]jobsdb.ClaimBenchLimitedRow, error) {
 	if q.inTx {
 		return q.claimLocked(ctx, q.q, arg)
-	}
-	if b, ok := q.db.(pgximpl.Batcher); ok {
-		return q.claimLocked(ctx, jobsdb.New(pgximpl.NewPipeline(b)), arg)
 	}
 	return pgximpl.InTx(ctx, q.db, func(tx pgx.Tx) ([]jobsdb.ClaimBenchLimitedRow, error) {
 		return q.claimLocked(ctx, q.q.WithTx(tx), arg)
