@@ -623,6 +623,61 @@ func TestLimitsClaimsQueuedOnTheLockCountInTurn(t *testing.T) {
 	})
 }
 
+// TestLimitsClaimGivenUpWhileWaitingTakesNothing: a claim whose context
+// ends while it waits for the claim lock leases nothing, even when the
+// lock is freed at that very moment. A claim that sent its statements
+// ahead of the lock (PostgreSQL's claim in one batch, waiting on the
+// server for the lock) would, once granted it before the cancellation
+// reached the server, claim and commit after its caller had given up:
+// jobs leased to nobody, their slots held until the leases expire.
+// Several rounds, as the loss is a race.
+func TestLimitsClaimGivenUpWhileWaitingTakesNothing(t *testing.T) {
+	eachLimitedEngine(t, func(t *testing.T, q *limitedQueue) {
+		ctx := context.Background()
+		if err := q.cappedPush(ctx, 1, 2, 3, 4); err != nil {
+			t.Fatal(err)
+		}
+		for round := range 10 {
+			// Each round starts with every job available.
+			if _, err := q.db.SQL.ExecContext(ctx, `UPDATE capped_queue SET state = 'available', attempt = 0, locked_by = NULL, locked_until = NULL WHERE state = 'running'`); err != nil {
+				t.Fatal(err)
+			}
+			n, commit, rollback, err := q.cappedTxClaim(ctx, "holder", 1)
+			if err != nil || n != 1 {
+				rollback()
+				t.Fatalf("round %d: claim in tx = %d jobs, %v", round, n, err)
+			}
+			waitCtx, cancel := context.WithCancel(ctx)
+			type answer struct {
+				jobs int
+				err  error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				got, err := q.cappedClaim(waitCtx, "gave-up", 2)
+				done <- answer{len(got), err}
+			}()
+			time.Sleep(100 * time.Millisecond) // the claim waits for the lock
+			cancel()
+			err = commit() // the lock is freed as the claim gives up
+			a := <-done
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond) // a claim that ran on regardless has committed
+			var leased int
+			if err := q.db.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM capped_queue WHERE state = 'running' AND locked_by = 'gave-up'`).Scan(&leased); err != nil {
+				t.Fatal(err)
+			}
+			// A claim granted the lock before its context ended returns
+			// its jobs; one that returned an error must have leased none.
+			if a.err != nil && leased != 0 || a.err == nil && leased != a.jobs {
+				t.Fatalf("round %d: a claim whose caller gave up while it waited for the claim lock returned %d jobs and %v, and leased %d", round, a.jobs, a.err, leased)
+			}
+		}
+	})
+}
+
 // sampler samples limited's running jobs on a connection of its own every
 // millisecond until stop, keeping the peaks: the most of one tenant, and
 // in all.
