@@ -34,6 +34,12 @@ type claimRoom struct {
 	claimTime   atomic.Int64 // moving average of a claim's round trip, in ns
 }
 
+// newClaimRoom is the room of a worker that holds at most most jobs ahead
+// of its handlers (Claimers × MaxClaim).
+func newClaimRoom(most int) claimRoom {
+	return claimRoom{freed: make(chan struct{}, 1), most: most}
+}
+
 // average moves the average in a by one sample (a weight of 1/8); racing
 // updates may lose a sample, which an average can spare.
 func average(a *atomic.Int64, d time.Duration) {

@@ -13,10 +13,8 @@ import (
 // then wait for a full claim's room while jobs are still queued.
 func TestClaimRoomHoldsAheadOnlyOfQuickHandlers(t *testing.T) {
 	const concurrency, maxClaim, most = 100, 500, 1000
-	slow := claimRoom{freed: make(chan struct{}, 1), most: most}
-	if n := slow.reserve(concurrency, maxClaim); n != concurrency {
-		t.Fatalf("first claim takes %d, want the %d handlers", n, concurrency)
-	}
+	slow := newClaimRoom(most)
+	firstClaim(t, &slow, concurrency, maxClaim)
 	// Before any handler returns, nothing is held ahead: a worker starting
 	// beside others, or whose handlers run long, takes what its handlers run.
 	slow.claimed(5 * time.Millisecond)
@@ -33,7 +31,7 @@ func TestClaimRoomHoldsAheadOnlyOfQuickHandlers(t *testing.T) {
 		t.Errorf("after 50 handlers returned the claim takes %d, want 51", n)
 	}
 
-	quick := claimRoom{freed: make(chan struct{}, 1), most: most}
+	quick := newClaimRoom(most)
 	quick.reserve(concurrency, maxClaim)
 	for range concurrency {
 		quick.finish(10 * time.Microsecond)
@@ -69,10 +67,8 @@ func TestClaimRoomHoldsAheadOnlyOfQuickHandlers(t *testing.T) {
 // it.)
 func TestClaimRoomCountsAHandlersReturnAtOnce(t *testing.T) {
 	const concurrency, maxClaim, most = 100, 500, 1000
-	r := claimRoom{freed: make(chan struct{}, 1), most: most}
-	if n := r.reserve(concurrency, maxClaim); n != concurrency {
-		t.Fatalf("first claim takes %d, want the %d handlers", n, concurrency)
-	}
+	r := newClaimRoom(most)
+	firstClaim(t, &r, concurrency, maxClaim)
 	r.claimed(5 * time.Millisecond)
 	if n := r.reserve(concurrency, maxClaim); n != 0 {
 		t.Fatalf("every handler busy, none returned: a second claim takes %d, want it to wait", n)
@@ -87,10 +83,8 @@ func TestClaimRoomCountsAHandlersReturnAtOnce(t *testing.T) {
 // quick its handlers.
 func TestClaimRoomWithoutClaimsHoldsNothingAhead(t *testing.T) {
 	const concurrency, maxClaim, most = 10, 500, 1000
-	r := claimRoom{freed: make(chan struct{}, 1), most: most}
-	if n := r.reserve(concurrency, maxClaim); n != concurrency {
-		t.Fatalf("first claim takes %d, want the %d handlers", n, concurrency)
-	}
+	r := newClaimRoom(most)
+	firstClaim(t, &r, concurrency, maxClaim)
 	for range concurrency {
 		r.finish(10 * time.Microsecond)
 	}
@@ -101,6 +95,15 @@ func TestClaimRoomWithoutClaimsHoldsNothingAhead(t *testing.T) {
 
 // TestHandlerPoolRunsAtMostMax: the pool never runs more than max items at
 // once, however many are queued, and runs them all.
+// firstClaim reserves a worker's first claim in r: it takes what the
+// handlers run, their time still unknown.
+func firstClaim(t *testing.T, r *claimRoom, concurrency, maxClaim int) {
+	t.Helper()
+	if n := r.reserve(concurrency, maxClaim); n != concurrency {
+		t.Fatalf("first claim takes %d, want the %d handlers", n, concurrency)
+	}
+}
+
 func TestHandlerPoolRunsAtMostMax(t *testing.T) {
 	const max, items = 4, 200
 	var running, peak, done atomic.Int64

@@ -138,7 +138,7 @@ func NewWorker[P any](q LeaseQueue[P], handler Handler[P], opts ...WorkerOption)
 	}
 	return &Worker[P]{
 		q: q, handler: handler, cfg: cfg, lease: lease, name: q.QueueName(), limited: limited, bad: bad,
-		room:    claimRoom{freed: make(chan struct{}, 1), most: cfg.claimers * cfg.maxClaim},
+		room:    newClaimRoom(cfg.claimers * cfg.maxClaim),
 		wake:    make(chan struct{}, 1),
 		running: map[int64]*runningJob[P]{},
 		results: newResults[P](),
