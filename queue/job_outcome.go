@@ -112,7 +112,10 @@ func withJobTimeout(ctx context.Context, d time.Duration) (context.Context, cont
 // timedOut is the handler's error err, or the TimeoutError that ended its
 // context ctx when it gave up for running out of time.
 func timedOut(ctx context.Context, err error) error {
-	if te := (*TimeoutError)(nil); err != nil && errors.As(context.Cause(ctx), &te) {
+	if err == nil { // the hot path: nothing to look for, nothing allocated
+		return nil
+	}
+	if te := (*TimeoutError)(nil); errors.As(context.Cause(ctx), &te) {
 		return te
 	}
 	return err

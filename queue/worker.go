@@ -199,8 +199,9 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 
 	// Handlers and the completer outlive ctx: they get their own contexts,
 	// ended by the shutdown sequence below.
-	jobsCtx, cancelJobs := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancelJobs(nil)
+	// Each job's context is cancelled on its own (cancelRunning, a lost
+	// lease), not through a parent: jobsCtx only carries ctx's values.
+	jobsCtx := context.WithoutCancel(ctx)
 	flushCtx, cancelFlush := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelFlush()
 	stopCompleter := make(chan struct{})
@@ -255,7 +256,7 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 	case <-finished:
 	case <-time.After(time.Until(deadline) * 3 / 4):
 		log.Warn("shutdown: cancelling running jobs", "jobs", w.runningCount())
-		cancelJobs(errShutdown)
+		w.cancelRunning(errShutdown)
 		select {
 		case <-finished:
 		case <-time.After(time.Until(deadline) / 2):
@@ -372,6 +373,17 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
+// cancelRunning cancels each started job's context with cause, one by
+// one: they have no parent to cancel them all (see start). Run calls it
+// once the claim loops have ended, so no job starts after it.
+func (w *Worker[P]) cancelRunning(cause error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range w.running {
+		r.cancel(cause)
+	}
+}
+
 func (w *Worker[P]) runningCount() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -384,10 +396,16 @@ func (w *Worker[P]) start(jobsCtx context.Context, jobs []*Job[P], asked time.Ti
 	if len(jobs) == 0 {
 		return
 	}
+	// One allocation for the batch's runningJobs, and job contexts under
+	// jobsCtx, which is never cancelled: a child of a parent that can be
+	// costs a map entry under the parent's lock, taken and dropped for
+	// every job. cancelRunning cancels them one by one.
+	block := make([]runningJob[P], len(jobs))
 	rs := make([]*runningJob[P], len(jobs))
 	for i, job := range jobs {
-		ctx, cancel := context.WithCancelCause(jobsCtx)
-		r := &runningJob[P]{job: job, ctx: ctx, cancel: cancel}
+		r := &block[i]
+		r.job = job
+		r.ctx, r.cancel = context.WithCancelCause(jobsCtx)
 		rs[i] = r
 	}
 	watchLeases(rs, asked, w.lease)

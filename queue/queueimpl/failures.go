@@ -20,12 +20,15 @@ func Failures(errs []string, failures []byte) []queue.Failure {
 	for i, e := range errs {
 		out[i].Error, out[i].Stack = queue.SplitStack(e)
 	}
+	if len(failures) == 0 { // before recorded, which escapes: a first attempt allocates nothing here
+		return out
+	}
 	var recorded []struct {
 		At      string `json:"at"`
 		Attempt int32  `json:"attempt"`
 		Error   *int   `json:"error"`
 	}
-	if len(failures) == 0 || json.Unmarshal(failures, &recorded) != nil {
+	if json.Unmarshal(failures, &recorded) != nil {
 		return out
 	}
 	for _, r := range recorded {
