@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,6 +279,43 @@ func BenchmarkCompleteMany100(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkWorkerDrain drains b.N due jobs with a Worker's defaults and
+// a handler that does nothing: an op is a job, claimed, handed to a
+// handler and completed, so allocs/op is what the runtime, the generated
+// accessor, sqlc's code and pgx allocate for one job (the fill is not
+// counted). The worker stops once the completer has written the last.
+func BenchmarkWorkerDrain(b *testing.B) {
+	q := prepared(b, b.N)
+	var completed atomic.Int64
+	done := make(chan struct{})
+	w := q.Worker(func(context.Context, *queue.Job[jobs.BenchPayload]) error { return nil },
+		queue.Logger(quiet),
+		queue.WithHooks(queue.Hooks{Batch: func(_ string, kind string, n int) {
+			if kind == "complete" && completed.Add(int64(n)) == int64(b.N) {
+				close(done)
+			}
+		}}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ReportAllocs()
+	b.ResetTimer()
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	select {
+	case <-done:
+	case err := <-errc:
+		b.Fatalf("the worker stopped with %d of %d jobs completed: %v", completed.Load(), b.N, err)
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("%d of %d jobs completed in 5 minutes", completed.Load(), b.N)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+	cancel()
+	if err := <-errc; err != nil {
+		b.Fatal(err)
+	}
 }
 
 // BenchmarkPush pushes one job per statement (one transaction each).
