@@ -93,8 +93,6 @@ func TestClaimRoomWithoutClaimsHoldsNothingAhead(t *testing.T) {
 	}
 }
 
-// TestHandlerPoolRunsAtMostMax: the pool never runs more than max items at
-// once, however many are queued, and runs them all.
 // firstClaim reserves a worker's first claim in r: it takes what the
 // handlers run, their time still unknown.
 func firstClaim(t *testing.T, r *claimRoom, concurrency, maxClaim int) {
@@ -104,6 +102,8 @@ func firstClaim(t *testing.T, r *claimRoom, concurrency, maxClaim int) {
 	}
 }
 
+// TestHandlerPoolRunsAtMostMax: the pool never runs more than max items at
+// once, however many are queued, and runs them all.
 func TestHandlerPoolRunsAtMostMax(t *testing.T) {
 	const max, items = 4, 200
 	var running, peak, done atomic.Int64

@@ -198,9 +198,9 @@ func (w *Worker[P]) Run(ctx context.Context) error {
 	node := startNodeBeat(ctx, w.q, w.name, w.cfg, w.runningCount, log)
 
 	// Handlers and the completer outlive ctx: they get their own contexts,
-	// ended by the shutdown sequence below.
-	// Each job's context is cancelled on its own (cancelRunning, a lost
-	// lease), not through a parent: jobsCtx only carries ctx's values.
+	// ended by the shutdown sequence below. jobsCtx only carries ctx's
+	// values: each job's context is cancelled on its own (cancelRunning,
+	// a lost lease), not through a parent.
 	jobsCtx := context.WithoutCancel(ctx)
 	flushCtx, cancelFlush := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelFlush()
