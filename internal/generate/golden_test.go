@@ -197,3 +197,45 @@ func TestGoldenCompiles(t *testing.T) {
 		t.Fatalf("go vet of the golden Go code: %v\n%s", err, b)
 	}
 }
+
+// TestGoldenSQLLayout: the emitted SQL is reviewed in pull requests, so it
+// is laid out as a person would write it. Every query of a query file starts
+// on a line of its own after one blank line, no line ends in spaces, no two
+// blank lines follow each other, and each file ends in one newline. A
+// template whose trim markers ({{- … -}}) eat a newline fails it: such a
+// template once glued a query's "-- name:" to the semicolon ending the one
+// before it.
+func TestGoldenSQLLayout(t *testing.T) {
+	for _, specPath := range goldenCases(t) {
+		out, err := generate.Generate(specPath, generate.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range out.Files {
+			if !strings.HasSuffix(f.Path, ".sql") {
+				continue
+			}
+			text := string(f.Data)
+			if !strings.HasSuffix(text, "\n") || strings.HasSuffix(text, "\n\n") {
+				t.Errorf("%s: %s does not end in exactly one newline", specPath, f.Path)
+			}
+			lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+			for i, line := range lines {
+				at := func(format string, args ...any) {
+					t.Errorf("%s: %s:%d: "+format, append([]any{specPath, f.Path, i + 1}, args...)...)
+				}
+				if strings.TrimRight(line, " \t") != line {
+					at("trailing whitespace: %q", line)
+				}
+				if i > 0 && line == "" && lines[i-1] == "" {
+					at("two blank lines in a row")
+				}
+				if k := strings.Index(line, "-- name: "); k > 0 {
+					at("a query's name does not start its line: %q", line)
+				} else if k == 0 && i > 0 && lines[i-1] != "" {
+					at("no blank line before the query: %q", line)
+				}
+			}
+		}
+	}
+}

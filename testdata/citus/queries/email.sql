@@ -38,7 +38,9 @@ FROM generate_series(1, sqlc.arg('n')::integer);
 -- committed on every worker it wrote to with two-phase commit); COPY takes no
 -- locks that claims wait for.
 INSERT INTO email_queue (id, bucket, recipient, subject, sent_at, priority, max_attempts)
-VALUES (@id, @bucket, @recipient, @subject, @sent_at, @priority, @max_attempts);-- name: PushManyEmailAt :copyfrom
+VALUES (@id, @bucket, @recipient, @subject, @sent_at, @priority, @max_attempts);
+
+-- name: PushManyEmailAt :copyfrom
 -- PushManyEmailAt is PushManyEmail with run_after given by the caller.
 INSERT INTO email_queue (id, bucket, recipient, subject, sent_at, priority, max_attempts, run_after)
 VALUES (@id, @bucket, @recipient, @subject, @sent_at, @priority, @max_attempts, @run_after);

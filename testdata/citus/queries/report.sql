@@ -36,7 +36,9 @@ FROM generate_series(1, sqlc.arg('n')::integer);
 -- committed on every worker it wrote to with two-phase commit); COPY takes no
 -- locks that claims wait for.
 INSERT INTO report_queue (id, bucket, payload, priority, max_attempts)
-VALUES (@id, @bucket, @payload, @priority, @max_attempts);-- name: PushManyReportAt :copyfrom
+VALUES (@id, @bucket, @payload, @priority, @max_attempts);
+
+-- name: PushManyReportAt :copyfrom
 -- PushManyReportAt is PushManyReport with run_after given by the caller.
 INSERT INTO report_queue (id, bucket, payload, priority, max_attempts, run_after)
 VALUES (@id, @bucket, @payload, @priority, @max_attempts, @run_after);

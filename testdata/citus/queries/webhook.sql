@@ -42,6 +42,7 @@ FROM generate_series(1, sqlc.arg('n')::integer);
 -- locks that claims wait for.
 INSERT INTO webhook_queue (id, bucket, url, attempts_left, priority, max_attempts)
 VALUES (@id, @bucket, @url, @attempts_left, @priority, @max_attempts);
+
 -- name: DefaultsWebhook :many
 -- DefaultsWebhook evaluates the DEFAULT of attempts_left once for each of @n
 -- jobs (numbered by n): a bulk insert sends every column, so PushManyWebhook

@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO ping_queue (host, priority, max_attempts)
-VALUES (@host, @priority, @max_attempts);-- name: PushManyPingAt :copyfrom
+VALUES (@host, @priority, @max_attempts);
+
+-- name: PushManyPingAt :copyfrom
 -- PushManyPingAt is PushManyPing with run_after given by the caller.
 INSERT INTO ping_queue (host, priority, max_attempts, run_after)
 VALUES (@host, @priority, @max_attempts, @run_after);

@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO jobs.bill_queue (account_id, amount_cents, priority, max_attempts)
-VALUES (@account_id, @amount_cents, @priority, @max_attempts);-- name: PushManyBillAt :copyfrom
+VALUES (@account_id, @amount_cents, @priority, @max_attempts);
+
+-- name: PushManyBillAt :copyfrom
 -- PushManyBillAt is PushManyBill with run_after given by the caller.
 INSERT INTO jobs.bill_queue (account_id, amount_cents, priority, max_attempts, run_after)
 VALUES (@account_id, @amount_cents, @priority, @max_attempts, @run_after);

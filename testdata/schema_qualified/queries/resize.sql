@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO jobs.resize_jobs (path, priority, max_attempts)
-VALUES (@path, @priority, @max_attempts);-- name: PushManyResizeAt :copyfrom
+VALUES (@path, @priority, @max_attempts);
+
+-- name: PushManyResizeAt :copyfrom
 -- PushManyResizeAt is PushManyResize with run_after given by the caller.
 INSERT INTO jobs.resize_jobs (path, priority, max_attempts, run_after)
 VALUES (@path, @priority, @max_attempts, @run_after);

@@ -38,7 +38,9 @@ FROM generate_series(1, sqlc.arg('n')::integer);
 -- committed on every worker it wrote to with two-phase commit); COPY takes no
 -- locks that claims wait for.
 INSERT INTO receipt_queue (id, bucket, account_id, webhook, email, priority, max_attempts)
-VALUES (@id, @bucket, @account_id, @webhook, @email, @priority, @max_attempts);-- name: PushManyReceiptAt :copyfrom
+VALUES (@id, @bucket, @account_id, @webhook, @email, @priority, @max_attempts);
+
+-- name: PushManyReceiptAt :copyfrom
 -- PushManyReceiptAt is PushManyReceipt with run_after given by the caller.
 INSERT INTO receipt_queue (id, bucket, account_id, webhook, email, priority, max_attempts, run_after)
 VALUES (@id, @bucket, @account_id, @webhook, @email, @priority, @max_attempts, @run_after);

@@ -27,7 +27,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO email_queue (tenant_id, recipient, subject, body, priority, max_attempts)
-VALUES (@tenant_id, @recipient, @subject, @body, @priority, @max_attempts);-- name: PushManyEmailAt :copyfrom
+VALUES (@tenant_id, @recipient, @subject, @body, @priority, @max_attempts);
+
+-- name: PushManyEmailAt :copyfrom
 -- PushManyEmailAt is PushManyEmail with run_after given by the caller.
 INSERT INTO email_queue (tenant_id, recipient, subject, body, priority, max_attempts, run_after)
 VALUES (@tenant_id, @recipient, @subject, @body, @priority, @max_attempts, @run_after);

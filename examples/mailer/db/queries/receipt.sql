@@ -23,7 +23,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO receipt_queue (account_id, webhook, email, priority, max_attempts)
-VALUES (@account_id, @webhook, @email, @priority, @max_attempts);-- name: PushManyReceiptAt :copyfrom
+VALUES (@account_id, @webhook, @email, @priority, @max_attempts);
+
+-- name: PushManyReceiptAt :copyfrom
 -- PushManyReceiptAt is PushManyReceipt with run_after given by the caller.
 INSERT INTO receipt_queue (account_id, webhook, email, priority, max_attempts, run_after)
 VALUES (@account_id, @webhook, @email, @priority, @max_attempts, @run_after);

@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO statement_queue (payload, priority, max_attempts)
-VALUES (@payload, @priority, @max_attempts);-- name: PushManyStatementAt :copyfrom
+VALUES (@payload, @priority, @max_attempts);
+
+-- name: PushManyStatementAt :copyfrom
 -- PushManyStatementAt is PushManyStatement with run_after given by the
 -- caller.
 INSERT INTO statement_queue (payload, priority, max_attempts, run_after)

@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO archived_queue (tenant_id, name, priority, max_attempts)
-VALUES (@tenant_id, @name, @priority, @max_attempts);-- name: PushManyArchivedAt :copyfrom
+VALUES (@tenant_id, @name, @priority, @max_attempts);
+
+-- name: PushManyArchivedAt :copyfrom
 -- PushManyArchivedAt is PushManyArchived with run_after given by the caller.
 INSERT INTO archived_queue (tenant_id, name, priority, max_attempts, run_after)
 VALUES (@tenant_id, @name, @priority, @max_attempts, @run_after);

@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO archtask_queue (payload, priority, max_attempts)
-VALUES (@payload, @priority, @max_attempts);-- name: PushManyArchtaskAt :copyfrom
+VALUES (@payload, @priority, @max_attempts);
+
+-- name: PushManyArchtaskAt :copyfrom
 -- PushManyArchtaskAt is PushManyArchtask with run_after given by the caller.
 INSERT INTO archtask_queue (payload, priority, max_attempts, run_after)
 VALUES (@payload, @priority, @max_attempts, @run_after);

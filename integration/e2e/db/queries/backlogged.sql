@@ -24,7 +24,9 @@ RETURNING id, run_after;
 -- created_at and run_after take their defaults (the database's now()); COPY
 -- takes no locks that claims wait for.
 INSERT INTO backlogged_queue_backlog (tenant_id, tenant, n, priority, max_attempts)
-VALUES (@tenant_id, @tenant, @n, @priority, @max_attempts);-- name: PushManyBackloggedAt :copyfrom
+VALUES (@tenant_id, @tenant, @n, @priority, @max_attempts);
+
+-- name: PushManyBackloggedAt :copyfrom
 -- PushManyBackloggedAt is PushManyBacklogged with run_after given by the
 -- caller.
 INSERT INTO backlogged_queue_backlog (tenant_id, tenant, n, priority, max_attempts, run_after)

@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO capped_queue (n, priority, max_attempts)
-VALUES (@n, @priority, @max_attempts);-- name: PushManyCappedAt :copyfrom
+VALUES (@n, @priority, @max_attempts);
+
+-- name: PushManyCappedAt :copyfrom
 -- PushManyCappedAt is PushManyCapped with run_after given by the caller.
 INSERT INTO capped_queue (n, priority, max_attempts, run_after)
 VALUES (@n, @priority, @max_attempts, @run_after);

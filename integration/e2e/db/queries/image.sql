@@ -30,6 +30,7 @@ RETURNING id, run_after;
 -- for.
 INSERT INTO image_queue (tenant_id, url, format, quality, ratio, taken_at, ref, label, meta, priority, max_attempts)
 VALUES (@tenant_id, @url, @format, @quality, @ratio, @taken_at, @ref, @label, @meta, @priority, @max_attempts);
+
 -- name: DefaultsImage :many
 -- DefaultsImage evaluates the DEFAULT of format, quality, ratio, taken_at,
 -- ref, label once for each of @n jobs (numbered by n): a bulk insert sends

@@ -23,7 +23,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO invoice_queue (tenant_id, invoice_id, amount, priority, max_attempts)
-VALUES (@tenant_id, @invoice_id, @amount, @priority, @max_attempts);-- name: PushManyInvoiceAt :copyfrom
+VALUES (@tenant_id, @invoice_id, @amount, @priority, @max_attempts);
+
+-- name: PushManyInvoiceAt :copyfrom
 -- PushManyInvoiceAt is PushManyInvoice with run_after given by the caller.
 INSERT INTO invoice_queue (tenant_id, invoice_id, amount, priority, max_attempts, run_after)
 VALUES (@tenant_id, @invoice_id, @amount, @priority, @max_attempts, @run_after);

@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO metered_queue (n, priority, max_attempts)
-VALUES (@n, @priority, @max_attempts);-- name: PushManyMeteredAt :copyfrom
+VALUES (@n, @priority, @max_attempts);
+
+-- name: PushManyMeteredAt :copyfrom
 -- PushManyMeteredAt is PushManyMetered with run_after given by the caller.
 INSERT INTO metered_queue (n, priority, max_attempts, run_after)
 VALUES (@n, @priority, @max_attempts, @run_after);

@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO paced_queue (n, priority, max_attempts)
-VALUES (@n, @priority, @max_attempts);-- name: PushManyPacedAt :copyfrom
+VALUES (@n, @priority, @max_attempts);
+
+-- name: PushManyPacedAt :copyfrom
 -- PushManyPacedAt is PushManyPaced with run_after given by the caller.
 INSERT INTO paced_queue (n, priority, max_attempts, run_after)
 VALUES (@n, @priority, @max_attempts, @run_after);

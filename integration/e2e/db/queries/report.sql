@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO report_queue (payload, priority, max_attempts)
-VALUES (@payload, @priority, @max_attempts);-- name: PushManyReportAt :copyfrom
+VALUES (@payload, @priority, @max_attempts);
+
+-- name: PushManyReportAt :copyfrom
 -- PushManyReportAt is PushManyReport with run_after given by the caller.
 INSERT INTO report_queue (payload, priority, max_attempts, run_after)
 VALUES (@payload, @priority, @max_attempts, @run_after);

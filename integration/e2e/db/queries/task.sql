@@ -24,7 +24,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO task_queue (payload, priority, max_attempts)
-VALUES (@payload, @priority, @max_attempts);-- name: PushManyTaskAt :copyfrom
+VALUES (@payload, @priority, @max_attempts);
+
+-- name: PushManyTaskAt :copyfrom
 -- PushManyTaskAt is PushManyTask with run_after given by the caller.
 INSERT INTO task_queue (payload, priority, max_attempts, run_after)
 VALUES (@payload, @priority, @max_attempts, @run_after);

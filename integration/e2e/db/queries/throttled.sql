@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO throttled_queue (tenant, n, priority, max_attempts)
-VALUES (@tenant, @n, @priority, @max_attempts);-- name: PushManyThrottledAt :copyfrom
+VALUES (@tenant, @n, @priority, @max_attempts);
+
+-- name: PushManyThrottledAt :copyfrom
 -- PushManyThrottledAt is PushManyThrottled with run_after given by the
 -- caller.
 INSERT INTO throttled_queue (tenant, n, priority, max_attempts, run_after)

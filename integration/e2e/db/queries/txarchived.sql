@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO txarchived_queue (name, priority, max_attempts)
-VALUES (@name, @priority, @max_attempts);-- name: PushManyTxarchivedAt :copyfrom
+VALUES (@name, @priority, @max_attempts);
+
+-- name: PushManyTxarchivedAt :copyfrom
 -- PushManyTxarchivedAt is PushManyTxarchived with run_after given by the
 -- caller.
 INSERT INTO txarchived_queue (name, priority, max_attempts, run_after)

@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO txarchtask_queue (payload, priority, max_attempts)
-VALUES (@payload, @priority, @max_attempts);-- name: PushManyTxarchtaskAt :copyfrom
+VALUES (@payload, @priority, @max_attempts);
+
+-- name: PushManyTxarchtaskAt :copyfrom
 -- PushManyTxarchtaskAt is PushManyTxarchtask with run_after given by the
 -- caller.
 INSERT INTO txarchtask_queue (payload, priority, max_attempts, run_after)

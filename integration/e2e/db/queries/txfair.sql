@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO txfair_queue (tenant, n, priority, max_attempts)
-VALUES (@tenant, @n, @priority, @max_attempts);-- name: PushManyTxfairAt :copyfrom
+VALUES (@tenant, @n, @priority, @max_attempts);
+
+-- name: PushManyTxfairAt :copyfrom
 -- PushManyTxfairAt is PushManyTxfair with run_after given by the caller.
 INSERT INTO txfair_queue (tenant, n, priority, max_attempts, run_after)
 VALUES (@tenant, @n, @priority, @max_attempts, @run_after);

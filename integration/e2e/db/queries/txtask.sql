@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO txtask_queue (payload, priority, max_attempts)
-VALUES (@payload, @priority, @max_attempts);-- name: PushManyTxtaskAt :copyfrom
+VALUES (@payload, @priority, @max_attempts);
+
+-- name: PushManyTxtaskAt :copyfrom
 -- PushManyTxtaskAt is PushManyTxtask with run_after given by the caller.
 INSERT INTO txtask_queue (payload, priority, max_attempts, run_after)
 VALUES (@payload, @priority, @max_attempts, @run_after);

@@ -48,6 +48,7 @@ RETURNING id, run_after;
 -- for.
 INSERT INTO typed_queue (tenant_id, c_text, c_varchar, c_smallint, c_integer, c_bigint, c_boolean, c_numeric, c_real, c_double, c_uuid, c_timestamptz, c_date, c_jsonb, c_bytea, c_text_array, c_int_array, n_text, n_integer, n_boolean, n_double, n_timestamptz, n_date, n_uuid, n_bytea, n_text_array, d_count, priority, max_attempts)
 VALUES (@tenant_id, @c_text, @c_varchar, @c_smallint, @c_integer, @c_bigint, @c_boolean, @c_numeric, @c_real, @c_double, @c_uuid, @c_timestamptz, @c_date, @c_jsonb, @c_bytea, @c_text_array, @c_int_array, @n_text, @n_integer, @n_boolean, @n_double, @n_timestamptz, @n_date, @n_uuid, @n_bytea, @n_text_array, @d_count, @priority, @max_attempts);
+
 -- name: DefaultsTyped :many
 -- DefaultsTyped evaluates the DEFAULT of d_count once for each of @n jobs
 -- (numbered by n): a bulk insert sends every column, so PushManyTyped asks

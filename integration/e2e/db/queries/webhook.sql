@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO webhook_queue (body, priority, max_attempts)
-VALUES (@body, @priority, @max_attempts);-- name: PushManyWebhookAt :copyfrom
+VALUES (@body, @priority, @max_attempts);
+
+-- name: PushManyWebhookAt :copyfrom
 -- PushManyWebhookAt is PushManyWebhook with run_after given by the caller.
 INSERT INTO webhook_queue (body, priority, max_attempts, run_after)
 VALUES (@body, @priority, @max_attempts, @run_after);

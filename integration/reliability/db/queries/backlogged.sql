@@ -23,7 +23,9 @@ RETURNING id, run_after;
 -- created_at and run_after take their defaults (the database's now()); COPY
 -- takes no locks that claims wait for.
 INSERT INTO backlogged_queue_backlog (n, tenant, priority, max_attempts)
-VALUES (@n, @tenant, @priority, @max_attempts);-- name: PushManyBackloggedAt :copyfrom
+VALUES (@n, @tenant, @priority, @max_attempts);
+
+-- name: PushManyBackloggedAt :copyfrom
 -- PushManyBackloggedAt is PushManyBacklogged with run_after given by the
 -- caller.
 INSERT INTO backlogged_queue_backlog (n, tenant, priority, max_attempts, run_after)

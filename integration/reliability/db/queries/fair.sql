@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO fair_queue (n, tenant, priority, max_attempts)
-VALUES (@n, @tenant, @priority, @max_attempts);-- name: PushManyFairAt :copyfrom
+VALUES (@n, @tenant, @priority, @max_attempts);
+
+-- name: PushManyFairAt :copyfrom
 -- PushManyFairAt is PushManyFair with run_after given by the caller.
 INSERT INTO fair_queue (n, tenant, priority, max_attempts, run_after)
 VALUES (@n, @tenant, @priority, @max_attempts, @run_after);

@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO limited_queue (n, tenant, priority, max_attempts)
-VALUES (@n, @tenant, @priority, @max_attempts);-- name: PushManyLimitedAt :copyfrom
+VALUES (@n, @tenant, @priority, @max_attempts);
+
+-- name: PushManyLimitedAt :copyfrom
 -- PushManyLimitedAt is PushManyLimited with run_after given by the caller.
 INSERT INTO limited_queue (n, tenant, priority, max_attempts, run_after)
 VALUES (@n, @tenant, @priority, @max_attempts, @run_after);

@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO rated_queue (n, tenant, priority, max_attempts)
-VALUES (@n, @tenant, @priority, @max_attempts);-- name: PushManyRatedAt :copyfrom
+VALUES (@n, @tenant, @priority, @max_attempts);
+
+-- name: PushManyRatedAt :copyfrom
 -- PushManyRatedAt is PushManyRated with run_after given by the caller.
 INSERT INTO rated_queue (n, tenant, priority, max_attempts, run_after)
 VALUES (@n, @tenant, @priority, @max_attempts, @run_after);

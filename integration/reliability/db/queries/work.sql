@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO work_queue (n, kind, priority, max_attempts)
-VALUES (@n, @kind, @priority, @max_attempts);-- name: PushManyWorkAt :copyfrom
+VALUES (@n, @kind, @priority, @max_attempts);
+
+-- name: PushManyWorkAt :copyfrom
 -- PushManyWorkAt is PushManyWork with run_after given by the caller.
 INSERT INTO work_queue (n, kind, priority, max_attempts, run_after)
 VALUES (@n, @kind, @priority, @max_attempts, @run_after);

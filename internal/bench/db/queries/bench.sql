@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO queuegen_bench.bench_queue (recipient, n, priority, max_attempts)
-VALUES (@recipient, @n, @priority, @max_attempts);-- name: PushManyBenchAt :copyfrom
+VALUES (@recipient, @n, @priority, @max_attempts);
+
+-- name: PushManyBenchAt :copyfrom
 -- PushManyBenchAt is PushManyBench with run_after given by the caller.
 INSERT INTO queuegen_bench.bench_queue (recipient, n, priority, max_attempts, run_after)
 VALUES (@recipient, @n, @priority, @max_attempts, @run_after);

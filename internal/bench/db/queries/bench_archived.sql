@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- run_after take their defaults (the database's now()); COPY takes no locks
 -- that claims wait for.
 INSERT INTO queuegen_bench.bench_archived_queue (recipient, n, priority, max_attempts)
-VALUES (@recipient, @n, @priority, @max_attempts);-- name: PushManyBenchArchivedAt :copyfrom
+VALUES (@recipient, @n, @priority, @max_attempts);
+
+-- name: PushManyBenchArchivedAt :copyfrom
 -- PushManyBenchArchivedAt is PushManyBenchArchived with run_after given by
 -- the caller.
 INSERT INTO queuegen_bench.bench_archived_queue (recipient, n, priority, max_attempts, run_after)

@@ -23,7 +23,9 @@ RETURNING id, run_after;
 -- created_at and run_after take their defaults (the database's now()); COPY
 -- takes no locks that claims wait for.
 INSERT INTO queuegen_bench.bench_backlog_queue_backlog (tenant, n, priority, max_attempts)
-VALUES (@tenant, @n, @priority, @max_attempts);-- name: PushManyBenchBacklogAt :copyfrom
+VALUES (@tenant, @n, @priority, @max_attempts);
+
+-- name: PushManyBenchBacklogAt :copyfrom
 -- PushManyBenchBacklogAt is PushManyBenchBacklog with run_after given by the
 -- caller.
 INSERT INTO queuegen_bench.bench_backlog_queue_backlog (tenant, n, priority, max_attempts, run_after)

@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO queuegen_bench.bench_fair_queue (tenant, n, priority, max_attempts)
-VALUES (@tenant, @n, @priority, @max_attempts);-- name: PushManyBenchFairAt :copyfrom
+VALUES (@tenant, @n, @priority, @max_attempts);
+
+-- name: PushManyBenchFairAt :copyfrom
 -- PushManyBenchFairAt is PushManyBenchFair with run_after given by the
 -- caller.
 INSERT INTO queuegen_bench.bench_fair_queue (tenant, n, priority, max_attempts, run_after)

@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- run_after take their defaults (the database's now()); COPY takes no locks
 -- that claims wait for.
 INSERT INTO queuegen_bench.bench_limited_queue (tenant, n, priority, max_attempts)
-VALUES (@tenant, @n, @priority, @max_attempts);-- name: PushManyBenchLimitedAt :copyfrom
+VALUES (@tenant, @n, @priority, @max_attempts);
+
+-- name: PushManyBenchLimitedAt :copyfrom
 -- PushManyBenchLimitedAt is PushManyBenchLimited with run_after given by the
 -- caller.
 INSERT INTO queuegen_bench.bench_limited_queue (tenant, n, priority, max_attempts, run_after)

@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO queuegen_bench.bench_rated_queue (n, priority, max_attempts)
-VALUES (@n, @priority, @max_attempts);-- name: PushManyBenchRatedAt :copyfrom
+VALUES (@n, @priority, @max_attempts);
+
+-- name: PushManyBenchRatedAt :copyfrom
 -- PushManyBenchRatedAt is PushManyBenchRated with run_after given by the
 -- caller.
 INSERT INTO queuegen_bench.bench_rated_queue (n, priority, max_attempts, run_after)

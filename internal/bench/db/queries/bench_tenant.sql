@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO queuegen_bench.bench_tenant_queue (tenant, n, priority, max_attempts)
-VALUES (@tenant, @n, @priority, @max_attempts);-- name: PushManyBenchTenantAt :copyfrom
+VALUES (@tenant, @n, @priority, @max_attempts);
+
+-- name: PushManyBenchTenantAt :copyfrom
 -- PushManyBenchTenantAt is PushManyBenchTenant with run_after given by the
 -- caller.
 INSERT INTO queuegen_bench.bench_tenant_queue (tenant, n, priority, max_attempts, run_after)

@@ -23,7 +23,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO event_queue (tenant_id, kind, body, priority, max_attempts)
-VALUES (@tenant_id, @kind, @body, @priority, @max_attempts);-- name: PushManyEventAt :copyfrom
+VALUES (@tenant_id, @kind, @body, @priority, @max_attempts);
+
+-- name: PushManyEventAt :copyfrom
 -- PushManyEventAt is PushManyEvent with run_after given by the caller.
 INSERT INTO event_queue (tenant_id, kind, body, priority, max_attempts, run_after)
 VALUES (@tenant_id, @kind, @body, @priority, @max_attempts, @run_after);

@@ -21,7 +21,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO ledger_queue (payload, priority, max_attempts)
-VALUES (@payload, @priority, @max_attempts);-- name: PushManyLedgerAt :copyfrom
+VALUES (@payload, @priority, @max_attempts);
+
+-- name: PushManyLedgerAt :copyfrom
 -- PushManyLedgerAt is PushManyLedger with run_after given by the caller.
 INSERT INTO ledger_queue (payload, priority, max_attempts, run_after)
 VALUES (@payload, @priority, @max_attempts, @run_after);

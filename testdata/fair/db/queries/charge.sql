@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO charge_queue (account, cents, priority, max_attempts)
-VALUES (@account, @cents, @priority, @max_attempts);-- name: PushManyChargeAt :copyfrom
+VALUES (@account, @cents, @priority, @max_attempts);
+
+-- name: PushManyChargeAt :copyfrom
 -- PushManyChargeAt is PushManyCharge with run_after given by the caller.
 INSERT INTO charge_queue (account, cents, priority, max_attempts, run_after)
 VALUES (@account, @cents, @priority, @max_attempts, @run_after);

@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- their defaults (the database's now()); COPY takes no locks that claims wait
 -- for.
 INSERT INTO export_queue (tenant, rows, priority, max_attempts)
-VALUES (@tenant, @rows, @priority, @max_attempts);-- name: PushManyExportAt :copyfrom
+VALUES (@tenant, @rows, @priority, @max_attempts);
+
+-- name: PushManyExportAt :copyfrom
 -- PushManyExportAt is PushManyExport with run_after given by the caller.
 INSERT INTO export_queue (tenant, rows, priority, max_attempts, run_after)
 VALUES (@tenant, @rows, @priority, @max_attempts, @run_after);

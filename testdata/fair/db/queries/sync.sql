@@ -23,7 +23,9 @@ RETURNING id, run_after;
 -- and run_after take their defaults (the database's now()); COPY takes no
 -- locks that claims wait for.
 INSERT INTO sync_queue_backlog (tenant, object, priority, max_attempts)
-VALUES (@tenant, @object, @priority, @max_attempts);-- name: PushManySyncAt :copyfrom
+VALUES (@tenant, @object, @priority, @max_attempts);
+
+-- name: PushManySyncAt :copyfrom
 -- PushManySyncAt is PushManySync with run_after given by the caller.
 INSERT INTO sync_queue_backlog (tenant, object, priority, max_attempts, run_after)
 VALUES (@tenant, @object, @priority, @max_attempts, @run_after);

@@ -22,7 +22,9 @@ RETURNING id, run_after;
 -- take their defaults (the database's now()); COPY takes no locks that claims
 -- wait for.
 INSERT INTO webhook_queue (shop, url, priority, max_attempts)
-VALUES (@shop, @url, @priority, @max_attempts);-- name: PushManyWebhookAt :copyfrom
+VALUES (@shop, @url, @priority, @max_attempts);
+
+-- name: PushManyWebhookAt :copyfrom
 -- PushManyWebhookAt is PushManyWebhook with run_after given by the caller.
 INSERT INTO webhook_queue (shop, url, priority, max_attempts, run_after)
 VALUES (@shop, @url, @priority, @max_attempts, @run_after);

@@ -30,6 +30,7 @@ RETURNING id, run_after;
 -- for.
 INSERT INTO email_queue (tenant_id, region, recipient, subject, attachments, sent_on, priority, max_attempts)
 VALUES (@tenant_id, @region, @recipient, @subject, @attachments, @sent_on, @priority, @max_attempts);
+
 -- name: DefaultsEmail :many
 -- DefaultsEmail evaluates the DEFAULT of region once for each of @n jobs
 -- (numbered by n): a bulk insert sends every column, so PushManyEmail asks

@@ -25,6 +25,7 @@ RETURNING id, run_after;
 -- wait for.
 INSERT INTO thumbnail_queue (tenant_id, region, image_id, sizes, priority, max_attempts)
 VALUES (@tenant_id, @region, @image_id, @sizes, @priority, @max_attempts);
+
 -- name: DefaultsThumbnail :many
 -- DefaultsThumbnail evaluates the DEFAULT of region once for each of @n jobs
 -- (numbered by n): a bulk insert sends every column, so PushManyThumbnail

@@ -384,7 +384,6 @@ SELECT COUNT(*) FROM (
 SELECT * FROM charge_queue
 WHERE id = sqlc.arg(id);
 
-
 -- name: GetWaitingCharge :one
 -- GetWaitingCharge reads one job by id from the backlog, where it waits until
 -- a scheduler step moves it; Get reads here first, then the queue table: jobs

@@ -374,7 +374,6 @@ SELECT COUNT(*) FROM (
 SELECT * FROM export_queue
 WHERE id = sqlc.arg(id);
 
-
 -- name: GetWaitingExport :one
 -- GetWaitingExport reads one job by id from the backlog, where it waits until
 -- a scheduler step moves it; Get reads here first, then the queue table: jobs

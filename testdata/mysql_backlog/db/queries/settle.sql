@@ -439,7 +439,6 @@ SELECT * FROM settle_queue_archive
 WHERE id = sqlc.arg(id)
 LIMIT 1;
 
-
 -- name: GetWaitingSettle :one
 -- GetWaitingSettle reads one job by id from the backlog, where it waits until
 -- a scheduler step moves it; Get reads here first, then the queue table: jobs

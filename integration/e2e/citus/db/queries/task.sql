@@ -40,7 +40,9 @@ FROM generate_series(1, sqlc.arg('n')::integer);
 -- committed on every worker it wrote to with two-phase commit); COPY takes no
 -- locks that claims wait for.
 INSERT INTO task_queue (id, bucket, payload, priority, max_attempts)
-VALUES (@id, @bucket, @payload, @priority, @max_attempts);-- name: PushManyTaskAt :copyfrom
+VALUES (@id, @bucket, @payload, @priority, @max_attempts);
+
+-- name: PushManyTaskAt :copyfrom
 -- PushManyTaskAt is PushManyTask with run_after given by the caller.
 INSERT INTO task_queue (id, bucket, payload, priority, max_attempts, run_after)
 VALUES (@id, @bucket, @payload, @priority, @max_attempts, @run_after);

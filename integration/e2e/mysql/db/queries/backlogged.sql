@@ -377,7 +377,6 @@ SELECT COUNT(*) FROM (
 SELECT * FROM backlogged_queue
 WHERE id = sqlc.arg(id);
 
-
 -- name: GetWaitingBacklogged :one
 -- GetWaitingBacklogged reads one job by id from the backlog, where it waits
 -- until a scheduler step moves it; Get reads here first, then the queue

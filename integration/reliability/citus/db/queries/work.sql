@@ -37,7 +37,9 @@ FROM generate_series(1, sqlc.arg('n')::integer);
 -- committed on every worker it wrote to with two-phase commit); COPY takes no
 -- locks that claims wait for.
 INSERT INTO work_queue (id, bucket, n, kind, priority, max_attempts)
-VALUES (@id, @bucket, @n, @kind, @priority, @max_attempts);-- name: PushManyWorkAt :copyfrom
+VALUES (@id, @bucket, @n, @kind, @priority, @max_attempts);
+
+-- name: PushManyWorkAt :copyfrom
 -- PushManyWorkAt is PushManyWork with run_after given by the caller.
 INSERT INTO work_queue (id, bucket, n, kind, priority, max_attempts, run_after)
 VALUES (@id, @bucket, @n, @kind, @priority, @max_attempts, @run_after);
