@@ -480,6 +480,84 @@ func TestLeaseConcurrentClaimsExactlyOnce(t *testing.T) {
 	})
 }
 
+// TestLeaseBatchesOutOfIDOrder: the batch statements (CompleteMany,
+// ExtendMany, FailManyAfter) fence each job by its own attempt, and give
+// each its own message and delay, whatever order the batch comes in. On
+// PostgreSQL the statements find a row's place in their arrays by binary
+// search, which needs the ids in ascending order: an accessor that sent
+// them as given (here in descending order) would leave held jobs
+// unchanged, and one that sorted the ids but not the arrays beside them
+// would give a job another's message or delay.
+func TestLeaseBatchesOutOfIDOrder(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		pushTasks(t, q, 6)
+		got, err := q.Claim(ctx, "n", 6, queue.LeaseFor(time.Minute))
+		if err != nil || len(got) != 6 {
+			t.Fatalf("claim = %d, %v", len(got), err)
+		}
+		slices.SortFunc(got, func(a, b *queue.Job[payload.Task]) int {
+			switch {
+			case a.ID > b.ID:
+				return -1
+			case a.ID < b.ID:
+				return 1
+			}
+			return 0
+		})
+		// got[1], got[3] and got[5] are claimed again by another node: the
+		// copies here are stale.
+		for _, i := range []int{1, 3, 5} {
+			steal(t, e, got[i].ID)
+		}
+		held := []int64{got[0].ID, got[2].ID, got[4].ID}
+
+		ids, err := q.ExtendMany(ctx, got, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(ids)
+		slices.Sort(held)
+		if !slices.Equal(ids, held) {
+			t.Errorf("ExtendMany extended %v, want the held %v", ids, held)
+		}
+
+		delays := []time.Duration{5 * time.Minute, 4 * time.Minute, 3 * time.Minute, 2 * time.Minute}
+		causes := []error{errors.New("e0"), errors.New("e1"), errors.New("e2"), errors.New("e3")}
+		states, err := q.FailManyAfter(ctx, got[:4], causes, delays)
+		if err != nil || len(states) != 2 || states[got[0].ID] != queue.StateAvailable || states[got[2].ID] != queue.StateAvailable {
+			t.Fatalf("FailManyAfter = %v, %v; want jobs %d and %d available", states, err, got[0].ID, got[2].ID)
+		}
+		for _, i := range []int{0, 2} {
+			stored, _ := q.Get(ctx, got[i].ID)
+			if want := []string{fmt.Sprint("e", i)}; !slices.Equal(stored.Errors, want) {
+				t.Errorf("job %d's errors = %q, want %q", got[i].ID, stored.Errors, want)
+			}
+			if d := time.Until(stored.RunAfter); d < delays[i]-30*time.Second || d > delays[i]+30*time.Second {
+				t.Errorf("job %d is retried in %v, want %v", got[i].ID, d, delays[i])
+			}
+		}
+		for _, i := range []int{1, 3} {
+			if stored, _ := q.Get(ctx, got[i].ID); stored.LockedBy != "thief" || len(stored.Errors) != 0 {
+				t.Errorf("FailManyAfter changed the stolen job %d: held by %q, errors %q", got[i].ID, stored.LockedBy, stored.Errors)
+			}
+		}
+
+		if n, err := q.CompleteMany(ctx, []*queue.Job[payload.Task]{got[5], got[4], got[3]}); err != nil || n != 1 {
+			t.Fatalf("CompleteMany = %d, %v; want 1 (job %d)", n, err, got[4].ID)
+		}
+		if stored, err := q.Get(ctx, got[4].ID); err == nil && stored.State == queue.StateRunning {
+			t.Errorf("job %d is still running after CompleteMany", got[4].ID)
+		}
+		for _, i := range []int{3, 5} {
+			if stored, _ := q.Get(ctx, got[i].ID); stored.State != queue.StateRunning || stored.LockedBy != "thief" {
+				t.Errorf("CompleteMany changed the stolen job %d: %q, held by %q", got[i].ID, stored.State, stored.LockedBy)
+			}
+		}
+	})
+}
+
 func TestLeaseBatchFailAndPushManyAt(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()

@@ -60,8 +60,8 @@ var mutations = []mutation{
 	// Complete and CompleteMany without the attempt fence
 	{name: "complete-unfenced", scenarios: "TestStaleHolders", sign: "a stale holder completed", sql: []sqlEdit{
 		{"CompleteWork", "AND attempt = $2 AND", "AND $2::integer IS NOT NULL AND"},
-		{"CompleteManyWork", "AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]",
-			"AND ($2::integer[])[array_position($1::bigint[], job.id)] IS NOT NULL"},
+		{"CompleteManyWork", "AND job.attempt = ($2::integer[])[width_bucket(job.id, $1::bigint[])]",
+			"AND ($2::integer[])[width_bucket(job.id, $1::bigint[])] IS NOT NULL"},
 		{"CompleteWork", "AND attempt = ? AND", "AND ? IS NOT NULL AND"},
 		{"CompleteManyWork", "AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0", "AND ? IS NOT NULL"},
 	}},

@@ -4,12 +4,14 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -588,7 +590,8 @@ func (q *ReceiptQueue) byBucket(jobs []*queue.Job[ReceiptPayload]) [][]*queue.Jo
 }
 
 // bucketIndexes groups the indexes of jobs by bucket, in the order their
-// buckets first appear.
+// buckets first appear, each group in ascending order of id (the batch
+// statements find each row's place in their arrays by binary search).
 func (q *ReceiptQueue) bucketIndexes(jobs []*queue.Job[ReceiptPayload]) [][]int {
 	var groups [][]int
 	seen := map[int16]int{}
@@ -601,6 +604,9 @@ func (q *ReceiptQueue) bucketIndexes(jobs []*queue.Job[ReceiptPayload]) [][]int 
 			groups = append(groups, nil)
 		}
 		groups[g] = append(groups[g], i)
+	}
+	for _, g := range groups {
+		slices.SortFunc(g, func(a, b int) int { return cmp.Compare(jobs[a].ID, jobs[b].ID) })
 	}
 	return groups
 }
@@ -618,13 +624,16 @@ func (q *ReceiptQueue) pushedNotify(ctx context.Context) func(int64, error) (int
 	}
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *ReceiptQueue) failed(jobs []*queue.Job[ReceiptPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+// failed is the parallel arrays a batch failure sends, in ascending order
+// of id (the statement finds each row's place in ids by binary search), and
+// order, the index in jobs of each place, for the arrays the caller adds.
+func (q *ReceiptQueue) failed(jobs []*queue.Job[ReceiptPayload], causes []error) (order []int, ids []int64, attempts []int32, messages []string) {
+	order = pgximpl.IDOrder(jobs)
 	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	for k, i := range order {
+		ids[k], attempts[k], messages[k] = jobs[i].ID, jobs[i].Attempt, queueimpl.ErrorText(causes[i])
 	}
-	return ids, attempts, messages
+	return order, ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

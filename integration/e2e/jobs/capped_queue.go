@@ -189,8 +189,13 @@ func (q *CappedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Cappe
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue capped: FailManyAfter needs one cause and delay per job")
 	}
-	arg := jobsdb.FailManyCappedParams{RetryDelays: delays}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyCappedParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryDelays = make([]time.Duration, len(order))
+	for k, i := range order {
+		arg.RetryDelays[k] = delays[i]
+	}
 	rows, err := q.q.FailManyCapped(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -208,8 +213,13 @@ func (q *CappedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[CappedPa
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue capped: FailManyAt needs one cause and time per job")
 	}
-	arg := jobsdb.FailManyAtCappedParams{RetryAts: ats}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyAtCappedParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryAts = make([]time.Time, len(order))
+	for k, i := range order {
+		arg.RetryAts[k] = ats[i]
+	}
 	rows, err := q.q.FailManyAtCapped(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -450,13 +460,16 @@ func (q *CappedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg j
 	return qq.ClaimCapped(ctx, arg)
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *CappedQueue) failed(jobs []*queue.Job[CappedPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+// failed is the parallel arrays a batch failure sends, in ascending order
+// of id (the statement finds each row's place in ids by binary search), and
+// order, the index in jobs of each place, for the arrays the caller adds.
+func (q *CappedQueue) failed(jobs []*queue.Job[CappedPayload], causes []error) (order []int, ids []int64, attempts []int32, messages []string) {
+	order = pgximpl.IDOrder(jobs)
 	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	for k, i := range order {
+		ids[k], attempts[k], messages[k] = jobs[i].ID, jobs[i].Attempt, queueimpl.ErrorText(causes[i])
 	}
-	return ids, attempts, messages
+	return order, ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

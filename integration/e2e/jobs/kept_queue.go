@@ -192,8 +192,13 @@ func (q *KeptQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[payload
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue kept: FailManyAfter needs one cause and delay per job")
 	}
-	arg := jobsdb.FailManyKeptParams{RetryDelays: delays}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyKeptParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryDelays = make([]time.Duration, len(order))
+	for k, i := range order {
+		arg.RetryDelays[k] = delays[i]
+	}
 	rows, err := q.q.FailManyKept(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -211,8 +216,13 @@ func (q *KeptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.Ta
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue kept: FailManyAt needs one cause and time per job")
 	}
-	arg := jobsdb.FailManyAtKeptParams{RetryAts: ats}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyAtKeptParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryAts = make([]time.Time, len(order))
+	for k, i := range order {
+		arg.RetryAts[k] = ats[i]
+	}
 	rows, err := q.q.FailManyAtKept(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -445,13 +455,16 @@ func (q *KeptQueue) jobs(ctx context.Context, d *KeptQueue, rows []jobsdb.KeptRo
 	return jobs, errors.Join(errs...)
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *KeptQueue) failed(jobs []*queue.Job[payload.Task], causes []error) (ids []int64, attempts []int32, messages []string) {
+// failed is the parallel arrays a batch failure sends, in ascending order
+// of id (the statement finds each row's place in ids by binary search), and
+// order, the index in jobs of each place, for the arrays the caller adds.
+func (q *KeptQueue) failed(jobs []*queue.Job[payload.Task], causes []error) (order []int, ids []int64, attempts []int32, messages []string) {
+	order = pgximpl.IDOrder(jobs)
 	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	for k, i := range order {
+		ids[k], attempts[k], messages[k] = jobs[i].ID, jobs[i].Attempt, queueimpl.ErrorText(causes[i])
 	}
-	return ids, attempts, messages
+	return order, ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

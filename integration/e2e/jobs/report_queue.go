@@ -197,8 +197,13 @@ func (q *ReportQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue report: FailManyAfter needs one cause and delay per job")
 	}
-	arg := jobsdb.FailManyReportParams{RetryDelays: delays}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyReportParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryDelays = make([]time.Duration, len(order))
+	for k, i := range order {
+		arg.RetryDelays[k] = delays[i]
+	}
 	rows, err := q.WithTx(tx).q.FailManyReport(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -216,8 +221,13 @@ func (q *ReportQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue report: FailManyAt needs one cause and time per job")
 	}
-	arg := jobsdb.FailManyAtReportParams{RetryAts: ats}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyAtReportParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryAts = make([]time.Time, len(order))
+	for k, i := range order {
+		arg.RetryAts[k] = ats[i]
+	}
 	rows, err := q.WithTx(tx).q.FailManyAtReport(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -430,13 +440,16 @@ func (q *ReportQueue) jobs(ctx context.Context, d *ReportQueue, rows []jobsdb.Re
 	return jobs, errors.Join(errs...)
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *ReportQueue) failed(jobs []*queue.Job[ReportPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+// failed is the parallel arrays a batch failure sends, in ascending order
+// of id (the statement finds each row's place in ids by binary search), and
+// order, the index in jobs of each place, for the arrays the caller adds.
+func (q *ReportQueue) failed(jobs []*queue.Job[ReportPayload], causes []error) (order []int, ids []int64, attempts []int32, messages []string) {
+	order = pgximpl.IDOrder(jobs)
 	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	for k, i := range order {
+		ids[k], attempts[k], messages[k] = jobs[i].ID, jobs[i].Attempt, queueimpl.ErrorText(causes[i])
 	}
-	return ids, attempts, messages
+	return order, ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -182,8 +182,13 @@ func (q *TxarchivedQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue txarchived: FailManyAfter needs one cause and delay per job")
 	}
-	arg := jobsdb.FailManyTxarchivedParams{RetryDelays: delays}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyTxarchivedParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryDelays = make([]time.Duration, len(order))
+	for k, i := range order {
+		arg.RetryDelays[k] = delays[i]
+	}
 	rows, err := q.WithTx(tx).q.FailManyTxarchived(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -201,8 +206,13 @@ func (q *TxarchivedQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*que
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue txarchived: FailManyAt needs one cause and time per job")
 	}
-	arg := jobsdb.FailManyAtTxarchivedParams{RetryAts: ats}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyAtTxarchivedParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryAts = make([]time.Time, len(order))
+	for k, i := range order {
+		arg.RetryAts[k] = ats[i]
+	}
 	rows, err := q.WithTx(tx).q.FailManyAtTxarchived(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -386,13 +396,16 @@ func (q *TxarchivedQueue) jobs(rows []jobsdb.TxarchivedRow) []*queue.Job[Txarchi
 	return jobs
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *TxarchivedQueue) failed(jobs []*queue.Job[TxarchivedPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+// failed is the parallel arrays a batch failure sends, in ascending order
+// of id (the statement finds each row's place in ids by binary search), and
+// order, the index in jobs of each place, for the arrays the caller adds.
+func (q *TxarchivedQueue) failed(jobs []*queue.Job[TxarchivedPayload], causes []error) (order []int, ids []int64, attempts []int32, messages []string) {
+	order = pgximpl.IDOrder(jobs)
 	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	for k, i := range order {
+		ids[k], attempts[k], messages[k] = jobs[i].ID, jobs[i].Attempt, queueimpl.ErrorText(causes[i])
 	}
-	return ids, attempts, messages
+	return order, ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

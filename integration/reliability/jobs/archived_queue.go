@@ -191,8 +191,13 @@ func (q *ArchivedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Arc
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue archived: FailManyAfter needs one cause and delay per job")
 	}
-	arg := jobsdb.FailManyArchivedParams{RetryDelays: delays}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyArchivedParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryDelays = make([]time.Duration, len(order))
+	for k, i := range order {
+		arg.RetryDelays[k] = delays[i]
+	}
 	rows, err := q.q.FailManyArchived(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -210,8 +215,13 @@ func (q *ArchivedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Archiv
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue archived: FailManyAt needs one cause and time per job")
 	}
-	arg := jobsdb.FailManyAtArchivedParams{RetryAts: ats}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyAtArchivedParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryAts = make([]time.Time, len(order))
+	for k, i := range order {
+		arg.RetryAts[k] = ats[i]
+	}
 	rows, err := q.q.FailManyAtArchived(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -446,13 +456,16 @@ func (q *ArchivedQueue) jobs(rows []jobsdb.ArchivedRow) []*queue.Job[ArchivedPay
 	return jobs
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *ArchivedQueue) failed(jobs []*queue.Job[ArchivedPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+// failed is the parallel arrays a batch failure sends, in ascending order
+// of id (the statement finds each row's place in ids by binary search), and
+// order, the index in jobs of each place, for the arrays the caller adds.
+func (q *ArchivedQueue) failed(jobs []*queue.Job[ArchivedPayload], causes []error) (order []int, ids []int64, attempts []int32, messages []string) {
+	order = pgximpl.IDOrder(jobs)
 	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	for k, i := range order {
+		ids[k], attempts[k], messages[k] = jobs[i].ID, jobs[i].Attempt, queueimpl.ErrorText(causes[i])
 	}
-	return ids, attempts, messages
+	return order, ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -9,8 +9,10 @@
 package pgximpl
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -74,13 +76,31 @@ func (pgxDriver) Retryable(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
-// FenceArrays are the ids of jobs and, in parallel, their attempts: what
-// PostgreSQL's batch statements (CompleteMany, ExtendMany) find rows by and
-// fence them with.
+// FenceArrays are the ids of jobs in ascending order and, in parallel,
+// their attempts: what PostgreSQL's batch statements (CompleteMany,
+// ExtendMany) find rows by and fence them with. The statements find each
+// row's place in ids by binary search (width_bucket), which needs them in
+// order; jobs are left as they are.
 func FenceArrays[P any](jobs []*queue.Job[P]) (ids []int64, attempts []int32) {
 	ids, attempts = make([]int64, len(jobs)), make([]int32, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i] = job.ID, job.Attempt
+	for k, i := range IDOrder(jobs) {
+		ids[k], attempts[k] = jobs[i].ID, jobs[i].Attempt
 	}
 	return ids, attempts
 }
+
+// IDOrder is the indexes of jobs in ascending order of id: the order of
+// the arrays of PostgreSQL's batch statements. A Worker's batches come in
+// that order already, and are not sorted again.
+func IDOrder[P any](jobs []*queue.Job[P]) []int {
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	if !slices.IsSortedFunc(jobs, byID[P]) {
+		slices.SortFunc(order, func(a, b int) int { return cmp.Compare(jobs[a].ID, jobs[b].ID) })
+	}
+	return order
+}
+
+func byID[P any](a, b *queue.Job[P]) int { return cmp.Compare(a.ID, b.ID) }

@@ -199,8 +199,13 @@ func (q *ExportQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Expor
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue export: FailManyAfter needs one cause and delay per job")
 	}
-	arg := jobsdb.FailManyExportParams{RetryDelays: delays}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyExportParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryDelays = make([]time.Duration, len(order))
+	for k, i := range order {
+		arg.RetryDelays[k] = delays[i]
+	}
 	rows, err := q.q.FailManyExport(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -218,8 +223,13 @@ func (q *ExportQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ExportPa
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue export: FailManyAt needs one cause and time per job")
 	}
-	arg := jobsdb.FailManyAtExportParams{RetryAts: ats}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyAtExportParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryAts = make([]time.Time, len(order))
+	for k, i := range order {
+		arg.RetryAts[k] = ats[i]
+	}
 	rows, err := q.q.FailManyAtExport(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -431,13 +441,16 @@ func (q *ExportQueue) jobs(rows []jobsdb.ExportRow) []*queue.Job[ExportPayload] 
 	return jobs
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *ExportQueue) failed(jobs []*queue.Job[ExportPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+// failed is the parallel arrays a batch failure sends, in ascending order
+// of id (the statement finds each row's place in ids by binary search), and
+// order, the index in jobs of each place, for the arrays the caller adds.
+func (q *ExportQueue) failed(jobs []*queue.Job[ExportPayload], causes []error) (order []int, ids []int64, attempts []int32, messages []string) {
+	order = pgximpl.IDOrder(jobs)
 	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	for k, i := range order {
+		ids[k], attempts[k], messages[k] = jobs[i].ID, jobs[i].Attempt, queueimpl.ErrorText(causes[i])
 	}
-	return ids, attempts, messages
+	return order, ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

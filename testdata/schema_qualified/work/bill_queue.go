@@ -184,8 +184,13 @@ func (q *BillQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queue.
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue bill: FailManyAfter needs one cause and delay per job")
 	}
-	arg := workdb.FailManyBillParams{RetryDelays: delays}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg workdb.FailManyBillParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryDelays = make([]time.Duration, len(order))
+	for k, i := range order {
+		arg.RetryDelays[k] = delays[i]
+	}
 	rows, err := q.WithTx(tx).q.FailManyBill(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -203,8 +208,13 @@ func (q *BillQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.Job
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue bill: FailManyAt needs one cause and time per job")
 	}
-	arg := workdb.FailManyAtBillParams{RetryAts: ats}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg workdb.FailManyAtBillParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryAts = make([]time.Time, len(order))
+	for k, i := range order {
+		arg.RetryAts[k] = ats[i]
+	}
 	rows, err := q.WithTx(tx).q.FailManyAtBill(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -367,13 +377,16 @@ func (q *BillQueue) jobs(rows []workdb.BillRow) []*queue.Job[BillPayload] {
 	return jobs
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *BillQueue) failed(jobs []*queue.Job[BillPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+// failed is the parallel arrays a batch failure sends, in ascending order
+// of id (the statement finds each row's place in ids by binary search), and
+// order, the index in jobs of each place, for the arrays the caller adds.
+func (q *BillQueue) failed(jobs []*queue.Job[BillPayload], causes []error) (order []int, ids []int64, attempts []int32, messages []string) {
+	order = pgximpl.IDOrder(jobs)
 	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	for k, i := range order {
+		ids[k], attempts[k], messages[k] = jobs[i].ID, jobs[i].Attempt, queueimpl.ErrorText(causes[i])
 	}
-	return ids, attempts, messages
+	return order, ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -183,8 +183,13 @@ func (q *ResizeQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Resiz
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue resize: FailManyAfter needs one cause and delay per job")
 	}
-	arg := workdb.FailManyResizeParams{RetryDelays: delays}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg workdb.FailManyResizeParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryDelays = make([]time.Duration, len(order))
+	for k, i := range order {
+		arg.RetryDelays[k] = delays[i]
+	}
 	rows, err := q.q.FailManyResize(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -202,8 +207,13 @@ func (q *ResizeQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ResizePa
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue resize: FailManyAt needs one cause and time per job")
 	}
-	arg := workdb.FailManyAtResizeParams{RetryAts: ats}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg workdb.FailManyAtResizeParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryAts = make([]time.Time, len(order))
+	for k, i := range order {
+		arg.RetryAts[k] = ats[i]
+	}
 	rows, err := q.q.FailManyAtResize(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -414,13 +424,16 @@ func (q *ResizeQueue) jobs(rows []workdb.ResizeRow) []*queue.Job[ResizePayload] 
 	return jobs
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *ResizeQueue) failed(jobs []*queue.Job[ResizePayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+// failed is the parallel arrays a batch failure sends, in ascending order
+// of id (the statement finds each row's place in ids by binary search), and
+// order, the index in jobs of each place, for the arrays the caller adds.
+func (q *ResizeQueue) failed(jobs []*queue.Job[ResizePayload], causes []error) (order []int, ids []int64, attempts []int32, messages []string) {
+	order = pgximpl.IDOrder(jobs)
 	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	for k, i := range order {
+		ids[k], attempts[k], messages[k] = jobs[i].ID, jobs[i].Attempt, queueimpl.ErrorText(causes[i])
 	}
-	return ids, attempts, messages
+	return order, ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -4,6 +4,7 @@
 package cjobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -657,7 +659,8 @@ func (q *KeptQueue) byBucket(jobs []*queue.Job[payload.Task]) [][]*queue.Job[pay
 }
 
 // bucketIndexes groups the indexes of jobs by bucket, in the order their
-// buckets first appear.
+// buckets first appear, each group in ascending order of id (the batch
+// statements find each row's place in their arrays by binary search).
 func (q *KeptQueue) bucketIndexes(jobs []*queue.Job[payload.Task]) [][]int {
 	var groups [][]int
 	seen := map[int16]int{}
@@ -671,16 +674,22 @@ func (q *KeptQueue) bucketIndexes(jobs []*queue.Job[payload.Task]) [][]int {
 		}
 		groups[g] = append(groups[g], i)
 	}
+	for _, g := range groups {
+		slices.SortFunc(g, func(a, b int) int { return cmp.Compare(jobs[a].ID, jobs[b].ID) })
+	}
 	return groups
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *KeptQueue) failed(jobs []*queue.Job[payload.Task], causes []error) (ids []int64, attempts []int32, messages []string) {
+// failed is the parallel arrays a batch failure sends, in ascending order
+// of id (the statement finds each row's place in ids by binary search), and
+// order, the index in jobs of each place, for the arrays the caller adds.
+func (q *KeptQueue) failed(jobs []*queue.Job[payload.Task], causes []error) (order []int, ids []int64, attempts []int32, messages []string) {
+	order = pgximpl.IDOrder(jobs)
 	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	for k, i := range order {
+		ids[k], attempts[k], messages[k] = jobs[i].ID, jobs[i].Attempt, queueimpl.ErrorText(causes[i])
 	}
-	return ids, attempts, messages
+	return order, ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -4,6 +4,7 @@
 package cjobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -721,7 +723,8 @@ func (q *TypedQueue) byBucket(jobs []*queue.Job[TypedPayload]) [][]*queue.Job[Ty
 }
 
 // bucketIndexes groups the indexes of jobs by bucket, in the order their
-// buckets first appear.
+// buckets first appear, each group in ascending order of id (the batch
+// statements find each row's place in their arrays by binary search).
 func (q *TypedQueue) bucketIndexes(jobs []*queue.Job[TypedPayload]) [][]int {
 	var groups [][]int
 	seen := map[int16]int{}
@@ -734,6 +737,9 @@ func (q *TypedQueue) bucketIndexes(jobs []*queue.Job[TypedPayload]) [][]int {
 			groups = append(groups, nil)
 		}
 		groups[g] = append(groups[g], i)
+	}
+	for _, g := range groups {
+		slices.SortFunc(g, func(a, b int) int { return cmp.Compare(jobs[a].ID, jobs[b].ID) })
 	}
 	return groups
 }
@@ -758,13 +764,16 @@ func (q *TypedQueue) defaults(ctx context.Context, ps []TypedPayload) ([]cjobsdb
 	return q.q.DefaultsTyped(ctx, int32(n))
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *TypedQueue) failed(jobs []*queue.Job[TypedPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+// failed is the parallel arrays a batch failure sends, in ascending order
+// of id (the statement finds each row's place in ids by binary search), and
+// order, the index in jobs of each place, for the arrays the caller adds.
+func (q *TypedQueue) failed(jobs []*queue.Job[TypedPayload], causes []error) (order []int, ids []int64, attempts []int32, messages []string) {
+	order = pgximpl.IDOrder(jobs)
 	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	for k, i := range order {
+		ids[k], attempts[k], messages[k] = jobs[i].ID, jobs[i].Attempt, queueimpl.ErrorText(causes[i])
 	}
-	return ids, attempts, messages
+	return order, ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.

@@ -141,7 +141,8 @@ const completeManyLedger = `-- name: CompleteManyLedger :execrows
 DELETE FROM ledger_queue AS job
 WHERE job.id = ANY($1::bigint[])
   AND job.state = 'available'
-  AND job.attempt = ($2::integer[])[array_position($1::bigint[], job.id)]
+  AND ($1::bigint[])[width_bucket(job.id, $1::bigint[])] = job.id
+  AND job.attempt = ($2::integer[])[width_bucket(job.id, $1::bigint[])]
 `
 
 type CompleteManyLedgerParams struct {
@@ -151,9 +152,13 @@ type CompleteManyLedgerParams struct {
 
 // CompleteManyLedger completes many jobs in one statement, each fenced by its
 // attempt like CompleteLedger, and counts those it completed. Rows are found
-// by primary key (id = ANY) and each attempt is read from the parallel array,
-// with no join, so the plan stays a primary-key scan whatever the statistics
-// say.
+// by primary key (id = ANY), with no join, so the plan stays a primary-key
+// scan whatever the statistics say; each row's attempt is read from the
+// parallel array at its id's place in @ids, found by binary search
+// (width_bucket: the accessor sends @ids in ascending order; array_position,
+// a linear search a row, cost a batch of 500 about 1 ms of the server's
+// time), and a row whose place holds another id, as ids out of order could
+// give, is left unchanged.
 func (q *Queries) CompleteManyLedger(ctx context.Context, arg CompleteManyLedgerParams) (int64, error) {
 	result, err := q.db.Exec(ctx, completeManyLedger, arg.Ids, arg.Attempts)
 	if err != nil {
@@ -263,15 +268,16 @@ func (q *Queries) FailLedger(ctx context.Context, arg FailLedgerParams) (string,
 
 const failManyAtLedger = `-- name: FailManyAtLedger :many
 UPDATE ledger_queue AS job
-SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+SET errors = array_append(job.errors, ($1::text[])[width_bucket(job.id, $2::bigint[])]),
     failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
-                     ELSE ($3::timestamptz[])[array_position($2::bigint[], job.id)] END,
+                     ELSE ($3::timestamptz[])[width_bucket(job.id, $2::bigint[])] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END
 WHERE job.id = ANY($2::bigint[])
   AND job.state = 'available'
-  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
+  AND ($2::bigint[])[width_bucket(job.id, $2::bigint[])] = job.id
+  AND job.attempt = ($4::integer[])[width_bucket(job.id, $2::bigint[])]
 RETURNING job.id, job.state
 `
 
@@ -317,15 +323,16 @@ func (q *Queries) FailManyAtLedger(ctx context.Context, arg FailManyAtLedgerPara
 
 const failManyLedger = `-- name: FailManyLedger :many
 UPDATE ledger_queue AS job
-SET errors = array_append(job.errors, ($1::text[])[array_position($2::bigint[], job.id)]),
+SET errors = array_append(job.errors, ($1::text[])[width_bucket(job.id, $2::bigint[])]),
     failures = coalesce(job.failures, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('at', now(), 'attempt', job.attempt, 'error', cardinality(job.errors))),
     state = CASE WHEN job.attempt >= job.max_attempts THEN 'dead' ELSE 'available' END,
     run_after = CASE WHEN job.attempt >= job.max_attempts THEN job.run_after
-                     ELSE now() + ($3::interval[])[array_position($2::bigint[], job.id)] END,
+                     ELSE now() + ($3::interval[])[width_bucket(job.id, $2::bigint[])] END,
     finished_at = CASE WHEN job.attempt >= job.max_attempts THEN now() END
 WHERE job.id = ANY($2::bigint[])
   AND job.state = 'available'
-  AND job.attempt = ($4::integer[])[array_position($2::bigint[], job.id)]
+  AND ($2::bigint[])[width_bucket(job.id, $2::bigint[])] = job.id
+  AND job.attempt = ($4::integer[])[width_bucket(job.id, $2::bigint[])]
 RETURNING job.id, job.state
 `
 

@@ -214,8 +214,13 @@ func (q *ThumbnailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Th
 	if len(causes) != len(jobs) || len(delays) != len(jobs) {
 		return nil, errors.New("queue thumbnail: FailManyAfter needs one cause and delay per job")
 	}
-	arg := jobsdb.FailManyThumbnailParams{RetryDelays: delays}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyThumbnailParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryDelays = make([]time.Duration, len(order))
+	for k, i := range order {
+		arg.RetryDelays[k] = delays[i]
+	}
 	rows, err := q.q.FailManyThumbnail(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -233,8 +238,13 @@ func (q *ThumbnailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Thumb
 	if len(causes) != len(jobs) || len(ats) != len(jobs) {
 		return nil, errors.New("queue thumbnail: FailManyAt needs one cause and time per job")
 	}
-	arg := jobsdb.FailManyAtThumbnailParams{RetryAts: ats}
-	arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	var arg jobsdb.FailManyAtThumbnailParams
+	var order []int
+	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
+	arg.RetryAts = make([]time.Time, len(order))
+	for k, i := range order {
+		arg.RetryAts[k] = ats[i]
+	}
 	rows, err := q.q.FailManyAtThumbnail(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -468,13 +478,16 @@ func (q *ThumbnailQueue) defaults(ctx context.Context, ps []ThumbnailPayload) ([
 	return q.q.DefaultsThumbnail(ctx, int32(n))
 }
 
-// failed is the parallel arrays a batch failure sends.
-func (q *ThumbnailQueue) failed(jobs []*queue.Job[ThumbnailPayload], causes []error) (ids []int64, attempts []int32, messages []string) {
+// failed is the parallel arrays a batch failure sends, in ascending order
+// of id (the statement finds each row's place in ids by binary search), and
+// order, the index in jobs of each place, for the arrays the caller adds.
+func (q *ThumbnailQueue) failed(jobs []*queue.Job[ThumbnailPayload], causes []error) (order []int, ids []int64, attempts []int32, messages []string) {
+	order = pgximpl.IDOrder(jobs)
 	ids, attempts, messages = make([]int64, len(jobs)), make([]int32, len(jobs)), make([]string, len(jobs))
-	for i, job := range jobs {
-		ids[i], attempts[i], messages[i] = job.ID, job.Attempt, queueimpl.ErrorText(causes[i])
+	for k, i := range order {
+		ids[k], attempts[k], messages[k] = jobs[i].ID, jobs[i].Attempt, queueimpl.ErrorText(causes[i])
 	}
-	return ids, attempts, messages
+	return order, ids, attempts, messages
 }
 
 // held turns a fenced statement's row count into queue.ErrNotHeld.
