@@ -558,6 +558,60 @@ func TestLeaseBatchesOutOfIDOrder(t *testing.T) {
 	})
 }
 
+// TestLeaseBatchOfTwoAttempts: a batch whose jobs hold different attempts
+// (some claimed again after a release) is fenced job by job. MySQL's batch
+// statements fence by one attempt, and the accessor sends one for each
+// attempt in the batch: an accessor that sent only the first attempt's, or
+// fenced every job by one attempt, would leave held jobs unchanged or
+// change a stale one.
+func TestLeaseBatchOfTwoAttempts(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		pushTasks(t, q, 4)
+		first, err := q.Claim(ctx, "n", 4, queue.LeaseFor(time.Minute))
+		if err != nil || len(first) != 4 {
+			t.Fatalf("claim = %d, %v", len(first), err)
+		}
+		a, b, c, d := first[0], first[1], first[2], first[3]
+		for _, job := range []*queue.Job[payload.Task]{b, c} {
+			if err := q.Release(ctx, job); err != nil {
+				t.Fatal(err)
+			}
+		}
+		again, err := q.Claim(ctx, "n", 4, queue.LeaseFor(time.Minute))
+		if err != nil || len(again) != 2 || again[0].Attempt != 2 || again[1].Attempt != 2 {
+			t.Fatalf("claim after release = %+v, %v; want 2 jobs at attempt 2", again, err)
+		}
+		steal(t, e, d.ID) // d's copy here is stale
+		b2, c2 := again[0], again[1]
+		if b2.ID != b.ID {
+			b2, c2 = c2, b2
+		}
+
+		ids, err := q.ExtendMany(ctx, []*queue.Job[payload.Task]{d, c2, a, b2}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(ids)
+		want := []int64{a.ID, b.ID, c.ID}
+		slices.Sort(want)
+		if !slices.Equal(ids, want) {
+			t.Errorf("ExtendMany extended %v, want %v (attempts 1 and 2; not the stale %d)", ids, want, d.ID)
+		}
+		states, err := q.FailManyAfter(ctx, []*queue.Job[payload.Task]{b2, d}, []error{errors.New("b"), errors.New("d")}, []time.Duration{time.Hour, time.Hour})
+		if err != nil || len(states) != 1 || states[b.ID] != queue.StateAvailable {
+			t.Errorf("FailManyAfter = %v, %v; want job %d available, the stale %d untouched", states, err, b.ID, d.ID)
+		}
+		if n, err := q.CompleteMany(ctx, []*queue.Job[payload.Task]{c2, d, a}); err != nil || n != 2 {
+			t.Errorf("CompleteMany = %d, %v; want 2 (jobs %d and %d)", n, err, a.ID, c.ID)
+		}
+		if stored, _ := q.Get(ctx, d.ID); stored.State != queue.StateRunning || stored.LockedBy != "thief" {
+			t.Errorf("the stale job %d was changed: %q, held by %q", d.ID, stored.State, stored.LockedBy)
+		}
+	})
+}
+
 func TestLeaseBatchFailAndPushManyAt(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()

@@ -63,7 +63,7 @@ var mutations = []mutation{
 		{"CompleteManyWork", "AND job.attempt = ($2::integer[])[width_bucket(job.id, $1::bigint[])]",
 			"AND ($2::integer[])[width_bucket(job.id, $1::bigint[])] IS NOT NULL"},
 		{"CompleteWork", "AND attempt = ? AND", "AND ? IS NOT NULL AND"},
-		{"CompleteManyWork", "AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0", "AND ? IS NOT NULL"},
+		{"CompleteManyWork", "AND attempt = ?", "AND ? IS NOT NULL"},
 	}},
 	// Snooze and Release give the attempt back by lowering it (instead of
 	// raising max_attempts), so a later claim repeats an attempt number

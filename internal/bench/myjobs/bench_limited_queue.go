@@ -222,10 +222,19 @@ func (q *BenchLimitedQueue) Complete(ctx context.Context, job *queue.Job[BenchLi
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *BenchLimitedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchLimitedPayload]) (int64, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
-	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyBenchLimited(ctx, myjobsdb.CompleteManyBenchLimitedParams{Ids: ids, Fences: fences})
-	})
+	// One statement for each attempt among the jobs (see CompleteManyBenchLimited).
+	var done int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		arg := myjobsdb.CompleteManyBenchLimitedParams{Ids: g.IDs, Attempt: g.Attempt}
+		n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+			return q.q.CompleteManyBenchLimited(ctx, arg)
+		})
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
@@ -330,14 +339,26 @@ func (q *BenchLimitedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Be
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := mysqlimpl.Fences(jobs)
-	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyBenchLimited(ctx, myjobsdb.ExtendManyBenchLimitedParams{LeaseUntil: &until, Ids: ids, Fences: fences})
-	})
-	if err != nil || int(n) == len(jobs) {
-		return ids, err
+	// One statement for each attempt among the jobs (see ExtendManyBenchLimited).
+	var extended []int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+			return q.q.ExtendManyBenchLimited(ctx, myjobsdb.ExtendManyBenchLimitedParams{LeaseUntil: &until, Ids: g.IDs, Attempt: g.Attempt})
+		})
+		if err != nil {
+			return extended, err
+		}
+		if int(n) == len(g.IDs) {
+			extended = append(extended, g.IDs...)
+			continue
+		}
+		ids, err := q.q.ExtendedBenchLimited(ctx, myjobsdb.ExtendedBenchLimitedParams{Ids: g.IDs, LeaseUntil: &until, Attempt: g.Attempt})
+		extended = append(extended, ids...)
+		if err != nil {
+			return extended, err
+		}
 	}
-	return q.q.ExtendedBenchLimited(ctx, myjobsdb.ExtendedBenchLimitedParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return extended, nil
 }
 
 // Release gives a held job back unworked, claimable at once, without using
@@ -522,20 +543,26 @@ func (q *BenchLimitedQueue) ResultsWithin() time.Duration { return time.Millisec
 // transaction of its own when tx is nil): HeldBenchLimited locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *BenchLimitedQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[BenchLimitedPayload], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
+	groups := mysqlimpl.ByAttempt(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldBenchLimited(ctx, myjobsdb.HeldBenchLimitedParams{Ids: ids, Fences: fences})
-		if err != nil || len(held) == 0 {
-			return err
+		var failed []int64
+		for _, g := range groups { // one HeldBenchLimited for each attempt among the jobs
+			held, err := qt.HeldBenchLimited(ctx, myjobsdb.HeldBenchLimitedParams{Ids: g.IDs, Attempt: g.Attempt})
+			if err != nil {
+				return err
+			}
+			for _, h := range held {
+				failed = append(failed, h.ID)
+				states[h.ID] = queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+			}
 		}
-		failed := make([]int64, len(held))
-		for i, h := range held {
-			failed[i], states[h.ID] = h.ID, queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+		if len(failed) == 0 {
+			return nil
 		}
-		_, err = fail(qt, failed)
+		_, err := fail(qt, failed)
 		return err
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,21 +167,28 @@ func InsertRows(ctx context.Context, db SQLDB, tx *sql.Tx, query string, perRow 
 	return total, nil
 }
 
-// Fences are the ids of jobs and their fence list: id:attempt for each,
-// comma-separated, for FIND_IN_SET.
-func Fences[P any](jobs []*queue.Job[P]) ([]int64, string) {
-	ids := make([]int64, len(jobs))
-	var b strings.Builder
-	for i, job := range jobs {
-		ids[i] = job.ID
-		if i > 0 {
-			b.WriteByte(',')
+// AttemptGroup is the ids of a batch's jobs at one attempt: MySQL's batch
+// statements find rows by id (id IN) and fence them by one attempt, and
+// the accessor sends one statement for each group.
+type AttemptGroup struct {
+	Attempt int32
+	IDs     []int64
+}
+
+// ByAttempt groups the ids of jobs by attempt, in the order the attempts
+// first appear. A Worker's batch nearly always has one attempt (its jobs'
+// first), so one statement; jobs retried sit in a group of their own.
+func ByAttempt[P any](jobs []*queue.Job[P]) []AttemptGroup {
+	var groups []AttemptGroup
+	for _, job := range jobs {
+		k := slices.IndexFunc(groups, func(g AttemptGroup) bool { return g.Attempt == job.Attempt })
+		if k < 0 {
+			k = len(groups)
+			groups = append(groups, AttemptGroup{Attempt: job.Attempt})
 		}
-		b.WriteString(strconv.FormatInt(job.ID, 10))
-		b.WriteByte(':')
-		b.WriteString(strconv.FormatInt(int64(job.Attempt), 10))
+		groups[k].IDs = append(groups[k].IDs, job.ID)
 	}
-	return ids, b.String()
+	return groups
 }
 
 // FailBatch is the JSON object a batch failure sends, keyed by job id:

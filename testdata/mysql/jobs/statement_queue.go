@@ -174,8 +174,17 @@ func (q *StatementQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Jo
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *StatementQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[StatementPayload]) (int64, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
-	return q.WithTx(tx).q.CompleteManyStatement(ctx, jobsdb.CompleteManyStatementParams{Ids: ids, Fences: fences})
+	// One statement for each attempt among the jobs (see CompleteManyStatement).
+	var done int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		arg := jobsdb.CompleteManyStatementParams{Ids: g.IDs, Attempt: g.Attempt}
+		n, err := q.WithTx(tx).q.CompleteManyStatement(ctx, arg)
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
@@ -435,20 +444,26 @@ func (q *StatementQueue) jobs(ctx context.Context, d *StatementQueue, rows []job
 // transaction of its own when tx is nil): HeldStatement locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *StatementQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[StatementPayload], fail func(qt *jobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
+	groups := mysqlimpl.ByAttempt(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldStatement(ctx, jobsdb.HeldStatementParams{Ids: ids, Fences: fences})
-		if err != nil || len(held) == 0 {
-			return err
+		var failed []int64
+		for _, g := range groups { // one HeldStatement for each attempt among the jobs
+			held, err := qt.HeldStatement(ctx, jobsdb.HeldStatementParams{Ids: g.IDs, Attempt: g.Attempt})
+			if err != nil {
+				return err
+			}
+			for _, h := range held {
+				failed = append(failed, h.ID)
+				states[h.ID] = queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+			}
 		}
-		failed := make([]int64, len(held))
-		for i, h := range held {
-			failed[i], states[h.ID] = h.ID, queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+		if len(failed) == 0 {
+			return nil
 		}
-		_, err = fail(qt, failed)
+		_, err := fail(qt, failed)
 		return err
 	})
 	if err != nil {

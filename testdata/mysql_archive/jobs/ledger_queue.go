@@ -173,14 +173,22 @@ func (q *LedgerQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.Job[L
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *LedgerQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[LedgerPayload]) (int64, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
-	var n int64
-	err := q.archive(ctx, tx, func(qt *jobsdb.Queries) (int64, error) {
-		return qt.ArchiveManyLedger(ctx, jobsdb.ArchiveManyLedgerParams{Ids: ids, Fences: fences})
-	}, func(qt *jobsdb.Queries) (int64, error) {
-		return qt.CompleteManyLedger(ctx, jobsdb.CompleteManyLedgerParams{Ids: ids, Fences: fences})
-	}, &n)
-	return n, err
+	// One statement for each attempt among the jobs (see CompleteManyLedger).
+	var done int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		arg := jobsdb.CompleteManyLedgerParams{Ids: g.IDs, Attempt: g.Attempt}
+		var n int64
+		err := q.archive(ctx, tx, func(qt *jobsdb.Queries) (int64, error) {
+			return qt.ArchiveManyLedger(ctx, jobsdb.ArchiveManyLedgerParams{Ids: g.IDs, Attempt: g.Attempt})
+		}, func(qt *jobsdb.Queries) (int64, error) {
+			return qt.CompleteManyLedger(ctx, arg)
+		}, &n)
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
@@ -425,20 +433,26 @@ func (q *LedgerQueue) jobs(rows []jobsdb.LedgerRow) []*queue.Job[LedgerPayload] 
 // transaction of its own when tx is nil): HeldLedger locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *LedgerQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[LedgerPayload], fail func(qt *jobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
+	groups := mysqlimpl.ByAttempt(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldLedger(ctx, jobsdb.HeldLedgerParams{Ids: ids, Fences: fences})
-		if err != nil || len(held) == 0 {
-			return err
+		var failed []int64
+		for _, g := range groups { // one HeldLedger for each attempt among the jobs
+			held, err := qt.HeldLedger(ctx, jobsdb.HeldLedgerParams{Ids: g.IDs, Attempt: g.Attempt})
+			if err != nil {
+				return err
+			}
+			for _, h := range held {
+				failed = append(failed, h.ID)
+				states[h.ID] = queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+			}
 		}
-		failed := make([]int64, len(held))
-		for i, h := range held {
-			failed[i], states[h.ID] = h.ID, queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+		if len(failed) == 0 {
+			return nil
 		}
-		_, err = fail(qt, failed)
+		_, err := fail(qt, failed)
 		return err
 	})
 	if err != nil {

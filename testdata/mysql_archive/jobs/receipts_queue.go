@@ -224,14 +224,22 @@ func (q *ReceiptsQueue) Complete(ctx context.Context, job *queue.Job[ReceiptsPay
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ReceiptsQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ReceiptsPayload]) (int64, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
-	var n int64
-	err := q.archive(ctx, q.tx, func(qt *jobsdb.Queries) (int64, error) {
-		return qt.ArchiveManyReceipts(ctx, jobsdb.ArchiveManyReceiptsParams{Ids: ids, Fences: fences})
-	}, func(qt *jobsdb.Queries) (int64, error) {
-		return qt.CompleteManyReceipts(ctx, jobsdb.CompleteManyReceiptsParams{Ids: ids, Fences: fences})
-	}, &n)
-	return n, err
+	// One statement for each attempt among the jobs (see CompleteManyReceipts).
+	var done int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		arg := jobsdb.CompleteManyReceiptsParams{Ids: g.IDs, Attempt: g.Attempt}
+		var n int64
+		err := q.archive(ctx, q.tx, func(qt *jobsdb.Queries) (int64, error) {
+			return qt.ArchiveManyReceipts(ctx, jobsdb.ArchiveManyReceiptsParams{Ids: g.IDs, Attempt: g.Attempt})
+		}, func(qt *jobsdb.Queries) (int64, error) {
+			return qt.CompleteManyReceipts(ctx, arg)
+		}, &n)
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
@@ -336,14 +344,26 @@ func (q *ReceiptsQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Receip
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := mysqlimpl.Fences(jobs)
-	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyReceipts(ctx, jobsdb.ExtendManyReceiptsParams{LeaseUntil: &until, Ids: ids, Fences: fences})
-	})
-	if err != nil || int(n) == len(jobs) {
-		return ids, err
+	// One statement for each attempt among the jobs (see ExtendManyReceipts).
+	var extended []int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+			return q.q.ExtendManyReceipts(ctx, jobsdb.ExtendManyReceiptsParams{LeaseUntil: &until, Ids: g.IDs, Attempt: g.Attempt})
+		})
+		if err != nil {
+			return extended, err
+		}
+		if int(n) == len(g.IDs) {
+			extended = append(extended, g.IDs...)
+			continue
+		}
+		ids, err := q.q.ExtendedReceipts(ctx, jobsdb.ExtendedReceiptsParams{Ids: g.IDs, LeaseUntil: &until, Attempt: g.Attempt})
+		extended = append(extended, ids...)
+		if err != nil {
+			return extended, err
+		}
 	}
-	return q.q.ExtendedReceipts(ctx, jobsdb.ExtendedReceiptsParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return extended, nil
 }
 
 // Release gives a held job back unworked, claimable at once, without using
@@ -556,20 +576,26 @@ func withReceiptsExact(row jobsdb.ReceiptsRow, exactAmount float32) jobsdb.Recei
 // transaction of its own when tx is nil): HeldReceipts locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *ReceiptsQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[ReceiptsPayload], fail func(qt *jobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
+	groups := mysqlimpl.ByAttempt(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldReceipts(ctx, jobsdb.HeldReceiptsParams{Ids: ids, Fences: fences})
-		if err != nil || len(held) == 0 {
-			return err
+		var failed []int64
+		for _, g := range groups { // one HeldReceipts for each attempt among the jobs
+			held, err := qt.HeldReceipts(ctx, jobsdb.HeldReceiptsParams{Ids: g.IDs, Attempt: g.Attempt})
+			if err != nil {
+				return err
+			}
+			for _, h := range held {
+				failed = append(failed, h.ID)
+				states[h.ID] = queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+			}
 		}
-		failed := make([]int64, len(held))
-		for i, h := range held {
-			failed[i], states[h.ID] = h.ID, queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+		if len(failed) == 0 {
+			return nil
 		}
-		_, err = fail(qt, failed)
+		_, err := fail(qt, failed)
 		return err
 	})
 	if err != nil {

@@ -173,10 +173,19 @@ func (q *ExportQueue) Complete(ctx context.Context, job *queue.Job[ExportPayload
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ExportQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ExportPayload]) (int64, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
-	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyExport(ctx, jobsdb.CompleteManyExportParams{Ids: ids, Fences: fences})
-	})
+	// One statement for each attempt among the jobs (see CompleteManyExport).
+	var done int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		arg := jobsdb.CompleteManyExportParams{Ids: g.IDs, Attempt: g.Attempt}
+		n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+			return q.q.CompleteManyExport(ctx, arg)
+		})
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
@@ -281,14 +290,26 @@ func (q *ExportQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[ExportPa
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := mysqlimpl.Fences(jobs)
-	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyExport(ctx, jobsdb.ExtendManyExportParams{LeaseUntil: &until, Ids: ids, Fences: fences})
-	})
-	if err != nil || int(n) == len(jobs) {
-		return ids, err
+	// One statement for each attempt among the jobs (see ExtendManyExport).
+	var extended []int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+			return q.q.ExtendManyExport(ctx, jobsdb.ExtendManyExportParams{LeaseUntil: &until, Ids: g.IDs, Attempt: g.Attempt})
+		})
+		if err != nil {
+			return extended, err
+		}
+		if int(n) == len(g.IDs) {
+			extended = append(extended, g.IDs...)
+			continue
+		}
+		ids, err := q.q.ExtendedExport(ctx, jobsdb.ExtendedExportParams{Ids: g.IDs, LeaseUntil: &until, Attempt: g.Attempt})
+		extended = append(extended, ids...)
+		if err != nil {
+			return extended, err
+		}
 	}
-	return q.q.ExtendedExport(ctx, jobsdb.ExtendedExportParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return extended, nil
 }
 
 // Release gives a held job back unworked, claimable at once, without using
@@ -478,20 +499,26 @@ func (q *ExportQueue) jobs(rows []jobsdb.ExportRow) []*queue.Job[ExportPayload] 
 // transaction of its own when tx is nil): HeldExport locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *ExportQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[ExportPayload], fail func(qt *jobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
+	groups := mysqlimpl.ByAttempt(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldExport(ctx, jobsdb.HeldExportParams{Ids: ids, Fences: fences})
-		if err != nil || len(held) == 0 {
-			return err
+		var failed []int64
+		for _, g := range groups { // one HeldExport for each attempt among the jobs
+			held, err := qt.HeldExport(ctx, jobsdb.HeldExportParams{Ids: g.IDs, Attempt: g.Attempt})
+			if err != nil {
+				return err
+			}
+			for _, h := range held {
+				failed = append(failed, h.ID)
+				states[h.ID] = queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+			}
 		}
-		failed := make([]int64, len(held))
-		for i, h := range held {
-			failed[i], states[h.ID] = h.ID, queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+		if len(failed) == 0 {
+			return nil
 		}
-		_, err = fail(qt, failed)
+		_, err := fail(qt, failed)
 		return err
 	})
 	if err != nil {

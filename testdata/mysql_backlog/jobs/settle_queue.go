@@ -179,14 +179,22 @@ func (q *SettleQueue) Complete(ctx context.Context, job *queue.Job[SettlePayload
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *SettleQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[SettlePayload]) (int64, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
-	var n int64
-	err := q.archive(ctx, q.tx, func(qt *jobsdb.Queries) (int64, error) {
-		return qt.ArchiveManySettle(ctx, jobsdb.ArchiveManySettleParams{Ids: ids, Fences: fences})
-	}, func(qt *jobsdb.Queries) (int64, error) {
-		return qt.CompleteManySettle(ctx, jobsdb.CompleteManySettleParams{Ids: ids, Fences: fences})
-	}, &n)
-	return n, err
+	// One statement for each attempt among the jobs (see CompleteManySettle).
+	var done int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		arg := jobsdb.CompleteManySettleParams{Ids: g.IDs, Attempt: g.Attempt}
+		var n int64
+		err := q.archive(ctx, q.tx, func(qt *jobsdb.Queries) (int64, error) {
+			return qt.ArchiveManySettle(ctx, jobsdb.ArchiveManySettleParams{Ids: g.IDs, Attempt: g.Attempt})
+		}, func(qt *jobsdb.Queries) (int64, error) {
+			return qt.CompleteManySettle(ctx, arg)
+		}, &n)
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
@@ -291,14 +299,26 @@ func (q *SettleQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[SettlePa
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := mysqlimpl.Fences(jobs)
-	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManySettle(ctx, jobsdb.ExtendManySettleParams{LeaseUntil: &until, Ids: ids, Fences: fences})
-	})
-	if err != nil || int(n) == len(jobs) {
-		return ids, err
+	// One statement for each attempt among the jobs (see ExtendManySettle).
+	var extended []int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+			return q.q.ExtendManySettle(ctx, jobsdb.ExtendManySettleParams{LeaseUntil: &until, Ids: g.IDs, Attempt: g.Attempt})
+		})
+		if err != nil {
+			return extended, err
+		}
+		if int(n) == len(g.IDs) {
+			extended = append(extended, g.IDs...)
+			continue
+		}
+		ids, err := q.q.ExtendedSettle(ctx, jobsdb.ExtendedSettleParams{Ids: g.IDs, LeaseUntil: &until, Attempt: g.Attempt})
+		extended = append(extended, ids...)
+		if err != nil {
+			return extended, err
+		}
 	}
-	return q.q.ExtendedSettle(ctx, jobsdb.ExtendedSettleParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return extended, nil
 }
 
 // Release gives a held job back unworked, claimable at once, without using
@@ -521,20 +541,26 @@ func (q *SettleQueue) jobs(rows []jobsdb.SettleRow) []*queue.Job[SettlePayload] 
 // transaction of its own when tx is nil): HeldSettle locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *SettleQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[SettlePayload], fail func(qt *jobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
+	groups := mysqlimpl.ByAttempt(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldSettle(ctx, jobsdb.HeldSettleParams{Ids: ids, Fences: fences})
-		if err != nil || len(held) == 0 {
-			return err
+		var failed []int64
+		for _, g := range groups { // one HeldSettle for each attempt among the jobs
+			held, err := qt.HeldSettle(ctx, jobsdb.HeldSettleParams{Ids: g.IDs, Attempt: g.Attempt})
+			if err != nil {
+				return err
+			}
+			for _, h := range held {
+				failed = append(failed, h.ID)
+				states[h.ID] = queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+			}
 		}
-		failed := make([]int64, len(held))
-		for i, h := range held {
-			failed[i], states[h.ID] = h.ID, queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+		if len(failed) == 0 {
+			return nil
 		}
-		_, err = fail(qt, failed)
+		_, err := fail(qt, failed)
 		return err
 	})
 	if err != nil {

@@ -185,18 +185,22 @@ SET state = 'succeeded',
     finished_at = UTC_TIMESTAMP(6)
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyStatementParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyStatement completes many jobs in one statement, each fenced by
 // its attempt like CompleteStatement, and counts those it completed. Rows are
-// found by primary key (id IN); @fences lists each job as id:attempt, so a
-// row whose attempt moved on is left alone.
+// found by primary key (id IN) and fenced by one @attempt, so a row whose
+// attempt moved on is left alone: the accessor sends one statement for each
+// attempt among the batch's jobs (nearly always one). A list of id:attempt
+// pairs compared with FIND_IN_SET would be read whole for every row, a batch
+// of n jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc
+// cannot bind a list compared with an expression.
 func (q *Queries) CompleteManyStatement(ctx context.Context, arg CompleteManyStatementParams) (int64, error) {
 	query := CompleteManyStatement
 	var queryParams []interface{}
@@ -208,7 +212,7 @@ func (q *Queries) CompleteManyStatement(ctx context.Context, arg CompleteManySta
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -485,13 +489,13 @@ SELECT id, attempt, max_attempts
 FROM statement_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldStatementParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldStatementRow struct {
@@ -501,7 +505,7 @@ type HeldStatementRow struct {
 }
 
 // HeldStatement locks, in the caller's transaction, those of a batch of jobs
-// the caller still holds at their attempt (@fences, as in
+// the caller still holds at their attempt (one @attempt a statement, as in
 // CompleteManyStatement), with what decides each one's fate;
 // FailManyStatement then fails exactly these, and no other session can change
 // them in between.
@@ -516,7 +520,7 @@ func (q *Queries) HeldStatement(ctx context.Context, arg HeldStatementParams) ([
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

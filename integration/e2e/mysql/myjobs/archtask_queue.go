@@ -207,14 +207,22 @@ func (q *ArchtaskQueue) Complete(ctx context.Context, job *queue.Job[payload.Tas
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ArchtaskQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
-	var n int64
-	err := q.archive(ctx, q.tx, func(qt *myjobsdb.Queries) (int64, error) {
-		return qt.ArchiveManyArchtask(ctx, myjobsdb.ArchiveManyArchtaskParams{Ids: ids, Fences: fences})
-	}, func(qt *myjobsdb.Queries) (int64, error) {
-		return qt.CompleteManyArchtask(ctx, myjobsdb.CompleteManyArchtaskParams{Ids: ids, Fences: fences})
-	}, &n)
-	return n, err
+	// One statement for each attempt among the jobs (see CompleteManyArchtask).
+	var done int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		arg := myjobsdb.CompleteManyArchtaskParams{Ids: g.IDs, Attempt: g.Attempt}
+		var n int64
+		err := q.archive(ctx, q.tx, func(qt *myjobsdb.Queries) (int64, error) {
+			return qt.ArchiveManyArchtask(ctx, myjobsdb.ArchiveManyArchtaskParams{Ids: g.IDs, Attempt: g.Attempt})
+		}, func(qt *myjobsdb.Queries) (int64, error) {
+			return qt.CompleteManyArchtask(ctx, arg)
+		}, &n)
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
@@ -319,14 +327,26 @@ func (q *ArchtaskQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payloa
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := mysqlimpl.Fences(jobs)
-	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyArchtask(ctx, myjobsdb.ExtendManyArchtaskParams{LeaseUntil: &until, Ids: ids, Fences: fences})
-	})
-	if err != nil || int(n) == len(jobs) {
-		return ids, err
+	// One statement for each attempt among the jobs (see ExtendManyArchtask).
+	var extended []int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+			return q.q.ExtendManyArchtask(ctx, myjobsdb.ExtendManyArchtaskParams{LeaseUntil: &until, Ids: g.IDs, Attempt: g.Attempt})
+		})
+		if err != nil {
+			return extended, err
+		}
+		if int(n) == len(g.IDs) {
+			extended = append(extended, g.IDs...)
+			continue
+		}
+		ids, err := q.q.ExtendedArchtask(ctx, myjobsdb.ExtendedArchtaskParams{Ids: g.IDs, LeaseUntil: &until, Attempt: g.Attempt})
+		extended = append(extended, ids...)
+		if err != nil {
+			return extended, err
+		}
 	}
-	return q.q.ExtendedArchtask(ctx, myjobsdb.ExtendedArchtaskParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return extended, nil
 }
 
 // Release gives a held job back unworked, claimable at once, without using
@@ -539,20 +559,26 @@ func (q *ArchtaskQueue) jobs(ctx context.Context, d *ArchtaskQueue, rows []myjob
 // transaction of its own when tx is nil): HeldArchtask locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *ArchtaskQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
+	groups := mysqlimpl.ByAttempt(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldArchtask(ctx, myjobsdb.HeldArchtaskParams{Ids: ids, Fences: fences})
-		if err != nil || len(held) == 0 {
-			return err
+		var failed []int64
+		for _, g := range groups { // one HeldArchtask for each attempt among the jobs
+			held, err := qt.HeldArchtask(ctx, myjobsdb.HeldArchtaskParams{Ids: g.IDs, Attempt: g.Attempt})
+			if err != nil {
+				return err
+			}
+			for _, h := range held {
+				failed = append(failed, h.ID)
+				states[h.ID] = queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+			}
 		}
-		failed := make([]int64, len(held))
-		for i, h := range held {
-			failed[i], states[h.ID] = h.ID, queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+		if len(failed) == 0 {
+			return nil
 		}
-		_, err = fail(qt, failed)
+		_, err := fail(qt, failed)
 		return err
 	})
 	if err != nil {

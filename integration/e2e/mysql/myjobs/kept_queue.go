@@ -202,10 +202,19 @@ func (q *KeptQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) 
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *KeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.Task]) (int64, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
-	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyKept(ctx, myjobsdb.CompleteManyKeptParams{Ids: ids, Fences: fences})
-	})
+	// One statement for each attempt among the jobs (see CompleteManyKept).
+	var done int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		arg := myjobsdb.CompleteManyKeptParams{Ids: g.IDs, Attempt: g.Attempt}
+		n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+			return q.q.CompleteManyKept(ctx, arg)
+		})
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
@@ -310,14 +319,26 @@ func (q *KeptQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[payload.Ta
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := mysqlimpl.Fences(jobs)
-	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyKept(ctx, myjobsdb.ExtendManyKeptParams{LeaseUntil: &until, Ids: ids, Fences: fences})
-	})
-	if err != nil || int(n) == len(jobs) {
-		return ids, err
+	// One statement for each attempt among the jobs (see ExtendManyKept).
+	var extended []int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+			return q.q.ExtendManyKept(ctx, myjobsdb.ExtendManyKeptParams{LeaseUntil: &until, Ids: g.IDs, Attempt: g.Attempt})
+		})
+		if err != nil {
+			return extended, err
+		}
+		if int(n) == len(g.IDs) {
+			extended = append(extended, g.IDs...)
+			continue
+		}
+		ids, err := q.q.ExtendedKept(ctx, myjobsdb.ExtendedKeptParams{Ids: g.IDs, LeaseUntil: &until, Attempt: g.Attempt})
+		extended = append(extended, ids...)
+		if err != nil {
+			return extended, err
+		}
 	}
-	return q.q.ExtendedKept(ctx, myjobsdb.ExtendedKeptParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return extended, nil
 }
 
 // Release gives a held job back unworked, claimable at once, without using
@@ -515,20 +536,26 @@ func (q *KeptQueue) jobs(ctx context.Context, d *KeptQueue, rows []myjobsdb.Kept
 // transaction of its own when tx is nil): HeldKept locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *KeptQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
+	groups := mysqlimpl.ByAttempt(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldKept(ctx, myjobsdb.HeldKeptParams{Ids: ids, Fences: fences})
-		if err != nil || len(held) == 0 {
-			return err
+		var failed []int64
+		for _, g := range groups { // one HeldKept for each attempt among the jobs
+			held, err := qt.HeldKept(ctx, myjobsdb.HeldKeptParams{Ids: g.IDs, Attempt: g.Attempt})
+			if err != nil {
+				return err
+			}
+			for _, h := range held {
+				failed = append(failed, h.ID)
+				states[h.ID] = queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+			}
 		}
-		failed := make([]int64, len(held))
-		for i, h := range held {
-			failed[i], states[h.ID] = h.ID, queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+		if len(failed) == 0 {
+			return nil
 		}
-		_, err = fail(qt, failed)
+		_, err := fail(qt, failed)
 		return err
 	})
 	if err != nil {

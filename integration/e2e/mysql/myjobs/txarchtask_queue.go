@@ -174,14 +174,22 @@ func (q *TxarchtaskQueue) Complete(ctx context.Context, tx *sql.Tx, job *queue.J
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *TxarchtaskQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task]) (int64, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
-	var n int64
-	err := q.archive(ctx, tx, func(qt *myjobsdb.Queries) (int64, error) {
-		return qt.ArchiveManyTxarchtask(ctx, myjobsdb.ArchiveManyTxarchtaskParams{Ids: ids, Fences: fences})
-	}, func(qt *myjobsdb.Queries) (int64, error) {
-		return qt.CompleteManyTxarchtask(ctx, myjobsdb.CompleteManyTxarchtaskParams{Ids: ids, Fences: fences})
-	}, &n)
-	return n, err
+	// One statement for each attempt among the jobs (see CompleteManyTxarchtask).
+	var done int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		arg := myjobsdb.CompleteManyTxarchtaskParams{Ids: g.IDs, Attempt: g.Attempt}
+		var n int64
+		err := q.archive(ctx, tx, func(qt *myjobsdb.Queries) (int64, error) {
+			return qt.ArchiveManyTxarchtask(ctx, myjobsdb.ArchiveManyTxarchtaskParams{Ids: g.IDs, Attempt: g.Attempt})
+		}, func(qt *myjobsdb.Queries) (int64, error) {
+			return qt.CompleteManyTxarchtask(ctx, arg)
+		}, &n)
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
@@ -438,20 +446,26 @@ func (q *TxarchtaskQueue) jobs(ctx context.Context, d *TxarchtaskQueue, rows []m
 // transaction of its own when tx is nil): HeldTxarchtask locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *TxarchtaskQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[payload.Task], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
+	groups := mysqlimpl.ByAttempt(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldTxarchtask(ctx, myjobsdb.HeldTxarchtaskParams{Ids: ids, Fences: fences})
-		if err != nil || len(held) == 0 {
-			return err
+		var failed []int64
+		for _, g := range groups { // one HeldTxarchtask for each attempt among the jobs
+			held, err := qt.HeldTxarchtask(ctx, myjobsdb.HeldTxarchtaskParams{Ids: g.IDs, Attempt: g.Attempt})
+			if err != nil {
+				return err
+			}
+			for _, h := range held {
+				failed = append(failed, h.ID)
+				states[h.ID] = queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+			}
 		}
-		failed := make([]int64, len(held))
-		for i, h := range held {
-			failed[i], states[h.ID] = h.ID, queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+		if len(failed) == 0 {
+			return nil
 		}
-		_, err = fail(qt, failed)
+		_, err := fail(qt, failed)
 		return err
 	})
 	if err != nil {

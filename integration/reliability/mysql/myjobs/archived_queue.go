@@ -209,14 +209,22 @@ func (q *ArchivedQueue) Complete(ctx context.Context, job *queue.Job[ArchivedPay
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *ArchivedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ArchivedPayload]) (int64, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
-	var n int64
-	err := q.archive(ctx, q.tx, func(qt *myjobsdb.Queries) (int64, error) {
-		return qt.ArchiveManyArchived(ctx, myjobsdb.ArchiveManyArchivedParams{Ids: ids, Fences: fences})
-	}, func(qt *myjobsdb.Queries) (int64, error) {
-		return qt.CompleteManyArchived(ctx, myjobsdb.CompleteManyArchivedParams{Ids: ids, Fences: fences})
-	}, &n)
-	return n, err
+	// One statement for each attempt among the jobs (see CompleteManyArchived).
+	var done int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		arg := myjobsdb.CompleteManyArchivedParams{Ids: g.IDs, Attempt: g.Attempt}
+		var n int64
+		err := q.archive(ctx, q.tx, func(qt *myjobsdb.Queries) (int64, error) {
+			return qt.ArchiveManyArchived(ctx, myjobsdb.ArchiveManyArchivedParams{Ids: g.IDs, Attempt: g.Attempt})
+		}, func(qt *myjobsdb.Queries) (int64, error) {
+			return qt.CompleteManyArchived(ctx, arg)
+		}, &n)
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
@@ -321,14 +329,26 @@ func (q *ArchivedQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[Archiv
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := mysqlimpl.Fences(jobs)
-	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyArchived(ctx, myjobsdb.ExtendManyArchivedParams{LeaseUntil: &until, Ids: ids, Fences: fences})
-	})
-	if err != nil || int(n) == len(jobs) {
-		return ids, err
+	// One statement for each attempt among the jobs (see ExtendManyArchived).
+	var extended []int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+			return q.q.ExtendManyArchived(ctx, myjobsdb.ExtendManyArchivedParams{LeaseUntil: &until, Ids: g.IDs, Attempt: g.Attempt})
+		})
+		if err != nil {
+			return extended, err
+		}
+		if int(n) == len(g.IDs) {
+			extended = append(extended, g.IDs...)
+			continue
+		}
+		ids, err := q.q.ExtendedArchived(ctx, myjobsdb.ExtendedArchivedParams{Ids: g.IDs, LeaseUntil: &until, Attempt: g.Attempt})
+		extended = append(extended, ids...)
+		if err != nil {
+			return extended, err
+		}
 	}
-	return q.q.ExtendedArchived(ctx, myjobsdb.ExtendedArchivedParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return extended, nil
 }
 
 // Release gives a held job back unworked, claimable at once, without using
@@ -530,20 +550,26 @@ func (q *ArchivedQueue) jobs(rows []myjobsdb.ArchivedRow) []*queue.Job[ArchivedP
 // transaction of its own when tx is nil): HeldArchived locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *ArchivedQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[ArchivedPayload], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
+	groups := mysqlimpl.ByAttempt(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldArchived(ctx, myjobsdb.HeldArchivedParams{Ids: ids, Fences: fences})
-		if err != nil || len(held) == 0 {
-			return err
+		var failed []int64
+		for _, g := range groups { // one HeldArchived for each attempt among the jobs
+			held, err := qt.HeldArchived(ctx, myjobsdb.HeldArchivedParams{Ids: g.IDs, Attempt: g.Attempt})
+			if err != nil {
+				return err
+			}
+			for _, h := range held {
+				failed = append(failed, h.ID)
+				states[h.ID] = queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+			}
 		}
-		failed := make([]int64, len(held))
-		for i, h := range held {
-			failed[i], states[h.ID] = h.ID, queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+		if len(failed) == 0 {
+			return nil
 		}
-		_, err = fail(qt, failed)
+		_, err := fail(qt, failed)
 		return err
 	})
 	if err != nil {

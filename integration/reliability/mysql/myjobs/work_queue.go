@@ -200,10 +200,19 @@ func (q *WorkQueue) Complete(ctx context.Context, job *queue.Job[WorkPayload]) e
 // CompleteMany completes many jobs in one statement and returns how many it
 // completed; the others were no longer held by the caller.
 func (q *WorkQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WorkPayload]) (int64, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
-	return mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.CompleteManyWork(ctx, myjobsdb.CompleteManyWorkParams{Ids: ids, Fences: fences})
-	})
+	// One statement for each attempt among the jobs (see CompleteManyWork).
+	var done int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		arg := myjobsdb.CompleteManyWorkParams{Ids: g.IDs, Attempt: g.Attempt}
+		n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+			return q.q.CompleteManyWork(ctx, arg)
+		})
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 // Fail records a failed attempt with cause's text. The job is retried after
@@ -308,14 +317,26 @@ func (q *WorkQueue) ExtendMany(ctx context.Context, jobs []*queue.Job[WorkPayloa
 		return nil, err
 	}
 	until := now.Add(d).Truncate(time.Microsecond) // what the column stores, for Extended's comparison
-	ids, fences := mysqlimpl.Fences(jobs)
-	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
-		return q.q.ExtendManyWork(ctx, myjobsdb.ExtendManyWorkParams{LeaseUntil: &until, Ids: ids, Fences: fences})
-	})
-	if err != nil || int(n) == len(jobs) {
-		return ids, err
+	// One statement for each attempt among the jobs (see ExtendManyWork).
+	var extended []int64
+	for _, g := range mysqlimpl.ByAttempt(jobs) {
+		n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+			return q.q.ExtendManyWork(ctx, myjobsdb.ExtendManyWorkParams{LeaseUntil: &until, Ids: g.IDs, Attempt: g.Attempt})
+		})
+		if err != nil {
+			return extended, err
+		}
+		if int(n) == len(g.IDs) {
+			extended = append(extended, g.IDs...)
+			continue
+		}
+		ids, err := q.q.ExtendedWork(ctx, myjobsdb.ExtendedWorkParams{Ids: g.IDs, LeaseUntil: &until, Attempt: g.Attempt})
+		extended = append(extended, ids...)
+		if err != nil {
+			return extended, err
+		}
 	}
-	return q.q.ExtendedWork(ctx, myjobsdb.ExtendedWorkParams{Ids: ids, LeaseUntil: &until, Fences: fences})
+	return extended, nil
 }
 
 // Release gives a held job back unworked, claimable at once, without using
@@ -490,20 +511,26 @@ func (q *WorkQueue) jobs(rows []myjobsdb.WorkRow) []*queue.Job[WorkPayload] {
 // transaction of its own when tx is nil): HeldWork locks them, then fail
 // runs one statement on their ids. It returns each failed job's new state.
 func (q *WorkQueue) failMany(ctx context.Context, tx *sql.Tx, jobs []*queue.Job[WorkPayload], fail func(qt *myjobsdb.Queries, ids []int64) (int64, error)) (map[int64]queue.State, error) {
-	ids, fences := mysqlimpl.Fences(jobs)
+	groups := mysqlimpl.ByAttempt(jobs)
 	states := make(map[int64]queue.State, len(jobs))
 	err := mysqlimpl.InTx(ctx, q.db, tx, func(tx *sql.Tx) error {
 		clear(states)
 		qt := q.q.WithTx(tx)
-		held, err := qt.HeldWork(ctx, myjobsdb.HeldWorkParams{Ids: ids, Fences: fences})
-		if err != nil || len(held) == 0 {
-			return err
+		var failed []int64
+		for _, g := range groups { // one HeldWork for each attempt among the jobs
+			held, err := qt.HeldWork(ctx, myjobsdb.HeldWorkParams{Ids: g.IDs, Attempt: g.Attempt})
+			if err != nil {
+				return err
+			}
+			for _, h := range held {
+				failed = append(failed, h.ID)
+				states[h.ID] = queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+			}
 		}
-		failed := make([]int64, len(held))
-		for i, h := range held {
-			failed[i], states[h.ID] = h.ID, queueimpl.FailedState(h.Attempt, h.MaxAttempts)
+		if len(failed) == 0 {
+			return nil
 		}
-		_, err = fail(qt, failed)
+		_, err := fail(qt, failed)
 		return err
 	})
 	if err != nil {

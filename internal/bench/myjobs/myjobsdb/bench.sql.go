@@ -214,18 +214,22 @@ const CompleteManyBench = `-- name: CompleteManyBench :execrows
 DELETE FROM bench_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyBenchParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyBench completes many jobs in one statement, each fenced by its
 // attempt like CompleteBench, and counts those it completed. Rows are found
-// by primary key (id IN); @fences lists each job as id:attempt, so a row
-// whose attempt moved on is left alone.
+// by primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyBench(ctx context.Context, arg CompleteManyBenchParams) (int64, error) {
 	query := CompleteManyBench
 	var queryParams []interface{}
@@ -237,7 +241,7 @@ func (q *Queries) CompleteManyBench(ctx context.Context, arg CompleteManyBenchPa
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -371,19 +375,19 @@ UPDATE bench_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyBenchParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyBench moves the leases of many held jobs to @lease_until in one
 // statement, each fenced by its attempt like ExtendBench, and counts those it
 // extended; a worker's heartbeat sends one per batch of running jobs. Rows
-// are found by primary key (id IN) and fenced by @fences, as in
+// are found by primary key (id IN) and fenced by one @attempt, as in
 // CompleteManyBench.
 func (q *Queries) ExtendManyBench(ctx context.Context, arg ExtendManyBenchParams) (int64, error) {
 	query := ExtendManyBench
@@ -397,7 +401,7 @@ func (q *Queries) ExtendManyBench(ctx context.Context, arg ExtendManyBenchParams
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -411,13 +415,13 @@ FROM bench_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedBenchParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedBench reads which of a batch ExtendManyBench extended, when it
@@ -437,7 +441,7 @@ func (q *Queries) ExtendedBench(ctx context.Context, arg ExtendedBenchParams) ([
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -653,13 +657,13 @@ SELECT id, attempt, max_attempts
 FROM bench_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldBenchParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldBenchRow struct {
@@ -669,9 +673,9 @@ type HeldBenchRow struct {
 }
 
 // HeldBench locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyBench),
-// with what decides each one's fate; FailManyBench then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyBench), with what decides each one's fate; FailManyBench then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldBench(ctx context.Context, arg HeldBenchParams) ([]HeldBenchRow, error) {
 	query := HeldBench
 	var queryParams []interface{}
@@ -683,7 +687,7 @@ func (q *Queries) HeldBench(ctx context.Context, arg HeldBenchParams) ([]HeldBen
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

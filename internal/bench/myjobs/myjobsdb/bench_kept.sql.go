@@ -223,18 +223,22 @@ SET state = 'succeeded',
     locked_until = NULL
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyBenchKeptParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyBenchKept completes many jobs in one statement, each fenced by
 // its attempt like CompleteBenchKept, and counts those it completed. Rows are
-// found by primary key (id IN); @fences lists each job as id:attempt, so a
-// row whose attempt moved on is left alone.
+// found by primary key (id IN) and fenced by one @attempt, so a row whose
+// attempt moved on is left alone: the accessor sends one statement for each
+// attempt among the batch's jobs (nearly always one). A list of id:attempt
+// pairs compared with FIND_IN_SET would be read whole for every row, a batch
+// of n jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc
+// cannot bind a list compared with an expression.
 func (q *Queries) CompleteManyBenchKept(ctx context.Context, arg CompleteManyBenchKeptParams) (int64, error) {
 	query := CompleteManyBenchKept
 	var queryParams []interface{}
@@ -246,7 +250,7 @@ func (q *Queries) CompleteManyBenchKept(ctx context.Context, arg CompleteManyBen
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -380,20 +384,20 @@ UPDATE bench_kept_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyBenchKeptParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyBenchKept moves the leases of many held jobs to @lease_until in
 // one statement, each fenced by its attempt like ExtendBenchKept, and counts
 // those it extended; a worker's heartbeat sends one per batch of running
-// jobs. Rows are found by primary key (id IN) and fenced by @fences, as in
-// CompleteManyBenchKept.
+// jobs. Rows are found by primary key (id IN) and fenced by one @attempt, as
+// in CompleteManyBenchKept.
 func (q *Queries) ExtendManyBenchKept(ctx context.Context, arg ExtendManyBenchKeptParams) (int64, error) {
 	query := ExtendManyBenchKept
 	var queryParams []interface{}
@@ -406,7 +410,7 @@ func (q *Queries) ExtendManyBenchKept(ctx context.Context, arg ExtendManyBenchKe
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -420,13 +424,13 @@ FROM bench_kept_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedBenchKeptParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedBenchKept reads which of a batch ExtendManyBenchKept extended, when
@@ -446,7 +450,7 @@ func (q *Queries) ExtendedBenchKept(ctx context.Context, arg ExtendedBenchKeptPa
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -662,13 +666,13 @@ SELECT id, attempt, max_attempts
 FROM bench_kept_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldBenchKeptParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldBenchKeptRow struct {
@@ -678,7 +682,7 @@ type HeldBenchKeptRow struct {
 }
 
 // HeldBenchKept locks, in the caller's transaction, those of a batch of jobs
-// the caller still holds at their attempt (@fences, as in
+// the caller still holds at their attempt (one @attempt a statement, as in
 // CompleteManyBenchKept), with what decides each one's fate;
 // FailManyBenchKept then fails exactly these, and no other session can change
 // them in between.
@@ -693,7 +697,7 @@ func (q *Queries) HeldBenchKept(ctx context.Context, arg HeldBenchKeptParams) ([
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

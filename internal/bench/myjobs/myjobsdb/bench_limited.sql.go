@@ -354,18 +354,22 @@ const CompleteManyBenchLimited = `-- name: CompleteManyBenchLimited :execrows
 DELETE FROM bench_limited_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyBenchLimitedParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyBenchLimited completes many jobs in one statement, each fenced
 // by its attempt like CompleteBenchLimited, and counts those it completed.
-// Rows are found by primary key (id IN); @fences lists each job as
-// id:attempt, so a row whose attempt moved on is left alone.
+// Rows are found by primary key (id IN) and fenced by one @attempt, so a row
+// whose attempt moved on is left alone: the accessor sends one statement for
+// each attempt among the batch's jobs (nearly always one). A list of
+// id:attempt pairs compared with FIND_IN_SET would be read whole for every
+// row, a batch of n jobs costing n² (about 4.5 ms of a 500-job statement),
+// and sqlc cannot bind a list compared with an expression.
 func (q *Queries) CompleteManyBenchLimited(ctx context.Context, arg CompleteManyBenchLimitedParams) (int64, error) {
 	query := CompleteManyBenchLimited
 	var queryParams []interface{}
@@ -377,7 +381,7 @@ func (q *Queries) CompleteManyBenchLimited(ctx context.Context, arg CompleteMany
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -511,20 +515,20 @@ UPDATE bench_limited_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyBenchLimitedParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyBenchLimited moves the leases of many held jobs to @lease_until
 // in one statement, each fenced by its attempt like ExtendBenchLimited, and
 // counts those it extended; a worker's heartbeat sends one per batch of
-// running jobs. Rows are found by primary key (id IN) and fenced by @fences,
-// as in CompleteManyBenchLimited.
+// running jobs. Rows are found by primary key (id IN) and fenced by one
+// @attempt, as in CompleteManyBenchLimited.
 func (q *Queries) ExtendManyBenchLimited(ctx context.Context, arg ExtendManyBenchLimitedParams) (int64, error) {
 	query := ExtendManyBenchLimited
 	var queryParams []interface{}
@@ -537,7 +541,7 @@ func (q *Queries) ExtendManyBenchLimited(ctx context.Context, arg ExtendManyBenc
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -551,13 +555,13 @@ FROM bench_limited_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedBenchLimitedParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedBenchLimited reads which of a batch ExtendManyBenchLimited
@@ -577,7 +581,7 @@ func (q *Queries) ExtendedBenchLimited(ctx context.Context, arg ExtendedBenchLim
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -795,13 +799,13 @@ SELECT id, attempt, max_attempts
 FROM bench_limited_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldBenchLimitedParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldBenchLimitedRow struct {
@@ -811,8 +815,8 @@ type HeldBenchLimitedRow struct {
 }
 
 // HeldBenchLimited locks, in the caller's transaction, those of a batch of
-// jobs the caller still holds at their attempt (@fences, as in
-// CompleteManyBenchLimited), with what decides each one's fate;
+// jobs the caller still holds at their attempt (one @attempt a statement, as
+// in CompleteManyBenchLimited), with what decides each one's fate;
 // FailManyBenchLimited then fails exactly these, and no other session can
 // change them in between.
 func (q *Queries) HeldBenchLimited(ctx context.Context, arg HeldBenchLimitedParams) ([]HeldBenchLimitedRow, error) {
@@ -826,7 +830,7 @@ func (q *Queries) HeldBenchLimited(ctx context.Context, arg HeldBenchLimitedPara
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

@@ -225,18 +225,22 @@ SET state = 'succeeded',
     locked_until = NULL
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyBenchRatedParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyBenchRated completes many jobs in one statement, each fenced by
 // its attempt like CompleteBenchRated, and counts those it completed. Rows
-// are found by primary key (id IN); @fences lists each job as id:attempt, so
-// a row whose attempt moved on is left alone.
+// are found by primary key (id IN) and fenced by one @attempt, so a row whose
+// attempt moved on is left alone: the accessor sends one statement for each
+// attempt among the batch's jobs (nearly always one). A list of id:attempt
+// pairs compared with FIND_IN_SET would be read whole for every row, a batch
+// of n jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc
+// cannot bind a list compared with an expression.
 func (q *Queries) CompleteManyBenchRated(ctx context.Context, arg CompleteManyBenchRatedParams) (int64, error) {
 	query := CompleteManyBenchRated
 	var queryParams []interface{}
@@ -248,7 +252,7 @@ func (q *Queries) CompleteManyBenchRated(ctx context.Context, arg CompleteManyBe
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -382,20 +386,20 @@ UPDATE bench_rated_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyBenchRatedParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyBenchRated moves the leases of many held jobs to @lease_until in
 // one statement, each fenced by its attempt like ExtendBenchRated, and counts
 // those it extended; a worker's heartbeat sends one per batch of running
-// jobs. Rows are found by primary key (id IN) and fenced by @fences, as in
-// CompleteManyBenchRated.
+// jobs. Rows are found by primary key (id IN) and fenced by one @attempt, as
+// in CompleteManyBenchRated.
 func (q *Queries) ExtendManyBenchRated(ctx context.Context, arg ExtendManyBenchRatedParams) (int64, error) {
 	query := ExtendManyBenchRated
 	var queryParams []interface{}
@@ -408,7 +412,7 @@ func (q *Queries) ExtendManyBenchRated(ctx context.Context, arg ExtendManyBenchR
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -422,13 +426,13 @@ FROM bench_rated_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedBenchRatedParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedBenchRated reads which of a batch ExtendManyBenchRated extended,
@@ -448,7 +452,7 @@ func (q *Queries) ExtendedBenchRated(ctx context.Context, arg ExtendedBenchRated
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -663,13 +667,13 @@ SELECT id, attempt, max_attempts
 FROM bench_rated_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldBenchRatedParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldBenchRatedRow struct {
@@ -679,7 +683,7 @@ type HeldBenchRatedRow struct {
 }
 
 // HeldBenchRated locks, in the caller's transaction, those of a batch of jobs
-// the caller still holds at their attempt (@fences, as in
+// the caller still holds at their attempt (one @attempt a statement, as in
 // CompleteManyBenchRated), with what decides each one's fate;
 // FailManyBenchRated then fails exactly these, and no other session can
 // change them in between.
@@ -694,7 +698,7 @@ func (q *Queries) HeldBenchRated(ctx context.Context, arg HeldBenchRatedParams) 
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

@@ -97,7 +97,7 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'available';
 -- jobs of a batch still available at their attempt, as ArchiveLedger copies
 -- one. Rows are found by primary key (id IN; FORCE INDEX, as on a small table
 -- the optimizer would rather read the state's entries, locking what it read);
--- @fences lists each job as id:attempt, as in CompleteManyLedger.
+-- fenced by one @attempt, as in CompleteManyLedger.
 INSERT INTO ledger_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
     attempted_at, finished_at, locked_by, locked_until, errors, failures,
@@ -109,7 +109,7 @@ SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
 FROM ledger_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (sqlc.slice(ids))
   AND job.state = 'available'
-  AND FIND_IN_SET(CONCAT(job.id, ':', job.attempt), sqlc.arg(fences)) > 0
+  AND job.attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: CompleteManyLedger :execrows
@@ -119,7 +119,7 @@ FOR UPDATE;
 DELETE FROM ledger_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: FailLedger :execrows
 -- FailLedger records a failed attempt, fenced like CompleteLedger: the error
@@ -137,14 +137,14 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'available';
 
 -- name: HeldLedger :many
 -- HeldLedger locks, in the caller's transaction, those of a batch of jobs the
--- caller still holds at their attempt (@fences, as in CompleteManyLedger),
--- with what decides each one's fate; FailManyLedger then fails exactly these,
--- and no other session can change them in between.
+-- caller still holds at their attempt (one @attempt a statement, as in
+-- CompleteManyLedger), with what decides each one's fate; FailManyLedger then
+-- fails exactly these, and no other session can change them in between.
 SELECT id, attempt, max_attempts
 FROM ledger_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0
+  AND attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: FailManyLedger :execrows

@@ -126,7 +126,7 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- jobs of a batch still running at their attempt, as ArchiveReceipts copies
 -- one. Rows are found by primary key (id IN; FORCE INDEX, as on a small table
 -- the optimizer would rather read the state's entries, locking what it read);
--- @fences lists each job as id:attempt, as in CompleteManyReceipts.
+-- fenced by one @attempt, as in CompleteManyReceipts.
 INSERT INTO receipts_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
     attempted_at, finished_at, locked_by, locked_until, errors, failures,
@@ -139,7 +139,7 @@ SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
 FROM receipts_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (sqlc.slice(ids))
   AND job.state = 'running'
-  AND FIND_IN_SET(CONCAT(job.id, ':', job.attempt), sqlc.arg(fences)) > 0
+  AND job.attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: CompleteManyReceipts :execrows
@@ -149,7 +149,7 @@ FOR UPDATE;
 DELETE FROM receipts_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: FailReceipts :execrows
 -- FailReceipts records a failed attempt, fenced like CompleteReceipts: the
@@ -169,14 +169,14 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 
 -- name: HeldReceipts :many
 -- HeldReceipts locks, in the caller's transaction, those of a batch of jobs
--- the caller still holds at their attempt (@fences, as in
+-- the caller still holds at their attempt (one @attempt a statement, as in
 -- CompleteManyReceipts), with what decides each one's fate; FailManyReceipts
 -- then fails exactly these, and no other session can change them in between.
 SELECT id, attempt, max_attempts
 FROM receipts_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0
+  AND attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: FailManyReceipts :execrows
@@ -252,13 +252,13 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- ExtendManyReceipts moves the leases of many held jobs to @lease_until in
 -- one statement, each fenced by its attempt like ExtendReceipts, and counts
 -- those it extended; a worker's heartbeat sends one per batch of running
--- jobs. Rows are found by primary key (id IN) and fenced by @fences, as in
--- CompleteManyReceipts.
+-- jobs. Rows are found by primary key (id IN) and fenced by one @attempt, as
+-- in CompleteManyReceipts.
 UPDATE receipts_queue
 SET locked_until = sqlc.arg(lease_until)
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: ExtendedReceipts :many
 -- ExtendedReceipts reads which of a batch ExtendManyReceipts extended, when
@@ -271,7 +271,7 @@ FROM receipts_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
   AND locked_until = sqlc.arg(lease_until)
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: ReleaseReceipts :execrows
 -- ReleaseReceipts gives a held job back unworked, claimable at once, without

@@ -61,13 +61,13 @@ SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
 FROM ledger_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (/*SLICE:ids*/?)
   AND job.state = 'available'
-  AND FIND_IN_SET(CONCAT(job.id, ':', job.attempt), ?) > 0
+  AND job.attempt = ?
 FOR UPDATE
 `
 
 type ArchiveManyLedgerParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // ArchiveManyLedger is the first statement of a batch completion's
@@ -75,7 +75,7 @@ type ArchiveManyLedgerParams struct {
 // jobs of a batch still available at their attempt, as ArchiveLedger copies
 // one. Rows are found by primary key (id IN; FORCE INDEX, as on a small table
 // the optimizer would rather read the state's entries, locking what it read);
-// @fences lists each job as id:attempt, as in CompleteManyLedger.
+// fenced by one @attempt, as in CompleteManyLedger.
 func (q *Queries) ArchiveManyLedger(ctx context.Context, arg ArchiveManyLedgerParams) (int64, error) {
 	query := ArchiveManyLedger
 	var queryParams []interface{}
@@ -87,7 +87,7 @@ func (q *Queries) ArchiveManyLedger(ctx context.Context, arg ArchiveManyLedgerPa
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -268,12 +268,12 @@ const CompleteManyLedger = `-- name: CompleteManyLedger :execrows
 DELETE FROM ledger_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyLedgerParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyLedger ends a batch completion's transaction: it deletes the
@@ -290,7 +290,7 @@ func (q *Queries) CompleteManyLedger(ctx context.Context, arg CompleteManyLedger
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -576,13 +576,13 @@ SELECT id, attempt, max_attempts
 FROM ledger_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldLedgerParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldLedgerRow struct {
@@ -592,9 +592,9 @@ type HeldLedgerRow struct {
 }
 
 // HeldLedger locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyLedger),
-// with what decides each one's fate; FailManyLedger then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyLedger), with what decides each one's fate; FailManyLedger then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldLedger(ctx context.Context, arg HeldLedgerParams) ([]HeldLedgerRow, error) {
 	query := HeldLedger
 	var queryParams []interface{}
@@ -606,7 +606,7 @@ func (q *Queries) HeldLedger(ctx context.Context, arg HeldLedgerParams) ([]HeldL
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

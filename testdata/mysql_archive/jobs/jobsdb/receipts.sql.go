@@ -26,13 +26,13 @@ SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
 FROM receipts_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (/*SLICE:ids*/?)
   AND job.state = 'running'
-  AND FIND_IN_SET(CONCAT(job.id, ':', job.attempt), ?) > 0
+  AND job.attempt = ?
 FOR UPDATE
 `
 
 type ArchiveManyReceiptsParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // ArchiveManyReceipts is the first statement of a batch completion's
@@ -40,7 +40,7 @@ type ArchiveManyReceiptsParams struct {
 // jobs of a batch still running at their attempt, as ArchiveReceipts copies
 // one. Rows are found by primary key (id IN; FORCE INDEX, as on a small table
 // the optimizer would rather read the state's entries, locking what it read);
-// @fences lists each job as id:attempt, as in CompleteManyReceipts.
+// fenced by one @attempt, as in CompleteManyReceipts.
 func (q *Queries) ArchiveManyReceipts(ctx context.Context, arg ArchiveManyReceiptsParams) (int64, error) {
 	query := ArchiveManyReceipts
 	var queryParams []interface{}
@@ -52,7 +52,7 @@ func (q *Queries) ArchiveManyReceipts(ctx context.Context, arg ArchiveManyReceip
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -284,12 +284,12 @@ const CompleteManyReceipts = `-- name: CompleteManyReceipts :execrows
 DELETE FROM receipts_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyReceiptsParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyReceipts ends a batch completion's transaction: it deletes the
@@ -306,7 +306,7 @@ func (q *Queries) CompleteManyReceipts(ctx context.Context, arg CompleteManyRece
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -446,20 +446,20 @@ UPDATE receipts_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyReceiptsParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyReceipts moves the leases of many held jobs to @lease_until in
 // one statement, each fenced by its attempt like ExtendReceipts, and counts
 // those it extended; a worker's heartbeat sends one per batch of running
-// jobs. Rows are found by primary key (id IN) and fenced by @fences, as in
-// CompleteManyReceipts.
+// jobs. Rows are found by primary key (id IN) and fenced by one @attempt, as
+// in CompleteManyReceipts.
 func (q *Queries) ExtendManyReceipts(ctx context.Context, arg ExtendManyReceiptsParams) (int64, error) {
 	query := ExtendManyReceipts
 	var queryParams []interface{}
@@ -472,7 +472,7 @@ func (q *Queries) ExtendManyReceipts(ctx context.Context, arg ExtendManyReceipts
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -508,13 +508,13 @@ FROM receipts_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedReceiptsParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedReceipts reads which of a batch ExtendManyReceipts extended, when
@@ -534,7 +534,7 @@ func (q *Queries) ExtendedReceipts(ctx context.Context, arg ExtendedReceiptsPara
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -804,13 +804,13 @@ SELECT id, attempt, max_attempts
 FROM receipts_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldReceiptsParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldReceiptsRow struct {
@@ -820,7 +820,7 @@ type HeldReceiptsRow struct {
 }
 
 // HeldReceipts locks, in the caller's transaction, those of a batch of jobs
-// the caller still holds at their attempt (@fences, as in
+// the caller still holds at their attempt (one @attempt a statement, as in
 // CompleteManyReceipts), with what decides each one's fate; FailManyReceipts
 // then fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldReceipts(ctx context.Context, arg HeldReceiptsParams) ([]HeldReceiptsRow, error) {
@@ -834,7 +834,7 @@ func (q *Queries) HeldReceipts(ctx context.Context, arg HeldReceiptsParams) ([]H
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

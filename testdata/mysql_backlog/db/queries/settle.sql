@@ -119,7 +119,7 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- jobs of a batch still running at their attempt, as ArchiveSettle copies
 -- one. Rows are found by primary key (id IN; FORCE INDEX, as on a small table
 -- the optimizer would rather read the state's entries, locking what it read);
--- @fences lists each job as id:attempt, as in CompleteManySettle.
+-- fenced by one @attempt, as in CompleteManySettle.
 INSERT INTO settle_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
     attempted_at, finished_at, locked_by, locked_until, errors, failures,
@@ -131,7 +131,7 @@ SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
 FROM settle_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (sqlc.slice(ids))
   AND job.state = 'running'
-  AND FIND_IN_SET(CONCAT(job.id, ':', job.attempt), sqlc.arg(fences)) > 0
+  AND job.attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: CompleteManySettle :execrows
@@ -141,7 +141,7 @@ FOR UPDATE;
 DELETE FROM settle_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: FailSettle :execrows
 -- FailSettle records a failed attempt, fenced like CompleteSettle: the error
@@ -161,14 +161,14 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 
 -- name: HeldSettle :many
 -- HeldSettle locks, in the caller's transaction, those of a batch of jobs the
--- caller still holds at their attempt (@fences, as in CompleteManySettle),
--- with what decides each one's fate; FailManySettle then fails exactly these,
--- and no other session can change them in between.
+-- caller still holds at their attempt (one @attempt a statement, as in
+-- CompleteManySettle), with what decides each one's fate; FailManySettle then
+-- fails exactly these, and no other session can change them in between.
 SELECT id, attempt, max_attempts
 FROM settle_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0
+  AND attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: FailManySettle :execrows
@@ -244,13 +244,13 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- ExtendManySettle moves the leases of many held jobs to @lease_until in one
 -- statement, each fenced by its attempt like ExtendSettle, and counts those
 -- it extended; a worker's heartbeat sends one per batch of running jobs. Rows
--- are found by primary key (id IN) and fenced by @fences, as in
+-- are found by primary key (id IN) and fenced by one @attempt, as in
 -- CompleteManySettle.
 UPDATE settle_queue
 SET locked_until = sqlc.arg(lease_until)
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: ExtendedSettle :many
 -- ExtendedSettle reads which of a batch ExtendManySettle extended, when it
@@ -263,7 +263,7 @@ FROM settle_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
   AND locked_until = sqlc.arg(lease_until)
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: ReleaseSettle :execrows
 -- ReleaseSettle gives a held job back unworked, claimable at once, without

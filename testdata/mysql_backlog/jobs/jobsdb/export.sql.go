@@ -214,18 +214,22 @@ const CompleteManyExport = `-- name: CompleteManyExport :execrows
 DELETE FROM export_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyExportParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyExport completes many jobs in one statement, each fenced by its
 // attempt like CompleteExport, and counts those it completed. Rows are found
-// by primary key (id IN); @fences lists each job as id:attempt, so a row
-// whose attempt moved on is left alone.
+// by primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyExport(ctx context.Context, arg CompleteManyExportParams) (int64, error) {
 	query := CompleteManyExport
 	var queryParams []interface{}
@@ -237,7 +241,7 @@ func (q *Queries) CompleteManyExport(ctx context.Context, arg CompleteManyExport
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -382,19 +386,19 @@ UPDATE export_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyExportParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyExport moves the leases of many held jobs to @lease_until in one
 // statement, each fenced by its attempt like ExtendExport, and counts those
 // it extended; a worker's heartbeat sends one per batch of running jobs. Rows
-// are found by primary key (id IN) and fenced by @fences, as in
+// are found by primary key (id IN) and fenced by one @attempt, as in
 // CompleteManyExport.
 func (q *Queries) ExtendManyExport(ctx context.Context, arg ExtendManyExportParams) (int64, error) {
 	query := ExtendManyExport
@@ -408,7 +412,7 @@ func (q *Queries) ExtendManyExport(ctx context.Context, arg ExtendManyExportPara
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -422,13 +426,13 @@ FROM export_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedExportParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedExport reads which of a batch ExtendManyExport extended, when it
@@ -448,7 +452,7 @@ func (q *Queries) ExtendedExport(ctx context.Context, arg ExtendedExportParams) 
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -697,13 +701,13 @@ SELECT id, attempt, max_attempts
 FROM export_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldExportParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldExportRow struct {
@@ -713,9 +717,9 @@ type HeldExportRow struct {
 }
 
 // HeldExport locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyExport),
-// with what decides each one's fate; FailManyExport then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyExport), with what decides each one's fate; FailManyExport then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldExport(ctx context.Context, arg HeldExportParams) ([]HeldExportRow, error) {
 	query := HeldExport
 	var queryParams []interface{}
@@ -727,7 +731,7 @@ func (q *Queries) HeldExport(ctx context.Context, arg HeldExportParams) ([]HeldE
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

@@ -25,13 +25,13 @@ SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
 FROM settle_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (/*SLICE:ids*/?)
   AND job.state = 'running'
-  AND FIND_IN_SET(CONCAT(job.id, ':', job.attempt), ?) > 0
+  AND job.attempt = ?
 FOR UPDATE
 `
 
 type ArchiveManySettleParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // ArchiveManySettle is the first statement of a batch completion's
@@ -39,7 +39,7 @@ type ArchiveManySettleParams struct {
 // jobs of a batch still running at their attempt, as ArchiveSettle copies
 // one. Rows are found by primary key (id IN; FORCE INDEX, as on a small table
 // the optimizer would rather read the state's entries, locking what it read);
-// @fences lists each job as id:attempt, as in CompleteManySettle.
+// fenced by one @attempt, as in CompleteManySettle.
 func (q *Queries) ArchiveManySettle(ctx context.Context, arg ArchiveManySettleParams) (int64, error) {
 	query := ArchiveManySettle
 	var queryParams []interface{}
@@ -51,7 +51,7 @@ func (q *Queries) ArchiveManySettle(ctx context.Context, arg ArchiveManySettlePa
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -272,12 +272,12 @@ const CompleteManySettle = `-- name: CompleteManySettle :execrows
 DELETE FROM settle_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManySettleParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManySettle ends a batch completion's transaction: it deletes the
@@ -294,7 +294,7 @@ func (q *Queries) CompleteManySettle(ctx context.Context, arg CompleteManySettle
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -445,19 +445,19 @@ UPDATE settle_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManySettleParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManySettle moves the leases of many held jobs to @lease_until in one
 // statement, each fenced by its attempt like ExtendSettle, and counts those
 // it extended; a worker's heartbeat sends one per batch of running jobs. Rows
-// are found by primary key (id IN) and fenced by @fences, as in
+// are found by primary key (id IN) and fenced by one @attempt, as in
 // CompleteManySettle.
 func (q *Queries) ExtendManySettle(ctx context.Context, arg ExtendManySettleParams) (int64, error) {
 	query := ExtendManySettle
@@ -471,7 +471,7 @@ func (q *Queries) ExtendManySettle(ctx context.Context, arg ExtendManySettlePara
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -507,13 +507,13 @@ FROM settle_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedSettleParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedSettle reads which of a batch ExtendManySettle extended, when it
@@ -533,7 +533,7 @@ func (q *Queries) ExtendedSettle(ctx context.Context, arg ExtendedSettleParams) 
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -812,13 +812,13 @@ SELECT id, attempt, max_attempts
 FROM settle_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldSettleParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldSettleRow struct {
@@ -828,9 +828,9 @@ type HeldSettleRow struct {
 }
 
 // HeldSettle locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManySettle),
-// with what decides each one's fate; FailManySettle then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManySettle), with what decides each one's fate; FailManySettle then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldSettle(ctx context.Context, arg HeldSettleParams) ([]HeldSettleRow, error) {
 	query := HeldSettle
 	var queryParams []interface{}
@@ -842,7 +842,7 @@ func (q *Queries) HeldSettle(ctx context.Context, arg HeldSettleParams) ([]HeldS
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

@@ -338,18 +338,22 @@ const CompleteManyCharge = `-- name: CompleteManyCharge :execrows
 DELETE FROM charge_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyChargeParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyCharge completes many jobs in one statement, each fenced by its
 // attempt like CompleteCharge, and counts those it completed. Rows are found
-// by primary key (id IN); @fences lists each job as id:attempt, so a row
-// whose attempt moved on is left alone.
+// by primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyCharge(ctx context.Context, arg CompleteManyChargeParams) (int64, error) {
 	query := CompleteManyCharge
 	var queryParams []interface{}
@@ -361,7 +365,7 @@ func (q *Queries) CompleteManyCharge(ctx context.Context, arg CompleteManyCharge
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -645,13 +649,13 @@ SELECT id, attempt, max_attempts
 FROM charge_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldChargeParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldChargeRow struct {
@@ -661,9 +665,9 @@ type HeldChargeRow struct {
 }
 
 // HeldCharge locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyCharge),
-// with what decides each one's fate; FailManyCharge then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyCharge), with what decides each one's fate; FailManyCharge then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldCharge(ctx context.Context, arg HeldChargeParams) ([]HeldChargeRow, error) {
 	query := HeldCharge
 	var queryParams []interface{}
@@ -675,7 +679,7 @@ func (q *Queries) HeldCharge(ctx context.Context, arg HeldChargeParams) ([]HeldC
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

@@ -318,18 +318,22 @@ const CompleteManySync = `-- name: CompleteManySync :execrows
 DELETE FROM sync_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManySyncParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManySync completes many jobs in one statement, each fenced by its
 // attempt like CompleteSync, and counts those it completed. Rows are found by
-// primary key (id IN); @fences lists each job as id:attempt, so a row whose
-// attempt moved on is left alone.
+// primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManySync(ctx context.Context, arg CompleteManySyncParams) (int64, error) {
 	query := CompleteManySync
 	var queryParams []interface{}
@@ -341,7 +345,7 @@ func (q *Queries) CompleteManySync(ctx context.Context, arg CompleteManySyncPara
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -474,19 +478,19 @@ UPDATE sync_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManySyncParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManySync moves the leases of many held jobs to @lease_until in one
 // statement, each fenced by its attempt like ExtendSync, and counts those it
 // extended; a worker's heartbeat sends one per batch of running jobs. Rows
-// are found by primary key (id IN) and fenced by @fences, as in
+// are found by primary key (id IN) and fenced by one @attempt, as in
 // CompleteManySync.
 func (q *Queries) ExtendManySync(ctx context.Context, arg ExtendManySyncParams) (int64, error) {
 	query := ExtendManySync
@@ -500,7 +504,7 @@ func (q *Queries) ExtendManySync(ctx context.Context, arg ExtendManySyncParams) 
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -536,13 +540,13 @@ FROM sync_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedSyncParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedSync reads which of a batch ExtendManySync extended, when it
@@ -562,7 +566,7 @@ func (q *Queries) ExtendedSync(ctx context.Context, arg ExtendedSyncParams) ([]i
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -778,13 +782,13 @@ SELECT id, attempt, max_attempts
 FROM sync_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldSyncParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldSyncRow struct {
@@ -794,9 +798,9 @@ type HeldSyncRow struct {
 }
 
 // HeldSync locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManySync), with
-// what decides each one's fate; FailManySync then fails exactly these, and no
-// other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManySync), with what decides each one's fate; FailManySync then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldSync(ctx context.Context, arg HeldSyncParams) ([]HeldSyncRow, error) {
 	query := HeldSync
 	var queryParams []interface{}
@@ -808,7 +812,7 @@ func (q *Queries) HeldSync(ctx context.Context, arg HeldSyncParams) ([]HeldSyncR
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

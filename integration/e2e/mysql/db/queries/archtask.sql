@@ -117,7 +117,7 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- jobs of a batch still running at their attempt, as ArchiveArchtask copies
 -- one. Rows are found by primary key (id IN; FORCE INDEX, as on a small table
 -- the optimizer would rather read the state's entries, locking what it read);
--- @fences lists each job as id:attempt, as in CompleteManyArchtask.
+-- fenced by one @attempt, as in CompleteManyArchtask.
 INSERT INTO archtask_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
     attempted_at, finished_at, locked_by, locked_until, errors, failures,
@@ -129,7 +129,7 @@ SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
 FROM archtask_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (sqlc.slice(ids))
   AND job.state = 'running'
-  AND FIND_IN_SET(CONCAT(job.id, ':', job.attempt), sqlc.arg(fences)) > 0
+  AND job.attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: CompleteManyArchtask :execrows
@@ -139,7 +139,7 @@ FOR UPDATE;
 DELETE FROM archtask_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: FailArchtask :execrows
 -- FailArchtask records a failed attempt, fenced like CompleteArchtask: the
@@ -159,14 +159,14 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 
 -- name: HeldArchtask :many
 -- HeldArchtask locks, in the caller's transaction, those of a batch of jobs
--- the caller still holds at their attempt (@fences, as in
+-- the caller still holds at their attempt (one @attempt a statement, as in
 -- CompleteManyArchtask), with what decides each one's fate; FailManyArchtask
 -- then fails exactly these, and no other session can change them in between.
 SELECT id, attempt, max_attempts
 FROM archtask_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0
+  AND attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: FailManyArchtask :execrows
@@ -242,13 +242,13 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- ExtendManyArchtask moves the leases of many held jobs to @lease_until in
 -- one statement, each fenced by its attempt like ExtendArchtask, and counts
 -- those it extended; a worker's heartbeat sends one per batch of running
--- jobs. Rows are found by primary key (id IN) and fenced by @fences, as in
--- CompleteManyArchtask.
+-- jobs. Rows are found by primary key (id IN) and fenced by one @attempt, as
+-- in CompleteManyArchtask.
 UPDATE archtask_queue
 SET locked_until = sqlc.arg(lease_until)
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: ExtendedArchtask :many
 -- ExtendedArchtask reads which of a batch ExtendManyArchtask extended, when
@@ -261,7 +261,7 @@ FROM archtask_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
   AND locked_until = sqlc.arg(lease_until)
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: ReleaseArchtask :execrows
 -- ReleaseArchtask gives a held job back unworked, claimable at once, without

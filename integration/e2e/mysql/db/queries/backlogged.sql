@@ -90,12 +90,16 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- name: CompleteManyBacklogged :execrows
 -- CompleteManyBacklogged completes many jobs in one statement, each fenced by
 -- its attempt like CompleteBacklogged, and counts those it completed. Rows
--- are found by primary key (id IN); @fences lists each job as id:attempt, so
--- a row whose attempt moved on is left alone.
+-- are found by primary key (id IN) and fenced by one @attempt, so a row whose
+-- attempt moved on is left alone: the accessor sends one statement for each
+-- attempt among the batch's jobs (nearly always one). A list of id:attempt
+-- pairs compared with FIND_IN_SET would be read whole for every row, a batch
+-- of n jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc
+-- cannot bind a list compared with an expression.
 DELETE FROM backlogged_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: FailBacklogged :execrows
 -- FailBacklogged records a failed attempt, fenced like CompleteBacklogged:
@@ -115,7 +119,7 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 
 -- name: HeldBacklogged :many
 -- HeldBacklogged locks, in the caller's transaction, those of a batch of jobs
--- the caller still holds at their attempt (@fences, as in
+-- the caller still holds at their attempt (one @attempt a statement, as in
 -- CompleteManyBacklogged), with what decides each one's fate;
 -- FailManyBacklogged then fails exactly these, and no other session can
 -- change them in between.
@@ -123,7 +127,7 @@ SELECT id, attempt, max_attempts
 FROM backlogged_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0
+  AND attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: FailManyBacklogged :execrows
@@ -199,13 +203,13 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- ExtendManyBacklogged moves the leases of many held jobs to @lease_until in
 -- one statement, each fenced by its attempt like ExtendBacklogged, and counts
 -- those it extended; a worker's heartbeat sends one per batch of running
--- jobs. Rows are found by primary key (id IN) and fenced by @fences, as in
--- CompleteManyBacklogged.
+-- jobs. Rows are found by primary key (id IN) and fenced by one @attempt, as
+-- in CompleteManyBacklogged.
 UPDATE backlogged_queue
 SET locked_until = sqlc.arg(lease_until)
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: ExtendedBacklogged :many
 -- ExtendedBacklogged reads which of a batch ExtendManyBacklogged extended,
@@ -218,7 +222,7 @@ FROM backlogged_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
   AND locked_until = sqlc.arg(lease_until)
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: ReleaseBacklogged :execrows
 -- ReleaseBacklogged gives a held job back unworked, claimable at once,

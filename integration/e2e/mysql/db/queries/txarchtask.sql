@@ -97,8 +97,7 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'available';
 -- jobs of a batch still available at their attempt, as ArchiveTxarchtask
 -- copies one. Rows are found by primary key (id IN; FORCE INDEX, as on a
 -- small table the optimizer would rather read the state's entries, locking
--- what it read); @fences lists each job as id:attempt, as in
--- CompleteManyTxarchtask.
+-- what it read); fenced by one @attempt, as in CompleteManyTxarchtask.
 INSERT INTO txarchtask_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
     attempted_at, finished_at, locked_by, locked_until, errors, failures,
@@ -110,7 +109,7 @@ SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
 FROM txarchtask_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (sqlc.slice(ids))
   AND job.state = 'available'
-  AND FIND_IN_SET(CONCAT(job.id, ':', job.attempt), sqlc.arg(fences)) > 0
+  AND job.attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: CompleteManyTxarchtask :execrows
@@ -121,7 +120,7 @@ FOR UPDATE;
 DELETE FROM txarchtask_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: FailTxarchtask :execrows
 -- FailTxarchtask records a failed attempt, fenced like CompleteTxarchtask:
@@ -139,7 +138,7 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'available';
 
 -- name: HeldTxarchtask :many
 -- HeldTxarchtask locks, in the caller's transaction, those of a batch of jobs
--- the caller still holds at their attempt (@fences, as in
+-- the caller still holds at their attempt (one @attempt a statement, as in
 -- CompleteManyTxarchtask), with what decides each one's fate;
 -- FailManyTxarchtask then fails exactly these, and no other session can
 -- change them in between.
@@ -147,7 +146,7 @@ SELECT id, attempt, max_attempts
 FROM txarchtask_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0
+  AND attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: FailManyTxarchtask :execrows

@@ -61,13 +61,13 @@ SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
 FROM archtask_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (/*SLICE:ids*/?)
   AND job.state = 'running'
-  AND FIND_IN_SET(CONCAT(job.id, ':', job.attempt), ?) > 0
+  AND job.attempt = ?
 FOR UPDATE
 `
 
 type ArchiveManyArchtaskParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // ArchiveManyArchtask is the first statement of a batch completion's
@@ -75,7 +75,7 @@ type ArchiveManyArchtaskParams struct {
 // jobs of a batch still running at their attempt, as ArchiveArchtask copies
 // one. Rows are found by primary key (id IN; FORCE INDEX, as on a small table
 // the optimizer would rather read the state's entries, locking what it read);
-// @fences lists each job as id:attempt, as in CompleteManyArchtask.
+// fenced by one @attempt, as in CompleteManyArchtask.
 func (q *Queries) ArchiveManyArchtask(ctx context.Context, arg ArchiveManyArchtaskParams) (int64, error) {
 	query := ArchiveManyArchtask
 	var queryParams []interface{}
@@ -87,7 +87,7 @@ func (q *Queries) ArchiveManyArchtask(ctx context.Context, arg ArchiveManyArchta
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -301,12 +301,12 @@ const CompleteManyArchtask = `-- name: CompleteManyArchtask :execrows
 DELETE FROM archtask_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyArchtaskParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyArchtask ends a batch completion's transaction: it deletes the
@@ -323,7 +323,7 @@ func (q *Queries) CompleteManyArchtask(ctx context.Context, arg CompleteManyArch
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -457,20 +457,20 @@ UPDATE archtask_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyArchtaskParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyArchtask moves the leases of many held jobs to @lease_until in
 // one statement, each fenced by its attempt like ExtendArchtask, and counts
 // those it extended; a worker's heartbeat sends one per batch of running
-// jobs. Rows are found by primary key (id IN) and fenced by @fences, as in
-// CompleteManyArchtask.
+// jobs. Rows are found by primary key (id IN) and fenced by one @attempt, as
+// in CompleteManyArchtask.
 func (q *Queries) ExtendManyArchtask(ctx context.Context, arg ExtendManyArchtaskParams) (int64, error) {
 	query := ExtendManyArchtask
 	var queryParams []interface{}
@@ -483,7 +483,7 @@ func (q *Queries) ExtendManyArchtask(ctx context.Context, arg ExtendManyArchtask
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -497,13 +497,13 @@ FROM archtask_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedArchtaskParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedArchtask reads which of a batch ExtendManyArchtask extended, when
@@ -523,7 +523,7 @@ func (q *Queries) ExtendedArchtask(ctx context.Context, arg ExtendedArchtaskPara
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -770,13 +770,13 @@ SELECT id, attempt, max_attempts
 FROM archtask_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldArchtaskParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldArchtaskRow struct {
@@ -786,7 +786,7 @@ type HeldArchtaskRow struct {
 }
 
 // HeldArchtask locks, in the caller's transaction, those of a batch of jobs
-// the caller still holds at their attempt (@fences, as in
+// the caller still holds at their attempt (one @attempt a statement, as in
 // CompleteManyArchtask), with what decides each one's fate; FailManyArchtask
 // then fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldArchtask(ctx context.Context, arg HeldArchtaskParams) ([]HeldArchtaskRow, error) {
@@ -800,7 +800,7 @@ func (q *Queries) HeldArchtask(ctx context.Context, arg HeldArchtaskParams) ([]H
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

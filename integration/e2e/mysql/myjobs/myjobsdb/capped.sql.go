@@ -247,18 +247,22 @@ const CompleteManyCapped = `-- name: CompleteManyCapped :execrows
 DELETE FROM capped_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyCappedParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyCapped completes many jobs in one statement, each fenced by its
 // attempt like CompleteCapped, and counts those it completed. Rows are found
-// by primary key (id IN); @fences lists each job as id:attempt, so a row
-// whose attempt moved on is left alone.
+// by primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyCapped(ctx context.Context, arg CompleteManyCappedParams) (int64, error) {
 	query := CompleteManyCapped
 	var queryParams []interface{}
@@ -270,7 +274,7 @@ func (q *Queries) CompleteManyCapped(ctx context.Context, arg CompleteManyCapped
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -404,19 +408,19 @@ UPDATE capped_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyCappedParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyCapped moves the leases of many held jobs to @lease_until in one
 // statement, each fenced by its attempt like ExtendCapped, and counts those
 // it extended; a worker's heartbeat sends one per batch of running jobs. Rows
-// are found by primary key (id IN) and fenced by @fences, as in
+// are found by primary key (id IN) and fenced by one @attempt, as in
 // CompleteManyCapped.
 func (q *Queries) ExtendManyCapped(ctx context.Context, arg ExtendManyCappedParams) (int64, error) {
 	query := ExtendManyCapped
@@ -430,7 +434,7 @@ func (q *Queries) ExtendManyCapped(ctx context.Context, arg ExtendManyCappedPara
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -444,13 +448,13 @@ FROM capped_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedCappedParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedCapped reads which of a batch ExtendManyCapped extended, when it
@@ -470,7 +474,7 @@ func (q *Queries) ExtendedCapped(ctx context.Context, arg ExtendedCappedParams) 
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -685,13 +689,13 @@ SELECT id, attempt, max_attempts
 FROM capped_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldCappedParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldCappedRow struct {
@@ -701,9 +705,9 @@ type HeldCappedRow struct {
 }
 
 // HeldCapped locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyCapped),
-// with what decides each one's fate; FailManyCapped then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyCapped), with what decides each one's fate; FailManyCapped then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldCapped(ctx context.Context, arg HeldCappedParams) ([]HeldCappedRow, error) {
 	query := HeldCapped
 	var queryParams []interface{}
@@ -715,7 +719,7 @@ func (q *Queries) HeldCapped(ctx context.Context, arg HeldCappedParams) ([]HeldC
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

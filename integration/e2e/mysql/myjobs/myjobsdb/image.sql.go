@@ -229,18 +229,22 @@ const CompleteManyImage = `-- name: CompleteManyImage :execrows
 DELETE FROM image_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyImageParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyImage completes many jobs in one statement, each fenced by its
 // attempt like CompleteImage, and counts those it completed. Rows are found
-// by primary key (id IN); @fences lists each job as id:attempt, so a row
-// whose attempt moved on is left alone.
+// by primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyImage(ctx context.Context, arg CompleteManyImageParams) (int64, error) {
 	query := CompleteManyImage
 	var queryParams []interface{}
@@ -252,7 +256,7 @@ func (q *Queries) CompleteManyImage(ctx context.Context, arg CompleteManyImagePa
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -386,19 +390,19 @@ UPDATE image_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyImageParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyImage moves the leases of many held jobs to @lease_until in one
 // statement, each fenced by its attempt like ExtendImage, and counts those it
 // extended; a worker's heartbeat sends one per batch of running jobs. Rows
-// are found by primary key (id IN) and fenced by @fences, as in
+// are found by primary key (id IN) and fenced by one @attempt, as in
 // CompleteManyImage.
 func (q *Queries) ExtendManyImage(ctx context.Context, arg ExtendManyImageParams) (int64, error) {
 	query := ExtendManyImage
@@ -412,7 +416,7 @@ func (q *Queries) ExtendManyImage(ctx context.Context, arg ExtendManyImageParams
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -426,13 +430,13 @@ FROM image_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedImageParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedImage reads which of a batch ExtendManyImage extended, when it
@@ -452,7 +456,7 @@ func (q *Queries) ExtendedImage(ctx context.Context, arg ExtendedImageParams) ([
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -675,13 +679,13 @@ SELECT id, attempt, max_attempts
 FROM image_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldImageParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldImageRow struct {
@@ -691,9 +695,9 @@ type HeldImageRow struct {
 }
 
 // HeldImage locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyImage),
-// with what decides each one's fate; FailManyImage then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyImage), with what decides each one's fate; FailManyImage then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldImage(ctx context.Context, arg HeldImageParams) ([]HeldImageRow, error) {
 	query := HeldImage
 	var queryParams []interface{}
@@ -705,7 +709,7 @@ func (q *Queries) HeldImage(ctx context.Context, arg HeldImageParams) ([]HeldIma
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

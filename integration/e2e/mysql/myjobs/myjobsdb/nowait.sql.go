@@ -192,18 +192,22 @@ const CompleteManyNowait = `-- name: CompleteManyNowait :execrows
 DELETE FROM nowait_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyNowaitParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyNowait completes many jobs in one statement, each fenced by its
 // attempt like CompleteNowait, and counts those it completed. Rows are found
-// by primary key (id IN); @fences lists each job as id:attempt, so a row
-// whose attempt moved on is left alone.
+// by primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyNowait(ctx context.Context, arg CompleteManyNowaitParams) (int64, error) {
 	query := CompleteManyNowait
 	var queryParams []interface{}
@@ -215,7 +219,7 @@ func (q *Queries) CompleteManyNowait(ctx context.Context, arg CompleteManyNowait
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -348,19 +352,19 @@ UPDATE nowait_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyNowaitParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyNowait moves the leases of many held jobs to @lease_until in one
 // statement, each fenced by its attempt like ExtendNowait, and counts those
 // it extended; a worker's heartbeat sends one per batch of running jobs. Rows
-// are found by primary key (id IN) and fenced by @fences, as in
+// are found by primary key (id IN) and fenced by one @attempt, as in
 // CompleteManyNowait.
 func (q *Queries) ExtendManyNowait(ctx context.Context, arg ExtendManyNowaitParams) (int64, error) {
 	query := ExtendManyNowait
@@ -374,7 +378,7 @@ func (q *Queries) ExtendManyNowait(ctx context.Context, arg ExtendManyNowaitPara
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -410,13 +414,13 @@ FROM nowait_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedNowaitParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedNowait reads which of a batch ExtendManyNowait extended, when it
@@ -436,7 +440,7 @@ func (q *Queries) ExtendedNowait(ctx context.Context, arg ExtendedNowaitParams) 
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -651,13 +655,13 @@ SELECT id, attempt, max_attempts
 FROM nowait_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldNowaitParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldNowaitRow struct {
@@ -667,9 +671,9 @@ type HeldNowaitRow struct {
 }
 
 // HeldNowait locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyNowait),
-// with what decides each one's fate; FailManyNowait then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyNowait), with what decides each one's fate; FailManyNowait then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldNowait(ctx context.Context, arg HeldNowaitParams) ([]HeldNowaitRow, error) {
 	query := HeldNowait
 	var queryParams []interface{}
@@ -681,7 +685,7 @@ func (q *Queries) HeldNowait(ctx context.Context, arg HeldNowaitParams) ([]HeldN
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

@@ -230,18 +230,22 @@ const CompleteManyPaced = `-- name: CompleteManyPaced :execrows
 DELETE FROM paced_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyPacedParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyPaced completes many jobs in one statement, each fenced by its
 // attempt like CompletePaced, and counts those it completed. Rows are found
-// by primary key (id IN); @fences lists each job as id:attempt, so a row
-// whose attempt moved on is left alone.
+// by primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyPaced(ctx context.Context, arg CompleteManyPacedParams) (int64, error) {
 	query := CompleteManyPaced
 	var queryParams []interface{}
@@ -253,7 +257,7 @@ func (q *Queries) CompleteManyPaced(ctx context.Context, arg CompleteManyPacedPa
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -386,19 +390,19 @@ UPDATE paced_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyPacedParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyPaced moves the leases of many held jobs to @lease_until in one
 // statement, each fenced by its attempt like ExtendPaced, and counts those it
 // extended; a worker's heartbeat sends one per batch of running jobs. Rows
-// are found by primary key (id IN) and fenced by @fences, as in
+// are found by primary key (id IN) and fenced by one @attempt, as in
 // CompleteManyPaced.
 func (q *Queries) ExtendManyPaced(ctx context.Context, arg ExtendManyPacedParams) (int64, error) {
 	query := ExtendManyPaced
@@ -412,7 +416,7 @@ func (q *Queries) ExtendManyPaced(ctx context.Context, arg ExtendManyPacedParams
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -448,13 +452,13 @@ FROM paced_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedPacedParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedPaced reads which of a batch ExtendManyPaced extended, when it
@@ -474,7 +478,7 @@ func (q *Queries) ExtendedPaced(ctx context.Context, arg ExtendedPacedParams) ([
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -689,13 +693,13 @@ SELECT id, attempt, max_attempts
 FROM paced_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldPacedParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldPacedRow struct {
@@ -705,9 +709,9 @@ type HeldPacedRow struct {
 }
 
 // HeldPaced locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyPaced),
-// with what decides each one's fate; FailManyPaced then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyPaced), with what decides each one's fate; FailManyPaced then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldPaced(ctx context.Context, arg HeldPacedParams) ([]HeldPacedRow, error) {
 	query := HeldPaced
 	var queryParams []interface{}
@@ -719,7 +723,7 @@ func (q *Queries) HeldPaced(ctx context.Context, arg HeldPacedParams) ([]HeldPac
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

@@ -26,13 +26,13 @@ SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
 FROM txarchtask_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (/*SLICE:ids*/?)
   AND job.state = 'available'
-  AND FIND_IN_SET(CONCAT(job.id, ':', job.attempt), ?) > 0
+  AND job.attempt = ?
 FOR UPDATE
 `
 
 type ArchiveManyTxarchtaskParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // ArchiveManyTxarchtask is the first statement of a batch completion's
@@ -40,8 +40,7 @@ type ArchiveManyTxarchtaskParams struct {
 // jobs of a batch still available at their attempt, as ArchiveTxarchtask
 // copies one. Rows are found by primary key (id IN; FORCE INDEX, as on a
 // small table the optimizer would rather read the state's entries, locking
-// what it read); @fences lists each job as id:attempt, as in
-// CompleteManyTxarchtask.
+// what it read); fenced by one @attempt, as in CompleteManyTxarchtask.
 func (q *Queries) ArchiveManyTxarchtask(ctx context.Context, arg ArchiveManyTxarchtaskParams) (int64, error) {
 	query := ArchiveManyTxarchtask
 	var queryParams []interface{}
@@ -53,7 +52,7 @@ func (q *Queries) ArchiveManyTxarchtask(ctx context.Context, arg ArchiveManyTxar
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -242,12 +241,12 @@ const CompleteManyTxarchtask = `-- name: CompleteManyTxarchtask :execrows
 DELETE FROM txarchtask_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyTxarchtaskParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyTxarchtask ends a batch completion's transaction: it deletes
@@ -265,7 +264,7 @@ func (q *Queries) CompleteManyTxarchtask(ctx context.Context, arg CompleteManyTx
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -579,13 +578,13 @@ SELECT id, attempt, max_attempts
 FROM txarchtask_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldTxarchtaskParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldTxarchtaskRow struct {
@@ -595,7 +594,7 @@ type HeldTxarchtaskRow struct {
 }
 
 // HeldTxarchtask locks, in the caller's transaction, those of a batch of jobs
-// the caller still holds at their attempt (@fences, as in
+// the caller still holds at their attempt (one @attempt a statement, as in
 // CompleteManyTxarchtask), with what decides each one's fate;
 // FailManyTxarchtask then fails exactly these, and no other session can
 // change them in between.
@@ -610,7 +609,7 @@ func (q *Queries) HeldTxarchtask(ctx context.Context, arg HeldTxarchtaskParams) 
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

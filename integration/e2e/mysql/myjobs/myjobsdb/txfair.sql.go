@@ -317,18 +317,22 @@ const CompleteManyTxfair = `-- name: CompleteManyTxfair :execrows
 DELETE FROM txfair_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyTxfairParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyTxfair completes many jobs in one statement, each fenced by its
 // attempt like CompleteTxfair, and counts those it completed. Rows are found
-// by primary key (id IN); @fences lists each job as id:attempt, so a row
-// whose attempt moved on is left alone.
+// by primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyTxfair(ctx context.Context, arg CompleteManyTxfairParams) (int64, error) {
 	query := CompleteManyTxfair
 	var queryParams []interface{}
@@ -340,7 +344,7 @@ func (q *Queries) CompleteManyTxfair(ctx context.Context, arg CompleteManyTxfair
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -645,13 +649,13 @@ SELECT id, attempt, max_attempts
 FROM txfair_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldTxfairParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldTxfairRow struct {
@@ -661,9 +665,9 @@ type HeldTxfairRow struct {
 }
 
 // HeldTxfair locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyTxfair),
-// with what decides each one's fate; FailManyTxfair then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyTxfair), with what decides each one's fate; FailManyTxfair then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldTxfair(ctx context.Context, arg HeldTxfairParams) ([]HeldTxfairRow, error) {
 	query := HeldTxfair
 	var queryParams []interface{}
@@ -675,7 +679,7 @@ func (q *Queries) HeldTxfair(ctx context.Context, arg HeldTxfairParams) ([]HeldT
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

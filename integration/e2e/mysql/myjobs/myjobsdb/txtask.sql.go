@@ -184,18 +184,22 @@ SET state = 'succeeded',
     finished_at = UTC_TIMESTAMP(6)
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyTxtaskParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyTxtask completes many jobs in one statement, each fenced by its
 // attempt like CompleteTxtask, and counts those it completed. Rows are found
-// by primary key (id IN); @fences lists each job as id:attempt, so a row
-// whose attempt moved on is left alone.
+// by primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyTxtask(ctx context.Context, arg CompleteManyTxtaskParams) (int64, error) {
 	query := CompleteManyTxtask
 	var queryParams []interface{}
@@ -207,7 +211,7 @@ func (q *Queries) CompleteManyTxtask(ctx context.Context, arg CompleteManyTxtask
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -484,13 +488,13 @@ SELECT id, attempt, max_attempts
 FROM txtask_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldTxtaskParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldTxtaskRow struct {
@@ -500,9 +504,9 @@ type HeldTxtaskRow struct {
 }
 
 // HeldTxtask locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyTxtask),
-// with what decides each one's fate; FailManyTxtask then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyTxtask), with what decides each one's fate; FailManyTxtask then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldTxtask(ctx context.Context, arg HeldTxtaskParams) ([]HeldTxtaskRow, error) {
 	query := HeldTxtask
 	var queryParams []interface{}
@@ -514,7 +518,7 @@ func (q *Queries) HeldTxtask(ctx context.Context, arg HeldTxtaskParams) ([]HeldT
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

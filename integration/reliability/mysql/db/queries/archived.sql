@@ -119,7 +119,7 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- jobs of a batch still running at their attempt, as ArchiveArchived copies
 -- one. Rows are found by primary key (id IN; FORCE INDEX, as on a small table
 -- the optimizer would rather read the state's entries, locking what it read);
--- @fences lists each job as id:attempt, as in CompleteManyArchived.
+-- fenced by one @attempt, as in CompleteManyArchived.
 INSERT INTO archived_queue_archive (
     id, state, attempt, max_attempts, priority, run_after, created_at,
     attempted_at, finished_at, locked_by, locked_until, errors, failures,
@@ -131,7 +131,7 @@ SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
 FROM archived_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (sqlc.slice(ids))
   AND job.state = 'running'
-  AND FIND_IN_SET(CONCAT(job.id, ':', job.attempt), sqlc.arg(fences)) > 0
+  AND job.attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: CompleteManyArchived :execrows
@@ -141,7 +141,7 @@ FOR UPDATE;
 DELETE FROM archived_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: FailArchived :execrows
 -- FailArchived records a failed attempt, fenced like CompleteArchived: the
@@ -161,14 +161,14 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 
 -- name: HeldArchived :many
 -- HeldArchived locks, in the caller's transaction, those of a batch of jobs
--- the caller still holds at their attempt (@fences, as in
+-- the caller still holds at their attempt (one @attempt a statement, as in
 -- CompleteManyArchived), with what decides each one's fate; FailManyArchived
 -- then fails exactly these, and no other session can change them in between.
 SELECT id, attempt, max_attempts
 FROM archived_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0
+  AND attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: FailManyArchived :execrows
@@ -244,13 +244,13 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- ExtendManyArchived moves the leases of many held jobs to @lease_until in
 -- one statement, each fenced by its attempt like ExtendArchived, and counts
 -- those it extended; a worker's heartbeat sends one per batch of running
--- jobs. Rows are found by primary key (id IN) and fenced by @fences, as in
--- CompleteManyArchived.
+-- jobs. Rows are found by primary key (id IN) and fenced by one @attempt, as
+-- in CompleteManyArchived.
 UPDATE archived_queue
 SET locked_until = sqlc.arg(lease_until)
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: ExtendedArchived :many
 -- ExtendedArchived reads which of a batch ExtendManyArchived extended, when
@@ -263,7 +263,7 @@ FROM archived_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
   AND locked_until = sqlc.arg(lease_until)
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: ReleaseArchived :execrows
 -- ReleaseArchived gives a held job back unworked, claimable at once, without

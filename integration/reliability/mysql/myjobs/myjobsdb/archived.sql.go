@@ -60,13 +60,13 @@ SELECT job.id, 'succeeded', job.attempt, job.max_attempts, job.priority,
 FROM archived_queue AS job FORCE INDEX (PRIMARY)
 WHERE job.id IN (/*SLICE:ids*/?)
   AND job.state = 'running'
-  AND FIND_IN_SET(CONCAT(job.id, ':', job.attempt), ?) > 0
+  AND job.attempt = ?
 FOR UPDATE
 `
 
 type ArchiveManyArchivedParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // ArchiveManyArchived is the first statement of a batch completion's
@@ -74,7 +74,7 @@ type ArchiveManyArchivedParams struct {
 // jobs of a batch still running at their attempt, as ArchiveArchived copies
 // one. Rows are found by primary key (id IN; FORCE INDEX, as on a small table
 // the optimizer would rather read the state's entries, locking what it read);
-// @fences lists each job as id:attempt, as in CompleteManyArchived.
+// fenced by one @attempt, as in CompleteManyArchived.
 func (q *Queries) ArchiveManyArchived(ctx context.Context, arg ArchiveManyArchivedParams) (int64, error) {
 	query := ArchiveManyArchived
 	var queryParams []interface{}
@@ -86,7 +86,7 @@ func (q *Queries) ArchiveManyArchived(ctx context.Context, arg ArchiveManyArchiv
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -302,12 +302,12 @@ const CompleteManyArchived = `-- name: CompleteManyArchived :execrows
 DELETE FROM archived_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyArchivedParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyArchived ends a batch completion's transaction: it deletes the
@@ -324,7 +324,7 @@ func (q *Queries) CompleteManyArchived(ctx context.Context, arg CompleteManyArch
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -458,20 +458,20 @@ UPDATE archived_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyArchivedParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyArchived moves the leases of many held jobs to @lease_until in
 // one statement, each fenced by its attempt like ExtendArchived, and counts
 // those it extended; a worker's heartbeat sends one per batch of running
-// jobs. Rows are found by primary key (id IN) and fenced by @fences, as in
-// CompleteManyArchived.
+// jobs. Rows are found by primary key (id IN) and fenced by one @attempt, as
+// in CompleteManyArchived.
 func (q *Queries) ExtendManyArchived(ctx context.Context, arg ExtendManyArchivedParams) (int64, error) {
 	query := ExtendManyArchived
 	var queryParams []interface{}
@@ -484,7 +484,7 @@ func (q *Queries) ExtendManyArchived(ctx context.Context, arg ExtendManyArchived
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -498,13 +498,13 @@ FROM archived_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedArchivedParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedArchived reads which of a batch ExtendManyArchived extended, when
@@ -524,7 +524,7 @@ func (q *Queries) ExtendedArchived(ctx context.Context, arg ExtendedArchivedPara
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -773,13 +773,13 @@ SELECT id, attempt, max_attempts
 FROM archived_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldArchivedParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldArchivedRow struct {
@@ -789,7 +789,7 @@ type HeldArchivedRow struct {
 }
 
 // HeldArchived locks, in the caller's transaction, those of a batch of jobs
-// the caller still holds at their attempt (@fences, as in
+// the caller still holds at their attempt (one @attempt a statement, as in
 // CompleteManyArchived), with what decides each one's fate; FailManyArchived
 // then fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldArchived(ctx context.Context, arg HeldArchivedParams) ([]HeldArchivedRow, error) {
@@ -803,7 +803,7 @@ func (q *Queries) HeldArchived(ctx context.Context, arg HeldArchivedParams) ([]H
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

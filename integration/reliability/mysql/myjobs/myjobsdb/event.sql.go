@@ -213,18 +213,22 @@ const CompleteManyEvent = `-- name: CompleteManyEvent :execrows
 DELETE FROM event_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyEventParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyEvent completes many jobs in one statement, each fenced by its
 // attempt like CompleteEvent, and counts those it completed. Rows are found
-// by primary key (id IN); @fences lists each job as id:attempt, so a row
-// whose attempt moved on is left alone.
+// by primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyEvent(ctx context.Context, arg CompleteManyEventParams) (int64, error) {
 	query := CompleteManyEvent
 	var queryParams []interface{}
@@ -236,7 +240,7 @@ func (q *Queries) CompleteManyEvent(ctx context.Context, arg CompleteManyEventPa
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -370,19 +374,19 @@ UPDATE event_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyEventParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyEvent moves the leases of many held jobs to @lease_until in one
 // statement, each fenced by its attempt like ExtendEvent, and counts those it
 // extended; a worker's heartbeat sends one per batch of running jobs. Rows
-// are found by primary key (id IN) and fenced by @fences, as in
+// are found by primary key (id IN) and fenced by one @attempt, as in
 // CompleteManyEvent.
 func (q *Queries) ExtendManyEvent(ctx context.Context, arg ExtendManyEventParams) (int64, error) {
 	query := ExtendManyEvent
@@ -396,7 +400,7 @@ func (q *Queries) ExtendManyEvent(ctx context.Context, arg ExtendManyEventParams
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -410,13 +414,13 @@ FROM event_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedEventParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedEvent reads which of a batch ExtendManyEvent extended, when it
@@ -436,7 +440,7 @@ func (q *Queries) ExtendedEvent(ctx context.Context, arg ExtendedEventParams) ([
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -651,13 +655,13 @@ SELECT id, attempt, max_attempts
 FROM event_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldEventParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldEventRow struct {
@@ -667,9 +671,9 @@ type HeldEventRow struct {
 }
 
 // HeldEvent locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyEvent),
-// with what decides each one's fate; FailManyEvent then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyEvent), with what decides each one's fate; FailManyEvent then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldEvent(ctx context.Context, arg HeldEventParams) ([]HeldEventRow, error) {
 	query := HeldEvent
 	var queryParams []interface{}
@@ -681,7 +685,7 @@ func (q *Queries) HeldEvent(ctx context.Context, arg HeldEventParams) ([]HeldEve
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

@@ -373,18 +373,22 @@ const CompleteManyFair = `-- name: CompleteManyFair :execrows
 DELETE FROM fair_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyFairParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyFair completes many jobs in one statement, each fenced by its
 // attempt like CompleteFair, and counts those it completed. Rows are found by
-// primary key (id IN); @fences lists each job as id:attempt, so a row whose
-// attempt moved on is left alone.
+// primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyFair(ctx context.Context, arg CompleteManyFairParams) (int64, error) {
 	query := CompleteManyFair
 	var queryParams []interface{}
@@ -396,7 +400,7 @@ func (q *Queries) CompleteManyFair(ctx context.Context, arg CompleteManyFairPara
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -530,19 +534,19 @@ UPDATE fair_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyFairParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyFair moves the leases of many held jobs to @lease_until in one
 // statement, each fenced by its attempt like ExtendFair, and counts those it
 // extended; a worker's heartbeat sends one per batch of running jobs. Rows
-// are found by primary key (id IN) and fenced by @fences, as in
+// are found by primary key (id IN) and fenced by one @attempt, as in
 // CompleteManyFair.
 func (q *Queries) ExtendManyFair(ctx context.Context, arg ExtendManyFairParams) (int64, error) {
 	query := ExtendManyFair
@@ -556,7 +560,7 @@ func (q *Queries) ExtendManyFair(ctx context.Context, arg ExtendManyFairParams) 
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -570,13 +574,13 @@ FROM fair_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedFairParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedFair reads which of a batch ExtendManyFair extended, when it
@@ -596,7 +600,7 @@ func (q *Queries) ExtendedFair(ctx context.Context, arg ExtendedFairParams) ([]i
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -840,13 +844,13 @@ SELECT id, attempt, max_attempts
 FROM fair_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldFairParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldFairRow struct {
@@ -856,9 +860,9 @@ type HeldFairRow struct {
 }
 
 // HeldFair locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyFair), with
-// what decides each one's fate; FailManyFair then fails exactly these, and no
-// other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyFair), with what decides each one's fate; FailManyFair then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldFair(ctx context.Context, arg HeldFairParams) ([]HeldFairRow, error) {
 	query := HeldFair
 	var queryParams []interface{}
@@ -870,7 +874,7 @@ func (q *Queries) HeldFair(ctx context.Context, arg HeldFairParams) ([]HeldFairR
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

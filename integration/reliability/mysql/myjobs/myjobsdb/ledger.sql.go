@@ -179,18 +179,22 @@ const CompleteManyLedger = `-- name: CompleteManyLedger :execrows
 DELETE FROM ledger_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyLedgerParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyLedger completes many jobs in one statement, each fenced by its
 // attempt like CompleteLedger, and counts those it completed. Rows are found
-// by primary key (id IN); @fences lists each job as id:attempt, so a row
-// whose attempt moved on is left alone.
+// by primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyLedger(ctx context.Context, arg CompleteManyLedgerParams) (int64, error) {
 	query := CompleteManyLedger
 	var queryParams []interface{}
@@ -202,7 +206,7 @@ func (q *Queries) CompleteManyLedger(ctx context.Context, arg CompleteManyLedger
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -456,13 +460,13 @@ SELECT id, attempt, max_attempts
 FROM ledger_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'available'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldLedgerParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldLedgerRow struct {
@@ -472,9 +476,9 @@ type HeldLedgerRow struct {
 }
 
 // HeldLedger locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyLedger),
-// with what decides each one's fate; FailManyLedger then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyLedger), with what decides each one's fate; FailManyLedger then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldLedger(ctx context.Context, arg HeldLedgerParams) ([]HeldLedgerRow, error) {
 	query := HeldLedger
 	var queryParams []interface{}
@@ -486,7 +490,7 @@ func (q *Queries) HeldLedger(ctx context.Context, arg HeldLedgerParams) ([]HeldL
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

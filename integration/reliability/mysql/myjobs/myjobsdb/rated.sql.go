@@ -293,18 +293,22 @@ const CompleteManyRated = `-- name: CompleteManyRated :execrows
 DELETE FROM rated_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyRatedParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyRated completes many jobs in one statement, each fenced by its
 // attempt like CompleteRated, and counts those it completed. Rows are found
-// by primary key (id IN); @fences lists each job as id:attempt, so a row
-// whose attempt moved on is left alone.
+// by primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyRated(ctx context.Context, arg CompleteManyRatedParams) (int64, error) {
 	query := CompleteManyRated
 	var queryParams []interface{}
@@ -316,7 +320,7 @@ func (q *Queries) CompleteManyRated(ctx context.Context, arg CompleteManyRatedPa
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -449,19 +453,19 @@ UPDATE rated_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyRatedParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyRated moves the leases of many held jobs to @lease_until in one
 // statement, each fenced by its attempt like ExtendRated, and counts those it
 // extended; a worker's heartbeat sends one per batch of running jobs. Rows
-// are found by primary key (id IN) and fenced by @fences, as in
+// are found by primary key (id IN) and fenced by one @attempt, as in
 // CompleteManyRated.
 func (q *Queries) ExtendManyRated(ctx context.Context, arg ExtendManyRatedParams) (int64, error) {
 	query := ExtendManyRated
@@ -475,7 +479,7 @@ func (q *Queries) ExtendManyRated(ctx context.Context, arg ExtendManyRatedParams
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -511,13 +515,13 @@ FROM rated_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedRatedParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedRated reads which of a batch ExtendManyRated extended, when it
@@ -537,7 +541,7 @@ func (q *Queries) ExtendedRated(ctx context.Context, arg ExtendedRatedParams) ([
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -753,13 +757,13 @@ SELECT id, attempt, max_attempts
 FROM rated_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldRatedParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldRatedRow struct {
@@ -769,9 +773,9 @@ type HeldRatedRow struct {
 }
 
 // HeldRated locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyRated),
-// with what decides each one's fate; FailManyRated then fails exactly these,
-// and no other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyRated), with what decides each one's fate; FailManyRated then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldRated(ctx context.Context, arg HeldRatedParams) ([]HeldRatedRow, error) {
 	query := HeldRated
 	var queryParams []interface{}
@@ -783,7 +787,7 @@ func (q *Queries) HeldRated(ctx context.Context, arg HeldRatedParams) ([]HeldRat
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

@@ -193,18 +193,22 @@ const CompleteManyWork = `-- name: CompleteManyWork :execrows
 DELETE FROM work_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type CompleteManyWorkParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 // CompleteManyWork completes many jobs in one statement, each fenced by its
 // attempt like CompleteWork, and counts those it completed. Rows are found by
-// primary key (id IN); @fences lists each job as id:attempt, so a row whose
-// attempt moved on is left alone.
+// primary key (id IN) and fenced by one @attempt, so a row whose attempt
+// moved on is left alone: the accessor sends one statement for each attempt
+// among the batch's jobs (nearly always one). A list of id:attempt pairs
+// compared with FIND_IN_SET would be read whole for every row, a batch of n
+// jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc cannot
+// bind a list compared with an expression.
 func (q *Queries) CompleteManyWork(ctx context.Context, arg CompleteManyWorkParams) (int64, error) {
 	query := CompleteManyWork
 	var queryParams []interface{}
@@ -216,7 +220,7 @@ func (q *Queries) CompleteManyWork(ctx context.Context, arg CompleteManyWorkPara
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -349,19 +353,19 @@ UPDATE work_queue
 SET locked_until = ?
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendManyWorkParams struct {
 	LeaseUntil *time.Time
 	Ids        []int64
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendManyWork moves the leases of many held jobs to @lease_until in one
 // statement, each fenced by its attempt like ExtendWork, and counts those it
 // extended; a worker's heartbeat sends one per batch of running jobs. Rows
-// are found by primary key (id IN) and fenced by @fences, as in
+// are found by primary key (id IN) and fenced by one @attempt, as in
 // CompleteManyWork.
 func (q *Queries) ExtendManyWork(ctx context.Context, arg ExtendManyWorkParams) (int64, error) {
 	query := ExtendManyWork
@@ -375,7 +379,7 @@ func (q *Queries) ExtendManyWork(ctx context.Context, arg ExtendManyWorkParams) 
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	result, err := q.db.ExecContext(ctx, query, queryParams...)
 	if err != nil {
 		return 0, err
@@ -411,13 +415,13 @@ FROM work_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
   AND locked_until = ?
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 `
 
 type ExtendedWorkParams struct {
 	Ids        []int64
 	LeaseUntil *time.Time
-	Fences     string
+	Attempt    int32
 }
 
 // ExtendedWork reads which of a batch ExtendManyWork extended, when it
@@ -437,7 +441,7 @@ func (q *Queries) ExtendedWork(ctx context.Context, arg ExtendedWorkParams) ([]i
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
 	queryParams = append(queryParams, arg.LeaseUntil)
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err
@@ -653,13 +657,13 @@ SELECT id, attempt, max_attempts
 FROM work_queue
 WHERE id IN (/*SLICE:ids*/?)
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), ?) > 0
+  AND attempt = ?
 FOR UPDATE
 `
 
 type HeldWorkParams struct {
-	Ids    []int64
-	Fences string
+	Ids     []int64
+	Attempt int32
 }
 
 type HeldWorkRow struct {
@@ -669,9 +673,9 @@ type HeldWorkRow struct {
 }
 
 // HeldWork locks, in the caller's transaction, those of a batch of jobs the
-// caller still holds at their attempt (@fences, as in CompleteManyWork), with
-// what decides each one's fate; FailManyWork then fails exactly these, and no
-// other session can change them in between.
+// caller still holds at their attempt (one @attempt a statement, as in
+// CompleteManyWork), with what decides each one's fate; FailManyWork then
+// fails exactly these, and no other session can change them in between.
 func (q *Queries) HeldWork(ctx context.Context, arg HeldWorkParams) ([]HeldWorkRow, error) {
 	query := HeldWork
 	var queryParams []interface{}
@@ -683,7 +687,7 @@ func (q *Queries) HeldWork(ctx context.Context, arg HeldWorkParams) ([]HeldWorkR
 	} else {
 		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.Fences)
+	queryParams = append(queryParams, arg.Attempt)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

@@ -92,8 +92,12 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- name: CompleteManyBenchKept :execrows
 -- CompleteManyBenchKept completes many jobs in one statement, each fenced by
 -- its attempt like CompleteBenchKept, and counts those it completed. Rows are
--- found by primary key (id IN); @fences lists each job as id:attempt, so a
--- row whose attempt moved on is left alone.
+-- found by primary key (id IN) and fenced by one @attempt, so a row whose
+-- attempt moved on is left alone: the accessor sends one statement for each
+-- attempt among the batch's jobs (nearly always one). A list of id:attempt
+-- pairs compared with FIND_IN_SET would be read whole for every row, a batch
+-- of n jobs costing n² (about 4.5 ms of a 500-job statement), and sqlc
+-- cannot bind a list compared with an expression.
 UPDATE bench_kept_queue
 SET state = 'succeeded',
     finished_at = UTC_TIMESTAMP(6),
@@ -101,7 +105,7 @@ SET state = 'succeeded',
     locked_until = NULL
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: FailBenchKept :execrows
 -- FailBenchKept records a failed attempt, fenced like CompleteBenchKept: the
@@ -121,7 +125,7 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 
 -- name: HeldBenchKept :many
 -- HeldBenchKept locks, in the caller's transaction, those of a batch of jobs
--- the caller still holds at their attempt (@fences, as in
+-- the caller still holds at their attempt (one @attempt a statement, as in
 -- CompleteManyBenchKept), with what decides each one's fate;
 -- FailManyBenchKept then fails exactly these, and no other session can change
 -- them in between.
@@ -129,7 +133,7 @@ SELECT id, attempt, max_attempts
 FROM bench_kept_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0
+  AND attempt = sqlc.arg(attempt)
 FOR UPDATE;
 
 -- name: FailManyBenchKept :execrows
@@ -205,13 +209,13 @@ WHERE id = sqlc.arg(id) AND attempt = sqlc.arg(attempt) AND state = 'running';
 -- ExtendManyBenchKept moves the leases of many held jobs to @lease_until in
 -- one statement, each fenced by its attempt like ExtendBenchKept, and counts
 -- those it extended; a worker's heartbeat sends one per batch of running
--- jobs. Rows are found by primary key (id IN) and fenced by @fences, as in
--- CompleteManyBenchKept.
+-- jobs. Rows are found by primary key (id IN) and fenced by one @attempt, as
+-- in CompleteManyBenchKept.
 UPDATE bench_kept_queue
 SET locked_until = sqlc.arg(lease_until)
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: ExtendedBenchKept :many
 -- ExtendedBenchKept reads which of a batch ExtendManyBenchKept extended, when
@@ -224,7 +228,7 @@ FROM bench_kept_queue
 WHERE id IN (sqlc.slice(ids))
   AND state = 'running'
   AND locked_until = sqlc.arg(lease_until)
-  AND FIND_IN_SET(CONCAT(id, ':', attempt), sqlc.arg(fences)) > 0;
+  AND attempt = sqlc.arg(attempt);
 
 -- name: ReleaseBenchKept :execrows
 -- ReleaseBenchKept gives a held job back unworked, claimable at once, without
