@@ -248,11 +248,16 @@ func TestMySQLClaimPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The prunes' times count from the logs' last claim, not from the
-	// clock when the EXPLAINs run: on a loaded machine seconds may pass
-	// in between, and a prune of every row would rightly scan the log.
-	var logged time.Time
+	// The prunes' times count from each log's own last claim, not from
+	// the clock when the EXPLAINs run, nor from the other log's (the two
+	// were filled by two statements, at two times): on a loaded machine
+	// seconds may pass in between, and a prune of most rows would rightly
+	// scan the log.
+	var logged, throttledLogged time.Time
 	if err := db.QueryRow("SELECT MAX(claimed_at) FROM paced_queue_rate").Scan(&logged); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow("SELECT MAX(claimed_at) FROM throttled_queue_rate").Scan(&throttledLogged); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -297,7 +302,7 @@ func TestMySQLClaimPlans(t *testing.T) {
 		{"paced.sql.go", "PruneClaimsPaced", []any{logged.Add(500*time.Millisecond - 1900*time.Millisecond)}, "paced_queue_rate_claimed_at_idx"},
 		{"throttled.sql.go", "ClaimDueThrottled", []any{10, nil, nil, nil, nil, nil, 10}, "throttled_queue_fair_idx"},
 		{"throttled.sql.go", "ClaimDueThrottled", []any{10, nil, nil, nil, nil, nil, 10}, "throttled_queue_rate_tenant_idx"},
-		{"throttled.sql.go", "PruneClaimsThrottled", []any{logged.Add(time.Second - 1900*time.Millisecond)}, "throttled_queue_rate_claimed_at_idx"},
+		{"throttled.sql.go", "PruneClaimsThrottled", []any{throttledLogged.Add(time.Second - 1900*time.Millisecond)}, "throttled_queue_rate_claimed_at_idx"},
 		{"task.sql.go", "DoomedTask", []any{10}, "task_queue_lease_idx"},
 		{"task.sql.go", "ReleaseNodeTask", []any{"n"}, "task_queue_lease_idx"},
 		{"kept.sql.go", "PurgeKept", []any{3600000000, 7200000000, 10}, "kept_queue_finished_idx"},
