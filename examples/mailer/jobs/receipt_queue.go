@@ -212,10 +212,7 @@ func (q *ReceiptQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Rece
 	var arg jobsdb.FailManyReceiptParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyReceipt(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -236,10 +233,7 @@ func (q *ReceiptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Receipt
 	var arg jobsdb.FailManyAtReceiptParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtReceipt(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -200,10 +200,7 @@ func (q *StatementQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*q
 	var arg jobsdb.FailManyStatementParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.WithTx(tx).q.FailManyStatement(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -224,10 +221,7 @@ func (q *StatementQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queu
 	var arg jobsdb.FailManyAtStatementParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.WithTx(tx).q.FailManyAtStatement(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -194,10 +194,7 @@ func (q *ArchivedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Arc
 	var arg jobsdb.FailManyArchivedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyArchived(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -218,10 +215,7 @@ func (q *ArchivedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Archiv
 	var arg jobsdb.FailManyAtArchivedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtArchived(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -195,10 +195,7 @@ func (q *ArchtaskQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[pay
 	var arg jobsdb.FailManyArchtaskParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyArchtask(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -219,10 +216,7 @@ func (q *ArchtaskQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payloa
 	var arg jobsdb.FailManyAtArchtaskParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtArchtask(ctx, arg)
 	if err != nil {
 		return nil, err

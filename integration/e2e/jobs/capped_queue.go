@@ -192,10 +192,7 @@ func (q *CappedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Cappe
 	var arg jobsdb.FailManyCappedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyCapped(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -216,10 +213,7 @@ func (q *CappedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[CappedPa
 	var arg jobsdb.FailManyAtCappedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtCapped(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -202,10 +202,7 @@ func (q *FairQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[FairPay
 	var arg jobsdb.FailManyFairParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyFair(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -226,10 +223,7 @@ func (q *FairQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[FairPayloa
 	var arg jobsdb.FailManyAtFairParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtFair(ctx, arg)
 	if err != nil {
 		return nil, err

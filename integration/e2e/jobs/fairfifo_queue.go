@@ -202,10 +202,7 @@ func (q *FairfifoQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Fai
 	var arg jobsdb.FailManyFairfifoParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyFairfifo(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -226,10 +223,7 @@ func (q *FairfifoQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Fairfi
 	var arg jobsdb.FailManyAtFairfifoParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtFairfifo(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -268,10 +268,7 @@ func (q *ImageQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[ImageP
 	var arg jobsdb.FailManyImageParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyImage(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -292,10 +289,7 @@ func (q *ImageQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ImagePayl
 	var arg jobsdb.FailManyAtImageParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtImage(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -192,10 +192,7 @@ func (q *InvoiceQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*que
 	var arg jobsdb.FailManyInvoiceParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.WithTx(tx).q.FailManyInvoice(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -216,10 +213,7 @@ func (q *InvoiceQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.
 	var arg jobsdb.FailManyAtInvoiceParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.WithTx(tx).q.FailManyAtInvoice(ctx, arg)
 	if err != nil {
 		return nil, err

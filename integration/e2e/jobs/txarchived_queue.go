@@ -185,10 +185,7 @@ func (q *TxarchivedQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*
 	var arg jobsdb.FailManyTxarchivedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.WithTx(tx).q.FailManyTxarchived(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -209,10 +206,7 @@ func (q *TxarchivedQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*que
 	var arg jobsdb.FailManyAtTxarchivedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.WithTx(tx).q.FailManyAtTxarchived(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -191,10 +191,7 @@ func (q *TxarchtaskQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*
 	var arg jobsdb.FailManyTxarchtaskParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.WithTx(tx).q.FailManyTxarchtask(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -215,10 +212,7 @@ func (q *TxarchtaskQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*que
 	var arg jobsdb.FailManyAtTxarchtaskParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.WithTx(tx).q.FailManyAtTxarchtask(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -193,10 +193,7 @@ func (q *TxtaskQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 	var arg jobsdb.FailManyTxtaskParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.WithTx(tx).q.FailManyTxtask(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -217,10 +214,7 @@ func (q *TxtaskQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 	var arg jobsdb.FailManyAtTxtaskParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.WithTx(tx).q.FailManyAtTxtask(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -310,10 +310,7 @@ func (q *TypedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[TypedP
 	var arg jobsdb.FailManyTypedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyTyped(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -334,10 +331,7 @@ func (q *TypedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[TypedPayl
 	var arg jobsdb.FailManyAtTypedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtTyped(ctx, arg)
 	if err != nil {
 		return nil, err

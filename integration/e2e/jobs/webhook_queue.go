@@ -191,10 +191,7 @@ func (q *WebhookQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[payl
 	var arg jobsdb.FailManyWebhookParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyWebhook(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -215,10 +212,7 @@ func (q *WebhookQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload
 	var arg jobsdb.FailManyAtWebhookParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtWebhook(ctx, arg)
 	if err != nil {
 		return nil, err

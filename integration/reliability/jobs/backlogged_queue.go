@@ -193,10 +193,7 @@ func (q *BackloggedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[B
 	var arg jobsdb.FailManyBackloggedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyBacklogged(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -217,10 +214,7 @@ func (q *BackloggedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Back
 	var arg jobsdb.FailManyAtBackloggedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtBacklogged(ctx, arg)
 	if err != nil {
 		return nil, err

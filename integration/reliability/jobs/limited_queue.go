@@ -208,10 +208,7 @@ func (q *LimitedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Limi
 	var arg jobsdb.FailManyLimitedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyLimited(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -232,10 +229,7 @@ func (q *LimitedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Limited
 	var arg jobsdb.FailManyAtLimitedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtLimited(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -190,10 +190,7 @@ func (q *WorkQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[WorkPay
 	var arg jobsdb.FailManyWorkParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyWork(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -214,10 +211,7 @@ func (q *WorkQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[WorkPayloa
 	var arg jobsdb.FailManyAtWorkParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtWork(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -192,10 +192,7 @@ func (q *BenchArchivedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Jo
 	var arg jobsdb.FailManyBenchArchivedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyBenchArchived(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -216,10 +213,7 @@ func (q *BenchArchivedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[B
 	var arg jobsdb.FailManyAtBenchArchivedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtBenchArchived(ctx, arg)
 	if err != nil {
 		return nil, err

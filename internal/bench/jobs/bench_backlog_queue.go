@@ -193,10 +193,7 @@ func (q *BenchBacklogQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job
 	var arg jobsdb.FailManyBenchBacklogParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyBenchBacklog(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -217,10 +214,7 @@ func (q *BenchBacklogQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Be
 	var arg jobsdb.FailManyAtBenchBacklogParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtBenchBacklog(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -202,10 +202,7 @@ func (q *BenchFairQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Be
 	var arg jobsdb.FailManyBenchFairParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyBenchFair(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -226,10 +223,7 @@ func (q *BenchFairQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Bench
 	var arg jobsdb.FailManyAtBenchFairParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtBenchFair(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -192,10 +192,7 @@ func (q *BenchKeptQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Be
 	var arg jobsdb.FailManyBenchKeptParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyBenchKept(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -216,10 +213,7 @@ func (q *BenchKeptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Bench
 	var arg jobsdb.FailManyAtBenchKeptParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtBenchKept(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -208,10 +208,7 @@ func (q *BenchLimitedQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job
 	var arg jobsdb.FailManyBenchLimitedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyBenchLimited(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -232,10 +229,7 @@ func (q *BenchLimitedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Be
 	var arg jobsdb.FailManyAtBenchLimitedParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtBenchLimited(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -103,4 +103,14 @@ func IDOrder[P any](jobs []*queue.Job[P]) []int {
 	return order
 }
 
+// InIDOrder is xs, parallel to a batch of jobs, in the order IDOrder gave
+// for them: an array a batch statement reads beside the ids.
+func InIDOrder[T any](order []int, xs []T) []T {
+	out := make([]T, len(order))
+	for k, i := range order {
+		out[k] = xs[i]
+	}
+	return out
+}
+
 func byID[P any](a, b *queue.Job[P]) int { return cmp.Compare(a.ID, b.ID) }

@@ -199,10 +199,7 @@ func (q *EventQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[EventP
 	var arg jobsdb.FailManyEventParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyEvent(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -223,10 +220,7 @@ func (q *EventQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EventPayl
 	var arg jobsdb.FailManyAtEventParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtEvent(ctx, arg)
 	if err != nil {
 		return nil, err

@@ -197,10 +197,7 @@ func (q *LedgerQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 	var arg jobsdb.FailManyLedgerParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.WithTx(tx).q.FailManyLedger(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -221,10 +218,7 @@ func (q *LedgerQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 	var arg jobsdb.FailManyAtLedgerParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.WithTx(tx).q.FailManyAtLedger(ctx, arg)
 	if err != nil {
 		return nil, err

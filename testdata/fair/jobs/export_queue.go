@@ -202,10 +202,7 @@ func (q *ExportQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Expor
 	var arg jobsdb.FailManyExportParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyExport(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -226,10 +223,7 @@ func (q *ExportQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ExportPa
 	var arg jobsdb.FailManyAtExportParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtExport(ctx, arg)
 	if err != nil {
 		return nil, err

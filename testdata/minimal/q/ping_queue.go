@@ -186,10 +186,7 @@ func (q *PingQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[PingPay
 	var arg qdb.FailManyPingParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyPing(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -210,10 +207,7 @@ func (q *PingQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[PingPayloa
 	var arg qdb.FailManyAtPingParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtPing(ctx, arg)
 	if err != nil {
 		return nil, err

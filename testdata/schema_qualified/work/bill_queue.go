@@ -187,10 +187,7 @@ func (q *BillQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queue.
 	var arg workdb.FailManyBillParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.WithTx(tx).q.FailManyBill(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -211,10 +208,7 @@ func (q *BillQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.Job
 	var arg workdb.FailManyAtBillParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.WithTx(tx).q.FailManyAtBill(ctx, arg)
 	if err != nil {
 		return nil, err

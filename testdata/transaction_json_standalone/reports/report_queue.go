@@ -202,10 +202,7 @@ func (q *ReportQueue) FailManyAfter(ctx context.Context, tx pgx.Tx, jobs []*queu
 	var arg reportsdb.FailManyReportParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.WithTx(tx).q.FailManyReport(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -226,10 +223,7 @@ func (q *ReportQueue) FailManyAt(ctx context.Context, tx pgx.Tx, jobs []*queue.J
 	var arg reportsdb.FailManyAtReportParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.WithTx(tx).q.FailManyAtReport(ctx, arg)
 	if err != nil {
 		return nil, err

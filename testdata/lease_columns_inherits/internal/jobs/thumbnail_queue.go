@@ -217,10 +217,7 @@ func (q *ThumbnailQueue) FailManyAfter(ctx context.Context, jobs []*queue.Job[Th
 	var arg jobsdb.FailManyThumbnailParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryDelays = make([]time.Duration, len(order))
-	for k, i := range order {
-		arg.RetryDelays[k] = delays[i]
-	}
+	arg.RetryDelays = pgximpl.InIDOrder(order, delays)
 	rows, err := q.q.FailManyThumbnail(ctx, arg)
 	if err != nil {
 		return nil, err
@@ -241,10 +238,7 @@ func (q *ThumbnailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Thumb
 	var arg jobsdb.FailManyAtThumbnailParams
 	var order []int
 	order, arg.Ids, arg.Attempts, arg.Messages = q.failed(jobs, causes)
-	arg.RetryAts = make([]time.Time, len(order))
-	for k, i := range order {
-		arg.RetryAts[k] = ats[i]
-	}
+	arg.RetryAts = pgximpl.InIDOrder(order, ats)
 	rows, err := q.q.FailManyAtThumbnail(ctx, arg)
 	if err != nil {
 		return nil, err
