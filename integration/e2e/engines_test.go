@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/queuegen/queuegen/integration/e2e/citus/cjobs"
 	"github.com/queuegen/queuegen/integration/e2e/jobs"
@@ -86,6 +87,9 @@ type engine struct {
 	tickGet   func(ctx context.Context, id int64) (string, error)
 	// noRows is the error Get returns for a job that is gone.
 	noRows error
+	// pushOpen pushes p to task in a transaction it leaves open, and
+	// returns the rollback that ends it.
+	pushOpen func(ctx context.Context, p payload.Task, opts ...queue.PushOption) (rollback func(), err error)
 	// archived and the archive transaction-mode queues are the archive
 	// suite's archtask and txarchtask (on_success: archive), on the
 	// engines that have it (PostgreSQL, MySQL): archived is nil elsewhere;
@@ -200,6 +204,7 @@ func open(t *testing.T, name string) *engine {
 	case dburl.PostgreSQL:
 		pool := poolFor(t, db.Address)
 		task, tx := jobs.NewTaskQueue(pool), jobs.NewTxtaskQueue(pool)
+		e.pushOpen = pushOpenPgx(pool, func(t pgx.Tx) leaseQueue { return task.WithTx(t) })
 		e.task, e.kept, e.nowait = task, jobs.NewKeptQueue(pool), jobs.NewNowaitQueue(pool)
 		e.periodic = []periodicQueue{task, tx}
 		e.archived, e.pgArchived = jobs.NewArchtaskQueue(pool), jobs.NewTxarchtaskQueue(pool)
@@ -219,6 +224,7 @@ func open(t *testing.T, name string) *engine {
 		pool := poolFor(t, db.Address)
 		task := cjobs.NewTaskQueue(pool)
 		kept := cjobs.NewKeptQueue(pool)
+		e.pushOpen = pushOpenPgx(pool, func(t pgx.Tx) leaseQueue { return task.WithTx(t) })
 		e.task, e.kept, e.nowait = task, kept, cjobs.NewNowaitQueue(pool)
 		e.periodic, e.tickTable = []periodicQueue{task, kept}, "kept_queue"
 		e.tickGet = func(ctx context.Context, id int64) (string, error) {
@@ -231,17 +237,52 @@ func open(t *testing.T, name string) *engine {
 		e.noRows = pgx.ErrNoRows
 	case dburl.MySQL:
 		task, tx := myjobs.NewTaskQueue(db.SQL), myjobs.NewTxtaskQueue(db.SQL)
+		e.pushOpen = pushOpenStd(db.SQL, func(t *sql.Tx) leaseQueue { return task.WithTx(t) })
 		e.task, e.kept, e.nowait = task, myjobs.NewKeptQueue(db.SQL), myjobs.NewNowaitQueue(db.SQL)
 		e.periodic = []periodicQueue{task, tx}
 		e.archived, e.stdArchived = myjobs.NewArchtaskQueue(db.SQL), myjobs.NewTxarchtaskQueue(db.SQL)
 		setStd(e, tx, mysqlimpl.TxDriver(db.SQL))
 	case dburl.SQLServer:
 		task, tx := msjobs.NewTaskQueue(db.SQL), msjobs.NewTxtaskQueue(db.SQL)
+		e.pushOpen = pushOpenStd(db.SQL, func(t *sql.Tx) leaseQueue { return task.WithTx(t) })
 		e.task, e.kept, e.nowait = task, msjobs.NewKeptQueue(db.SQL), msjobs.NewNowaitQueue(db.SQL)
 		e.periodic = []periodicQueue{task, tx}
 		setStd(e, tx, mssqlimpl.TxDriver(db.SQL))
 	}
 	return e
+}
+
+// pushOpenPgx is engine.pushOpen on a pgx pool: the push of the task
+// accessor bound (withTx) to a transaction of its own.
+func pushOpenPgx(pool *pgxpool.Pool, withTx func(pgx.Tx) leaseQueue) func(context.Context, payload.Task, ...queue.PushOption) (func(), error) {
+	return func(ctx context.Context, p payload.Task, opts ...queue.PushOption) (func(), error) {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rollback := func() { tx.Rollback(context.Background()) }
+		if _, err := withTx(tx).Push(ctx, p, opts...); err != nil {
+			rollback()
+			return nil, err
+		}
+		return rollback, nil
+	}
+}
+
+// pushOpenStd is engine.pushOpen on database/sql, at READ COMMITTED.
+func pushOpenStd(db *sql.DB, withTx func(*sql.Tx) leaseQueue) func(context.Context, payload.Task, ...queue.PushOption) (func(), error) {
+	return func(ctx context.Context, p payload.Task, opts ...queue.PushOption) (func(), error) {
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		if err != nil {
+			return nil, err
+		}
+		rollback := func() { tx.Rollback() }
+		if _, err := withTx(tx).Push(ctx, p, opts...); err != nil {
+			rollback()
+			return nil, err
+		}
+		return rollback, nil
+	}
 }
 
 // stdTxQueue is a database/sql spec's generated accessor of txtask
@@ -318,6 +359,25 @@ func (e *engine) sql(pg, my, ms string) string {
 		return ms
 	}
 	return pg
+}
+
+// awaitLockWaits waits until n statements on the engine's database wait
+// for a lock, or 5 seconds pass. On Citus the statements wait on a worker,
+// which the coordinator's pg_stat_activity does not show: the test goes on
+// after the 5 seconds, as it would if the machine were too slow.
+func (e *engine) awaitLockWaits(t *testing.T, n int) {
+	t.Helper()
+	query := e.sql(
+		`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+		`SELECT COUNT(*) FROM information_schema.INNODB_TRX x
+		   JOIN information_schema.PROCESSLIST p ON p.ID = x.trx_mysql_thread_id
+		  WHERE x.trx_state = 'LOCK WAIT' AND p.DB = DATABASE()`,
+		`SELECT COUNT(*) FROM sys.dm_exec_requests WHERE blocking_session_id <> 0 AND database_id = DB_ID()`)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if e.count(t, query) >= n {
+			return
+		}
+	}
 }
 
 // count runs a count(*) query on the engine's database; args are written

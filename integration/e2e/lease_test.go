@@ -432,6 +432,51 @@ func TestLeaseUniqueKey(t *testing.T) {
 	})
 }
 
+// TestLeasePushOfAHeldKey: while a transaction that pushed a unique key is
+// open, two more pushes of the key wait for it; once it rolls back, one of
+// them inserts and the other reports Duplicate, and neither fails. On
+// MySQL and MariaDB the two waiting pushes deadlock (each has the key's
+// lock the rollback freed and wants the other's), and the server rolls one
+// back: this catches a push that is not sent again when it is the victim.
+func TestLeasePushOfAHeldKey(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		for round := range 3 {
+			key := fmt.Sprintf("held:%d", round)
+			rollback, err := e.pushOpen(ctx, task("held"), queue.UniqueKey(key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			type pushed struct {
+				res queue.PushResult
+				err error
+			}
+			results := make(chan pushed, 2)
+			for range 2 {
+				go func() {
+					res, err := e.task.Push(ctx, task("waiting"), queue.UniqueKey(key))
+					results <- pushed{res, err}
+				}()
+			}
+			e.awaitLockWaits(t, 2)
+			rollback()
+			inserted := 0
+			for range 2 {
+				r := <-results
+				if r.err != nil {
+					t.Fatalf("round %d: a push waiting on a rolled-back key failed: %v", round, r.err)
+				}
+				if !r.res.Duplicate {
+					inserted++
+				}
+			}
+			if inserted != 1 {
+				t.Fatalf("round %d: %d of the two waiting pushes inserted, want 1", round, inserted)
+			}
+		}
+	})
+}
+
 // TestLeaseConcurrentClaimsExactlyOnce: 16 goroutines claim from one set
 // of jobs; every job is claimed exactly once.
 func TestLeaseConcurrentClaimsExactlyOnce(t *testing.T) {

@@ -84,7 +84,11 @@ func (q *EmailQueue) Push(ctx context.Context, p EmailPayload, opts ...queue.Pus
 	arg.Recipient = p.Recipient
 	arg.Subject = p.Subject
 	arg.Body = p.Body
-	res, err := q.q.PushEmail(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushEmail(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -205,7 +209,9 @@ func (q *EmailQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *EmailQueue) Complete(ctx context.Context, job *queue.Job[EmailPayload]) error {
-	n, err := q.q.CompleteEmail(ctx, jobsdb.CompleteEmailParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteEmail(ctx, jobsdb.CompleteEmailParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -231,12 +237,13 @@ func (q *EmailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EmailPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *EmailQueue) Fail(ctx context.Context, job *queue.Job[EmailPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailEmail(ctx, jobsdb.FailEmailParams{
+	arg := jobsdb.FailEmailParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailEmail(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -310,7 +317,9 @@ func (q *EmailQueue) Extend(ctx context.Context, job *queue.Job[EmailPayload], d
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendEmail(ctx, jobsdb.ExtendEmailParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendEmail(ctx, jobsdb.ExtendEmailParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -85,7 +85,11 @@ func (q *ReceiptQueue) Push(ctx context.Context, p ReceiptPayload, opts ...queue
 	arg.AccountID = p.AccountID
 	arg.Webhook = p.Webhook
 	arg.Email = p.Email
-	res, err := q.q.PushReceipt(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushReceipt(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -218,7 +222,9 @@ func (q *ReceiptQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ReceiptQueue) Complete(ctx context.Context, job *queue.Job[ReceiptPayload]) error {
-	n, err := q.q.CompleteReceipt(ctx, jobsdb.CompleteReceiptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteReceipt(ctx, jobsdb.CompleteReceiptParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -244,12 +250,13 @@ func (q *ReceiptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Recei
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ReceiptQueue) Fail(ctx context.Context, job *queue.Job[ReceiptPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailReceipt(ctx, jobsdb.FailReceiptParams{
+	arg := jobsdb.FailReceiptParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailReceipt(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -323,7 +330,9 @@ func (q *ReceiptQueue) Extend(ctx context.Context, job *queue.Job[ReceiptPayload
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendReceipt(ctx, jobsdb.ExtendReceiptParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendReceipt(ctx, jobsdb.ExtendReceiptParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

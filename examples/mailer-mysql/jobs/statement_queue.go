@@ -84,7 +84,11 @@ func (q *StatementQueue) Push(ctx context.Context, p StatementPayload, opts ...q
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
-	res, err := q.q.PushStatement(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushStatement(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -195,12 +199,13 @@ func (q *StatementQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*q
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *StatementQueue) Fail(ctx context.Context, tx *sql.Tx, job *queue.Job[StatementPayload], cause error) (queue.State, error) {
-	n, err := q.WithTx(tx).q.FailStatement(ctx, jobsdb.FailStatementParams{
+	arg := jobsdb.FailStatementParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := q.WithTx(tx).q.FailStatement(ctx, arg)
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}

@@ -79,7 +79,11 @@ func (q *BenchFairQueue) Push(ctx context.Context, p BenchFairPayload, opts ...q
 	}
 	arg.Tenant = p.Tenant
 	arg.N = p.N
-	res, err := q.q.PushBenchFair(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushBenchFair(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -193,7 +197,9 @@ func (q *BenchFairQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchFairQueue) Complete(ctx context.Context, job *queue.Job[BenchFairPayload]) error {
-	n, err := q.q.CompleteBenchFair(ctx, myjobsdb.CompleteBenchFairParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteBenchFair(ctx, myjobsdb.CompleteBenchFairParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -219,12 +225,13 @@ func (q *BenchFairQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Ben
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchFairQueue) Fail(ctx context.Context, job *queue.Job[BenchFairPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailBenchFair(ctx, myjobsdb.FailBenchFairParams{
+	arg := myjobsdb.FailBenchFairParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailBenchFair(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -298,7 +305,9 @@ func (q *BenchFairQueue) Extend(ctx context.Context, job *queue.Job[BenchFairPay
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendBenchFair(ctx, myjobsdb.ExtendBenchFairParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendBenchFair(ctx, myjobsdb.ExtendBenchFairParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -79,7 +79,11 @@ func (q *BenchKeptQueue) Push(ctx context.Context, p BenchKeptPayload, opts ...q
 	}
 	arg.Recipient = p.Recipient
 	arg.N = p.N
-	res, err := q.q.PushBenchKept(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushBenchKept(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -193,7 +197,9 @@ func (q *BenchKeptQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchKeptQueue) Complete(ctx context.Context, job *queue.Job[BenchKeptPayload]) error {
-	n, err := q.q.CompleteBenchKept(ctx, myjobsdb.CompleteBenchKeptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteBenchKept(ctx, myjobsdb.CompleteBenchKeptParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -219,12 +225,13 @@ func (q *BenchKeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Ben
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchKeptQueue) Fail(ctx context.Context, job *queue.Job[BenchKeptPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailBenchKept(ctx, myjobsdb.FailBenchKeptParams{
+	arg := myjobsdb.FailBenchKeptParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailBenchKept(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -298,7 +305,9 @@ func (q *BenchKeptQueue) Extend(ctx context.Context, job *queue.Job[BenchKeptPay
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendBenchKept(ctx, myjobsdb.ExtendBenchKeptParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendBenchKept(ctx, myjobsdb.ExtendBenchKeptParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -83,7 +83,11 @@ func (q *BenchLimitedQueue) Push(ctx context.Context, p BenchLimitedPayload, opt
 	}
 	arg.Tenant = p.Tenant
 	arg.N = p.N
-	res, err := q.q.PushBenchLimited(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushBenchLimited(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -215,7 +219,9 @@ func (q *BenchLimitedQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchLimitedQueue) Complete(ctx context.Context, job *queue.Job[BenchLimitedPayload]) error {
-	n, err := q.q.CompleteBenchLimited(ctx, myjobsdb.CompleteBenchLimitedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteBenchLimited(ctx, myjobsdb.CompleteBenchLimitedParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -241,12 +247,13 @@ func (q *BenchLimitedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchLimitedQueue) Fail(ctx context.Context, job *queue.Job[BenchLimitedPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailBenchLimited(ctx, myjobsdb.FailBenchLimitedParams{
+	arg := myjobsdb.FailBenchLimitedParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailBenchLimited(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -320,7 +327,9 @@ func (q *BenchLimitedQueue) Extend(ctx context.Context, job *queue.Job[BenchLimi
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendBenchLimited(ctx, myjobsdb.ExtendBenchLimitedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendBenchLimited(ctx, myjobsdb.ExtendBenchLimitedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

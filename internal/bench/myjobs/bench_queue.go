@@ -79,7 +79,11 @@ func (q *BenchQueue) Push(ctx context.Context, p BenchPayload, opts ...queue.Pus
 	}
 	arg.Recipient = p.Recipient
 	arg.N = p.N
-	res, err := q.q.PushBench(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushBench(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -193,7 +197,9 @@ func (q *BenchQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchQueue) Complete(ctx context.Context, job *queue.Job[BenchPayload]) error {
-	n, err := q.q.CompleteBench(ctx, myjobsdb.CompleteBenchParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteBench(ctx, myjobsdb.CompleteBenchParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -219,12 +225,13 @@ func (q *BenchQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[BenchPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchQueue) Fail(ctx context.Context, job *queue.Job[BenchPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailBench(ctx, myjobsdb.FailBenchParams{
+	arg := myjobsdb.FailBenchParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailBench(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -298,7 +305,9 @@ func (q *BenchQueue) Extend(ctx context.Context, job *queue.Job[BenchPayload], d
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendBench(ctx, myjobsdb.ExtendBenchParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendBench(ctx, myjobsdb.ExtendBenchParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -81,7 +81,11 @@ func (q *BenchRatedQueue) Push(ctx context.Context, p BenchRatedPayload, opts ..
 		DelayUs:     o.Delay.Microseconds(),
 	}
 	arg.N = p.N
-	res, err := q.q.PushBenchRated(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushBenchRated(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -217,7 +221,9 @@ func (q *BenchRatedQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchRatedQueue) Complete(ctx context.Context, job *queue.Job[BenchRatedPayload]) error {
-	n, err := q.q.CompleteBenchRated(ctx, myjobsdb.CompleteBenchRatedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteBenchRated(ctx, myjobsdb.CompleteBenchRatedParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -243,12 +249,13 @@ func (q *BenchRatedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Be
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchRatedQueue) Fail(ctx context.Context, job *queue.Job[BenchRatedPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailBenchRated(ctx, myjobsdb.FailBenchRatedParams{
+	arg := myjobsdb.FailBenchRatedParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailBenchRated(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -322,7 +329,9 @@ func (q *BenchRatedQueue) Extend(ctx context.Context, job *queue.Job[BenchRatedP
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendBenchRated(ctx, myjobsdb.ExtendBenchRatedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendBenchRated(ctx, myjobsdb.ExtendBenchRatedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

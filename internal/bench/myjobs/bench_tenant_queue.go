@@ -79,7 +79,11 @@ func (q *BenchTenantQueue) Push(ctx context.Context, p BenchTenantPayload, opts 
 	}
 	arg.Tenant = p.Tenant
 	arg.N = p.N
-	res, err := q.q.PushBenchTenant(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushBenchTenant(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -193,7 +197,9 @@ func (q *BenchTenantQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BenchTenantQueue) Complete(ctx context.Context, job *queue.Job[BenchTenantPayload]) error {
-	n, err := q.q.CompleteBenchTenant(ctx, myjobsdb.CompleteBenchTenantParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteBenchTenant(ctx, myjobsdb.CompleteBenchTenantParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -219,12 +225,13 @@ func (q *BenchTenantQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[B
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BenchTenantQueue) Fail(ctx context.Context, job *queue.Job[BenchTenantPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailBenchTenant(ctx, myjobsdb.FailBenchTenantParams{
+	arg := myjobsdb.FailBenchTenantParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailBenchTenant(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -298,7 +305,9 @@ func (q *BenchTenantQueue) Extend(ctx context.Context, job *queue.Job[BenchTenan
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendBenchTenant(ctx, myjobsdb.ExtendBenchTenantParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendBenchTenant(ctx, myjobsdb.ExtendBenchTenantParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -73,8 +73,10 @@ func rolledBack(err error) bool {
 // accessor is bound to no transaction (tx is nil) runs it again, up to
 // three times in all, while MySQL rolls it back as a deadlock victim: a
 // statement of its own transaction that a deadlock rolled back changed
-// nothing, and the fenced statements a worker writes (CompleteMany) can
-// meet a claim locking rows of the same index pages. Bound to the
+// nothing. Pushes can be victims (two pushes of a unique key that a
+// third transaction held, once it rolls back), and so can the fenced
+// statements a worker writes (CompleteMany), meeting a claim that locks
+// rows of the same index pages. Bound to the
 // caller's transaction, the deadlock rolled that transaction back: f runs
 // once and the error is the caller's to handle.
 func RetryRolledBack[T any](tx *sql.Tx, f func() (T, error)) (T, error) {
@@ -153,7 +155,8 @@ func InsertRows(ctx context.Context, db SQLDB, tx *sql.Tx, query string, perRow 
 		return exec(tx)
 	}
 	if rows <= chunk {
-		return exec(db)
+		// One statement of its own: a deadlock victim inserted nothing.
+		return RetryRolledBack(nil, func() (int64, error) { return exec(db) })
 	}
 	var total int64
 	err := InTx(ctx, db, nil, func(tx *sql.Tx) error {

@@ -89,7 +89,11 @@ func (q *ReceiptsQueue) Push(ctx context.Context, p ReceiptsPayload, opts ...que
 	arg.OrderID = p.OrderID
 	arg.Email = p.Email
 	arg.Amount = p.Amount
-	res, err := q.q.PushReceipts(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushReceipts(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -246,12 +250,13 @@ func (q *ReceiptsQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Rece
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ReceiptsQueue) Fail(ctx context.Context, job *queue.Job[ReceiptsPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailReceipts(ctx, jobsdb.FailReceiptsParams{
+	arg := jobsdb.FailReceiptsParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailReceipts(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -325,7 +330,9 @@ func (q *ReceiptsQueue) Extend(ctx context.Context, job *queue.Job[ReceiptsPaylo
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendReceipts(ctx, jobsdb.ExtendReceiptsParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendReceipts(ctx, jobsdb.ExtendReceiptsParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

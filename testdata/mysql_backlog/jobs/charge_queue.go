@@ -81,7 +81,11 @@ func (q *ChargeQueue) Push(ctx context.Context, p ChargePayload, opts ...queue.P
 	}
 	arg.Account = p.Account
 	arg.Cents = p.Cents
-	res, err := q.q.PushCharge(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushCharge(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -168,7 +172,9 @@ func (q *ChargeQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ChargeQueue) Complete(ctx context.Context, job *queue.Job[ChargePayload]) error {
-	n, err := q.q.CompleteCharge(ctx, jobsdb.CompleteChargeParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteCharge(ctx, jobsdb.CompleteChargeParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -194,12 +200,13 @@ func (q *ChargeQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Charge
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ChargeQueue) Fail(ctx context.Context, job *queue.Job[ChargePayload], cause error) (queue.State, error) {
-	n, err := q.q.FailCharge(ctx, jobsdb.FailChargeParams{
+	arg := jobsdb.FailChargeParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailCharge(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -273,7 +280,9 @@ func (q *ChargeQueue) Extend(ctx context.Context, job *queue.Job[ChargePayload],
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendCharge(ctx, jobsdb.ExtendChargeParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendCharge(ctx, jobsdb.ExtendChargeParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

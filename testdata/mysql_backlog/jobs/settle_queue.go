@@ -81,7 +81,11 @@ func (q *SettleQueue) Push(ctx context.Context, p SettlePayload, opts ...queue.P
 		DelayUs:     o.Delay.Microseconds(),
 	}
 	arg.Account = p.Account
-	res, err := q.q.PushSettle(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushSettle(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -201,12 +205,13 @@ func (q *SettleQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Settle
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *SettleQueue) Fail(ctx context.Context, job *queue.Job[SettlePayload], cause error) (queue.State, error) {
-	n, err := q.q.FailSettle(ctx, jobsdb.FailSettleParams{
+	arg := jobsdb.FailSettleParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailSettle(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -280,7 +285,9 @@ func (q *SettleQueue) Extend(ctx context.Context, job *queue.Job[SettlePayload],
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendSettle(ctx, jobsdb.ExtendSettleParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendSettle(ctx, jobsdb.ExtendSettleParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -77,7 +77,11 @@ func (q *ChargeQueue) Push(ctx context.Context, p ChargePayload, opts ...queue.P
 	}
 	arg.Account = p.Account
 	arg.Cents = p.Cents
-	res, err := q.q.PushCharge(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushCharge(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -184,12 +188,13 @@ func (q *ChargeQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queu
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ChargeQueue) Fail(ctx context.Context, tx *sql.Tx, job *queue.Job[ChargePayload], cause error) (queue.State, error) {
-	n, err := q.WithTx(tx).q.FailCharge(ctx, jobsdb.FailChargeParams{
+	arg := jobsdb.FailChargeParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := q.WithTx(tx).q.FailCharge(ctx, arg)
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}

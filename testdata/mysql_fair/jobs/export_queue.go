@@ -79,7 +79,11 @@ func (q *ExportQueue) Push(ctx context.Context, p ExportPayload, opts ...queue.P
 	}
 	arg.Tenant = p.Tenant
 	arg.RowCount = p.RowCount
-	res, err := q.q.PushExport(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushExport(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -193,7 +197,9 @@ func (q *ExportQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ExportQueue) Complete(ctx context.Context, job *queue.Job[ExportPayload]) error {
-	n, err := q.q.CompleteExport(ctx, jobsdb.CompleteExportParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteExport(ctx, jobsdb.CompleteExportParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -219,12 +225,13 @@ func (q *ExportQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Export
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ExportQueue) Fail(ctx context.Context, job *queue.Job[ExportPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailExport(ctx, jobsdb.FailExportParams{
+	arg := jobsdb.FailExportParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailExport(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -298,7 +305,9 @@ func (q *ExportQueue) Extend(ctx context.Context, job *queue.Job[ExportPayload],
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendExport(ctx, jobsdb.ExtendExportParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendExport(ctx, jobsdb.ExtendExportParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -81,7 +81,11 @@ func (q *CrawlQueue) Push(ctx context.Context, p CrawlPayload, opts ...queue.Pus
 		DelayUs:     o.Delay.Microseconds(),
 	}
 	arg.URL = p.URL
-	res, err := q.q.PushCrawl(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushCrawl(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -212,7 +216,9 @@ func (q *CrawlQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *CrawlQueue) Complete(ctx context.Context, job *queue.Job[CrawlPayload]) error {
-	n, err := q.q.CompleteCrawl(ctx, jobsdb.CompleteCrawlParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteCrawl(ctx, jobsdb.CompleteCrawlParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -238,12 +244,13 @@ func (q *CrawlQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[CrawlPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *CrawlQueue) Fail(ctx context.Context, job *queue.Job[CrawlPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailCrawl(ctx, jobsdb.FailCrawlParams{
+	arg := jobsdb.FailCrawlParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailCrawl(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -317,7 +324,9 @@ func (q *CrawlQueue) Extend(ctx context.Context, job *queue.Job[CrawlPayload], d
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendCrawl(ctx, jobsdb.ExtendCrawlParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendCrawl(ctx, jobsdb.ExtendCrawlParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -83,7 +83,11 @@ func (q *SyncQueue) Push(ctx context.Context, p SyncPayload, opts ...queue.PushO
 	}
 	arg.Account = p.Account
 	arg.Target = p.Target
-	res, err := q.q.PushSync(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushSync(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -215,7 +219,9 @@ func (q *SyncQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *SyncQueue) Complete(ctx context.Context, job *queue.Job[SyncPayload]) error {
-	n, err := q.q.CompleteSync(ctx, jobsdb.CompleteSyncParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteSync(ctx, jobsdb.CompleteSyncParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -241,12 +247,13 @@ func (q *SyncQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[SyncPayl
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *SyncQueue) Fail(ctx context.Context, job *queue.Job[SyncPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailSync(ctx, jobsdb.FailSyncParams{
+	arg := jobsdb.FailSyncParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailSync(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -320,7 +327,9 @@ func (q *SyncQueue) Extend(ctx context.Context, job *queue.Job[SyncPayload], d t
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendSync(ctx, jobsdb.ExtendSyncParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendSync(ctx, jobsdb.ExtendSyncParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

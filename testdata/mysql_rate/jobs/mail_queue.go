@@ -83,7 +83,11 @@ func (q *MailQueue) Push(ctx context.Context, p MailPayload, opts ...queue.PushO
 	}
 	arg.Tenant = p.Tenant
 	arg.Body = p.Body
-	res, err := q.q.PushMail(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushMail(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -220,7 +224,9 @@ func (q *MailQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *MailQueue) Complete(ctx context.Context, job *queue.Job[MailPayload]) error {
-	n, err := q.q.CompleteMail(ctx, jobsdb.CompleteMailParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteMail(ctx, jobsdb.CompleteMailParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -246,12 +252,13 @@ func (q *MailQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[MailPayl
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *MailQueue) Fail(ctx context.Context, job *queue.Job[MailPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailMail(ctx, jobsdb.FailMailParams{
+	arg := jobsdb.FailMailParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailMail(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -325,7 +332,9 @@ func (q *MailQueue) Extend(ctx context.Context, job *queue.Job[MailPayload], d t
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendMail(ctx, jobsdb.ExtendMailParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendMail(ctx, jobsdb.ExtendMailParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -81,7 +81,11 @@ func (q *WebhookQueue) Push(ctx context.Context, p WebhookPayload, opts ...queue
 		DelayUs:     o.Delay.Microseconds(),
 	}
 	arg.URL = p.URL
-	res, err := q.q.PushWebhook(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushWebhook(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -217,7 +221,9 @@ func (q *WebhookQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *WebhookQueue) Complete(ctx context.Context, job *queue.Job[WebhookPayload]) error {
-	n, err := q.q.CompleteWebhook(ctx, jobsdb.CompleteWebhookParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteWebhook(ctx, jobsdb.CompleteWebhookParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -243,12 +249,13 @@ func (q *WebhookQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Webho
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *WebhookQueue) Fail(ctx context.Context, job *queue.Job[WebhookPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailWebhook(ctx, jobsdb.FailWebhookParams{
+	arg := jobsdb.FailWebhookParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailWebhook(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -322,7 +329,9 @@ func (q *WebhookQueue) Extend(ctx context.Context, job *queue.Job[WebhookPayload
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendWebhook(ctx, jobsdb.ExtendWebhookParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendWebhook(ctx, jobsdb.ExtendWebhookParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

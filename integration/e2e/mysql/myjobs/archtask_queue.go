@@ -79,7 +79,11 @@ func (q *ArchtaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
-	res, err := q.q.PushArchtask(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushArchtask(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -229,12 +233,13 @@ func (q *ArchtaskQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payl
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ArchtaskQueue) Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.q.FailArchtask(ctx, myjobsdb.FailArchtaskParams{
+	arg := myjobsdb.FailArchtaskParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailArchtask(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -308,7 +313,9 @@ func (q *ArchtaskQueue) Extend(ctx context.Context, job *queue.Job[payload.Task]
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendArchtask(ctx, myjobsdb.ExtendArchtaskParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendArchtask(ctx, myjobsdb.ExtendArchtaskParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -81,7 +81,11 @@ func (q *CappedQueue) Push(ctx context.Context, p CappedPayload, opts ...queue.P
 		DelayUs:     o.Delay.Microseconds(),
 	}
 	arg.N = p.N
-	res, err := q.q.PushCapped(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushCapped(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -212,7 +216,9 @@ func (q *CappedQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *CappedQueue) Complete(ctx context.Context, job *queue.Job[CappedPayload]) error {
-	n, err := q.q.CompleteCapped(ctx, myjobsdb.CompleteCappedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteCapped(ctx, myjobsdb.CompleteCappedParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -238,12 +244,13 @@ func (q *CappedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Capped
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *CappedQueue) Fail(ctx context.Context, job *queue.Job[CappedPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailCapped(ctx, myjobsdb.FailCappedParams{
+	arg := myjobsdb.FailCappedParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailCapped(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -317,7 +324,9 @@ func (q *CappedQueue) Extend(ctx context.Context, job *queue.Job[CappedPayload],
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendCapped(ctx, myjobsdb.ExtendCappedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendCapped(ctx, myjobsdb.ExtendCappedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

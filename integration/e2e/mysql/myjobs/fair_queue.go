@@ -79,7 +79,11 @@ func (q *FairQueue) Push(ctx context.Context, p FairPayload, opts ...queue.PushO
 	}
 	arg.Tenant = p.Tenant
 	arg.N = p.N
-	res, err := q.q.PushFair(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushFair(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -193,7 +197,9 @@ func (q *FairQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *FairQueue) Complete(ctx context.Context, job *queue.Job[FairPayload]) error {
-	n, err := q.q.CompleteFair(ctx, myjobsdb.CompleteFairParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteFair(ctx, myjobsdb.CompleteFairParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -219,12 +225,13 @@ func (q *FairQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[FairPayl
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *FairQueue) Fail(ctx context.Context, job *queue.Job[FairPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailFair(ctx, myjobsdb.FailFairParams{
+	arg := myjobsdb.FailFairParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailFair(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -298,7 +305,9 @@ func (q *FairQueue) Extend(ctx context.Context, job *queue.Job[FairPayload], d t
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendFair(ctx, myjobsdb.ExtendFairParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendFair(ctx, myjobsdb.ExtendFairParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

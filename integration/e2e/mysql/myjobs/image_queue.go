@@ -94,7 +94,11 @@ func (q *ImageQueue) Push(ctx context.Context, p ImagePayload, opts ...queue.Pus
 	arg.Label = p.Label
 	arg.Note = p.Note
 	arg.Meta = queueimpl.NullJSONIfNil(p.Meta)
-	res, err := q.q.PushImage(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushImage(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -215,7 +219,9 @@ func (q *ImageQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ImageQueue) Complete(ctx context.Context, job *queue.Job[ImagePayload]) error {
-	n, err := q.q.CompleteImage(ctx, myjobsdb.CompleteImageParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteImage(ctx, myjobsdb.CompleteImageParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -241,12 +247,13 @@ func (q *ImageQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[ImagePa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ImageQueue) Fail(ctx context.Context, job *queue.Job[ImagePayload], cause error) (queue.State, error) {
-	n, err := q.q.FailImage(ctx, myjobsdb.FailImageParams{
+	arg := myjobsdb.FailImageParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailImage(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -320,7 +327,9 @@ func (q *ImageQueue) Extend(ctx context.Context, job *queue.Job[ImagePayload], d
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendImage(ctx, myjobsdb.ExtendImageParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendImage(ctx, myjobsdb.ExtendImageParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

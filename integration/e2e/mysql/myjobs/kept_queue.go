@@ -79,7 +79,11 @@ func (q *KeptQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
-	res, err := q.q.PushKept(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushKept(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -195,7 +199,9 @@ func (q *KeptQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *KeptQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.CompleteKept(ctx, myjobsdb.CompleteKeptParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteKept(ctx, myjobsdb.CompleteKeptParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -221,12 +227,13 @@ func (q *KeptQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *KeptQueue) Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.q.FailKept(ctx, myjobsdb.FailKeptParams{
+	arg := myjobsdb.FailKeptParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailKept(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -300,7 +307,9 @@ func (q *KeptQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d 
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendKept(ctx, myjobsdb.ExtendKeptParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendKept(ctx, myjobsdb.ExtendKeptParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

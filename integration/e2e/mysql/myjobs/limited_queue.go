@@ -83,7 +83,11 @@ func (q *LimitedQueue) Push(ctx context.Context, p LimitedPayload, opts ...queue
 	}
 	arg.Tenant = p.Tenant
 	arg.N = p.N
-	res, err := q.q.PushLimited(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushLimited(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -215,7 +219,9 @@ func (q *LimitedQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *LimitedQueue) Complete(ctx context.Context, job *queue.Job[LimitedPayload]) error {
-	n, err := q.q.CompleteLimited(ctx, myjobsdb.CompleteLimitedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteLimited(ctx, myjobsdb.CompleteLimitedParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -241,12 +247,13 @@ func (q *LimitedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Limit
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *LimitedQueue) Fail(ctx context.Context, job *queue.Job[LimitedPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailLimited(ctx, myjobsdb.FailLimitedParams{
+	arg := myjobsdb.FailLimitedParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailLimited(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -320,7 +327,9 @@ func (q *LimitedQueue) Extend(ctx context.Context, job *queue.Job[LimitedPayload
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendLimited(ctx, myjobsdb.ExtendLimitedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendLimited(ctx, myjobsdb.ExtendLimitedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -81,7 +81,11 @@ func (q *MeteredQueue) Push(ctx context.Context, p MeteredPayload, opts ...queue
 		DelayUs:     o.Delay.Microseconds(),
 	}
 	arg.N = p.N
-	res, err := q.q.PushMetered(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushMetered(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -217,7 +221,9 @@ func (q *MeteredQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *MeteredQueue) Complete(ctx context.Context, job *queue.Job[MeteredPayload]) error {
-	n, err := q.q.CompleteMetered(ctx, myjobsdb.CompleteMeteredParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteMetered(ctx, myjobsdb.CompleteMeteredParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -243,12 +249,13 @@ func (q *MeteredQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Meter
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *MeteredQueue) Fail(ctx context.Context, job *queue.Job[MeteredPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailMetered(ctx, myjobsdb.FailMeteredParams{
+	arg := myjobsdb.FailMeteredParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailMetered(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -322,7 +329,9 @@ func (q *MeteredQueue) Extend(ctx context.Context, job *queue.Job[MeteredPayload
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendMetered(ctx, myjobsdb.ExtendMeteredParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendMetered(ctx, myjobsdb.ExtendMeteredParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

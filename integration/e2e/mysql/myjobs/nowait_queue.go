@@ -75,7 +75,11 @@ func (q *NowaitQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
-	res, err := q.q.PushNowait(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushNowait(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -191,7 +195,9 @@ func (q *NowaitQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *NowaitQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.CompleteNowait(ctx, myjobsdb.CompleteNowaitParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteNowait(ctx, myjobsdb.CompleteNowaitParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -217,12 +223,13 @@ func (q *NowaitQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payloa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *NowaitQueue) Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.q.FailNowait(ctx, myjobsdb.FailNowaitParams{
+	arg := myjobsdb.FailNowaitParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailNowait(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -296,7 +303,9 @@ func (q *NowaitQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], 
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendNowait(ctx, myjobsdb.ExtendNowaitParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendNowait(ctx, myjobsdb.ExtendNowaitParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

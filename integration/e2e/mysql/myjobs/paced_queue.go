@@ -81,7 +81,11 @@ func (q *PacedQueue) Push(ctx context.Context, p PacedPayload, opts ...queue.Pus
 		DelayUs:     o.Delay.Microseconds(),
 	}
 	arg.N = p.N
-	res, err := q.q.PushPaced(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushPaced(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -230,7 +234,9 @@ func (q *PacedQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *PacedQueue) Complete(ctx context.Context, job *queue.Job[PacedPayload]) error {
-	n, err := q.q.CompletePaced(ctx, myjobsdb.CompletePacedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompletePaced(ctx, myjobsdb.CompletePacedParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -256,12 +262,13 @@ func (q *PacedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[PacedPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *PacedQueue) Fail(ctx context.Context, job *queue.Job[PacedPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailPaced(ctx, myjobsdb.FailPacedParams{
+	arg := myjobsdb.FailPacedParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailPaced(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -335,7 +342,9 @@ func (q *PacedQueue) Extend(ctx context.Context, job *queue.Job[PacedPayload], d
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendPaced(ctx, myjobsdb.ExtendPacedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendPaced(ctx, myjobsdb.ExtendPacedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -76,7 +76,11 @@ func (q *TaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Push
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
-	res, err := q.q.PushTask(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushTask(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -197,7 +201,9 @@ func (q *TaskQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *TaskQueue) Complete(ctx context.Context, job *queue.Job[payload.Task]) error {
-	n, err := q.q.CompleteTask(ctx, myjobsdb.CompleteTaskParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteTask(ctx, myjobsdb.CompleteTaskParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -223,12 +229,13 @@ func (q *TaskQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[payload.
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TaskQueue) Fail(ctx context.Context, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.q.FailTask(ctx, myjobsdb.FailTaskParams{
+	arg := myjobsdb.FailTaskParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailTask(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -302,7 +309,9 @@ func (q *TaskQueue) Extend(ctx context.Context, job *queue.Job[payload.Task], d 
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendTask(ctx, myjobsdb.ExtendTaskParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendTask(ctx, myjobsdb.ExtendTaskParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -83,7 +83,11 @@ func (q *ThrottledQueue) Push(ctx context.Context, p ThrottledPayload, opts ...q
 	}
 	arg.Tenant = p.Tenant
 	arg.N = p.N
-	res, err := q.q.PushThrottled(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushThrottled(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -223,7 +227,9 @@ func (q *ThrottledQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *ThrottledQueue) Complete(ctx context.Context, job *queue.Job[ThrottledPayload]) error {
-	n, err := q.q.CompleteThrottled(ctx, myjobsdb.CompleteThrottledParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteThrottled(ctx, myjobsdb.CompleteThrottledParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -249,12 +255,13 @@ func (q *ThrottledQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Thr
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ThrottledQueue) Fail(ctx context.Context, job *queue.Job[ThrottledPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailThrottled(ctx, myjobsdb.FailThrottledParams{
+	arg := myjobsdb.FailThrottledParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailThrottled(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -328,7 +335,9 @@ func (q *ThrottledQueue) Extend(ctx context.Context, job *queue.Job[ThrottledPay
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendThrottled(ctx, myjobsdb.ExtendThrottledParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendThrottled(ctx, myjobsdb.ExtendThrottledParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

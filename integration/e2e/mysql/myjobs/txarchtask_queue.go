@@ -75,7 +75,11 @@ func (q *TxarchtaskQueue) Push(ctx context.Context, p payload.Task, opts ...queu
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
-	res, err := q.q.PushTxarchtask(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushTxarchtask(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -196,12 +200,13 @@ func (q *TxarchtaskQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TxarchtaskQueue) Fail(ctx context.Context, tx *sql.Tx, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.WithTx(tx).q.FailTxarchtask(ctx, myjobsdb.FailTxarchtaskParams{
+	arg := myjobsdb.FailTxarchtaskParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := q.WithTx(tx).q.FailTxarchtask(ctx, arg)
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}

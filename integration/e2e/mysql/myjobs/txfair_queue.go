@@ -77,7 +77,11 @@ func (q *TxfairQueue) Push(ctx context.Context, p TxfairPayload, opts ...queue.P
 	}
 	arg.Tenant = p.Tenant
 	arg.N = p.N
-	res, err := q.q.PushTxfair(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushTxfair(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -184,12 +188,13 @@ func (q *TxfairQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queu
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TxfairQueue) Fail(ctx context.Context, tx *sql.Tx, job *queue.Job[TxfairPayload], cause error) (queue.State, error) {
-	n, err := q.WithTx(tx).q.FailTxfair(ctx, myjobsdb.FailTxfairParams{
+	arg := myjobsdb.FailTxfairParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := q.WithTx(tx).q.FailTxfair(ctx, arg)
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}

@@ -77,7 +77,11 @@ func (q *TxtaskQueue) Push(ctx context.Context, p payload.Task, opts ...queue.Pu
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
-	res, err := q.q.PushTxtask(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushTxtask(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -188,12 +192,13 @@ func (q *TxtaskQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queu
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TxtaskQueue) Fail(ctx context.Context, tx *sql.Tx, job *queue.Job[payload.Task], cause error) (queue.State, error) {
-	n, err := q.WithTx(tx).q.FailTxtask(ctx, myjobsdb.FailTxtaskParams{
+	arg := myjobsdb.FailTxtaskParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := q.WithTx(tx).q.FailTxtask(ctx, arg)
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}

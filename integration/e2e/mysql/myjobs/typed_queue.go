@@ -138,7 +138,11 @@ func (q *TypedQueue) Push(ctx context.Context, p TypedPayload, opts ...queue.Pus
 	arg.NUUID = p.NUUID
 	arg.NJsonb = p.NJsonb
 	arg.NBytea = p.NBytea
-	res, err := q.q.PushTyped(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushTyped(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -287,7 +291,9 @@ func (q *TypedQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *TypedQueue) Complete(ctx context.Context, job *queue.Job[TypedPayload]) error {
-	n, err := q.q.CompleteTyped(ctx, myjobsdb.CompleteTypedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteTyped(ctx, myjobsdb.CompleteTypedParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -313,12 +319,13 @@ func (q *TypedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[TypedPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *TypedQueue) Fail(ctx context.Context, job *queue.Job[TypedPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailTyped(ctx, myjobsdb.FailTypedParams{
+	arg := myjobsdb.FailTypedParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailTyped(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -392,7 +399,9 @@ func (q *TypedQueue) Extend(ctx context.Context, job *queue.Job[TypedPayload], d
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendTyped(ctx, myjobsdb.ExtendTypedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendTyped(ctx, myjobsdb.ExtendTypedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

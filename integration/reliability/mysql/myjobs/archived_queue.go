@@ -83,7 +83,11 @@ func (q *ArchivedQueue) Push(ctx context.Context, p ArchivedPayload, opts ...que
 	}
 	arg.N = p.N
 	arg.Tenant = p.Tenant
-	res, err := q.q.PushArchived(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushArchived(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -231,12 +235,13 @@ func (q *ArchivedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Arch
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *ArchivedQueue) Fail(ctx context.Context, job *queue.Job[ArchivedPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailArchived(ctx, myjobsdb.FailArchivedParams{
+	arg := myjobsdb.FailArchivedParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailArchived(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -310,7 +315,9 @@ func (q *ArchivedQueue) Extend(ctx context.Context, job *queue.Job[ArchivedPaylo
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendArchived(ctx, myjobsdb.ExtendArchivedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendArchived(ctx, myjobsdb.ExtendArchivedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -79,7 +79,11 @@ func (q *BackloggedQueue) Push(ctx context.Context, p BackloggedPayload, opts ..
 	}
 	arg.N = p.N
 	arg.Tenant = p.Tenant
-	res, err := q.q.PushBacklogged(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushBacklogged(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -166,7 +170,9 @@ func (q *BackloggedQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *BackloggedQueue) Complete(ctx context.Context, job *queue.Job[BackloggedPayload]) error {
-	n, err := q.q.CompleteBacklogged(ctx, myjobsdb.CompleteBackloggedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteBacklogged(ctx, myjobsdb.CompleteBackloggedParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -192,12 +198,13 @@ func (q *BackloggedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[Ba
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *BackloggedQueue) Fail(ctx context.Context, job *queue.Job[BackloggedPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailBacklogged(ctx, myjobsdb.FailBackloggedParams{
+	arg := myjobsdb.FailBackloggedParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailBacklogged(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -271,7 +278,9 @@ func (q *BackloggedQueue) Extend(ctx context.Context, job *queue.Job[BackloggedP
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendBacklogged(ctx, myjobsdb.ExtendBackloggedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendBacklogged(ctx, myjobsdb.ExtendBackloggedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

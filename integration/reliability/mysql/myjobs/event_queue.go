@@ -81,7 +81,11 @@ func (q *EventQueue) Push(ctx context.Context, p EventPayload, opts ...queue.Pus
 	if arg.Payload, err = queueimpl.MarshalJSON(p); err != nil {
 		return queue.PushResult{}, err
 	}
-	res, err := q.q.PushEvent(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushEvent(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -197,7 +201,9 @@ func (q *EventQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *EventQueue) Complete(ctx context.Context, job *queue.Job[EventPayload]) error {
-	n, err := q.q.CompleteEvent(ctx, myjobsdb.CompleteEventParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteEvent(ctx, myjobsdb.CompleteEventParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -223,12 +229,13 @@ func (q *EventQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[EventPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *EventQueue) Fail(ctx context.Context, job *queue.Job[EventPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailEvent(ctx, myjobsdb.FailEventParams{
+	arg := myjobsdb.FailEventParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailEvent(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -302,7 +309,9 @@ func (q *EventQueue) Extend(ctx context.Context, job *queue.Job[EventPayload], d
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendEvent(ctx, myjobsdb.ExtendEventParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendEvent(ctx, myjobsdb.ExtendEventParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

@@ -75,7 +75,11 @@ func (q *LedgerQueue) Push(ctx context.Context, p LedgerPayload, opts ...queue.P
 		DelayUs:     o.Delay.Microseconds(),
 	}
 	arg.N = p.N
-	res, err := q.q.PushLedger(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushLedger(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -182,12 +186,13 @@ func (q *LedgerQueue) CompleteMany(ctx context.Context, tx *sql.Tx, jobs []*queu
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *LedgerQueue) Fail(ctx context.Context, tx *sql.Tx, job *queue.Job[LedgerPayload], cause error) (queue.State, error) {
-	n, err := q.WithTx(tx).q.FailLedger(ctx, myjobsdb.FailLedgerParams{
+	arg := myjobsdb.FailLedgerParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := q.WithTx(tx).q.FailLedger(ctx, arg)
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}

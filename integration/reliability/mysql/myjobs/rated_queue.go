@@ -83,7 +83,11 @@ func (q *RatedQueue) Push(ctx context.Context, p RatedPayload, opts ...queue.Pus
 	}
 	arg.N = p.N
 	arg.Tenant = p.Tenant
-	res, err := q.q.PushRated(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushRated(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -223,7 +227,9 @@ func (q *RatedQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *RatedQueue) Complete(ctx context.Context, job *queue.Job[RatedPayload]) error {
-	n, err := q.q.CompleteRated(ctx, myjobsdb.CompleteRatedParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteRated(ctx, myjobsdb.CompleteRatedParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -249,12 +255,13 @@ func (q *RatedQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[RatedPa
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *RatedQueue) Fail(ctx context.Context, job *queue.Job[RatedPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailRated(ctx, myjobsdb.FailRatedParams{
+	arg := myjobsdb.FailRatedParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailRated(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -328,7 +335,9 @@ func (q *RatedQueue) Extend(ctx context.Context, job *queue.Job[RatedPayload], d
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendRated(ctx, myjobsdb.ExtendRatedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendRated(ctx, myjobsdb.ExtendRatedParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}

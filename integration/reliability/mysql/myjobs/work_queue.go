@@ -79,7 +79,11 @@ func (q *WorkQueue) Push(ctx context.Context, p WorkPayload, opts ...queue.PushO
 	}
 	arg.N = p.N
 	arg.Kind = p.Kind
-	res, err := q.q.PushWork(ctx, arg)
+	// A push the server rolled back as a deadlock victim (as two pushes of
+	// one unique key can be) inserted nothing: RetryRolledBack sends it again.
+	res, err := mysqlimpl.RetryRolledBack(q.tx, func() (sql.Result, error) {
+		return q.q.PushWork(ctx, arg)
+	})
 	if err != nil {
 		return queue.PushResult{}, err
 	}
@@ -193,7 +197,9 @@ func (q *WorkQueue) CheckNode(node string) error {
 // It returns an error wrapping queue.ErrNotHeld, and changes nothing, if the
 // caller no longer holds this attempt of the job.
 func (q *WorkQueue) Complete(ctx context.Context, job *queue.Job[WorkPayload]) error {
-	n, err := q.q.CompleteWork(ctx, myjobsdb.CompleteWorkParams{ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.CompleteWork(ctx, myjobsdb.CompleteWorkParams{ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
@@ -219,12 +225,13 @@ func (q *WorkQueue) CompleteMany(ctx context.Context, jobs []*queue.Job[WorkPayl
 // q.Backoff's delay, or is dead once it has used its attempts; the new state
 // is returned.
 func (q *WorkQueue) Fail(ctx context.Context, job *queue.Job[WorkPayload], cause error) (queue.State, error) {
-	n, err := q.q.FailWork(ctx, myjobsdb.FailWorkParams{
+	arg := myjobsdb.FailWorkParams{
 		Message: queueimpl.ErrorText(cause),
 		DelayUs: q.Backoff.Delay(job.Attempt).Microseconds(),
 		ID:      job.ID,
 		Attempt: job.Attempt,
-	})
+	}
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) { return q.q.FailWork(ctx, arg) })
 	if err != nil || n == 0 {
 		return "", q.held(job, n, err)
 	}
@@ -298,7 +305,9 @@ func (q *WorkQueue) Extend(ctx context.Context, job *queue.Job[WorkPayload], d t
 		return err
 	}
 	until := now.Add(d)
-	n, err := q.q.ExtendWork(ctx, myjobsdb.ExtendWorkParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.ExtendWork(ctx, myjobsdb.ExtendWorkParams{LeaseUntil: &until, ID: job.ID, Attempt: job.Attempt})
+	})
 	if err != nil || n == 0 {
 		return q.held(job, n, err)
 	}
