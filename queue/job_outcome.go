@@ -79,7 +79,7 @@ const (
 	OutcomeDead      Outcome = "dead"
 	OutcomeSnoozed   Outcome = "snoozed"
 	OutcomeReleased  Outcome = "released" // given back at shutdown
-	OutcomeLost      Outcome = "lost"     // the lease was lost; another claim owns the job
+	OutcomeLost      Outcome = "lost"     // the heartbeat found the job claimed again or finished elsewhere
 	// OutcomeRolledBack: a transaction-mode handler hit a serialization
 	// failure or deadlock; the transaction was rolled back and the job
 	// returned, its attempt untouched, to be claimed again.

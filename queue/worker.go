@@ -486,11 +486,21 @@ func (w *Worker[P]) settle(job *Job[P], err, cause error) Outcome {
 		return OutcomeCompleted
 	}
 	log := w.cfg.logger.With("queue", w.name, "job", job.ID, "attempt", job.Attempt)
+	if errors.Is(cause, errLeaseExpired) {
+		// The lease ran out by this worker's clock while the database
+		// could not be reached, and the handler returned an error after
+		// its cancellation. The heartbeat may have extended the lease
+		// since (the database came back while the handler ran on): the
+		// failure is written as any other, fenced, so that the job is not
+		// held for another lease with nothing running it. Where another
+		// claim took it meanwhile, the fence refuses the write.
+		err = fmt.Errorf("%w (%v)", err, cause)
+	}
 	snooze, retryAt, discard := classify(err)
 	switch {
-	case errors.Is(cause, errLeaseLost), errors.Is(cause, errLeaseExpired):
-		// Another claim may own the job now; fencing would refuse
-		// anything we did. It comes back if nobody has it.
+	case errors.Is(cause, errLeaseLost):
+		// Another claim owns the job now; fencing would refuse anything
+		// we did.
 		log.Warn("job abandoned: lease lost", "cause", cause, "err", err)
 		return OutcomeLost
 	case errors.Is(cause, errShutdown):

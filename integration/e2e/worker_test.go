@@ -479,10 +479,53 @@ func steal(t *testing.T, e *engine, id int64) {
 	e.exec(t, "UPDATE task_queue SET attempt = attempt + 1, locked_by = 'thief', locked_until = ? WHERE id = ?", time.Now().UTC().Add(time.Hour), id)
 }
 
+// TestWorkerLeaseRunsOutThenTheHandlerFails: a handler cancelled as its
+// lease ran out locally (the heartbeat's UPDATE waited on a row lock),
+// that runs on after the database is back and then returns an error, has
+// its failure written like any other (fenced by its attempt), so the job
+// is retried after its backoff with the error recorded; before, the
+// worker wrote nothing and the job stayed held until its lease, which the
+// heartbeat had renewed meanwhile, ran out again.
+func TestWorkerLeaseRunsOutThenTheHandlerFails(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *engine) {
+		ctx := context.Background()
+		q := e.task
+		stuck, _ := q.Push(ctx, task("stuck"))
+		started, cancelled, finish := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		lease := 900 * time.Millisecond
+		w := q.Worker(func(ctx context.Context, job *queue.Job[payload.Task]) error {
+			if job.Attempt > 1 {
+				<-ctx.Done() // the retry holds the job until the test ends
+				return ctx.Err()
+			}
+			close(started)
+			<-ctx.Done()
+			close(cancelled)
+			<-finish // ignores the cancellation, as handlers may
+			return errors.New("gave up late")
+		}, queue.Lease(lease), queue.Logger(quiet))
+		runWorker(t, w)
+		<-started
+		unlock := lockRow(t, e, stuck.ID)
+		select {
+		case <-cancelled:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the handler was not cancelled when its lease ran out")
+		}
+		unlock()
+		time.Sleep(lease / 2) // the heartbeat may renew the lease meanwhile
+		close(finish)
+		eventually(t, 10*time.Second, "the late failure recorded", func() bool {
+			j, err := q.Get(ctx, stuck.ID)
+			return err == nil && len(j.Errors) == 1 && strings.Contains(j.Errors[0], "gave up late")
+		})
+	})
+}
+
 // lockRow holds a row lock on job id of task_queue in a transaction of its
-// own until the test ends, as a stalled database would: updates of the
-// row wait.
-func lockRow(t *testing.T, e *engine, id int64) {
+// own until the test ends or unlock is called, as a stalled database
+// would: updates of the row wait.
+func lockRow(t *testing.T, e *engine, id int64) (unlock func()) {
 	t.Helper()
 	tx, err := e.db.SQL.BeginTx(context.Background(), nil)
 	if err != nil {
@@ -502,6 +545,7 @@ func lockRow(t *testing.T, e *engine, id int64) {
 	if err := tx.QueryRow(e.placeholders(lock), args...).Scan(&got); err != nil {
 		t.Fatal(err)
 	}
+	return func() { tx.Rollback() }
 }
 
 // TestWorkerGracefulShutdown: on shutdown, a quick job finishes and is
