@@ -292,20 +292,26 @@ func (q *EmailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EmailPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *EmailQueue) Snooze(ctx context.Context, job *queue.Job[EmailPayload], at time.Time) error {
-	n, err := q.q.SnoozeEmail(ctx, jobsdb.SnoozeEmailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeEmail(ctx, jobsdb.SnoozeEmailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *EmailQueue) SnoozeFor(ctx context.Context, job *queue.Job[EmailPayload], d time.Duration) error {
-	n, err := q.q.SnoozeEmail(ctx, jobsdb.SnoozeEmailParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeEmail(ctx, jobsdb.SnoozeEmailParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *EmailQueue) Discard(ctx context.Context, job *queue.Job[EmailPayload], cause error) error {
-	n, err := q.q.DiscardEmail(ctx, jobsdb.DiscardEmailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardEmail(ctx, jobsdb.DiscardEmailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

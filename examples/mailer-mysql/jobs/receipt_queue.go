@@ -305,20 +305,26 @@ func (q *ReceiptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Receipt
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ReceiptQueue) Snooze(ctx context.Context, job *queue.Job[ReceiptPayload], at time.Time) error {
-	n, err := q.q.SnoozeReceipt(ctx, jobsdb.SnoozeReceiptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeReceipt(ctx, jobsdb.SnoozeReceiptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ReceiptQueue) SnoozeFor(ctx context.Context, job *queue.Job[ReceiptPayload], d time.Duration) error {
-	n, err := q.q.SnoozeReceipt(ctx, jobsdb.SnoozeReceiptParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeReceipt(ctx, jobsdb.SnoozeReceiptParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ReceiptQueue) Discard(ctx context.Context, job *queue.Job[ReceiptPayload], cause error) error {
-	n, err := q.q.DiscardReceipt(ctx, jobsdb.DiscardReceiptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardReceipt(ctx, jobsdb.DiscardReceiptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -280,20 +280,26 @@ func (q *BenchFairQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Bench
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchFairQueue) Snooze(ctx context.Context, job *queue.Job[BenchFairPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchFair(ctx, myjobsdb.SnoozeBenchFairParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBenchFair(ctx, myjobsdb.SnoozeBenchFairParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchFairQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchFairPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchFair(ctx, myjobsdb.SnoozeBenchFairParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBenchFair(ctx, myjobsdb.SnoozeBenchFairParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchFairQueue) Discard(ctx context.Context, job *queue.Job[BenchFairPayload], cause error) error {
-	n, err := q.q.DiscardBenchFair(ctx, myjobsdb.DiscardBenchFairParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardBenchFair(ctx, myjobsdb.DiscardBenchFairParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -280,20 +280,26 @@ func (q *BenchKeptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Bench
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchKeptQueue) Snooze(ctx context.Context, job *queue.Job[BenchKeptPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchKept(ctx, myjobsdb.SnoozeBenchKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBenchKept(ctx, myjobsdb.SnoozeBenchKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchKeptQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchKeptPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchKept(ctx, myjobsdb.SnoozeBenchKeptParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBenchKept(ctx, myjobsdb.SnoozeBenchKeptParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchKeptQueue) Discard(ctx context.Context, job *queue.Job[BenchKeptPayload], cause error) error {
-	n, err := q.q.DiscardBenchKept(ctx, myjobsdb.DiscardBenchKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardBenchKept(ctx, myjobsdb.DiscardBenchKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

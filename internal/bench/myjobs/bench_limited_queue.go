@@ -302,20 +302,26 @@ func (q *BenchLimitedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Be
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchLimitedQueue) Snooze(ctx context.Context, job *queue.Job[BenchLimitedPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchLimited(ctx, myjobsdb.SnoozeBenchLimitedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBenchLimited(ctx, myjobsdb.SnoozeBenchLimitedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchLimitedQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchLimitedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchLimited(ctx, myjobsdb.SnoozeBenchLimitedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBenchLimited(ctx, myjobsdb.SnoozeBenchLimitedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchLimitedQueue) Discard(ctx context.Context, job *queue.Job[BenchLimitedPayload], cause error) error {
-	n, err := q.q.DiscardBenchLimited(ctx, myjobsdb.DiscardBenchLimitedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardBenchLimited(ctx, myjobsdb.DiscardBenchLimitedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

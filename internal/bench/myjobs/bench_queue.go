@@ -280,20 +280,26 @@ func (q *BenchQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[BenchPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchQueue) Snooze(ctx context.Context, job *queue.Job[BenchPayload], at time.Time) error {
-	n, err := q.q.SnoozeBench(ctx, myjobsdb.SnoozeBenchParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBench(ctx, myjobsdb.SnoozeBenchParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBench(ctx, myjobsdb.SnoozeBenchParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBench(ctx, myjobsdb.SnoozeBenchParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchQueue) Discard(ctx context.Context, job *queue.Job[BenchPayload], cause error) error {
-	n, err := q.q.DiscardBench(ctx, myjobsdb.DiscardBenchParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardBench(ctx, myjobsdb.DiscardBenchParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

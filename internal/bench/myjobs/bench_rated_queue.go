@@ -304,20 +304,26 @@ func (q *BenchRatedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Benc
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchRatedQueue) Snooze(ctx context.Context, job *queue.Job[BenchRatedPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchRated(ctx, myjobsdb.SnoozeBenchRatedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBenchRated(ctx, myjobsdb.SnoozeBenchRatedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchRatedQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchRatedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchRated(ctx, myjobsdb.SnoozeBenchRatedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBenchRated(ctx, myjobsdb.SnoozeBenchRatedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchRatedQueue) Discard(ctx context.Context, job *queue.Job[BenchRatedPayload], cause error) error {
-	n, err := q.q.DiscardBenchRated(ctx, myjobsdb.DiscardBenchRatedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardBenchRated(ctx, myjobsdb.DiscardBenchRatedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -280,20 +280,26 @@ func (q *BenchTenantQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Ben
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BenchTenantQueue) Snooze(ctx context.Context, job *queue.Job[BenchTenantPayload], at time.Time) error {
-	n, err := q.q.SnoozeBenchTenant(ctx, myjobsdb.SnoozeBenchTenantParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBenchTenant(ctx, myjobsdb.SnoozeBenchTenantParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BenchTenantQueue) SnoozeFor(ctx context.Context, job *queue.Job[BenchTenantPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBenchTenant(ctx, myjobsdb.SnoozeBenchTenantParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBenchTenant(ctx, myjobsdb.SnoozeBenchTenantParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BenchTenantQueue) Discard(ctx context.Context, job *queue.Job[BenchTenantPayload], cause error) error {
-	n, err := q.q.DiscardBenchTenant(ctx, myjobsdb.DiscardBenchTenantParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardBenchTenant(ctx, myjobsdb.DiscardBenchTenantParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

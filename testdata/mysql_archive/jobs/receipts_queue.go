@@ -305,20 +305,26 @@ func (q *ReceiptsQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Receip
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ReceiptsQueue) Snooze(ctx context.Context, job *queue.Job[ReceiptsPayload], at time.Time) error {
-	n, err := q.q.SnoozeReceipts(ctx, jobsdb.SnoozeReceiptsParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeReceipts(ctx, jobsdb.SnoozeReceiptsParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ReceiptsQueue) SnoozeFor(ctx context.Context, job *queue.Job[ReceiptsPayload], d time.Duration) error {
-	n, err := q.q.SnoozeReceipts(ctx, jobsdb.SnoozeReceiptsParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeReceipts(ctx, jobsdb.SnoozeReceiptsParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ReceiptsQueue) Discard(ctx context.Context, job *queue.Job[ReceiptsPayload], cause error) error {
-	n, err := q.q.DiscardReceipts(ctx, jobsdb.DiscardReceiptsParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardReceipts(ctx, jobsdb.DiscardReceiptsParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -255,20 +255,26 @@ func (q *ChargeQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ChargePa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ChargeQueue) Snooze(ctx context.Context, job *queue.Job[ChargePayload], at time.Time) error {
-	n, err := q.q.SnoozeCharge(ctx, jobsdb.SnoozeChargeParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeCharge(ctx, jobsdb.SnoozeChargeParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ChargeQueue) SnoozeFor(ctx context.Context, job *queue.Job[ChargePayload], d time.Duration) error {
-	n, err := q.q.SnoozeCharge(ctx, jobsdb.SnoozeChargeParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeCharge(ctx, jobsdb.SnoozeChargeParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ChargeQueue) Discard(ctx context.Context, job *queue.Job[ChargePayload], cause error) error {
-	n, err := q.q.DiscardCharge(ctx, jobsdb.DiscardChargeParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardCharge(ctx, jobsdb.DiscardChargeParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

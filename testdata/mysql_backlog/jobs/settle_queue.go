@@ -260,20 +260,26 @@ func (q *SettleQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[SettlePa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *SettleQueue) Snooze(ctx context.Context, job *queue.Job[SettlePayload], at time.Time) error {
-	n, err := q.q.SnoozeSettle(ctx, jobsdb.SnoozeSettleParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeSettle(ctx, jobsdb.SnoozeSettleParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *SettleQueue) SnoozeFor(ctx context.Context, job *queue.Job[SettlePayload], d time.Duration) error {
-	n, err := q.q.SnoozeSettle(ctx, jobsdb.SnoozeSettleParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeSettle(ctx, jobsdb.SnoozeSettleParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *SettleQueue) Discard(ctx context.Context, job *queue.Job[SettlePayload], cause error) error {
-	n, err := q.q.DiscardSettle(ctx, jobsdb.DiscardSettleParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardSettle(ctx, jobsdb.DiscardSettleParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -280,20 +280,26 @@ func (q *ExportQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ExportPa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ExportQueue) Snooze(ctx context.Context, job *queue.Job[ExportPayload], at time.Time) error {
-	n, err := q.q.SnoozeExport(ctx, jobsdb.SnoozeExportParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeExport(ctx, jobsdb.SnoozeExportParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ExportQueue) SnoozeFor(ctx context.Context, job *queue.Job[ExportPayload], d time.Duration) error {
-	n, err := q.q.SnoozeExport(ctx, jobsdb.SnoozeExportParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeExport(ctx, jobsdb.SnoozeExportParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ExportQueue) Discard(ctx context.Context, job *queue.Job[ExportPayload], cause error) error {
-	n, err := q.q.DiscardExport(ctx, jobsdb.DiscardExportParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardExport(ctx, jobsdb.DiscardExportParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -299,20 +299,26 @@ func (q *CrawlQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[CrawlPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *CrawlQueue) Snooze(ctx context.Context, job *queue.Job[CrawlPayload], at time.Time) error {
-	n, err := q.q.SnoozeCrawl(ctx, jobsdb.SnoozeCrawlParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeCrawl(ctx, jobsdb.SnoozeCrawlParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *CrawlQueue) SnoozeFor(ctx context.Context, job *queue.Job[CrawlPayload], d time.Duration) error {
-	n, err := q.q.SnoozeCrawl(ctx, jobsdb.SnoozeCrawlParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeCrawl(ctx, jobsdb.SnoozeCrawlParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *CrawlQueue) Discard(ctx context.Context, job *queue.Job[CrawlPayload], cause error) error {
-	n, err := q.q.DiscardCrawl(ctx, jobsdb.DiscardCrawlParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardCrawl(ctx, jobsdb.DiscardCrawlParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

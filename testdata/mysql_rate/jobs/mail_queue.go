@@ -307,20 +307,26 @@ func (q *MailQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[MailPayloa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *MailQueue) Snooze(ctx context.Context, job *queue.Job[MailPayload], at time.Time) error {
-	n, err := q.q.SnoozeMail(ctx, jobsdb.SnoozeMailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeMail(ctx, jobsdb.SnoozeMailParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *MailQueue) SnoozeFor(ctx context.Context, job *queue.Job[MailPayload], d time.Duration) error {
-	n, err := q.q.SnoozeMail(ctx, jobsdb.SnoozeMailParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeMail(ctx, jobsdb.SnoozeMailParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *MailQueue) Discard(ctx context.Context, job *queue.Job[MailPayload], cause error) error {
-	n, err := q.q.DiscardMail(ctx, jobsdb.DiscardMailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardMail(ctx, jobsdb.DiscardMailParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -323,20 +323,26 @@ func (q *SyncQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[SyncPayloa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *SyncQueue) Snooze(ctx context.Context, job *queue.Job[SyncPayload], at time.Time) error {
-	n, err := q.q.SnoozeSync(ctx, jobsdb.SnoozeSyncParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeSync(ctx, jobsdb.SnoozeSyncParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *SyncQueue) SnoozeFor(ctx context.Context, job *queue.Job[SyncPayload], d time.Duration) error {
-	n, err := q.q.SnoozeSync(ctx, jobsdb.SnoozeSyncParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeSync(ctx, jobsdb.SnoozeSyncParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *SyncQueue) Discard(ctx context.Context, job *queue.Job[SyncPayload], cause error) error {
-	n, err := q.q.DiscardSync(ctx, jobsdb.DiscardSyncParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardSync(ctx, jobsdb.DiscardSyncParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -304,20 +304,26 @@ func (q *WebhookQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Webhook
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *WebhookQueue) Snooze(ctx context.Context, job *queue.Job[WebhookPayload], at time.Time) error {
-	n, err := q.q.SnoozeWebhook(ctx, jobsdb.SnoozeWebhookParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeWebhook(ctx, jobsdb.SnoozeWebhookParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *WebhookQueue) SnoozeFor(ctx context.Context, job *queue.Job[WebhookPayload], d time.Duration) error {
-	n, err := q.q.SnoozeWebhook(ctx, jobsdb.SnoozeWebhookParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeWebhook(ctx, jobsdb.SnoozeWebhookParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *WebhookQueue) Discard(ctx context.Context, job *queue.Job[WebhookPayload], cause error) error {
-	n, err := q.q.DiscardWebhook(ctx, jobsdb.DiscardWebhookParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardWebhook(ctx, jobsdb.DiscardWebhookParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -288,20 +288,26 @@ func (q *ArchtaskQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payloa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ArchtaskQueue) Snooze(ctx context.Context, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.q.SnoozeArchtask(ctx, myjobsdb.SnoozeArchtaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeArchtask(ctx, myjobsdb.SnoozeArchtaskParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ArchtaskQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.q.SnoozeArchtask(ctx, myjobsdb.SnoozeArchtaskParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeArchtask(ctx, myjobsdb.SnoozeArchtaskParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ArchtaskQueue) Discard(ctx context.Context, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.q.DiscardArchtask(ctx, myjobsdb.DiscardArchtaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardArchtask(ctx, myjobsdb.DiscardArchtaskParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -299,20 +299,26 @@ func (q *CappedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[CappedPa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *CappedQueue) Snooze(ctx context.Context, job *queue.Job[CappedPayload], at time.Time) error {
-	n, err := q.q.SnoozeCapped(ctx, myjobsdb.SnoozeCappedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeCapped(ctx, myjobsdb.SnoozeCappedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *CappedQueue) SnoozeFor(ctx context.Context, job *queue.Job[CappedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeCapped(ctx, myjobsdb.SnoozeCappedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeCapped(ctx, myjobsdb.SnoozeCappedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *CappedQueue) Discard(ctx context.Context, job *queue.Job[CappedPayload], cause error) error {
-	n, err := q.q.DiscardCapped(ctx, myjobsdb.DiscardCappedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardCapped(ctx, myjobsdb.DiscardCappedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -302,20 +302,26 @@ func (q *ImageQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[ImagePayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ImageQueue) Snooze(ctx context.Context, job *queue.Job[ImagePayload], at time.Time) error {
-	n, err := q.q.SnoozeImage(ctx, myjobsdb.SnoozeImageParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeImage(ctx, myjobsdb.SnoozeImageParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ImageQueue) SnoozeFor(ctx context.Context, job *queue.Job[ImagePayload], d time.Duration) error {
-	n, err := q.q.SnoozeImage(ctx, myjobsdb.SnoozeImageParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeImage(ctx, myjobsdb.SnoozeImageParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ImageQueue) Discard(ctx context.Context, job *queue.Job[ImagePayload], cause error) error {
-	n, err := q.q.DiscardImage(ctx, myjobsdb.DiscardImageParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardImage(ctx, myjobsdb.DiscardImageParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

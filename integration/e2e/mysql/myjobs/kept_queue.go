@@ -282,20 +282,26 @@ func (q *KeptQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.Ta
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *KeptQueue) Snooze(ctx context.Context, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.q.SnoozeKept(ctx, myjobsdb.SnoozeKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeKept(ctx, myjobsdb.SnoozeKeptParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *KeptQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.q.SnoozeKept(ctx, myjobsdb.SnoozeKeptParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeKept(ctx, myjobsdb.SnoozeKeptParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *KeptQueue) Discard(ctx context.Context, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.q.DiscardKept(ctx, myjobsdb.DiscardKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardKept(ctx, myjobsdb.DiscardKeptParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

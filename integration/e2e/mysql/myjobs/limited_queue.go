@@ -302,20 +302,26 @@ func (q *LimitedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Limited
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *LimitedQueue) Snooze(ctx context.Context, job *queue.Job[LimitedPayload], at time.Time) error {
-	n, err := q.q.SnoozeLimited(ctx, myjobsdb.SnoozeLimitedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeLimited(ctx, myjobsdb.SnoozeLimitedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *LimitedQueue) SnoozeFor(ctx context.Context, job *queue.Job[LimitedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeLimited(ctx, myjobsdb.SnoozeLimitedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeLimited(ctx, myjobsdb.SnoozeLimitedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *LimitedQueue) Discard(ctx context.Context, job *queue.Job[LimitedPayload], cause error) error {
-	n, err := q.q.DiscardLimited(ctx, myjobsdb.DiscardLimitedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardLimited(ctx, myjobsdb.DiscardLimitedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -304,20 +304,26 @@ func (q *MeteredQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Metered
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *MeteredQueue) Snooze(ctx context.Context, job *queue.Job[MeteredPayload], at time.Time) error {
-	n, err := q.q.SnoozeMetered(ctx, myjobsdb.SnoozeMeteredParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeMetered(ctx, myjobsdb.SnoozeMeteredParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *MeteredQueue) SnoozeFor(ctx context.Context, job *queue.Job[MeteredPayload], d time.Duration) error {
-	n, err := q.q.SnoozeMetered(ctx, myjobsdb.SnoozeMeteredParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeMetered(ctx, myjobsdb.SnoozeMeteredParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *MeteredQueue) Discard(ctx context.Context, job *queue.Job[MeteredPayload], cause error) error {
-	n, err := q.q.DiscardMetered(ctx, myjobsdb.DiscardMeteredParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardMetered(ctx, myjobsdb.DiscardMeteredParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

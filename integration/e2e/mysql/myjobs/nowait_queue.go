@@ -278,20 +278,26 @@ func (q *NowaitQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[payload.
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *NowaitQueue) Snooze(ctx context.Context, job *queue.Job[payload.Task], at time.Time) error {
-	n, err := q.q.SnoozeNowait(ctx, myjobsdb.SnoozeNowaitParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeNowait(ctx, myjobsdb.SnoozeNowaitParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *NowaitQueue) SnoozeFor(ctx context.Context, job *queue.Job[payload.Task], d time.Duration) error {
-	n, err := q.q.SnoozeNowait(ctx, myjobsdb.SnoozeNowaitParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeNowait(ctx, myjobsdb.SnoozeNowaitParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *NowaitQueue) Discard(ctx context.Context, job *queue.Job[payload.Task], cause error) error {
-	n, err := q.q.DiscardNowait(ctx, myjobsdb.DiscardNowaitParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardNowait(ctx, myjobsdb.DiscardNowaitParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

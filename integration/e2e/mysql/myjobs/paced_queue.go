@@ -317,20 +317,26 @@ func (q *PacedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[PacedPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *PacedQueue) Snooze(ctx context.Context, job *queue.Job[PacedPayload], at time.Time) error {
-	n, err := q.q.SnoozePaced(ctx, myjobsdb.SnoozePacedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozePaced(ctx, myjobsdb.SnoozePacedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *PacedQueue) SnoozeFor(ctx context.Context, job *queue.Job[PacedPayload], d time.Duration) error {
-	n, err := q.q.SnoozePaced(ctx, myjobsdb.SnoozePacedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozePaced(ctx, myjobsdb.SnoozePacedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *PacedQueue) Discard(ctx context.Context, job *queue.Job[PacedPayload], cause error) error {
-	n, err := q.q.DiscardPaced(ctx, myjobsdb.DiscardPacedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardPaced(ctx, myjobsdb.DiscardPacedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

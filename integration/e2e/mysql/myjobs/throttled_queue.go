@@ -310,20 +310,26 @@ func (q *ThrottledQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Throt
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ThrottledQueue) Snooze(ctx context.Context, job *queue.Job[ThrottledPayload], at time.Time) error {
-	n, err := q.q.SnoozeThrottled(ctx, myjobsdb.SnoozeThrottledParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeThrottled(ctx, myjobsdb.SnoozeThrottledParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ThrottledQueue) SnoozeFor(ctx context.Context, job *queue.Job[ThrottledPayload], d time.Duration) error {
-	n, err := q.q.SnoozeThrottled(ctx, myjobsdb.SnoozeThrottledParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeThrottled(ctx, myjobsdb.SnoozeThrottledParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ThrottledQueue) Discard(ctx context.Context, job *queue.Job[ThrottledPayload], cause error) error {
-	n, err := q.q.DiscardThrottled(ctx, myjobsdb.DiscardThrottledParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardThrottled(ctx, myjobsdb.DiscardThrottledParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

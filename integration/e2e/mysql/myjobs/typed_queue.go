@@ -374,20 +374,26 @@ func (q *TypedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[TypedPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *TypedQueue) Snooze(ctx context.Context, job *queue.Job[TypedPayload], at time.Time) error {
-	n, err := q.q.SnoozeTyped(ctx, myjobsdb.SnoozeTypedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeTyped(ctx, myjobsdb.SnoozeTypedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *TypedQueue) SnoozeFor(ctx context.Context, job *queue.Job[TypedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeTyped(ctx, myjobsdb.SnoozeTypedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeTyped(ctx, myjobsdb.SnoozeTypedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *TypedQueue) Discard(ctx context.Context, job *queue.Job[TypedPayload], cause error) error {
-	n, err := q.q.DiscardTyped(ctx, myjobsdb.DiscardTypedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardTyped(ctx, myjobsdb.DiscardTypedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

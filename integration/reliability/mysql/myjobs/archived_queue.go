@@ -290,20 +290,26 @@ func (q *ArchivedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Archiv
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *ArchivedQueue) Snooze(ctx context.Context, job *queue.Job[ArchivedPayload], at time.Time) error {
-	n, err := q.q.SnoozeArchived(ctx, myjobsdb.SnoozeArchivedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeArchived(ctx, myjobsdb.SnoozeArchivedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *ArchivedQueue) SnoozeFor(ctx context.Context, job *queue.Job[ArchivedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeArchived(ctx, myjobsdb.SnoozeArchivedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeArchived(ctx, myjobsdb.SnoozeArchivedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *ArchivedQueue) Discard(ctx context.Context, job *queue.Job[ArchivedPayload], cause error) error {
-	n, err := q.q.DiscardArchived(ctx, myjobsdb.DiscardArchivedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardArchived(ctx, myjobsdb.DiscardArchivedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -253,20 +253,26 @@ func (q *BackloggedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[Back
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *BackloggedQueue) Snooze(ctx context.Context, job *queue.Job[BackloggedPayload], at time.Time) error {
-	n, err := q.q.SnoozeBacklogged(ctx, myjobsdb.SnoozeBackloggedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBacklogged(ctx, myjobsdb.SnoozeBackloggedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *BackloggedQueue) SnoozeFor(ctx context.Context, job *queue.Job[BackloggedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeBacklogged(ctx, myjobsdb.SnoozeBackloggedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeBacklogged(ctx, myjobsdb.SnoozeBackloggedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *BackloggedQueue) Discard(ctx context.Context, job *queue.Job[BackloggedPayload], cause error) error {
-	n, err := q.q.DiscardBacklogged(ctx, myjobsdb.DiscardBackloggedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardBacklogged(ctx, myjobsdb.DiscardBackloggedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

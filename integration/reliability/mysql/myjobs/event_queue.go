@@ -284,20 +284,26 @@ func (q *EventQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[EventPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *EventQueue) Snooze(ctx context.Context, job *queue.Job[EventPayload], at time.Time) error {
-	n, err := q.q.SnoozeEvent(ctx, myjobsdb.SnoozeEventParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeEvent(ctx, myjobsdb.SnoozeEventParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *EventQueue) SnoozeFor(ctx context.Context, job *queue.Job[EventPayload], d time.Duration) error {
-	n, err := q.q.SnoozeEvent(ctx, myjobsdb.SnoozeEventParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeEvent(ctx, myjobsdb.SnoozeEventParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *EventQueue) Discard(ctx context.Context, job *queue.Job[EventPayload], cause error) error {
-	n, err := q.q.DiscardEvent(ctx, myjobsdb.DiscardEventParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardEvent(ctx, myjobsdb.DiscardEventParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -280,20 +280,26 @@ func (q *FairQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[FairPayloa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *FairQueue) Snooze(ctx context.Context, job *queue.Job[FairPayload], at time.Time) error {
-	n, err := q.q.SnoozeFair(ctx, myjobsdb.SnoozeFairParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeFair(ctx, myjobsdb.SnoozeFairParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *FairQueue) SnoozeFor(ctx context.Context, job *queue.Job[FairPayload], d time.Duration) error {
-	n, err := q.q.SnoozeFair(ctx, myjobsdb.SnoozeFairParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeFair(ctx, myjobsdb.SnoozeFairParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *FairQueue) Discard(ctx context.Context, job *queue.Job[FairPayload], cause error) error {
-	n, err := q.q.DiscardFair(ctx, myjobsdb.DiscardFairParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardFair(ctx, myjobsdb.DiscardFairParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

@@ -310,20 +310,26 @@ func (q *RatedQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[RatedPayl
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *RatedQueue) Snooze(ctx context.Context, job *queue.Job[RatedPayload], at time.Time) error {
-	n, err := q.q.SnoozeRated(ctx, myjobsdb.SnoozeRatedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeRated(ctx, myjobsdb.SnoozeRatedParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *RatedQueue) SnoozeFor(ctx context.Context, job *queue.Job[RatedPayload], d time.Duration) error {
-	n, err := q.q.SnoozeRated(ctx, myjobsdb.SnoozeRatedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeRated(ctx, myjobsdb.SnoozeRatedParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *RatedQueue) Discard(ctx context.Context, job *queue.Job[RatedPayload], cause error) error {
-	n, err := q.q.DiscardRated(ctx, myjobsdb.DiscardRatedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardRated(ctx, myjobsdb.DiscardRatedParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 

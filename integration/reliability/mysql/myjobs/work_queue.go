@@ -280,20 +280,26 @@ func (q *WorkQueue) FailManyAt(ctx context.Context, jobs []*queue.Job[WorkPayloa
 
 // Snooze puts a held job back until at without using up an attempt.
 func (q *WorkQueue) Snooze(ctx context.Context, job *queue.Job[WorkPayload], at time.Time) error {
-	n, err := q.q.SnoozeWork(ctx, myjobsdb.SnoozeWorkParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeWork(ctx, myjobsdb.SnoozeWorkParams{RunAfter: &at, ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // SnoozeFor puts a held job back for d, by the database clock, without
 // using up an attempt.
 func (q *WorkQueue) SnoozeFor(ctx context.Context, job *queue.Job[WorkPayload], d time.Duration) error {
-	n, err := q.q.SnoozeWork(ctx, myjobsdb.SnoozeWorkParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.SnoozeWork(ctx, myjobsdb.SnoozeWorkParams{DelayUs: d.Microseconds(), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
 // Discard makes a held job dead at once, keeping cause's text.
 func (q *WorkQueue) Discard(ctx context.Context, job *queue.Job[WorkPayload], cause error) error {
-	n, err := q.q.DiscardWork(ctx, myjobsdb.DiscardWorkParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	n, err := mysqlimpl.RetryRolledBack(q.tx, func() (int64, error) {
+		return q.q.DiscardWork(ctx, myjobsdb.DiscardWorkParams{Message: queueimpl.ErrorText(cause), ID: job.ID, Attempt: job.Attempt})
+	})
 	return q.held(job, n, err)
 }
 
