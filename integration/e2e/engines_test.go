@@ -362,19 +362,30 @@ func (e *engine) sql(pg, my, ms string) string {
 }
 
 // awaitLockWaits waits until n statements on the engine's database wait
-// for a lock, or 5 seconds pass. On Citus the statements wait on a worker,
-// which the coordinator's pg_stat_activity does not show: the test goes on
-// after the 5 seconds, as it would if the machine were too slow.
-func (e *engine) awaitLockWaits(t *testing.T, n int) {
+// for a lock, or 5 seconds pass. On MySQL the statements are those whose
+// text holds marker (the driver interpolates their arguments): the server
+// lists every database's transactions, and its process list, which names
+// their databases, leaves out some of those waiting. On Citus the
+// statements wait on a worker, which the coordinator's pg_stat_activity
+// does not show, and citus_lock_waits does (every test schema's). If the
+// count is not reached, the test goes on after the 5 seconds, as it would
+// on a machine too slow to get its statements waiting. It reads every 200 ms: InnoDB refreshes the
+// transactions it lists only when they were last read more than 100 ms
+// before, so reading more often would read the same list forever.
+func (e *engine) awaitLockWaits(t *testing.T, n int, marker string) {
 	t.Helper()
-	query := e.sql(
+	query, args := e.sql(
 		`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-		`SELECT COUNT(*) FROM information_schema.INNODB_TRX x
-		   JOIN information_schema.PROCESSLIST p ON p.ID = x.trx_mysql_thread_id
-		  WHERE x.trx_state = 'LOCK WAIT' AND p.DB = DATABASE()`,
-		`SELECT COUNT(*) FROM sys.dm_exec_requests WHERE blocking_session_id <> 0 AND database_id = DB_ID()`)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if e.count(t, query) >= n {
+		`SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?`,
+		`SELECT COUNT(*) FROM sys.dm_exec_requests WHERE blocking_session_id <> 0 AND database_id = DB_ID()`), []any(nil)
+	switch e.name {
+	case dburl.MySQL:
+		args = []any{"%" + marker + "%"}
+	case dbtest.Citus:
+		query = `SELECT count(*) FROM citus_lock_waits`
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if e.count(t, query, args...) >= n {
 			return
 		}
 	}

@@ -442,7 +442,7 @@ func TestLeasePushOfAHeldKey(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e *engine) {
 		ctx := context.Background()
 		for round := range 3 {
-			key := fmt.Sprintf("held:%d", round)
+			key := fmt.Sprintf("held:%d:%d", time.Now().UnixNano(), round)
 			rollback, err := e.pushOpen(ctx, task("held"), queue.UniqueKey(key))
 			if err != nil {
 				t.Fatal(err)
@@ -458,7 +458,7 @@ func TestLeasePushOfAHeldKey(t *testing.T) {
 					results <- pushed{res, err}
 				}()
 			}
-			e.awaitLockWaits(t, 2)
+			e.awaitLockWaits(t, 2, key)
 			rollback()
 			inserted := 0
 			for range 2 {
