@@ -487,10 +487,10 @@ func (w *Worker[P]) settle(job *Job[P], err, cause error) Outcome {
 	}
 	log := w.cfg.logger.With("queue", w.name, "job", job.ID, "attempt", job.Attempt)
 	if errors.Is(cause, errLeaseExpired) {
-		// The lease ran out by this worker's clock while the database
-		// could not be reached, and the handler returned an error after
-		// its cancellation. The heartbeat may have extended the lease
-		// since (the database came back while the handler ran on): the
+		// The lease ran out by this worker's clock before the heartbeat
+		// could extend it, and the handler returned an error after its
+		// cancellation. The heartbeat may have extended the lease since
+		// (the database answered again while the handler ran on): the
 		// failure is written as any other, fenced, so that the job is not
 		// held for another lease with nothing running it. Where another
 		// claim took it meanwhile, the fence refuses the write.

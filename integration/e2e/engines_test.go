@@ -252,37 +252,34 @@ func open(t *testing.T, name string) *engine {
 	return e
 }
 
-// pushOpenPgx is engine.pushOpen on a pgx pool: the push of the task
-// accessor bound (withTx) to a transaction of its own.
-func pushOpenPgx(pool *pgxpool.Pool, withTx func(pgx.Tx) leaseQueue) func(context.Context, payload.Task, ...queue.PushOption) (func(), error) {
+// pushOpen is engine.pushOpen: the push of the task accessor bound
+// (withTx) to a transaction of its own, which begin starts and rollback
+// ends.
+func pushOpen[Tx any](begin func(context.Context) (Tx, error), rollback func(Tx), withTx func(Tx) leaseQueue) func(context.Context, payload.Task, ...queue.PushOption) (func(), error) {
 	return func(ctx context.Context, p payload.Task, opts ...queue.PushOption) (func(), error) {
-		tx, err := pool.Begin(ctx)
+		tx, err := begin(ctx)
 		if err != nil {
 			return nil, err
 		}
-		rollback := func() { tx.Rollback(context.Background()) }
 		if _, err := withTx(tx).Push(ctx, p, opts...); err != nil {
-			rollback()
+			rollback(tx)
 			return nil, err
 		}
-		return rollback, nil
+		return func() { rollback(tx) }, nil
 	}
 }
 
-// pushOpenStd is engine.pushOpen on database/sql, at READ COMMITTED.
+// pushOpenPgx is pushOpen on a pgx pool.
+func pushOpenPgx(pool *pgxpool.Pool, withTx func(pgx.Tx) leaseQueue) func(context.Context, payload.Task, ...queue.PushOption) (func(), error) {
+	return pushOpen(pool.Begin, func(tx pgx.Tx) { tx.Rollback(context.Background()) }, withTx)
+}
+
+// pushOpenStd is pushOpen on database/sql, at READ COMMITTED.
 func pushOpenStd(db *sql.DB, withTx func(*sql.Tx) leaseQueue) func(context.Context, payload.Task, ...queue.PushOption) (func(), error) {
-	return func(ctx context.Context, p payload.Task, opts ...queue.PushOption) (func(), error) {
-		tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-		if err != nil {
-			return nil, err
-		}
-		rollback := func() { tx.Rollback() }
-		if _, err := withTx(tx).Push(ctx, p, opts...); err != nil {
-			rollback()
-			return nil, err
-		}
-		return rollback, nil
+	begin := func(ctx context.Context) (*sql.Tx, error) {
+		return db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	}
+	return pushOpen(begin, func(tx *sql.Tx) { tx.Rollback() }, withTx)
 }
 
 // stdTxQueue is a database/sql spec's generated accessor of txtask
