@@ -46,6 +46,19 @@ func (c *Cluster) Restart(t testing.TB) {
 	}
 }
 
+// Crash stops the server as a crash would (pg_ctl stop -m immediate: every
+// process ends at once, and WAL not yet written out of the server's memory
+// is lost), then starts it again, which recovers from the WAL on disk.
+func (c *Cluster) Crash(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterStartTimeout)
+	defer cancel()
+	if out, err := c.c.run(ctx, c.c.pgCtl, "-D", c.c.data, "-w", "-m", "immediate", "stop"); err != nil {
+		t.Fatalf("pgtest: pg_ctl stop -m immediate: %v\n%s", err, out)
+	}
+	c.Start(t)
+}
+
 // Stop stops the server (pg_ctl stop -m fast): the database is unreachable
 // until Start.
 func (c *Cluster) Stop(t testing.TB) {

@@ -470,7 +470,7 @@ func (q *ReceiptQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimReceipt
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *ReceiptQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimReceiptParams) ([]jobsdb.ClaimReceiptRow, error) {
-	if err := qq.LockClaimsReceipt(ctx, !q.inTx); err != nil {
+	if err := qq.LockClaimsReceipt(ctx); err != nil {
 		return nil, err
 	}
 	return qq.ClaimReceipt(ctx, arg)

@@ -448,7 +448,7 @@ func (q *CappedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimCappedPa
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *CappedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimCappedParams) ([]jobsdb.CappedRow, error) {
-	if err := qq.LockClaimsCapped(ctx, !q.inTx); err != nil {
+	if err := qq.LockClaimsCapped(ctx); err != nil {
 		return nil, err
 	}
 	return qq.ClaimCapped(ctx, arg)

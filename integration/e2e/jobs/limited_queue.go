@@ -465,7 +465,7 @@ func (q *LimitedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimLimited
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *LimitedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimLimitedParams) ([]jobsdb.ClaimLimitedRow, error) {
-	if err := qq.LockClaimsLimited(ctx, !q.inTx); err != nil {
+	if err := qq.LockClaimsLimited(ctx); err != nil {
 		return nil, err
 	}
 	return qq.ClaimLimited(ctx, arg)

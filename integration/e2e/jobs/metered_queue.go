@@ -443,7 +443,7 @@ func (q *MeteredQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimMetered
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *MeteredQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimMeteredParams) ([]jobsdb.MeteredRow, error) {
-	if err := qq.LockClaimsMetered(ctx, !q.inTx); err != nil {
+	if err := qq.LockClaimsMetered(ctx); err != nil {
 		return nil, err
 	}
 	rows, err := qq.ClaimMetered(ctx, arg)

@@ -449,7 +449,7 @@ func (q *PacedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimPacedPara
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *PacedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimPacedParams) ([]jobsdb.PacedRow, error) {
-	if err := qq.LockClaimsPaced(ctx, !q.inTx); err != nil {
+	if err := qq.LockClaimsPaced(ctx); err != nil {
 		return nil, err
 	}
 	rows, err := qq.ClaimPaced(ctx, arg)

@@ -460,7 +460,7 @@ func (q *ThrottledQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimThrot
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *ThrottledQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimThrottledParams) ([]jobsdb.ClaimThrottledRow, error) {
-	if err := qq.LockClaimsThrottled(ctx, !q.inTx); err != nil {
+	if err := qq.LockClaimsThrottled(ctx); err != nil {
 		return nil, err
 	}
 	rows, err := qq.ClaimThrottled(ctx, arg)

@@ -460,7 +460,7 @@ func (q *RatedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimRatedPara
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *RatedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimRatedParams) ([]jobsdb.ClaimRatedRow, error) {
-	if err := qq.LockClaimsRated(ctx, !q.inTx); err != nil {
+	if err := qq.LockClaimsRated(ctx); err != nil {
 		return nil, err
 	}
 	rows, err := qq.ClaimRated(ctx, arg)

@@ -465,7 +465,7 @@ func (q *BenchLimitedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimBe
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *BenchLimitedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimBenchLimitedParams) ([]jobsdb.ClaimBenchLimitedRow, error) {
-	if err := qq.LockClaimsBenchLimited(ctx, !q.inTx); err != nil {
+	if err := qq.LockClaimsBenchLimited(ctx); err != nil {
 		return nil, err
 	}
 	return qq.ClaimBenchLimited(ctx, arg)

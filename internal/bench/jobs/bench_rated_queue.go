@@ -443,7 +443,7 @@ func (q *BenchRatedQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimBenc
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *BenchRatedQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimBenchRatedParams) ([]jobsdb.BenchRatedRow, error) {
-	if err := qq.LockClaimsBenchRated(ctx, !q.inTx); err != nil {
+	if err := qq.LockClaimsBenchRated(ctx); err != nil {
 		return nil, err
 	}
 	rows, err := qq.ClaimBenchRated(ctx, arg)

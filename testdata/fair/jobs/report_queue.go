@@ -448,7 +448,7 @@ func (q *ReportQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimReportPa
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *ReportQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimReportParams) ([]jobsdb.ReportRow, error) {
-	if err := qq.LockClaimsReport(ctx, !q.inTx); err != nil {
+	if err := qq.LockClaimsReport(ctx); err != nil {
 		return nil, err
 	}
 	return qq.ClaimReport(ctx, arg)

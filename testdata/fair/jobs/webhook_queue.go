@@ -465,7 +465,7 @@ func (q *WebhookQueue) claimLimited(ctx context.Context, arg jobsdb.ClaimWebhook
 
 // claimLocked is claimLimited's transaction, run through qq.
 func (q *WebhookQueue) claimLocked(ctx context.Context, qq *jobsdb.Queries, arg jobsdb.ClaimWebhookParams) ([]jobsdb.ClaimWebhookRow, error) {
-	if err := qq.LockClaimsWebhook(ctx, !q.inTx); err != nil {
+	if err := qq.LockClaimsWebhook(ctx); err != nil {
 		return nil, err
 	}
 	return qq.ClaimWebhook(ctx, arg)

@@ -38,18 +38,11 @@ VALUES (@tenant, @n, @priority, @max_attempts, @run_after);
 -- count and this claim's commit. The count is a statement of its own, after
 -- the lock: a statement's snapshot is taken when it starts, so one that
 -- waited for the lock inside itself would count without the claim it waited
--- for. In a transaction of its own (@own_transaction), it also makes the
--- transaction commit without waiting for its WAL to reach disk
--- (synchronous_commit off, for this transaction only; a caller's transaction,
--- from WithTx, commits as it would have, with the caller's writes): the lock
--- is held until the commit, and a flush under it would queue every claim
--- behind a disk write. Other sessions see the commit at once all the same; a
--- crash within the moment before the WAL is flushed (by the next synchronous
--- commit, such as the jobs' completion) loses only the claim, and its jobs
--- are claimed again, as after any lease lost (lease mode runs a job at least
--- once).
-SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims throttled_queue', 0)),
-       CASE WHEN sqlc.arg('own_transaction')::boolean THEN set_config('synchronous_commit', 'off', true) END;
+-- for. The claim's commit waits for its WAL to reach disk, under the lock, as
+-- every claim's does: a claim a crash forgot would be made again at the same
+-- attempt, and the fence, which compares attempts, could not tell its first
+-- holder from the second.
+SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims throttled_queue', 0));
 
 -- name: ClaimThrottled :many
 -- ClaimThrottled leases up to @max jobs to @node: first running jobs whose

@@ -563,8 +563,7 @@ func (q *Queries) GetBenchRated(ctx context.Context, id int64) (BenchRatedRow, e
 }
 
 const lockClaimsBenchRated = `-- name: LockClaimsBenchRated :exec
-SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims queuegen_bench.bench_rated_queue', 0)),
-       CASE WHEN $1::boolean THEN set_config('synchronous_commit', 'off', true) END
+SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims queuegen_bench.bench_rated_queue', 0))
 `
 
 // LockClaimsBenchRated takes the queue's claim lock until the transaction
@@ -574,18 +573,12 @@ SELECT pg_advisory_xact_lock(hashtextextended('queuegen claims queuegen_bench.be
 // that count and this claim's commit. The count is a statement of its own,
 // after the lock: a statement's snapshot is taken when it starts, so one that
 // waited for the lock inside itself would count without the claim it waited
-// for. In a transaction of its own (@own_transaction), it also makes the
-// transaction commit without waiting for its WAL to reach disk
-// (synchronous_commit off, for this transaction only; a caller's transaction,
-// from WithTx, commits as it would have, with the caller's writes): the lock
-// is held until the commit, and a flush under it would queue every claim
-// behind a disk write. Other sessions see the commit at once all the same; a
-// crash within the moment before the WAL is flushed (by the next synchronous
-// commit, such as the jobs' completion) loses only the claim, and its jobs
-// are claimed again, as after any lease lost (lease mode runs a job at least
-// once).
-func (q *Queries) LockClaimsBenchRated(ctx context.Context, ownTransaction bool) error {
-	_, err := q.db.Exec(ctx, lockClaimsBenchRated, ownTransaction)
+// for. The claim's commit waits for its WAL to reach disk, under the lock, as
+// every claim's does: a claim a crash forgot would be made again at the same
+// attempt, and the fence, which compares attempts, could not tell its first
+// holder from the second.
+func (q *Queries) LockClaimsBenchRated(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, lockClaimsBenchRated)
 	return err
 }
 
