@@ -51,11 +51,7 @@ func (c *Cluster) Restart(t testing.TB) {
 // is lost), then starts it again, which recovers from the WAL on disk.
 func (c *Cluster) Crash(t testing.TB) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), clusterStartTimeout)
-	defer cancel()
-	if out, err := c.c.run(ctx, c.c.pgCtl, "-D", c.c.data, "-w", "-m", "immediate", "stop"); err != nil {
-		t.Fatalf("pgtest: pg_ctl stop -m immediate: %v\n%s", err, out)
-	}
+	c.stop(t, "immediate")
 	c.Start(t)
 }
 
@@ -63,10 +59,16 @@ func (c *Cluster) Crash(t testing.TB) {
 // until Start.
 func (c *Cluster) Stop(t testing.TB) {
 	t.Helper()
+	c.stop(t, "fast")
+}
+
+// stop stops the server with pg_ctl stop in the given shutdown mode.
+func (c *Cluster) stop(t testing.TB, mode string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), clusterStartTimeout)
 	defer cancel()
-	if out, err := c.c.run(ctx, c.c.pgCtl, "-D", c.c.data, "-w", "-m", "fast", "stop"); err != nil {
-		t.Fatalf("pgtest: pg_ctl stop: %v\n%s", err, out)
+	if out, err := c.c.run(ctx, c.c.pgCtl, "-D", c.c.data, "-w", "-m", mode, "stop"); err != nil {
+		t.Fatalf("pgtest: pg_ctl stop -m %s: %v\n%s", mode, err, out)
 	}
 }
 
