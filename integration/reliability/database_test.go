@@ -204,9 +204,9 @@ func TestDatabaseRestart(t *testing.T) {
 }
 
 // TestClaimOutlivesACrash claims a job of each kind of queue whose claim
-// runs its own transaction (plain, limits, rate), crashes the server, and
-// then wants each job still leased to its holder: a second claim takes
-// nothing, and the holder's completion is written. A claim that committed
+// runs its own transaction (plain, limits, rate), crashes the server after
+// each claim, and then wants the job still leased to its holder: a second
+// claim takes nothing, and the holder's completion is written. A claim that committed
 // without waiting for its WAL to reach disk fails it on PostgreSQL: the
 // crash forgets the claim, the second claim takes the job at the same
 // attempt, and the fence, which compares attempts, lets the first holder
@@ -230,51 +230,25 @@ func TestClaimOutlivesACrash(t *testing.T) {
 			admin.Close()
 		}
 		tg := prepare(t, engine, server.address)
-		// Each queue's claim and its holder's completion.
-		type held = heldJob
-		type kind struct {
-			name     string
-			claim    func(node string) ([]held, error)
-			complete func(held) error
+		kinds := []crashQueue{
+			crashQueueOf(ctx, "work", tg.work, work{N: 1}),
+			crashQueueOf(ctx, "limited", tg.keyed["limited"], keyed{N: 1, Tenant: "t"}),
+			crashQueueOf(ctx, "rated", tg.keyed["rated"], keyed{N: 1, Tenant: "t"}),
 		}
-		lease := queue.LeaseFor(10 * time.Minute)
-		kinds := []kind{{name: "work",
-			claim: func(node string) ([]held, error) {
-				jobs, err := tg.work.claim(ctx, node, 1, lease)
-				return heldOf(jobs), err
-			},
-			complete: func(h held) error { return tg.work.complete(ctx, &queue.Job[work]{ID: h.id, Attempt: h.attempt}) },
-		}}
-		for _, name := range []string{"limited", "rated"} {
-			q := tg.keyed[name]
-			kinds = append(kinds, kind{name: name,
-				claim: func(node string) ([]held, error) {
-					jobs, err := q.claim(ctx, node, 1, lease)
-					return heldOf(jobs), err
-				},
-				complete: func(h held) error { return q.complete(ctx, &queue.Job[keyed]{ID: h.id, Attempt: h.attempt}) },
-			})
-		}
-		if _, err := tg.work.push(ctx, work{N: 1}); err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range []string{"limited", "rated"} {
-			if _, err := tg.keyed[name].push(ctx, keyed{N: 1, Tenant: "t"}); err != nil {
-				t.Fatalf("push to %s: %v", name, err)
-			}
-		}
-		before := map[string]held{}
+		// A crash for each queue: a claim that waits for its flush writes
+		// out the WAL of every commit before it, so a claim of one queue
+		// made after another's would save the other's from the crash.
 		for _, k := range kinds {
+			if err := k.push(); err != nil {
+				t.Fatalf("push to %s: %v", k.name, err)
+			}
 			jobs, err := k.claim("before-the-crash")
 			if err != nil || len(jobs) != 1 {
 				t.Fatalf("claim of %s: %d jobs, %v", k.name, len(jobs), err)
 			}
-			before[k.name] = jobs[0]
-		}
-		server.crash()
-		tg.freshConnections()
-		for _, k := range kinds {
-			h := before[k.name]
+			h := jobs[0]
+			server.crash()
+			tg.freshConnections()
 			again, err := k.claim("after-the-crash")
 			if err != nil {
 				t.Fatalf("claim of %s after the crash: %v", k.name, err)
@@ -297,13 +271,29 @@ type heldJob struct {
 	attempt int32
 }
 
-// heldOf is the fencing tokens of claimed jobs.
-func heldOf[P any](jobs []*queue.Job[P]) []heldJob {
-	out := make([]heldJob, len(jobs))
-	for i, j := range jobs {
-		out[i] = heldJob{id: j.ID, attempt: j.Attempt}
+// crashQueue is a queue of TestClaimOutlivesACrash: a push of one job, a
+// claim of one (leased for 10 minutes, so that no lease runs out during
+// the test), and the completion of a job its claim returned.
+type crashQueue struct {
+	name     string
+	push     func() error
+	claim    func(node string) ([]heldJob, error)
+	complete func(heldJob) error
+}
+
+func crashQueueOf[W any](ctx context.Context, name string, q lease[W], p W) crashQueue {
+	return crashQueue{name: name,
+		push: func() error { _, err := q.push(ctx, p); return err },
+		claim: func(node string) ([]heldJob, error) {
+			jobs, err := q.claim(ctx, node, 1, queue.LeaseFor(10*time.Minute))
+			held := make([]heldJob, len(jobs))
+			for i, j := range jobs {
+				held[i] = heldJob{id: j.ID, attempt: j.Attempt}
+			}
+			return held, err
+		},
+		complete: func(h heldJob) error { return q.complete(ctx, &queue.Job[W]{ID: h.id, Attempt: h.attempt}) },
 	}
-	return out
 }
 
 // unfinished counts the work jobs not yet finished, retrying while the
