@@ -366,9 +366,10 @@ func (e *engine) sql(pg, my, ms string) string {
 // statements wait on a worker, which the coordinator's pg_stat_activity
 // does not show, and citus_lock_waits does (every test schema's). If the
 // count is not reached, the test goes on after the 5 seconds, as it would
-// on a machine too slow to get its statements waiting. It reads every 200 ms: InnoDB refreshes the
-// transactions it lists only when they were last read more than 100 ms
-// before, so reading more often would read the same list forever.
+// on a machine too slow to get its statements waiting. It reads every
+// 200 ms: InnoDB refreshes the transactions it lists only when they were
+// last read more than 100 ms before, so reading more often would read the
+// same list forever.
 func (e *engine) awaitLockWaits(t *testing.T, n int, marker string) {
 	t.Helper()
 	query, args := e.sql(

@@ -206,11 +206,11 @@ func TestDatabaseRestart(t *testing.T) {
 // TestClaimOutlivesACrash claims a job of each kind of queue whose claim
 // runs its own transaction (plain, limits, rate), crashes the server after
 // each claim, and then wants the job still leased to its holder: a second
-// claim takes nothing, and the holder's completion is written. A claim that committed
-// without waiting for its WAL to reach disk fails it on PostgreSQL: the
-// crash forgets the claim, the second claim takes the job at the same
-// attempt, and the fence, which compares attempts, lets the first holder
-// write its result over the second's claim. The server writes out the WAL
+// claim takes nothing, and the holder's completion is written. A claim
+// that committed without waiting for its WAL to reach disk fails it on
+// PostgreSQL: the crash forgets the claim, the second claim takes the job
+// at the same attempt, and the fence, which compares attempts, lets the
+// first holder write its result over the second's claim. The server writes out the WAL
 // of an asynchronous commit only every wal_writer_delay, set here to its
 // longest, so such a claim is lost every time. On every engine.
 func TestClaimOutlivesACrash(t *testing.T) {
